@@ -1,0 +1,43 @@
+# Glove: thin wrapper over meson + ninja.
+#   make         build build/glove (optimized, with debug info)
+#   make demo    build and run a contained program on a built-in example
+#   make check   normal build + ASan/UBSan debug build; unit and integration tests
+#   make bench   start-up benchmarks (JSON lines under bench/results/)
+#   make fuzz    longer libFuzzer runs
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+MESON      ?= meson
+
+.PHONY: all deps build asan demo check unit integration bench fuzz clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/build.ninja: | deps
+	$(MESON) setup $(BUILD) --buildtype=debugoptimized -Db_ndebug=if-release
+
+$(ASAN_BUILD)/build.ninja: | deps
+	$(MESON) setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+check: build asan
+	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+
+bench: build
+	@bench/run.sh $(BUILD)
+
+fuzz: deps
+	@scripts/fuzz.sh long
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
