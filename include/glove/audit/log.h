@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The JSONL activity log (DESIGN.md, "Interfaces": Audit; spec
+ * architecture.md, Persistence).
+ *
+ * One JSON object per line: "ts" (RFC 3339 UTC with microseconds), "event",
+ * then the event's fields in the order given. Each record is one write(2) to
+ * a descriptor opened with O_APPEND, so records from several writers never
+ * interleave and nothing sits in a user-space buffer. A record that cannot be
+ * written whole is an error: callers fail closed.
+ *
+ * The log is not protected against a process of the same user that rewrites
+ * it; see docs/threat-model.md.
+ */
+
+#include <jansson.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+
+/* Longest record, in bytes including the newline. */
+#define GLOVE_AUDIT_RECORD_MAX (1024 * 1024)
+
+struct glove_audit_log {
+        int fd;              /* O_WRONLY|O_APPEND|O_CLOEXEC, owned; -1 when closed */
+        char *path;          /* canonical absolute path as the kernel resolved it, owned */
+        dev_t dev;           /* identity of the opened file */
+        ino_t ino;
+};
+
+/*
+ * Opens (creating with mode 0600 if needed) the log at path, relative paths
+ * against cwd. The final component must not be a symbolic link, and the
+ * target must not be a directory.
+ *
+ * Errors: "audit.open" (-errno from open), "audit.file_type" (-EISDIR).
+ */
+int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *log, struct glove_error *err);
+
+/* Closes the log; idempotent. */
+void glove_audit_close(struct glove_audit_log *log);
+
+/*
+ * Encodes one record: {"ts": ts, "event": event, ...fields} followed by a
+ * newline, into *line (malloc'd, caller frees) of *len bytes. fields is an
+ * object whose members are appended in their insertion order; it is
+ * borrowed. Values must be JSON integers, strings, booleans, null, arrays
+ * and objects (no reals).
+ *
+ * Errors: "audit.encode" (-EINVAL), "audit.too_large" (-EMSGSIZE over
+ * GLOVE_AUDIT_RECORD_MAX).
+ */
+int glove_audit_encode(const char *ts, const char *event, const json_t *fields, char **line, size_t *len,
+                       struct glove_error *err);
+
+/*
+ * Stamps the current time, encodes and appends one record with a single
+ * write(2). fields is borrowed. Errors: those of glove_audit_encode, and
+ * "audit.append" (-errno; a short write is -EIO) when the record could not
+ * be written whole.
+ */
+int glove_audit_append(struct glove_audit_log *log, const char *event, const json_t *fields, struct glove_error *err);

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * File grants: host paths the operator exposes to the agent (issue "glove
+ * exec", Grants). A grant appears inside the sandbox at the same absolute
+ * path as on the host.
+ *
+ * Resolution: the path is made absolute and lexically normal, then opened
+ * with O_PATH through openat2(RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS), so
+ * no component may be a symbolic link. The descriptor and its identity
+ * (st_dev, st_ino, mount id) are kept. The sandbox child re-opens the path
+ * the same way inside its own mount namespace and refuses to mount unless
+ * the identity is unchanged, then mounts from that descriptor with
+ * open_tree/move_mount: a component replaced by a symlink between check and
+ * mount can neither redirect the mount nor pass unnoticed.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+
+/* Most grants one sandbox takes. */
+#define GLOVE_GRANTS_MAX 128
+
+enum glove_grant_mode {
+        GLOVE_GRANT_READ = 0,  /* read-only bind: ro, nosuid, nodev */
+        GLOVE_GRANT_WRITE = 1, /* read-write bind: nosuid, nodev */
+};
+
+struct glove_grant {
+        char *path;                 /* normalized absolute path, owned */
+        enum glove_grant_mode mode;
+        bool workspace;             /* the --workspace grant (also the cwd) */
+        bool is_dir;
+        dev_t dev;                  /* identity pinned at resolution */
+        ino_t ino;
+        uint64_t mnt_id;
+        int fd;                     /* O_PATH descriptor, owned, O_CLOEXEC */
+};
+
+struct glove_grant_set {
+        struct glove_grant items[GLOVE_GRANTS_MAX];
+        size_t count;
+};
+
+/* Initializes an empty set. */
+void glove_grant_set_init(struct glove_grant_set *set);
+
+/* Closes every descriptor and frees every path; the set is empty again. */
+void glove_grant_set_clear(struct glove_grant_set *set);
+
+/*
+ * Resolves path (absolute, or relative to cwd) and adds it with mode.
+ * A workspace grant must be a directory, and there is at most one.
+ *
+ * Refused, each with -errno and a stable code:
+ *   "grant.missing_path"   the path (or a component) does not exist;
+ *   "grant.symlink"        a component is a symbolic link;
+ *   "grant.restricted"     "/", or anything under /proc, /sys or /dev;
+ *   "grant.file_type"      neither a directory nor a regular file;
+ *   "grant.conflict"       the same path, or one nested in another, with a
+ *                          different mode (a path granted twice with the same
+ *                          mode is merged);
+ *   "grant.workspace_twice", "grant.workspace_not_dir";
+ *   "grant.too_many"       more than GLOVE_GRANTS_MAX grants.
+ */
+int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glove_grant_mode mode,
+                        bool workspace, const char *cwd, struct glove_error *err);
+
+/*
+ * Refuses (-EPERM, "grant.exposes_audit_log") when the file whose canonical
+ * absolute path is canonical_path, with identity (dev, ino), would be visible
+ * through any grant: it lies beneath a granted directory, or is a granted
+ * file (also when the grant reaches it through another hard link).
+ */
+int glove_grant_set_check_hidden(const struct glove_grant_set *set, const char *canonical_path,
+                                 dev_t dev, ino_t ino, struct glove_error *err);
+
+/* Returns the workspace grant, or NULL. */
+const struct glove_grant *glove_grant_set_workspace(const struct glove_grant_set *set);
+
+/* Mode as used in audit records and messages: "read" or "write". */
+const char *glove_grant_mode_name(enum glove_grant_mode mode);

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The seccomp filter of the sandbox (issue "glove exec", Seccomp; spec
+ * architecture.md, Platform isolation).
+ *
+ * Default allow with a deny list. Every denial returns an errno (EPERM, or
+ * ENOSYS for clone3 so that libc falls back to clone, whose flags can be
+ * inspected); nothing is killed silently. The deny list is one table,
+ * glove_seccomp_rules, readable top to bottom.
+ *
+ * Foreign ABIs: the filter contains only the native architecture, and the
+ * action for any other architecture (i386 via int 0x80, and x32 syscalls
+ * with __X32_SYSCALL_BIT) is EPERM for every system call.
+ */
+
+#include <linux/filter.h>
+#include <seccomp.h>
+#include <stddef.h>
+
+#include "glove/base/error.h"
+
+/* Most argument comparisons one rule carries. */
+#define GLOVE_SECCOMP_MAX_ARGS 2
+
+/* One deny rule: when the named system call is made and every argument
+ * comparison holds (all of them, AND), the call fails with errno_value. A rule
+ * with no comparisons denies every use of the call. Several rules for one call
+ * are alternatives (OR). */
+struct glove_seccomp_rule {
+        const char *syscall;      /* libseccomp name, e.g. "ioctl" */
+        int errno_value;          /* EPERM, or ENOSYS for clone3 */
+        unsigned arg_count;       /* 0..GLOVE_SECCOMP_MAX_ARGS */
+        struct scmp_arg_cmp args[GLOVE_SECCOMP_MAX_ARGS];
+        const char *why;          /* one line for humans and the docs */
+};
+
+/* The deny table, in the order the rules are added. */
+extern const struct glove_seccomp_rule glove_seccomp_rules[];
+extern const size_t glove_seccomp_rules_count;
+
+/*
+ * Builds the filter from glove_seccomp_rules into a classic BPF program.
+ * *prog receives a malloc'd sock_fprog whose filter array is also malloc'd;
+ * free both with glove_seccomp_program_free(). Building is done once in the
+ * parent before any namespace exists, so the child only installs the program.
+ *
+ * Errors: -ENOENT "seccomp.unknown_syscall" when libseccomp does not know a
+ * syscall in the table (fail closed: an incomplete filter is never built);
+ * other -errno "seccomp.build".
+ */
+int glove_seccomp_build(struct sock_fprog **prog, struct glove_error *err);
+
+void glove_seccomp_program_free(struct sock_fprog *prog);
+
+/*
+ * Installs prog on the calling thread with seccomp(SECCOMP_SET_MODE_FILTER).
+ * The caller must have set no_new_privs first. Returns 0 or -errno.
+ * Async-signal-safe (used between clone and execve).
+ */
+int glove_seccomp_install(const struct sock_fprog *prog);

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "glove/audit/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/path.h"
+#include "glove/base/time.h"
+
+int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *log, struct glove_error *err) {
+        *log = (struct glove_audit_log){.fd = -1};
+        _cleanup_free_ char *norm = NULL;
+        int r = glove_path_normalize(path, cwd, &norm, err);
+        if (r < 0) {
+                glove_error_prefix(err, "--audit-log %s", path);
+                return r;
+        }
+        _cleanup_close_ int fd = open(norm, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
+        if (S_ISDIR(st.st_mode))
+                return glove_error_set(err, EISDIR, "audit.file_type", "--audit-log %s: is a directory", norm);
+        /* The kernel's own name for what was opened, with every link in the
+         * directories resolved: the form grants are compared against. */
+        char proc[64], canon[GLOVE_PATH_MAX];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(proc, canon, sizeof(canon) - 1);
+        if (n <= 0 || canon[0] != '/')
+                return glove_error_set(err, n < 0 ? errno : EINVAL, "audit.open", "--audit-log %s: cannot resolve its path", norm);
+        canon[n] = '\0';
+        log->path = strdup(canon);
+        if (!log->path)
+                return glove_error_set(err, ENOMEM, "audit.open", "out of memory");
+        log->dev = st.st_dev;
+        log->ino = st.st_ino;
+        log->fd = TAKE_FD(fd);
+        return 0;
+}
+
+void glove_audit_close(struct glove_audit_log *log) {
+        glove_closep(&log->fd);
+        log->fd = -1;
+        free(log->path);
+        log->path = NULL;
+}
+
+int glove_audit_encode(const char *ts, const char *event, const json_t *fields, char **line, size_t *len,
+                       struct glove_error *err) {
+        *line = NULL;
+        *len = 0;
+        _cleanup_json_ json_t *rec = json_object();
+        if (!rec || json_object_set_new(rec, "ts", json_string(ts)) < 0 ||
+            json_object_set_new(rec, "event", json_string(event)) < 0)
+                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+        if (fields) {
+                if (!json_is_object(fields))
+                        return glove_error_set(err, EINVAL, "audit.encode", "%s record fields are not an object", event);
+                const char *key;
+                json_t *value;
+                json_object_foreach((json_t *)fields, key, value) {
+                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0)
+                                return glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
+                        if (json_object_set(rec, key, value) < 0)
+                                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode field %s", key);
+                }
+        }
+        size_t need = json_dumpb(rec, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        if (need == 0)
+                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+        if (need + 1 > GLOVE_AUDIT_RECORD_MAX)
+                return glove_error_set(err, EMSGSIZE, "audit.too_large", "%s record of %zu bytes exceeds %d", event, need + 1,
+                                       GLOVE_AUDIT_RECORD_MAX);
+        char *buf = malloc(need + 1);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "audit.encode", "out of memory");
+        if (json_dumpb(rec, buf, need, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) != need) {
+                free(buf);
+                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+        }
+        buf[need] = '\n';
+        *line = buf;
+        *len = need + 1;
+        return 0;
+}
+
+int glove_audit_append(struct glove_audit_log *log, const char *event, const json_t *fields, struct glove_error *err) {
+        if (log->fd < 0)
+                return glove_error_set(err, EBADF, "audit.append", "the audit log is closed");
+        char ts[GLOVE_TIME_RFC3339_MAX];
+        glove_time_now_rfc3339(ts);
+        _cleanup_free_ char *line = NULL;
+        size_t len = 0;
+        int r = glove_audit_encode(ts, event, fields, &line, &len, err);
+        if (r < 0)
+                return r;
+        ssize_t n;
+        do
+                n = write(log->fd, line, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return glove_error_set(err, errno, "audit.append", "appending the %s record to %s: %s", event, log->path,
+                                       strerror(errno));
+        if ((size_t)n != len)
+                return glove_error_set(err, EIO, "audit.append", "short write of the %s record to %s (%zd of %zu bytes)", event,
+                                       log->path, n, len);
+        return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* glove: command-line entry point. Dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "glove/run/exec.h"
+#include "glove/run/exec_options.h"
+
+static const char usage[] =
+        "Usage: glove COMMAND [OPTIONS] ...\n"
+        "\n"
+        "Glove contains untrusted LLM agents in a Linux sandbox and grants them\n"
+        "nothing (files, environment, network, tools) that you did not grant.\n"
+        "\n"
+        "Commands:\n"
+        "  exec [OPTIONS] -- PROGRAM [ARG...]   run a self-driving agent contained\n"
+        "\n"
+        "Options:\n"
+        "  -h, --help      show this help (COMMAND --help for a command's options)\n"
+        "  -V, --version   show the version\n";
+
+int main(int argc, char **argv) {
+        if (argc < 2) {
+                fputs(usage, stderr);
+                return GLOVE_EXIT_FAILURE;
+        }
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+                fputs(usage, stdout);
+                return 0;
+        }
+        if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+                printf("glove %s\n", GLOVE_VERSION);
+                return 0;
+        }
+        if (strcmp(cmd, "exec") == 0)
+                return glove_exec_main(argc - 1, argv + 1);
+        fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);
+        return GLOVE_EXIT_FAILURE;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "glove/container/grant.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
+#include "glove/base/path.h"
+
+/* Pseudo filesystems that only the sandbox itself provides. */
+static const char *const restricted_roots[] = {"/proc", "/sys", "/dev"};
+
+void glove_grant_set_init(struct glove_grant_set *set) {
+        memset(set, 0, sizeof(*set));
+}
+
+void glove_grant_set_clear(struct glove_grant_set *set) {
+        for (size_t i = 0; i < set->count; i++) {
+                free(set->items[i].path);
+                glove_closep(&set->items[i].fd);
+        }
+        set->count = 0;
+}
+
+const char *glove_grant_mode_name(enum glove_grant_mode mode) {
+        return mode == GLOVE_GRANT_WRITE ? "write" : "read";
+}
+
+const struct glove_grant *glove_grant_set_workspace(const struct glove_grant_set *set) {
+        for (size_t i = 0; i < set->count; i++)
+                if (set->items[i].workspace)
+                        return &set->items[i];
+        return NULL;
+}
+
+static const char *option_name(enum glove_grant_mode mode, bool workspace) {
+        if (workspace)
+                return "--workspace";
+        return mode == GLOVE_GRANT_WRITE ? "--write" : "--read";
+}
+
+static int check_overlap(struct glove_grant_set *set, const char *norm, enum glove_grant_mode mode, bool workspace,
+                         struct glove_error *err, bool *merged) {
+        *merged = false;
+        for (size_t i = 0; i < set->count; i++) {
+                struct glove_grant *g = &set->items[i];
+                bool same = strcmp(g->path, norm) == 0;
+                bool nested = glove_path_is_beneath(norm, g->path) || glove_path_is_beneath(g->path, norm);
+                if (!nested)
+                        continue;
+                if (g->mode != mode)
+                        return glove_error_set(err, EINVAL, "grant.conflict",
+                                               "%s %s overlaps %s %s with a different mode; grant disjoint paths or one mode",
+                                               option_name(mode, workspace), norm, option_name(g->mode, g->workspace), g->path);
+                if (same) {
+                        g->workspace = g->workspace || workspace;
+                        *merged = true;
+                }
+        }
+        return 0;
+}
+
+int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glove_grant_mode mode,
+                        bool workspace, const char *cwd, struct glove_error *err) {
+        const char *opt = option_name(mode, workspace);
+        if (workspace && glove_grant_set_workspace(set))
+                return glove_error_set(err, EINVAL, "grant.workspace_twice", "--workspace given more than once");
+        _cleanup_free_ char *norm = NULL;
+        int r = glove_path_normalize(path, cwd, &norm, err);
+        if (r < 0) {
+                glove_error_prefix(err, "%s %s", opt, path);
+                return r;
+        }
+        if (strcmp(norm, "/") == 0)
+                return glove_error_set(err, EPERM, "grant.restricted", "%s %s: granting / would expose the whole host", opt, path);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(restricted_roots); i++)
+                if (glove_path_is_beneath(norm, restricted_roots[i]))
+                        return glove_error_set(err, EPERM, "grant.restricted",
+                                               "%s %s: %s is provided by the sandbox itself and cannot be granted",
+                                               opt, path, restricted_roots[i]);
+        _cleanup_close_ int fd = -1;
+        struct glove_error oerr = {0};
+        r = glove_fd_open_nofollow(norm, O_PATH, &fd, &oerr);
+        if (r == -ENOENT)
+                return glove_error_set(err, ENOENT, "grant.missing_path", "%s %s: no such file or directory", opt, norm);
+        if (r == -ELOOP)
+                return glove_error_set(err, ELOOP, "grant.symlink",
+                                       "%s %s: a path component is a symbolic link; grant the resolved path", opt, norm);
+        if (r < 0)
+                return glove_error_set(err, -r, "grant.open", "%s %s: %s", opt, norm, strerror(-r));
+        struct statx stx;
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_INO | STATX_MNT_ID, &stx) < 0)
+                return glove_error_set(err, errno, "grant.open", "%s %s: statx: %s", opt, norm, strerror(errno));
+        bool is_dir = S_ISDIR(stx.stx_mode);
+        if (!is_dir && !S_ISREG(stx.stx_mode))
+                return glove_error_set(err, EINVAL, "grant.file_type", "%s %s: not a directory or regular file", opt, norm);
+        if (workspace && !is_dir)
+                return glove_error_set(err, ENOTDIR, "grant.workspace_not_dir", "--workspace %s: not a directory", norm);
+        bool merged = false;
+        r = check_overlap(set, norm, mode, workspace, err, &merged);
+        if (r < 0 || merged)
+                return r;
+        if (set->count >= GLOVE_GRANTS_MAX)
+                return glove_error_set(err, E2BIG, "grant.too_many", "more than %d grants", GLOVE_GRANTS_MAX);
+        struct glove_grant *g = &set->items[set->count++];
+        *g = (struct glove_grant){
+                .path = TAKE_PTR(norm),
+                .mode = mode,
+                .workspace = workspace,
+                .is_dir = is_dir,
+                .dev = makedev(stx.stx_dev_major, stx.stx_dev_minor),
+                .ino = stx.stx_ino,
+                .mnt_id = stx.stx_mnt_id,
+                .fd = TAKE_FD(fd),
+        };
+        return 0;
+}
+
+int glove_grant_set_check_hidden(const struct glove_grant_set *set, const char *canonical_path,
+                                 dev_t dev, ino_t ino, struct glove_error *err) {
+        for (size_t i = 0; i < set->count; i++) {
+                const struct glove_grant *g = &set->items[i];
+                bool exposed = g->is_dir ? glove_path_is_beneath(canonical_path, g->path)
+                                         : (strcmp(g->path, canonical_path) == 0 || (g->dev == dev && g->ino == ino));
+                if (exposed)
+                        return glove_error_set(err, EPERM, "grant.exposes_audit_log",
+                                               "%s %s would expose the audit log %s to the agent; keep the audit log outside every grant",
+                                               option_name(g->mode, g->workspace), g->path, canonical_path);
+        }
+        return 0;
+}

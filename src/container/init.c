@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * PID 1 of the sandbox once released, and the agent's last steps before
+ * execve. PID 1 exists because the kernel shields a PID namespace's init
+ * from signals it has no handler for: with the agent as PID 1, a forwarded
+ * SIGTERM would be ignored. PID 1 forwards signals to the agent, reaps
+ * orphans, and reports the agent's outcome to Glove; when it exits the kernel
+ * kills everything left in the namespace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "glove/base/fd.h"
+#include "glove/container/environment.h"
+#include "glove/container/seccomp.h"
+#include "internal.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Signals Glove forwards (issue "glove exec", Lifecycle). */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+static void on_signal(int sig) {
+        (void)sig; /* a handler must exist for PID 1 to receive the signal */
+}
+
+/* Empties every capability set: bounding, ambient, and then effective,
+ * permitted and inheritable. Sets no_new_privs. */
+static int drop_privileges(void) {
+        for (int cap = 0; cap <= 63; cap++) {
+                if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
+                        break; /* past the last capability this kernel knows */
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+                        return -errno;
+        }
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+                return -errno;
+        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_data_struct data[2] = {{0}};
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                return -errno;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        /* No other process in the sandbox may read this one's memory. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+/* execve with a PATH search in the sandbox's PATH (not Glove's). Returns the
+ * errno to report: ENOENT when found nowhere, EACCES when found but not
+ * executable anywhere, else the first other error. */
+static int exec_program(char *const *argv, char *const *envp) {
+        const char *prog = argv[0];
+        if (strchr(prog, '/')) {
+                execve(prog, argv, envp);
+                return errno;
+        }
+        const char *path = glove_env_lookup((const char *const *)envp, "PATH");
+        if (!path)
+                path = GLOVE_ENV_PATH;
+        int result = ENOENT;
+        char buf[4096];
+        while (*path) {
+                const char *end = strchrnul(path, ':');
+                size_t n = (size_t)(end - path);
+                if (n > 0 && n + 1 + strlen(prog) < sizeof(buf)) {
+                        memcpy(buf, path, n);
+                        buf[n] = '/';
+                        strcpy(buf + n + 1, prog);
+                        execve(buf, argv, envp);
+                        if (errno == EACCES)
+                                result = EACCES;
+                        else if (errno != ENOENT && errno != ENOTDIR)
+                                return errno;
+                }
+                path = *end ? end + 1 : end;
+        }
+        return result;
+}
+
+__attribute__((noreturn)) static void agent_main(const struct glove_sandbox_config *cfg, int errpipe) {
+        sigset_t none;
+        sigemptyset(&none);
+        for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+                signal(forwarded[i], SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGXFSZ, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Every descriptor above stdio closes at execve; the error pipe is
+         * already close-on-exec. */
+        int e = 0;
+        if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                e = errno;
+        /* The seccomp filter PID 1 installed after setup is inherited. */
+        if (!e)
+                e = exec_program(cfg->argv, cfg->envp);
+        (void)glove_fd_write_all(errpipe, &e, sizeof(e));
+        _exit(127);
+}
+
+__attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        struct sigaction sa = {.sa_handler = on_signal};
+        for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+                sigaddset(&set, forwarded[i]);
+                sigaction(forwarded[i], &sa, NULL);
+        }
+        sigaction(SIGCHLD, &sa, NULL);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+
+        int r = drop_privileges();
+        if (r == 0 && glove_seccomp_install(cfg->seccomp) < 0)
+                r = -errno;
+        if (r < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, -r, "sandbox.privileges", strerror(-r));
+                _exit(1);
+        }
+        int errpipe[2];
+        if (pipe2(errpipe, O_CLOEXEC) < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.pipe", strerror(errno));
+                _exit(1);
+        }
+        pid_t agent = fork();
+        if (agent < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.fork", strerror(errno));
+                _exit(1);
+        }
+        if (agent == 0) {
+                close(errpipe[0]);
+                close(report_fd);
+                agent_main(cfg, errpipe[1]);
+        }
+        close(errpipe[1]);
+        int exec_errno = 0;
+        if (glove_fd_read_exact(errpipe[0], &exec_errno, sizeof(exec_errno)) == 0) {
+                char msg[300];
+                snprintf(msg, sizeof(msg), "%s: %s", cfg->argv[0], strerror(exec_errno));
+                glove_report_send(report_fd, REPORT_EXEC_FAILED, exec_errno, NULL, msg);
+                _exit(0);
+        }
+        close(errpipe[0]);
+
+        for (;;) {
+                siginfo_t si;
+                int sig = sigwaitinfo(&set, &si);
+                if (sig < 0)
+                        continue;
+                if (sig != SIGCHLD) {
+                        kill(agent, sig);
+                        continue;
+                }
+                int status;
+                pid_t p;
+                while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+                        if (p != agent)
+                                continue;
+                        if (WIFSIGNALED(status))
+                                glove_report_send(report_fd, REPORT_SIGNALED, WTERMSIG(status), NULL, NULL);
+                        else
+                                glove_report_send(report_fd, REPORT_EXITED, WEXITSTATUS(status), NULL, NULL);
+                        _exit(0);
+                }
+        }
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Shared between the parent side (sandbox.c) and the child side (perimeter.c,
+ * init.c) of the sandbox. Not a public interface. */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+#include "glove/container/sandbox.h"
+
+/* One report from the sandbox child to Glove. Fixed size, below PIPE_BUF, so
+ * each write is atomic. */
+enum report_kind {
+        REPORT_READY = 1,
+        REPORT_SETUP_FAILED = 2,
+        REPORT_EXEC_FAILED = 3,
+        REPORT_EXITED = 4,
+        REPORT_SIGNALED = 5,
+};
+
+struct report {
+        int32_t kind;
+        int32_t value;
+        char code[48];
+        char message[400];
+};
+
+/* Builds the mount perimeter in the child (fresh tmpfs root, pivot_root,
+ * old root detached) and changes into the working directory. */
+int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid_t gid, struct glove_error *err);
+
+/* PID 1 of the sandbox after release: drops privileges, installs the filter,
+ * starts the agent and reports its outcome on report_fd. Never returns. */
+__attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd);
+
+/* Writes one report; returns 0 or -errno. */
+int glove_report_send(int fd, enum report_kind kind, int value, const char *code, const char *message);

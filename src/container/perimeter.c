@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The mount perimeter, built inside the sandbox's new mount namespace
+ * (issue "glove exec", Mount perimeter):
+ *
+ *   1. every mount source is cloned into a detached tree (open_tree with
+ *      OPEN_TREE_CLONE) while the host view is still reachable: /usr, the
+ *      curated /etc entries, the /dev nodes and the grants (re-opened without
+ *      following links and checked against the identity pinned by Glove);
+ *   2. a fresh tmpfs becomes the new root and is populated: the detached
+ *      trees get their attributes (mount_setattr: ro/nosuid/nodev) and are
+ *      attached with move_mount to targets resolved without following links
+ *      beneath the new root; /proc, /dev, /tmp and HOME are mounted fresh;
+ *   3. pivot_root into it, the old root detached, the root made read-only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
+#include "glove/base/path.h"
+#include "glove/container/environment.h"
+#include "internal.h"
+
+/* Where the new root is assembled before pivot_root. */
+#define STAGING "/tmp"
+
+/* Host /etc entries the agent may see, read-only. Anything not listed is
+ * absent: shadow, gshadow, sudoers, ssh keys, machine-id, ssl/private, npm
+ * and git configuration, credentials of any kind. Symbolic links are
+ * recreated as links (their target text resolves inside the sandbox). */
+static const char *const etc_entries[] = {
+        "alternatives", "bash.bashrc", "bindresvport.blacklist", "ca-certificates.conf", "debian_version",
+        "gai.conf", "host.conf", "inputrc", "issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+        "locale.alias", "locale.conf", "locale.gen", "localtime", "magic", "magic.mime", "mime.types",
+        "nsswitch.conf", "os-release", "profile", "protocols", "python3", "python3.11", "rpc", "services",
+        "shells", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone", "xattr.conf",
+};
+
+/* Device nodes bound from the host /dev. */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+/* The merged-/usr links (or directories on hosts that are not merged). */
+static const char *const usr_links[] = {"bin", "lib", "lib32", "lib64", "libx32", "sbin"};
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags) {
+        return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags) {
+        return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, uint64_t set) {
+        struct mount_attr attr = {.attr_set = set};
+        return (int)syscall(SYS_mount_setattr, dfd, path, flags, &attr, sizeof(attr));
+}
+
+/* Clones the mount at fd (or path under dfd) into a detached tree. */
+static int clone_tree(int dfd, const char *path, bool recursive, int *out, struct glove_error *err) {
+        unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+        if (!*path)
+                flags |= AT_EMPTY_PATH;
+        int fd = sys_open_tree(dfd, path, flags);
+        if (fd < 0)
+                return glove_error_set(err, errno, "mount.clone", "open_tree %s: %s", *path ? path : "(grant)", strerror(errno));
+        *out = fd;
+        return 0;
+}
+
+/* Creates the missing directories of rel (relative, normalized) beneath
+ * root without following links; the final component becomes a directory
+ * (is_dir) or an empty file. Existing components are used as they are. */
+static int make_mountpoint(int root, const char *rel, bool is_dir, struct glove_error *err) {
+        char buf[GLOVE_PATH_MAX];
+        snprintf(buf, sizeof(buf), "%s", rel);
+        _cleanup_close_ int cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return glove_error_set(err, errno, "mount.mountpoint", "dup: %s", strerror(errno));
+        char *p = buf;
+        for (;;) {
+                char *slash = strchr(p, '/');
+                bool last = slash == NULL;
+                if (slash)
+                        *slash = '\0';
+                int fd = openat(cur, p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT) {
+                        int r;
+                        if (!last || is_dir)
+                                r = mkdirat(cur, p, 0755);
+                        else {
+                                r = openat(cur, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                                if (r >= 0)
+                                        r = close(r);
+                        }
+                        if (r < 0)
+                                return glove_error_set(err, errno, "mount.mountpoint",
+                                                       "cannot create the mount point /%s inside the sandbox: %s", rel, strerror(errno));
+                        fd = openat(cur, p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (fd < 0)
+                        return glove_error_set(err, errno, "mount.mountpoint", "/%s: %s", rel, strerror(errno));
+                struct stat st;
+                if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || (!last && !S_ISDIR(st.st_mode))) {
+                        close(fd);
+                        return glove_error_set(err, ELOOP, "mount.mountpoint",
+                                               "mount point /%s crosses a symbolic link or non-directory inside the sandbox", rel);
+                }
+                close(cur);
+                cur = fd;
+                if (last)
+                        return 0;
+                p = slash + 1;
+        }
+}
+
+/* Gives the detached tree its attributes and attaches it at rel. */
+static int attach(int root, int tree, const char *rel, bool is_dir, uint64_t attrs, struct glove_error *err) {
+        int r = make_mountpoint(root, rel, is_dir, err);
+        if (r < 0)
+                return r;
+        if (attrs && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs) < 0)
+                return glove_error_set(err, errno, "mount.setattr", "mount_setattr on /%s: %s", rel, strerror(errno));
+        _cleanup_close_ int target = -1;
+        r = glove_fd_open_beneath(root, rel, O_PATH, &target, err);
+        if (r < 0)
+                return r;
+        if (sys_move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return glove_error_set(err, errno, "mount.attach", "move_mount to /%s: %s", rel, strerror(errno));
+        return 0;
+}
+
+static int mount_fresh(int root, const char *rel, const char *fstype, unsigned long flags, const char *data,
+                       struct glove_error *err) {
+        int r = make_mountpoint(root, rel, true, err);
+        if (r < 0)
+                return r;
+        char target[GLOVE_PATH_MAX];
+        snprintf(target, sizeof(target), STAGING "/%s", rel);
+        if (mount(fstype, target, fstype, flags, data) < 0)
+                return glove_error_set(err, errno, "mount.fresh", "mount %s on /%s: %s", fstype, rel, strerror(errno));
+        return 0;
+}
+
+static int write_at(int dirfd, const char *name, const char *content, mode_t mode, struct glove_error *err) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0 || glove_fd_write_all(fd, content, strlen(content)) < 0)
+                return glove_error_set(err, errno, "mount.etc", "cannot write /etc/%s: %s", name, strerror(errno));
+        return 0;
+}
+
+/* Sources cloned from the host before the staging root covers anything. */
+struct sources {
+        int usr;
+        int etc[GLOVE_ELEMENTSOF(etc_entries)];
+        char *etc_link[GLOVE_ELEMENTSOF(etc_entries)];
+        bool etc_dir[GLOVE_ELEMENTSOF(etc_entries)];
+        int usr_link_tree[GLOVE_ELEMENTSOF(usr_links)];
+        char *usr_link[GLOVE_ELEMENTSOF(usr_links)];
+        int dev[GLOVE_ELEMENTSOF(dev_nodes)];
+        int grant[GLOVE_GRANTS_MAX];
+};
+
+static void sources_init(struct sources *s) {
+        memset(s, 0, sizeof(*s));
+        s->usr = -1;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->etc); i++)
+                s->etc[i] = -1;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->usr_link_tree); i++)
+                s->usr_link_tree[i] = -1;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->dev); i++)
+                s->dev[i] = -1;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->grant); i++)
+                s->grant[i] = -1;
+}
+
+/* Clones a host path that may be a link (recorded as text), a directory or a
+ * regular file (cloned), or absent (skipped). */
+static int clone_optional(const char *host_path, int *tree, char **link, bool *is_dir, struct glove_error *err) {
+        struct stat st;
+        if (lstat(host_path, &st) < 0)
+                return errno == ENOENT ? 0 : glove_error_set(err, errno, "mount.clone", "%s: %s", host_path, strerror(errno));
+        if (S_ISLNK(st.st_mode)) {
+                char target[GLOVE_PATH_MAX];
+                ssize_t n = readlink(host_path, target, sizeof(target) - 1);
+                if (n < 0)
+                        return glove_error_set(err, errno, "mount.clone", "readlink %s: %s", host_path, strerror(errno));
+                target[n] = '\0';
+                *link = strdup(target);
+                return *link ? 0 : glove_error_set(err, ENOMEM, "mount.clone", "out of memory");
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                return 0;
+        if (is_dir)
+                *is_dir = S_ISDIR(st.st_mode);
+        _cleanup_close_ int fd = -1;
+        int r = glove_fd_open_nofollow(host_path, O_PATH, &fd, err);
+        if (r < 0)
+                return r;
+        return clone_tree(fd, "", true, tree, err);
+}
+
+/* Re-opens a grant in this mount namespace and checks it is the object Glove
+ * pinned; a swapped component fails here rather than redirecting a mount. */
+static int clone_grant(const struct glove_grant *g, int *tree, struct glove_error *err) {
+        _cleanup_close_ int fd = -1;
+        int r = glove_fd_open_nofollow(g->path, O_PATH, &fd, err);
+        if (r < 0) {
+                glove_error_prefix(err, "grant changed after it was checked");
+                return r;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return glove_error_set(err, errno, "grant.changed", "%s: %s", g->path, strerror(errno));
+        if (st.st_dev != g->dev || st.st_ino != g->ino)
+                return glove_error_set(err, ESTALE, "grant.changed",
+                                       "%s was replaced between its check and its mount; refusing to mount it", g->path);
+        return clone_tree(fd, "", true, tree, err);
+}
+
+static int clone_sources(const struct glove_sandbox_config *cfg, struct sources *s, struct glove_error *err) {
+        int r = clone_tree(AT_FDCWD, "/usr", true, &s->usr, err);
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(usr_links); i++) {
+                char host[64];
+                snprintf(host, sizeof(host), "/%s", usr_links[i]);
+                r = clone_optional(host, &s->usr_link_tree[i], &s->usr_link[i], NULL, err);
+        }
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(etc_entries); i++) {
+                char host[GLOVE_PATH_MAX];
+                snprintf(host, sizeof(host), "/etc/%s", etc_entries[i]);
+                r = clone_optional(host, &s->etc[i], &s->etc_link[i], &s->etc_dir[i], err);
+        }
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(dev_nodes); i++) {
+                char host[64];
+                snprintf(host, sizeof(host), "/dev/%s", dev_nodes[i]);
+                r = clone_tree(AT_FDCWD, host, false, &s->dev[i], err);
+        }
+        for (size_t i = 0; r == 0 && i < cfg->grants->count; i++)
+                r = clone_grant(&cfg->grants->items[i], &s->grant[i], err);
+        return r;
+}
+
+static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct glove_error *err) {
+        int r = make_mountpoint(root, "etc", true, err);
+        if (r < 0)
+                return r;
+        char buf[1024];
+        snprintf(buf, sizeof(buf),
+                 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                 "agent:x:%u:%u:Glove agent:" GLOVE_ENV_HOME ":/bin/sh\n"
+                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                 (unsigned)uid, (unsigned)gid);
+        _cleanup_close_ int etcw = openat(root, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (etcw < 0)
+                return glove_error_set(err, errno, "mount.etc", "/etc: %s", strerror(errno));
+        r = write_at(etcw, "passwd", buf, 0644, err);
+        if (r < 0)
+                return r;
+        snprintf(buf, sizeof(buf), "root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)gid);
+        r = write_at(etcw, "group", buf, 0644, err);
+        r = r ?: write_at(etcw, "hostname", GLOVE_SANDBOX_HOSTNAME "\n", 0644, err);
+        r = r ?: write_at(etcw, "hosts", "127.0.0.1\tlocalhost " GLOVE_SANDBOX_HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n", 0644, err);
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(etc_entries); i++) {
+                char rel[GLOVE_PATH_MAX];
+                snprintf(rel, sizeof(rel), "etc/%s", etc_entries[i]);
+                if (s->etc_link[i]) {
+                        const char *slash = strrchr(etc_entries[i], '/');
+                        if (slash) {
+                                char parent[GLOVE_PATH_MAX];
+                                snprintf(parent, sizeof(parent), "etc/%.*s", (int)(slash - etc_entries[i]), etc_entries[i]);
+                                r = make_mountpoint(root, parent, true, err);
+                        }
+                        if (r == 0 && symlinkat(s->etc_link[i], root, rel) < 0)
+                                r = glove_error_set(err, errno, "mount.etc", "symlink /%s: %s", rel, strerror(errno));
+                } else if (s->etc[i] >= 0) {
+                        r = attach(root, s->etc[i], rel, s->etc_dir[i],
+                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+                }
+        }
+        return r;
+}
+
+static int build_dev(int root, struct sources *s, struct glove_error *err) {
+        int r = mount_fresh(root, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", err);
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(dev_nodes); i++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), "dev/%s", dev_nodes[i]);
+                r = attach(root, s->dev[i], rel, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+        }
+        r = r ?: mount_fresh(root, "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err);
+        r = r ?: mount_fresh(root, "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", err);
+        static const char *const links[][2] = {
+                {"pts/ptmx", "dev/ptmx"},        {"/proc/self/fd", "dev/fd"},
+                {"/proc/self/fd/0", "dev/stdin"}, {"/proc/self/fd/1", "dev/stdout"},
+                {"/proc/self/fd/2", "dev/stderr"},
+        };
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(links); i++)
+                if (symlinkat(links[i][0], root, links[i][1]) < 0)
+                        r = glove_error_set(err, errno, "mount.dev", "symlink /%s: %s", links[i][1], strerror(errno));
+        return r;
+}
+
+/* Grants are attached parents first, so a nested grant of the same mode is
+ * mounted on top of its parent's bind. */
+static int grant_order(const void *a, const void *b, void *ctx) {
+        const struct glove_grant *g = ctx;
+        size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+        return strcmp(g[ia].path, g[ib].path);
+}
+
+static int build_root(const struct glove_sandbox_config *cfg, int root, struct sources *s, uid_t uid, gid_t gid,
+                      struct glove_error *err) {
+        const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        int r = attach(root, s->usr, "usr", true, ro, err);
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(usr_links); i++) {
+                if (s->usr_link[i]) {
+                        if (symlinkat(s->usr_link[i], root, usr_links[i]) < 0)
+                                r = glove_error_set(err, errno, "mount.usr", "symlink /%s: %s", usr_links[i], strerror(errno));
+                } else if (s->usr_link_tree[i] >= 0) {
+                        r = attach(root, s->usr_link_tree[i], usr_links[i], true, ro, err);
+                }
+        }
+        r = r ?: build_etc(root, s, uid, gid, err);
+        r = r ?: mount_fresh(root, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+        r = r ?: build_dev(root, s, err);
+        r = r ?: mount_fresh(root, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err);
+        char home_opts[96];
+        snprintf(home_opts, sizeof(home_opts), "mode=0700,uid=%u,gid=%u", (unsigned)uid, (unsigned)gid);
+        r = r ?: mount_fresh(root, GLOVE_ENV_HOME + 1, "tmpfs", MS_NOSUID | MS_NODEV, home_opts, err);
+        if (r < 0)
+                return r;
+
+        const struct glove_grant_set *gs = cfg->grants;
+        size_t order[GLOVE_GRANTS_MAX];
+        for (size_t i = 0; i < gs->count; i++)
+                order[i] = i;
+        qsort_r(order, gs->count, sizeof(order[0]), grant_order, (void *)gs->items);
+        for (size_t k = 0; r == 0 && k < gs->count; k++) {
+                const struct glove_grant *g = &gs->items[order[k]];
+                uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+                if (g->mode == GLOVE_GRANT_READ)
+                        attrs |= MOUNT_ATTR_RDONLY;
+                r = attach(root, s->grant[order[k]], g->path + 1, g->is_dir, attrs, err);
+                if (r < 0)
+                        glove_error_prefix(err, "grant %s", g->path);
+        }
+        return r;
+}
+
+static int pivot(int root, struct glove_error *err) {
+        if (fchdir(root) < 0)
+                return glove_error_set(err, errno, "mount.pivot", "fchdir: %s", strerror(errno));
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return glove_error_set(err, errno, "mount.pivot", "pivot_root: %s", strerror(errno));
+        /* The old root is now stacked under "."; detach it. */
+        if (umount2(".", MNT_DETACH) < 0)
+                return glove_error_set(err, errno, "mount.pivot", "detaching the old root: %s", strerror(errno));
+        if (chdir("/") < 0)
+                return glove_error_set(err, errno, "mount.pivot", "chdir /: %s", strerror(errno));
+        /* The root tmpfs and /dev become read-only; /tmp, HOME, /dev/shm and
+         * write grants are separate mounts and stay writable. */
+        if (sys_mount_setattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY) < 0)
+                return glove_error_set(err, errno, "mount.readonly", "making / read-only: %s", strerror(errno));
+        if (sys_mount_setattr(AT_FDCWD, "/dev", AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY) < 0)
+                return glove_error_set(err, errno, "mount.readonly", "making /dev read-only: %s", strerror(errno));
+        return 0;
+}
+
+static void sources_close(struct sources *s) {
+        glove_closep(&s->usr);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->etc); i++) {
+                glove_closep(&s->etc[i]);
+                free(s->etc_link[i]);
+        }
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->usr_link_tree); i++) {
+                glove_closep(&s->usr_link_tree[i]);
+                free(s->usr_link[i]);
+        }
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->dev); i++)
+                glove_closep(&s->dev[i]);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->grant); i++)
+                glove_closep(&s->grant[i]);
+}
+
+int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid_t gid, struct glove_error *err) {
+        /* Nothing done here propagates back to the host. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return glove_error_set(err, errno, "mount.private", "making mounts private: %s", strerror(errno));
+        _cleanup_(sources_close) struct sources s;
+        sources_init(&s);
+        int r = clone_sources(cfg, &s, err);
+        if (r < 0)
+                return r;
+        if (mount("glove", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
+                return glove_error_set(err, errno, "mount.root", "mounting the root tmpfs: %s", strerror(errno));
+        _cleanup_close_ int root = open(STAGING, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root < 0)
+                return glove_error_set(err, errno, "mount.root", "opening the root tmpfs: %s", strerror(errno));
+        r = build_root(cfg, root, &s, uid, gid, err);
+        r = r ?: pivot(root, err);
+        if (r < 0)
+                return r;
+        const struct glove_grant *ws = glove_grant_set_workspace(cfg->grants);
+        const char *cwd = ws ? ws->path : GLOVE_ENV_HOME;
+        if (chdir(cwd) < 0)
+                return glove_error_set(err, errno, "mount.chdir", "chdir %s: %s", cwd, strerror(errno));
+        return 0;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "glove/container/seccomp.h"
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+#define DENY(name, why) {name, EPERM, 0, {{0}}, why}
+#define DENY_ARG(name, cmp, why) {name, EPERM, 1, {cmp}, why}
+/* ioctl's request and socket's family are 32-bit in the kernel: compare the
+ * low 32 bits so upper garbage in the register cannot slip past. */
+#define LOW32 0xffffffffULL
+#define IOCTL_CMD(req) SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, (req))
+#define CLONE_FLAG(f) SCMP_A0(SCMP_CMP_MASKED_EQ, (f), (f))
+
+const struct glove_seccomp_rule glove_seccomp_rules[] = {
+        /* Terminal injection into the invoker's shell. */
+        DENY_ARG("ioctl", IOCTL_CMD(TIOCSTI), "TIOCSTI pushes input into a terminal"),
+        DENY_ARG("ioctl", IOCTL_CMD(TIOCLINUX), "TIOCLINUX reads and injects on virtual consoles"),
+        /* Kernel keyrings are not namespaced. */
+        DENY("keyctl", "kernel keyrings are shared with the host"),
+        DENY("add_key", "kernel keyrings are shared with the host"),
+        DENY("request_key", "kernel keyrings are shared with the host"),
+        /* Kernel attack surface with no use for an agent. */
+        DENY("bpf", "eBPF programs and maps"),
+        DENY("perf_event_open", "performance counters leak host activity"),
+        DENY("userfaultfd", "widens kernel race windows"),
+        DENY("kexec_load", "loads a new kernel"),
+        DENY("kexec_file_load", "loads a new kernel"),
+        DENY("init_module", "loads a kernel module"),
+        DENY("finit_module", "loads a kernel module"),
+        DENY("delete_module", "unloads a kernel module"),
+        DENY("lookup_dcookie", "kernel profiling interface"),
+        DENY("iopl", "raw port I/O"),
+        DENY("ioperm", "raw port I/O"),
+        /* The mount perimeter is fixed once the agent runs. */
+        DENY("mount", "changes the mount perimeter"),
+        DENY("umount2", "changes the mount perimeter"),
+        DENY("pivot_root", "changes the root"),
+        DENY("chroot", "changes the root"),
+        DENY("fsopen", "new mount API"),
+        DENY("fsconfig", "new mount API"),
+        DENY("fsmount", "new mount API"),
+        DENY("fspick", "new mount API"),
+        DENY("move_mount", "new mount API"),
+        DENY("open_tree", "new mount API"),
+        DENY("mount_setattr", "new mount API"),
+        /* No new namespaces and no joining others. */
+        DENY("unshare", "creates namespaces"),
+        DENY("setns", "joins namespaces"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWUSER), "clone into a new user namespace"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWNS), "clone into a new mount namespace"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWPID), "clone into a new PID namespace"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWNET), "clone into a new network namespace"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWIPC), "clone into a new IPC namespace"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWUTS), "clone into a new UTS namespace"),
+        DENY_ARG("clone", CLONE_FLAG(CLONE_NEWCGROUP), "clone into a new cgroup namespace"),
+        {"clone3", ENOSYS, 0, {{0}}, "flags live in memory a filter cannot read; libc falls back to clone"},
+        /* Other processes' memory and descriptors. */
+        DENY("ptrace", "debugging other processes"),
+        DENY("process_vm_readv", "reads another process's memory"),
+        DENY("process_vm_writev", "writes another process's memory"),
+        DENY("pidfd_getfd", "copies another process's descriptors"),
+        /* Execution domain: only PER_LINUX (0). The query value 0xffffffff is
+         * refused too: libseccomp cannot compare one argument twice in a rule. */
+        DENY_ARG("personality", SCMP_A0(SCMP_CMP_NE, 0), "other personalities change address-space layout and ABI"),
+        /* Host administration. */
+        DENY("acct", "process accounting"),
+        DENY("swapon", "swap management"),
+        DENY("swapoff", "swap management"),
+        DENY("reboot", "reboot"),
+        DENY("syslog", "kernel log"),
+        DENY("quotactl", "disk quotas"),
+        DENY("quotactl_fd", "disk quotas"),
+        DENY("vhangup", "hangs up the terminal"),
+        /* File handles bypass path-based confinement. */
+        DENY("open_by_handle_at", "opens files by handle, bypassing the mount perimeter"),
+        DENY("name_to_handle_at", "exposes file handles"),
+        /* io_uring performs system calls the filter never sees. */
+        DENY("io_uring_setup", "io_uring bypasses the filter"),
+        DENY("io_uring_enter", "io_uring bypasses the filter"),
+        DENY("io_uring_register", "io_uring bypasses the filter"),
+        /* Network: offline; only Unix sockets. NE on the full register denies
+         * any value whose low 32 bits are not AF_UNIX, and more. */
+        DENY_ARG("socket", SCMP_A0(SCMP_CMP_NE, AF_UNIX), "only AF_UNIX sockets offline"),
+        DENY_ARG("socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX), "only AF_UNIX sockets offline"),
+};
+
+const size_t glove_seccomp_rules_count = GLOVE_ELEMENTSOF(glove_seccomp_rules);
+
+static void release_ctx(scmp_filter_ctx *ctx) {
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
+int glove_seccomp_build(struct sock_fprog **out, struct glove_error *err) {
+        *out = NULL;
+        _cleanup_(release_ctx) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return glove_error_set(err, ENOMEM, "seccomp.build", "seccomp_init failed");
+        /* Any architecture other than the native one: EPERM for everything. */
+        int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM));
+        if (r < 0)
+                return glove_error_set(err, -r, "seccomp.build", "cannot set the foreign-architecture action: %s", strerror(-r));
+        for (size_t i = 0; i < glove_seccomp_rules_count; i++) {
+                const struct glove_seccomp_rule *rule = &glove_seccomp_rules[i];
+                int nr = seccomp_syscall_resolve_name(rule->syscall);
+                if (nr == __NR_SCMP_ERROR)
+                        return glove_error_set(err, ENOENT, "seccomp.unknown_syscall",
+                                               "libseccomp does not know the system call %s; refusing to build an incomplete filter",
+                                               rule->syscall);
+                r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((uint32_t)rule->errno_value), nr, rule->arg_count,
+                                           rule->arg_count ? rule->args : NULL);
+                if (r < 0)
+                        return glove_error_set(err, -r, "seccomp.build", "rule %zu (%s): %s", i, rule->syscall, strerror(-r));
+        }
+        /* libseccomp 2.5 exports only to a descriptor: use a memfd. */
+        _cleanup_close_ int mfd = memfd_create("glove-seccomp", MFD_CLOEXEC);
+        if (mfd < 0)
+                return glove_error_set(err, errno, "seccomp.build", "memfd_create: %s", strerror(errno));
+        r = seccomp_export_bpf(ctx, mfd);
+        if (r < 0)
+                return glove_error_set(err, -r, "seccomp.build", "cannot export the BPF program: %s", strerror(-r));
+        off_t end = lseek(mfd, 0, SEEK_END);
+        if (end <= 0 || end % (off_t)sizeof(struct sock_filter) || end > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+                return glove_error_set(err, EINVAL, "seccomp.build", "exported BPF program has a bad size (%lld bytes)", (long long)end);
+        size_t len = (size_t)end;
+        _cleanup_free_ struct sock_filter *insns = malloc(len);
+        _cleanup_free_ struct sock_fprog *prog = calloc(1, sizeof(*prog));
+        if (!insns || !prog)
+                return glove_error_set(err, ENOMEM, "seccomp.build", "out of memory");
+        if (pread(mfd, insns, len, 0) != (ssize_t)len)
+                return glove_error_set(err, EIO, "seccomp.build", "cannot read back the BPF program");
+        prog->len = (unsigned short)(len / sizeof(struct sock_filter));
+        prog->filter = TAKE_PTR(insns);
+        *out = TAKE_PTR(prog);
+        return 0;
+}
+
+void glove_seccomp_program_free(struct sock_fprog *prog) {
+        if (!prog)
+                return;
+        free(prog->filter);
+        free(prog);
+}
+
+int glove_seccomp_install(const struct sock_fprog *prog) {
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+                return -errno;
+        return 0;
+}
