@@ -39,11 +39,8 @@
  * and git configuration, credentials of any kind. Symbolic links are
  * recreated as links (their target text resolves inside the sandbox). */
 static const char *const etc_entries[] = {
-        "alternatives", "bash.bashrc", "bindresvport.blacklist", "ca-certificates.conf", "debian_version",
-        "gai.conf", "host.conf", "inputrc", "issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-        "locale.alias", "locale.conf", "locale.gen", "localtime", "magic", "magic.mime", "mime.types",
-        "nsswitch.conf", "os-release", "profile", "protocols", "python3", "python3.11", "rpc", "services",
-        "shells", "ssl/certs", "ssl/openssl.cnf", "terminfo", "timezone", "xattr.conf",
+        "alternatives", "bash.bashrc", "debian_version", "host.conf", "ld.so.cache", "localtime", "mime.types",
+        "nsswitch.conf", "os-release", "profile", "protocols", "services", "ssl/certs", "ssl/openssl.cnf", "timezone",
 };
 
 /* Device nodes bound from the host /dev. */
@@ -158,11 +155,20 @@ static int write_at(int dirfd, const char *name, const char *content, mode_t mod
         return 0;
 }
 
+static int write_copy(int root, const char *rel, const char *data, size_t len, struct glove_error *err) {
+        _cleanup_close_ int fd = openat(root, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || glove_fd_write_all(fd, data, len) < 0)
+                return glove_error_set(err, errno, "mount.etc", "cannot write /%s: %s", rel, strerror(errno));
+        return 0;
+}
+
 /* Sources cloned from the host before the staging root covers anything. */
 struct sources {
         int usr;
         int etc[GLOVE_ELEMENTSOF(etc_entries)];
         char *etc_link[GLOVE_ELEMENTSOF(etc_entries)];
+        char *etc_copy[GLOVE_ELEMENTSOF(etc_entries)];
+        size_t etc_copy_len[GLOVE_ELEMENTSOF(etc_entries)];
         bool etc_dir[GLOVE_ELEMENTSOF(etc_entries)];
         int usr_link_tree[GLOVE_ELEMENTSOF(usr_links)];
         char *usr_link[GLOVE_ELEMENTSOF(usr_links)];
@@ -183,9 +189,34 @@ static void sources_init(struct sources *s) {
                 s->grant[i] = -1;
 }
 
-/* Clones a host path that may be a link (recorded as text), a directory or a
- * regular file (cloned), or absent (skipped). */
-static int clone_optional(const char *host_path, int *tree, char **link, bool *is_dir, struct glove_error *err) {
+/* Regular /etc files up to this size are copied into the sandbox's /etc
+ * rather than bound: a copy costs a few system calls, a bind a mount. */
+#define ETC_COPY_MAX (256 * 1024)
+
+/* Reads a whole small regular file already opened; returns a malloc'd buffer. */
+static int slurp(int fd, size_t size, char **out, struct glove_error *err) {
+        char *buf = malloc(size + 1);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "mount.etc", "out of memory");
+        size_t got = 0;
+        while (got < size) {
+                ssize_t n = read(fd, buf + got, size - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+        }
+        buf[got] = '\0';
+        *out = buf;
+        return (int)got;
+}
+
+/* Clones a host path that may be a link (recorded as text), a directory
+ * (cloned), a small regular file (copied into *copy, when copy is given) or
+ * a larger one (cloned), or absent (skipped). */
+static int clone_optional(const char *host_path, int *tree, char **link, bool *is_dir, char **copy, size_t *copy_len,
+                          struct glove_error *err) {
         struct stat st;
         if (lstat(host_path, &st) < 0)
                 return errno == ENOENT ? 0 : glove_error_set(err, errno, "mount.clone", "%s: %s", host_path, strerror(errno));
@@ -203,9 +234,17 @@ static int clone_optional(const char *host_path, int *tree, char **link, bool *i
         if (is_dir)
                 *is_dir = S_ISDIR(st.st_mode);
         _cleanup_close_ int fd = -1;
-        int r = glove_fd_open_nofollow(host_path, O_PATH, &fd, err);
+        bool small = copy && S_ISREG(st.st_mode) && st.st_size <= ETC_COPY_MAX;
+        int r = glove_fd_open_nofollow(host_path, small ? O_RDONLY : O_PATH, &fd, err);
         if (r < 0)
                 return r;
+        if (small) {
+                r = slurp(fd, (size_t)st.st_size, copy, err);
+                if (r < 0)
+                        return r;
+                *copy_len = (size_t)r;
+                return 0;
+        }
         return clone_tree(fd, "", true, tree, err);
 }
 
@@ -232,12 +271,12 @@ static int clone_sources(const struct glove_sandbox_config *cfg, struct sources 
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(usr_links); i++) {
                 char host[64];
                 snprintf(host, sizeof(host), "/%s", usr_links[i]);
-                r = clone_optional(host, &s->usr_link_tree[i], &s->usr_link[i], NULL, err);
+                r = clone_optional(host, &s->usr_link_tree[i], &s->usr_link[i], NULL, NULL, NULL, err);
         }
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(etc_entries); i++) {
                 char host[GLOVE_PATH_MAX];
                 snprintf(host, sizeof(host), "/etc/%s", etc_entries[i]);
-                r = clone_optional(host, &s->etc[i], &s->etc_link[i], &s->etc_dir[i], err);
+                r = clone_optional(host, &s->etc[i], &s->etc_link[i], &s->etc_dir[i], &s->etc_copy[i], &s->etc_copy_len[i], err);
         }
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(dev_nodes); i++) {
                 char host[64];
@@ -254,9 +293,11 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
         if (r < 0)
                 return r;
         char buf[1024];
+        /* The agent's entry first, so a lookup of its ids finds it even when
+         * they coincide with nobody's (an invoker running as 65534). */
         snprintf(buf, sizeof(buf),
-                 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
                  "agent:x:%u:%u:Glove agent:" GLOVE_ENV_HOME ":/bin/sh\n"
+                 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
                  (unsigned)uid, (unsigned)gid);
         _cleanup_close_ int etcw = openat(root, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -265,7 +306,7 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
         r = write_at(etcw, "passwd", buf, 0644, err);
         if (r < 0)
                 return r;
-        snprintf(buf, sizeof(buf), "root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)gid);
+        snprintf(buf, sizeof(buf), "agent:x:%u:\nroot:x:0:\nnogroup:x:65534:\n", (unsigned)gid);
         r = write_at(etcw, "group", buf, 0644, err);
         r = r ?: write_at(etcw, "hostname", GLOVE_SANDBOX_HOSTNAME "\n", 0644, err);
         r = r ?: write_at(etcw, "hosts", "127.0.0.1\tlocalhost " GLOVE_SANDBOX_HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n", 0644, err);
@@ -281,6 +322,15 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
                         }
                         if (r == 0 && symlinkat(s->etc_link[i], root, rel) < 0)
                                 r = glove_error_set(err, errno, "mount.etc", "symlink /%s: %s", rel, strerror(errno));
+                } else if (s->etc_copy[i]) {
+                        const char *slash = strrchr(etc_entries[i], '/');
+                        if (slash) {
+                                char parent[GLOVE_PATH_MAX];
+                                snprintf(parent, sizeof(parent), "etc/%.*s", (int)(slash - etc_entries[i]), etc_entries[i]);
+                                r = make_mountpoint(root, parent, true, err);
+                        }
+                        if (r == 0)
+                                r = write_copy(root, rel, s->etc_copy[i], s->etc_copy_len[i], err);
                 } else if (s->etc[i] >= 0) {
                         r = attach(root, s->etc[i], rel, s->etc_dir[i],
                                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
@@ -380,6 +430,7 @@ static void sources_close(struct sources *s) {
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->etc); i++) {
                 glove_closep(&s->etc[i]);
                 free(s->etc_link[i]);
+                free(s->etc_copy[i]);
         }
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->usr_link_tree); i++) {
                 glove_closep(&s->usr_link_tree[i]);

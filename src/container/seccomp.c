@@ -157,9 +157,3 @@ void glove_seccomp_program_free(struct sock_fprog *prog) {
         free(prog->filter);
         free(prog);
 }
-
-int glove_seccomp_install(const struct sock_fprog *prog) {
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
-                return -errno;
-        return 0;
-}

@@ -55,6 +55,13 @@ int glove_seccomp_build(struct sock_fprog **prog, struct glove_error *err);
 void glove_seccomp_program_free(struct sock_fprog *prog);
 
 /*
+ * The program glove_seccomp_build() returns, compiled at build time by
+ * glove-seccomp-gen (src/container/seccomp_gen.c) and linked in through
+ * glove_seccomp_prebuilt_dep. The launch path uses this one.
+ */
+extern const struct sock_fprog glove_seccomp_prebuilt;
+
+/*
  * Installs prog on the calling thread with seccomp(SECCOMP_SET_MODE_FILTER).
  * The caller must have set no_new_privs first. Returns 0 or -errno.
  * Async-signal-safe (used between clone and execve).
