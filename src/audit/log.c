@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/json.h"
 #include "glove/base/path.h"
 #include "glove/base/time.h"
 
@@ -114,4 +115,42 @@ int glove_audit_append(struct glove_audit_log *log, const char *event, const jso
                 return glove_error_set(err, EIO, "audit.append", "short write of the %s record to %s (%zd of %zu bytes)", event,
                                        log->path, n, len);
         return 0;
+}
+
+json_t *glove_audit_string(const char *bytes, size_t len) {
+        if (glove_json_utf8_valid(bytes, len, NULL) && !memchr(bytes, '\0', len))
+                return json_stringn(bytes, len);
+        /* Worst case: every byte becomes four characters. */
+        if (len > GLOVE_AUDIT_RECORD_MAX)
+                return NULL;
+        _cleanup_free_ char *out = malloc(len * 4 + 1);
+        if (!out)
+                return NULL;
+        size_t o = 0, i = 0;
+        while (i < len) {
+                /* Keep the longest valid UTF-8 sequence starting at i. */
+                size_t n = 0;
+                unsigned char c = (unsigned char)bytes[i];
+                if (c >= 0x20 && c < 0x80 && c != '\\')
+                        n = 1;
+                else if (c >= 0xC2 && c <= 0xF4) {
+                        size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+                        if (i + want <= len && glove_json_utf8_valid(bytes + i, want, NULL))
+                                n = want;
+                }
+                if (n) {
+                        memcpy(out + o, bytes + i, n);
+                        o += n;
+                        i += n;
+                } else if (c == '\\') {
+                        memcpy(out + o, "\\\\", 2);
+                        o += 2;
+                        i++;
+                } else {
+                        o += (size_t)snprintf(out + o, 5, "\\x%02x", c);
+                        i++;
+                }
+        }
+        out[o] = '\0';
+        return json_stringn(out, o);
 }

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "glove/audit/log.h"
 #include "glove/base/cleanup.h"
 
 static json_t *idmap(const struct glove_sandbox_idmap *m) {
@@ -18,11 +19,11 @@ json_t *glove_exec_launch_fields(char *const *argv, const struct glove_grant_set
         if (!jargv || !jgrants || !jenv)
                 return NULL;
         for (char *const *a = argv; *a; a++)
-                if (json_array_append_new(jargv, json_stringn(*a, strlen(*a))) < 0)
+                if (json_array_append_new(jargv, glove_audit_string(*a, strlen(*a))) < 0)
                         return NULL;
         for (size_t i = 0; i < grants->count; i++) {
                 const struct glove_grant *g = &grants->items[i];
-                if (json_array_append_new(jgrants, json_pack("{s:s,s:s,s:b}", "path", g->path, "mode",
+                if (json_array_append_new(jgrants, json_pack("{s:o,s:s,s:b}", "path", glove_audit_string(g->path, strlen(g->path)), "mode",
                                                              glove_grant_mode_name(g->mode), "workspace", g->workspace)) < 0)
                         return NULL;
         }

@@ -57,6 +57,15 @@ int glove_audit_encode(const char *ts, const char *event, const json_t *fields, 
                        struct glove_error *err);
 
 /*
+ * A JSON string for len bytes of host data that may not be UTF-8 (argv,
+ * paths): valid UTF-8 is kept as is; each byte of an invalid sequence
+ * becomes the four characters "\xNN" (a literal backslash is doubled in that
+ * case, so the text stays unambiguous). Returns a new reference, or NULL on
+ * ENOMEM.
+ */
+json_t *glove_audit_string(const char *bytes, size_t len);
+
+/*
  * Stamps the current time, encodes and appends one record with a single
  * write(2). fields is borrowed. Errors: those of glove_audit_encode, and
  * "audit.append" (-errno; a short write is -EIO) when the record could not
