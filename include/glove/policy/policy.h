@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Tool and argument authorization for `glove run` (issue "glove run",
+ * Policy; spec architecture.md, MCP request flow step 4). Default deny.
+ *
+ * Rules:
+ *   allow NAME.TOOL      the tool may be listed and called; NAME.* allows
+ *                        every tool of upstream NAME
+ *   deny NAME.TOOL       never, whatever allows it (deny wins); NAME.* too
+ *   argument rules       for one qualified tool: the value at a JSON Pointer
+ *                        (RFC 6901) inside the call's "arguments" object must
+ *                        satisfy the rule: prefix, exact, one_of,
+ *                        path_within, max_length. Every argument rule of a
+ *                        tool must pass.
+ *
+ * A policy is built from command-line rules and/or a policy file
+ * (docs/policy.md), then frozen by use: checks never modify it.
+ */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "glove/base/error.h"
+
+/* Longest rule name reported in a verdict, including the NUL. */
+#define GLOVE_POLICY_RULE_MAX 512
+/* Largest policy file, in bytes. */
+#define GLOVE_POLICY_FILE_MAX (1024 * 1024)
+
+struct glove_policy;
+
+/* A new empty policy (denies everything). Returns 0 or -ENOMEM. */
+int glove_policy_new(struct glove_policy **out);
+void glove_policy_free(struct glove_policy *policy);
+
+/*
+ * Adds an allow or deny rule for "NAME.TOOL" or "NAME.*" (NAME is
+ * [a-z0-9_-]{1,32}; TOOL is any non-empty string of at most 128 bytes without
+ * control characters). Errors: "policy.bad_tool_name" (-EINVAL).
+ */
+int glove_policy_allow(struct glove_policy *policy, const char *qualified, struct glove_error *err);
+int glove_policy_deny(struct glove_policy *policy, const char *qualified, struct glove_error *err);
+
+/*
+ * Adds the command-line argument rule "NAME.TOOL:POINTER=PREFIX": the string
+ * at POINTER (RFC 6901, starting with "/", no "=" in it) must start with
+ * PREFIX. Errors: "policy.bad_arg_rule" (-EINVAL) naming what is malformed.
+ */
+int glove_policy_allow_arg(struct glove_policy *policy, const char *spec, struct glove_error *err);
+
+/*
+ * Merges the rules of a policy file (docs/policy.md), decoded strictly:
+ * unknown fields, duplicate keys, wrong types and malformed rules are
+ * rejected with a stable "policy.*" code and the JSON path of the offence.
+ * At most GLOVE_POLICY_FILE_MAX bytes. On error nothing is merged.
+ */
+int glove_policy_load_file(struct glove_policy *policy, const char *path, struct glove_error *err);
+
+/* As glove_policy_load_file, from memory (for tests and fuzzing). */
+int glove_policy_load_json(struct glove_policy *policy, const void *data, size_t len, struct glove_error *err);
+
+/* True when tools/list may show upstream's tool: allowed and not denied
+ * (argument rules do not hide a tool). */
+bool glove_policy_tool_visible(const struct glove_policy *policy, const char *upstream, const char *tool);
+
+struct glove_policy_verdict {
+        bool allowed;
+        const char *reason;                 /* NULL when allowed; else "policy_denied" or
+                                             * "invalid_params" (static strings) */
+        char rule[GLOVE_POLICY_RULE_MAX];   /* the rule that decided, e.g. "deny fs.write_file",
+                                             * "default deny", "allow fs.*",
+                                             * "fs.read_file:/path path_within /data" */
+};
+
+/*
+ * Decides a tools/call of upstream's tool with the call's arguments (the
+ * "arguments" member, NULL when absent; borrowed). Denied when no allow rule
+ * matches, a deny rule matches, or an argument rule fails (a missing value or
+ * a non-string where a string rule applies fails with reason
+ * "policy_denied"; arguments that are present but not an object give
+ * "invalid_params"). Never fails otherwise.
+ */
+void glove_policy_check_call(const struct glove_policy *policy, const char *upstream, const char *tool,
+                             const json_t *arguments, struct glove_policy_verdict *verdict);
+
+/*
+ * RFC 6901 JSON Pointer: the value at pointer inside root (borrowed), or
+ * NULL when absent. "" is root itself. Errors: -EINVAL for a malformed pointer
+ * (not starting with "/", or a "~" not followed by 0 or 1).
+ */
+int glove_json_pointer_get(const json_t *root, const char *pointer, const json_t **out);
