@@ -111,6 +111,10 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, err.errnum, err.code, err.message);
                 _exit(1);
         }
+        if ((cfg->stdin_fd >= 0 && dup2(cfg->stdin_fd, 0) < 0) || (cfg->stdout_fd >= 0 && dup2(cfg->stdout_fd, 1) < 0)) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.stdio", strerror(errno));
+                _exit(1);
+        }
         /* Nothing Glove inherited reaches the sandbox: keep only stdio and the
          * two pipes. */
         int lo = report_fd < release_fd ? report_fd : release_fd;

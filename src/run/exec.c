@@ -135,6 +135,8 @@ int glove_exec_main(int argc, char **argv) {
                 .envp = env.envp,
                 .grants = &grants,
                 .seccomp = &glove_seccomp_prebuilt,
+                .stdin_fd = -1,
+                .stdout_fd = -1,
         };
         struct glove_sandbox sb;
         if (glove_sandbox_spawn(&cfg, &sb, &err) < 0)

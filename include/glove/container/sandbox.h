@@ -43,6 +43,8 @@ struct glove_sandbox_config {
         char *const *envp;                    /* the agent's complete environment */
         const struct glove_grant_set *grants; /* borrowed for the duration of spawn */
         const struct sock_fprog *seccomp;     /* from glove_seccomp_build(), borrowed */
+        int stdin_fd;                         /* the agent's stdin and stdout: a descriptor to */
+        int stdout_fd;                        /* install as 0 / 1, or -1 to keep Glove's own */
 };
 
 struct glove_sandbox_idmap {

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Bounded line framing of the MCP stdio transport (MCP specification,
+ * Transports: stdio — one JSON-RPC message per line, UTF-8, no embedded
+ * newlines) and strict message decoding (issue "glove run", Framing).
+ *
+ * A reader accumulates bytes from a non-blocking descriptor and yields whole
+ * lines. A line longer than max_frame bytes (without its newline) is an
+ * error, detected as soon as max_frame bytes without a newline are buffered:
+ * the reader never holds more than max_frame + one read of input.
+ *
+ * A writer queues encoded messages for a non-blocking descriptor, bounded by
+ * a byte limit; exceeding it is an error, never a silent drop.
+ */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "glove/base/buffer.h"
+#include "glove/base/error.h"
+
+/* Default and bounds of --max-frame, in bytes. */
+#define GLOVE_MCP_FRAME_DEFAULT (4 * 1024 * 1024)
+#define GLOVE_MCP_FRAME_MIN 1024
+#define GLOVE_MCP_FRAME_MAX (256 * 1024 * 1024)
+/* Bytes read from a descriptor per read(2). */
+#define GLOVE_MCP_READ_CHUNK 65536
+
+struct glove_mcp_reader {
+        struct glove_buffer buf;
+        size_t max_frame;   /* longest line accepted, bytes, without the newline */
+        size_t off;         /* start of the unconsumed bytes in buf */
+        size_t scanned;     /* offset in buf up to which no newline was found */
+        bool eof;
+};
+
+void glove_mcp_reader_init(struct glove_mcp_reader *r, size_t max_frame);
+void glove_mcp_reader_free(struct glove_mcp_reader *r);
+
+/*
+ * Reads what fd has (one read(2) of at most GLOVE_MCP_READ_CHUNK bytes).
+ * Returns the number of bytes read, 0 at end of file (r->eof is set),
+ * -EAGAIN when nothing is available, or -errno.
+ */
+ssize_t glove_mcp_reader_fill(struct glove_mcp_reader *r, int fd);
+
+/* Feeds bytes directly (tests, fuzzing). Returns 0 or -EMSGSIZE when the
+ * buffer bound would be exceeded. */
+int glove_mcp_reader_feed(struct glove_mcp_reader *r, const void *data, size_t len);
+
+/*
+ * Takes the next complete line. On 1, *line points into the reader (valid
+ * until the next call on r) and *len is its length without "\n" (a "\r"
+ * before it is also removed). Returns 0 when no complete line is buffered,
+ * -EMSGSIZE when the pending line exceeds max_frame. Empty lines are skipped.
+ */
+int glove_mcp_reader_next(struct glove_mcp_reader *r, const char **line, size_t *len);
+
+enum glove_mcp_kind {
+        GLOVE_MCP_REQUEST,       /* "method" and "id" */
+        GLOVE_MCP_NOTIFICATION,  /* "method", no "id" */
+        GLOVE_MCP_RESPONSE,      /* "id" and exactly one of "result", "error" */
+};
+
+struct glove_mcp_message {
+        json_t *root;            /* owned; the whole object */
+        enum glove_mcp_kind kind;
+        const char *method;      /* borrowed from root; NULL for responses */
+        json_t *id;              /* borrowed; string or integer; NULL for notifications */
+        json_t *params;          /* borrowed; object, or NULL when absent */
+};
+
+/*
+ * Decodes one line strictly: valid UTF-8, no duplicate keys, nesting at most
+ * GLOVE_JSON_MAX_DEPTH, one object (arrays, i.e. batches, are rejected),
+ * "jsonrpc": "2.0", id a string or an integer (not null, not fractional),
+ * method a string, params an object when present (MCP uses named params),
+ * no unknown top-level members.
+ *
+ * Errors, with the JSON-RPC code to answer in err->errnum's place:
+ *   "mcp.parse"   (-EBADMSG)  not JSON, invalid UTF-8, duplicate keys: -32700
+ *   "mcp.batch"   (-EINVAL)   a JSON array: -32600
+ *   "mcp.invalid" (-EINVAL)   not a valid JSON-RPC 2.0 message: -32600
+ * On error *id_out (when not NULL) receives a new reference to the message's
+ * id if one could be recovered, so the error response can carry it.
+ */
+int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, struct glove_mcp_message *msg,
+                            json_t **id_out, struct glove_error *err);
+
+void glove_mcp_message_free(struct glove_mcp_message *msg);
+
+/*
+ * Encodes msg (compact, order preserved, UTF-8 unescaped) followed by "\n".
+ * *out is malloc'd (caller frees). Errors: -EINVAL when msg cannot be
+ * encoded, -EMSGSIZE when it exceeds max_frame.
+ */
+int glove_mcp_encode(const json_t *msg, size_t max_frame, char **out, size_t *len);
+
+struct glove_mcp_writer {
+        struct glove_buffer buf;  /* pending bytes, bounded by buf.max */
+};
+
+void glove_mcp_writer_init(struct glove_mcp_writer *w, size_t max_pending);
+void glove_mcp_writer_free(struct glove_mcp_writer *w);
+
+/* Queues an encoded message. Returns 0 or -EMSGSIZE when the pending bound
+ * would be exceeded (the peer is not reading). */
+int glove_mcp_writer_queue(struct glove_mcp_writer *w, const void *data, size_t len);
+
+/* Writes as much as fd takes. Returns 0 when everything was written,
+ * -EAGAIN when bytes remain, or -errno (e.g. -EPIPE). */
+int glove_mcp_writer_flush(struct glove_mcp_writer *w, int fd);
+
+static inline bool glove_mcp_writer_pending(const struct glove_mcp_writer *w) {
+        return w->buf.len > 0;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "glove/mcp/frame.h"
+
+static void feed(struct glove_mcp_reader *r, const char *s) {
+        assert_int_equal(glove_mcp_reader_feed(r, s, strlen(s)), 0);
+}
+
+static void expect_line(struct glove_mcp_reader *r, const char *want) {
+        const char *line;
+        size_t len;
+        assert_int_equal(glove_mcp_reader_next(r, &line, &len), 1);
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(line, want, len);
+}
+
+static void test_split_reads(void **state) {
+        (void)state;
+        struct glove_mcp_reader r;
+        glove_mcp_reader_init(&r, 1024);
+        const char *line;
+        size_t len;
+        feed(&r, "{\"a\":");
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), 0);
+        feed(&r, "1}");
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), 0);
+        feed(&r, "\n{\"b\":2}\r\n\n\n{\"c\"");
+        expect_line(&r, "{\"a\":1}");
+        expect_line(&r, "{\"b\":2}");
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), 0);
+        feed(&r, ":3}\n");
+        expect_line(&r, "{\"c\":3}");
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), 0);
+        glove_mcp_reader_free(&r);
+}
+
+static void test_long_line_detected_before_newline(void **state) {
+        (void)state;
+        struct glove_mcp_reader r;
+        glove_mcp_reader_init(&r, 1024);
+        char big[1025];
+        memset(big, 'x', sizeof(big));
+        assert_int_equal(glove_mcp_reader_feed(&r, big, 1024), 0);
+        const char *line;
+        size_t len;
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), 0); /* exactly max: still fine */
+        assert_int_equal(glove_mcp_reader_feed(&r, big, 1), 0);
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), -EMSGSIZE);
+        glove_mcp_reader_free(&r);
+}
+
+static void test_line_of_exactly_max_accepted(void **state) {
+        (void)state;
+        struct glove_mcp_reader r;
+        glove_mcp_reader_init(&r, 8);
+        feed(&r, "12345678\r\n123456789\n");
+        expect_line(&r, "12345678");
+        const char *line;
+        size_t len;
+        assert_int_equal(glove_mcp_reader_next(&r, &line, &len), -EMSGSIZE);
+        glove_mcp_reader_free(&r);
+}
+
+static void test_fill_from_pipe_in_pieces(void **state) {
+        (void)state;
+        int p[2];
+        assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+        struct glove_mcp_reader r;
+        glove_mcp_reader_init(&r, 64);
+        assert_int_equal(glove_mcp_reader_fill(&r, p[0]), -EAGAIN);
+        assert_int_equal(write(p[1], "{\"x\":1}\n{\"y\"", 12), 12);
+        assert_int_equal(glove_mcp_reader_fill(&r, p[0]), 12);
+        expect_line(&r, "{\"x\":1}");
+        assert_int_equal(write(p[1], ":2}\n", 4), 4);
+        close(p[1]);
+        assert_int_equal(glove_mcp_reader_fill(&r, p[0]), 4);
+        expect_line(&r, "{\"y\":2}");
+        assert_int_equal(glove_mcp_reader_fill(&r, p[0]), 0);
+        assert_true(r.eof);
+        close(p[0]);
+        glove_mcp_reader_free(&r);
+}
+
+static int parse(const char *s, struct glove_mcp_message *m, const char **code) {
+        struct glove_error err = {0};
+        json_t *id = NULL;
+        int r = glove_mcp_message_parse(s, strlen(s), 4096, m, &id, &err);
+        *code = err.code;
+        if (id)
+                json_decref(id);
+        return r;
+}
+
+static void test_message_kinds(void **state) {
+        (void)state;
+        struct glove_mcp_message m;
+        const char *code;
+        assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &m, &code), 0);
+        assert_int_equal(m.kind, GLOVE_MCP_REQUEST);
+        assert_string_equal(m.method, "ping");
+        glove_mcp_message_free(&m);
+        assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &m, &code), 0);
+        assert_int_equal(m.kind, GLOVE_MCP_NOTIFICATION);
+        assert_null(m.id);
+        glove_mcp_message_free(&m);
+        assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}", &m, &code), 0);
+        assert_int_equal(m.kind, GLOVE_MCP_RESPONSE);
+        glove_mcp_message_free(&m);
+}
+
+static void test_message_rejections(void **state) {
+        (void)state;
+        static const struct {
+                const char *text;
+                const char *code;
+        } cases[] = {
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", "mcp.parse"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\"}", "mcp.parse"},
+                {"not json", "mcp.parse"},
+                {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "mcp.batch"},
+                {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"id\":1,\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[1]}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{}}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"extra\":1}", "mcp.invalid"},
+                {"42", "mcp.invalid"},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct glove_mcp_message m;
+                const char *code = NULL;
+                assert_true(parse(cases[i].text, &m, &code) < 0);
+                assert_non_null(code);
+                if (strcmp(code, cases[i].code) != 0)
+                        fail_msg("case %zu (%s): got %s, want %s", i, cases[i].text, code, cases[i].code);
+                assert_null(m.root);
+        }
+}
+
+static void test_error_recovers_id(void **state) {
+        (void)state;
+        struct glove_mcp_message m;
+        struct glove_error err = {0};
+        json_t *id = NULL;
+        const char *s = "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":3}";
+        assert_true(glove_mcp_message_parse(s, strlen(s), 4096, &m, &id, &err) < 0);
+        assert_non_null(id);
+        assert_string_equal(json_string_value(id), "abc");
+        json_decref(id);
+}
+
+static void test_writer_bound(void **state) {
+        (void)state;
+        struct glove_mcp_writer w;
+        glove_mcp_writer_init(&w, 10);
+        assert_int_equal(glove_mcp_writer_queue(&w, "12345", 5), 0);
+        assert_int_equal(glove_mcp_writer_queue(&w, "123456", 6), -EMSGSIZE);
+        assert_int_equal(w.buf.len, 5);
+        int p[2];
+        assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+        assert_int_equal(glove_mcp_writer_flush(&w, p[1]), 0);
+        char got[8] = {0};
+        assert_int_equal(read(p[0], got, sizeof(got)), 5);
+        assert_string_equal(got, "12345");
+        close(p[0]);
+        assert_int_equal(glove_mcp_writer_queue(&w, "x", 1), 0);
+        assert_int_equal(glove_mcp_writer_flush(&w, p[1]), -EPIPE);
+        close(p[1]);
+        glove_mcp_writer_free(&w);
+}
+
+int main(void) {
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_split_reads),
+                cmocka_unit_test(test_long_line_detected_before_newline),
+                cmocka_unit_test(test_line_of_exactly_max_accepted),
+                cmocka_unit_test(test_fill_from_pipe_in_pieces),
+                cmocka_unit_test(test_message_kinds),
+                cmocka_unit_test(test_message_rejections),
+                cmocka_unit_test(test_error_recovers_id),
+                cmocka_unit_test(test_writer_bound),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
