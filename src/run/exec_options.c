@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <string.h>
 
 const char glove_exec_help[] =
@@ -30,23 +31,116 @@ const char glove_exec_help[] =
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
         "failed; 126 if PROGRAM could not be executed; 127 if it was not found.\n";
 
+const char glove_run_help[] =
+        "Usage: glove run [OPTIONS] -- AGENT [ARG...]\n"
+        "\n"
+        "Runs AGENT contained exactly as glove exec does, with its stdin and stdout\n"
+        "as an MCP channel: Glove is the MCP server the agent talks to, and it\n"
+        "forwards only policy-approved tool calls to upstream MCP servers that it\n"
+        "starts on the host, outside the sandbox. AGENT's stderr passes through.\n"
+        "\n"
+        "Upstreams and policy (default deny):\n"
+        "  --upstream NAME=CMD[,ARG...]  start an MCP server (stdio); its tools\n"
+        "                                appear as NAME.TOOL; NAME is [a-z0-9_-]{1,32}\n"
+        "  --upstream-env NAME:VAR       copy Glove's VAR to upstream NAME (repeatable)\n"
+        "  --allow NAME.TOOL             allow a tool; NAME.* allows all of NAME's\n"
+        "  --deny NAME.TOOL              deny a tool (deny wins)\n"
+        "  --allow-arg NAME.TOOL:POINTER=PREFIX\n"
+        "                                the string at JSON Pointer POINTER in the\n"
+        "                                call's arguments must start with PREFIX\n"
+        "  --policy FILE                 rules from a JSON policy file (docs/policy.md)\n"
+        "  --call-timeout MS             answer upstream_timeout after MS (60000)\n"
+        "  --max-frame BYTES             longest JSON-RPC line accepted (4M)\n"
+        "  --audit-arguments             put raw call arguments in audit records\n"
+        "                                (otherwise only their SHA-256)\n"
+        "\n"
+        "Sandbox options (as glove exec):\n"
+        "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH\n"
+        "  -h, --help                    show this help\n"
+        "\n"
+        "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
+        "initialize, or the agent sends a line longer than --max-frame.\n";
+
 enum {
         OPT_WORKSPACE = 0x100,
         OPT_READ,
         OPT_WRITE,
         OPT_ENV,
         OPT_AUDIT_LOG,
+        OPT_UPSTREAM,
+        OPT_UPSTREAM_ENV,
+        OPT_ALLOW,
+        OPT_DENY,
+        OPT_ALLOW_ARG,
+        OPT_POLICY,
+        OPT_CALL_TIMEOUT,
+        OPT_MAX_FRAME,
+        OPT_AUDIT_ARGUMENTS,
 };
 
-static const struct option long_options[] = {
-        {"workspace", required_argument, NULL, OPT_WORKSPACE},
-        {"read", required_argument, NULL, OPT_READ},
-        {"write", required_argument, NULL, OPT_WRITE},
-        {"env", required_argument, NULL, OPT_ENV},
-        {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
-        {"help", no_argument, NULL, 'h'},
+#define SANDBOX_OPTIONS                                                   \
+        {"workspace", required_argument, NULL, OPT_WORKSPACE},           \
+        {"read", required_argument, NULL, OPT_READ},                     \
+        {"write", required_argument, NULL, OPT_WRITE},                   \
+        {"env", required_argument, NULL, OPT_ENV},                       \
+        {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},           \
+        {"help", no_argument, NULL, 'h'}
+
+static const struct option exec_options[] = {
+        SANDBOX_OPTIONS,
         {NULL, 0, NULL, 0},
 };
+
+static const struct option run_options[] = {
+        SANDBOX_OPTIONS,
+        {"upstream", required_argument, NULL, OPT_UPSTREAM},
+        {"upstream-env", required_argument, NULL, OPT_UPSTREAM_ENV},
+        {"allow", required_argument, NULL, OPT_ALLOW},
+        {"deny", required_argument, NULL, OPT_DENY},
+        {"allow-arg", required_argument, NULL, OPT_ALLOW_ARG},
+        {"policy", required_argument, NULL, OPT_POLICY},
+        {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
+        {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
+        {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGUMENTS},
+        {NULL, 0, NULL, 0},
+};
+
+/* Parses a decimal count with an optional K, M or G suffix (powers of 1024)
+ * into [min, max]. */
+static int parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out, struct glove_error *err) {
+        uint64_t v = 0;
+        const char *p = s;
+        if (*p < '0' || *p > '9')
+                goto bad;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                        goto bad;
+                v = v * 10 + (uint64_t)(*p - '0');
+        }
+        uint64_t mult = 1;
+        if (*p == 'K' || *p == 'k')
+                mult = 1024;
+        else if (*p == 'M' || *p == 'm')
+                mult = 1024 * 1024;
+        else if (*p == 'G' || *p == 'g')
+                mult = 1024ULL * 1024 * 1024;
+        if (mult > 1)
+                p++;
+        if (*p != '\0' || v > max / mult || v * mult < min || v * mult > max)
+                goto bad;
+        *out = v * mult;
+        return 0;
+bad:
+        return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
+                               (unsigned long long)min, (unsigned long long)max);
+}
+
+static int push(const char **arr, size_t *n, const char *v, const char *opt, struct glove_error *err) {
+        if (*n >= GLOVE_RUN_RULES_MAX)
+                return glove_error_set(err, E2BIG, "usage.too_many", "more than %d %s options", GLOVE_RUN_RULES_MAX, opt);
+        arr[(*n)++] = v;
+        return 0;
+}
 
 static int add_grant(struct glove_exec_options *o, const char *path, enum glove_grant_mode mode, bool ws,
                      struct glove_error *err) {
@@ -56,14 +150,18 @@ static int add_grant(struct glove_exec_options *o, const char *path, enum glove_
         return 0;
 }
 
-int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err) {
+static int parse(int argc, char **argv, bool run, struct glove_exec_options *opts, struct glove_error *err) {
+        const char *cmd = run ? "run" : "exec";
         memset(opts, 0, sizeof(*opts));
+        opts->call_timeout_ms = GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS;
+        opts->max_frame = GLOVE_MCP_FRAME_DEFAULT;
+        uint64_t v;
         /* '+': stop at the first non-option; ':': report a missing argument
          * distinctly. optind = 0 re-initializes glibc's getopt. */
         optind = 0;
         opterr = 0;
         int c;
-        while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:h", run ? run_options : exec_options, NULL)) != -1) {
                 int r = 0;
                 switch (c) {
                 case OPT_WORKSPACE:
@@ -85,24 +183,65 @@ int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, str
                                 return glove_error_set(err, EINVAL, "usage.audit_log_twice", "--audit-log given more than once");
                         opts->audit_log = optarg;
                         break;
+                case OPT_UPSTREAM:
+                        if (opts->n_upstreams >= GLOVE_RUN_UPSTREAMS_MAX)
+                                return glove_error_set(err, E2BIG, "usage.too_many", "more than %d upstreams", GLOVE_RUN_UPSTREAMS_MAX);
+                        opts->upstreams[opts->n_upstreams++] = optarg;
+                        break;
+                case OPT_UPSTREAM_ENV:
+                        r = push(opts->upstream_env, &opts->n_upstream_env, optarg, "--upstream-env", err);
+                        break;
+                case OPT_ALLOW:
+                        r = push(opts->allow, &opts->n_allow, optarg, "--allow", err);
+                        break;
+                case OPT_DENY:
+                        r = push(opts->deny, &opts->n_deny, optarg, "--deny", err);
+                        break;
+                case OPT_ALLOW_ARG:
+                        r = push(opts->allow_arg, &opts->n_allow_arg, optarg, "--allow-arg", err);
+                        break;
+                case OPT_POLICY:
+                        if (opts->policy_file)
+                                return glove_error_set(err, EINVAL, "usage.policy_twice", "--policy given more than once");
+                        opts->policy_file = optarg;
+                        break;
+                case OPT_CALL_TIMEOUT:
+                        r = parse_size("--call-timeout", optarg, 1, GLOVE_RUN_CALL_TIMEOUT_MAX_MS, &v, err);
+                        opts->call_timeout_ms = (int64_t)v;
+                        break;
+                case OPT_MAX_FRAME:
+                        r = parse_size("--max-frame", optarg, GLOVE_MCP_FRAME_MIN, GLOVE_MCP_FRAME_MAX, &v, err);
+                        opts->max_frame = (size_t)v;
+                        break;
+                case OPT_AUDIT_ARGUMENTS:
+                        opts->audit_arguments = true;
+                        break;
                 case 'h':
                         opts->help = true;
                         return 0;
                 case ':':
-                        return glove_error_set(err, EINVAL, "usage.missing_argument", "%s needs an argument; see glove exec --help",
-                                               argv[optind - 1]);
+                        return glove_error_set(err, EINVAL, "usage.missing_argument", "%s needs an argument; see glove %s --help",
+                                               argv[optind - 1], cmd);
                 default:
-                        return glove_error_set(err, EINVAL, "usage.unknown_option", "unknown option %s; see glove exec --help",
-                                               argv[optind - 1]);
+                        return glove_error_set(err, EINVAL, "usage.unknown_option", "unknown option %s; see glove %s --help",
+                                               argv[optind - 1], cmd);
                 }
                 if (r < 0)
                         return r;
         }
         if (optind >= argc)
                 return glove_error_set(err, EINVAL, "usage.missing_program",
-                                       "no program given; usage: glove exec [OPTIONS] -- PROGRAM [ARG...]");
+                                       "no program given; usage: glove %s [OPTIONS] -- PROGRAM [ARG...]", cmd);
         if (argv[optind][0] == '\0')
                 return glove_error_set(err, EINVAL, "usage.missing_program", "the program name is empty");
         opts->program = &argv[optind];
         return 0;
+}
+
+int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err) {
+        return parse(argc, argv, false, opts, err);
+}
+
+int glove_run_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err) {
+        return parse(argc, argv, true, opts, err);
 }

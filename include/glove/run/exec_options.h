@@ -12,6 +12,7 @@
 
 #include "glove/base/error.h"
 #include "glove/container/grant.h"
+#include "glove/mcp/frame.h"
 
 /* Exit status of Glove itself failing (DESIGN.md, Interfaces: CLI). */
 #define GLOVE_EXIT_FAILURE 125
@@ -24,6 +25,12 @@ struct glove_exec_grant_spec {
         bool workspace;
 };
 
+/* Bounds of `glove run`'s options. */
+#define GLOVE_RUN_UPSTREAMS_MAX 32
+#define GLOVE_RUN_RULES_MAX 256
+#define GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS 60000
+#define GLOVE_RUN_CALL_TIMEOUT_MAX_MS (24LL * 3600 * 1000)
+
 struct glove_exec_options {
         struct glove_exec_grant_spec grants[GLOVE_GRANTS_MAX];
         size_t n_grants;                /* in command-line order */
@@ -32,6 +39,22 @@ struct glove_exec_options {
         const char *audit_log;          /* NULL when not given */
         char **program;                 /* PROGRAM [ARG...], NULL-terminated, borrowed */
         bool help;
+
+        /* glove run only; all strings borrowed from argv. */
+        const char *upstreams[GLOVE_RUN_UPSTREAMS_MAX];     /* "NAME=CMD[,ARG...]" */
+        size_t n_upstreams;
+        const char *upstream_env[GLOVE_RUN_RULES_MAX];      /* "NAME:VAR" */
+        size_t n_upstream_env;
+        const char *allow[GLOVE_RUN_RULES_MAX];
+        size_t n_allow;
+        const char *deny[GLOVE_RUN_RULES_MAX];
+        size_t n_deny;
+        const char *allow_arg[GLOVE_RUN_RULES_MAX];
+        size_t n_allow_arg;
+        const char *policy_file;
+        int64_t call_timeout_ms;        /* GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS unless given; 1..MAX */
+        size_t max_frame;               /* GLOVE_MCP_FRAME_DEFAULT unless given */
+        bool audit_arguments;
 };
 
 /*
@@ -45,5 +68,15 @@ struct glove_exec_options {
  */
 int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err);
 
-/* The text printed by `glove exec --help`. */
+/*
+ * Parses `glove run` (argv[0] is "run"): the options of glove exec plus
+ * --upstream, --upstream-env, --allow, --deny, --allow-arg, --policy,
+ * --call-timeout MS, --max-frame BYTES (K, M, G suffixes, powers of 1024),
+ * --audit-arguments. Values are checked for form here ("usage.bad_number",
+ * "usage.policy_twice"); their meaning is checked where they are used.
+ */
+int glove_run_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err);
+
+/* The text printed by `glove exec --help` and `glove run --help`. */
 extern const char glove_exec_help[];
+extern const char glove_run_help[];

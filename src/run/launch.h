@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What `glove exec` and `glove run` share before and after the agent runs:
+ * resolving grants, the environment and the audit log, and turning the
+ * agent's outcome into Glove's exit status. Internal to the run module. */
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "glove/audit/log.h"
+#include "glove/container/environment.h"
+#include "glove/container/grant.h"
+#include "glove/container/sandbox.h"
+#include "glove/run/exec_options.h"
+
+/* Signals forwarded to the agent (issue "glove exec", Lifecycle). */
+extern const int glove_launch_forwarded_signals[7];
+
+struct glove_launch {
+        char cwd[4096];
+        struct glove_grant_set grants;
+        struct glove_env env;
+        struct glove_audit_log audit;     /* fd -1 without --audit-log */
+};
+
+/* Resolves grants, builds the environment, opens the audit log and checks
+ * it is outside every grant. On error, l holds nothing to free beyond what
+ * glove_launch_free releases. */
+int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_launch *l, struct glove_error *err);
+
+void glove_launch_free(struct glove_launch *l);
+
+/* Blocks SIGCHLD and the forwarded signals (into *mask), ignores SIGPIPE
+ * and SIGXFSZ. Call before the sandbox is cloned. */
+void glove_launch_block_signals(sigset_t *mask);
+
+/* Glove's exit status for the agent's outcome, printing the one-line reason
+ * to stderr where there is one. */
+int glove_launch_outcome_status(const struct glove_sandbox_outcome *o, const char *program);
+
+/* Prints "glove: CODE: MESSAGE" and returns GLOVE_EXIT_FAILURE. */
+int glove_launch_fail(const struct glove_error *err);
