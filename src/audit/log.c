@@ -23,14 +23,21 @@ int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *
                 glove_error_prefix(err, "--audit-log %s", path);
                 return r;
         }
-        _cleanup_close_ int fd = open(norm, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        /* O_NONBLOCK so that a FIFO without a reader cannot hang the open; it
+         * is refused below, and the flag cleared for the regular case. */
+        _cleanup_close_ int fd = open(norm, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+        if (fd < 0 && (errno == EISDIR || errno == ENXIO))
+                return glove_error_set(err, errno, "audit.file_type", "--audit-log %s: %s; give a regular file", norm,
+                                       errno == EISDIR ? "is a directory" : "is a FIFO or socket");
         if (fd < 0)
                 return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
-        if (S_ISDIR(st.st_mode))
-                return glove_error_set(err, EISDIR, "audit.file_type", "--audit-log %s: is a directory", norm);
+        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+                return glove_error_set(err, EINVAL, "audit.file_type", "--audit-log %s: not a regular file or character device", norm);
+        if (fcntl(fd, F_SETFL, O_APPEND) < 0)
+                return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
         /* The kernel's own name for what was opened, with every link in the
          * directories resolved: the form grants are compared against. */
         char proc[64], canon[GLOVE_PATH_MAX];
@@ -118,7 +125,7 @@ int glove_audit_append(struct glove_audit_log *log, const char *event, const jso
 }
 
 json_t *glove_audit_string(const char *bytes, size_t len) {
-        if (glove_json_utf8_valid(bytes, len, NULL) && !memchr(bytes, '\0', len))
+        if (glove_json_utf8_valid(bytes, len, NULL) && !memchr(bytes, '\0', len) && !memchr(bytes, '\\', len))
                 return json_stringn(bytes, len);
         /* Worst case: every byte becomes four characters. */
         if (len > GLOVE_AUDIT_RECORD_MAX)
@@ -131,7 +138,7 @@ json_t *glove_audit_string(const char *bytes, size_t len) {
                 /* Keep the longest valid UTF-8 sequence starting at i. */
                 size_t n = 0;
                 unsigned char c = (unsigned char)bytes[i];
-                if (c >= 0x20 && c < 0x80 && c != '\\')
+                if (c >= 0x01 && c < 0x80 && c != '\\')
                         n = 1;
                 else if (c >= 0xC2 && c <= 0xF4) {
                         size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;

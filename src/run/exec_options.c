@@ -223,6 +223,9 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         return glove_error_set(err, EINVAL, "usage.missing_argument", "%s needs an argument; see glove %s --help",
                                                argv[optind - 1], cmd);
                 default:
+                        if (optopt)
+                                return glove_error_set(err, EINVAL, "usage.unknown_option", "unknown option -%c; see glove %s --help",
+                                                       optopt, cmd);
                         return glove_error_set(err, EINVAL, "usage.unknown_option", "unknown option %s; see glove %s --help",
                                                argv[optind - 1], cmd);
                 }

@@ -33,10 +33,11 @@ struct glove_audit_log {
 
 /*
  * Opens (creating with mode 0600 if needed) the log at path, relative paths
- * against cwd. The final component must not be a symbolic link, and the
- * target must not be a directory.
+ * against cwd. The final component must not be a symbolic link; the target
+ * must be a regular file or a character device (/dev/null, /dev/full).
  *
- * Errors: "audit.open" (-errno from open), "audit.file_type" (-EISDIR).
+ * Errors: "audit.open" (-errno from open), "audit.file_type" (-EISDIR for a
+ * directory, -ENXIO for a FIFO without reader, -EINVAL for other types).
  */
 int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *log, struct glove_error *err);
 
@@ -47,8 +48,7 @@ void glove_audit_close(struct glove_audit_log *log);
  * Encodes one record: {"ts": ts, "event": event, ...fields} followed by a
  * newline, into *line (malloc'd, caller frees) of *len bytes. fields is an
  * object whose members are appended in their insertion order; it is
- * borrowed. Values must be JSON integers, strings, booleans, null, arrays
- * and objects (no reals).
+ * borrowed. Reals are encoded with 17 significant digits.
  *
  * Errors: "audit.encode" (-EINVAL), "audit.too_large" (-EMSGSIZE over
  * GLOVE_AUDIT_RECORD_MAX).
@@ -58,10 +58,11 @@ int glove_audit_encode(const char *ts, const char *event, const json_t *fields, 
 
 /*
  * A JSON string for len bytes of host data that may not be UTF-8 (argv,
- * paths): valid UTF-8 is kept as is; each byte of an invalid sequence
- * becomes the four characters "\xNN" (a literal backslash is doubled in that
- * case, so the text stays unambiguous). Returns a new reference, or NULL on
- * ENOMEM.
+ * paths). Valid UTF-8 without NUL bytes and without backslashes is kept as
+ * is. Otherwise the text is escaped: a backslash becomes "\\", a NUL byte
+ * and each byte of an invalid UTF-8 sequence become "\xNN", everything else
+ * is kept; distinct inputs always give distinct text. Returns a new
+ * reference, or NULL on ENOMEM (or input over GLOVE_AUDIT_RECORD_MAX).
  */
 json_t *glove_audit_string(const char *bytes, size_t len);
 

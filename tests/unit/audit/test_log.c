@@ -441,10 +441,12 @@ static void expect_audit_string(const char *bytes, size_t len, const char *expec
 
 static void test_audit_string(void **state) {
         (void)state;
-        /* Valid UTF-8 is kept as is, backslashes and controls included. */
+        /* Valid UTF-8 without backslashes is kept as is, controls included;
+         * a backslash makes the string escaped (it is doubled). */
         expect_audit_string("plain /path", 11, "plain /path");
         expect_audit_string("\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80", 9, "\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80");
-        expect_audit_string("a\\b\nc", 5, "a\\b\nc");
+        expect_audit_string("a\\b\nc", 5, "a\\\\b\nc");
+        expect_audit_string("line\nbreak", 10, "line\nbreak");
         expect_audit_string("", 0, "");
         /* Each byte of an invalid sequence becomes \xNN; valid parts stay. */
         expect_audit_string("\xff", 1, "\\xff");
