@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "glove/control/ctl.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
+#include "glove/run/run.h"
 
 static const char usage[] =
         "Usage: glove COMMAND [OPTIONS] ...\n"
@@ -14,6 +16,9 @@ static const char usage[] =
         "\n"
         "Commands:\n"
         "  exec [OPTIONS] -- PROGRAM [ARG...]   run a self-driving agent contained\n"
+        "  run [OPTIONS] -- AGENT [ARG...]      run an MCP-client agent contained, mediating\n"
+        "                                       its tool calls to upstream MCP servers\n"
+        "  ctl [OPTIONS] COMMAND ...            talk to the local gloved control service\n"
         "\n"
         "Options:\n"
         "  -h, --help      show this help (COMMAND --help for a command's options)\n"
@@ -35,6 +40,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(cmd, "exec") == 0)
                 return glove_exec_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "run") == 0)
+                return glove_run_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "ctl") == 0)
+                return glove_control_ctl_main(argc - 1, argv + 1);
         fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);
         return GLOVE_EXIT_FAILURE;
 }

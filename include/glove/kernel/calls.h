@@ -28,6 +28,7 @@ struct glove_kernel_call {
         uint64_t start_us;           /* monotonic time the call was forwarded */
         bool cancelled;              /* the agent cancelled it; the response is dropped */
         void *timer;                 /* the caller's timeout handle, opaque here */
+        void *owner;                 /* the caller's context, opaque here */
         char tool[GLOVE_KERNEL_TOOL_MAX];   /* qualified name, for audit records */
         char arguments_sha256[65];
 };

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "run_protocol.h"
+
+#include <string.h>
+
+const char *const glove_run_protocol_versions[4] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+int glove_run_version_supported(const char *version) {
+        for (size_t i = 0; i < 4; i++)
+                if (version && strcmp(version, glove_run_protocol_versions[i]) == 0)
+                        return 1;
+        return 0;
+}
+
+static json_t *id_or_null(const json_t *id) {
+        return id ? json_incref((json_t *)id) : json_null();
+}
+
+json_t *glove_run_result(const json_t *id, json_t *result) {
+        if (!result)
+                return NULL;
+        return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", id_or_null(id), "result", result);
+}
+
+json_t *glove_run_error_response(const json_t *id, int code, const char *message, const char *reason, const char *rule) {
+        json_t *error = json_pack("{s:i,s:s}", "code", code, "message", message);
+        if (!error)
+                return NULL;
+        if (reason) {
+                json_t *data = json_pack("{s:s}", "reason", reason);
+                if (data && rule)
+                        json_object_set_new(data, "rule", json_string(rule));
+                json_object_set_new(error, "data", data);
+        }
+        return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", id_or_null(id), "error", error);
+}
+
+json_t *glove_run_request(const json_t *id, const char *method, json_t *params) {
+        json_t *m = json_pack("{s:s}", "jsonrpc", "2.0");
+        if (!m)
+                return NULL;
+        if (id)
+                json_object_set(m, "id", (json_t *)id);
+        json_object_set_new(m, "method", json_string(method));
+        if (params)
+                json_object_set_new(m, "params", params);
+        return m;
+}
+
+json_t *glove_run_initialize_result(const json_t *params) {
+        const char *asked = NULL;
+        json_t *v = params ? json_object_get(params, "protocolVersion") : NULL;
+        if (json_is_string(v))
+                asked = json_string_value(v);
+        const char *version = glove_run_version_supported(asked) ? asked : glove_run_protocol_versions[0];
+        return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version, "capabilities", "tools", "listChanged",
+                         1, "serverInfo", "name", "glove", "version", GLOVE_VERSION);
+}
