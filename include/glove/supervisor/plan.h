@@ -19,6 +19,10 @@
 
 /* Largest plan accepted, in bytes. */
 #define GLOVE_PLAN_MAX_BYTES (64 * 1024)
+/* Most entries per plan array. */
+#define GLOVE_PLAN_MAX_PATH_GRANTS 64
+#define GLOVE_PLAN_MAX_LIBRARY_PROJECTIONS 128
+#define GLOVE_PLAN_MAX_SECRET_HANDLES 32
 /* Most reasons reported for one plan; further ones are counted in
  * n_reasons_total but not stored. */
 #define GLOVE_PLAN_REASONS_MAX 32
@@ -42,7 +46,48 @@ struct glove_plan_verdict {
  * Validates plan bytes against policy at time now_ms (Unix milliseconds).
  * An invalid plan is not an error: the function returns 0 with
  * verdict->valid false and the reasons. Returns -errno only for internal
- * failures (ENOMEM).
+ * failures (ENOMEM) and misuse (-EINVAL "plan.invalid_argument": policy or
+ * verdict NULL, plan NULL with a length). policy and plan are borrowed;
+ * verdict is overwritten. Thread-safe for one policy shared by many callers
+ * (the policy is immutable).
+ *
+ * Order of the checks (docs/session-policy.md, "Plans"):
+ *  1. The bytes (at most GLOVE_PLAN_MAX_BYTES) must be one JSON object in
+ *     Glove's canonical form, i.e. equal to their canonical re-encoding
+ *     (base/json.h): no whitespace, members sorted by key bytes, no escapes
+ *     beyond the required ones, integers only. Otherwise exactly one reason
+ *     at "$": plan.not_canonical, plan.too_large, plan.invalid_json,
+ *     plan.invalid_utf8, plan.duplicate_key, plan.embedded_nul,
+ *     plan.too_deep, plan.wrong_type (not an object), plan.out_of_range
+ *     (integer beyond 64 bits); plan_content_digest stays empty.
+ *  2. plan_content_digest = lowercase hex SHA-256 of the plan bytes.
+ *  3. Fields exactly those of DESIGN.md's Session plan, every reason
+ *     collected: plan.unknown_field, plan.forbidden_field (a member named
+ *     like launch/host/secret authority: host_path, executable_path,
+ *     environment, secret_value, ...), plan.missing_field, plan.wrong_type,
+ *     plan.out_of_range (integers are 1..2^53-1; schema_version, revision
+ *     and expires_at_ms 0..2^53-1), plan.too_many_items,
+ *     plan.invalid_identifier, plan.host_path (a value containing '/'),
+ *     plan.environment_entry (a NAME=VALUE value), plan.secret_value (a
+ *     secret_handles entry that is not a handle), plan.invalid_digest,
+ *     plan.invalid_value (unknown backend/access/materialization/cleanup),
+ *     plan.array_unsorted, plan.array_duplicate (path_grants by alias,
+ *     library_projections by projection_id, secret_handles by bytes).
+ *  4. Against the policy: plan.unsupported_schema_version,
+ *     plan.revision_mismatch, plan.expired (expires_at_ms <= now_ms),
+ *     plan.expiry_too_far (expires_at_ms > now_ms + max_plan_ttl_ms),
+ *     plan.unknown_runtime_template, plan.runtime_mismatch,
+ *     plan.adapter_digest_mismatch, plan.backend_mismatch,
+ *     plan.limits_mismatch (the six limits equal no resource profile),
+ *     plan.egress_policy_not_allowed, plan.tool_policy_not_allowed,
+ *     plan.secret_handle_not_allowed, plan.path_alias_not_allowed,
+ *     plan.path_access_not_allowed (no tuple with that access and
+ *     materialization), plan.path_cleanup_mismatch,
+ *     plan.path_quota_exceeded (max_bytes above the tuple's),
+ *     plan.path_ttl_exceeded (ttl_secs above the alias's max_ttl_secs),
+ *     plan.projection_destination_not_allowed.
+ * Reasons are in check order; paths longer than GLOVE_PLAN_REASON_PATH_MAX
+ * - 1 bytes are cut and end in "...". Plan values never appear in reasons.
  */
 int glove_supervisor_plan_validate(const struct glove_supervisor_policy *policy, const void *plan, size_t len,
                                    int64_t now_ms, struct glove_plan_verdict *verdict, struct glove_error *err);
