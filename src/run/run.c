@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -932,6 +933,27 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
         return 0;
 }
 
+/* Glove is a child subreaper during glove run: a process an upstream left
+ * behind (a grandchild whose parent exited) becomes Glove's child. At the
+ * end every such process is killed and reaped, so nothing outlives the run. */
+static void reap_orphans(void) {
+        for (int round = 0; round < 64; round++) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                if (!f)
+                        return;
+                int pid, found = 0;
+                while (fscanf(f, "%d", &pid) == 1) {
+                        found++;
+                        kill(pid, SIGKILL);
+                        (void)waitpid(pid, NULL, 0);
+                }
+                if (!found)
+                        return;
+        }
+}
+
 static void run_free(struct run *r) {
         for (size_t i = 0; i < GLOVE_KERNEL_CALLS_MAX && r->calls.count > 0; i++)
                 if (r->calls.slots[i].used) {
@@ -972,6 +994,7 @@ int glove_run_main(int argc, char **argv) {
                 fputs(glove_run_help, stdout);
                 return 0;
         }
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         memset(&r, 0, sizeof(r));
         r.opts = &opts;
         r.launch = &launch;
@@ -1018,6 +1041,7 @@ int glove_run_main(int argc, char **argv) {
                 if (r.sb.pidfd >= 0)
                         glove_sandbox_destroy(&r.sb);
                 run_free(&r);
+                reap_orphans();
                 glove_launch_free(&launch);
                 return glove_launch_fail(&err);
         }
@@ -1039,6 +1063,7 @@ int glove_run_main(int argc, char **argv) {
                 }
         }
         run_free(&r);
+        reap_orphans();
         glove_launch_free(&launch);
         return status;
 }
