@@ -55,6 +55,35 @@ int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *
         return 0;
 }
 
+int glove_audit_canonical_path(const char *path, const char *cwd, char **out, struct glove_error *err) {
+        *out = NULL;
+        _cleanup_free_ char *norm = NULL;
+        int r = glove_path_normalize(path, cwd, &norm, err);
+        if (r < 0) {
+                glove_error_prefix(err, "--audit-log %s", path);
+                return r;
+        }
+        char *slash = strrchr(norm, '/');
+        const char *name = slash + 1;
+        if (!*name)
+                return glove_error_set(err, EISDIR, "audit.file_type", "--audit-log %s: is a directory", norm);
+        *slash = '\0';
+        _cleanup_close_ int dir = open(*norm ? norm : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return glove_error_set(err, errno, "audit.open", "--audit-log %s/%s: %s", norm, name, strerror(errno));
+        char proc[64], canon[GLOVE_PATH_MAX];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dir);
+        ssize_t n = readlink(proc, canon, sizeof(canon) - 1);
+        if (n <= 0 || canon[0] != '/')
+                return glove_error_set(err, n < 0 ? errno : EINVAL, "audit.open", "--audit-log %s: cannot resolve its directory", path);
+        canon[n] = '\0';
+        if (asprintf(out, "%s/%s", strcmp(canon, "/") == 0 ? "" : canon, name) < 0) {
+                *out = NULL;
+                return glove_error_set(err, ENOMEM, "audit.open", "out of memory");
+        }
+        return 0;
+}
+
 void glove_audit_close(struct glove_audit_log *log) {
         glove_closep(&log->fd);
         log->fd = -1;

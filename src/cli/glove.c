@@ -26,7 +26,7 @@ static const char usage[] =
 
 int main(int argc, char **argv) {
         if (argc < 2) {
-                fputs(usage, stderr);
+                fputs("glove: usage.missing_command: no command given; see glove --help\n", stderr);
                 return GLOVE_EXIT_FAILURE;
         }
         const char *cmd = argv[1];

@@ -344,7 +344,10 @@ static int build_dev(int root, struct sources *s, struct glove_error *err) {
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(dev_nodes); i++) {
                 char rel[64];
                 snprintf(rel, sizeof(rel), "dev/%s", dev_nodes[i]);
-                r = attach(root, s->dev[i], rel, false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+                /* Read-only: with a root invoker the agent owns the host's
+                 * device inodes and could otherwise chmod them. Reading and
+                 * writing the devices needs no writable mount. */
+                r = attach(root, s->dev[i], rel, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
         }
         r = r ?: mount_fresh(root, "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err);
         r = r ?: mount_fresh(root, "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", err);
@@ -357,6 +360,29 @@ static int build_dev(int root, struct sources *s, struct glove_error *err) {
                 if (symlinkat(links[i][0], root, links[i][1]) < 0)
                         r = glove_error_set(err, errno, "mount.dev", "symlink /%s: %s", links[i][1], strerror(errno));
         return r;
+}
+
+/* Host-wide knobs under the fresh /proc, made read-only: a root invoker's
+ * agent is host uid 0 for permission checks, and sysctl files (core_pattern,
+ * ...) check only the owner. */
+static const char *const proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "asound", "scsi", "driver"};
+
+static int harden_proc(int root, struct glove_error *err) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(proc_readonly); i++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), "proc/%s", proc_readonly[i]);
+                _cleanup_close_ int tree = sys_open_tree(root, rel, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+                if (tree < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        return glove_error_set(err, errno, "mount.proc", "open_tree /%s: %s", rel, strerror(errno));
+                }
+                if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) < 0 ||
+                    sys_move_mount(tree, "", root, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return glove_error_set(err, errno, "mount.proc", "making /%s read-only: %s", rel, strerror(errno));
+        }
+        return 0;
 }
 
 /* Grants are attached parents first, so a nested grant of the same mode is
@@ -381,6 +407,7 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
         }
         r = r ?: build_etc(root, s, uid, gid, err);
         r = r ?: mount_fresh(root, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+        r = r ?: harden_proc(root, err);
         r = r ?: build_dev(root, s, err);
         r = r ?: mount_fresh(root, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err);
         char home_opts[96];

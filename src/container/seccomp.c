@@ -9,7 +9,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +28,28 @@
 #define LOW32 0xffffffffULL
 #define IOCTL_CMD(req) SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, (req))
 #define CLONE_FLAG(f) SCMP_A0(SCMP_CMP_MASKED_EQ, (f), (f))
+#define BIT(i) (1ULL << (i))
+#define PERSONALITY_BIT(i)                                                                               \
+        DENY_ARG("personality", SCMP_A0(SCMP_CMP_MASKED_EQ, BIT(i) | BIT(((i) + 1) % 32), BIT(i)),     \
+                 "other personalities change address-space layout and ABI")
+/* No setuid or setgid file can be made (what systemd calls RestrictSUIDSGID):
+ * a file the agent creates in a write grant lives on the host, where the
+ * bits would take effect. pos is the argument holding the mode. */
+#define SUID_WHY "the agent must not leave setuid or setgid files on the host"
+#define NO_SUID_MODE(name, pos)                                                                 \
+        {name, EPERM, 1, {SCMP_CMP(pos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY},      \
+        {name, EPERM, 1, {SCMP_CMP(pos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY}
+/* open-like calls: only when creating (O_CREAT or O_TMPFILE in the flags at
+ * fpos) with those bits in the mode at mpos. */
+#define NO_SUID_CREATE(name, fpos, mpos)                                                                  \
+        {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),                          \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY},              \
+        {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),                          \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY},              \
+        {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, __O_TMPFILE, __O_TMPFILE),                  \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY},              \
+        {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, __O_TMPFILE, __O_TMPFILE),                  \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY}
 
 const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* Terminal injection into the invoker's shell. */
@@ -75,9 +99,54 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         DENY("process_vm_readv", "reads another process's memory"),
         DENY("process_vm_writev", "writes another process's memory"),
         DENY("pidfd_getfd", "copies another process's descriptors"),
-        /* Execution domain: only PER_LINUX (0). The query value 0xffffffff is
-         * refused too: libseccomp cannot compare one argument twice in a rule. */
-        DENY_ARG("personality", SCMP_A0(SCMP_CMP_NE, 0), "other personalities change address-space layout and ABI"),
+        /* Execution domain: only PER_LINUX (0) and the query 0xffffffff. The
+         * kernel reads the low 32 bits. A value other than all-zero and
+         * all-one bits has some bit i set whose cyclic neighbour i+1 is clear:
+         * one rule per i catches exactly those values. */
+        PERSONALITY_BIT(0),
+        PERSONALITY_BIT(1),
+        PERSONALITY_BIT(2),
+        PERSONALITY_BIT(3),
+        PERSONALITY_BIT(4),
+        PERSONALITY_BIT(5),
+        PERSONALITY_BIT(6),
+        PERSONALITY_BIT(7),
+        PERSONALITY_BIT(8),
+        PERSONALITY_BIT(9),
+        PERSONALITY_BIT(10),
+        PERSONALITY_BIT(11),
+        PERSONALITY_BIT(12),
+        PERSONALITY_BIT(13),
+        PERSONALITY_BIT(14),
+        PERSONALITY_BIT(15),
+        PERSONALITY_BIT(16),
+        PERSONALITY_BIT(17),
+        PERSONALITY_BIT(18),
+        PERSONALITY_BIT(19),
+        PERSONALITY_BIT(20),
+        PERSONALITY_BIT(21),
+        PERSONALITY_BIT(22),
+        PERSONALITY_BIT(23),
+        PERSONALITY_BIT(24),
+        PERSONALITY_BIT(25),
+        PERSONALITY_BIT(26),
+        PERSONALITY_BIT(27),
+        PERSONALITY_BIT(28),
+        PERSONALITY_BIT(29),
+        PERSONALITY_BIT(30),
+        PERSONALITY_BIT(31),
+        /* setuid and setgid bits. openat2 carries its mode in memory the
+         * filter cannot read: ENOSYS, and libc and runtimes fall back to openat. */
+        NO_SUID_MODE("chmod", 1),
+        NO_SUID_MODE("fchmod", 1),
+        NO_SUID_MODE("fchmodat", 2),
+        NO_SUID_MODE("fchmodat2", 2),
+        NO_SUID_MODE("creat", 1),
+        NO_SUID_MODE("mknod", 1),
+        NO_SUID_MODE("mknodat", 2),
+        NO_SUID_CREATE("open", 1, 2),
+        NO_SUID_CREATE("openat", 2, 3),
+        {"openat2", ENOSYS, 0, {{0}}, "its mode lives in memory a filter cannot read; libc falls back to openat"},
         /* Host administration. */
         DENY("acct", "process accounting"),
         DENY("swapon", "swap management"),

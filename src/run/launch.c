@@ -33,6 +33,14 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
         if (r < 0)
                 return r;
         if (opts->audit_log) {
+                /* Refuse a log inside a grant before anything is created. */
+                _cleanup_free_ char *canonical = NULL;
+                r = glove_audit_canonical_path(opts->audit_log, l->cwd, &canonical, err);
+                if (r < 0)
+                        return r;
+                r = glove_grant_set_check_hidden(&l->grants, canonical, (dev_t)-1, (ino_t)-1, err);
+                if (r < 0)
+                        return r;
                 r = glove_audit_open(opts->audit_log, l->cwd, &l->audit, err);
                 if (r < 0)
                         return r;

@@ -41,6 +41,15 @@ struct glove_audit_log {
  */
 int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *log, struct glove_error *err);
 
+/*
+ * The canonical absolute path the log at path (relative to cwd) would have,
+ * without creating or opening it: its parent directory is resolved by the
+ * kernel (links in it followed) and the final name appended. Used to refuse
+ * a log inside a grant before anything is created. *out is malloc'd.
+ * Errors: "audit.open" (-errno: the parent does not exist, ...).
+ */
+int glove_audit_canonical_path(const char *path, const char *cwd, char **out, struct glove_error *err);
+
 /* Closes the log; idempotent. */
 void glove_audit_close(struct glove_audit_log *log);
 

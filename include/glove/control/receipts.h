@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The receipt journal of gloved and its delivery (spec session-policy.md,
+ * "Receipts and recovery"; spec architecture.md, "Persistence").
+ *
+ * Files in the state directory (mode 0700):
+ *   receipt.key            32 random bytes (0600), generated at first start
+ *   receipts.journal       a journal.h journal, magic "GLVRCPT1", whose
+ *                          header param is the chain anchor
+ *   receipts.journal.seal  its seal
+ *   receipts.ack           the last acknowledged head, canonical JSON
+ *                          {"head_mac":HEX64,"sequence":N} (absent: none)
+ *
+ * Each record payload is a canonical JSON envelope
+ *   {"appended_at_ms":INT,"kind":KIND,"receipt":{...},"sequence":N,
+ *    "session_id":ID}
+ * and each record's tag is its MAC:
+ *   mac_N = HMAC-SHA-256(key, "glove.receipt.envelope.v1\0" || mac_{N-1} ||
+ *                             envelope_N)
+ * with mac_0 = the anchor (32 bytes, from --receipt-anchor; zero bytes when
+ * a journal is created without one). The head is (sequence of the last
+ * envelope, its MAC), or (0, anchor) when the journal is empty.
+ *
+ * Torn-tail recovery: an incomplete last record (a crash during an append;
+ * it was never acknowledged nor sealed) is cut off at start and reported
+ * (glove_control_receipts_recovery); every earlier record is kept intact.
+ * Anything else the journal layer rejects (corrupt, reordered, duplicated,
+ * resized) refuses start.
+ *
+ * Stable error codes: receipts.key_missing (a journal exists but its key
+ * does not), receipts.key_insecure (key file not 0600/owner/one link/32
+ * bytes), receipts.anchor_mismatch (--receipt-anchor differs from the
+ * journal's), receipts.bad_record (an envelope that is not canonical or has
+ * other fields), receipts.sequence, receipts.ack_invalid (a receipts.ack file
+ * that does not name a record of the chain), receipts.ack_mismatch (an
+ * acknowledgement that is not exactly the current head),
+ * receipts.invalid_argument, receipts.io, journal.* (journal.h).
+ * Not thread-safe.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "glove/base/error.h"
+#include "glove/control/journal.h"
+
+#define GLOVE_CONTROL_RECEIPTS_KEY_LEN 32
+#define GLOVE_CONTROL_RECEIPTS_MAX_BYTES (64ull * 1024 * 1024)
+#define GLOVE_CONTROL_RECEIPTS_MAX_RECORDS 100000u
+/* Largest envelope, bytes. */
+#define GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE (64u * 1024)
+/* receipts_page: at most this many envelopes, and this many envelope bytes,
+ * per page (the response frame stays below the 1 MiB frame bound). */
+#define GLOVE_CONTROL_RECEIPTS_PAGE_MAX 256
+#define GLOVE_CONTROL_RECEIPTS_PAGE_BYTES (512u * 1024)
+/* Receipt kinds: 1..64 bytes of [a-z0-9._-]. */
+#define GLOVE_CONTROL_RECEIPTS_KIND_MAX 64
+
+#define GLOVE_CONTROL_RECEIPTS_KEY_FILE "receipt.key"
+#define GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE "receipts.journal"
+#define GLOVE_CONTROL_RECEIPTS_ACK_FILE "receipts.ack"
+
+struct glove_control_receipts;
+
+struct glove_control_receipts_options {
+        const char *state_dir;   /* absolute, mode 0700, owned by owner (already checked) */
+        uid_t owner;
+        const uint8_t *anchor;   /* 32 bytes, or NULL: keep the journal's (zeros when created) */
+};
+
+/*
+ * Opens the receipt journal in opts->state_dir: creates the key at first
+ * start (when neither key nor journal exists), opens or creates the journal
+ * with the anchor, replays and verifies the HMAC chain, recovers a torn
+ * tail, and reads the acknowledgement. *out is owned by the caller
+ * (glove_control_receipts_close). Errors: see top of file.
+ */
+int glove_control_receipts_open(const struct glove_control_receipts_options *opts,
+                                struct glove_control_receipts **out, struct glove_error *err);
+
+/*
+ * Appends a receipt (internal API for the managed-session runtime): builds
+ * the envelope from kind, session_id, receipt (a JSON object, borrowed) and
+ * now_ms, and appends it durably. *seq (may be NULL) receives its sequence.
+ * Errors: receipts.invalid_argument, journal.full, journal.*.
+ */
+int glove_control_receipts_append(struct glove_control_receipts *r, const char *kind, const char *session_id,
+                                  const json_t *receipt, int64_t now_ms, uint64_t *seq, struct glove_error *err);
+
+/* True when an envelope of about bytes bytes still fits (capacity
+ * reservation before launch). */
+bool glove_control_receipts_has_room(const struct glove_control_receipts *r, size_t bytes);
+
+/*
+ * Builds the receipts_page result: the envelopes with sequence > after, in
+ * order, at most limit (1..GLOVE_CONTROL_RECEIPTS_PAGE_MAX) and at most
+ * GLOVE_CONTROL_RECEIPTS_PAGE_BYTES of envelopes (at least one when any is
+ * left), with the head:
+ *   {"acknowledged_sequence":N,"anchor":HEX,"envelopes":[{"envelope":{...},
+ *    "mac":HEX,"sequence":N}],"head":{"mac":HEX,"sequence":N},"more":BOOL,
+ *    "recovery":{"torn_bytes":N,"torn_offset":N}}
+ * *out is a new reference. Errors: receipts.invalid_argument (limit out of
+ * range, after beyond the head), -ENOMEM.
+ */
+int glove_control_receipts_page(const struct glove_control_receipts *r, uint64_t after, uint64_t limit,
+                                json_t **out, struct glove_error *err);
+
+/*
+ * Acknowledges delivery up to the head: sequence and head_mac (64 hex) must
+ * be exactly the current head, else receipts.ack_mismatch. Persists the
+ * acknowledgement (receipts.ack, atomically) before returning 0.
+ */
+int glove_control_receipts_ack(struct glove_control_receipts *r, uint64_t sequence, const char *head_mac,
+                               struct glove_error *err);
+
+/* The head: sequence (0 when empty) and MAC (the anchor when empty). */
+uint64_t glove_control_receipts_head(const struct glove_control_receipts *r, uint8_t mac[32]);
+
+/* What start-up recovery did: bytes of a torn last record cut off and where
+ * (both 0 when none). */
+void glove_control_receipts_recovery(const struct glove_control_receipts *r, uint64_t *torn_bytes,
+                                     uint64_t *torn_offset);
+
+/* Frees r, releasing the journal lock (NULL allowed). */
+void glove_control_receipts_close(struct glove_control_receipts *r);
+
+static inline void glove_control_receipts_closep(struct glove_control_receipts **r) {
+        if (r)
+                glove_control_receipts_close(*r);
+}
+#define _cleanup_receipts_ __attribute__((cleanup(glove_control_receipts_closep)))

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The connection loop of gloved: one sd-event loop serves every client
+ * (DESIGN.md, "Libraries"; issue "gloved control plane", The service).
+ *
+ * For each accepted connection:
+ *   - SO_PEERCRED: a peer whose uid differs from the service uid is closed
+ *     at once, before any byte is read or written;
+ *   - the first frame must be {"id","method":"authenticate","params":
+ *     {"secret":HEX64}}; the secret is compared in constant time; anything
+ *     else is answered with auth.required or auth.failed and the
+ *     connection is closed;
+ *   - frames are read into a buffer bounded by the frame bound; a prefix
+ *     over GLOVE_CONTROL_FRAME_MAX is answered with frame.too_large and the
+ *     connection is closed without reading the payload; a payload that is not
+ *     a request is answered with frame.malformed / request.invalid and closed;
+ *   - one request is handled at a time per connection: while its response
+ *     is unsent the connection is not read (back-pressure);
+ *   - deadlines (CLOCK_MONOTONIC): authentication within client_timeout_ms
+ *     of the accept; a started frame completed, and a response fully sent,
+ *     within client_timeout_ms; an idle authenticated connection is closed
+ *     after idle_timeout_ms. Expiry closes only that connection.
+ *   - at most max_connections at once; further ones are accepted and closed.
+ * SIGTERM and SIGINT end the loop cleanly (connections closed, return 0).
+ * sd_notify("READY=1") is sent when the loop starts and "STOPPING=1" when it
+ * ends (no-ops outside systemd).
+ */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+#include "glove/control/methods.h"
+
+#define GLOVE_CONTROL_SECRET_LEN 32
+#define GLOVE_CONTROL_CLIENT_TIMEOUT_MS_DEFAULT 5000
+#define GLOVE_CONTROL_IDLE_TIMEOUT_MS_DEFAULT 600000
+#define GLOVE_CONTROL_MAX_CONNECTIONS_DEFAULT 256
+
+struct glove_control_server_options {
+        int listen_fd;                          /* listening AF_UNIX stream socket, O_NONBLOCK (borrowed) */
+        uid_t uid;                              /* the only peer uid admitted */
+        const uint8_t *secret;                  /* GLOVE_CONTROL_SECRET_LEN bytes (borrowed) */
+        uint64_t client_timeout_ms;             /* 1..3600000 */
+        uint64_t idle_timeout_ms;               /* 1..86400000 */
+        unsigned max_connections;               /* 1..4096 */
+        struct glove_control_components *components; /* borrowed */
+};
+
+/*
+ * Runs the loop until SIGTERM or SIGINT (blocked in the calling thread for
+ * the duration and delivered through sd-event). Returns 0 after a clean stop,
+ * or a negative errno with err set (server.event: the loop could not be set
+ * up or failed).
+ */
+int glove_control_server_run(const struct glove_control_server_options *opts, struct glove_error *err);

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The durable session store of gloved (spec session-policy.md, "Durable
+ * identity" and "Protected files"; spec architecture.md, "Persistence").
+ *
+ * An append-only journal (journal.h, magic "GLVSESS1") whose record payloads
+ * are canonical JSON objects:
+ *
+ *   {"controller_plan_digest":HEX64,"created_at_ms":INT,"idempotency_key":ID,
+ *    "kind":"create","plan":{...},"plan_content_digest":HEX64,"seq":N,
+ *    "session_id":ID}
+ *   {"at_ms":INT,"from":STATE,"kind":"transition","reason":CODE,"seq":N,
+ *    "session_id":ID,"to":STATE}
+ *
+ * Each record is chained: tag = SHA-256("glove.session-store.record.v1\0" ||
+ * previous tag || u64be seq || u32be length || payload); the chain starts at
+ * SHA-256("glove.session-store.genesis.v1\0" || 64-byte header), whose param
+ * is a random store id. Bounds: 64 MiB and 10 000 records (creates and
+ * transitions together); the bound is an error (journal.full), never a drop.
+ * "plan" is the plan object whose canonical encoding is the exact plan bytes
+ * that were validated; replay re-encodes it and checks plan_content_digest.
+ *
+ * Replay is strict: the store refuses to open (and rewrites nothing) on any
+ * journal.* error of journal.h (including journal.truncated for an
+ * incomplete last record), or on a record that is not canonical JSON with
+ * exactly the fields above (store.bad_record), whose seq is not its position
+ * (store.sequence), that creates an existing session id or key
+ * (store.duplicate_session), or that makes a transition the state machine
+ * forbids or from a state the session is not in (store.bad_transition), or
+ * whose session is unknown (store.unknown_session), or whose plan does not
+ * hash to its plan_content_digest (store.digest_mismatch).
+ *
+ * Runtime codes: store.invalid_id (a session id or idempotency key outside
+ * the identifier charset), store.invalid_digest (not 64 lowercase hex),
+ * store.invalid_plan (plan bytes not a canonical JSON object, or larger than
+ * GLOVE_CONTROL_STORE_PLAN_MAX), store.digest_mismatch, session.conflict,
+ * session.not_found, the session.h codes, and journal.* from appends.
+ * Not thread-safe: one event loop owns the store.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+#include "glove/control/journal.h"
+#include "glove/control/session.h"
+
+#define GLOVE_CONTROL_STORE_MAX_BYTES (64ull * 1024 * 1024)
+#define GLOVE_CONTROL_STORE_MAX_RECORDS 10000u
+/* Largest record payload, bytes (a plan of GLOVE_CONTROL_STORE_PLAN_MAX plus
+ * the other fields). */
+#define GLOVE_CONTROL_STORE_MAX_PAYLOAD (96u * 1024)
+/* Largest plan, bytes (equals GLOVE_PLAN_MAX_BYTES of the supervisor). */
+#define GLOVE_CONTROL_STORE_PLAN_MAX (64u * 1024)
+/* Session ids and idempotency keys: 1..128 bytes of [A-Za-z0-9._:-],
+ * starting with a letter or digit. */
+#define GLOVE_CONTROL_ID_MAX 128
+/* Transition reasons: 0..128 bytes of [a-z0-9._-]. */
+#define GLOVE_CONTROL_REASON_MAX 128
+/* A session makes at most this many transitions (the chain has five steps). */
+#define GLOVE_CONTROL_SESSION_HISTORY_MAX 6
+
+struct glove_control_session_transition {
+        enum glove_control_session_state from, to;
+        int64_t at_ms;                            /* Unix milliseconds */
+        uint64_t seq;                             /* journal record */
+        char reason[GLOVE_CONTROL_REASON_MAX + 1];
+};
+
+/* A stored session. Owned by the store; read-only for callers and valid
+ * until the store is closed. */
+struct glove_control_session {
+        char session_id[GLOVE_CONTROL_ID_MAX + 1];
+        char idempotency_key[GLOVE_CONTROL_ID_MAX + 1];
+        char controller_plan_digest[65];
+        char plan_content_digest[65];
+        char *plan;                               /* canonical plan bytes, NUL-terminated */
+        size_t plan_len;                          /* bytes, without the NUL */
+        int64_t created_at_ms;                    /* Unix milliseconds */
+        uint64_t created_seq;                     /* journal record of the create */
+        enum glove_control_session_state state;
+        struct glove_control_session_transition history[GLOVE_CONTROL_SESSION_HISTORY_MAX];
+        size_t n_history;
+};
+
+struct glove_control_store;
+
+/* Journal format of the session store (for tests and tools). */
+extern const struct glove_control_journal_format glove_control_store_format;
+
+/*
+ * Opens the store journal at path (absolute; parent 0700 owned by owner),
+ * creating it when missing, and replays it strictly (see top of file). The
+ * store holds the journal's exclusive lock until closed, so a second gloved
+ * on the same store fails with journal.locked. *out is owned by the caller
+ * (glove_control_store_close); report may be NULL.
+ */
+int glove_control_store_open(const char *path, uid_t owner, struct glove_control_store **out,
+                             struct glove_control_journal_report *report, struct glove_error *err);
+
+/*
+ * Replays journal bytes data[0..len) in memory, without files, seal or lock,
+ * into a store that cannot append (for fuzzing and tests). An incomplete last
+ * record is journal.truncated, as at start. *out as above.
+ */
+int glove_control_store_replay_bytes(const void *data, size_t len, struct glove_control_store **out,
+                                     struct glove_error *err);
+
+/* A create request. All strings are borrowed for the call. */
+struct glove_control_store_create {
+        const char *session_id;
+        const char *idempotency_key;
+        const char *controller_plan_digest;   /* 64 lowercase hex (Sage's BLAKE3) */
+        const char *plan_content_digest;      /* 64 lowercase hex, SHA-256 of plan */
+        const void *plan;                     /* canonical JSON object bytes */
+        size_t plan_len;                      /* bytes */
+        int64_t now_ms;                       /* Unix milliseconds, recorded as created_at_ms */
+};
+
+/*
+ * Creates a session durably (the record is fsynced before return), or
+ * returns the original one for a byte-identical retry (same key, session id,
+ * controller digest and plan bytes; *replayed set true, nothing appended).
+ * Reusing the key or the session id with other content is session.conflict.
+ * *out borrows the stored session. Errors: see top of file.
+ */
+int glove_control_store_create(struct glove_control_store *store, const struct glove_control_store_create *req,
+                               const struct glove_control_session **out, bool *replayed, struct glove_error *err);
+
+/*
+ * Moves session_id to state to (internal API for the managed-session
+ * runtime), appending a transition record durably. A request for the
+ * state the session is already in appends nothing and returns 0 (*appended
+ * false). reason is a stable code (0..128 bytes of [a-z0-9._-], "" allowed).
+ * Errors: session.not_found, session.invalid_transition, session.terminal,
+ * store.invalid_id, journal.*.
+ */
+int glove_control_store_transition(struct glove_control_store *store, const char *session_id,
+                                   enum glove_control_session_state to, const char *reason, int64_t now_ms,
+                                   bool *appended, struct glove_error *err);
+
+/* The session with this id, or NULL. */
+const struct glove_control_session *glove_control_store_find(const struct glove_control_store *store,
+                                                             const char *session_id);
+
+/* The session created with this idempotency key, or NULL. */
+const struct glove_control_session *glove_control_store_find_key(const struct glove_control_store *store,
+                                                                 const char *idempotency_key);
+
+/* Number of sessions, and of journal records. */
+size_t glove_control_store_sessions(const struct glove_control_store *store);
+uint64_t glove_control_store_records(const struct glove_control_store *store);
+
+/* Frees the store and releases the journal lock (NULL allowed). */
+void glove_control_store_close(struct glove_control_store *store);
+
+/* True when s is a valid session id or idempotency key. */
+bool glove_control_id_valid(const char *s);
+
+/* True when s is exactly 64 lowercase hex characters. */
+bool glove_control_hex64_valid(const char *s);
+
+static inline void glove_control_store_closep(struct glove_control_store **s) {
+        if (s)
+                glove_control_store_close(*s);
+}
+#define _cleanup_store_ __attribute__((cleanup(glove_control_store_closep)))
