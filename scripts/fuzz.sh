@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# libFuzzer runs of every fuzz/*.c target (DESIGN.md, "fuzzing").
+#
+#   scripts/fuzz.sh short [TARGET...]   each target for 20 s (make check)
+#   scripts/fuzz.sh long  [TARGET...]   each target for FUZZ_SECONDS (default 600; make fuzz)
+#
+# Each target is built into build-fuzz/ with clang
+# -fsanitize=fuzzer,address,undefined, compiled from the sources directly
+# (never linked against the gcc-built libraries): the target file, every
+# src/base/*.c, and whatever the target declares in comment lines
+#
+#   // fuzz-sources: src/control/frame.c src/supervisor/*.c
+#   // fuzz-pkgs: libsystemd
+#
+# (paths relative to the repository root, globs allowed; pkg-config names
+# beyond the default jansson and libcrypto). A target is run on a work
+# corpus build-fuzz/corpus/TARGET/ (new inputs go there) seeded from
+# fuzz/corpus/TARGET/, which is never written. Crashes, leaks, timeouts
+# and sanitizer reports are saved under build-fuzz/artifacts/TARGET/ and
+# make the script exit 1; the log of each run is build-fuzz/logs/TARGET.log.
+# Targets run in parallel, FUZZ_JOBS at a time (default: number of CPUs).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in
+short) seconds=20 ;;
+long) seconds=${FUZZ_SECONDS:-600} ;;
+*)
+        echo "usage: scripts/fuzz.sh short|long [TARGET...]" >&2
+        exit 2
+        ;;
+esac
+shift
+
+out=build-fuzz
+cc=${FUZZ_CC:-clang}
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+mkdir -p "$out/logs" "$out/bin"
+
+if ! command -v "$cc" >/dev/null 2>&1; then
+        echo "fuzz.sh: $cc not found; install clang (scripts/deps.sh) to build the libFuzzer targets" >&2
+        exit 1
+fi
+probe="$out/probe.c"
+printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe"
+if ! "$cc" -fsanitize=fuzzer,address,undefined -o "$out/probe" "$probe" >"$out/logs/probe.log" 2>&1; then
+        echo "fuzz.sh: $cc cannot build libFuzzer targets (-fsanitize=fuzzer); see $out/logs/probe.log" >&2
+        exit 1
+fi
+
+if [ $# -gt 0 ]; then
+        targets=("$@")
+else
+        targets=()
+        for f in fuzz/*.c; do
+                [ -e "$f" ] && targets+=("$(basename "$f" .c)")
+        done
+fi
+if [ ${#targets[@]} -eq 0 ]; then
+        echo "fuzz.sh: no targets in fuzz/" >&2
+        exit 1
+fi
+
+# Words after "// KEY:" on any line of FILE.
+declared() { # file key
+        sed -n "s|^// $2:||p" "$1" | tr -s ' \t' '\n\n' | sed '/^$/d'
+}
+
+build() { # target
+        local t=$1 src=fuzz/$1.c
+        local -a sources=("$src") pkgs=(jansson libcrypto)
+        local f g
+        for f in src/base/*.c; do sources+=("$f"); done
+        while read -r g; do
+                local matched=0
+                for f in $g; do
+                        [ -e "$f" ] || continue
+                        matched=1
+                        [[ " ${sources[*]} " == *" $f "* ]] || sources+=("$f")
+                done
+                if [ $matched = 0 ]; then
+                        echo "fuzz.sh: $t: fuzz-sources entry $g matches no file" >&2
+                        return 1
+                fi
+        done < <(declared "$src" fuzz-sources)
+        while read -r g; do pkgs+=("$g"); done < <(declared "$src" fuzz-pkgs)
+        local cflags libs
+        cflags=$(pkg-config --cflags "${pkgs[@]}") || return 1
+        libs=$(pkg-config --libs "${pkgs[@]}") || return 1
+        # shellcheck disable=SC2086
+        "$cc" -std=gnu17 -g -O1 -fno-omit-frame-pointer \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+                -D_GNU_SOURCE -DGLOVE_VERSION='"fuzz"' -Iinclude $cflags \
+                -o "$out/bin/$t" "${sources[@]}" $libs
+}
+
+run() { # target
+        local t=$1 log=$out/logs/$1.log
+        local work=$out/corpus/$t seeds=fuzz/corpus/$t
+        mkdir -p "$work" "$out/artifacts/$t"
+        local -a dirs=("$work")
+        if [ -d "$seeds" ]; then
+                dirs+=("$seeds")
+        else
+                echo "fuzz.sh: $t: no seed corpus in $seeds (starting empty)" >&2
+        fi
+        if ! build "$t" >"$log" 2>&1; then
+                echo "FAIL $t: build failed"
+                tail -n 30 "$log"
+                return 1
+        fi
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+                "$out/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+                -max_len=1048576 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t/" \
+                "${dirs[@]}" >>"$log" 2>&1
+        local rc=$?
+        local execs
+        execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+        if [ $rc -ne 0 ]; then
+                echo "FAIL $t (exit $rc); artifacts in $out/artifacts/$t/"
+                grep -E 'ERROR|SUMMARY|==[0-9]+==|runtime error|Test unit written' "$log" | head -n 20
+                return 1
+        fi
+        echo "ok   $t: ${execs:-?} runs in ${seconds}s, $(find "$work" -type f | wc -l) new corpus files"
+}
+
+echo "fuzz.sh: $mode run, ${seconds}s per target, ${#targets[@]} target(s), $jobs at a time"
+failed=0
+names=()
+for t in "${targets[@]}"; do
+        if [ ! -f "fuzz/$t.c" ]; then
+                echo "FAIL $t: fuzz/$t.c does not exist"
+                failed=1
+                continue
+        fi
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+                sleep 0.2
+        done
+        rm -f "$out/logs/$t.rc"
+        (
+                run "$t" >"$out/logs/$t.summary" 2>&1
+                echo $? >"$out/logs/$t.rc"
+        ) &
+        names+=("$t")
+done
+wait
+for t in "${names[@]}"; do
+        cat "$out/logs/$t.summary"
+        [ "$(cat "$out/logs/$t.rc" 2>/dev/null)" = 0 ] || failed=1
+done
+exit $failed
