@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Method dispatch and capability discovery (see methods.h). */
+#include "glove/control/methods.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/json.h"
+
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+#include "glove/supervisor/plan.h"
+#include "glove/supervisor/policy.h"
+#endif
+
+enum need { NEED_NOTHING, NEED_RECEIPTS, NEED_POLICY, NEED_STORE };
+
+typedef json_t *(*handler_fn)(struct glove_control_components *c, const struct glove_control_request *req);
+
+struct method {
+        const char *name;
+        enum need need;
+        handler_fn fn;
+};
+
+static json_t *error_response(const struct glove_control_request *req, const char *code, const char *message,
+                              json_t *data) {
+        return glove_control_response_error(req->id, code, message, data);
+}
+
+static json_t *from_error(const struct glove_control_request *req, const struct glove_error *e) {
+        return error_response(req, e->code ? e->code : "internal", e->message, NULL);
+}
+
+static json_t *invalid_params(const struct glove_control_request *req, const struct glove_error *e) {
+        return error_response(req, "invalid_params", e->message, json_pack("{s:s}", "reason", e->code));
+}
+
+/* ---- capabilities ---- */
+
+static json_t *do_capabilities(struct glove_control_components *c, const struct glove_control_request *req) {
+        static const char *const none[] = { NULL };
+        struct glove_error e = { 0 };
+        if (glove_json_check_keys(req->params, none, "$.params", &e) < 0)
+                return invalid_params(req, &e);
+        return glove_control_response_result(req->id, glove_control_capabilities(c));
+}
+
+/* ---- plans ---- */
+
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+static json_t *verdict_reasons(const struct glove_plan_verdict *v) {
+        json_t *list = json_array();
+        for (size_t i = 0; list && i < v->n_reasons; i++)
+                json_array_append_new(list, json_pack("{s:s,s:s}", "code", v->reasons[i].code, "path",
+                                                      v->reasons[i].path));
+        return list;
+}
+
+static int validate(struct glove_control_components *c, const char *plan, size_t len,
+                    struct glove_plan_verdict *v, struct glove_error *e) {
+        memset(v, 0, sizeof(*v));
+        return glove_supervisor_plan_validate(c->policy, plan, len, c->now_ms(), v, e);
+}
+#endif
+
+static const char *const validate_keys[] = { "plan", NULL };
+
+static int get_plan(const json_t *params, const char **plan, size_t *len, struct glove_error *e) {
+        json_t *p = json_object_get(params, "plan");
+        int r = glove_json_get_string(params, "plan", "$.params", GLOVE_CONTROL_STORE_PLAN_MAX, plan, e);
+        if (r == 0)
+                *len = json_string_length(p);
+        return r;
+}
+
+static json_t *do_validate_plan(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *plan;
+        size_t len = 0;
+        if (glove_json_check_keys(req->params, validate_keys, "$.params", &e) < 0 ||
+            get_plan(req->params, &plan, &len, &e) < 0)
+                return invalid_params(req, &e);
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        struct glove_plan_verdict v;
+        if (validate(c, plan, len, &v, &e) < 0)
+                return from_error(req, &e);
+        return glove_control_response_result(
+                req->id, json_pack("{s:b,s:s,s:o,s:I,s:I}", "valid", v.valid, "plan_content_digest",
+                                   v.plan_content_digest, "reasons", verdict_reasons(&v), "reasons_total",
+                                   (json_int_t)v.n_reasons_total, "policy_revision",
+                                   (json_int_t)glove_supervisor_policy_revision(c->policy)));
+#else
+        (void)c;
+        return error_response(req, "method_not_found", "validate_plan is not available", NULL);
+#endif
+}
+
+/* ---- sessions ---- */
+
+static const char *const create_keys[] = { "controller_plan_digest", "idempotency_key", "plan", "session_id", NULL };
+
+static json_t *session_summary(const struct glove_control_session *s) {
+        return json_pack("{s:s,s:s,s:s,s:s,s:I}", "session_id", s->session_id, "state",
+                         glove_control_session_state_name(s->state), "plan_content_digest", s->plan_content_digest,
+                         "controller_plan_digest", s->controller_plan_digest, "created_at_ms",
+                         (json_int_t)s->created_at_ms);
+}
+
+static json_t *do_create_session(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        struct glove_control_store_create q = { 0 };
+        const char *plan;
+        if (glove_json_check_keys(req->params, create_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "session_id", "$.params", GLOVE_CONTROL_ID_MAX, &q.session_id, &e) < 0 ||
+            glove_json_get_string(req->params, "idempotency_key", "$.params", GLOVE_CONTROL_ID_MAX,
+                                  &q.idempotency_key, &e) < 0 ||
+            glove_json_get_string(req->params, "controller_plan_digest", "$.params", 64, &q.controller_plan_digest,
+                                  &e) < 0 ||
+            get_plan(req->params, &plan, &q.plan_len, &e) < 0)
+                return invalid_params(req, &e);
+        q.plan = plan;
+        q.now_ms = c->now_ms();
+        const struct glove_control_session *s = NULL;
+        bool replayed = false;
+        char digest[65] = "";
+        /* A retry (known key) or a reused session id is answered by the
+         * store without validating the plan again: the retry returns the
+         * original record even when the plan's expiry window has passed
+         * since, and a conflict is a conflict whatever the plan says. */
+        if (glove_control_store_find_key(c->store, q.idempotency_key) ||
+            glove_control_store_find(c->store, q.session_id)) {
+                uint8_t d[GLOVE_DIGEST_SHA256_LEN];
+                if (glove_digest_sha256(plan, q.plan_len, d, &e) < 0)
+                        return from_error(req, &e);
+                glove_digest_hex_encode(d, sizeof(d), digest, sizeof(digest));
+        } else {
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+                struct glove_plan_verdict v;
+                if (validate(c, plan, q.plan_len, &v, &e) < 0)
+                        return from_error(req, &e);
+                if (!v.valid)
+                        return error_response(req, "plan.invalid", "the plan does not satisfy the session policy",
+                                              json_pack("{s:s,s:o,s:I}", "plan_content_digest", v.plan_content_digest,
+                                                        "reasons", verdict_reasons(&v), "reasons_total",
+                                                        (json_int_t)v.n_reasons_total));
+                snprintf(digest, sizeof(digest), "%s", v.plan_content_digest);
+#else
+                return error_response(req, "method_not_found", "create_session is not available", NULL);
+#endif
+        }
+        q.plan_content_digest = digest;
+        if (glove_control_store_create(c->store, &q, &s, &replayed, &e) < 0)
+                return from_error(req, &e);
+        return glove_control_response_result(req->id, session_summary(s));
+}
+
+static const char *const status_keys[] = { "session_id", NULL };
+
+static json_t *do_session_status(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        if (glove_json_check_keys(req->params, status_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "session_id", "$.params", GLOVE_CONTROL_ID_MAX, &id, &e) < 0)
+                return invalid_params(req, &e);
+        const struct glove_control_session *s = glove_control_store_find(c->store, id);
+        if (!s)
+                return error_response(req, "session.not_found", "no such session", json_pack("{s:s}", "session_id", id));
+        json_t *r = session_summary(s);
+        json_t *hist = json_array();
+        for (size_t i = 0; hist && i < s->n_history; i++) {
+                const struct glove_control_session_transition *t = &s->history[i];
+                json_array_append_new(hist, json_pack("{s:s,s:s,s:I,s:s,s:I}", "from",
+                                                      glove_control_session_state_name(t->from), "to",
+                                                      glove_control_session_state_name(t->to), "at_ms",
+                                                      (json_int_t)t->at_ms, "reason", t->reason, "sequence",
+                                                      (json_int_t)t->seq));
+        }
+        if (r && hist) {
+                json_object_set_new(r, "history", hist);
+                json_object_set_new(r, "idempotency_key", json_string(s->idempotency_key));
+        } else {
+                json_decref(hist);
+        }
+        return glove_control_response_result(req->id, r);
+}
+
+/* ---- receipts ---- */
+
+static const char *const page_keys[] = { "after_sequence", "limit", NULL };
+static const char *const ack_keys[] = { "head_mac", "sequence", NULL };
+
+static json_t *do_receipts_page(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        int64_t after, limit;
+        json_t *page = NULL;
+        if (glove_json_check_keys(req->params, page_keys, "$.params", &e) < 0 ||
+            glove_json_get_int(req->params, "after_sequence", "$.params", 0, INT64_MAX, &after, &e) < 0 ||
+            glove_json_get_int(req->params, "limit", "$.params", 1, GLOVE_CONTROL_RECEIPTS_PAGE_MAX, &limit, &e) < 0)
+                return invalid_params(req, &e);
+        if (glove_control_receipts_page(c->receipts, (uint64_t)after, (uint64_t)limit, &page, &e) < 0)
+                return from_error(req, &e);
+        return glove_control_response_result(req->id, page);
+}
+
+static json_t *do_receipts_ack(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        int64_t seq;
+        const char *mac;
+        if (glove_json_check_keys(req->params, ack_keys, "$.params", &e) < 0 ||
+            glove_json_get_int(req->params, "sequence", "$.params", 0, INT64_MAX, &seq, &e) < 0 ||
+            glove_json_get_string(req->params, "head_mac", "$.params", 64, &mac, &e) < 0)
+                return invalid_params(req, &e);
+        if (glove_control_receipts_ack(c->receipts, (uint64_t)seq, mac, &e) < 0)
+                return from_error(req, &e);
+        return glove_control_response_result(req->id, json_pack("{s:I}", "acknowledged_sequence", (json_int_t)seq));
+}
+
+static json_t *do_authenticate(struct glove_control_components *c, const struct glove_control_request *req) {
+        (void)c;
+        return error_response(req, "auth.already_authenticated", "this connection is already authenticated", NULL);
+}
+
+static const struct method methods[] = {
+        { "authenticate", NEED_NOTHING, do_authenticate },
+        { "capabilities", NEED_NOTHING, do_capabilities },
+        { "receipts_page", NEED_RECEIPTS, do_receipts_page },
+        { "receipts_ack", NEED_RECEIPTS, do_receipts_ack },
+        { "validate_plan", NEED_POLICY, do_validate_plan },
+        { "create_session", NEED_STORE, do_create_session },
+        { "session_status", NEED_STORE, do_session_status },
+};
+
+static bool available(const struct glove_control_components *c, const struct method *m) {
+        switch (m->need) {
+        case NEED_NOTHING:
+                return true;
+        case NEED_RECEIPTS:
+                return c->receipts != NULL;
+        case NEED_POLICY:
+                return GLOVE_CONTROL_HAVE_SUPERVISOR && c->policy != NULL;
+        case NEED_STORE:
+                return GLOVE_CONTROL_HAVE_SUPERVISOR && c->policy != NULL && c->store != NULL;
+        }
+        return false;
+}
+
+bool glove_control_method_advertised(const struct glove_control_components *c, const char *method) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++)
+                if (strcmp(methods[i].name, method) == 0)
+                        return available(c, &methods[i]);
+        return false;
+}
+
+json_t *glove_control_capabilities(const struct glove_control_components *c) {
+        json_t *names = json_array();
+        for (size_t i = 0; names && i < GLOVE_ELEMENTSOF(methods); i++)
+                if (available(c, &methods[i]))
+                        json_array_append_new(names, json_string(methods[i].name));
+        bool plans = glove_control_method_advertised(c, "validate_plan");
+        bool store = glove_control_method_advertised(c, "create_session");
+        json_t *revision = json_null();
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        if (c->policy)
+                revision = json_integer(glove_supervisor_policy_revision(c->policy));
+#endif
+        return json_pack("{s:i,s:b,s:[],s:o,s:o,s:o,s:i,s:i,s:i,s:[],s:s,s:i,s:s}", "adapter_schema_version", 0,
+                         "lifecycle_operational", 0, "managed_runtime_ids", "methods", names, "plan_schema_versions",
+                         plans ? json_pack("[i]", GLOVE_CONTROL_PLAN_SCHEMA_VERSION) : json_array(),
+                         "policy_revision", revision, "protocol_version", GLOVE_CONTROL_PROTOCOL_VERSION,
+                         "receipt_schema_version", c->receipts ? GLOVE_CONTROL_RECEIPT_SCHEMA_VERSION : 0,
+                         "refinement_evaluation_protocol_schema_version", 0, "resource_mechanisms", "service",
+                         "gloved", "session_store_schema_version", store ? GLOVE_CONTROL_STORE_SCHEMA_VERSION : 0,
+                         "version", GLOVE_VERSION);
+}
+
+json_t *glove_control_dispatch(struct glove_control_components *c, const struct glove_control_request *req) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++)
+                if (strcmp(methods[i].name, req->method) == 0 && available(c, &methods[i]))
+                        return methods[i].fn(c, req);
+        return error_response(req, "method_not_found", "the method is not advertised by this service",
+                              json_pack("{s:s}", "method", req->method));
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sd-event connection loop of gloved (see server.h). */
+#include "glove/control/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "glove/base/buffer.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/json.h"
+#include "glove/control/frame.h"
+
+#define READ_CHUNK (64u * 1024)
+#define ACCEPT_BATCH 64
+#define IN_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
+#define OUT_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
+
+struct server;
+
+struct conn {
+        struct server *srv;
+        struct conn *prev, *next;
+        int fd;
+        sd_event_source *io, *timer;
+        struct glove_buffer in, out;
+        bool authed, closing;
+        uint64_t accepted_us, frame_start_us, write_start_us, activity_us;
+};
+
+struct server {
+        sd_event *ev;
+        const struct glove_control_server_options *o;
+        struct conn *conns;
+        unsigned n_conns;
+};
+
+static uint64_t now_us(struct server *s) {
+        uint64_t t = 0;
+        (void)sd_event_now(s->ev, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static void conn_free(struct conn *c) {
+        struct server *s = c->srv;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_conns--;
+        sd_event_source_disable_unref(c->io);
+        sd_event_source_disable_unref(c->timer);
+        if (c->fd >= 0)
+                close(c->fd);
+        glove_buffer_free(&c->in);
+        glove_buffer_free(&c->out);
+        free(c);
+}
+
+/* Queues msg (stolen) as a frame; on encoding failure queues a fixed error. */
+static void queue(struct conn *c, json_t *msg) {
+        struct glove_error e = { 0 };
+        if (c->out.len == 0)
+                c->write_start_us = now_us(c->srv);
+        if (msg && glove_control_frame_encode(msg, &c->out, &e) == 0) {
+                json_decref(msg);
+                return;
+        }
+        json_decref(msg);
+        static const char fallback[] =
+                "{\"error\":{\"code\":\"internal\",\"data\":{},\"message\":\"the response could not be encoded\"},"
+                "\"id\":null}";
+        uint8_t prefix[4] = { 0, 0, 0, (uint8_t)(sizeof(fallback) - 1) };
+        glove_buffer_append(&c->out, prefix, sizeof(prefix));
+        glove_buffer_append(&c->out, fallback, sizeof(fallback) - 1);
+        c->closing = true;
+}
+
+static void refuse(struct conn *c, json_t *id, const char *code, const char *message) {
+        queue(c, glove_control_response_error(id, code, message, NULL));
+        c->closing = true;
+}
+
+static const char *const auth_keys[] = { "secret", NULL };
+
+static void authenticate(struct conn *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *hex;
+        uint8_t secret[GLOVE_CONTROL_SECRET_LEN];
+        if (strcmp(req->method, "authenticate") != 0)
+                return refuse(c, req->id, "auth.required", "the first request must be authenticate");
+        if (glove_json_check_keys(req->params, auth_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "secret", "$.params", 2 * GLOVE_CONTROL_SECRET_LEN, &hex, &e) < 0 ||
+            glove_digest_hex_decode(hex, strlen(hex), secret, sizeof(secret), &e) < 0 ||
+            !glove_digest_equal(secret, c->srv->o->secret, sizeof(secret)))
+                return refuse(c, req->id, "auth.failed", "authentication failed");
+        c->authed = true;
+        queue(c, glove_control_response_result(req->id, json_pack("{s:b,s:i,s:s}", "authenticated", 1,
+                                                                  "protocol_version", GLOVE_CONTROL_PROTOCOL_VERSION,
+                                                                  "service", "gloved")));
+}
+
+static void handle(struct conn *c, const uint8_t *payload, size_t len) {
+        struct glove_error e = { 0 };
+        struct glove_control_request req;
+        _cleanup_json_ json_t *root = NULL;
+        if (glove_control_request_parse(payload, len, &root, &req, &e) < 0)
+                return refuse(c, glove_control_request_id(root), e.code, e.message);
+        if (!c->authed)
+                return authenticate(c, &req);
+        queue(c, glove_control_dispatch(c->srv->o->components, &req));
+}
+
+/* Handles complete frames while nothing is waiting to be sent. */
+static void process(struct conn *c) {
+        while (!c->closing && c->out.len == 0) {
+                struct glove_error e = { 0 };
+                const uint8_t *payload;
+                size_t plen, flen;
+                int r = glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e);
+                if (r == 0)
+                        return;
+                if (r < 0)
+                        return refuse(c, NULL, e.code, e.message);
+                handle(c, payload, plen);
+                glove_buffer_consume(&c->in, flen);
+                c->activity_us = now_us(c->srv);
+                if (c->in.len)
+                        c->frame_start_us = c->activity_us;
+        }
+}
+
+/* Returns -1 when the connection must close now. */
+static int flush(struct conn *c) {
+        while (c->out.len) {
+                ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return 0;
+                if (n <= 0)
+                        return -1;
+                glove_buffer_consume(&c->out, (size_t)n);
+                c->activity_us = now_us(c->srv);
+        }
+        return c->closing ? -1 : 0;
+}
+
+/* Returns -1 on end of file or error. */
+static int fill(struct conn *c) {
+        for (;;) {
+                size_t room = c->in.max - c->in.len;
+                if (room == 0)
+                        return 0;
+                if (room > READ_CHUNK)
+                        room = READ_CHUNK;
+                if (glove_buffer_reserve(&c->in, room) < 0)
+                        return -1;
+                ssize_t n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return 0;
+                if (n <= 0)
+                        return -1;
+                if (c->in.len == 0)
+                        c->frame_start_us = now_us(c->srv);
+                glove_buffer_commit(&c->in, (size_t)n);
+                c->activity_us = now_us(c->srv);
+                if ((size_t)n < room)
+                        return 0;
+        }
+}
+
+static uint64_t deadline(const struct conn *c) {
+        const struct glove_control_server_options *o = c->srv->o;
+        uint64_t client = o->client_timeout_ms * 1000, d = UINT64_MAX;
+        if (!c->authed)
+                d = c->accepted_us + client;
+        if (c->out.len && c->write_start_us + client < d)
+                d = c->write_start_us + client;
+        if (c->in.len && c->frame_start_us + client < d)
+                d = c->frame_start_us + client;
+        if (c->authed && !c->in.len && !c->out.len)
+                d = c->activity_us + o->idle_timeout_ms * 1000;
+        return d;
+}
+
+/* Sets the events wanted and the deadline; returns -1 on failure. */
+static int rearm(struct conn *c) {
+        uint32_t ev = c->out.len ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
+        if (sd_event_source_set_io_events(c->io, ev) < 0)
+                return -1;
+        if (sd_event_source_set_time(c->timer, deadline(c)) < 0 ||
+            sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT) < 0)
+                return -1;
+        return 0;
+}
+
+static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void)src;
+        (void)fd;
+        struct conn *c = userdata;
+        if ((revents & EPOLLOUT) && flush(c) < 0)
+                goto drop;
+        if (c->out.len == 0 && !c->closing && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+                int eof = fill(c);
+                process(c);
+                if (eof < 0 && c->out.len == 0)
+                        goto drop;
+        } else if (c->out.len == 0 && !c->closing) {
+                process(c); /* frames that arrived while a response was pending */
+        }
+        if (c->out.len && flush(c) < 0)
+                goto drop;
+        if (c->closing && c->out.len == 0)
+                goto drop;
+        if (c->out.len == 0 && c->in.len && !c->closing) {
+                process(c);
+                if (c->out.len && flush(c) < 0)
+                        goto drop;
+        }
+        if (rearm(c) < 0)
+                goto drop;
+        return 0;
+drop:
+        conn_free(c);
+        return 0;
+}
+
+static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)src;
+        (void)usec;
+        struct conn *c = userdata;
+        fprintf(stderr, "gloved: connection dropped: %s deadline passed\n",
+                !c->authed ? "authentication" : (c->out.len ? "send" : (c->in.len ? "frame" : "idle")));
+        conn_free(c);
+        return 0;
+}
+
+static void accept_one(struct server *s, int fd) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+            cred.uid != s->o->uid) {
+                fprintf(stderr, "gloved: connection refused: peer uid %d is not the service uid %u\n",
+                        len == sizeof(cred) ? (int)cred.uid : -1, (unsigned)s->o->uid);
+                close(fd);
+                return;
+        }
+        if (s->n_conns >= s->o->max_connections) {
+                fprintf(stderr, "gloved: connection refused: %u connections open\n", s->n_conns);
+                close(fd);
+                return;
+        }
+        struct conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(fd);
+                return;
+        }
+        c->srv = s;
+        c->fd = fd;
+        glove_buffer_init(&c->in, IN_MAX);
+        glove_buffer_init(&c->out, OUT_MAX);
+        c->accepted_us = c->activity_us = now_us(s);
+        c->next = s->conns;
+        if (s->conns)
+                s->conns->prev = c;
+        s->conns = c;
+        s->n_conns++;
+        if (sd_event_add_io(s->ev, &c->io, fd, EPOLLIN, on_io, c) < 0 ||
+            sd_event_add_time(s->ev, &c->timer, CLOCK_MONOTONIC, deadline(c), 1000, on_timer, c) < 0)
+                conn_free(c);
+}
+
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void)src;
+        (void)revents;
+        for (int i = 0; i < ACCEPT_BATCH; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        if (errno != EAGAIN && errno != EWOULDBLOCK)
+                                fprintf(stderr, "gloved: accept: %s\n", strerror(errno));
+                        break;
+                }
+                accept_one(userdata, cfd);
+        }
+        return 0;
+}
+
+static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+        (void)userdata;
+        fprintf(stderr, "gloved: %s received; stopping\n", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        return sd_event_exit(sd_event_source_get_event(src), 0);
+}
+
+int glove_control_server_run(const struct glove_control_server_options *o, struct glove_error *err) {
+        struct server s = { .o = o };
+        sigset_t mask, old;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
+                return glove_error_set(err, errno, "server.event", "sigprocmask: %s", strerror(errno));
+        sd_event_source *lsrc = NULL, *sterm = NULL, *sint = NULL;
+        int r = sd_event_new(&s.ev);
+        if (r >= 0)
+                r = sd_event_add_io(s.ev, &lsrc, o->listen_fd, EPOLLIN, on_listen, &s);
+        if (r >= 0)
+                r = sd_event_add_signal(s.ev, &sterm, SIGTERM, on_signal, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(s.ev, &sint, SIGINT, on_signal, NULL);
+        if (r >= 0) {
+                (void)sd_notify(0, "READY=1\nSTATUS=accepting control connections");
+                r = sd_event_loop(s.ev);
+                (void)sd_notify(0, "STOPPING=1");
+        }
+        while (s.conns)
+                conn_free(s.conns);
+        sd_event_source_disable_unref(lsrc);
+        sd_event_source_disable_unref(sterm);
+        sd_event_source_disable_unref(sint);
+        sd_event_unref(s.ev);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (r < 0)
+                return glove_error_set(err, -r, "server.event", "event loop: %s", strerror(-r));
+        return 0;
+}

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gloved: options, start-up and shutdown (see service.h). */
+#include "glove/control/service.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/fd.h"
+#include "glove/base/time.h"
+#include "glove/control/dirs.h"
+#include "glove/control/receipts.h"
+#include "glove/control/server.h"
+#include "glove/control/store.h"
+
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+#include "glove/supervisor/policy.h"
+#endif
+
+#define SOCKET_NAME "gloved.sock"
+#define SECRET_NAME "bootstrap-secret"
+#define LOCK_NAME "gloved.lock"
+
+static const char usage_text[] =
+        "Usage: gloved [OPTIONS]\n"
+        "\n"
+        "The owner-local Glove control service: validates identifier-only session\n"
+        "plans against a protected local policy, stores sessions durably and\n"
+        "delivers HMAC-chained receipts over an owner-only Unix socket.\n"
+        "\n"
+        "Options:\n"
+        "  --runtime-dir DIR        socket and bootstrap secret (default $XDG_RUNTIME_DIR/glove)\n"
+        "  --state-dir DIR          receipt journal and key (default $XDG_STATE_HOME/glove)\n"
+        "  --session-policy FILE    protected policy: enables validate_plan\n"
+        "  --session-store FILE     session journal: enables create_session, session_status\n"
+        "                           (needs --session-policy)\n"
+        "  --receipt-anchor HEX     64-hex anchor the receipt chain starts from\n"
+        "  --client-timeout-ms MS   authentication, frame and send deadline (default 5000)\n"
+        "  --idle-timeout-ms MS     idle authenticated connection deadline (default 600000)\n"
+        "  --max-connections N      concurrent connections (default 256)\n"
+        "  -h, --help               show this help\n"
+        "  -V, --version            show the version\n"
+        "\n"
+        "Directories must be absolute, owned by you, mode 0700 (created so when missing).\n"
+        "Protocol: docs/control-protocol.md.\n";
+
+static int set_path(char **dst, const char *v, const char *opt, struct glove_error *err) {
+        if (!v || v[0] != '/')
+                return glove_error_set(err, EINVAL, "usage.bad_value", "%s needs an absolute path", opt);
+        free(*dst);
+        *dst = strdup(v);
+        return *dst ? 0 : glove_error_set(err, ENOMEM, "usage.bad_value", "out of memory");
+}
+
+static int parse_u64(const char *v, uint64_t min, uint64_t max, const char *opt, uint64_t *out,
+                     struct glove_error *err) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+        if (!v || !end || *end || errno || n < min || n > max)
+                return glove_error_set(err, EINVAL, "usage.bad_value", "%s must be an integer %llu..%llu", opt,
+                                       (unsigned long long)min, (unsigned long long)max);
+        *out = n;
+        return 0;
+}
+
+static int default_dir(char **dst, const char *env, const char *fallback_rel, struct glove_error *err) {
+        const char *base = getenv(env);
+        int n;
+        if (base && base[0] == '/')
+                n = asprintf(dst, "%s/glove", base);
+        else if (fallback_rel && getenv("HOME") && getenv("HOME")[0] == '/')
+                n = asprintf(dst, "%s/%s/glove", getenv("HOME"), fallback_rel);
+        else
+                return glove_error_set(err, EINVAL, "service.no_default_dir",
+                                       "$%s is not set to an absolute path; pass the directory explicitly", env);
+        if (n < 0) {
+                *dst = NULL;
+                return glove_error_set(err, ENOMEM, "service.no_default_dir", "out of memory");
+        }
+        return 0;
+}
+
+enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN };
+
+static int parse_one(int opt, const char *v, struct glove_control_service_options *o, struct glove_error *err) {
+        uint64_t n;
+        int r = 0;
+        switch (opt) {
+        case OPT_RUNTIME:
+                return set_path(&o->runtime_dir, v, "--runtime-dir", err);
+        case OPT_STATE:
+                return set_path(&o->state_dir, v, "--state-dir", err);
+        case OPT_POLICY:
+                return set_path(&o->session_policy, v, "--session-policy", err);
+        case OPT_STORE:
+                return set_path(&o->session_store, v, "--session-store", err);
+        case OPT_ANCHOR:
+                if (!v || glove_digest_hex_decode(v, strlen(v), o->anchor, sizeof(o->anchor), NULL) < 0)
+                        return glove_error_set(err, EINVAL, "usage.bad_value",
+                                               "--receipt-anchor needs 64 lowercase hex characters");
+                o->have_anchor = true;
+                return 0;
+        case OPT_CLIENT_TO:
+                return parse_u64(v, 1, 3600000, "--client-timeout-ms", &o->client_timeout_ms, err);
+        case OPT_IDLE_TO:
+                return parse_u64(v, 1, 86400000, "--idle-timeout-ms", &o->idle_timeout_ms, err);
+        case OPT_MAXCONN:
+                r = parse_u64(v, 1, 4096, "--max-connections", &n, err);
+                o->max_connections = (unsigned)n;
+                return r;
+        }
+        return glove_error_set(err, EINVAL, "usage.unknown_option", "unknown option; see gloved --help");
+}
+
+int glove_control_service_parse_args(int argc, char **argv, struct glove_control_service_options *o,
+                                     struct glove_error *err) {
+        static const struct option longopts[] = {
+                { "runtime-dir", required_argument, NULL, OPT_RUNTIME },
+                { "state-dir", required_argument, NULL, OPT_STATE },
+                { "session-policy", required_argument, NULL, OPT_POLICY },
+                { "session-store", required_argument, NULL, OPT_STORE },
+                { "receipt-anchor", required_argument, NULL, OPT_ANCHOR },
+                { "client-timeout-ms", required_argument, NULL, OPT_CLIENT_TO },
+                { "idle-timeout-ms", required_argument, NULL, OPT_IDLE_TO },
+                { "max-connections", required_argument, NULL, OPT_MAXCONN },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                { 0 },
+        };
+        *o = (struct glove_control_service_options){
+                .client_timeout_ms = GLOVE_CONTROL_CLIENT_TIMEOUT_MS_DEFAULT,
+                .idle_timeout_ms = GLOVE_CONTROL_IDLE_TIMEOUT_MS_DEFAULT,
+                .max_connections = GLOVE_CONTROL_MAX_CONNECTIONS_DEFAULT,
+        };
+        optind = 1;
+        opterr = 0;
+        int c, r;
+        while ((c = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
+                if (c == 'h' || c == 'V') {
+                        o->help |= c == 'h';
+                        o->version |= c == 'V';
+                        continue;
+                }
+                if (c == '?' || c == ':')
+                        return glove_error_set(err, EINVAL, optopt ? "usage.missing_value" : "usage.unknown_option",
+                                               "bad option %s; see gloved --help", argv[optind - 1]);
+                r = parse_one(c, optarg, o, err);
+                if (r < 0)
+                        return r;
+        }
+        if (optind < argc)
+                return glove_error_set(err, EINVAL, "usage.unknown_option", "unexpected argument \"%s\"", argv[optind]);
+        if (o->help || o->version)
+                return 0;
+        if (o->session_store && !o->session_policy)
+                return glove_error_set(err, EINVAL, "usage.store_needs_policy",
+                                       "--session-store needs --session-policy (sessions are validated plans)");
+#if !GLOVE_CONTROL_HAVE_SUPERVISOR
+        if (o->session_policy)
+                return glove_error_set(err, EINVAL, "usage.not_built",
+                                       "this gloved was built without the supervisor module; --session-policy is unavailable");
+#endif
+        if (!o->runtime_dir && (r = default_dir(&o->runtime_dir, "XDG_RUNTIME_DIR", NULL, err)) < 0)
+                return r;
+        if (!o->state_dir && (r = default_dir(&o->state_dir, "XDG_STATE_HOME", ".local/state", err)) < 0)
+                return r;
+        return 0;
+}
+
+void glove_control_service_options_free(struct glove_control_service_options *o) {
+        free(o->runtime_dir);
+        free(o->state_dir);
+        free(o->session_policy);
+        free(o->session_store);
+        *o = (struct glove_control_service_options){ 0 };
+}
+
+/* ---- start-up ---- */
+
+struct service {
+        int runtime_fd, state_fd, runtime_lock, state_lock, listen_fd;
+        bool bound, secret_written;
+        char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+        struct glove_supervisor_policy *policy;
+        struct glove_control_store *store;
+        struct glove_control_receipts *receipts;
+        uint8_t secret[GLOVE_CONTROL_SECRET_LEN];
+};
+
+static int take_lock(int dirfd, const char *dir, int *out, struct glove_error *err) {
+        *out = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (*out < 0)
+                return glove_error_set(err, errno, "service.already_running", "%s/%s: %s", dir, LOCK_NAME,
+                                       strerror(errno));
+        if (flock(*out, LOCK_EX | LOCK_NB) < 0)
+                return glove_error_set(err, EBUSY, "service.already_running",
+                                       "another gloved holds %s/%s", dir, LOCK_NAME);
+        return 0;
+}
+
+static int write_secret(struct service *s, const char *dir, struct glove_error *err) {
+        char text[2 * GLOVE_CONTROL_SECRET_LEN + 2];
+        int r = glove_digest_random(s->secret, sizeof(s->secret), err);
+        if (r < 0)
+                return r;
+        glove_digest_hex_encode(s->secret, sizeof(s->secret), text, sizeof(text));
+        text[2 * GLOVE_CONTROL_SECRET_LEN] = '\n';
+        r = glove_control_file_replace(s->runtime_fd, SECRET_NAME, text, sizeof(text) - 1, err);
+        explicit_bzero(text, sizeof(text));
+        if (r < 0)
+                glove_error_prefix(err, "%s/%s", dir, SECRET_NAME);
+        else
+                s->secret_written = true;
+        return r;
+}
+
+static int open_socket(struct service *s, const char *dir, struct glove_error *err) {
+        int n = sd_listen_fds(1);
+        if (n > 1)
+                return glove_error_set(err, EINVAL, "service.listen_fds", "socket activation passed %d sockets; one expected", n);
+        if (n == 1) {
+                s->listen_fd = SD_LISTEN_FDS_START;
+                if (sd_is_socket_unix(s->listen_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+                        return glove_error_set(err, EINVAL, "service.listen_fds",
+                                               "the activated socket is not a listening Unix stream socket");
+                int fl = fcntl(s->listen_fd, F_GETFL);
+                if (fl < 0 || fcntl(s->listen_fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+                    fcntl(s->listen_fd, F_SETFD, FD_CLOEXEC) < 0)
+                        return glove_error_set(err, errno, "service.listen_fds", "fcntl: %s", strerror(errno));
+                return 0;
+        }
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, SOCKET_NAME) >= sizeof(sa.sun_path))
+                return glove_error_set(err, ENAMETOOLONG, "service.socket",
+                                       "%s/%s is longer than a Unix socket path may be", dir, SOCKET_NAME);
+        memcpy(s->socket_path, sa.sun_path, sizeof(s->socket_path));
+        s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s->listen_fd < 0)
+                return glove_error_set(err, errno, "service.socket", "socket: %s", strerror(errno));
+        if (unlinkat(s->runtime_fd, SOCKET_NAME, 0) < 0 && errno != ENOENT)
+                return glove_error_set(err, errno, "service.socket", "%s: %s", sa.sun_path, strerror(errno));
+        mode_t old = umask(0177);
+        int r = bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0)
+                return glove_error_set(err, errno, "service.socket", "bind %s: %s", sa.sun_path, strerror(errno));
+        s->bound = true;
+        if (fchmodat(s->runtime_fd, SOCKET_NAME, 0600, 0) < 0 || listen(s->listen_fd, 128) < 0)
+                return glove_error_set(err, errno, "service.socket", "%s: %s", sa.sun_path, strerror(errno));
+        return 0;
+}
+
+static int start(struct service *s, const struct glove_control_service_options *o, struct glove_error *err) {
+        uid_t uid = geteuid();
+        int r = glove_control_dir_open_private(o->runtime_dir, uid, true, &s->runtime_fd, err);
+        if (r == 0)
+                r = glove_control_dir_open_private(o->state_dir, uid, true, &s->state_fd, err);
+        if (r == 0)
+                r = take_lock(s->runtime_fd, o->runtime_dir, &s->runtime_lock, err);
+        if (r == 0)
+                r = take_lock(s->state_fd, o->state_dir, &s->state_lock, err);
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        if (r == 0 && o->session_policy)
+                r = glove_supervisor_policy_load(o->session_policy, uid, &s->policy, err);
+#endif
+        struct glove_control_journal_report rep = { 0 };
+        if (r == 0 && o->session_store) {
+                r = glove_control_store_open(o->session_store, uid, &s->store, &rep, err);
+                if (r == 0 && rep.unsealed_record)
+                        fprintf(stderr, "gloved: session store: accepted one complete record written just before "
+                                        "a crash (its seal was not updated)\n");
+        }
+        struct glove_control_receipts_options ro = { .state_dir = o->state_dir, .owner = uid,
+                                                     .anchor = o->have_anchor ? o->anchor : NULL };
+        if (r == 0)
+                r = glove_control_receipts_open(&ro, &s->receipts, err);
+        if (r == 0) {
+                uint64_t torn, off;
+                glove_control_receipts_recovery(s->receipts, &torn, &off);
+                if (torn)
+                        fprintf(stderr, "gloved: receipts.torn_tail: cut an incomplete last receipt record "
+                                        "(%llu bytes at offset %llu); earlier receipts are intact\n",
+                                (unsigned long long)torn, (unsigned long long)off);
+        }
+        if (r == 0)
+                r = write_secret(s, o->runtime_dir, err);
+        if (r == 0)
+                r = open_socket(s, o->runtime_dir, err);
+        return r;
+}
+
+static void stop(struct service *s) {
+        if (s->bound)
+                (void)unlinkat(s->runtime_fd, SOCKET_NAME, 0);
+        if (s->secret_written)
+                (void)unlinkat(s->runtime_fd, SECRET_NAME, 0);
+        int fds[] = { s->listen_fd, s->runtime_lock, s->state_lock, s->runtime_fd, s->state_fd };
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        glove_control_receipts_close(s->receipts);
+        glove_control_store_close(s->store);
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        glove_supervisor_policy_free(s->policy);
+#endif
+        explicit_bzero(s->secret, sizeof(s->secret));
+}
+
+static int64_t realtime_ms(void) {
+        return glove_time_realtime_ms();
+}
+
+int glove_control_service_run(const struct glove_control_service_options *o, struct glove_error *err) {
+        struct service s = { .runtime_fd = -1, .state_fd = -1, .runtime_lock = -1, .state_lock = -1, .listen_fd = -1 };
+        int r = start(&s, o, err);
+        if (r == 0) {
+                struct glove_control_components comp = {
+                        .policy = s.policy, .store = s.store, .receipts = s.receipts, .now_ms = realtime_ms
+                };
+                struct glove_control_server_options so = {
+                        .listen_fd = s.listen_fd,
+                        .uid = geteuid(),
+                        .secret = s.secret,
+                        .client_timeout_ms = o->client_timeout_ms,
+                        .idle_timeout_ms = o->idle_timeout_ms,
+                        .max_connections = o->max_connections,
+                        .components = &comp,
+                };
+                fprintf(stderr, "gloved: listening on %s (policy %s, session store %s, %zu sessions)\n",
+                        s.bound ? s.socket_path : "an activated socket", s.policy ? "loaded" : "none",
+                        s.store ? "open" : "none", s.store ? glove_control_store_sessions(s.store) : (size_t)0);
+                r = glove_control_server_run(&so, err);
+        }
+        stop(&s);
+        return r;
+}
+
+int glove_control_service_main(int argc, char **argv) {
+        struct glove_control_service_options o;
+        struct glove_error err = { 0 };
+        umask(0077);
+        if (glove_fd_ensure_std() < 0)
+                return 1;
+        int r = glove_control_service_parse_args(argc, argv, &o, &err);
+        if (r < 0) {
+                fprintf(stderr, "gloved: %s: %s\n", err.code, err.message);
+                glove_control_service_options_free(&o);
+                return 2;
+        }
+        if (o.help || o.version) {
+                if (o.help)
+                        fputs(usage_text, stdout);
+                else
+                        printf("gloved %s\n", GLOVE_VERSION);
+                glove_control_service_options_free(&o);
+                return 0;
+        }
+        r = glove_control_service_run(&o, &err);
+        glove_control_service_options_free(&o);
+        if (r < 0) {
+                fprintf(stderr, "gloved: %s: %s\n", err.code, err.message);
+                return 1;
+        }
+        return 0;
+}

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The durable session store (glove/control/store.h): create, retry and
+ * conflict, lifecycle transitions, restart, and strict replay against
+ * truncation at every offset, byte flips, reordering, duplication and
+ * external growth. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "glove/base/digest.h"
+#include "glove/control/store.h"
+#include "helpers.h"
+
+#define CDIGEST "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define NOW 1764000000000
+
+struct fixture {
+        char *dir, *path, *seal;
+};
+
+static int setup(void **state) {
+        struct fixture *f = calloc(1, sizeof(*f));
+        f->dir = th_tempdir();
+        f->path = th_join(f->dir, "sessions.journal");
+        f->seal = th_join(f->dir, "sessions.journal.seal");
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        struct fixture *f = *state;
+        free(f->path);
+        free(f->seal);
+        th_rmtree(f->dir);
+        free(f);
+        return 0;
+}
+
+static void sha_hex(const char *s, char hex[65]) {
+        uint8_t d[32];
+        assert_int_equal(glove_digest_sha256(s, strlen(s), d, NULL), 0);
+        glove_digest_hex_encode(d, 32, hex, 65);
+}
+
+static int create(struct glove_control_store *st, const char *id, const char *key, const char *plan, bool *replayed,
+                  struct glove_error *e) {
+        char hex[65];
+        sha_hex(plan, hex);
+        struct glove_control_store_create q = { .session_id = id, .idempotency_key = key,
+                                                .controller_plan_digest = CDIGEST, .plan_content_digest = hex,
+                                                .plan = plan, .plan_len = strlen(plan), .now_ms = NOW };
+        const struct glove_control_session *s = NULL;
+        bool r2;
+        return glove_control_store_create(st, &q, &s, replayed ? replayed : &r2, e);
+}
+
+static const char *const PLAN1 = "{\"runtime_id\":\"a\",\"schema_version\":1}";
+static const char *const PLAN2 = "{\"runtime_id\":\"b\",\"schema_version\":1}";
+
+static int transition(struct glove_control_store *st, const char *id, enum glove_control_session_state to,
+                      struct glove_error *e) {
+        bool appended;
+        return glove_control_store_transition(st, id, to, "", NOW + 1, &appended, e);
+}
+
+/* Three sessions; the last record is a transition. */
+static void build_good(struct fixture *f) {
+        struct glove_control_store *st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(create(st, "s1", "k1", PLAN1, NULL, NULL), 0);
+        assert_int_equal(transition(st, "s1", GLOVE_CONTROL_SESSION_PREPARING, NULL), 0);
+        assert_int_equal(create(st, "s2", "k2", PLAN2, NULL, NULL), 0);
+        assert_int_equal(transition(st, "s1", GLOVE_CONTROL_SESSION_STARTING, NULL), 0);
+        assert_int_equal(create(st, "s3", "k3", PLAN1, NULL, NULL), 0);
+        bool appended;
+        assert_int_equal(glove_control_store_transition(st, "s2", GLOVE_CONTROL_SESSION_FAILED, "runtime.lost", NOW + 2,
+                                                        &appended, NULL),
+                         0);
+        assert_true(appended);
+        glove_control_store_close(st);
+}
+
+static void check_good(struct glove_control_store *st) {
+        assert_int_equal(glove_control_store_sessions(st), 3);
+        assert_int_equal(glove_control_store_records(st), 6);
+        const struct glove_control_session *s1 = glove_control_store_find(st, "s1");
+        const struct glove_control_session *s2 = glove_control_store_find(st, "s2");
+        assert_non_null(s1);
+        assert_non_null(s2);
+        assert_int_equal(s1->state, GLOVE_CONTROL_SESSION_STARTING);
+        assert_int_equal(s1->n_history, 2);
+        assert_int_equal(s1->history[0].from, GLOVE_CONTROL_SESSION_CREATED);
+        assert_int_equal(s1->history[1].to, GLOVE_CONTROL_SESSION_STARTING);
+        assert_int_equal(s1->history[1].seq, 4);
+        assert_string_equal(s1->plan, PLAN1);
+        assert_string_equal(s1->idempotency_key, "k1");
+        assert_string_equal(s1->controller_plan_digest, CDIGEST);
+        char hex[65];
+        sha_hex(PLAN1, hex);
+        assert_string_equal(s1->plan_content_digest, hex);
+        assert_int_equal(s1->created_at_ms, NOW);
+        assert_int_equal(s2->state, GLOVE_CONTROL_SESSION_FAILED);
+        assert_string_equal(s2->history[0].reason, "runtime.lost");
+        assert_ptr_equal(glove_control_store_find_key(st, "k3"), glove_control_store_find(st, "s3"));
+        assert_null(glove_control_store_find(st, "s4"));
+}
+
+static void test_restart_keeps_sessions(void **state) {
+        struct fixture *f = *state;
+        build_good(f);
+        for (int i = 0; i < 2; i++) {
+                struct glove_control_store *st = NULL;
+                assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+                check_good(st);
+                glove_control_store_close(st);
+        }
+        size_t len;
+        unsigned char *b = th_read(f->path, &len);
+        struct glove_control_store *mem = NULL;
+        assert_int_equal(glove_control_store_replay_bytes(b, len, &mem, NULL), 0);
+        check_good(mem);
+        struct glove_error e = { 0 };
+        assert_int_equal(create(mem, "s9", "k9", PLAN1, NULL, &e), -EROFS);
+        glove_control_store_close(mem);
+        free(b);
+}
+
+static void test_retry_and_conflict(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = NULL;
+        struct glove_error e = { 0 };
+        bool replayed = true;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(create(st, "s1", "k1", PLAN1, &replayed, NULL), 0);
+        assert_false(replayed);
+        assert_int_equal(create(st, "s1", "k1", PLAN1, &replayed, NULL), 0);
+        assert_true(replayed);
+        assert_int_equal(glove_control_store_records(st), 1);
+
+        const char *conflicts[][3] = { { "s1", "k1", PLAN2 }, { "s2", "k1", PLAN1 }, { "s1", "k2", PLAN1 } };
+        for (size_t i = 0; i < 3; i++) {
+                glove_error_clear(&e);
+                assert_int_equal(create(st, conflicts[i][0], conflicts[i][1], conflicts[i][2], NULL, &e), -EEXIST);
+                assert_string_equal(e.code, "session.conflict");
+        }
+        /* Same key and plan, other controller digest. */
+        char hex[65];
+        sha_hex(PLAN1, hex);
+        struct glove_control_store_create q = { .session_id = "s1", .idempotency_key = "k1",
+                                                .controller_plan_digest = hex, .plan_content_digest = hex,
+                                                .plan = PLAN1, .plan_len = strlen(PLAN1), .now_ms = NOW };
+        const struct glove_control_session *s;
+        glove_error_clear(&e);
+        assert_int_equal(glove_control_store_create(st, &q, &s, &replayed, &e), -EEXIST);
+        assert_string_equal(e.code, "session.conflict");
+
+        /* Malformed requests. */
+        const char *bad_ids[] = { "", "-x", "a b", "x/y", "\xc3\xa9" };
+        for (size_t i = 0; i < 5; i++) {
+                glove_error_clear(&e);
+                assert_int_equal(create(st, bad_ids[i], "k9", PLAN1, NULL, &e), -EINVAL);
+                assert_string_equal(e.code, "store.invalid_id");
+        }
+        char longid[GLOVE_CONTROL_ID_MAX + 2];
+        memset(longid, 'a', sizeof(longid) - 1);
+        longid[sizeof(longid) - 1] = '\0';
+        glove_error_clear(&e);
+        assert_int_equal(create(st, longid, "k9", PLAN1, NULL, &e), -EINVAL);
+        longid[GLOVE_CONTROL_ID_MAX] = '\0';
+        assert_int_equal(create(st, longid, "k9", PLAN1, NULL, NULL), 0);
+        q = (struct glove_control_store_create){ .session_id = "s5", .idempotency_key = "k5",
+                                                 .controller_plan_digest = CDIGEST, .plan_content_digest = CDIGEST,
+                                                 .plan = PLAN1, .plan_len = strlen(PLAN1), .now_ms = NOW };
+        glove_error_clear(&e);
+        assert_int_equal(glove_control_store_create(st, &q, &s, &replayed, &e), -EINVAL);
+        assert_string_equal(e.code, "store.digest_mismatch");
+        q.controller_plan_digest = "ABC";
+        glove_error_clear(&e);
+        assert_int_equal(glove_control_store_create(st, &q, &s, &replayed, &e), -EINVAL);
+        assert_string_equal(e.code, "store.invalid_digest");
+        glove_error_clear(&e);
+        assert_int_equal(create(st, "s6", "k6", "{\"b\":1, \"a\":2}", NULL, &e), -EINVAL);
+        assert_string_equal(e.code, "store.invalid_plan");
+        glove_error_clear(&e);
+        assert_int_equal(create(st, "s6", "k6", "[1]", NULL, &e), -EINVAL);
+        assert_string_equal(e.code, "store.invalid_plan");
+        assert_int_equal(glove_control_store_records(st), 2);
+        glove_control_store_close(st);
+}
+
+static void test_transitions(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = NULL;
+        struct glove_error e = { 0 };
+        bool appended;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(create(st, "s1", "k1", PLAN1, NULL, NULL), 0);
+        static const enum glove_control_session_state chain[] = {
+                GLOVE_CONTROL_SESSION_PREPARING, GLOVE_CONTROL_SESSION_STARTING, GLOVE_CONTROL_SESSION_RUNNING,
+                GLOVE_CONTROL_SESSION_STOPPING, GLOVE_CONTROL_SESSION_EXITED
+        };
+        for (size_t i = 0; i < 5; i++) {
+                assert_int_equal(glove_control_store_transition(st, "s1", chain[i], "", NOW, &appended, NULL), 0);
+                assert_true(appended);
+                /* Idempotent: the same request again appends nothing. */
+                assert_int_equal(glove_control_store_transition(st, "s1", chain[i], "", NOW, &appended, NULL), 0);
+                assert_false(appended);
+        }
+        assert_int_equal(glove_control_store_records(st), 6);
+        assert_int_equal(glove_control_store_transition(st, "s1", GLOVE_CONTROL_SESSION_FAILED, "", NOW, &appended, &e),
+                         -EINVAL);
+        assert_string_equal(e.code, "session.terminal");
+        glove_error_clear(&e);
+        assert_int_equal(create(st, "s2", "k2", PLAN1, NULL, NULL), 0);
+        assert_int_equal(glove_control_store_transition(st, "s2", GLOVE_CONTROL_SESSION_RUNNING, "", NOW, &appended, &e),
+                         -EINVAL);
+        assert_string_equal(e.code, "session.invalid_transition");
+        glove_error_clear(&e);
+        assert_int_equal(glove_control_store_transition(st, "nope", GLOVE_CONTROL_SESSION_FAILED, "", NOW, &appended,
+                                                        &e),
+                         -ENOENT);
+        assert_string_equal(e.code, "session.not_found");
+        glove_error_clear(&e);
+        assert_int_equal(glove_control_store_transition(st, "s2", GLOVE_CONTROL_SESSION_FAILED, "Bad Reason", NOW,
+                                                        &appended, &e),
+                         -EINVAL);
+        assert_int_equal(glove_control_store_transition(st, "s2", GLOVE_CONTROL_SESSION_FAILED, "adapter.crashed", NOW,
+                                                        &appended, NULL),
+                         0);
+        glove_control_store_close(st);
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        const struct glove_control_session *s1 = glove_control_store_find(st, "s1");
+        assert_int_equal(s1->state, GLOVE_CONTROL_SESSION_EXITED);
+        assert_int_equal(s1->n_history, 5);
+        assert_int_equal(glove_control_store_find(st, "s2")->state, GLOVE_CONTROL_SESSION_FAILED);
+        glove_control_store_close(st);
+}
+
+/* ---- tamper tests ---- */
+
+struct offsets {
+        size_t start[16];
+        size_t n;
+};
+
+static int collect(void *userdata, uint64_t seq, const void *payload, size_t len, const uint8_t tag[32],
+                   struct glove_error *err) {
+        (void)seq;
+        (void)tag;
+        (void)err;
+        (void)payload;
+        struct offsets *o = userdata;
+        o->start[o->n++] = len; /* lengths; record_offsets turns them into offsets */
+        return 0;
+}
+
+static void record_offsets(const unsigned char *b, size_t len, struct offsets *o) {
+        struct glove_control_journal_scan scan;
+        memset(o, 0, sizeof(*o));
+        assert_int_equal(glove_control_journal_scan(&glove_control_store_format, b, len, collect, o, &scan, NULL), 0);
+        size_t off = GLOVE_CONTROL_JOURNAL_HEADER_LEN;
+        for (size_t i = 0; i < o->n; i++) {
+                size_t l = o->start[i];
+                o->start[i] = off;
+                off += l + GLOVE_CONTROL_JOURNAL_RECORD_OVERHEAD;
+        }
+        o->start[o->n] = off;
+        assert_int_equal(off, len);
+}
+
+/* Opening must fail with code (NULL: any code), and rewrite nothing. */
+static void expect_refused(struct fixture *f, const char *code, const char *what, size_t at) {
+        size_t jl, sl, jl2, sl2;
+        unsigned char *j = th_read(f->path, &jl), *s = th_read(f->seal, &sl);
+        struct glove_control_store *st = NULL;
+        struct glove_error e = { 0 };
+        int r = glove_control_store_open(f->path, geteuid(), &st, NULL, &e);
+        if (r == 0)
+                fail_msg("%s at %zu: the store opened", what, at);
+        if (code && strcmp(e.code, code) != 0)
+                fail_msg("%s at %zu: expected %s, got %s: %s", what, at, code, e.code, e.message);
+        assert_null(st);
+        unsigned char *j2 = th_read(f->path, &jl2), *s2 = th_read(f->seal, &sl2);
+        assert_int_equal(jl, jl2);
+        assert_int_equal(sl, sl2);
+        assert_memory_equal(j, j2, jl);
+        assert_memory_equal(s, s2, sl);
+        free(j);
+        free(s);
+        free(j2);
+        free(s2);
+}
+
+static void test_truncate_every_offset_of_last_record(void **state) {
+        struct fixture *f = *state;
+        build_good(f);
+        size_t len;
+        unsigned char *good = th_read(f->path, &len);
+        struct offsets o;
+        record_offsets(good, len, &o);
+        size_t last = o.start[o.n - 1];
+        for (size_t cut = last; cut < len; cut++) {
+                th_write(f->path, good, cut);
+                /* At the record boundary the journal is well formed but holds
+                 * fewer records than its seal committed. */
+                expect_refused(f, cut == last ? "journal.resized" : "journal.truncated", "truncation", cut);
+        }
+        /* Truncation inside earlier records and the header fails too. */
+        for (size_t cut = 0; cut < last; cut += 7) {
+                th_write(f->path, good, cut);
+                expect_refused(f, NULL, "truncation", cut);
+        }
+        th_write(f->path, good, len);
+        struct glove_control_store *st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        check_good(st);
+        glove_control_store_close(st);
+        free(good);
+}
+
+static void test_flip_every_byte(void **state) {
+        struct fixture *f = *state;
+        build_good(f);
+        size_t len;
+        unsigned char *good = th_read(f->path, &len);
+        unsigned char *bad = malloc(len + 64);
+        for (size_t i = 0; i < len; i++) {
+                memcpy(bad, good, len);
+                bad[i] ^= (unsigned char)(1u << (i % 8));
+                th_write(f->path, bad, len);
+                expect_refused(f, NULL, "flip", i);
+        }
+        /* The chain is what catches payload edits. */
+        struct offsets o;
+        record_offsets(good, len, &o);
+        memcpy(bad, good, len);
+        bad[o.start[1] + 10] ^= 0x20;
+        th_write(f->path, bad, len);
+        expect_refused(f, "journal.chain_mismatch", "payload flip", o.start[1] + 10);
+        memcpy(bad, good, len);
+        bad[5] ^= 1;
+        th_write(f->path, bad, len);
+        expect_refused(f, "journal.bad_header", "magic flip", 5);
+        memcpy(bad, good, len);
+        bad[40] ^= 1; /* store id: the genesis changes */
+        th_write(f->path, bad, len);
+        expect_refused(f, "journal.chain_mismatch", "store id flip", 40);
+        th_write(f->path, good, len);
+        free(good);
+        free(bad);
+}
+
+static void test_reorder_and_duplicate(void **state) {
+        struct fixture *f = *state;
+        build_good(f);
+        size_t len;
+        unsigned char *good = th_read(f->path, &len);
+        struct offsets o;
+        record_offsets(good, len, &o);
+        unsigned char *bad = malloc(2 * len);
+        /* Swap records 4 and 5. */
+        size_t a = o.start[3], b = o.start[4], c = o.start[5];
+        memcpy(bad, good, a);
+        memcpy(bad + a, good + b, c - b);
+        memcpy(bad + a + (c - b), good + a, b - a);
+        memcpy(bad + c, good + c, len - c);
+        th_write(f->path, bad, len);
+        expect_refused(f, "journal.chain_mismatch", "reorder", a);
+        /* Duplicate the last record at the end. */
+        size_t last = o.start[o.n - 1];
+        memcpy(bad, good, len);
+        memcpy(bad + len, good + last, len - last);
+        th_write(f->path, bad, len + (len - last));
+        expect_refused(f, "journal.chain_mismatch", "duplicate last", len);
+        /* Duplicate record 2 in place after itself. */
+        size_t r2 = o.start[1], r3 = o.start[2];
+        memcpy(bad, good, r3);
+        memcpy(bad + r3, good + r2, r3 - r2);
+        memcpy(bad + r3 + (r3 - r2), good + r3, len - r3);
+        th_write(f->path, bad, len + (r3 - r2));
+        expect_refused(f, "journal.chain_mismatch", "duplicate middle", r3);
+        /* Drop record 2. */
+        memcpy(bad, good, r2);
+        memcpy(bad + r2, good + r3, len - r3);
+        th_write(f->path, bad, len - (r3 - r2));
+        expect_refused(f, "journal.chain_mismatch", "drop middle", r2);
+        th_write(f->path, good, len);
+        free(good);
+        free(bad);
+}
+
+static void test_grow_externally(void **state) {
+        struct fixture *f = *state;
+        build_good(f);
+        size_t len;
+        unsigned char *good = th_read(f->path, &len);
+        unsigned char *bad = calloc(1, len + 200);
+        memcpy(bad, good, len);
+        size_t extra[] = { 1, 3, 4, 36, 40, 200 };
+        for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+                th_write(f->path, bad, len + extra[i]);
+                expect_refused(f, NULL, "zero growth", extra[i]);
+        }
+        /* A plausible length prefix followed by garbage. */
+        bad[len + 3] = 20;
+        for (size_t i = 4; i < 60; i++)
+                bad[len + i] = (unsigned char)(i * 37);
+        th_write(f->path, bad, len + 60);
+        expect_refused(f, "journal.chain_mismatch", "garbage record", len);
+        th_write(f->path, bad, len + 30);
+        expect_refused(f, "journal.truncated", "garbage partial record", len);
+        free(good);
+        free(bad);
+}
+
+/* A valid journal whose payloads break the store's own rules. */
+static void write_records(struct fixture *f, const char *const payloads[], size_t n) {
+        struct glove_control_journal *j = NULL;
+        struct glove_control_journal_open_options o = { .path = f->path, .owner = geteuid() };
+        assert_int_equal(glove_control_journal_open(&glove_control_store_format, &o, NULL, NULL, &j, NULL, NULL), 0);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(glove_control_journal_append(j, payloads[i], strlen(payloads[i]), NULL, NULL, NULL), 0);
+        glove_control_journal_close(j);
+}
+
+#define PD1 "3b1c0b5c4b7fbae1b1f8e8ae0a06a5b2bd1f0d4e5a33a84b0d7d1b9a0f3c7b51"
+
+static void test_semantic_replay_errors(void **state) {
+        struct fixture *f = *state;
+        char pd[65], create1[512], create1b[512], create2[512];
+        sha_hex(PLAN1, pd);
+        snprintf(create1, sizeof(create1),
+                 "{\"controller_plan_digest\":\"" CDIGEST "\",\"created_at_ms\":1,\"idempotency_key\":\"k1\","
+                 "\"kind\":\"create\",\"plan\":%s,\"plan_content_digest\":\"%s\",\"seq\":1,\"session_id\":\"s1\"}",
+                 PLAN1, pd);
+        snprintf(create1b, sizeof(create1b),
+                 "{\"controller_plan_digest\":\"" CDIGEST "\",\"created_at_ms\":1,\"idempotency_key\":\"k1\","
+                 "\"kind\":\"create\",\"plan\":%s,\"plan_content_digest\":\"" PD1 "\",\"seq\":1,\"session_id\":\"s1\"}",
+                 PLAN1);
+        snprintf(create2, sizeof(create2),
+                 "{\"controller_plan_digest\":\"" CDIGEST "\",\"created_at_ms\":1,\"idempotency_key\":\"k2\","
+                 "\"kind\":\"create\",\"plan\":%s,\"plan_content_digest\":\"%s\",\"seq\":2,\"session_id\":\"s1\"}",
+                 PLAN1, pd);
+        struct {
+                const char *p[2];
+                size_t n;
+                const char *code;
+        } cases[] = {
+                { { create1b }, 1, "store.digest_mismatch" },
+                { { "{\"kind\":\"create\", \"seq\":1}" }, 1, "store.bad_record" },
+                { { "{\"kind\":\"delete\",\"seq\":1}" }, 1, "store.bad_record" },
+                { { "{\"kind\":\"create\",\"seq\":2}" }, 1, "store.sequence" },
+                { { "[1]" }, 1, "store.bad_record" },
+                { { create1, create2 }, 2, "store.duplicate_session" },
+                { { "{\"at_ms\":1,\"from\":\"created\",\"kind\":\"transition\",\"reason\":\"\",\"seq\":1,"
+                    "\"session_id\":\"s1\",\"to\":\"preparing\"}" },
+                  1, "store.unknown_session" },
+                { { create1, "{\"at_ms\":1,\"from\":\"created\",\"kind\":\"transition\",\"reason\":\"\",\"seq\":2,"
+                             "\"session_id\":\"s1\",\"to\":\"running\"}" },
+                  2, "store.bad_transition" },
+                { { create1, "{\"at_ms\":1,\"from\":\"preparing\",\"kind\":\"transition\",\"reason\":\"\",\"seq\":2,"
+                             "\"session_id\":\"s1\",\"to\":\"starting\"}" },
+                  2, "store.bad_transition" },
+                { { create1, "{\"at_ms\":1,\"extra\":0,\"from\":\"created\",\"kind\":\"transition\",\"reason\":\"\","
+                             "\"seq\":2,\"session_id\":\"s1\",\"to\":\"failed\"}" },
+                  2, "store.bad_record" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                unlink(f->path);
+                unlink(f->seal);
+                write_records(f, cases[i].p, cases[i].n);
+                expect_refused(f, cases[i].code, "semantic case", i);
+        }
+        /* The positive control: the same writer with good records opens. */
+        unlink(f->path);
+        unlink(f->seal);
+        const char *good[] = { create1 };
+        write_records(f, good, 1);
+        struct glove_control_store *st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_non_null(glove_control_store_find(st, "s1"));
+        glove_control_store_close(st);
+}
+
+static void test_second_writer_refused(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *a = NULL, *b = NULL;
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &a, NULL, NULL), 0);
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &b, NULL, &e), -EBUSY);
+        assert_string_equal(e.code, "journal.locked");
+        glove_control_store_close(a);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_restart_keeps_sessions, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_retry_and_conflict, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_transitions, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_truncate_every_offset_of_last_record, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_flip_every_byte, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reorder_and_duplicate, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_grow_externally, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_semantic_replay_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_second_writer_refused, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
