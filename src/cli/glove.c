@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "glove/control/ctl.h"
-#include "glove/control/ctl.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
 #include "glove/run/run.h"
@@ -17,7 +16,6 @@ static const char usage[] =
         "\n"
         "Commands:\n"
         "  exec [OPTIONS] -- PROGRAM [ARG...]   run a self-driving agent contained\n"
-        "  ctl [OPTIONS] COMMAND ...            talk to the local gloved control service\n"
         "  run [OPTIONS] -- AGENT [ARG...]      run an MCP-client agent contained, mediating\n"
         "                                       its tool calls to upstream MCP servers\n"
         "  ctl [OPTIONS] COMMAND ...            talk to the local gloved control service\n"
@@ -42,8 +40,6 @@ int main(int argc, char **argv) {
         }
         if (strcmp(cmd, "exec") == 0)
                 return glove_exec_main(argc - 1, argv + 1);
-        if (strcmp(cmd, "ctl") == 0)
-                return glove_control_ctl_main(argc - 1, argv + 1);
         if (strcmp(cmd, "run") == 0)
                 return glove_run_main(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)
