@@ -157,7 +157,7 @@ static const struct {
         { "json.invalid_utf8", "policy.invalid_utf8", "plan.invalid_utf8" },
         { "json.duplicate_key", "policy.duplicate_key", "plan.duplicate_key" },
         { "json.too_deep", "policy.too_deep", "plan.too_deep" },
-        { "json.not_canonical", "policy.not_canonical", "plan.not_canonical" },
+        { "json.not_canonical", "policy.invalid_json", "plan.not_canonical" },
         { "json.real_not_allowed", "policy.not_integer", "plan.not_canonical" },
         { "json.no_memory", "policy.no_memory", "plan.no_memory" },
 };

@@ -205,6 +205,24 @@ static void test_optional_sections(void **state) {
         glove_supervisor_policy_free(p);
 }
 
+/* The example in docs/session-policy.md (the first ```json block after
+ * "## Example") is a valid policy. */
+static void test_docs_example(void **state) {
+        (void)state;
+        size_t len;
+        _cleanup_free_ char *doc = fixture_read("../../../docs/session-policy.md", &len);
+        char *start = strstr(doc, "\n## Example\n");
+        assert_non_null(start);
+        start = strstr(start, "```json\n");
+        assert_non_null(start);
+        start += strlen("```json\n");
+        char *end = strstr(start, "```");
+        assert_non_null(end);
+        struct glove_supervisor_policy *p = decode_ok(start, (size_t)(end - start));
+        assert_true(glove_supervisor_policy_template_can_launch(p, "codex-safe"));
+        glove_supervisor_policy_free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_valid_policy),
@@ -214,6 +232,7 @@ int main(void) {
                 cmocka_unit_test(test_too_large),
                 cmocka_unit_test(test_misuse_and_small_path_buffer),
                 cmocka_unit_test(test_optional_sections),
+                cmocka_unit_test(test_docs_example),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
