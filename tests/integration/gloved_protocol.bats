@@ -1,0 +1,196 @@
+#!/usr/bin/env bats
+# The gloved control protocol under attack and load: authentication, peer
+# uid, frame bounds and strictness, many clients, stalled clients, and the
+# idempotency of create_session, through glove ctl and raw frames.
+
+load helpers
+load "$GLOVE_IT_LIB/gloved"
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+        require_gloved
+}
+
+teardown() {
+        gloved_teardown
+        [ -n "${UID_DIR:-}" ] && rm -rf "$UID_DIR"
+        return 0
+}
+
+@test "protocol: a wrong or missing secret closes the connection" {
+        start_gloved "$T/a"
+        frames exchange --secret "$(printf '0%.0s' {1..64})" '{"id":1,"method":"capabilities"}'
+        expect_status 0
+        expect_line 'auth {"error":{"code":"auth.failed","data":{},"message":"authentication failed"},"id":0}'
+        [ "${lines[1]}" = EOF ] && [ "${#lines[@]}" -eq 2 ] || fail "the connection must close after a failed authentication"
+        frames exchange --secret abc '{"id":1,"method":"capabilities"}'
+        expect_line 'auth {"error":{"code":"auth.failed","data":{},"message":"authentication failed"},"id":0}'
+        frames exchange --no-auth '{"id":1,"method":"capabilities"}'
+        expect_output '{"error":{"code":"auth.required","data":{},"message":"the first request must be authenticate"},"id":1}'
+        frames exchange --no-auth '{"id":1,"method":"authenticate","params":{"secret":"x","extra":1}}'
+        [[ "$output" == *'"code":"auth.failed"'* ]] || fail "unknown authenticate params must fail"
+        # Positive control: the right secret is accepted on the same service.
+        frames exchange '{"id":1,"method":"capabilities"}'
+        [[ "${lines[0]}" == 'auth {"id":0,"result":{"authenticated":true'* ]] || fail "the right secret must work"
+        [[ "${lines[1]}" == '{"id":1,"result":{'* ]] || fail "capabilities after authentication"
+}
+
+@test "protocol: a peer with another uid is closed before any byte" {
+        is_root || skip "connecting as another uid needs root (the unprivileged run cannot switch users)"
+        UID_DIR=$(mktemp -d /tmp/gloved-uid.XXXXXX)
+        chown 65534:65534 "$UID_DIR"
+        chmod 700 "$UID_DIR"
+        start_gloved --as-nobody "$UID_DIR/a"
+        # Root can open the nobody-owned 0600 socket and read the secret, so
+        # only the SO_PEERCRED check stands between it and the service.
+        frames exchange '{"id":1,"method":"capabilities"}'
+        expect_status 0
+        expect_output "auth EOF"
+        grep -q "peer uid 0 is not the service uid 65534" "$GD_ERR" || fail "gloved did not log the refusal"
+        # Positive control: the service user itself is served.
+        run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" "$CTLFRAME" "$RT" exchange '{"id":1,"method":"capabilities"}'
+        [[ "${lines[1]}" == '{"id":1,"result":{'* ]] || fail "the service user must be served"
+}
+
+@test "protocol: oversized frames are refused from their prefix" {
+        start_gloved "$T/a"
+        frames exchange raw:00100001
+        expect_line '{"error":{"code":"frame.too_large","data":{},"message":"a frame of 1048577 bytes exceeds the bound of 1048576"},"id":null}'
+        frames exchange raw:ffffffff
+        [[ "${lines[1]}" == *'"code":"frame.too_large"'* ]] || fail "4 GiB prefix"
+        frames exchange --no-auth raw:7fffffff
+        [[ "$output" == *'"code":"frame.too_large"'* ]] || fail "before authentication too"
+        # A frame of exactly 1 MiB is read (and refused only as a request).
+        frames exchange pad:1048576
+        [[ "${lines[1]}" == *'"code":"invalid_params"'* ]] || fail "a 1 MiB frame must be read whole"
+}
+
+@test "protocol: malformed frames are answered with a stable code and closed" {
+        start_gloved "$T/a"
+        check() { # ITEM CODE
+                frames exchange "$1" '{"id":9,"method":"capabilities"}'
+                expect_status 0
+                [[ "${lines[1]}" == *"\"code\":\"$2\""* ]] || fail "item $1: expected $2"
+                [ "${lines[2]}" = EOF ] || fail "item $1: the connection must be closed"
+        }
+        check '{"id":1,"method":' frame.malformed
+        check '{"id":1,"id":2,"method":"capabilities"}' frame.malformed
+        check '[1,2]' frame.malformed
+        check '{"id":1,"method":"capabilities"} {}' frame.malformed
+        check 'raw:00000000' frame.empty
+        check 'raw:000000047b226964' frame.malformed
+        # Invalid UTF-8 inside a string.
+        check "raw:$("$PY" -c 'import struct; b=b"{\"id\":\"\xff\xfe\",\"method\":\"x\"}"; print((struct.pack(">I",len(b))+b).hex())')" frame.malformed
+        check '{"id":1,"method":"capabilities","extra":0}' request.invalid
+        check '{"id":-5,"method":"capabilities"}' request.invalid
+        check '{"id":1,"method":"Capabilities"}' request.invalid
+        check '{"id":1,"method":"capabilities","params":[]}' request.invalid
+        # Errors inside a well-formed request keep the connection open.
+        frames exchange '{"id":1,"method":"no_such_method"}' '{"id":2,"method":"start_session"}' \
+                '{"id":3,"method":"capabilities","params":{"x":1}}' '{"id":4,"method":"capabilities"}'
+        [[ "${lines[1]}" == '{"error":{"code":"method_not_found"'*'"id":1}' ]] || fail "unknown method"
+        [[ "${lines[2]}" == '{"error":{"code":"method_not_found"'*'"id":2}' ]] || fail "unadvertised method"
+        [[ "${lines[3]}" == *'"code":"invalid_params"'*'"id":3}' ]] || fail "bad params"
+        [[ "${lines[4]}" == '{"id":4,"result":'* ]] || fail "the connection must still serve"
+}
+
+@test "protocol: 100 concurrent clients are all served" {
+        start_gloved "$T/a"
+        frames concurrent 100
+        expect_status 0
+        expect_output "ok 100"
+        ctl capabilities
+        expect_status 0
+}
+
+@test "protocol: a stalled client is dropped without stalling the others" {
+        start_gloved "$T/a" --client-timeout-ms 400
+        for kind in half-frame silent no-read; do
+                frames stall "$kind" 4
+                expect_status 0
+                [[ "${lines[0]}" =~ ^a-closed\ [0-9.]+$ ]] || fail "$kind: the stalled client was not dropped"
+                [ "${lines[1]#b-ok }" -ge 5 ] || fail "$kind: the other client was not served"
+                # Not a timing benchmark: only that nobody waited for the stall.
+                [ "${lines[2]#b-max-ms }" -lt 400 ] || fail "$kind: the other client waited for the stalled one"
+        done
+        grep -q "connection dropped: frame deadline passed" "$GD_ERR" || fail "no frame deadline drop"
+        grep -q "connection dropped: authentication deadline passed" "$GD_ERR" || fail "no auth deadline drop"
+        grep -q "connection dropped: send deadline passed" "$GD_ERR" || fail "no send deadline drop"
+}
+
+@test "protocol: create_session is idempotent; conflicts and invalid plans are refused" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        plan_file "$T/plan.json"
+        plan_file "$T/other.json" 61000
+        start_gloved "$T/a" --session-policy "$T/p/policy.json" --session-store "$T/p/sessions.journal"
+        ctl validate-plan "$T/plan.json"
+        expect_status 0
+        [[ "$output" == "valid plan: plan_content_digest "* ]] || fail "the plan must validate"
+        digest=$(sha256sum <"$T/plan.json" | cut -d' ' -f1)
+        [[ "$output" == *"$digest"* ]] || fail "plan_content_digest must be the SHA-256 of the plan bytes"
+
+        ctl --json create-session --session-id s-1 --idempotency-key k-1 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        first=$output
+        [[ "$first" == *'"state":"created"'* ]] || fail "a new session is created"
+        ctl --json create-session --session-id s-1 --idempotency-key k-1 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        expect_output "$first"
+
+        ctl create-session --session-id s-1 --idempotency-key k-1 --controller-digest "$CDIGEST" --plan "$T/other.json"
+        expect_refused session.conflict
+        ctl create-session --session-id s-1 --idempotency-key k-2 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_refused session.conflict
+        ctl create-session --session-id s-2 --idempotency-key k-1 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_refused session.conflict
+        ctl create-session --session-id s-3 --idempotency-key k-3 --controller-digest "${CDIGEST/1/2}" --plan "$T/plan.json"
+        expect_status 0
+        ctl create-session --session-id s-4 --idempotency-key k-4 --controller-digest ABC --plan "$T/plan.json"
+        expect_refused store.invalid_digest
+
+        plan_file "$T/expired.json" -1000
+        ctl create-session --session-id s-5 --idempotency-key k-5 --controller-digest "$CDIGEST" --plan "$T/expired.json"
+        expect_status 1
+        [[ "$stderr" == "glove: plan.invalid: "* ]] || fail "an expired plan must be refused"
+        expect_line 'reason plan.expired at $.expires_at_ms'
+        ctl validate-plan "$T/expired.json"
+        expect_status 1
+        ctl --json validate-plan "$T/expired.json"
+        expect_status 1
+        [[ "$output" == *'"valid":false'* ]] || fail "--json shows the verdict"
+        printf '{"b":1,"a":2}' >"$T/noncanonical.json"
+        ctl validate-plan "$T/noncanonical.json"
+        expect_status 1
+        expect_line 'reason plan.not_canonical at $'
+
+        ctl session-status s-1
+        expect_status 0
+        expect_line "session s-1: created"
+        ctl session-status s-9
+        expect_refused session.not_found
+        ctl receipts
+        expect_status 0
+        expect_line "head: 0 0000000000000000000000000000000000000000000000000000000000000000"
+        ctl receipts-ack --sequence 1 --head-mac "$CDIGEST"
+        expect_refused receipts.ack_mismatch
+        ctl receipts-ack --sequence 0 --head-mac 0000000000000000000000000000000000000000000000000000000000000000
+        expect_status 0
+}
+
+@test "protocol: glove ctl exit codes and usage" {
+        RT=$T/nothing-here
+        ctl capabilities
+        expect_glove_error 125
+        [ "$(glove_error_code)" = client.unreachable ] || fail "no service"
+        start_gloved "$T/a"
+        ctl frobnicate
+        expect_glove_error 125
+        ctl session-status
+        expect_glove_error 125
+        ctl --help
+        expect_status 0
+        [[ "$output" == *"create-session --session-id ID"* ]] || fail "help text"
+        run --separate-stderr "$GLOVE" --help
+        [[ "$output" == *"ctl [OPTIONS] COMMAND"* ]] || fail "glove --help lists ctl"
+}

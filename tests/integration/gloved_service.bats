@@ -1,0 +1,204 @@
+#!/usr/bin/env bats
+# gloved as a service: private directories, per-start secret, capabilities
+# derived from what was constructed, durable sessions across restarts,
+# strict refusal of a damaged store, clean SIGTERM.
+
+load helpers
+load "$GLOVE_IT_LIB/gloved"
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+        require_gloved
+}
+
+teardown() {
+        gloved_teardown
+        return 0
+}
+
+mode_of() { stat -c %a "$1"; }
+
+@test "gloved: 0700 directories, 0600 secret and socket; SIGTERM ends it cleanly" {
+        start_gloved "$T/a"
+        [ "$(mode_of "$RT")" = 700 ] || fail "runtime dir mode $(mode_of "$RT")"
+        [ "$(mode_of "$ST")" = 700 ] || fail "state dir mode $(mode_of "$ST")"
+        [ "$(mode_of "$RT/bootstrap-secret")" = 600 ] || fail "secret mode"
+        [ "$(mode_of "$RT/gloved.sock")" = 600 ] || fail "socket mode"
+        [ "$(mode_of "$ST/receipt.key")" = 600 ] || fail "receipt key mode"
+        grep -qxE '[0-9a-f]{64}' "$RT/bootstrap-secret" || fail "the secret is not 64 lowercase hex"
+        ctl capabilities
+        expect_status 0
+        expect_line "methods: authenticate capabilities receipts_page receipts_ack"
+        stop_gloved
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS after SIGTERM"
+        [ ! -e "$RT/gloved.sock" ] || fail "the socket is left behind"
+        [ ! -e "$RT/bootstrap-secret" ] || fail "the secret is left behind"
+        grep -q "SIGTERM received; stopping" "$GD_ERR" || fail "no stop message"
+        # The service is gone: glove ctl says so with 125.
+        ctl capabilities
+        expect_glove_error 125
+        [ "$(glove_error_code)" = client.unreachable ] || fail "expected client.unreachable"
+}
+
+@test "gloved: a fresh secret at every start; the old one is refused" {
+        start_gloved "$T/a"
+        old=$(cat "$RT/bootstrap-secret")
+        stop_gloved
+        start_gloved "$T/a"
+        new=$(cat "$RT/bootstrap-secret")
+        [ "$old" != "$new" ] || fail "the secret did not change across restarts"
+        frames exchange --secret "$old" '{"id":1,"method":"capabilities"}'
+        expect_status 0
+        [ "${lines[0]}" = 'auth {"error":{"code":"auth.failed","data":{},"message":"authentication failed"},"id":0}' ] ||
+                fail "old secret not refused"
+}
+
+@test "gloved: refuses insecure, relative and unknown settings" {
+        mkdir -m 755 "$T/open"
+        gloved_fails --runtime-dir "$T/open" --state-dir "$T/s1"
+        expect_status 1
+        [[ "$stderr" == *"dirs.insecure"*"mode 0755"* ]] || fail "0755 runtime dir must be refused"
+        mkdir -m 700 "$T/ok"
+        chmod 701 "$T/ok"
+        gloved_fails --runtime-dir "$T/r2" --state-dir "$T/ok"
+        expect_status 1
+        [[ "$stderr" == *"dirs.insecure"* ]] || fail "0701 state dir must be refused"
+        gloved_fails --runtime-dir relative/run --state-dir "$T/s3"
+        expect_status 2
+        [[ "$stderr" == "gloved: usage.bad_value: "* ]] || fail "relative dir must be a usage error"
+        gloved_fails --runtime-dir "$T/r4" --state-dir "$T/s4" --session-store "$T/x.journal"
+        expect_status 2
+        [[ "$stderr" == "gloved: usage.store_needs_policy: "* ]] || fail "store without policy"
+        gloved_fails --runtime-dir "$T/r5" --state-dir "$T/s5" --bogus
+        expect_status 2
+        gloved_fails --runtime-dir "$T/r6" --state-dir "$T/s6" --receipt-anchor ABC
+        expect_status 2
+        [ ! -e "$T/r6" ] || fail "a refused start must not create directories"
+}
+
+@test "gloved: the protected policy is checked before start" {
+        mkdir -m 700 "$T/p"
+        install -m 644 "$GLOVED_POLICY_SRC" "$T/p/policy.json"
+        gloved_fails --runtime-dir "$T/r" --state-dir "$T/s" --session-policy "$T/p/policy.json"
+        expect_status 1
+        [[ "$stderr" == *"policy.file_mode"* ]] || fail "a 0644 policy must be refused"
+        chmod 600 "$T/p/policy.json"
+        ln -s "$T/p/policy.json" "$T/p/link.json"
+        gloved_fails --runtime-dir "$T/r" --state-dir "$T/s" --session-policy "$T/p/link.json"
+        expect_status 1
+        [[ "$stderr" == *"policy.file_symlink"* ]] || fail "a symlinked policy must be refused"
+        printf '{"schema_version":1}' >"$T/p/bad.json"
+        chmod 600 "$T/p/bad.json"
+        gloved_fails --runtime-dir "$T/r" --state-dir "$T/s" --session-policy "$T/p/bad.json"
+        expect_status 1
+        [[ "$stderr" == *"policy.missing_field"* ]] || fail "an incomplete policy must be refused"
+}
+
+@test "gloved: one service per runtime directory and per session store" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        start_gloved "$T/a" --session-policy "$T/p/policy.json" --session-store "$T/p/sessions.journal"
+        gloved_fails --runtime-dir "$RT" --state-dir "$T/other-state"
+        expect_status 1
+        [[ "$stderr" == *"service.already_running"* ]] || fail "a second gloved on the runtime dir must refuse"
+        gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" --session-policy "$T/p/policy.json" \
+                --session-store "$T/p/sessions.journal"
+        expect_status 1
+        [[ "$stderr" == *"journal.locked"* ]] || fail "a second gloved on the session store must refuse"
+        # The first one still serves.
+        ctl capabilities
+        expect_status 0
+}
+
+@test "gloved: capabilities follow what was constructed" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        start_gloved "$T/a"
+        ctl --json capabilities
+        expect_status 0
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"]==["authenticate","capabilities","receipts_page","receipts_ack"], c; assert c["plan_schema_versions"]==[] and c["session_store_schema_version"]==0 and c["lifecycle_operational"] is False and c["managed_runtime_ids"]==[] and c["policy_revision"] is None' "$output" ||
+                fail "base service capabilities"
+        ctl validate-plan "$GLOVED_PLAN_SRC"
+        expect_refused method_not_found
+        stop_gloved
+
+        start_gloved "$T/b" --session-policy "$T/p/policy.json"
+        ctl --json capabilities
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-1]=="validate_plan" and len(c["methods"])==5, c; assert c["plan_schema_versions"]==[1] and c["policy_revision"]==7 and c["session_store_schema_version"]==0' "$output" ||
+                fail "policy capabilities"
+        stop_gloved
+
+        start_gloved "$T/c" --session-policy "$T/p/policy.json" --session-store "$T/p/s.journal"
+        ctl --json capabilities
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-3:]==["validate_plan","create_session","session_status"], c; assert c["session_store_schema_version"]==1 and c["lifecycle_operational"] is False and c["resource_mechanisms"]==[]' "$output" ||
+                fail "store capabilities"
+}
+
+@test "gloved: restart keeps every session" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        plan_file "$T/plan.json"
+        args=(--session-policy "$T/p/policy.json" --session-store "$T/p/sessions.journal")
+        start_gloved "$T/a" "${args[@]}"
+        before=()
+        for n in 1 2 3; do
+                ctl --json create-session --session-id "s-$n" --idempotency-key "k-$n" --controller-digest "$CDIGEST" --plan "$T/plan.json"
+                expect_status 0
+                before[n]=$output
+        done
+        stop_gloved
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS"
+        start_gloved "$T/a" "${args[@]}"
+        grep -q "3 sessions" "$GD_ERR" || fail "the restarted gloved did not replay 3 sessions"
+        for n in 1 2 3; do
+                ctl --json session-status "s-$n"
+                expect_status 0
+                "$PY" -c 'import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); assert all(a[k]==b[k] for k in b), (a,b); assert a["history"]==[] and a["idempotency_key"]==sys.argv[3]' "$output" "${before[n]}" "k-$n" ||
+                        fail "session s-$n changed across the restart"
+        done
+        # A byte-identical retry after the restart answers the original record.
+        ctl --json create-session --session-id s-2 --idempotency-key k-2 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        [ "$output" = "${before[2]}" ] || fail "the retry after restart differs from the original"
+}
+
+@test "gloved: a damaged session store refuses start and is left as it was" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        plan_file "$T/plan.json"
+        J=$T/p/sessions.journal
+        args=(--session-policy "$T/p/policy.json" --session-store "$J")
+        start_gloved "$T/a" "${args[@]}"
+        ctl create-session --session-id s-1 --idempotency-key k-1 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        ctl create-session --session-id s-2 --idempotency-key k-2 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        stop_gloved
+        cp "$J" "$T/good"
+        # damage EXPR: rewrite the journal in place as EXPR of its bytes b.
+        damage() {
+                "$PY" - "$J" "$1" <<'PYEOF'
+import sys
+path, expr = sys.argv[1], sys.argv[2]
+b = open(path, "rb").read()
+b = eval(expr)
+with open(path, "r+b") as fh:
+    fh.write(b)
+    fh.truncate(len(b))
+PYEOF
+        }
+        for spec in 'b[:-1]' 'b[:-40]' 'b+b"\x00"' 'b[:200]+bytes([b[200]^1])+b[201:]' 'b[:64]'; do
+                cp "$T/good" "$J"
+                damage "$spec"
+                before=$(sha256sum "$J")
+                gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${args[@]}"
+                expect_status 1
+                [[ "$stderr" == "gloved: journal."* ]] || fail "damage $spec: expected a journal.* refusal"
+                [ "$(sha256sum "$J")" = "$before" ] || fail "damage $spec: the store was rewritten"
+        done
+        cp "$T/good" "$J"
+        start_gloved "$T/c" "${args[@]}"
+        ctl session-status s-2
+        expect_status 0
+        expect_line "session s-2: created"
+}
