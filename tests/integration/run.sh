@@ -7,12 +7,12 @@
 # BUILD_DIR/glove. The suite, its host helpers and the probe agents
 # (tests/agents/) are copied into a fresh temporary directory that both root
 # and the unprivileged user can use, because the checkout may live in a 0700
-# directory. In unprivileged mode the binary is copied there as well and bats
-# runs under `setpriv --reuid=65534 --regid=65534 --clear-groups` with HOME set
-# to a directory that user owns.
+# directory; so are the binaries under test. In unprivileged mode bats runs
+# under `setpriv --reuid=65534 --regid=65534 --clear-groups` with HOME set to
+# a directory that user owns.
 #
 # Tests see:
-#   GLOVE          absolute path of the glove binary under test
+#   GLOVE          absolute path of (a copy of) the glove binary under test
 #   GLOVE_MODE     root | unprivileged
 #   GLOVE_AGENTS   directory holding the probe agents (grant it with --read)
 #   GLOVE_IT_LIB   directory holding host-side helper programs
@@ -65,16 +65,18 @@ cp -r "$here/lib" "$work/suite/lib"
 cp -r "$repo/tests/agents/." "$work/agents/"
 chmod -R a+rX,go-w "$work/suite" "$work/agents"
 
+# Private copies of the binaries (glove, any glove-* helper, gloved) in a
+# world-readable directory: the unprivileged user must be able to run them,
+# and a rebuild during the run cannot swap a binary under the tests.
+cp "$bin" "$work/bin/glove"
+for extra in "$(dirname "$bin")"/glove-* "$(dirname "$bin")"/gloved; do
+        if [ -f "$extra" ] && [ -x "$extra" ]; then cp "$extra" "$work/bin/"; fi
+done
+chmod 0755 "$work/bin" "$work/bin"/*
+bin="$work/bin/glove"
+
 run_as=()
 if [ "$mode" = unprivileged ]; then
-        # A private copy of the binary (and any glove-* helper it ships with)
-        # in a world-readable directory.
-        cp "$bin" "$work/bin/glove"
-        for extra in "$(dirname "$bin")"/glove-*; do
-                [ -f "$extra" ] && [ -x "$extra" ] && cp "$extra" "$work/bin/"
-        done
-        chmod 0755 "$work/bin" "$work/bin"/*
-        bin="$work/bin/glove"
         if [ "$(id -u)" -eq 0 ]; then
                 chown "$nobody_uid:$nobody_gid" "$work/home" "$work/tmp"
                 chmod 0700 "$work/home" "$work/tmp"
