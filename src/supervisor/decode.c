@@ -56,11 +56,15 @@ struct pbuf {
         bool cut;
 };
 
+/* Appends ch while room for a final "..." and NUL remains; otherwise ends
+ * the text with "..." (within cap) and ignores further characters. */
 static void pbuf_putc(struct pbuf *b, char ch) {
         if (b->cut)
                 return;
-        if (b->len + 4 >= b->cap) { /* keep room for "..." and NUL */
-                memcpy(b->buf + b->len, "...", 4);
+        if (b->len + 1 + 4 > b->cap) {
+                size_t at = b->len < b->cap - 4 ? b->len : b->cap - 4;
+                memcpy(b->buf + at, "...", 4);
+                b->len = at + 3;
                 b->cut = true;
                 return;
         }
@@ -98,7 +102,6 @@ void sv_path_member(char out[GLOVE_JSON_PATH_MAX], const char *parent, const cha
         struct pbuf b = { .buf = out, .cap = GLOVE_JSON_PATH_MAX };
         copy_cut(out, GLOVE_JSON_PATH_MAX, parent ? parent : "$");
         b.len = strlen(out);
-        b.cut = b.len + 1 >= GLOVE_JSON_PATH_MAX;
         pbuf_putc(&b, '.');
         pbuf_puts_escaped(&b, key);
 }
@@ -109,7 +112,6 @@ void sv_path_index(char out[GLOVE_JSON_PATH_MAX], const char *parent, size_t ind
         struct pbuf b = { .buf = out, .cap = GLOVE_JSON_PATH_MAX };
         copy_cut(out, GLOVE_JSON_PATH_MAX, parent ? parent : "$");
         b.len = strlen(out);
-        b.cut = b.len + 1 >= GLOVE_JSON_PATH_MAX;
         pbuf_puts_escaped(&b, tmp);
 }
 

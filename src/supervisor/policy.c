@@ -311,7 +311,7 @@ static int decode_template(struct sv_ctx *c, const struct glove_supervisor_polic
         if (r >= 0)
                 r = sv_get_identifier(c, o, "runtime_id", path, &t->runtime_id);
         if (r >= 0)
-                r = sv_get_string(c, o, "adapter_command_digest", path, GLOVE_DIGEST_SHA256_HEX_LEN + 1,
+                r = sv_get_string(c, o, "adapter_command_digest", path, GLOVE_LAUNCH_MAX_PATH,
                                   &t->adapter_command_digest);
         sv_path_member(mp, path, "adapter_command_digest");
         if (r >= 0 && !sv_digest_hex_valid(t->adapter_command_digest))

@@ -86,6 +86,10 @@ struct glove_plan_verdict {
  *     plan.path_quota_exceeded (max_bytes above the tuple's),
  *     plan.path_ttl_exceeded (ttl_secs above the alias's max_ttl_secs),
  *     plan.projection_destination_not_allowed.
+ * (plan.not_integer and plan.too_long exist in the mapping but cannot occur
+ * for input that passed step 1: reals are never canonical, and no string
+ * exceeds GLOVE_PLAN_MAX_BYTES.) An allocation failure returns -ENOMEM
+ * with err "plan.no_memory".
  * Reasons are in check order; paths longer than GLOVE_PLAN_REASON_PATH_MAX
  * - 1 bytes are cut and end in "...". Plan values never appear in reasons.
  */

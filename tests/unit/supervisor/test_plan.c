@@ -202,21 +202,25 @@ static void test_reason_bounds(void **state) {
 }
 
 static void test_long_path_cut(void **state) {
-        size_t len;
-        _cleanup_free_ char *text = fixture_read("plan/valid.json", &len);
-        _cleanup_json_ json_t *root = json_loadb(text, len, 0, NULL);
-        char key[251];
-        memset(key, 'k', 250);
-        key[250] = '\0';
-        json_object_set_new(root, key, json_true());
-        _cleanup_free_ char *plan = NULL;
-        assert_int_equal(glove_json_encode_canonical(root, &plan, NULL, NULL), 0);
-        struct glove_plan_verdict v;
-        validate(state, plan, strlen(plan), FIXTURE_NOW_MS, &v);
-        assert_int_equal(v.n_reasons, 1);
-        size_t n = strlen(v.reasons[0].path);
-        assert_int_equal(n, GLOVE_PLAN_REASON_PATH_MAX - 1);
-        assert_string_equal(v.reasons[0].path + n - 3, "...");
+        static const size_t lengths[] = { 158, 250, 253, 254, 255, 256, 300, 5000 };
+        for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+                size_t len;
+                _cleanup_free_ char *text = fixture_read("plan/valid.json", &len);
+                _cleanup_json_ json_t *root = json_loadb(text, len, 0, NULL);
+                _cleanup_free_ char *key = malloc(lengths[i] + 1);
+                memset(key, 'k', lengths[i]);
+                key[lengths[i]] = '\0';
+                json_object_set_new(root, key, json_true());
+                _cleanup_free_ char *plan = NULL;
+                assert_int_equal(glove_json_encode_canonical(root, &plan, NULL, NULL), 0);
+                struct glove_plan_verdict v;
+                validate(state, plan, strlen(plan), FIXTURE_NOW_MS, &v);
+                assert_int_equal(v.n_reasons, 1);
+                size_t n = strlen(v.reasons[0].path);
+                assert_int_equal(n, GLOVE_PLAN_REASON_PATH_MAX - 1);
+                assert_string_equal(v.reasons[0].path + n - 3, "...");
+                assert_memory_equal(v.reasons[0].path, "$.kkk", 5);
+        }
 }
 
 static void test_invalid_arguments(void **state) {

@@ -189,6 +189,34 @@ static void test_misuse_and_small_path_buffer(void **state) {
         glove_supervisor_policy_free(NULL);
 }
 
+/* An unknown member with a very long name: the path is cut to fit
+ * GLOVE_JSON_PATH_MAX and ends in "...", never overflowing. */
+static void test_long_unknown_key(void **state) {
+        (void)state;
+        static const size_t lengths[] = { 200, 252, 253, 254, 255, 300, 10000 };
+        for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+                size_t len;
+                _cleanup_free_ char *text = fixture_read("policy/valid.json", &len);
+                _cleanup_json_ json_t *v = json_loadb(text, len, 0, NULL);
+                _cleanup_free_ char *key = malloc(lengths[i] + 1);
+                memset(key, 'k', lengths[i]);
+                key[lengths[i]] = '\0';
+                json_t *t = json_array_get(json_object_get(v, "runtime_templates"), 2);
+                json_object_set_new(json_object_get(t, "launch"), key, json_true());
+                _cleanup_free_ char *out = json_dumps(v, JSON_COMPACT);
+                struct glove_error err = { 0 };
+                struct glove_supervisor_policy *p = NULL;
+                char path[GLOVE_JSON_PATH_MAX];
+                assert_int_equal(glove_supervisor_policy_decode_ex(out, strlen(out), &p, path, sizeof(path), &err),
+                                 -EINVAL);
+                assert_string_equal(err.code, "policy.unknown_field");
+                assert_true(strlen(path) < GLOVE_JSON_PATH_MAX);
+                assert_memory_equal(path, "$.runtime_templates[2].launch.kkk", 33);
+                if (strlen(path) == GLOVE_JSON_PATH_MAX - 1)
+                        assert_string_equal(path + strlen(path) - 3, "...");
+        }
+}
+
 /* Optional sections: egress_policies and secret_mounts may be absent; a
  * template may lack launch. */
 static void test_optional_sections(void **state) {
@@ -233,6 +261,7 @@ int main(void) {
                 cmocka_unit_test(test_misuse_and_small_path_buffer),
                 cmocka_unit_test(test_optional_sections),
                 cmocka_unit_test(test_docs_example),
+                cmocka_unit_test(test_long_unknown_key),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
