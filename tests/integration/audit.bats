@@ -153,3 +153,19 @@ assert exits and exits[-1]['exit_code'] == 127, recs
         expect_line "exists $T/logs no"
         check_log "assert [r['event'] for r in recs] == ['launch', 'exit'], recs"
 }
+
+@test "audit: a log whose directory is a symlink into a grant is refused (125)" {
+        mkdir -p "$T/ws/hidden"
+        ln -s "$T/ws/hidden" "$T/logs-link"
+        gx --audit-log "$T/logs-link/audit.jsonl" --write "$T/ws" -- /bin/echo AGENT-RAN
+        expect_status 125
+        expect_no_text AGENT-RAN
+}
+
+@test "audit: a log that is a symlink into a grant is refused (125)" {
+        ln -s "$T/ws/audit.jsonl" "$T/logs/link.jsonl"
+        gx --audit-log "$T/logs/link.jsonl" --write "$T/ws" -- /bin/echo AGENT-RAN
+        expect_status 125
+        expect_no_text AGENT-RAN
+        [ ! -e "$T/ws/audit.jsonl" ] || fail "glove created the audit log inside the grant"
+}

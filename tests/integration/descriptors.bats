@@ -57,3 +57,36 @@ EOF
         # python's listdir holds one descriptor of its own (3).
         [ "${lines[1]}" = "[0, 1, 2, 3]" ] || fail "only 0 1 2 may reach the agent"
 }
+
+@test "descriptors: a file given read-only as stdin cannot be reopened for writing (/proc/self/fd/0)" {
+        local f=$BATS_TEST_TMPDIR/task.txt
+        echo "original task" >"$f"
+        run --separate-stderr timeout --foreground 30 "$GLOVE" exec -- /bin/sh -c \
+                'read -r line; echo "read: $line"; echo pwned 2>/dev/null >/proc/self/fd/0 && echo reopened-for-write' <"$f"
+        expect_status 0
+        expect_line "read: original task"
+        [ "$(cat "$f")" = "original task" ] || fail "the agent rewrote the stdin file outside its grants: $(cat "$f")"
+        expect_no_line reopened-for-write
+}
+
+@test "descriptors: a file given append-only as stdout cannot be reopened to read or truncate it (/proc/self/fd/1)" {
+        local f=$BATS_TEST_TMPDIR/session.log
+        echo "earlier secret record" >"$f"
+        run --separate-stderr bash -c '"$1" exec -- "$2" -c "
+import os, sys
+print(\"appended\", flush=True)
+try:
+    fd = os.open(\"/proc/self/fd/1\", os.O_RDONLY)
+    sys.stderr.write(os.read(fd, 4096).decode())
+except OSError as e:
+    sys.stderr.write(\"reopen for reading: %s\\n\" % e.strerror)
+try:
+    os.close(os.open(\"/proc/self/fd/1\", os.O_WRONLY | os.O_TRUNC))
+except OSError as e:
+    sys.stderr.write(\"reopen for truncating: %s\\n\" % e.strerror)
+" >>"$3"' _ "$GLOVE" "$PY" "$f"
+        expect_status 0
+        [[ "${stderr-}" != *"earlier secret record"* ]] || fail "the agent read earlier content of its append-only stdout file"
+        grep -qx "earlier secret record" "$f" || fail "the agent truncated its append-only stdout file: $(cat "$f")"
+        grep -qx appended "$f" || fail "positive control: the agent's output must be appended"
+}

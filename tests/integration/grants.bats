@@ -226,3 +226,44 @@ race() {
         found=$(find "$T/ws" -perm /6000 -printf '%m %u %p\n')
         [ -z "$found" ] || fail "setuid/setgid files reached the host: $found"
 }
+
+@test "grants: other spellings of /, /proc, /sys and /dev are refused too (.., //, /./, trailing /)" {
+        refused --read /tmp/..
+        refused --read //
+        refused --read /./
+        refused --read /tmp/../proc
+        refused --read //proc
+        refused --read /proc/
+        refused --read /usr/../sys
+        refused --read /tmp/../dev/shm
+}
+
+@test "grants: a grant path with newline, quote, backslash and a non-UTF-8 byte works and is audited as one JSON line" {
+        local d=$T/$'we"ird\nname\\ x\xff'
+        mkdir -p "$d"
+        echo weird >"$d/f"
+        local log=$T/audit.jsonl
+        gx --audit-log "$log" --read "$d" -- /bin/cat "$d/f"
+        expect_status 0
+        expect_output weird
+        # Host bytes are logged as documented in include/glove/audit/log.h:
+        # valid UTF-8 as is, except that a backslash becomes "\\" and a NUL
+        # or invalid byte "\xNN" once anything needs escaping.
+        run "$PY" -c '
+import json, os, sys
+def esc(s):
+    if "\\" not in s and "\0" not in s and not any(0xDC80 <= ord(c) <= 0xDCFF for c in s):
+        return s
+    out = []
+    for c in s:
+        if c == "\\": out.append("\\\\")
+        elif 0xDC80 <= ord(c) <= 0xDCFF: out.append("\\x%02x" % (ord(c) - 0xDC00))
+        elif c == "\0": out.append("\\x00")
+        else: out.append(c)
+    return "".join(out)
+recs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+assert [r["event"] for r in recs] == ["launch", "exit"], recs
+assert recs[0]["grants"][0]["path"] == esc(sys.argv[2]), (recs[0]["grants"], esc(sys.argv[2]))
+print("ok")' "$log" "$d"
+        expect_output ok
+}

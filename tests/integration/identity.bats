@@ -92,3 +92,14 @@ for l in open("/proc/%d/status" % os.getpid()):
         expect_status 0
         expect_output "$(printf 'invisible\nown-ok')"
 }
+
+@test "identity: the cgroup namespace hides the host's cgroup path" {
+        [ -r /proc/self/cgroup ] || skip "no /proc/self/cgroup on the host"
+        gx -- /bin/cat /proc/self/cgroup
+        expect_status 0
+        local l
+        for l in "${lines[@]}"; do
+                [ "${l#*:*:}" = / ] || fail "the agent sees a cgroup path other than its own root: $l"
+        done
+        return 0
+}
