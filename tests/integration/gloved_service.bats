@@ -202,3 +202,24 @@ PYEOF
         expect_status 0
         expect_line "session s-2: created"
 }
+
+@test "gloved: replays a store written from the documented format alone" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        plan_file "$T/plan.json"
+        # An independent writer of docs/control-protocol.md ("Journals").
+        "$PY" "$LIB/journal_format.py" store "$T/p/sessions.journal" \
+                "doc-1:dk-1:$CDIGEST:$T/plan.json" "doc-2:dk-2:${CDIGEST//1/2}:$T/plan.json"
+        start_gloved "$T/a" --session-policy "$T/p/policy.json" --session-store "$T/p/sessions.journal"
+        ctl --json session-status doc-2
+        expect_status 0
+        digest=$(sha256sum <"$T/plan.json" | cut -d' ' -f1)
+        [[ "$output" == *"\"plan_content_digest\":\"$digest\""* ]] || fail "the plan digest must survive replay"
+        [[ "$output" == *"\"controller_plan_digest\":\"${CDIGEST//1/2}\""* ]] || fail "controller digest"
+        # gloved appends to it; the retry of doc-1 returns the stored record.
+        ctl create-session --session-id doc-3 --idempotency-key dk-3 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        ctl --json create-session --session-id doc-1 --idempotency-key dk-1 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        [[ "$output" == *'"created_at_ms":1,'* ]] || fail "the retry must answer the stored record"
+}
