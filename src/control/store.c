@@ -147,7 +147,31 @@ static int bad(struct glove_error *err, uint64_t seq, const char *code, const ch
         return glove_error_set(err, EBADMSG, code, "session store record %llu: %s", (unsigned long long)seq, what);
 }
 
-static int replay_create(struct glove_control_store *st, const json_t *o, uint64_t seq, struct glove_error *err) {
+/* The plan's canonical bytes inside a canonical create record: the record's
+ * members are sorted, so the plan follows "kind":"create" and is followed by
+ * the last ,"plan_content_digest": (the members after it, seq and
+ * session_id, cannot contain a quote). A substring of canonical JSON that
+ * is a whole member value is that value's canonical encoding, so the plan is
+ * neither re-encoded nor copied through jansson. */
+static int plan_span(const char *rec, size_t len, const char **plan, size_t *plan_len) {
+        static const char start[] = "\"kind\":\"create\",\"plan\":";
+        static const char end[] = ",\"plan_content_digest\":\"";
+        const char *a = memmem(rec, len, start, sizeof(start) - 1);
+        if (!a)
+                return -EINVAL;
+        a += sizeof(start) - 1;
+        const char *b = NULL;
+        for (const char *p = a; (p = memmem(p, len - (size_t)(p - rec), end, sizeof(end) - 1)); p++)
+                b = p;
+        if (!b || b <= a)
+                return -EINVAL;
+        *plan = a;
+        *plan_len = (size_t)(b - a);
+        return 0;
+}
+
+static int replay_create(struct glove_control_store *st, const json_t *o, const char *rec, size_t len, uint64_t seq,
+                         struct glove_error *err) {
         const char *id, *key, *cd, *pd;
         int64_t at;
         json_t *plan;
@@ -169,13 +193,21 @@ static int replay_create(struct glove_control_store *st, const json_t *o, uint64
         if (!s)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         char hex[65];
-        int r = glove_json_encode_canonical(plan, &s->plan, &s->plan_len, &e);
-        if (r == 0 && s->plan_len > GLOVE_CONTROL_STORE_PLAN_MAX)
+        const char *pb;
+        size_t pl;
+        int r = plan_span(rec, len, &pb, &pl);
+        if (r == 0 && (pl > GLOVE_CONTROL_STORE_PLAN_MAX || pl < 2 || pb[0] != '{'))
                 r = -EINVAL;
+        if (r == 0 && !(s->plan = malloc(pl + 1)))
+                r = -ENOMEM;
         if (r < 0) {
                 session_free(s);
-                return bad(err, seq, "store.bad_record", "the plan cannot be encoded canonically within its bound");
+                return bad(err, seq, "store.bad_record", "the plan is not an object within its bound");
         }
+        memcpy(s->plan, pb, pl);
+        s->plan[pl] = '\0';
+        s->plan_len = pl;
+        (void)plan;
         r = plan_digest(s->plan, s->plan_len, hex, err);
         if (r == 0 && strcmp(hex, pd) != 0)
                 r = bad(err, seq, "store.digest_mismatch", "the plan does not hash to its plan_content_digest");
@@ -248,7 +280,7 @@ static int replay_record(void *userdata, uint64_t seq, const void *payload, size
                 return bad(err, seq, "store.sequence", "the record's seq is not its position in the journal");
         int r;
         if (strcmp(kind, "create") == 0)
-                r = replay_create(st, o, seq, err);
+                r = replay_create(st, o, payload, len, seq, err);
         else if (strcmp(kind, "transition") == 0)
                 r = replay_transition(st, o, seq, err);
         else
