@@ -47,8 +47,10 @@
  * later append fails (fail closed) until restart.
  *
  * Stable error codes (struct glove_error):
- *   journal.parent_insecure   parent not a directory owned by the service user
- *                             with mode 0700 (-EPERM)
+ *   journal.parent_insecure   the journal path is not absolute or has no file
+ *                             name (-EINVAL); a parent that is not a 0700
+ *                             directory of the service user is dirs.insecure
+ *                             (dirs.h), prefixed with the journal's role
  *   journal.file_insecure     journal or seal not a regular file owned by the
  *                             service user, mode 0600, one link (-EPERM)
  *   journal.locked            another process holds the journal lock (-EBUSY)
