@@ -223,3 +223,39 @@ PYEOF
         expect_status 0
         [[ "$output" == *'"created_at_ms":1,'* ]] || fail "the retry must answer the stored record"
 }
+
+@test "gloved: tells systemd when it is ready and when it stops" {
+        "$PY" "$LIB/notify_listen.py" "$T/notify.sock" "$T/notify.out" 3>&- &
+        track_pid $!
+        wait_for_file() { local i; for ((i = 0; i < 200; i++)); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+        wait_for_file "$T/notify.out.ready" || fail "the notification listener did not start"
+        NOTIFY_SOCKET=$T/notify.sock start_gloved "$T/a"
+        wait_for "$T/notify.out" '^READY=1 ' 10
+        stop_gloved
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS"
+        wait_for "$T/notify.out" '^STOPPING=1' 10
+}
+
+@test "gloved: serves a socket passed by socket activation" {
+        command -v systemd-socket-activate >/dev/null ||
+                skip "systemd-socket-activate is not installed (package systemd)"
+        mkdir -p -m 700 "$T/a/run"
+        RT=$T/a/run GD_ERR=$T/a.gloved.err
+        # Without --accept the activator execs gloved in its own process.
+        systemd-socket-activate -l "$RT/gloved.sock" "$GLOVED" --runtime-dir "$RT" --state-dir "$T/a/state" \
+                2>"$GD_ERR" </dev/null 3>&- &
+        GD_PID=$!
+        track_pid "$GD_PID"
+        wait_for_file() { local i; for ((i = 0; i < 200; i++)); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+        wait_for_file "$RT/gloved.sock" || fail "the activator did not listen"
+        # The first connection starts gloved, which then writes the secret.
+        "$PY" -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(3)' \
+                "$RT/gloved.sock" 3>&- &
+        wait_for_file "$RT/bootstrap-secret" || { cat "$GD_ERR" >&2; fail "gloved did not start on activation"; }
+        ctl capabilities
+        expect_status 0
+        grep -q "listening on an activated socket" "$GD_ERR" || fail "gloved did not use the activated socket"
+        stop_gloved
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS"
+        [ ! -e "$RT/bootstrap-secret" ] || fail "the secret is left behind"
+}
