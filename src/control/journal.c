@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -522,8 +521,10 @@ int glove_control_journal_append(struct glove_control_journal *j, const void *pa
         if (r == 0 && fdatasync(j->fd) < 0)
                 r = -errno;
         if (r < 0) {
-                if (ftruncate(j->fd, (off_t)j->size) < 0 || fdatasync(j->fd) < 0)
-                        j->broken = true;
+                /* Best effort to leave no partial record; either way no
+                 * further append is trusted (fail closed). */
+                if (ftruncate(j->fd, (off_t)j->size) == 0)
+                        (void)fdatasync(j->fd);
                 j->broken = true;
                 return glove_error_set(err, -r, "journal.io", "append: %s", strerror(-r));
         }

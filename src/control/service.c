@@ -19,6 +19,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/path.h"
 #include "glove/base/time.h"
 #include "glove/control/dirs.h"
 #include "glove/control/receipts.h"
@@ -56,12 +57,18 @@ static const char usage_text[] =
         "Directories must be absolute, owned by you, mode 0700 (created so when missing).\n"
         "Protocol: docs/control-protocol.md.\n";
 
+/* Stores the lexically normalized form of an absolute path (duplicate
+ * slashes, "." and a trailing slash removed). */
 static int set_path(char **dst, const char *v, const char *opt, struct glove_error *err) {
         if (!v || v[0] != '/')
                 return glove_error_set(err, EINVAL, "usage.bad_value", "%s needs an absolute path", opt);
+        char *norm = NULL;
+        struct glove_error e = { 0 };
+        if (glove_path_normalize(v, "/", &norm, &e) < 0)
+                return glove_error_set(err, EINVAL, "usage.bad_value", "%s: %s", opt, e.message);
         free(*dst);
-        *dst = strdup(v);
-        return *dst ? 0 : glove_error_set(err, ENOMEM, "usage.bad_value", "out of memory");
+        *dst = norm;
+        return 0;
 }
 
 static int parse_u64(const char *v, uint64_t min, uint64_t max, const char *opt, uint64_t *out,
@@ -78,19 +85,20 @@ static int parse_u64(const char *v, uint64_t min, uint64_t max, const char *opt,
 
 static int default_dir(char **dst, const char *env, const char *fallback_rel, struct glove_error *err) {
         const char *base = getenv(env);
+        _cleanup_free_ char *joined = NULL;
         int n;
         if (base && base[0] == '/')
-                n = asprintf(dst, "%s/glove", base);
+                n = asprintf(&joined, "%s/glove", base);
         else if (fallback_rel && getenv("HOME") && getenv("HOME")[0] == '/')
-                n = asprintf(dst, "%s/%s/glove", getenv("HOME"), fallback_rel);
+                n = asprintf(&joined, "%s/%s/glove", getenv("HOME"), fallback_rel);
         else
                 return glove_error_set(err, EINVAL, "service.no_default_dir",
                                        "$%s is not set to an absolute path; pass the directory explicitly", env);
         if (n < 0) {
-                *dst = NULL;
+                joined = NULL;
                 return glove_error_set(err, ENOMEM, "service.no_default_dir", "out of memory");
         }
-        return 0;
+        return set_path(dst, joined, env, err);
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN };

@@ -359,6 +359,8 @@ static int check_ids(const struct glove_control_store_create *q, struct glove_er
                                        "idempotency_key must be 1..128 bytes of [A-Za-z0-9._:-] starting with a letter or digit");
         if (!glove_control_hex64_valid(q->controller_plan_digest) || !glove_control_hex64_valid(q->plan_content_digest))
                 return glove_error_set(err, EINVAL, "store.invalid_digest", "digests must be 64 lowercase hex characters");
+        if (q->now_ms < 0)
+                return glove_error_set(err, EINVAL, "store.invalid_id", "the creation time is before 1970");
         return 0;
 }
 
@@ -447,6 +449,8 @@ int glove_control_store_transition(struct glove_control_store *st, const char *s
         if (!reason || !reason_valid(reason))
                 return glove_error_set(err, EINVAL, "store.invalid_id",
                                        "a transition reason is 0..128 bytes of [a-z0-9._-]");
+        if (now_ms < 0)
+                return glove_error_set(err, EINVAL, "store.invalid_id", "the transition time is before 1970");
         struct glove_control_session *s = lookup(st, &st->by_id, session_id);
         if (!s)
                 return glove_error_set(err, ENOENT, "session.not_found", "no session %s", session_id);
