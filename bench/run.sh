@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make bench: start-up cost of `glove exec -- /bin/true` next to an equivalent
-# bubblewrap sandbox, measured side by side in one run.
+# bubblewrap sandbox, measured side by side in one run; then `glove run`
+# tools/call round trips against the same client talking directly to the same
+# upstream (bench/mcp/mcp_bench.py, JSON lines in bench/results/mcp.jsonl).
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
@@ -50,4 +52,8 @@ if command -v hyperfine >/dev/null; then
 else
         echo "bench: hyperfine is not installed; no second opinion (scripts/deps.sh installs it)" >&2
 fi
+
+echo
+echo "== glove run: tools/call round trips through glove vs the same client direct to the same upstream"
+/usr/bin/python3 bench/mcp/mcp_bench.py --glove "$glove" --results bench/results/mcp.jsonl || rc=$?
 exit $rc

@@ -6,7 +6,11 @@
 # Creates a temporary workspace with a small file, lets a contained program
 # read and write it, then has it try what a misbehaving agent would: read
 # /etc/shadow, read a file in your real home, write into /usr, open an
-# internet socket. Exit 0 when everything behaved as expected, 1 otherwise.
+# internet socket. Then `glove run`: a contained MCP client (built on
+# @modelcontextprotocol/sdk) uses server-filesystem, started by Glove on the
+# host over a demo directory; one tool call is allowed, one is refused by
+# policy before it reaches the server. Exit 0 when everything behaved as
+# expected, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -106,6 +110,74 @@ try:
     socket.socket(socket.AF_INET, socket.SOCK_STREAM); print("got an AF_INET socket")
 except OSError as e:
     sys.exit("socket(AF_INET): %s" % e)'
+
+# ---------------------------------------------------------------- glove run
+# The agent is now an MCP client; Glove is its MCP server and forwards only
+# the tool calls the policy allows to server-filesystem, which runs on the
+# host over $DEMO/data. The agent itself is granted nothing of $DEMO/data.
+node=/usr/bin/node
+modules=$PWD/tests/node_modules
+fs_server=$modules/@modelcontextprotocol/server-filesystem/dist/index.js
+echo
+echo "Now glove run: the agent is an MCP client, and Glove decides which of its tool calls reach the MCP server."
+if [ ! -x "$node" ] || [ ! -r "$fs_server" ] || [ ! -r "$modules/@modelcontextprotocol/sdk/package.json" ]; then
+        echo "(glove run part skipped: it needs $node and tests/node_modules; scripts/deps.sh installs both)"
+else
+        data=$work/data
+        mkdir "$data" "$work/agent-out"
+        printf 'Q3 plan: ship glove run\n' >"$data/plan.txt"
+        step=$((step + 1))
+        echo
+        echo "$step. A contained MCP client uses server-filesystem on \$DEMO/data, allowed to read but not to write"
+        echo "   $ glove run --upstream fs=node,server-filesystem,\$DEMO/data \\"
+        echo "         --allow fs.read_text_file --allow fs.list_directory --audit-log \$DEMO/audit.jsonl \\"
+        echo "         -- node tests/agents/mcp-client.mjs  (lists tools, reads plan.txt, tries write_file)"
+        scenario='[
+ {"op":"list"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"'"$data"'/plan.txt"},"expect":"ok","text":"ship glove run"},
+ {"op":"call","tool":"fs.write_file","args":{"path":"'"$data"'/plan.txt","content":"pwned"},"expect":"policy_denied"}
+]'
+        rc=0
+        timeout --foreground -k 5 60 "$glove" run \
+                --upstream "fs=$node,$fs_server,$data" \
+                --allow fs.read_text_file --allow fs.list_directory \
+                --audit-log "$work/audit.jsonl" \
+                --read "$modules" --read "$PWD/tests/agents" --write "$work/agent-out" \
+                -- "$node" "$PWD/tests/agents/mcp-client.mjs" --modules "$modules" --out "$work/agent-out/steps.jsonl" \
+                "$scenario" >"$out" 2>&1 </dev/null || rc=$?
+        # What the agent saw, one line per step.
+        "$py" - "$work/agent-out/steps.jsonl" "$work" <<'EOF' || true
+import json, sys
+work = sys.argv[2]
+try:
+    lines = open(sys.argv[1]).read().splitlines()
+except OSError:
+    lines = []
+for line in lines:
+    r = json.loads(line)
+    if r["op"] == "list":
+        print("   | tools/list -> %s" % ", ".join(r["tools"]))
+    elif r["op"] == "call":
+        if r["outcome"] == "ok":
+            print("   | tools/call %s -> ok: %s" % (r["tool"], r["text"].strip().replace(work, "$DEMO")))
+        else:
+            print("   | tools/call %s -> refused: %s (rule: %s)" % (r["tool"], r.get("reason"), r.get("rule")))
+EOF
+        if [ "$rc" -eq 0 ] && [ "$(cat "$data/plan.txt")" = "Q3 plan: ship glove run" ] &&
+                grep -q '"tool":"fs.write_file","decision":"deny"' "$work/audit.jsonl"; then
+                echo "   => the read was allowed, the write was refused before it reached the server"
+                echo "      (\$DEMO/data/plan.txt is unchanged); the audit log holds both decisions:"
+                "$py" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["event"] == "call":
+        print("      %s %s (rule: %s)" % (r["decision"], r["tool"], r["rule"]))' "$work/audit.jsonl"
+        else
+                sed "s|$work|\$DEMO|g; s/^/   | /" "$out"
+                echo "   => UNEXPECTED: expected exit 0, the read allowed and the write refused (glove exit $rc)"
+                failed=1
+        fi
+fi
 
 echo
 if [ "$failed" -eq 0 ]; then

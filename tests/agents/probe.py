@@ -363,6 +363,7 @@ SYSCALLS = {
     "unshare-newns": lambda: raw(272, CLONE_NEWNS),
     "unshare-newnet": lambda: raw(272, CLONE_NEWNET),
     "unshare-newpid": lambda: raw(272, CLONE_NEWPID),
+    "unshare-fs": lambda: raw(272, 0x200),  # CLONE_FS: no namespace at all
     "setns": do_setns,
     "clone-newuser": lambda: do_clone(CLONE_NEWUSER),
     "clone-newns": lambda: do_clone(CLONE_NEWNS),
@@ -482,6 +483,11 @@ def op_tty():
     attempt("tcgetattr", lambda: discard(termios.tcgetattr(0)))
     attempt("TIOCSTI", lambda: discard(fcntl.ioctl(0, termios.TIOCSTI, b"x")))
     attempt("TIOCLINUX", lambda: discard(fcntl.ioctl(0, 0x541C, bytes([6, 0]))))
+    # The kernel reads the ioctl command as 32 bits; a filter that compares
+    # all 64 would let these through (on a pty TIOCLINUX is then ENOTTY).
+    buf = ctypes.create_string_buffer(bytes([6, 0]))
+    attempt("TIOCLINUX-high-bits", lambda: discard(raw(16, 0, 0x10000541C, buf)))
+    attempt("TIOCSTI-high-bits", lambda: discard(raw(16, 0, 0x100005412, ctypes.create_string_buffer(b"x"))))
     attempt("open-dev-tty", lambda: os.close(os.open("/dev/tty", os.O_RDWR)))
     say("sid-visible", "yes" if os.getsid(0) > 0 else "no")
 

@@ -129,7 +129,10 @@ race_launch() {
         local grant=$1 flag=$2 runs=$3 i out rc
         for ((i = 0; i < runs; i++)); do
                 rc=0
-                out=$(timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" exec --read "$grant" -- /bin/cat "$flag" 2>/dev/null) || rc=$?
+                # In write mode the agent also leaves a file next to the flag.
+                out=$(timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" exec "--${RACE_MODE:-read}" "$grant" -- \
+                        /bin/sh -c 'cat "$1" && if [ "$2" = write ]; then : >"${1%/*}/written-by-agent"; fi' \
+                        sh "$flag" "${RACE_MODE:-read}" 2>/dev/null) || rc=$?
                 if [ "$rc" -eq 125 ]; then
                         echo refused
                 elif [ "$rc" -eq 0 ] && [ "$out" = REAL ]; then
@@ -142,17 +145,19 @@ race_launch() {
         done
 }
 
-# race SWAPPED GRANT RUNS: flip SWAPPED between a real directory and a
-# symlink to a secret directory while glove launches with --read GRANT.
+# race SWAPPED GRANT RUNS FLAG [MODE]: flip SWAPPED between a real directory
+# and a symlink to a secret directory while glove launches with --MODE GRANT
+# (read by default).
 race() {
         local swapped=$1 grant=$2 runs=$3 flagrel=$4
+        RACE_MODE=${5:-read}
         # Positive controls: the real state shows REAL, the swapped state is refused.
-        gx --read "$grant" -- /bin/cat "$flagrel"
+        gx "--$RACE_MODE" "$grant" -- /bin/cat "$flagrel"
         expect_status 0
         expect_output REAL
         "$PY" -c 'import ctypes,sys; l=ctypes.CDLL(None,use_errno=True); sys.exit(l.renameat2(-100,sys.argv[1].encode(),-100,sys.argv[2].encode(),2))' "$swapped" "$T/race/alt"
         [ "$(cat "$flagrel")" = SECRET ] || fail "swap did not expose the secret on the host"
-        gx --read "$grant" -- /bin/cat "$flagrel"
+        gx "--$RACE_MODE" "$grant" -- /bin/cat "$flagrel"
         expect_glove_error 125
         "$PY" -c 'import ctypes,sys; l=ctypes.CDLL(None,use_errno=True); sys.exit(l.renameat2(-100,sys.argv[1].encode(),-100,sys.argv[2].encode(),2))' "$swapped" "$T/race/alt"
 
@@ -172,6 +177,10 @@ race() {
         [ "$secret" -eq 0 ] || { echo "the secret directory was exposed in $secret of $runs launches" >&2; return 1; }
         [ -z "$other" ] || { echo "unexpected outcomes:" >&2; sort <<<"$other" | uniq -c >&2; return 1; }
         [ "$real" -ge 1 ] || { echo "no launch succeeded: glove refuses even the real directory" >&2; return 1; }
+        if [ -n "$(find "$T/race/secret" -name written-by-agent)" ]; then
+                echo "the agent wrote into the secret directory" >&2
+                return 1
+        fi
 }
 
 @test "grants: a symlink swapped into an intermediate component during launch never exposes its target" {
@@ -266,4 +275,20 @@ assert [r["event"] for r in recs] == ["launch", "exit"], recs
 assert recs[0]["grants"][0]["path"] == esc(sys.argv[2]), (recs[0]["grants"], esc(sys.argv[2]))
 print("ok")' "$log" "$d"
         expect_output ok
+}
+
+@test "grants: a symlink swapped into a --write grant during launch never exposes its target" {
+        mkd "$T/race/p/data" "$T/race/secret/data"
+        echo REAL >"$T/race/p/data/flag"
+        echo SECRET >"$T/race/secret/data/flag"
+        ln -s "$T/race/secret" "$T/race/alt"
+        race "$T/race/p" "$T/race/p/data" 100 "$T/race/p/data/flag" write
+}
+
+@test "grants: a symlink swapped into a --workspace during launch never exposes its target" {
+        mkd "$T/race/p/data" "$T/race/secret/data"
+        echo REAL >"$T/race/p/data/flag"
+        echo SECRET >"$T/race/secret/data/flag"
+        ln -s "$T/race/secret" "$T/race/alt"
+        race "$T/race/p" "$T/race/p/data" 60 "$T/race/p/data/flag" workspace
 }

@@ -138,3 +138,25 @@ forward() {
         for p in $left; do track_pid "$p"; done
         [ -z "$left" ] || fail "processes of the agent outlived glove: $left"
 }
+
+@test "lifecycle: the sandbox's mounts never appear on the host, and a run leaves no glove files in /tmp" {
+        local T=$BATS_TEST_TMPDIR out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err
+        mkdir -p "$T/ws" "$T/ro"
+        mounts() { cut -d' ' -f5 /proc/self/mountinfo | sort; }
+        local before during after tmp_before tmp_after
+        before=$(mounts)
+        # Only names that could be glove's (other work on the machine may come
+        # and go in /tmp meanwhile); the suite's own glove-it.* are excluded.
+        glove_tmp() { ls -A /tmp | grep -i glove | grep -v -e '^glove-it[.-]' -e '^glove-demo\.' | sort; }
+        tmp_before=$(glove_tmp)
+        spawn_glove "$out" "$err" --workspace "$T/ws" --read "$T/ro" -- /bin/sh -c 'echo ready; sleep 30'
+        wait_for "$out" '^ready$' 10
+        during=$(mounts)
+        kill -TERM "$GPID"
+        wait_exit "$GPID" 10
+        after=$(mounts)
+        tmp_after=$(glove_tmp)
+        [ "$during" = "$before" ] || { diff <(echo "$before") <(echo "$during") >&2; echo "sandbox mounts propagated to the host" >&2; return 1; }
+        [ "$after" = "$before" ] || { diff <(echo "$before") <(echo "$after") >&2; echo "mounts left on the host" >&2; return 1; }
+        [ "$tmp_after" = "$tmp_before" ] || { diff <(echo "$tmp_before") <(echo "$tmp_after") >&2; echo "the run left files in /tmp" >&2; return 1; }
+}

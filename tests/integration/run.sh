@@ -16,6 +16,7 @@
 #   GLOVE_MODE     root | unprivileged
 #   GLOVE_AGENTS   directory holding the probe agents (grant it with --read)
 #   GLOVE_IT_LIB   directory holding host-side helper programs
+#   GLOVE_NODE_MODULES  tests/node_modules (npm MCP peers), empty if not installed
 #
 # When a mode cannot run on this host (no unprivileged user namespaces, or
 # root mode as a non-root user), the runner says why and reports a TAP skip:
@@ -53,6 +54,8 @@ fi
 # the subdirectories it owns.
 work=$(mktemp -d /tmp/glove-it.XXXXXX)
 cleanup() {
+        # node_modules may be hard links to the checkout: never chmod those.
+        rm -rf "$work/node_modules"
         # Directories made read-only by tests would stop rm; give write back first.
         chmod -R u+rwX "$work" 2>/dev/null || true
         rm -rf "$work"
@@ -64,6 +67,22 @@ cp "$here"/*.bats "$here"/helpers.bash "$work/suite/"
 cp -r "$here/lib" "$work/suite/lib"
 cp -r "$repo/tests/agents/." "$work/agents/"
 chmod -R a+rX,go-w "$work/suite" "$work/agents"
+# The npm test peers (tests/node_modules, from tests/package-lock.json via
+# scripts/deps.sh), when installed: hard links (fast) when the file system
+# allows and every file is world-readable already (hard links share modes, so
+# only the new directories are chmod'ed), else a copy.
+node_modules=""
+if [ -d "$repo/tests/node_modules" ]; then
+        node_modules=$work/node_modules
+        if cp -al "$repo/tests/node_modules" "$node_modules" 2>/dev/null &&
+                [ -z "$(find "$node_modules" -type f ! -perm -o+r -print -quit)" ]; then
+                find "$node_modules" -type d -exec chmod a+rx {} +
+        else
+                rm -rf "$node_modules"
+                cp -r "$repo/tests/node_modules" "$node_modules"
+                chmod -R a+rX "$node_modules"
+        fi
+fi
 
 # Private copies of the binaries (glove, any glove-* helper, gloved) in a
 # world-readable directory: the unprivileged user must be able to run them,
@@ -95,6 +114,7 @@ env_vars=(
         "GLOVE_MODE=$mode"
         "GLOVE_AGENTS=$work/agents"
         "GLOVE_IT_LIB=$work/suite/lib"
+        "GLOVE_NODE_MODULES=$node_modules"
         "TMPDIR=$work/tmp"
         "BATS_TMPDIR=$work/tmp"
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

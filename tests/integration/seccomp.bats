@@ -24,6 +24,10 @@ expect_eperm() {
                 clone-newuser clone-newns clone-newpid clone-newnet clone-newipc clone-newuts clone-newcgroup
 }
 
+@test "seccomp: unshare is denied whatever its flags (CLONE_FS)" {
+        expect_eperm unshare-fs
+}
+
 @test "seccomp: clone3 returns ENOSYS while fork and threads still work" {
         gx "${PROBE[@]}" sys clone3 sys clone-plain fork threads
         expect_status 0
@@ -93,6 +97,9 @@ expect_eperm() {
         expect_line "tcgetattr ok"
         expect_line "TIOCSTI EPERM"
         expect_line "TIOCLINUX EPERM"
+        # The same commands with bits set above the 32 the kernel reads.
+        expect_line "TIOCLINUX-high-bits EPERM"
+        expect_line "TIOCSTI-high-bits EPERM"
 }
 
 @test "seccomp: x32 syscalls fail with EPERM" {
