@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The run cgroup: creation, attaching, stats dispatch, kill and removal.
+ * Backend specifics live in cgroup_v1.c and cgroup_v2.c, the probe in
+ * cgroup_probe.c (include/glove/container/cgroup.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup_internal.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/time.h"
+
+#define DEFAULT_MEMORY_FLOOR (UINT64_C(256) << 20)
+
+void glove_cgroup_limits_default(struct glove_cgroup_limits *out) {
+        uint64_t mem = GLOVE_CGROUP_DEFAULT_MEMORY_CAP;
+        struct sysinfo si;
+        if (sysinfo(&si) == 0 && si.mem_unit > 0) {
+                uint64_t half = (uint64_t)si.totalram / 2;
+                if (half <= UINT64_MAX / si.mem_unit && half * si.mem_unit < mem)
+                        mem = half * si.mem_unit;
+        }
+        if (mem < DEFAULT_MEMORY_FLOOR)
+                mem = DEFAULT_MEMORY_FLOOR;
+        *out = (struct glove_cgroup_limits){
+                .memory_bytes = mem,
+                .pids = GLOVE_CGROUP_DEFAULT_PIDS,
+                .cpu_time_ms = GLOVE_CGROUP_DEFAULT_CPU_TIME_MS,
+        };
+}
+
+static int check_one(const char *field, uint64_t v, uint64_t lo, uint64_t hi, struct glove_error *err) {
+        if (v >= lo && v <= hi)
+                return 0;
+        return glove_error_set(err, EINVAL, "cgroup.invalid_limit",
+                               "%s %" PRIu64 " is outside %" PRIu64 "..%" PRIu64 "%s", field, v, lo, hi,
+                               v == 0 ? " (there is no unlimited)" : "");
+}
+
+int glove_cgroup_limits_check(const struct glove_cgroup_limits *l, struct glove_error *err) {
+        if (!l)
+                return glove_error_set(err, EINVAL, "cgroup.invalid_limit", "no limits given");
+        int r = check_one("memory_bytes", l->memory_bytes, GLOVE_CGROUP_MEMORY_MIN, GLOVE_CGROUP_MEMORY_MAX, err);
+        if (r == 0)
+                r = check_one("pids", l->pids, GLOVE_CGROUP_PIDS_MIN, GLOVE_CGROUP_PIDS_MAX, err);
+        if (r == 0)
+                r = check_one("cpu_time_ms", l->cpu_time_ms, GLOVE_CGROUP_CPU_TIME_MS_MIN,
+                              GLOVE_CGROUP_CPU_TIME_MS_MAX, err);
+        return r;
+}
+
+struct cg_dir *cg_dir_with(struct glove_cgroup *cg, unsigned role) {
+        for (size_t i = 0; i < cg->ndirs; i++)
+                if (cg->dirs[i].roles & role)
+                        return &cg->dirs[i];
+        return NULL;
+}
+
+static void sleep_ms(unsigned ms) {
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
+}
+
+/* Removes the directories and frees cg. Returns 0 or the first -errno of
+ * rmdir, with the path in err. */
+static int remove_dirs(struct glove_cgroup *cg, struct glove_error *err) {
+        int ret = 0;
+        uint64_t deadline = glove_time_monotonic_ms() + GLOVE_CGROUP_RMDIR_TIMEOUT_MS; /* for all of them */
+        for (size_t i = cg->ndirs; i-- > 0;) {
+                struct cg_dir *d = &cg->dirs[i];
+                if (d->fd >= 0)
+                        close(d->fd);
+                d->fd = -1;
+                unsigned pause = 1;
+                int r;
+                /* A cgroup whose last tasks are still exiting is briefly busy. */
+                while ((r = unlinkat(d->parent_fd, cg->name, AT_REMOVEDIR)) < 0 && errno == EBUSY &&
+                       glove_time_monotonic_ms() < deadline) {
+                        sleep_ms(pause);
+                        pause = pause < 16 ? pause * 2 : 16;
+                }
+                int e = errno;
+                if (r < 0 && e != ENOENT && ret == 0)
+                        ret = glove_error_set(err, e, "cgroup.busy", "cannot remove cgroup %s: %s", d->path,
+                                              strerror(e));
+                close(d->parent_fd);
+        }
+        free(cg);
+        return ret;
+}
+
+static int make_name(char name[GLOVE_CGROUP_NAME_MAX]) {
+        uint8_t rnd[8];
+        size_t got = 0;
+        while (got < sizeof(rnd)) {
+                ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                got += (size_t)n;
+        }
+        int n = snprintf(name, GLOVE_CGROUP_NAME_MAX, "glove-%d-", (int)getpid());
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                n += snprintf(name + n, (size_t)(GLOVE_CGROUP_NAME_MAX - n), "%02x", rnd[i]);
+        return 0;
+}
+
+static bool refusal(int e) {
+        return e == EACCES || e == EPERM || e == EROFS;
+}
+
+/* Creates cg->name in site, taking over the site's descriptor. */
+static int make_dir(struct glove_cgroup *cg, struct cg_site *site, struct glove_error *err) {
+        struct cg_dir *d = &cg->dirs[cg->ndirs];
+        char path[sizeof(d->path)];
+        int n = snprintf(path, sizeof(path), "%s/%s", site->path, cg->name);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return glove_error_set(err, ENAMETOOLONG, "cgroup.create", "the cgroup path under %s is too long",
+                                       site->path);
+        if (mkdirat(site->fd, cg->name, 0755) < 0) {
+                int e = errno;
+                if (refusal(e))
+                        return glove_error_set(err, e, "cgroup.not_delegated",
+                                               "cannot create a cgroup in %s: %s (cgroups are not delegated to uid %u)",
+                                               site->path, strerror(e), (unsigned)geteuid());
+                return glove_error_set(err, e, "cgroup.create", "cannot create a cgroup in %s: %s", site->path,
+                                       strerror(e));
+        }
+        d->parent_fd = TAKE_FD(site->fd);
+        d->fd = -1;
+        d->roles = site->roles;
+        memcpy(d->path, path, sizeof(d->path));
+        cg->ndirs++;
+        d->fd = openat(d->parent_fd, cg->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (d->fd < 0)
+                return glove_error_set(err, errno, "cgroup.create", "cannot open %s: %s", d->path, strerror(errno));
+        return 0;
+}
+
+int cg_create(const struct glove_cgroup_limits *limits, const struct cg_options *opts, struct glove_cgroup **out,
+              struct glove_error *err) {
+        *out = NULL;
+        int r = glove_cgroup_limits_check(limits, err);
+        if (r < 0)
+                return r;
+        struct cg_plan plan;
+        struct glove_cgroup_probe probe;
+        r = cg_plan_make(&plan, opts, &probe, err);
+        if (r < 0) {
+                cg_plan_clear(&plan);
+                return r;
+        }
+        struct glove_cgroup *cg = calloc(1, sizeof(*cg));
+        if (!cg) {
+                cg_plan_clear(&plan);
+                return glove_error_set(err, ENOMEM, "cgroup.create", "out of memory");
+        }
+        cg->backend = plan.backend;
+        cg->limits = *limits;
+        r = make_name(cg->name);
+        if (r < 0)
+                glove_error_set(err, -r, "cgroup.create", "getrandom: %s", strerror(-r));
+        for (size_t i = 0; r == 0 && i < plan.nsites; i++) {
+                if (plan.sites[i].enable_controllers)
+                        r = cg_v2_enable_controllers(plan.sites[i].fd, plan.sites[i].roles, plan.sites[i].path, err);
+                if (r == 0)
+                        r = make_dir(cg, &plan.sites[i], err);
+        }
+        cg_plan_clear(&plan);
+        if (r == 0)
+                r = cg->backend == GLOVE_CGROUP_BACKEND_V2 ? cg_v2_configure(cg, err) : cg_v1_configure(cg, err);
+        if (r < 0) {
+                (void)remove_dirs(cg, NULL);
+                return r;
+        }
+        *out = cg;
+        return 0;
+}
+
+int glove_cgroup_create(const struct glove_cgroup_limits *limits, struct glove_cgroup **out,
+                        struct glove_error *err) {
+        struct cg_options opts = {.force = GLOVE_CGROUP_BACKEND_NONE,
+                                  .v2_controllers = CG_ROLE_MEMORY | CG_ROLE_PIDS | CG_ROLE_CPU};
+        return cg_create(limits, &opts, out, err);
+}
+
+void glove_cgroup_info(const struct glove_cgroup *cg, struct glove_cgroup_info *out) {
+        *out = (struct glove_cgroup_info){
+                .backend = cg->backend,
+                .name = cg->name,
+                .dirs = cg->ndirs,
+                .swap_limited = cg->swap_limited,
+                .kill_file = cg->kill_file,
+                .freezer = cg->freezer,
+                .memory_peak = cg->memory_peak,
+        };
+}
+
+const char *glove_cgroup_path(const struct glove_cgroup *cg, size_t index) {
+        return index < cg->ndirs ? cg->dirs[index].path : NULL;
+}
+
+int glove_cgroup_clone_fd(const struct glove_cgroup *cg) {
+        if (cg->backend != GLOVE_CGROUP_BACKEND_V2)
+                return -EOPNOTSUPP;
+        return cg->dirs[0].fd;
+}
+
+int glove_cgroup_attach(struct glove_cgroup *cg, pid_t pid, struct glove_error *err) {
+        if (pid <= 0)
+                return glove_error_set(err, EINVAL, "cgroup.attach", "invalid pid %d", (int)pid);
+        for (size_t i = 0; i < cg->ndirs; i++) {
+                int r = cg_file_write_u64(cg->dirs[i].fd, "cgroup.procs", (uint64_t)pid);
+                if (r < 0)
+                        return glove_error_set(err, -r, "cgroup.attach", "cannot move pid %d into %s: %s", (int)pid,
+                                               cg->dirs[i].path, strerror(-r));
+        }
+        return 0;
+}
+
+int glove_cgroup_stats(struct glove_cgroup *cg, struct glove_cgroup_stats *out, struct glove_error *err) {
+        memset(out, 0, sizeof(*out));
+        int r = cg->backend == GLOVE_CGROUP_BACKEND_V2 ? cg_v2_stats(cg, out, err) : cg_v1_stats(cg, out, err);
+        out->memory_oom_killed = out->oom_kills > 0;
+        out->pids_limit_hit = out->pids_max_events > 0;
+        return r;
+}
+
+enum glove_cgroup_limit glove_cgroup_breach(const struct glove_cgroup *cg, const struct glove_cgroup_stats *st) {
+        if (st->oom_kills > 0)
+                return GLOVE_CGROUP_LIMIT_MEMORY;
+        if (st->pids_max_events > 0)
+                return GLOVE_CGROUP_LIMIT_PIDS;
+        if (st->cpu_usage_ns / 1000000 >= cg->limits.cpu_time_ms)
+                return GLOVE_CGROUP_LIMIT_CPU_TIME;
+        return GLOVE_CGROUP_LIMIT_NONE;
+}
+
+const char *glove_cgroup_limit_name(enum glove_cgroup_limit limit) {
+        switch (limit) {
+        case GLOVE_CGROUP_LIMIT_MEMORY:
+                return "memory";
+        case GLOVE_CGROUP_LIMIT_PIDS:
+                return "pids";
+        case GLOVE_CGROUP_LIMIT_CPU_TIME:
+                return "cpu_time";
+        default:
+                return NULL;
+        }
+}
+
+/* ---- kill ---------------------------------------------------------------- */
+
+static int sys_pidfd_open(pid_t pid) {
+        return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int sys_pidfd_send_signal(int pidfd, int sig) {
+        return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+        return (x > y) - (x < y);
+}
+
+/*
+ * One SIGKILL round over d: list, pin each pid with a pidfd, list again,
+ * and signal through the pidfd only what is still listed. A pid recycled
+ * between the reads belongs to a new process the pidfd does not refer to
+ * (pidfd_send_signal then fails with ESRCH), so nothing outside the cgroup
+ * is ever signalled. *empty tells whether the first list was empty.
+ */
+static int kill_round(struct cg_dir *d, bool *empty) {
+        _cleanup_free_ pid_t *first = NULL;
+        _cleanup_free_ pid_t *second = NULL;
+        _cleanup_free_ int *fds = NULL;
+        size_t n1 = 0, n2 = 0;
+        int r = cg_file_read_pids(d->fd, &first, &n1);
+        if (r < 0)
+                return r;
+        *empty = n1 == 0;
+        if (n1 == 0)
+                return 0;
+        fds = malloc(n1 * sizeof(*fds));
+        if (!fds)
+                return -ENOMEM;
+        bool no_pidfd = false;
+        for (size_t i = 0; i < n1; i++) {
+                fds[i] = first[i] > 0 && !no_pidfd ? sys_pidfd_open(first[i]) : -1;
+                if (fds[i] < 0 && errno == ENOSYS)
+                        no_pidfd = true;
+        }
+        r = cg_file_read_pids(d->fd, &second, &n2);
+        for (size_t i = 0; i < n1; i++) {
+                if (r == 0 && first[i] > 0 && bsearch(&first[i], second, n2, sizeof(*second), cmp_pid)) {
+                        if (fds[i] >= 0)
+                                (void)sys_pidfd_send_signal(fds[i], SIGKILL);
+                        else if (no_pidfd)
+                                (void)kill(first[i], SIGKILL); /* Linux < 5.3 */
+                }
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        }
+        return r;
+}
+
+static int cg_freeze(struct glove_cgroup *cg, bool frozen) {
+        if (!cg->freezer)
+                return 0;
+        return cg->backend == GLOVE_CGROUP_BACKEND_V2 ? cg_v2_freeze(cg, frozen) : cg_v1_freeze(cg, frozen);
+}
+
+/* True when no directory lists a process; -errno when one cannot be read. */
+static int cg_empty(struct glove_cgroup *cg) {
+        for (size_t i = 0; i < cg->ndirs; i++) {
+                _cleanup_free_ pid_t *pids = NULL;
+                size_t n = 0;
+                int r = cg_file_read_pids(cg->dirs[i].fd, &pids, &n);
+                if (r < 0)
+                        return r;
+                if (n > 0)
+                        return 0;
+        }
+        return 1;
+}
+
+int glove_cgroup_kill(struct glove_cgroup *cg, struct glove_error *err) {
+        uint64_t deadline = glove_time_monotonic_ms() + GLOVE_CGROUP_KILL_TIMEOUT_MS;
+        bool used_kill_file = false;
+        if (cg->kill_file) {
+                int r = cg_file_write(cg->dirs[0].fd, "cgroup.kill", "1");
+                if (r == 0)
+                        used_kill_file = true;
+                else if (r != -ENOENT)
+                        return glove_error_set(err, -r, "cgroup.kill", "%s/cgroup.kill: %s", cg->dirs[0].path,
+                                               strerror(-r));
+        }
+        unsigned pause = 1;
+        for (;;) {
+                int e = cg_empty(cg);
+                if (e < 0)
+                        return glove_error_set(err, -e, "cgroup.kill", "cannot list the processes of %s: %s",
+                                               cg->dirs[0].path, strerror(-e));
+                if (e > 0)
+                        return 0;
+                if (glove_time_monotonic_ms() >= deadline)
+                        return glove_error_set(err, ETIMEDOUT, "cgroup.kill",
+                                               "processes remain in %s after %d ms of killing", cg->dirs[0].path,
+                                               GLOVE_CGROUP_KILL_TIMEOUT_MS);
+                if (!used_kill_file) {
+                        (void)cg_freeze(cg, true);
+                        int r = 0;
+                        for (size_t i = 0; i < cg->ndirs && r == 0; i++) {
+                                bool empty;
+                                r = kill_round(&cg->dirs[i], &empty);
+                        }
+                        (void)cg_freeze(cg, false);
+                        if (r < 0)
+                                return glove_error_set(err, -r, "cgroup.kill", "cannot kill the processes of %s: %s",
+                                                       cg->dirs[0].path, strerror(-r));
+                }
+                sleep_ms(pause);
+                pause = pause < 16 ? pause * 2 : 16;
+        }
+}
+
+int glove_cgroup_destroy(struct glove_cgroup *cg, struct glove_error *err) {
+        if (!cg)
+                return 0;
+        int k = glove_cgroup_kill(cg, err);
+        int r = remove_dirs(cg, err);
+        return k < 0 ? k : r;
+}
