@@ -81,6 +81,8 @@ static void test_bad_ids_and_bound(void **state) {
         json_t *over = json_integer(-1);
         assert_null(glove_kernel_calls_add(&calls, over, 0, 5000, &e));
         assert_int_equal(e, -ENOSPC);
+        json_decref(n);
+        json_decref(r);
         json_t *last = json_integer(GLOVE_KERNEL_CALLS_MAX - 1);
         assert_non_null(glove_kernel_calls_by_agent(&calls, last));
         glove_kernel_calls_clear(&calls);
