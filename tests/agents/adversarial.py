@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""An MCP client that misbehaves on purpose: the agent side of `glove run`,
+sending what real clients never send, and checking Glove's answers.
+
+  adversarial.py [--out FILE] CASE...
+
+Initializes first (initialize, notifications/initialized), then runs each
+CASE in order. After each case it sends a ping and expects the ping's answer
+to be the next message: so a case that must get no answer is checked too.
+One JSON line per case (to FILE with --out, else stderr); exit 0 when every
+case behaved as expected, 1 otherwise.
+
+Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
+  malformed       a line that is not JSON          -> -32700, id null
+  utf8            a line with invalid UTF-8        -> -32700, id null
+  batch           a JSON array of two requests     -> -32600, id null, neither answered
+  dupkey          an object with "id" twice        -> -32700, id null
+  invalid         {"jsonrpc":"2.0","id":7}         -> -32600 with id 7
+  dup-inflight    tools/call py.sleep then py.echo with the same id: the
+                  second is refused (-32600, invalid_params, "request id in
+                  flight"), the first still answers "slept 400"
+  unknown-id      a response with an id Glove never sent -> no answer
+  unknown-method  "foo/bar"                       -> -32601
+  resources       resources/list                  -> -32601
+  prompts         prompts/list                    -> -32601
+  notification    an unknown notification         -> no answer
+  exact N         a ping whose line is exactly N bytes -> answered
+  oversized N     one line of N bytes; Glove must close the channel (this
+                  case never returns: the agent is stopped)
+"""
+import json
+import os
+import select
+import sys
+import time
+
+args = sys.argv[1:]
+out = sys.stderr
+if args[:1] == ["--out"]:
+    out = open(args[1], "a")
+    args = args[2:]
+
+buf = b""
+failures = 0
+sync_n = 0
+
+
+def emit(rec):
+    out.write(json.dumps(rec) + "\n")
+    out.flush()
+
+
+def write(data):
+    os.write(1, data)
+
+
+def send(obj):
+    write((json.dumps(obj) + "\n").encode())
+
+
+def recv(timeout=5.0):
+    """The next message from Glove, or None on timeout or end of input."""
+    global buf
+    deadline = time.monotonic() + timeout
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([0], [], [], left)[0]:
+            return None
+        chunk = os.read(0, 65536)
+        if not chunk:
+            return None
+        buf += chunk
+    line, buf = buf.split(b"\n", 1)
+    return json.loads(line)
+
+
+def sync():
+    """Pings; returns the messages that arrived before the ping's answer."""
+    global sync_n
+    sync_n += 1
+    pid = "sync-%d" % sync_n
+    send({"jsonrpc": "2.0", "id": pid, "method": "ping"})
+    before = []
+    while True:
+        m = recv()
+        if m is None:
+            return before + ["<no answer to ping %s>" % pid]
+        if m.get("id") == pid and m.get("result") == {}:
+            return before
+        before.append(m)
+
+
+def is_error(m, code, rid):
+    return isinstance(m, dict) and m.get("id", "absent") == rid and isinstance(m.get("error"), dict) \
+        and m["error"].get("code") == code
+
+
+def case(name, check):
+    global failures
+    try:
+        why, got = check()
+    except Exception as e:  # a failed case must not hide the others
+        why, got = "exception: %r" % e, []
+    rec = {"case": name, "pass": why is None, "got": got}
+    if why:
+        rec["why"] = why
+        failures += 1
+    emit(rec)
+
+
+def expect_one_error(code, rid):
+    got = sync()
+    if len(got) != 1 or not is_error(got[0], code, rid):
+        return "expected exactly one error %d with id %r" % (code, rid), got
+    return None, got
+
+
+def c_malformed():
+    write(b'{"jsonrpc":"2.0","id":1,"method":"ping"\n')
+    return expect_one_error(-32700, None)
+
+
+def c_utf8():
+    write(b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"\xff\xfe"}}\n')
+    return expect_one_error(-32700, None)
+
+
+def c_batch():
+    write(b'[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"ping"}]\n')
+    return expect_one_error(-32600, None)
+
+
+def c_dupkey():
+    write(b'{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}\n')
+    return expect_one_error(-32700, None)
+
+
+def c_invalid():
+    write(b'{"jsonrpc":"2.0","id":7}\n')
+    return expect_one_error(-32600, 7)
+
+
+def c_dup_inflight():
+    send({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "py.sleep", "arguments": {"ms": 400}}})
+    send({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "py.echo", "arguments": {"text": "second"}}})
+    got = [recv(), recv()]
+    first, second = got
+    if not is_error(first, -32600, "dup"):
+        return "the second call with id dup was not refused first with -32600", got
+    data = first["error"].get("data") or {}
+    if data.get("reason") != "invalid_params" or data.get("rule") != "request id in flight":
+        return "the refusal has data %r" % data, got
+    if not (isinstance(second, dict) and second.get("id") == "dup" and "result" in second):
+        return "the first call with id dup did not answer", got
+    text = "".join(c.get("text", "") for c in second["result"].get("content", []))
+    if text != "slept 400":
+        return "the answer to id dup is %r, not the first call's" % text, got
+    rest = sync()
+    return (None if not rest else "unexpected messages after the answer"), got + rest
+
+
+def c_unknown_id():
+    send({"jsonrpc": "2.0", "id": 999, "result": {}})
+    got = sync()
+    return (None if not got else "a response with an unknown id was answered"), got
+
+
+def c_method(method):
+    def check():
+        send({"jsonrpc": "2.0", "id": method, "method": method, "params": {}})
+        return expect_one_error(-32601, method)
+    return check
+
+
+def c_notification():
+    send({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}})
+    got = sync()
+    return (None if not got else "a notification was answered"), got
+
+
+def c_exact(n):
+    def check():
+        head = b'{"jsonrpc":"2.0","id":"exact","method":"ping","params":{"_meta":{"pad":"'
+        tail = b'"}}}'
+        pad = n - len(head) - len(tail)
+        if pad < 0:
+            return "N is too small for a ping", []
+        write(head + b"x" * pad + tail + b"\n")
+        m = recv()
+        if not (isinstance(m, dict) and m.get("id") == "exact" and m.get("result") == {}):
+            return "a line of exactly %d bytes was not answered" % n, [m]
+        return None, [m]
+    return check
+
+
+def c_oversized(n):
+    def check():
+        emit({"case": "oversized", "sending": n})
+        try:
+            write(b'{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":"' + b"x" * n + b'"}}\n')
+        except OSError as e:
+            return None, ["write failed: %s" % e]
+        m = recv(10)
+        # Glove must stop the agent; reaching this point at all is a failure.
+        return "still running after an oversized line (next message %r)" % (m,), []
+    return check
+
+
+send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "adversarial", "version": "1"}}})
+init = recv()
+if not (isinstance(init, dict) and init.get("id") == 0 and "result" in init):
+    emit({"case": "initialize", "pass": False, "got": [init]})
+    sys.exit(1)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+cases = {
+    "malformed": c_malformed, "utf8": c_utf8, "batch": c_batch, "dupkey": c_dupkey, "invalid": c_invalid,
+    "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
+    "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
+}
+i = 0
+while i < len(args):
+    name = args[i]
+    i += 1
+    if name in ("oversized", "exact"):
+        case(name, (c_oversized if name == "oversized" else c_exact)(int(args[i])))
+        i += 1
+    elif name in cases:
+        case(name, cases[name])
+    else:
+        emit({"case": name, "pass": False, "why": "unknown case"})
+        failures += 1
+emit({"case": "end", "pass": failures == 0, "failures": failures})
+sys.exit(1 if failures else 0)

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""A tiny MCP server (stdio transport) for `glove run` tests, run on the host
+as an upstream. It logs every line it receives, so a test can prove from the
+upstream's side what reached it.
+
+  mcp-upstream.py [--log FILE] [--init MODE] [MARKER...]
+
+--log FILE   append every line received to FILE, as "> LINE" (the format
+             of mcp-tap.py)
+--init MODE  how to answer initialize: ok (default), error (a JSON-RPC
+             error), bad-version (protocolVersion 1999-01-01), silent (never),
+             exit (exit 3 at once)
+MARKER       ignored; lets a test find this process by its command line
+
+Tools:
+  echo {text}         result text: the text
+  sleep {ms}          answers "slept MS" after MS milliseconds (concurrently
+                      with other calls); no answer once cancelled
+  crash {}            exits 3 at once, without answering
+  grow {}             adds the tool "extra" and sends
+                      notifications/tools/list_changed, then answers "grown"
+  extra {}            (after grow) answers "extra"
+"""
+import json
+import os
+import sys
+import threading
+
+log_path = None
+init_mode = "ok"
+args = sys.argv[1:]
+while args and args[0].startswith("--"):
+    opt = args.pop(0)
+    if opt == "--log":
+        log_path = args.pop(0)
+    elif opt == "--init":
+        init_mode = args.pop(0)
+    else:
+        sys.exit("mcp-upstream: unknown option %s" % opt)
+
+VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+out_lock = threading.Lock()
+cancelled = set()
+grown = False
+
+
+def log(line):
+    if log_path:
+        with open(log_path, "ab") as fh:
+            fh.write(b"> " + (line if line.endswith(b"\n") else line + b"\n"))
+
+
+def send(msg):
+    data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    with out_lock:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def result(rid, res):
+    send({"jsonrpc": "2.0", "id": rid, "result": res})
+
+
+def error(rid, code, message):
+    send({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+
+
+def text(rid, s):
+    result(rid, {"content": [{"type": "text", "text": s}]})
+
+
+def tools():
+    obj = {"type": "object"}
+    t = [
+        {"name": "echo", "description": "Echoes text", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+        {"name": "sleep", "description": "Answers after ms milliseconds", "inputSchema": {"type": "object", "properties": {"ms": {"type": "number"}}}},
+        {"name": "crash", "description": "Exits without answering", "inputSchema": obj},
+        {"name": "grow", "description": "Adds the tool extra", "inputSchema": obj},
+    ]
+    if grown:
+        t.append({"name": "extra", "description": "Exists after grow", "inputSchema": obj})
+    return t
+
+
+def sleeper(rid, ms):
+    threading.Event().wait(ms / 1000.0)
+    if rid not in cancelled:
+        text(rid, "slept %d" % ms)
+
+
+def call(rid, params):
+    global grown
+    name = params.get("name")
+    a = params.get("arguments") or {}
+    if name == "echo":
+        text(rid, str(a.get("text", "")))
+    elif name == "sleep":
+        threading.Thread(target=sleeper, args=(rid, int(a.get("ms", 0))), daemon=True).start()
+    elif name == "crash":
+        os._exit(3)
+    elif name == "grow":
+        grown = True
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        text(rid, "grown")
+    elif name == "extra" and grown:
+        text(rid, "extra")
+    else:
+        error(rid, -32602, "unknown tool %s" % name)
+
+
+for raw in sys.stdin.buffer:
+    log(raw)
+    try:
+        msg = json.loads(raw)
+    except ValueError:
+        error(None, -32700, "parse error")
+        continue
+    method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if method == "initialize":
+        if init_mode == "exit":
+            os._exit(3)
+        if init_mode == "silent":
+            continue
+        if init_mode == "error":
+            error(rid, -32603, "initialize refused by mcp-upstream --init error")
+            continue
+        asked = params.get("protocolVersion")
+        version = "1999-01-01" if init_mode == "bad-version" else asked if asked in VERSIONS else VERSIONS[1]
+        result(rid, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": True}},
+                     "serverInfo": {"name": "mcp-upstream", "version": "1.0.0"}})
+    elif method == "tools/list":
+        result(rid, {"tools": tools()})
+    elif method == "tools/call":
+        call(rid, params)
+    elif method == "ping":
+        result(rid, {})
+    elif method == "notifications/cancelled":
+        cancelled.add(params.get("requestId"))
+    elif method is not None and rid is not None:
+        error(rid, -32601, "method not found")

@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# glove run: which tool calls reach the upstream. A real MCP client (the
+# SDK's Client, tests/agents/mcp-client.mjs) runs contained and talks to
+# server-filesystem through Glove; every refusal is proven from the upstream
+# side too: the upstream's input is logged by tests/agents/mcp-tap.py, and
+# the files a refused write would have made do not exist.
+
+load helpers
+load lib/mcp
+
+setup() { mcp_setup; }
+
+@test "run: an allowed call reaches the upstream; denied and unknown tools are refused before it; tools/list shows only allowed tools" {
+        local d=$BATS_TEST_TMPDIR root log
+        root=$d/root
+        log=$d/fs.tap
+        mkdir -p "$root/sub"
+        echo "hello from the host" >"$root/hello.txt"
+        local scenario
+        scenario=$(cat <<EOF
+[
+ {"op":"list","expect":["fs.read_text_file","fs.list_directory"],"described":true},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/hello.txt"},"expect":"ok","text":"hello from the host"},
+ {"op":"call","tool":"fs.list_directory","args":{"path":"$root"},"expect":"ok","text":"hello.txt"},
+ {"op":"call","tool":"fs.list_directory","args":{"path":"$d"},"expect":"policy_denied","code":-32001},
+ {"op":"call","tool":"fs.write_file","args":{"path":"$root/denied.txt","content":"x"},"expect":"policy_denied","code":-32001,"rule":"deny fs.write_file"},
+ {"op":"call","tool":"fs.create_directory","args":{"path":"$root/newdir"},"expect":"policy_denied","code":-32001,"rule":"default deny"},
+ {"op":"call","tool":"fs.no_such_tool","args":{},"expect":"unknown_tool","code":-32602},
+ {"op":"call","tool":"nope.read_text_file","args":{"path":"$root/hello.txt"},"expect":"unknown_tool"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/hello.txt","head":1},"expect":"ok","text":"hello"}
+]
+EOF
+)
+        gr --upstream "fs=$PY,$TAP,$log,$NODE,$FILESYSTEM,$root" \
+                --allow fs.read_text_file --allow fs.list_directory --allow fs.write_file --deny fs.write_file \
+                --allow-arg "fs.list_directory:/path=$root" \
+                "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        [ ! -e "$root/denied.txt" ] || fail "a denied write_file created its file"
+        [ ! -e "$root/newdir" ] || fail "a denied create_directory created its directory"
+        # The upstream's side: what reached it.
+        upstream_saw "$log" '.method == "tools/call" and .params.name == "read_text_file" and .params.arguments.path == "'"$root/hello.txt"'"'
+        upstream_saw "$log" '.method == "tools/call" and .params.name == "list_directory" and .params.arguments.path == "'"$root"'"'
+        upstream_never_saw "$log" '.method == "tools/call" and (.params.name | IN("write_file", "create_directory", "no_such_tool"))'
+        upstream_never_saw "$log" '.method == "tools/call" and .params.arguments.path == "'"$d"'"'
+        # Exactly the three allowed calls were forwarded.
+        [ "$(tap_in "$log" | jq -s '[.[] | select(.method == "tools/call")] | length')" -eq 3 ] ||
+                { show_records "$log"; fail "expected exactly 3 forwarded tools/call"; }
+}
+
+@test "run: a path_within rule from --policy stops ../ escapes on server-filesystem while paths inside succeed" {
+        local d=$BATS_TEST_TMPDIR root log
+        root=$d/root
+        log=$d/fs.tap
+        mkdir -p "$root" "$d/rootkit"
+        echo "inside the root" >"$root/inside.txt"
+        echo "host secret" >"$d/secret.txt"
+        echo "neighbour secret" >"$d/rootkit/secret.txt"
+        cat >"$d/policy.json" <<EOF
+{
+  "version": 1,
+  "allow": ["fs.read_text_file", "fs.write_file"],
+  "arguments": {
+    "fs.read_text_file": [{"kind": "path_within", "pointer": "/path", "root": "$root"}],
+    "fs.write_file": [
+      {"kind": "path_within", "pointer": "/path", "root": "$root"},
+      {"kind": "max_length", "pointer": "/content", "max": 64}
+    ]
+  }
+}
+EOF
+        # server-filesystem itself may use all of $d: only Glove's rule keeps
+        # the agent inside $root. Any ".." component is refused, even one that
+        # stays beneath the root (docs/policy.md). (NUL: see the next test.)
+        local scenario
+        scenario=$(cat <<EOF
+[
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/inside.txt"},"expect":"ok","text":"inside the root"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/./inside.txt"},"expect":"ok","text":"inside the root"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/../secret.txt"},"expect":"policy_denied","code":-32001},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/sub/../../secret.txt"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/sub/../inside.txt"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$d/secret.txt"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$d/rootkit/secret.txt"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"$root/../rootkit/secret.txt"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":"inside.txt"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{"path":["$root/inside.txt"]},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.read_text_file","args":{},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.write_file","args":{"path":"$root/../escape.txt","content":"out"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.write_file","args":{"path":"$root/long.txt","content":"$(printf 'x%.0s' {1..65})"},"expect":"policy_denied"},
+ {"op":"call","tool":"fs.write_file","args":{"path":"$root/new.txt","content":"written through glove"},"expect":"ok"}
+]
+EOF
+)
+        gr --upstream "fs=$PY,$TAP,$log,$NODE,$FILESYSTEM,$d" --policy "$d/policy.json" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        # Every refusal names the argument rule that decided.
+        local rule
+        rule=$(record "$CLIENT_OUT" 3 .rule)
+        [[ "$rule" == *path_within* && "$rule" == *"$root"* ]] || { show_records "$CLIENT_OUT"; fail "the rule of a ../ refusal is $rule"; }
+        rule=$(record "$CLIENT_OUT" 13 .rule)
+        [[ "$rule" == *max_length* ]] || { show_records "$CLIENT_OUT"; fail "the rule of a max_length refusal is $rule"; }
+        [ "$(cat "$root/new.txt")" = "written through glove" ] || fail "the allowed write did not reach the host"
+        [ ! -e "$d/escape.txt" ] || fail "a ../ write escaped the root"
+        [ ! -e "$root/long.txt" ] || fail "a write over max_length reached the upstream"
+        upstream_never_saw "$log" '.method == "tools/call" and ((.params.arguments.path | tostring | (contains("secret") or contains("escape") or contains("long"))))'
+        [ "$(tap_in "$log" | jq -s '[.[] | select(.method == "tools/call")] | length')" -eq 3 ] ||
+                { show_records "$log"; fail "expected exactly 3 forwarded tools/call"; }
+}
+
+@test "run: notifications/tools/list_changed from an upstream reaches the agent and the new tool becomes callable" {
+        local scenario='[
+ {"op":"list","expect":["py.echo","py.sleep","py.crash","py.grow"]},
+ {"op":"call","tool":"py.extra","expect":"unknown_tool"},
+ {"op":"call","tool":"py.grow","expect":"ok","text":"grown"},
+ {"op":"wait_list_changed","timeout_ms":5000},
+ {"op":"list","expect":["py.echo","py.sleep","py.crash","py.grow","py.extra"]},
+ {"op":"call","tool":"py.extra","expect":"ok","text":"extra"}
+]'
+        gr --upstream "py=$PY,$UPY" --allow 'py.*' "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+}
+
+@test "run: a NUL inside a path argument is refused with an answer to that request, and never forwarded" {
+        # JSON allows "\u0000" in strings; docs/policy.md has path_within
+        # refuse a NUL. The request must get an error carrying its own id:
+        # an id-less -32700 leaves a real client waiting until its timeout.
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/py.log
+        cat >"$d/policy.json" <<EOF
+{"version": 1, "allow": ["py.echo"],
+ "arguments": {"py.echo": [{"kind": "path_within", "pointer": "/text", "root": "$d"}]}}
+EOF
+        local scenario
+        scenario=$(cat <<EOF
+[
+ {"op":"call","tool":"py.echo","args":{"text":"$d/ok"},"expect":"ok","text":"$d/ok"},
+ {"op":"call","tool":"py.echo","args":{"text":"$d/x\u0000/../../etc/passwd"},"expect":"rpc_error","timeout_ms":3000},
+ {"op":"ping"}
+]
+EOF
+)
+        gr --upstream "py=$PY,$UPY,--log,$log" --policy "$d/policy.json" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        upstream_never_saw "$log" '.method == "tools/call" and (.params.arguments.text | contains("passwd"))'
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# glove run: calls over time. Progress, cancellation, timeouts, an upstream
+# that crashes, and two upstreams where one is slow. The agent is the SDK
+# client (tests/agents/mcp-client.mjs); what each upstream received is logged
+# on its side (tests/agents/mcp-tap.py, or mcp-upstream.py --log).
+
+load helpers
+load lib/mcp
+
+setup() { mcp_setup; }
+
+# tap_id LOG JQ-FILTER: the id of the tools/call the upstream received that
+# matches the filter.
+tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id"; }
+
+@test "run: progress is relayed with the agent's token; cancellation reaches the upstream with the upstream's request id" {
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/ev.tap
+        # server-everything's trigger-long-running-operation sends one
+        # progress notification per step when the call carries a progressToken.
+        local scenario='[
+ {"op":"call","tool":"ev.trigger-long-running-operation","args":{"duration":0.3,"steps":3},"progress":3,"expect":"ok","text":"Long running operation completed"},
+ {"op":"call","tool":"ev.trigger-long-running-operation","args":{"duration":4,"steps":2},"cancel_after_ms":250,"expect":"cancelled","quiet_ms":250},
+ {"op":"call","tool":"ev.echo","args":{"message":"after the cancel"},"expect":"ok","text":"after the cancel"}
+]'
+        gr --upstream "ev=$PY,$TAP,$log,$NODE,$EVERYTHING,stdio" --allow 'ev.*' --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+
+        # Progress: the upstream got the agent's token and its notifications
+        # came back to the agent (the client checked every one carried it).
+        local token
+        token=$(record "$CLIENT_OUT" 1 .progress_token)
+        upstream_saw "$log" '.method == "tools/call" and .params._meta.progressToken == '"$token"
+        [ "$(sed -n 's/^< //p' "$log" | jq -s '[.[] | select(.method == "notifications/progress")] | length')" -ge 3 ] ||
+                { show_records "$log"; fail "the upstream did not send 3 progress notifications"; }
+
+        # Cancellation: notifications/cancelled reached the upstream with the
+        # id Glove gave that call upstream (which need not be the agent's).
+        local uid
+        uid=$(tap_id "$log" '.params.arguments.duration == 4')
+        [ -n "$uid" ] || { show_records "$log"; fail "the cancelled call never reached the upstream"; }
+        upstream_saw "$log" '.method == "notifications/cancelled" and .params.requestId == '"$uid"
+        upstream_never_saw "$log" '.method == "notifications/cancelled" and .params.requestId != '"$uid"
+        # Its slot stays until the end: no result was returned for it.
+        audit_lacks '.event == "call_result" and .tool == "ev.trigger-long-running-operation" and .upstream_status == "ok" and .id == '"$(record "$CLIENT_OUT" 2 .request_id)"
+}
+
+@test "run: --call-timeout answers upstream_timeout, cancels the call upstream, and the upstream stays usable" {
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/py.log
+        local scenario='[
+ {"op":"call","tool":"py.sleep","args":{"ms":5000},"expect":"upstream_timeout","code":-32003,"rule":"--call-timeout 700"},
+ {"op":"call","tool":"py.sleep","args":{"ms":50},"expect":"ok","text":"slept 50"},
+ {"op":"call","tool":"py.echo","args":{"text":"still here"},"expect":"ok","text":"still here"}
+]'
+        gr --call-timeout 700 --upstream "py=$PY,$UPY,--log,$log" --allow 'py.*' --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        local ms
+        ms=$(record "$CLIENT_OUT" 1 .ms)
+        # The timeout answered the call, not the upstream: it would take 5 s.
+        jq -e -n "$ms < 4500" >/dev/null || fail "the timed out call took $ms ms"
+        local uid
+        uid=$(tap_id "$log" '.params.arguments.ms == 5000')
+        upstream_saw "$log" '.method == "notifications/cancelled" and .params.requestId == '"$uid"' and .params.reason == "timeout"'
+        audit_has '.event == "call_result" and .tool == "py.sleep" and .upstream_status == "timeout" and (.latency_us | type == "number")'
+        audit_has '.event == "call_result" and .tool == "py.echo" and .upstream_status == "ok"'
+}
+
+@test "run: an upstream that crashes answers upstream_unavailable for calls in flight and after; other upstreams go on" {
+        local d=$BATS_TEST_TMPDIR log m
+        log=$d/py.log
+        m=$(mcp_marker)
+        local scenario='[
+ {"op":"call","tool":"py.echo","args":{"text":"before"},"expect":"ok","text":"before"},
+ {"op":"parallel","steps":[
+   {"op":"call","label":"in-flight","tool":"py.sleep","args":{"ms":8000},"expect":"upstream_unavailable","code":-32002},
+   {"op":"call","label":"crash","tool":"py.crash","delay_ms":200,"expect":"upstream_unavailable","code":-32002,"rule":"py"}
+ ]},
+ {"op":"call","tool":"py.echo","args":{"text":"after"},"expect":"upstream_unavailable","code":-32002,"rule":"py"},
+ {"op":"call","tool":"other.echo","args":{"text":"unaffected"},"expect":"ok","text":"unaffected"},
+ {"op":"list","expect":["other.echo"]}
+]'
+        gr --upstream "py=$PY,$UPY,--log,$log,$m" --upstream "other=$PY,$UPY,$m" --allow 'py.*' --allow other.echo \
+                --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        # The in-flight call did not wait for its 8 s.
+        jq -e -n "$(record "$CLIENT_OUT" in-flight .ms) < 6000" >/dev/null || fail "the in-flight call was not failed at the crash"
+        audit_has '.event == "upstream_failed" and .name == "py"'
+        audit_has '.event == "upstream_exit" and .name == "py" and .status == 3'
+        audit_has '.event == "call_result" and .tool == "py.sleep" and .upstream_status == "unavailable"'
+        # The call after the crash was refused by Glove: never written anywhere.
+        upstream_never_saw "$log" '.params.arguments.text == "after"'
+        audit_lacks '.event == "call" and has("arguments")' "raw arguments are recorded without --audit-arguments"
+        no_leftovers "$m"
+}
+
+@test "run: two upstreams, one slow: calls to the other (and to the slow one's other tools) complete while the slow call runs" {
+        local d=$BATS_TEST_TMPDIR
+        local scenario='[
+ {"op":"parallel","steps":[
+   {"op":"call","label":"slow","tool":"slow.trigger-long-running-operation","args":{"duration":1.5,"steps":1},"expect":"ok"},
+   {"op":"call","label":"fast","tool":"fast.echo","args":{"message":"fast"},"delay_ms":200,"expect":"ok","text":"fast"},
+   {"op":"call","label":"same","tool":"slow.echo","args":{"message":"same upstream"},"delay_ms":200,"expect":"ok","text":"same upstream"}
+ ],"order":[["fast","same"],"slow"]}
+]'
+        gr --upstream "slow=$NODE,$EVERYTHING,stdio" --upstream "fast=$NODE,$EVERYTHING,stdio" \
+                --allow 'slow.*' --allow fast.echo "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        local fast slow
+        fast=$(record "$CLIENT_OUT" fast .at_ms)
+        slow=$(record "$CLIENT_OUT" slow .at_ms)
+        # The fast call finished well before the slow one ended, not at its end.
+        jq -e -n "$slow - $fast > 700" >/dev/null || { show_records "$CLIENT_OUT"; fail "fast done at $fast ms, slow at $slow ms"; }
+}
