@@ -56,4 +56,8 @@ fi
 echo
 echo "== glove run: tools/call round trips through glove vs the same client direct to the same upstream"
 /usr/bin/python3 bench/mcp/mcp_bench.py --glove "$glove" --results bench/results/mcp.jsonl || rc=$?
+
+echo
+echo "== gloved: durable create_session rate, validate_plan latency, replay of 10 000 sessions"
+bench/gloved.sh "$build" || rc=$?
 exit $rc
