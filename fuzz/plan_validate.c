@@ -22,8 +22,8 @@
 
 static const char policy_text[] =
         "{\"schema_version\":1,\"revision\":7,\"max_plan_ttl_ms\":120000,\"runtime_templates\":[{\"runtime_t"
-        "emplate_id\":\"claude-discovery\",\"runtime_id\":\"claude-code\",\"adapter_command_digest\":\"e4763c"
-        "fd4c7b1293bbc2d89f8017c8a2b40902d260b9580718cf918d197291f2\",\"sandbox_backend\":\"linux_produ"
+        "emplate_id\":\"claude-discovery\",\"runtime_id\":\"claude-code\",\"adapter_command_digest\":\"9b6046"
+        "1015b165ac2330a1b16d5759eb0cf6eaa7bea8e89a3ba88e977247bd3c\",\"sandbox_backend\":\"linux_produ"
         "ction\",\"allowed_path_aliases\":[\"workspace\"],\"allowed_projection_destinations\":[],\"launch\":"
         "{\"runtime_discovery\":\"claude-code\",\"executable_path\":\"\",\"executable_search_paths\":[\"/opt/c"
         "laude/bin\"],\"arguments\":[],\"environment\":[\"TERM=xterm-256color\"],\"read_only_paths\":[\"/opt/"
@@ -31,7 +31,7 @@ static const char policy_text[] =
         "and_digest\":\"0000000000000000000000000000000000000000000000000000000000000000\",\"sandbox_ba"
         "ckend\":\"remote_linux_container\",\"allowed_path_aliases\":[\"workspace\"],\"allowed_projection_d"
         "estinations\":[]},{\"runtime_template_id\":\"codex-safe\",\"runtime_id\":\"codex\",\"adapter_command"
-        "_digest\":\"e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33\",\"sandbox_backe"
+        "_digest\":\"58aeb2c1a4cc209b4df9165cb5de3d6fb3703fd9ed49bda9f18a643a21d08428\",\"sandbox_backe"
         "nd\":\"linux_production\",\"allowed_path_aliases\":[\"reference\",\"workspace\"],\"allowed_projectio"
         "n_destinations\":[\"libraries\"],\"launch\":{\"executable_path\":\"/usr/bin/true\",\"arguments\":[\"--"
         "version\"],\"environment\":[\"PATH=/usr/bin:/bin\",\"TERM=xterm-256color\"],\"read_only_paths\":[\"/"

@@ -12,29 +12,54 @@
 
 /* ---- digest ---- */
 
-static int put_u32(struct glove_digest_sha256 *h, size_t v, struct glove_error *err) {
-        if (v > UINT32_MAX)
-                return glove_error_set(err, EINVAL, "launch.invalid_argument",
-                                       "launch field of %zu bytes or items cannot be encoded", v);
-        uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
+/* Value tags of the encoding (docs/digests.md). */
+#define TAG_ABSENT UINT8_C(0x00)
+#define TAG_STRING UINT8_C(0x73) /* 's' */
+#define TAG_LIST UINT8_C(0x6c)   /* 'l' */
+
+static int put_u8(struct glove_digest_sha256 *h, uint8_t v, struct glove_error *err) {
+        return glove_digest_sha256_update(h, &v, 1, err);
+}
+
+static int put_u64(struct glove_digest_sha256 *h, uint64_t v, struct glove_error *err) {
+        uint8_t b[8];
+        for (size_t i = 0; i < sizeof(b); i++)
+                b[i] = (uint8_t)(v >> (8 * (sizeof(b) - 1 - i)));
         return glove_digest_sha256_update(h, b, sizeof(b), err);
 }
 
-static int put_string(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
+/* bytes(s): u64(byte length) then the bytes, no terminator. */
+static int put_bytes(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
         if (!s)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL launch string");
         size_t n = strlen(s);
-        int r = put_u32(h, n, err);
+        int r = put_u64(h, n, err);
         return r < 0 ? r : glove_digest_sha256_update(h, s, n, err);
 }
 
-static int put_list(struct glove_digest_sha256 *h, const char *const *v, size_t n, struct glove_error *err) {
+/* A present string value: u8('s') bytes(s). */
+static int put_string_value(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
+        if (!s)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL launch string");
+        int r = put_u8(h, TAG_STRING, err);
+        return r < 0 ? r : put_bytes(h, s, err);
+}
+
+/* A present list value: u8('l') u64(count) bytes(e) for each entry. */
+static int put_list_value(struct glove_digest_sha256 *h, const char *const *v, size_t n, struct glove_error *err) {
         if (!v && n > 0)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL launch list");
-        int r = put_u32(h, n, err);
+        int r = put_u8(h, TAG_LIST, err);
+        if (r >= 0)
+                r = put_u64(h, n, err);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = put_string(h, v[i], err);
+                r = put_bytes(h, v[i], err);
         return r;
+}
+
+/* A field: bytes(name), then its value (written by the caller). */
+static int put_field(struct glove_digest_sha256 *h, const char *name, struct glove_error *err) {
+        return put_bytes(h, name, err);
 }
 
 int glove_supervisor_launch_template_digest(const struct glove_supervisor_launch_template *t,
@@ -42,28 +67,50 @@ int glove_supervisor_launch_template_digest(const struct glove_supervisor_launch
                                             struct glove_error *err) {
         if (!t)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "no launch template");
+        if (!t->executable_path)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL executable_path");
+        bool discovery = t->runtime_discovery && t->runtime_discovery[0];
+        /* Without discovery the search paths are absent from the encoding,
+         * so a non-empty list there could not be committed. */
+        if (!discovery && t->n_executable_search_paths > 0)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument",
+                                       "executable_search_paths without runtime_discovery");
         struct glove_digest_sha256 *h _cleanup_digest_sha256_ = NULL;
         int r = glove_digest_sha256_init(&h, err);
         if (r < 0)
                 return r;
-        bool discovery = t->runtime_discovery && t->runtime_discovery[0];
-        uint8_t version = discovery ? GLOVE_LAUNCH_DIGEST_VERSION_DISCOVERY : GLOVE_LAUNCH_DIGEST_VERSION_PINNED;
-        r = put_string(h, GLOVE_LAUNCH_DIGEST_DOMAIN, err);
+
+        r = put_bytes(h, GLOVE_LAUNCH_DIGEST_DOMAIN, err);
+        /* 1. runtime_discovery: optional string */
         if (r >= 0)
-                r = glove_digest_sha256_update(h, &version, 1, err);
-        if (r >= 0 && discovery) {
-                r = put_string(h, t->runtime_discovery, err);
-                if (r >= 0)
-                        r = put_list(h, t->executable_search_paths, t->n_executable_search_paths, err);
-        }
+                r = put_field(h, "runtime_discovery", err);
         if (r >= 0)
-                r = put_string(h, t->executable_path, err);
+                r = discovery ? put_string_value(h, t->runtime_discovery, err) : put_u8(h, TAG_ABSENT, err);
+        /* 2. executable_path: string */
         if (r >= 0)
-                r = put_list(h, t->arguments, t->n_arguments, err);
+                r = put_field(h, "executable_path", err);
         if (r >= 0)
-                r = put_list(h, t->environment, t->n_environment, err);
+                r = put_string_value(h, t->executable_path, err);
+        /* 3. executable_search_paths: optional list */
         if (r >= 0)
-                r = put_list(h, t->read_only_paths, t->n_read_only_paths, err);
+                r = put_field(h, "executable_search_paths", err);
+        if (r >= 0)
+                r = discovery ? put_list_value(h, t->executable_search_paths, t->n_executable_search_paths, err)
+                              : put_u8(h, TAG_ABSENT, err);
+        /* 4. arguments, 5. environment, 6. read_only_paths: lists */
+        if (r >= 0)
+                r = put_field(h, "arguments", err);
+        if (r >= 0)
+                r = put_list_value(h, t->arguments, t->n_arguments, err);
+        if (r >= 0)
+                r = put_field(h, "environment", err);
+        if (r >= 0)
+                r = put_list_value(h, t->environment, t->n_environment, err);
+        if (r >= 0)
+                r = put_field(h, "read_only_paths", err);
+        if (r >= 0)
+                r = put_list_value(h, t->read_only_paths, t->n_read_only_paths, err);
+
         uint8_t md[GLOVE_DIGEST_SHA256_LEN];
         if (r >= 0)
                 r = glove_digest_sha256_final(h, md, err);

@@ -15,37 +15,63 @@ Also imported by tests/fixtures/supervisor/generate.py.
 """
 import hashlib
 import json
-import struct
 import sys
 
-DOMAIN = b"glove.runtime-launch-template"
+DOMAIN = "glove:launch-template:v1"
+
+# The six fields in encoding order, with their kind.
+FIELDS = [
+    ("runtime_discovery", "optional string"),
+    ("executable_path", "string"),
+    ("executable_search_paths", "optional list"),
+    ("arguments", "list"),
+    ("environment", "list"),
+    ("read_only_paths", "list"),
+]
 
 
-def u32(n):
-    return struct.pack(">I", n)
+def u8(n):
+    return bytes([n])
 
 
-def lp(s):
+def u64(n):
+    return n.to_bytes(8, "big")
+
+
+def bytes_(s):
     b = s.encode("utf-8")
-    return u32(len(b)) + b
+    return u64(len(b)) + b
 
 
-def lp_list(items):
-    return u32(len(items)) + b"".join(lp(x) for x in items)
+def string_value(s):
+    return u8(0x73) + bytes_(s)
+
+
+def list_value(items):
+    return u8(0x6C) + u64(len(items)) + b"".join(bytes_(e) for e in items)
+
+
+ABSENT = u8(0x00)
 
 
 def launch_encoding(launch):
-    """The exact bytes hashed by runtime_launch_template_digest."""
-    discovery = launch.get("runtime_discovery", "")
-    out = lp(DOMAIN.decode())
-    if discovery:
-        out += b"\x02" + lp(discovery) + lp_list(launch.get("executable_search_paths", []))
-    else:
-        out += b"\x01"
-    out += lp(launch["executable_path"])
-    out += lp_list(launch["arguments"])
-    out += lp_list(launch["environment"])
-    out += lp_list(launch["read_only_paths"])
+    """The exact bytes hashed by runtime_launch_template_digest.
+
+    launch is a policy launch block: no (or an empty) runtime_discovery
+    means both optional fields are absent; with discovery, a missing
+    executable_search_paths is an empty list."""
+    discovery = bool(launch.get("runtime_discovery"))
+    out = bytes_(DOMAIN)
+    for name, kind in FIELDS:
+        out += bytes_(name)
+        if kind.startswith("optional") and not discovery:
+            out += ABSENT
+        elif kind.endswith("string"):
+            out += string_value(launch[name])
+        elif kind.startswith("optional"):
+            out += list_value(launch.get(name, []))
+        else:
+            out += list_value(launch[name])
     return out
 
 

@@ -21,11 +21,8 @@
 #include "glove/base/digest.h"
 #include "glove/base/error.h"
 
-/* Domain string at the start of the encoding, and the version bytes
- * (1: pinned executable, 2: runtime discovery). */
-#define GLOVE_LAUNCH_DIGEST_DOMAIN "glove.runtime-launch-template"
-#define GLOVE_LAUNCH_DIGEST_VERSION_PINNED 1
-#define GLOVE_LAUNCH_DIGEST_VERSION_DISCOVERY 2
+/* Domain string at the start of the encoding; its "v1" names the format. */
+#define GLOVE_LAUNCH_DIGEST_DOMAIN "glove:launch-template:v1"
 
 /* Bounds enforced by the policy decoder (spec: "bounded launch fields"). */
 #define GLOVE_LAUNCH_MAX_ITEMS 256           /* entries per list */
@@ -60,15 +57,18 @@ struct glove_supervisor_launch_template {
 };
 
 /*
- * runtime_launch_template_digest: SHA-256 over the length-prefixed,
- * domain-separated encoding of t (docs/digests.md), written as 64 lowercase
- * hex characters plus NUL into out_hex.
+ * runtime_launch_template_digest: SHA-256 over the domain-separated encoding
+ * of t (docs/digests.md: the domain string, then the six fields in a fixed
+ * order, each as its name and a tagged value, with 64-bit big-endian lengths
+ * and counts), written as 64 lowercase hex characters plus NUL into out_hex.
+ * runtime_discovery NULL or "" encodes as absent, and then so does
+ * executable_search_paths.
  *
  * This function only encodes; it does not judge whether the fields are a
  * valid template (the policy decoder does that before calling it). It
  * rejects only what cannot be encoded: t, executable_path or a list entry
- * NULL, a list array NULL with a non-zero count, a string over UINT32_MAX
- * bytes or a list over UINT32_MAX items (-EINVAL, "launch.invalid_argument").
+ * NULL, a list array NULL with a non-zero count, or executable_search_paths
+ * entries without runtime_discovery (-EINVAL, "launch.invalid_argument").
  * Returns 0, -EINVAL, or -EIO/-ENOMEM from libcrypto ("digest.*").
  */
 int glove_supervisor_launch_template_digest(const struct glove_supervisor_launch_template *t,

@@ -24,35 +24,35 @@ static const struct {
 } vectors[] = {
         { "pinned-minimal",
           { .executable_path = "/bin/true" },
-          "d7c8a14f466bc08a11fbd65b6684eaaf0f33b295e5aee1fa187da2d5988b9241" },
+          "a4bd691547d79586a71897f10eb9d9cca8ff5c0076f04fa5f6e510860d84b120" },
         { "pinned-spec-example",
           { .executable_path = "/usr/bin/true",
             .arguments = LIST("--version"), .n_arguments = 1,
             .environment = LIST("PATH=/usr/bin:/bin", "TERM=xterm-256color"), .n_environment = 2,
             .read_only_paths = LIST("/opt/operator-harness/codex-runtime"), .n_read_only_paths = 1 },
-          "e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33" },
+          "58aeb2c1a4cc209b4df9165cb5de3d6fb3703fd9ed49bda9f18a643a21d08428" },
         { "pinned-no-read-only",
           { .executable_path = "/usr/bin/true",
             .arguments = LIST("--version"), .n_arguments = 1,
             .environment = LIST("PATH=/usr/bin:/bin", "TERM=xterm-256color"), .n_environment = 2 },
-          "0129a3a97cacbef9bd8a2df44ea3b1e01ae8dad706cbe0c27c2237881b5107e7" },
+          "b967257d5cd88ccb4f3a5b783c49af5e930ab0581d36e93c1a2f15663634618a" },
         { "cloudflare-os-dev",
           { .executable_path = "/opt/glove/runtime/cloudflare-os/node-v25/bin/node",
             .arguments = LIST("/opt/glove/runtime/cloudflare-os/closure/scripts/run-local.mjs"), .n_arguments = 1,
             .read_only_paths = LIST("/opt/glove/runtime/cloudflare-os/closure"), .n_read_only_paths = 1 },
-          "2c3af3985743cc37adbc120a49290f48ac04ddc1e3bde1aa16fee8301a259cee" },
+          "c3d559ee1560cca1779e18ca0d6bcc809c4c01f3584310e1b57ff6a903bcb0c5" },
         { "discovery-codex",
           { .runtime_discovery = "codex", .executable_path = "",
             .executable_search_paths = LIST("/opt/codex/bin", "/usr/local/bin"), .n_executable_search_paths = 2,
             .arguments = LIST("--sandbox", "danger-full-access"), .n_arguments = 2,
             .environment = LIST("TERM=xterm-256color"), .n_environment = 1,
             .read_only_paths = LIST("/opt/codex/lib"), .n_read_only_paths = 1 },
-          "63fd57292c3a9526f7a675dd29b6ac1bab272fcfeb4e6a7b6b3be104a946e7e8" },
+          "8dd82a33cbd394fe3ad63dadb0e8b11a5d477ff63ba8342a3d3b393638220a74" },
         { "utf8-argument",
           { .executable_path = "/usr/bin/env",
             .arguments = LIST("--name=caf\xc3\xa9 \xe2\x82\xac"), .n_arguments = 1,
             .environment = LIST("LANG=C.UTF-8"), .n_environment = 1 },
-          "a92fac2f46f09cb375f958423a9f521a76d2dc8046a912eb1925bf685b201737" },
+          "3022a21170088128f2df4da0bf6732b9d4d6f899825cab9f40c59cf5c857bfb3" },
 };
 
 static void test_vectors(void **state) {
@@ -67,7 +67,8 @@ static void test_vectors(void **state) {
 }
 
 /* Every field is committed: changing any one changes the digest, and
- * moving a string between fields does too (length prefixes and counts). */
+ * moving a string between fields does too (field names, value tags, length
+ * prefixes and counts). */
 static void test_every_field_committed(void **state) {
         (void)state;
         const struct glove_supervisor_launch_template base = vectors[4].t;
@@ -108,7 +109,21 @@ static void test_every_field_committed(void **state) {
                                                       .n_environment = 1 };
         assert_int_equal(glove_supervisor_launch_template_digest(&e, got, NULL), 0);
         assert_string_not_equal(got, want);
-        /* An empty discovery string is the pinned form (version 1). */
+        /* An executable path moved into the arguments changes the digest. */
+        struct glove_supervisor_launch_template x = { .executable_path = "/x" };
+        struct glove_supervisor_launch_template y = { .executable_path = "", .arguments = LIST("/x"),
+                                                      .n_arguments = 1 };
+        assert_int_equal(glove_supervisor_launch_template_digest(&x, want, NULL), 0);
+        assert_int_equal(glove_supervisor_launch_template_digest(&y, got, NULL), 0);
+        assert_string_not_equal(got, want);
+        /* Discovery with no search paths (a present, empty list) differs
+         * from no discovery (both optional fields absent). */
+        struct glove_supervisor_launch_template d = { .runtime_discovery = "codex", .executable_path = "" };
+        struct glove_supervisor_launch_template nd = { .executable_path = "" };
+        assert_int_equal(glove_supervisor_launch_template_digest(&d, want, NULL), 0);
+        assert_int_equal(glove_supervisor_launch_template_digest(&nd, got, NULL), 0);
+        assert_string_not_equal(got, want);
+        /* An empty discovery string is absent, as NULL is. */
         struct glove_supervisor_launch_template pinned = vectors[0].t;
         pinned.runtime_discovery = "";
         assert_int_equal(glove_supervisor_launch_template_digest(&pinned, got, NULL), 0);
@@ -135,6 +150,17 @@ static void test_invalid_arguments(void **state) {
         t.arguments = LIST("a", NULL);
         glove_error_clear(&err);
         assert_int_equal(glove_supervisor_launch_template_digest(&t, hex, &err), -EINVAL);
+
+        /* Search paths without discovery have no place in the encoding. */
+        struct glove_supervisor_launch_template s = { .executable_path = "/bin/true",
+                                                      .executable_search_paths = LIST("/usr/bin"),
+                                                      .n_executable_search_paths = 1 };
+        glove_error_clear(&err);
+        assert_int_equal(glove_supervisor_launch_template_digest(&s, hex, &err), -EINVAL);
+        assert_string_equal(err.code, "launch.invalid_argument");
+        s.runtime_discovery = "";
+        glove_error_clear(&err);
+        assert_int_equal(glove_supervisor_launch_template_digest(&s, hex, &err), -EINVAL);
 }
 
 int main(void) {
