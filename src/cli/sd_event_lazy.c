@@ -71,3 +71,5 @@ LAZY_INT(sd_event_add_child_pidfd,
          (e, s, pidfd, options, callback, userdata))
 LAZY_INT(sd_event_source_set_enabled, (sd_event_source * s, int enabled), (s, enabled))
 LAZY_PTR(sd_event_source *, sd_event_source_disable_unref, (sd_event_source * s), (s))
+LAZY_INT(sd_event_source_set_time, (sd_event_source * s, uint64_t usec), (s, usec))
+LAZY_INT(sd_event_source_get_enabled, (sd_event_source * s, int *enabled), (s, enabled))

@@ -257,6 +257,10 @@ const char *glove_cgroup_limit_name(enum glove_cgroup_limit limit) {
                 return "pids";
         case GLOVE_CGROUP_LIMIT_CPU_TIME:
                 return "cpu_time";
+        case GLOVE_CGROUP_LIMIT_WALL_TIME:
+                return "wall_time";
+        case GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT:
+                return "terminal_output";
         default:
                 return NULL;
         }

@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,6 +94,18 @@ static int exec_program(char *const *argv, char *const *envp) {
         return result;
 }
 
+/* True when one of the private writable tmpfs mounts has no block left:
+ * the agent ran into its --disk quota. */
+static bool disk_full(void) {
+        static const char *const scratch[] = {"/tmp", GLOVE_ENV_HOME, "/dev/shm"};
+        for (size_t i = 0; i < sizeof(scratch) / sizeof(scratch[0]); i++) {
+                struct statfs st;
+                if (statfs(scratch[i], &st) == 0 && st.f_blocks > 0 && st.f_bavail == 0)
+                        return true;
+        }
+        return false;
+}
+
 __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_config *cfg, int errpipe) {
         sigset_t none;
         sigemptyset(&none);
@@ -98,10 +114,22 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
         signal(SIGPIPE, SIG_DFL);
         signal(SIGXFSZ, SIG_DFL);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        int e = 0;
+        /* With a PTY, the agent leads a new session whose controlling
+         * terminal is that PTY (never the invoker's terminal). */
+        if (cfg->controlling_tty && (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) < 0))
+                e = errno;
+        /* A per-process backstop for the CPU-time limit Glove watches on the
+         * whole cgroup: SIGXCPU at the limit, SIGKILL a second later. */
+        if (!e && cfg->cpu_time_ms > 0) {
+                rlim_t secs = (rlim_t)((cfg->cpu_time_ms + 999) / 1000);
+                struct rlimit rl = {.rlim_cur = secs, .rlim_max = secs + 1};
+                if (setrlimit(RLIMIT_CPU, &rl) < 0)
+                        e = errno;
+        }
         /* Every descriptor above stdio closes at execve; the error pipe is
          * already close-on-exec. */
-        int e = 0;
-        if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        if (!e && syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 e = errno;
         /* The seccomp filter PID 1 installed after setup is inherited. */
         if (!e)
@@ -168,6 +196,8 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
                 while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
                         if (p != agent)
                                 continue;
+                        if (disk_full())
+                                glove_report_send(report_fd, REPORT_DISK_FULL, 0, NULL, NULL);
                         if (WIFSIGNALED(status))
                                 glove_report_send(report_fd, REPORT_SIGNALED, WTERMSIG(status), NULL, NULL);
                         else

@@ -18,6 +18,7 @@ enum report_kind {
         REPORT_EXEC_FAILED = 3,
         REPORT_EXITED = 4,
         REPORT_SIGNALED = 5,
+        REPORT_DISK_FULL = 6,
 };
 
 struct report {

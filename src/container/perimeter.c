@@ -339,7 +339,7 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
         return r;
 }
 
-static int build_dev(int root, struct sources *s, struct glove_error *err) {
+static int build_dev(int root, struct sources *s, uint64_t disk, struct glove_error *err) {
         int r = mount_fresh(root, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", err);
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(dev_nodes); i++) {
                 char rel[64];
@@ -350,7 +350,9 @@ static int build_dev(int root, struct sources *s, struct glove_error *err) {
                 r = attach(root, s->dev[i], rel, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
         }
         r = r ?: mount_fresh(root, "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err);
-        r = r ?: mount_fresh(root, "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m", err);
+        char shm_opts[64];
+        snprintf(shm_opts, sizeof(shm_opts), "mode=1777,size=%llu", (unsigned long long)(disk ? disk : 64ULL << 20));
+        r = r ?: mount_fresh(root, "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_opts, err);
         static const char *const links[][2] = {
                 {"pts/ptmx", "dev/ptmx"},        {"/proc/self/fd", "dev/fd"},
                 {"/proc/self/fd/0", "dev/stdin"}, {"/proc/self/fd/1", "dev/stdout"},
@@ -408,10 +410,17 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
         r = r ?: build_etc(root, s, uid, gid, err);
         r = r ?: mount_fresh(root, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
         r = r ?: harden_proc(root, err);
-        r = r ?: build_dev(root, s, err);
-        r = r ?: mount_fresh(root, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err);
-        char home_opts[96];
-        snprintf(home_opts, sizeof(home_opts), "mode=0700,uid=%u,gid=%u", (unsigned)uid, (unsigned)gid);
+        r = r ?: build_dev(root, s, cfg->disk_bytes, err);
+        /* Each private writable tmpfs is sized to the disk limit: the agent
+         * fills its own quota (ENOSPC), never the host's disk or memory. */
+        char size[48] = "";
+        if (cfg->disk_bytes)
+                snprintf(size, sizeof(size), ",size=%llu", (unsigned long long)cfg->disk_bytes);
+        char tmp_opts[80];
+        snprintf(tmp_opts, sizeof(tmp_opts), "mode=1777%s", size);
+        r = r ?: mount_fresh(root, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts, err);
+        char home_opts[128];
+        snprintf(home_opts, sizeof(home_opts), "mode=0700,uid=%u,gid=%u%s", (unsigned)uid, (unsigned)gid, size);
         r = r ?: mount_fresh(root, GLOVE_ENV_HOME + 1, "tmpfs", MS_NOSUID | MS_NODEV, home_opts, err);
         if (r < 0)
                 return r;

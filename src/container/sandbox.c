@@ -111,7 +111,8 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, err.errnum, err.code, err.message);
                 _exit(1);
         }
-        if ((cfg->stdin_fd >= 0 && dup2(cfg->stdin_fd, 0) < 0) || (cfg->stdout_fd >= 0 && dup2(cfg->stdout_fd, 1) < 0)) {
+        if ((cfg->stdin_fd >= 0 && dup2(cfg->stdin_fd, 0) < 0) || (cfg->stdout_fd >= 0 && dup2(cfg->stdout_fd, 1) < 0) ||
+            (cfg->stderr_fd >= 0 && dup2(cfg->stderr_fd, 2) < 0)) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.stdio", strerror(errno));
                 _exit(1);
         }
@@ -130,6 +131,12 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
         if (glove_fd_read_exact(release_fd, &go, 1) < 0 || go != 'G')
                 _exit(1);
         close(release_fd);
+        /* Glove attached PID 1 to the run cgroup before releasing it: from a
+         * new cgroup namespace the agent sees that cgroup as its root. */
+        if (cfg->cgroupns_after_release && unshare(CLONE_NEWCGROUP) < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.cgroupns", strerror(errno));
+                _exit(1);
+        }
         glove_init_main(cfg, report_fd);
 }
 
@@ -155,6 +162,10 @@ int glove_sandbox_spawn(const struct glove_sandbox_config *cfg, struct glove_san
                 .pidfd = (uint64_t)(uintptr_t)&pidfd,
                 .exit_signal = SIGCHLD,
         };
+        if (cfg->cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t)cfg->cgroup_fd;
+        }
         long pid = syscall(SYS_clone3, &args, sizeof(args));
         if (pid == 0) {
                 close(report[0]);
@@ -180,6 +191,8 @@ int glove_sandbox_spawn(const struct glove_sandbox_config *cfg, struct glove_san
         int r = write_idmaps(sb, err);
         if (r == 0 && glove_fd_write_all(sb->release_fd, "M", 1) < 0)
                 r = glove_error_set(err, EPIPE, "sandbox.release", "sandbox child exited during setup");
+        if (r == 0 && cfg->after_clone)
+                r = cfg->after_clone(sb->pid, cfg->after_clone_ctx, err);
         if (r == 0) {
                 struct report rep;
                 int n = report_read(sb->report_fd, &rep);
@@ -241,12 +254,16 @@ void glove_sandbox_collect(struct glove_sandbox *sb, const siginfo_t *reaped, st
         int n;
         bool have = false;
         while ((n = report_read(sb->report_fd, &rep)) > 0) {
+                bool disk_full = out->disk_full;
                 if (rep.kind == REPORT_EXITED) {
-                        *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_EXITED, .value = rep.value};
+                        *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_EXITED, .value = rep.value, .disk_full = disk_full};
                         have = true;
                 } else if (rep.kind == REPORT_SIGNALED) {
-                        *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_SIGNALED, .value = rep.value};
+                        *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_SIGNALED, .value = rep.value, .disk_full = disk_full};
                         have = true;
+                } else if (rep.kind == REPORT_DISK_FULL) {
+                        out->disk_full = true;
+                        continue;
                 } else if (rep.kind == REPORT_EXEC_FAILED) {
                         *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_EXEC_FAILED, .value = rep.value};
                         snprintf(out->detail, sizeof(out->detail), "%s", rep.message);

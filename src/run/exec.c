@@ -17,27 +17,41 @@
 #include "glove/container/seccomp.h"
 #include "glove/run/exec_options.h"
 #include "exec_records.h"
+#include "drain.h"
 #include "launch.h"
+#include "run_limits.h"
 
 /*
  * Waits until PID 1 of the sandbox has exited, forwarding the signals of
- * glove_launch_forwarded_signals to the agent meanwhile. glove exec has
- * exactly two kinds of events and no I/O to multiplex, so it waits with
- * sigwaitinfo(2) on the signals it blocked before clone rather than running
+ * glove_launch_forwarded_signals to the agent and checking the limits every
+ * GLOVE_LIMITS_POLL_MS meanwhile. Glove's main thread has no I/O to
+ * multiplex (the drain threads do blocking copies), so it waits with
+ * sigtimedwait(2) on the signals it blocked before clone rather than running
  * an event loop: loading libsystemd alone costs about 0.6 ms per launch on
  * the reference machine, a tenth of the whole start-up (bench/). glove run
  * and gloved, which multiplex I/O, use sd-event.
  *
  * Fills *reaped with PID 1's siginfo. Returns 0 or -errno.
  */
-static int wait_for_sandbox(struct glove_sandbox *sb, const sigset_t *mask, siginfo_t *reaped, struct glove_error *err) {
+static int wait_for_sandbox(struct glove_sandbox *sb, struct glove_watch *w, struct glove_drain *d, const sigset_t *mask,
+                            siginfo_t *reaped, struct glove_error *err) {
+        int next_ms = GLOVE_LIMITS_POLL_MS;
         for (;;) {
                 siginfo_t si;
-                int sig = sigwaitinfo(mask, &si);
+                struct timespec timeout = {next_ms / 1000, (long)(next_ms % 1000) * 1000000L};
+                int sig = sigtimedwait(mask, &si, &timeout);
                 if (sig < 0) {
+                        if (errno == EAGAIN) {
+                                next_ms = glove_watch_poll(w);
+                                continue;
+                        }
                         if (errno == EINTR)
                                 continue;
-                        return glove_error_set(err, errno, "exec.wait", "sigwaitinfo: %s", strerror(errno));
+                        return glove_error_set(err, errno, "exec.wait", "sigtimedwait: %s", strerror(errno));
+                }
+                if (sig == SIGWINCH && d->pty) {
+                        glove_drain_resize(d); /* the kernel signals the agent */
+                        continue;
                 }
                 if (sig != SIGCHLD) {
                         (void)glove_sandbox_signal(sb, sig);
@@ -79,11 +93,23 @@ int glove_exec_main(int argc, char **argv) {
                 .seccomp = &glove_seccomp_prebuilt,
                 .stdin_fd = -1,
                 .stdout_fd = -1,
+                .stderr_fd = -1,
         };
-        struct glove_sandbox sb;
+        static struct glove_watch watch;
+        static struct glove_drain drain;
+        struct glove_limits limits;
+        glove_limits_resolve(&opts, &limits);
+        glove_drain_init(&drain);
+        struct glove_sandbox sb = {.pid = -1, .pidfd = -1, .report_fd = -1, .release_fd = -1};
         int status = GLOVE_EXIT_FAILURE;
-        if (glove_sandbox_spawn(&cfg, &sb, &err) < 0)
+        if (glove_watch_setup(&watch, &limits, &cfg, &err) < 0 ||
+            glove_drain_setup(&drain, opts.tty || isatty(0), &watch, &cfg, &err) < 0 ||
+            glove_sandbox_spawn(&cfg, &sb, &err) < 0)
                 goto fail;
+        if (glove_watch_attach(&watch, &sb, &err) < 0 || glove_drain_start(&drain, &err) < 0) {
+                glove_sandbox_destroy(&sb);
+                goto fail;
+        }
         if (l.audit.fd >= 0) {
                 _cleanup_json_ json_t *launch = glove_exec_launch_fields(opts.program, &l.grants, &l.env, &sb);
                 if (!launch)
@@ -93,28 +119,36 @@ int glove_exec_main(int argc, char **argv) {
                         goto fail;
                 }
         }
-        uint64_t start_us = glove_time_monotonic_us();
+        watch.start_us = glove_time_monotonic_us();
         siginfo_t reaped;
-        if (glove_sandbox_release(&sb, &err) < 0 || wait_for_sandbox(&sb, &mask, &reaped, &err) < 0) {
+        if (glove_sandbox_release(&sb, &err) < 0 || wait_for_sandbox(&sb, &watch, &drain, &mask, &reaped, &err) < 0) {
                 glove_sandbox_destroy(&sb);
                 goto fail;
         }
         struct glove_sandbox_outcome outcome;
         glove_sandbox_collect(&sb, &reaped, &outcome);
-        uint64_t wall_ms = (glove_time_monotonic_us() - start_us) / 1000;
+        glove_drain_stop(&drain);
+        struct glove_run_status st;
+        glove_watch_finish(&watch, &outcome, opts.program[0], &st);
         glove_sandbox_destroy(&sb);
-
-        status = glove_launch_outcome_status(&outcome, opts.program[0]);
+        status = st.exit_code;
+        if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)
+                goto fail;
         if (l.audit.fd >= 0) {
-                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, wall_ms);
-                if (!exitrec)
+                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, st.wall_time_ms);
+                _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
+                if (!exitrec || !stjson)
                         glove_error_set(&err, ENOMEM, "audit.encode", "cannot build the exit record");
-                if (!exitrec || glove_audit_append(&l.audit, "exit", exitrec, &err) < 0)
+                else
+                        json_object_update(exitrec, stjson);
+                if (!exitrec || !stjson || glove_audit_append(&l.audit, "exit", exitrec, &err) < 0)
                         goto fail;
         }
         glove_launch_free(&l);
         return status;
 fail:
+        glove_drain_stop(&drain);
+        glove_watch_free(&watch);
         glove_launch_free(&l);
         return glove_launch_fail(&err);
 }

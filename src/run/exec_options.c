@@ -26,10 +26,22 @@ const char glove_exec_help[] =
         "                    LANG and GLOVE_SANDBOXED=1\n"
         "  --audit-log PATH  append JSON lines (launch and exit records) to PATH;\n"
         "                    PATH must lie outside every grant\n"
+        "\n"
+        "Limits (enforced; defaults in docs/limits.md; BYTES take K, M, G):\n"
+        "  --cpu-time MS       CPU time of the whole process tree\n"
+        "  --memory BYTES      memory of the whole tree (swap 0)\n"
+        "  --pids N            processes and threads of the whole tree\n"
+        "  --wall-time MS      time from start to end\n"
+        "  --disk BYTES        size of each private writable tmpfs (/tmp, HOME, /dev/shm)\n"
+        "  --output-limit BYTES  bytes the program may write to stdout/stderr\n"
+        "  --status-json FILE  write the terminal status (exit code, limit, usage)\n"
+        "  --tty               give the program a terminal (default when stdin is one)\n"
+        "                    A breached limit kills the whole tree; Glove exits 137.\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
-        "failed; 126 if PROGRAM could not be executed; 127 if it was not found.\n";
+        "failed; 126 if PROGRAM could not be executed; 127 if it was not found;\n"
+        "137 when a limit was breached (stderr names it).\n";
 
 const char glove_run_help[] =
         "Usage: glove run [OPTIONS] -- AGENT [ARG...]\n"
@@ -55,7 +67,9 @@ const char glove_run_help[] =
         "                                (otherwise only their SHA-256)\n"
         "\n"
         "Sandbox options (as glove exec):\n"
-        "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH\n"
+        "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
+        "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
+        "  --output-limit BYTES, --status-json FILE\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
@@ -76,6 +90,14 @@ enum {
         OPT_CALL_TIMEOUT,
         OPT_MAX_FRAME,
         OPT_AUDIT_ARGUMENTS,
+        OPT_CPU_TIME,
+        OPT_MEMORY,
+        OPT_PIDS,
+        OPT_WALL_TIME,
+        OPT_DISK,
+        OPT_OUTPUT_LIMIT,
+        OPT_STATUS_JSON,
+        OPT_TTY,
 };
 
 #define SANDBOX_OPTIONS                                                   \
@@ -84,6 +106,14 @@ enum {
         {"write", required_argument, NULL, OPT_WRITE},                   \
         {"env", required_argument, NULL, OPT_ENV},                       \
         {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},           \
+        {"cpu-time", required_argument, NULL, OPT_CPU_TIME},             \
+        {"memory", required_argument, NULL, OPT_MEMORY},                 \
+        {"pids", required_argument, NULL, OPT_PIDS},                     \
+        {"wall-time", required_argument, NULL, OPT_WALL_TIME},           \
+        {"disk", required_argument, NULL, OPT_DISK},                     \
+        {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},     \
+        {"status-json", required_argument, NULL, OPT_STATUS_JSON},       \
+        {"tty", no_argument, NULL, OPT_TTY},                             \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -105,9 +135,10 @@ static const struct option run_options[] = {
         {NULL, 0, NULL, 0},
 };
 
-/* Parses a decimal count with an optional K, M or G suffix (powers of 1024)
- * into [min, max]. */
-static int parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out, struct glove_error *err) {
+/* Parses a decimal number into [min, max]; with suffixes, an optional K, M or
+ * G multiplies by a power of 1024. */
+static int parse_number(const char *opt, const char *s, bool suffixes, uint64_t min, uint64_t max, uint64_t *out,
+                        struct glove_error *err) {
         uint64_t v = 0;
         const char *p = s;
         if (*p < '0' || *p > '9')
@@ -118,7 +149,9 @@ static int parse_size(const char *opt, const char *s, uint64_t min, uint64_t max
                 v = v * 10 + (uint64_t)(*p - '0');
         }
         uint64_t mult = 1;
-        if (*p == 'K' || *p == 'k')
+        if (!suffixes)
+                ;
+        else if (*p == 'K' || *p == 'k')
                 mult = 1024;
         else if (*p == 'M' || *p == 'm')
                 mult = 1024 * 1024;
@@ -206,12 +239,38 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->policy_file = optarg;
                         break;
                 case OPT_CALL_TIMEOUT:
-                        r = parse_size("--call-timeout", optarg, 1, GLOVE_RUN_CALL_TIMEOUT_MAX_MS, &v, err);
+                        r = parse_number("--call-timeout", optarg, false, 1, GLOVE_RUN_CALL_TIMEOUT_MAX_MS, &v, err);
                         opts->call_timeout_ms = (int64_t)v;
                         break;
                 case OPT_MAX_FRAME:
-                        r = parse_size("--max-frame", optarg, GLOVE_MCP_FRAME_MIN, GLOVE_MCP_FRAME_MAX, &v, err);
+                        r = parse_number("--max-frame", optarg, true, GLOVE_MCP_FRAME_MIN, GLOVE_MCP_FRAME_MAX, &v, err);
                         opts->max_frame = (size_t)v;
+                        break;
+                case OPT_CPU_TIME:
+                        r = parse_number("--cpu-time", optarg, false, 1, 24ULL * 3600 * 1000, &opts->cpu_time_ms, err);
+                        break;
+                case OPT_MEMORY:
+                        r = parse_number("--memory", optarg, true, 1ULL << 20, 1ULL << 44, &opts->memory_bytes, err);
+                        break;
+                case OPT_PIDS:
+                        r = parse_number("--pids", optarg, false, 1, 4194304, &opts->pids, err);
+                        break;
+                case OPT_WALL_TIME:
+                        r = parse_number("--wall-time", optarg, false, 1, 7ULL * 24 * 3600 * 1000, &opts->wall_time_ms, err);
+                        break;
+                case OPT_DISK:
+                        r = parse_number("--disk", optarg, true, 64ULL << 10, 1ULL << 44, &opts->disk_bytes, err);
+                        break;
+                case OPT_OUTPUT_LIMIT:
+                        r = parse_number("--output-limit", optarg, true, 1, 1ULL << 50, &opts->output_bytes, err);
+                        break;
+                case OPT_STATUS_JSON:
+                        if (opts->status_json)
+                                return glove_error_set(err, EINVAL, "usage.status_json_twice", "--status-json given more than once");
+                        opts->status_json = optarg;
+                        break;
+                case OPT_TTY:
+                        opts->tty = true;
                         break;
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;

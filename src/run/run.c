@@ -29,6 +29,7 @@
 #include "glove/policy/policy.h"
 #include "exec_records.h"
 #include "launch.h"
+#include "run_limits.h"
 #include "run_protocol.h"
 #include "upstream.h"
 
@@ -52,6 +53,9 @@ struct run {
         bool released, sandbox_gone;
         siginfo_t sandbox_si;
         int agent_in, agent_out;   /* Glove's ends: the agent's stdin (write) and stdout (read) */
+        int agent_err;             /* read end of the agent's stderr, relayed to Glove's and counted */
+        sd_event_source *agent_err_src, *limits_timer;
+        struct glove_watch watch;
         struct glove_mcp_reader agent_reader;
         struct glove_mcp_writer agent_writer;
         sd_event_source *agent_out_src, *agent_in_src, *sandbox_src, *startup_timer, *grace_timer;
@@ -408,6 +412,9 @@ static int on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void 
         ssize_t n = glove_mcp_reader_fill(&r->agent_reader, fd);
         if (n == -EAGAIN)
                 return 0;
+        /* The MCP channel counts towards the output limit like stderr. */
+        if (n > 0 && glove_watch_output(&r->watch, (size_t)n) < (size_t)n)
+                return 0;
         for (;;) {
                 const char *line;
                 size_t len;
@@ -443,6 +450,33 @@ static int on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void 
                 r->agent_out_src = sd_event_source_disable_unref(r->agent_out_src);
                 glove_closep(&r->agent_out);
                 r->agent_out = -1;
+        }
+        return 0;
+}
+
+static int on_agent_stderr(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)revents;
+        struct run *r = userdata;
+        char buf[65536];
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return 0;
+        if (n <= 0) {
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                return 0;
+        }
+        size_t relay = glove_watch_output(&r->watch, (size_t)n);
+        if (relay > 0)
+                (void)glove_fd_write_all(2, buf, relay);
+        return 0;
+}
+
+static int on_limits_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct run *r = userdata;
+        int next_ms = glove_watch_poll(&r->watch);
+        if (!r->sandbox_gone) {
+                sd_event_source_set_time(s, usec + (uint64_t)next_ms * 1000);
+                sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         }
         return 0;
 }
@@ -740,6 +774,7 @@ static void check_startup(struct run *r) {
         }
         r->released = true;
         r->start_us = glove_time_monotonic_us();
+        r->watch.start_us = r->start_us;
 }
 
 static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -901,8 +936,8 @@ static int setup_upstreams(struct run *r, struct glove_error *err) {
 }
 
 static int setup_sandbox(struct run *r, struct glove_error *err) {
-        int to_agent[2], from_agent[2];
-        if (pipe2(to_agent, O_CLOEXEC) < 0 || pipe2(from_agent, O_CLOEXEC) < 0)
+        int to_agent[2], from_agent[2], agent_err[2];
+        if (pipe2(to_agent, O_CLOEXEC) < 0 || pipe2(from_agent, O_CLOEXEC) < 0 || pipe2(agent_err, O_CLOEXEC) < 0)
                 return glove_error_set(err, errno, "run.pipe", "pipe: %s", strerror(errno));
         struct glove_sandbox_config cfg = {
                 .argv = r->opts->program,
@@ -911,14 +946,30 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .seccomp = &glove_seccomp_prebuilt,
                 .stdin_fd = to_agent[0],
                 .stdout_fd = from_agent[1],
+                .stderr_fd = agent_err[1],
         };
-        int rr = glove_sandbox_spawn(&cfg, &r->sb, err);
+        struct glove_limits limits;
+        glove_limits_resolve(r->opts, &limits);
+        int rr = glove_watch_setup(&r->watch, &limits, &cfg, err);
+        if (rr >= 0)
+                rr = glove_sandbox_spawn(&cfg, &r->sb, err);
         close(to_agent[0]);
         close(from_agent[1]);
+        close(agent_err[1]);
         r->agent_in = to_agent[1];
         r->agent_out = from_agent[0];
+        r->agent_err = agent_err[0];
         if (rr < 0)
                 return rr;
+        glove_watch_attach(&r->watch, &r->sb, err);
+        if (fcntl(r->agent_err, F_SETFL, O_NONBLOCK) < 0)
+                return glove_error_set(err, errno, "run.pipe", "fcntl: %s", strerror(errno));
+        rr = sd_event_add_io(r->event, &r->agent_err_src, r->agent_err, EPOLLIN, on_agent_stderr, r);
+        if (rr >= 0)
+                rr = sd_event_add_time_relative(r->event, &r->limits_timer, CLOCK_MONOTONIC, GLOVE_LIMITS_POLL_MS * 1000, 1000,
+                                                on_limits_timer, r);
+        if (rr < 0)
+                return glove_error_set(err, -rr, "run.event_loop", "event loop: %s", strerror(-rr));
         if (fcntl(r->agent_in, F_SETFL, O_NONBLOCK) < 0 || fcntl(r->agent_out, F_SETFL, O_NONBLOCK) < 0)
                 return glove_error_set(err, errno, "run.pipe", "fcntl: %s", strerror(errno));
         rr = sd_event_add_io(r->event, &r->agent_out_src, r->agent_out, EPOLLIN, on_agent_readable, r);
@@ -973,6 +1024,10 @@ static void run_free(struct run *r) {
         r->sandbox_src = sd_event_source_disable_unref(r->sandbox_src);
         r->startup_timer = sd_event_source_disable_unref(r->startup_timer);
         r->grace_timer = sd_event_source_disable_unref(r->grace_timer);
+        r->agent_err_src = sd_event_source_disable_unref(r->agent_err_src);
+        r->limits_timer = sd_event_source_disable_unref(r->limits_timer);
+        glove_closep(&r->agent_err);
+        glove_watch_free(&r->watch);
         glove_closep(&r->agent_in);
         glove_closep(&r->agent_out);
         glove_mcp_reader_free(&r->agent_reader);
@@ -999,7 +1054,7 @@ int glove_run_main(int argc, char **argv) {
         r.opts = &opts;
         r.launch = &launch;
         r.status = -1;
-        r.agent_in = r.agent_out = -1;
+        r.agent_in = r.agent_out = r.agent_err = -1;
         r.sb.pid = r.sb.pidfd = r.sb.report_fd = r.sb.release_fd = -1;
         glove_kernel_calls_init(&r.calls);
         glove_mcp_reader_init(&r.agent_reader, opts.max_frame);
@@ -1047,17 +1102,31 @@ int glove_run_main(int argc, char **argv) {
         }
         struct glove_sandbox_outcome outcome;
         glove_sandbox_collect(&r.sb, &r.sandbox_si, &outcome);
-        glove_sandbox_destroy(&r.sb);
-        uint64_t wall_ms = r.released ? (glove_time_monotonic_us() - r.start_us) / 1000 : 0;
-        if (r.status >= 0) {
-                status = glove_launch_fail(&r.err);
-        } else {
-                status = glove_launch_outcome_status(&outcome, opts.program[0]);
+        /* What the agent wrote to stderr before it ended. */
+        for (int i = 0; r.agent_err >= 0 && r.agent_err_src && i < 1024; i++) {
+                int enabled = 0;
+                on_agent_stderr(r.agent_err_src, r.agent_err, 0, &r);
+                if (sd_event_source_get_enabled(r.agent_err_src, &enabled) < 0 || !enabled)
+                        break;
         }
+        glove_sandbox_destroy(&r.sb);
+        struct glove_run_status st;
+        if (r.status >= 0) {
+                glove_watch_finish(&r.watch, &outcome, opts.program[0], &st);
+                status = st.exit_code = glove_launch_fail(&r.err);
+        } else {
+                glove_watch_finish(&r.watch, &outcome, opts.program[0], &st);
+                status = st.exit_code;
+        }
+        if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)
+                status = glove_launch_fail(&err);
         if (launch.audit.fd >= 0 && !(r.err.code && strncmp(r.err.code, "audit.", 6) == 0)) {
-                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, wall_ms);
-                if (!exitrec || glove_audit_append(&launch.audit, "exit", exitrec, &err) < 0) {
-                        if (!exitrec)
+                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, st.wall_time_ms);
+                _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
+                if (exitrec && stjson)
+                        json_object_update(exitrec, stjson);
+                if (!exitrec || !stjson || glove_audit_append(&launch.audit, "exit", exitrec, &err) < 0) {
+                        if (!exitrec || !stjson)
                                 glove_error_set(&err, ENOMEM, "audit.encode", "cannot build the exit record");
                         status = glove_launch_fail(&err);
                 }

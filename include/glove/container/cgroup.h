@@ -55,7 +55,7 @@
  * Thread safety: a struct glove_cgroup is used by one thread at a time.
  */
 
-#include <limits.h>
+#include <linux/limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -114,12 +114,15 @@ enum glove_cgroup_backend {
         GLOVE_CGROUP_BACKEND_V2 = 2,
 };
 
-/* Which limit a run breached (glove_cgroup_breach()). */
+/* Which limit a run breached. glove_cgroup_breach() reports the first three;
+ * the run's own watchers report wall time and output (src/run/limits.c). */
 enum glove_cgroup_limit {
         GLOVE_CGROUP_LIMIT_NONE = 0,
         GLOVE_CGROUP_LIMIT_MEMORY = 1,
         GLOVE_CGROUP_LIMIT_PIDS = 2,
         GLOVE_CGROUP_LIMIT_CPU_TIME = 3,
+        GLOVE_CGROUP_LIMIT_WALL_TIME = 4,
+        GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT = 5,
 };
 
 /* What the probe found. */

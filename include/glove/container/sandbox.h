@@ -43,8 +43,24 @@ struct glove_sandbox_config {
         char *const *envp;                    /* the agent's complete environment */
         const struct glove_grant_set *grants; /* borrowed for the duration of spawn */
         const struct sock_fprog *seccomp;     /* from glove_seccomp_build(), borrowed */
-        int stdin_fd;                         /* the agent's stdin and stdout: a descriptor to */
-        int stdout_fd;                        /* install as 0 / 1, or -1 to keep Glove's own */
+        int stdin_fd;                         /* the agent's stdin, stdout and stderr: a */
+        int stdout_fd;                        /* descriptor to install as 0 / 1 / 2, or -1 */
+        int stderr_fd;                        /* to keep Glove's own */
+        bool controlling_tty;                 /* stdin is a PTY slave the agent takes as its
+                                               * controlling terminal (new session) */
+        uint64_t disk_bytes;                  /* size of each private writable tmpfs (/tmp, HOME,
+                                               * /dev/shm); 0 for the kernel default */
+        uint64_t cpu_time_ms;                 /* RLIMIT_CPU backstop per process; 0 for none */
+        int cgroup_fd;                        /* cgroup v2 directory to clone into
+                                               * (CLONE_INTO_CGROUP), or -1 */
+        bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released
+                                               * (after Glove attached it to the run cgroup) */
+        /* Called in Glove right after the clone, while the child builds its
+         * perimeter (e.g. to move it into a cgroup v1 hierarchy, which waits
+         * for an RCU grace period): returns 0 or -errno with err set. NULL
+         * for none. */
+        int (*after_clone)(pid_t pid, void *ctx, struct glove_error *err);
+        void *after_clone_ctx;
 };
 
 struct glove_sandbox_idmap {
@@ -72,6 +88,7 @@ enum glove_sandbox_outcome_kind {
 struct glove_sandbox_outcome {
         enum glove_sandbox_outcome_kind kind;
         int value;
+        bool disk_full;              /* a private writable tmpfs was full when the agent ended */
         char detail[512];            /* for EXEC_FAILED and LOST: what happened */
 };
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "glove/base/error.h"
 #include "glove/container/grant.h"
@@ -39,6 +40,12 @@ struct glove_exec_options {
         const char *audit_log;          /* NULL when not given */
         char **program;                 /* PROGRAM [ARG...], NULL-terminated, borrowed */
         bool help;
+
+        /* Resource limits (issue "limits"; docs/limits.md); 0 when not given,
+         * then the defaults apply. */
+        uint64_t cpu_time_ms, memory_bytes, pids, wall_time_ms, disk_bytes, output_bytes;
+        const char *status_json;        /* --status-json FILE, or NULL */
+        bool tty;                       /* --tty: a PTY even when stdin is not a terminal */
 
         /* glove run only; all strings borrowed from argv. */
         const char *upstreams[GLOVE_RUN_UPSTREAMS_MAX];     /* "NAME=CMD[,ARG...]" */
