@@ -10,7 +10,7 @@
 #include "glove/base/cleanup.h"
 
 #define CANONICAL_DUMP_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
-#define KNOWN_DECODE_FLAGS ((unsigned)GLOVE_JSON_OBJECT_ONLY)
+#define KNOWN_DECODE_FLAGS ((unsigned)GLOVE_JSON_OBJECT_ONLY | (unsigned)GLOVE_JSON_ALLOW_NUL_ESCAPE)
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
@@ -298,7 +298,10 @@ int glove_json_decode_strict(const void *data, size_t len, size_t max_bytes,
                                        GLOVE_JSON_MAX_DEPTH, where);
 
         json_error_t je;
-        json_t *v = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+        json_t *v = json_loadb(data, len,
+                               JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
+                                       ((flags & GLOVE_JSON_ALLOW_NUL_ESCAPE) ? JSON_ALLOW_NUL : 0),
+                               &je);
         if (!v)
                 return map_jansson_error(&je, err);
         if ((flags & GLOVE_JSON_OBJECT_ONLY) && !json_is_object(v)) {

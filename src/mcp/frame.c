@@ -92,7 +92,9 @@ int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, stru
                 *id_out = NULL;
         json_t *root = NULL;
         struct glove_error jerr = {0};
-        if (glove_json_decode_strict(line, len, max_frame, 0, &root, &jerr) < 0)
+        /* "\u0000" inside a string is valid JSON: an argument carrying one is
+         * answered by policy (with the request's id), not as a parse error. */
+        if (glove_json_decode_strict(line, len, max_frame, GLOVE_JSON_ALLOW_NUL_ESCAPE, &root, &jerr) < 0)
                 return glove_error_set(err, EBADMSG, "mcp.parse", "%s", jerr.message);
         _cleanup_json_ json_t *owned = root;
         if (json_is_array(root))
@@ -118,13 +120,15 @@ int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, stru
                 return glove_error_set(err, EINVAL, "mcp.invalid", "\"jsonrpc\" must be \"2.0\"");
         if (id && !json_is_string(id) && !json_is_integer(id))
                 return glove_error_set(err, EINVAL, "mcp.invalid", "\"id\" must be a string or an integer");
+        if (id && json_is_string(id) && strlen(json_string_value(id)) != json_string_length(id))
+                return glove_error_set(err, EINVAL, "mcp.invalid", "\"id\" contains NUL");
         json_t *method = json_object_get(root, "method");
         json_t *params = json_object_get(root, "params");
         json_t *result = json_object_get(root, "result");
         json_t *error = json_object_get(root, "error");
         if (method) {
-                if (!json_is_string(method))
-                        return glove_error_set(err, EINVAL, "mcp.invalid", "\"method\" must be a string");
+                if (!json_is_string(method) || strlen(json_string_value(method)) != json_string_length(method))
+                        return glove_error_set(err, EINVAL, "mcp.invalid", "\"method\" must be a string without NUL");
                 if (result || error)
                         return glove_error_set(err, EINVAL, "mcp.invalid", "a request carries no result or error");
                 if (params && !json_is_object(params))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ static void restore_terminal(void) {
 struct pump {
         int from, to;
         struct glove_watch *watch;      /* NULL: not counted (input to the agent) */
+        bool close_to;                  /* close `to` at end of input (the agent sees EOF) */
 };
 
 static struct pump pumps[3];
@@ -46,12 +48,14 @@ static void *pump_main(void *arg) {
                 if (relay > 0 && glove_fd_write_all(p->to, buf, relay) < 0 && !p->watch)
                         break;
         }
+        if (p->close_to)
+                close(p->to);
         return NULL;
 }
 
 void glove_drain_init(struct glove_drain *d) {
         memset(d, 0, sizeof(*d));
-        d->master = d->out_read = d->err_read = -1;
+        d->master = d->out_read = d->err_read = d->in_write = -1;
         d->child_fds[0] = d->child_fds[1] = d->child_fds[2] = -1;
 }
 
@@ -78,6 +82,18 @@ int glove_drain_setup(struct glove_drain *d, bool want_pty, struct glove_watch *
                 d->err_read = errp[0];
                 d->child_fds[1] = out[1];
                 d->child_fds[2] = errp[1];
+                /* A file (or directory, or block device) as stdin would let
+                 * the agent reopen it through /proc/self/fd/0 with more
+                 * access than read; it gets a pipe fed from the file instead.
+                 * Pipes, sockets and character devices are passed as they are. */
+                struct stat st;
+                if (fstat(0, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !S_ISCHR(st.st_mode)) {
+                        int in[2];
+                        if (pipe2(in, O_CLOEXEC) < 0)
+                                return glove_error_set(err, errno, "drain.pipe", "pipe: %s", strerror(errno));
+                        d->child_fds[0] = in[0];
+                        d->in_write = in[1];
+                }
         }
         cfg->stdin_fd = d->child_fds[0];
         cfg->stdout_fd = d->child_fds[1];
@@ -95,7 +111,7 @@ void glove_drain_resize(struct glove_drain *d) {
 
 static int start(struct glove_drain *d, int from, int to, struct glove_watch *w, struct glove_error *err) {
         struct pump *p = &pumps[d->n_threads];
-        *p = (struct pump){from, to, w};
+        *p = (struct pump){from, to, w, false};
         int r = pthread_create(&d->threads[d->n_threads], NULL, pump_main, p);
         if (r != 0)
                 return glove_error_set(err, r, "drain.thread", "pthread_create: %s", strerror(r));
@@ -123,11 +139,22 @@ int glove_drain_start(struct glove_drain *d, struct glove_error *err) {
                         pthread_detach(d->threads[1]); /* input: blocks on Glove's stdin; never joined */
                 return r;
         }
+        glove_closep(&d->child_fds[0]);
         glove_closep(&d->child_fds[1]);
         glove_closep(&d->child_fds[2]);
-        d->child_fds[1] = d->child_fds[2] = -1;
+        d->child_fds[0] = d->child_fds[1] = d->child_fds[2] = -1;
         int r = start(d, d->out_read, 1, d->watch, err);
-        return r ?: start(d, d->err_read, 2, d->watch, err);
+        r = r ?: start(d, d->err_read, 2, d->watch, err);
+        if (r == 0 && d->in_write >= 0) {
+                r = start(d, 0, d->in_write, NULL, err);
+                if (r == 0) {
+                        pumps[d->n_threads - 1].close_to = true;
+                        pthread_detach(d->threads[d->n_threads - 1]); /* input: never joined */
+                        d->n_threads--;
+                        d->in_write = -1; /* the thread owns it now */
+                }
+        }
+        return r;
 }
 
 void glove_drain_stop(struct glove_drain *d) {
@@ -142,6 +169,7 @@ void glove_drain_stop(struct glove_drain *d) {
         glove_closep(&d->master);
         glove_closep(&d->out_read);
         glove_closep(&d->err_read);
+        glove_closep(&d->in_write);
         for (int i = 0; i < 3; i++)
                 if (d->child_fds[i] >= 0 && (i == 0 || d->child_fds[i] != d->child_fds[i - 1]))
                         glove_closep(&d->child_fds[i]);

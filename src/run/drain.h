@@ -26,6 +26,7 @@ struct glove_drain {
         bool pty;
         int master;                     /* PTY master, or -1 */
         int out_read, err_read;         /* pipe read ends (no PTY), or -1 */
+        int in_write;                   /* pipe feeding a file given as stdin, or -1 */
         int child_fds[3];               /* what the agent gets as 0, 1, 2 (-1: Glove's own) */
         pthread_t threads[3];
         int n_threads;

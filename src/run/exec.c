@@ -129,7 +129,7 @@ int glove_exec_main(int argc, char **argv) {
         glove_sandbox_collect(&sb, &reaped, &outcome);
         glove_drain_stop(&drain);
         struct glove_run_status st;
-        glove_watch_finish(&watch, &outcome, opts.program[0], &st);
+        glove_watch_finish(&watch, &outcome, opts.program[0], true, &st);
         glove_sandbox_destroy(&sb);
         status = st.exit_code;
         if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)

@@ -119,7 +119,7 @@ int glove_watch_poll(struct glove_watch *w) {
         return next;
 }
 
-void glove_watch_finish(struct glove_watch *w, const struct glove_sandbox_outcome *o, const char *program,
+void glove_watch_finish(struct glove_watch *w, const struct glove_sandbox_outcome *o, const char *program, bool report,
                         struct glove_run_status *st) {
         memset(st, 0, sizeof(*st));
         st->signal = -1;
@@ -164,11 +164,15 @@ void glove_watch_finish(struct glove_watch *w, const struct glove_sandbox_outcom
         if (breach != GLOVE_CGROUP_LIMIT_NONE) {
                 st->limit = glove_cgroup_limit_name((enum glove_cgroup_limit)breach);
                 st->exit_code = 137;
-                fprintf(stderr, "glove: limits.%s: %s exceeded its %s limit; the whole sandbox was killed\n", st->limit, program,
+                if (report)
+                        fprintf(stderr, "glove: limits.%s: %s exceeded its %s limit; the whole sandbox was killed\n", st->limit, program,
                         st->limit);
                 return;
         }
-        st->exit_code = glove_launch_outcome_status(o, program);
+        if (report)
+                st->exit_code = glove_launch_outcome_status(o, program);
+        else
+                st->exit_code = GLOVE_EXIT_FAILURE;
 }
 
 json_t *glove_run_status_json(const struct glove_run_status *st) {

@@ -254,6 +254,11 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         json_t *jname = params ? json_object_get(params, "name") : NULL;
         json_t *args = params ? json_object_get(params, "arguments") : NULL;
         const char *name = json_is_string(jname) ? json_string_value(jname) : NULL;
+        if (name && strlen(name) != json_string_length(jname)) {
+                refuse_call(r, id, "(contains NUL)", GLOVE_RPC_INVALID_PARAMS, "the tool name contains NUL", "invalid_params",
+                            "params.name", args);
+                return;
+        }
         if (!name || strlen(name) >= GLOVE_KERNEL_TOOL_MAX) {
                 refuse_call(r, id, name ? "(too long)" : "(none)", GLOVE_RPC_INVALID_PARAMS,
                             "tools/call needs params.name, a tool name string", "invalid_params", "params.name", args);
@@ -439,6 +444,8 @@ static int on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void 
                                 json_decref(rid);
                         continue;
                 }
+                if (rid)
+                        json_decref(rid);
                 handle_agent_message(r, &m);
                 glove_mcp_message_free(&m);
                 if (r->stopping)
@@ -1111,13 +1118,12 @@ int glove_run_main(int argc, char **argv) {
         }
         glove_sandbox_destroy(&r.sb);
         struct glove_run_status st;
-        if (r.status >= 0) {
-                glove_watch_finish(&r.watch, &outcome, opts.program[0], &st);
+        /* When Glove itself failed, its own reason is the one line printed. */
+        glove_watch_finish(&r.watch, &outcome, opts.program[0], r.status < 0, &st);
+        if (r.status >= 0)
                 status = st.exit_code = glove_launch_fail(&r.err);
-        } else {
-                glove_watch_finish(&r.watch, &outcome, opts.program[0], &st);
+        else
                 status = st.exit_code;
-        }
         if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)
                 status = glove_launch_fail(&err);
         if (launch.audit.fd >= 0 && !(r.err.code && strncmp(r.err.code, "audit.", 6) == 0)) {

@@ -78,10 +78,10 @@ struct glove_run_status {
 
 /*
  * After PID 1 is reaped: the final reading, Glove's exit status (137 on a
- * breach, with the one-line reason on stderr; else the outcome's status), and
- * the status object. Removes the cgroup.
+ * breach, with the one-line reason on stderr when report is true; else the
+ * outcome's status), and the status object. Removes the cgroup.
  */
-void glove_watch_finish(struct glove_watch *w, const struct glove_sandbox_outcome *o, const char *program,
+void glove_watch_finish(struct glove_watch *w, const struct glove_sandbox_outcome *o, const char *program, bool report,
                         struct glove_run_status *st);
 
 /* {"exit_code","signal","limit","cpu_time_ms","peak_memory_bytes",

@@ -74,7 +74,6 @@ EOF
         echo "earlier secret record" >"$f"
         run --separate-stderr bash -c '"$1" exec -- "$2" -c "
 import os, sys
-print(\"appended\", flush=True)
 try:
     fd = os.open(\"/proc/self/fd/1\", os.O_RDONLY)
     sys.stderr.write(os.read(fd, 4096).decode())
@@ -84,6 +83,7 @@ try:
     os.close(os.open(\"/proc/self/fd/1\", os.O_WRONLY | os.O_TRUNC))
 except OSError as e:
     sys.stderr.write(\"reopen for truncating: %s\\n\" % e.strerror)
+print(\"appended\", flush=True)
 " >>"$3"' _ "$GLOVE" "$PY" "$f"
         expect_status 0
         [[ "${stderr-}" != *"earlier secret record"* ]] || fail "the agent read earlier content of its append-only stdout file"

@@ -41,7 +41,7 @@ marker() { echo "3000.$$$RANDOM$BATS_TEST_NUMBER"; }
         expect_output "$(printf '2\nPPid:\t0\nPPid:\t1')"
 }
 
-@test "processes: the agent runs in its own session without a controlling terminal" {
+@test "processes: on a terminal the agent gets its own PTY and session, never the invoker's terminal" {
         command -v script >/dev/null || skip "script(1) from bsdutils is not installed"
         # Positive control: under script(1), a process on the host has /dev/tty.
         run script -qec "/bin/sh -c ': </dev/tty && echo host-has-tty'" /dev/null </dev/null
@@ -54,10 +54,17 @@ marker() { echo "3000.$$$RANDOM$BATS_TEST_NUMBER"; }
         mapfile -t lines <<<"$output"
         expect_status 0
         expect_line "isatty0 yes"
-        expect_line "open-dev-tty ENXIO"
+        # Its controlling terminal is the PTY Glove created (whose master
+        # Glove keeps), so /dev/tty opens; injection into it is still refused.
+        expect_line "open-dev-tty ok"
+        expect_line "TIOCSTI EPERM"
         # getsid() is 0 when the session leader lives outside the PID
         # namespace: a visible session id means a new session inside.
         expect_line "sid-visible yes"
+        # Without a terminal (and without --tty) there is none at all.
+        run --separate-stderr timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" exec "${PROBE[@]}" tty </dev/null
+        expect_status 0
+        expect_line "open-dev-tty ENXIO"
 }
 
 # forward SIG: glove forwards SIG to the agent, whose trap runs and exits 7.

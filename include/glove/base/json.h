@@ -68,6 +68,10 @@ enum {
          * Without this flag every JSON value is accepted at top level
          * (RFC 8259 section 2). */
         GLOVE_JSON_OBJECT_ONLY = 1u << 0,
+        /* Accept the escape "\u0000" inside strings (valid JSON, RFC 8259
+         * section 7); raw NUL bytes stay refused. Callers must then use
+         * json_string_length(), never strlen(), on decoded strings. */
+        GLOVE_JSON_ALLOW_NUL_ESCAPE = 1u << 1,
 };
 
 /*
