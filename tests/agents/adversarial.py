@@ -2,13 +2,15 @@
 """An MCP client that misbehaves on purpose: the agent side of `glove run`,
 sending what real clients never send, and checking Glove's answers.
 
-  adversarial.py [--out FILE] CASE...
+  adversarial.py [--out FILE] [--protocol V --expect-protocol W] CASE...
 
 Initializes first (initialize, notifications/initialized), then runs each
 CASE in order. After each case it sends a ping and expects the ping's answer
 to be the next message: so a case that must get no answer is checked too.
 One JSON line per case (to FILE with --out, else stderr); exit 0 when every
-case behaved as expected, 1 otherwise.
+case behaved as expected, 1 otherwise. --protocol V asks initialize for
+protocol version V (default 2025-06-18), --expect-protocol W checks Glove's
+answer.
 
 Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
   malformed       a line that is not JSON          -> -32700, id null
@@ -25,6 +27,13 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
   prompts         prompts/list                    -> -32601
   notification    an unknown notification         -> no answer
   exact N         a ping whose line is exactly N bytes -> answered
+  id-types        tools/call py.sleep with id 1 and with id "1" at once: two
+                  different ids, both answered
+  cancel-unknown  notifications/cancelled for ids not in flight -> no answer
+  bad-params      tools/call without params.name, with a non-string name, and
+                  with non-object arguments -> -32602, reason invalid_params
+  inflight-bound N  N tools/call py.hang at once: all but the first 1024 are
+                  refused (-32600, "in-flight bound"), the first 1024 are not
   oversized N     one line of N bytes; Glove must close the channel (this
                   case never returns: the agent is stopped)
 """
@@ -36,9 +45,18 @@ import time
 
 args = sys.argv[1:]
 out = sys.stderr
-if args[:1] == ["--out"]:
-    out = open(args[1], "a")
+protocol, expect_protocol = "2025-06-18", None
+while args and args[0].startswith("--"):
+    opt, val = args[0], args[1]
     args = args[2:]
+    if opt == "--out":
+        out = open(val, "a")
+    elif opt == "--protocol":
+        protocol = val
+    elif opt == "--expect-protocol":
+        expect_protocol = val
+    else:
+        sys.exit("adversarial: unknown option %s" % opt)
 
 buf = b""
 failures = 0
@@ -193,6 +211,69 @@ def c_exact(n):
     return check
 
 
+def c_id_types():
+    send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "py.sleep", "arguments": {"ms": 300}}})
+    send({"jsonrpc": "2.0", "id": "1", "method": "tools/call", "params": {"name": "py.sleep", "arguments": {"ms": 100}}})
+    got = [recv(), recv()]
+    ok = [m for m in got if isinstance(m, dict) and "result" in m]
+    if [m.get("id") for m in ok] != ["1", 1]:
+        return 'expected the answers to "1" then 1 (ids of different types are different ids)', got
+    texts = ["".join(c.get("text", "") for c in m["result"]["content"]) for m in ok]
+    if texts != ["slept 100", "slept 300"]:
+        return "the answers were mixed up", got
+    rest = sync()
+    return (None if not rest else "unexpected messages"), got + rest
+
+
+def c_bad_params():
+    got = []
+    for rid, params in (("p1", {}), ("p2", {"name": 7}), ("p3", {"name": "py.echo", "arguments": ["x"]})):
+        send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+        m = recv()
+        got.append(m)
+        if not is_error(m, -32602, rid) or (m["error"].get("data") or {}).get("reason") != "invalid_params":
+            return "tools/call %s: expected -32602 with reason invalid_params" % json.dumps(params), got
+    rest = sync()
+    return (None if not rest else "unexpected messages"), got + rest
+
+
+def c_cancel_unknown():
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 424242, "reason": "x"}})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "nope"}})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}})
+    got = sync()
+    return (None if not got else "a cancellation was answered"), got
+
+
+def c_inflight_bound(n):
+    def check():
+        bound = 1024
+        data = b"".join((json.dumps({"jsonrpc": "2.0", "id": "h%d" % i, "method": "tools/call",
+                                     "params": {"name": "py.hang", "arguments": {}}}) + "\n").encode()
+                        for i in range(n))
+        write(data)
+        refused = []
+        while len(refused) < n - bound:
+            m = recv()
+            if m is None:
+                break
+            refused.append(m)
+        bad = [m for m in refused if not (isinstance(m, dict) and isinstance(m.get("error"), dict)
+                                          and m["error"].get("code") == -32600
+                                          and (m["error"].get("data") or {}).get("rule") == "in-flight bound")]
+        ids = sorted(int(m["id"][1:]) for m in refused if not bad and isinstance(m.get("id"), str))
+        rest = sync()
+        summary = {"refused": len(refused), "first_refused": ids[:1], "other": rest[:3]}
+        if bad:
+            return "unexpected answers to the flood", [summary] + bad[:3]
+        if len(refused) != n - bound or ids != list(range(bound, n)):
+            return "expected exactly the calls after the first %d refused" % bound, [summary]
+        if rest:
+            return "unexpected messages after the refusals", [summary]
+        return None, [summary]
+    return check
+
+
 def c_oversized(n):
     def check():
         emit({"case": "oversized", "sending": n})
@@ -207,24 +288,31 @@ def c_oversized(n):
 
 
 send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "adversarial", "version": "1"}}})
+      "params": {"protocolVersion": protocol, "capabilities": {}, "clientInfo": {"name": "adversarial", "version": "1"}}})
 init = recv()
 if not (isinstance(init, dict) and init.get("id") == 0 and "result" in init):
     emit({"case": "initialize", "pass": False, "got": [init]})
     sys.exit(1)
+if expect_protocol is not None:
+    answered = init["result"].get("protocolVersion")
+    emit({"case": "initialize", "pass": answered == expect_protocol, "asked": protocol, "answered": answered})
+    if answered != expect_protocol:
+        failures += 1
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 cases = {
     "malformed": c_malformed, "utf8": c_utf8, "batch": c_batch, "dupkey": c_dupkey, "invalid": c_invalid,
     "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
     "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
+    "id-types": c_id_types, "cancel-unknown": c_cancel_unknown, "bad-params": c_bad_params,
 }
 i = 0
 while i < len(args):
     name = args[i]
     i += 1
-    if name in ("oversized", "exact"):
-        case(name, (c_oversized if name == "oversized" else c_exact)(int(args[i])))
+    if name in ("oversized", "exact", "inflight-bound"):
+        make = {"oversized": c_oversized, "exact": c_exact, "inflight-bound": c_inflight_bound}[name]
+        case(name, make(int(args[i])))
         i += 1
     elif name in cases:
         case(name, cases[name])

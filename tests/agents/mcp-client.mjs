@@ -13,16 +13,17 @@
 //
 // Steps:
 //   {"op":"list", "expect":[NAMES], "includes":[NAMES], "excludes":[NAMES],
-//    "described":true}
+//    "described":true, "count":N, "pages":P}
 //       tools/list, every page; expect is the exact set of names; described:
-//       every tool carries a description and an object inputSchema.
+//       every tool carries a description and an object inputSchema; count
+//       and pages: how many tools, in how many pages.
 //   {"op":"call", "tool":NAME, "args":{...}, "expect":E, ...}
 //       tools/call. E is "ok" (a result without isError), "tool_error" (a
 //       result with isError), "rpc_error" (any JSON-RPC error), a
 //       data.reason such as "policy_denied", or "cancelled" (with
 //       cancel_after_ms). Optional: "code" (JSON-RPC error code), "rule"
 //       (exact data.rule), "text" (substring of the text content or error
-//       message), "progress" (N: ask for progress and expect N
+//       message), "text_excludes" (a substring that must not be there), "progress" (N: ask for progress and expect N
 //       notifications, relayed with our token), "cancel_after_ms" (abort the
 //       call after that long: the SDK sends notifications/cancelled),
 //       A call that gets no answer within timeout_ms has the outcome
@@ -36,6 +37,10 @@
 //       runs the steps concurrently; order is the expected completion order
 //       of the labels it names (an inner array: a group in any order).
 //   {"op":"ping"}                 ping, expecting {}
+//   {"op":"wire_check"}
+//       everything received so far: no response to an id we never sent, at
+//       most one response per id, no request from the server (Glove sends
+//       the agent none).
 //   {"op":"sleep", "ms":N}
 //   {"op":"wait_list_changed", "timeout_ms":N}
 //       waits for notifications/tools/list_changed.
@@ -198,6 +203,9 @@ async function stepList(s, rec) {
     const bare = all.filter((t) => !t.description || t.inputSchema?.type !== 'object').map((t) => t.name);
     if (bare.length) return `tools without a description or an object inputSchema: ${JSON.stringify(bare)}`;
   }
+  if (s.count !== undefined && names.length !== s.count) return `${names.length} tools, expected ${s.count}`;
+  if (s.pages !== undefined && pages !== s.pages) return `${pages} pages, expected ${s.pages}`;
+  if (new Set(names).size !== names.length) return 'a tool is listed twice';
   if (s.expect && !sameSet(names, s.expect)) return `tools are ${JSON.stringify(names)}, expected ${JSON.stringify(s.expect)}`;
   for (const n of s.includes ?? []) if (!names.includes(n)) return `tool ${n} is not listed`;
   for (const n of s.excludes ?? []) if (names.includes(n)) return `tool ${n} is listed`;
@@ -303,6 +311,10 @@ async function stepCall(s, rec) {
     const hay = result ? rec.text : rec.message;
     if (!hay.includes(s.text)) return `${JSON.stringify(hay)} does not contain ${JSON.stringify(s.text)}`;
   }
+  if (s.text_excludes !== undefined) {
+    const hay = result ? rec.text : rec.message;
+    if (hay.includes(s.text_excludes)) return `${JSON.stringify(hay)} contains ${JSON.stringify(s.text_excludes)}`;
+  }
   return null;
 }
 
@@ -361,6 +373,23 @@ async function runStep(s, index) {
       case 'ping': {
         const r = await client.ping();
         why = r && Object.keys(r).length === 0 ? null : `ping answered ${JSON.stringify(r)}`;
+        break;
+      }
+      case 'wire_check': {
+        const asked = new Set(transport.sent.filter((x) => x.msg.method !== undefined && x.msg.id !== undefined)
+          .map((x) => JSON.stringify(x.msg.id)));
+        const seen = new Map();
+        const problems = [];
+        for (const { msg } of transport.received) {
+          if (msg.method !== undefined && msg.id !== undefined) problems.push(`a request from the server: ${msg.method}`);
+          if (msg.method !== undefined) continue;
+          const id = JSON.stringify(msg.id);
+          if (!asked.has(id)) problems.push(`a response to id ${id}, never sent`);
+          seen.set(id, (seen.get(id) ?? 0) + 1);
+          if (seen.get(id) === 2) problems.push(`more than one response to id ${id}`);
+        }
+        rec.received = transport.received.length;
+        why = problems.length ? problems.join('; ') : null;
         break;
       }
       case 'sleep':

@@ -3,13 +3,15 @@
 as an upstream. It logs every line it receives, so a test can prove from the
 upstream's side what reached it.
 
-  mcp-upstream.py [--log FILE] [--init MODE] [MARKER...]
+  mcp-upstream.py [--log FILE] [--init MODE] [--tools N] [--page K] [MARKER...]
 
 --log FILE   append every line received to FILE, as "> LINE" (the format
              of mcp-tap.py)
 --init MODE  how to answer initialize: ok (default), error (a JSON-RPC
              error), bad-version (protocolVersion 1999-01-01), silent (never),
              exit (exit 3 at once)
+--tools N    also list N more tools, pad0 .. padN-1 (answering "pad")
+--page K     answer tools/list in pages of K tools (nextCursor)
 MARKER       ignored; lets a test find this process by its command line
 
 Tools:
@@ -20,6 +22,15 @@ Tools:
   grow {}             adds the tool "extra" and sends
                       notifications/tools/list_changed, then answers "grown"
   extra {}            (after grow) answers "extra"
+  hang {}             never answers
+  late {ms}           answers "late MS" after MS milliseconds even when
+                      cancelled
+  env {}              answers its environment as a JSON object
+  ask {method}        sends the request METHOD to its client (Glove), waits
+                      for the answer and returns it as JSON text
+  stray {}            first sends a response with an id nobody asked for and
+                      a line that is not JSON, then answers "stray"
+  flood {bytes}       answers with one line of about BYTES bytes
 """
 import json
 import os
@@ -28,6 +39,8 @@ import threading
 
 log_path = None
 init_mode = "ok"
+extra_tools = 0
+page_size = 0
 args = sys.argv[1:]
 while args and args[0].startswith("--"):
     opt = args.pop(0)
@@ -35,6 +48,10 @@ while args and args[0].startswith("--"):
         log_path = args.pop(0)
     elif opt == "--init":
         init_mode = args.pop(0)
+    elif opt == "--tools":
+        extra_tools = int(args.pop(0))
+    elif opt == "--page":
+        page_size = int(args.pop(0))
     else:
         sys.exit("mcp-upstream: unknown option %s" % opt)
 
@@ -77,9 +94,35 @@ def tools():
         {"name": "crash", "description": "Exits without answering", "inputSchema": obj},
         {"name": "grow", "description": "Adds the tool extra", "inputSchema": obj},
     ]
+    t += [
+        {"name": "hang", "description": "Never answers", "inputSchema": obj},
+        {"name": "late", "description": "Answers even when cancelled", "inputSchema": obj},
+        {"name": "env", "description": "Its environment", "inputSchema": obj},
+        {"name": "ask", "description": "Asks its client", "inputSchema": obj},
+        {"name": "stray", "description": "Sends junk first", "inputSchema": obj},
+        {"name": "flood", "description": "Answers with a long line", "inputSchema": obj},
+    ]
     if grown:
         t.append({"name": "extra", "description": "Exists after grow", "inputSchema": obj})
+    t += [{"name": "pad%d" % i, "description": "Padding", "inputSchema": obj} for i in range(extra_tools)]
     return t
+
+
+pending_asks = {}
+
+
+def asker(rid, method):
+    ev = threading.Event()
+    qid = "ask-%s" % rid
+    pending_asks[qid] = [ev, None]
+    send({"jsonrpc": "2.0", "id": qid, "method": method, "params": {}})
+    ev.wait(10)
+    text(rid, json.dumps(pending_asks.pop(qid)[1]))
+
+
+def later(rid, ms):
+    threading.Event().wait(ms / 1000.0)
+    text(rid, "late %d" % ms)
 
 
 def sleeper(rid, ms):
@@ -104,6 +147,24 @@ def call(rid, params):
         text(rid, "grown")
     elif name == "extra" and grown:
         text(rid, "extra")
+    elif name == "hang":
+        pass
+    elif name == "late":
+        threading.Thread(target=later, args=(rid, int(a.get("ms", 0))), daemon=True).start()
+    elif name == "env":
+        text(rid, json.dumps(dict(os.environ)))
+    elif name == "ask":
+        threading.Thread(target=asker, args=(rid, str(a.get("method", "ping"))), daemon=True).start()
+    elif name == "stray":
+        send({"jsonrpc": "2.0", "id": 987654, "result": {}})
+        with out_lock:
+            sys.stdout.buffer.write(b"this is not JSON\n")
+            sys.stdout.buffer.flush()
+        text(rid, "stray")
+    elif name == "flood":
+        text(rid, "x" * int(a.get("bytes", 0)))
+    elif isinstance(name, str) and name.startswith("pad"):
+        text(rid, "pad")
     else:
         error(rid, -32602, "unknown tool %s" % name)
 
@@ -129,12 +190,23 @@ for raw in sys.stdin.buffer:
         result(rid, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": True}},
                      "serverInfo": {"name": "mcp-upstream", "version": "1.0.0"}})
     elif method == "tools/list":
-        result(rid, {"tools": tools()})
+        every = tools()
+        if page_size:
+            start = int(params.get("cursor") or 0)
+            page = {"tools": every[start:start + page_size]}
+            if start + page_size < len(every):
+                page["nextCursor"] = str(start + page_size)
+            result(rid, page)
+        else:
+            result(rid, {"tools": every})
     elif method == "tools/call":
         call(rid, params)
     elif method == "ping":
         result(rid, {})
     elif method == "notifications/cancelled":
         cancelled.add(params.get("requestId"))
+    elif method is None and rid in pending_asks:
+        pending_asks[rid][1] = msg
+        pending_asks[rid][0].set()
     elif method is not None and rid is not None:
         error(rid, -32601, "method not found")

@@ -110,11 +110,11 @@ EOF
 
 @test "run: notifications/tools/list_changed from an upstream reaches the agent and the new tool becomes callable" {
         local scenario='[
- {"op":"list","expect":["py.echo","py.sleep","py.crash","py.grow"]},
+ {"op":"list","includes":["py.echo","py.grow"],"excludes":["py.extra"]},
  {"op":"call","tool":"py.extra","expect":"unknown_tool"},
  {"op":"call","tool":"py.grow","expect":"ok","text":"grown"},
  {"op":"wait_list_changed","timeout_ms":5000},
- {"op":"list","expect":["py.echo","py.sleep","py.crash","py.grow","py.extra"]},
+ {"op":"list","includes":["py.echo","py.grow","py.extra"]},
  {"op":"call","tool":"py.extra","expect":"ok","text":"extra"}
 ]'
         gr --upstream "py=$PY,$UPY" --allow 'py.*' "${CLIENT[@]}" "$scenario"
@@ -123,8 +123,8 @@ EOF
 
 @test "run: a NUL inside a path argument is refused with an answer to that request, and never forwarded" {
         # JSON allows "\u0000" in strings; docs/policy.md has path_within
-        # refuse a NUL. The request must get an error carrying its own id:
-        # an id-less -32700 leaves a real client waiting until its timeout.
+        # refuse a NUL: policy_denied, carrying the request's own id (an
+        # id-less -32700 would leave a real client waiting until its timeout).
         local d=$BATS_TEST_TMPDIR log
         log=$d/py.log
         cat >"$d/policy.json" <<EOF
@@ -135,7 +135,7 @@ EOF
         scenario=$(cat <<EOF
 [
  {"op":"call","tool":"py.echo","args":{"text":"$d/ok"},"expect":"ok","text":"$d/ok"},
- {"op":"call","tool":"py.echo","args":{"text":"$d/x\u0000/../../etc/passwd"},"expect":"rpc_error","timeout_ms":3000},
+ {"op":"call","tool":"py.echo","args":{"text":"$d/x\u0000/../../etc/passwd"},"expect":"policy_denied","timeout_ms":3000},
  {"op":"ping"}
 ]
 EOF
@@ -143,4 +143,34 @@ EOF
         gr --upstream "py=$PY,$UPY,--log,$log" --policy "$d/policy.json" "${CLIENT[@]}" "$scenario"
         expect_client_pass
         upstream_never_saw "$log" '.method == "tools/call" and (.params.arguments.text | contains("passwd"))'
+}
+
+@test "run: tools/list follows an upstream's pages and pages a long list to the agent, hiding denied tools" {
+        # mcp-upstream.py --tools 250 --page 40: 260 tools in pages of 40.
+        local scenario='[
+ {"op":"list","count":259,"pages":3,"includes":["py.echo","py.pad0","py.pad249"],"excludes":["py.pad7"]},
+ {"op":"call","tool":"py.pad249","expect":"ok","text":"pad"},
+ {"op":"call","tool":"py.pad7","expect":"policy_denied","rule":"deny py.pad7"}
+]'
+        gr --upstream "py=$PY,$UPY,--tools,250,--page,40" --allow 'py.*' --deny py.pad7 --audit-log "$AUDIT" \
+                "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        audit_has '.event == "upstream_ready" and .name == "py" and .tools == 260'
+}
+
+@test "run: upstreams get PATH, HOME, LANG and only the --upstream-env variables named for them" {
+        export GLOVE_TEST_SHARED=for-a-only GLOVE_TEST_SECRET=never-copied
+        local scenario='[
+ {"op":"call","label":"a","tool":"a.env","expect":"ok","text":"for-a-only","text_excludes":"never-copied"},
+ {"op":"call","label":"b","tool":"b.env","expect":"ok","text_excludes":"GLOVE_TEST"}
+]'
+        gr --upstream "a=$PY,$UPY" --upstream "b=$PY,$UPY" --upstream-env a:GLOVE_TEST_SHARED --allow a.env --allow b.env \
+                "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        # Python adds LC_CTYPE itself under a C locale; leave it out.
+        local keys
+        keys=$(record "$CLIENT_OUT" a .text | jq -r 'fromjson | keys - ["LC_CTYPE"] | join(" ")')
+        [ "$keys" = "GLOVE_TEST_SHARED HOME LANG PATH" ] || fail "upstream a's environment has: $keys"
+        keys=$(record "$CLIENT_OUT" b .text | jq -r 'fromjson | keys - ["LC_CTYPE"] | join(" ")')
+        [ "$keys" = "HOME LANG PATH" ] || fail "upstream b's environment has: $keys"
 }

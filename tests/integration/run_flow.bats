@@ -112,3 +112,42 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
         # The fast call finished well before the slow one ended, not at its end.
         jq -e -n "$slow - $fast > 700" >/dev/null || { show_records "$CLIENT_OUT"; fail "fast done at $fast ms, slow at $slow ms"; }
 }
+
+@test "run: an upstream's late answers, stray responses, invalid lines and requests never reach the agent" {
+        local scenario='[
+ {"op":"call","tool":"py.late","args":{"ms":1200},"expect":"upstream_timeout"},
+ {"op":"sleep","ms":900},
+ {"op":"call","tool":"py.echo","args":{"text":"after the late answer"},"expect":"ok","text":"after the late answer"},
+ {"op":"call","label":"roots","tool":"py.ask","args":{"method":"roots/list"},"expect":"ok","text":"-32601"},
+ {"op":"call","label":"sampling","tool":"py.ask","args":{"method":"sampling/createMessage"},"expect":"ok","text":"-32601"},
+ {"op":"call","label":"ping","tool":"py.ask","args":{"method":"ping"},"expect":"ok","text":"\"result\": {}"},
+ {"op":"call","tool":"py.stray","expect":"ok","text":"stray"},
+ {"op":"ping"},
+ {"op":"wire_check"}
+]'
+        gr --call-timeout 700 --upstream "py=$PY,$UPY" --allow 'py.*' --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        audit_has '.event == "call_result" and .tool == "py.late" and .upstream_status == "timeout"'
+        audit_has '.event == "response_dropped" and .from == "py" and .id == 987654' "the stray response was not audited as dropped"
+        [ "$(jq -s '[.[] | select(.event == "response_dropped" and .from == "py")] | length' "$AUDIT")" -eq 2 ] ||
+                { show_records "$AUDIT"; fail "expected two dropped upstream responses: the late answer and the stray one"; }
+        audit_has '.event == "upstream_invalid_message" and .from == "py"'
+}
+
+@test "run: an upstream line over --max-frame stops that upstream; its tools answer upstream_unavailable, the others go on" {
+        local m
+        m=$(mcp_marker)
+        local scenario='[
+ {"op":"call","tool":"py.flood","args":{"bytes":70000},"expect":"upstream_unavailable"},
+ {"op":"call","tool":"py.echo","args":{"text":"x"},"expect":"upstream_unavailable"},
+ {"op":"call","tool":"other.echo","args":{"text":"still fine"},"expect":"ok","text":"still fine"},
+ {"op":"call","tool":"other.flood","args":{"bytes":60000},"expect":"ok"}
+]'
+        gr --max-frame 65536 --upstream "py=$PY,$UPY,$m" --upstream "other=$PY,$UPY,$m" --allow 'py.*' --allow 'other.*' \
+                --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        audit_has '.event == "frame_oversized" and .from == "py" and .max_frame == 65536'
+        audit_has '.event == "upstream_failed" and .name == "py"'
+        audit_lacks '.event == "upstream_failed" and .name == "other"'
+        no_leftovers "$m"
+}

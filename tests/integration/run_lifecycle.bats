@@ -27,7 +27,7 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         id=$(record "$CLIENT_OUT" 1 .request_id)
         sha=$(sha256_canonical "$args")
         audit_has '.event == "upstream_start" and .name == "py" and .path == "'"$PY"'" and (.pid | type == "number")'
-        audit_has '.event == "upstream_ready" and .name == "py" and .protocol_version == "2025-11-25" and .tools == 4'
+        audit_has '.event == "upstream_ready" and .name == "py" and .protocol_version == "2025-11-25" and .tools == 10'
         audit_has '.event == "launch" and .upstreams == [{"name": "py", "path": "'"$PY"'", "argv": ["'"$PY"'", "'"$UPY"'"]}]'
         audit_has '.event == "call" and .id == '"$id"' and .tool == "py.echo" and .decision == "allow" and .rule == "allow py.*"
                 and .arguments_sha256 == "'"$sha"'" and .arguments == '"$args"
@@ -56,8 +56,8 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         printf '#!/bin/sh\n' >"$d/not-executable"
         local agent=(--write "$d/w" -- /bin/sh -c "touch $d/w/ran")
         check() { # WHAT-TO-FIND-ON-STDERR
-                expect_glove_error 125
-                [[ "$stderr" == *"$1"* ]] || fail "stderr does not name $1"
+                expect_run_error 125
+                [[ "$RUN_ERROR" == *"$1"* ]] || fail "the error does not name $1"
                 [ ! -e "$d/w/ran" ] || fail "the agent ran although an upstream failed"
         }
 
@@ -84,15 +84,18 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         local d=$BATS_TEST_TMPDIR log
         log=$d/py.log
         gr --upstream "py=$PY,$UPY,--log,$log" --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" \
-                malformed utf8 batch dupkey invalid dup-inflight unknown-id unknown-method resources prompts notification
+                --protocol 2024-11-05 --expect-protocol 2024-11-05 \
+                malformed utf8 batch dupkey invalid dup-inflight unknown-id unknown-method resources prompts notification \
+                cancel-unknown bad-params
         expect_adversarial_pass
         audit_has '.event == "response_dropped" and .from == "agent" and .id == 999'
         audit_has '.event == "call" and .id == "dup" and .tool == "py.echo" and .decision == "deny" and .rule == "request id in flight"'
         audit_has '.event == "call_result" and .id == "dup" and .tool == "py.sleep" and .upstream_status == "ok"'
         # Only the first "dup" call reached the upstream; nothing else did.
-        [ "$(tap_in "$log" | jq -s '[.[] | select(.method == "tools/call")] | map(.params.name)')" = '[
-  "sleep"
-]' ] || { show_records "$log"; fail "the upstream received other calls than the first dup"; }
+        [ "$(tap_in "$log" | jq -c -s '[.[] | select(.method == "tools/call")] | map(.params.name)')" = '["sleep"]' ] ||
+                { show_records "$log"; fail "the upstream received other calls than the first dup"; }
+        upstream_never_saw "$log" '.method == "notifications/cancelled"'
+        audit_has '.event == "call" and .id == "p3" and .decision == "deny" and .reason == "invalid_params"'
         upstream_never_saw "$log" '.method | IN("foo/bar", "resources/list", "prompts/list", "notifications/whatever")'
 }
 
@@ -101,8 +104,8 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         m=$(mcp_marker)
         gr --max-frame 4096 --upstream "py=$PY,$UPY,$m" --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" \
                 exact 4096 oversized 8192
-        expect_glove_error 125
-        [ "$(glove_error_code)" = mcp.frame_too_large ] || fail "error code $(glove_error_code)"
+        expect_run_error 125
+        [ "$(run_error_code)" = mcp.frame_too_large ] || fail "error code $(run_error_code)"
         grep -q '"case": "exact", "pass": true' "$ADV_OUT" || { show_records "$ADV_OUT"; fail "a line of exactly --max-frame bytes was refused"; }
         grep -q '"sending": 8192' "$ADV_OUT" || { show_records "$ADV_OUT"; fail "the agent never sent the long line"; }
         ! grep -q '"case": "oversized", "pass"' "$ADV_OUT" || { show_records "$ADV_OUT"; fail "the agent kept running after the long line"; }
@@ -134,4 +137,10 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         audit_has '.event == "call_result" and .tool == "py.sleep" and .upstream_status == "agent_exited"'
         audit_has '.event == "upstream_exit" and .name == "py" and .signal == 9' "the stubborn upstream was killed with SIGKILL"
         audit_has '.event == "upstream_exit" and .name == "ev" and .signal == 15'
+}
+
+@test "run: ids 1 and \"1\" are different calls; past 1024 calls in flight the rest are refused; an unknown protocol version gets Glove's newest" {
+        gr --upstream "py=$PY,$UPY" --allow 'py.*' "${ADVERSARIAL[@]}" \
+                --protocol 1999-01-01 --expect-protocol 2025-11-25 id-types inflight-bound 1100
+        expect_adversarial_pass
 }

@@ -14,7 +14,8 @@
 #           tests/agents/mcp-tap.py LOG CMD... logs every line an upstream
 #           receives ("> ") and sends ("< ").
 
-NODE_MODULES=${GLOVE_NODE_MODULES:-}
+# Resolved: glove refuses grants through a symbolic link.
+NODE_MODULES=${GLOVE_NODE_MODULES:+$(cd "$GLOVE_NODE_MODULES" 2>/dev/null && pwd -P)}
 EVERYTHING=$NODE_MODULES/@modelcontextprotocol/server-everything/dist/index.js
 FILESYSTEM=$NODE_MODULES/@modelcontextprotocol/server-filesystem/dist/index.js
 UPY=$AGENTS/mcp-upstream.py
@@ -24,7 +25,7 @@ TAP=$AGENTS/mcp-tap.py
 # they are a dependency of the suite, like bats.
 need_node_modules() {
         [ -n "$NODE_MODULES" ] ||
-                { echo "GLOVE_NODE_MODULES is unset: tests/integration/run.sh must export the tests/node_modules it grants" >&2; return 1; }
+                { echo "GLOVE_NODE_MODULES is empty: tests/node_modules is not installed (scripts/deps.sh runs npm ci in tests/)" >&2; return 1; }
         local f
         for f in "$NODE_MODULES/@modelcontextprotocol/sdk/package.json" "$EVERYTHING" "$FILESYSTEM"; do
                 [ -r "$f" ] || { echo "$f is missing: run scripts/deps.sh (npm ci in tests/)" >&2; return 1; }
@@ -124,3 +125,21 @@ no_leftovers() {
         left=$(host_pids "$1")
         [ -z "$left" ] || { ps -o pid,ppid,stat,args -p "$(echo $left | tr ' ' ,)" >&2 || true; fail "processes left behind: $left"; }
 }
+
+# expect_run_error CODE: glove exited CODE and said why on stderr in exactly
+# one line `glove: <stable.code>: <message>`, besides documented warning lines
+# (`glove: warning: ...`, e.g. limits.degraded for a user without a delegated
+# cgroup, docs/limits.md). Sets RUN_ERROR to that line.
+expect_run_error() {
+        expect_status "$1" || return 1
+        local errs n
+        errs=$(printf '%s\n' "${stderr-}" | grep -v '^glove: warning: ' | grep . || true)
+        n=$(printf '%s' "$errs" | grep -c . || true)
+        [ "$n" -eq 1 ] || fail "expected exactly one stderr line besides warnings, got $n"
+        [[ "$errs" =~ ^glove:\ [a-z0-9_-]+(\.[a-z0-9_-]+)+:\ [^[:space:]].*$ ]] ||
+                fail "stderr is not 'glove: <stable.code>: <message>'"
+        RUN_ERROR=$errs
+}
+
+# run_error_code: the stable code of RUN_ERROR.
+run_error_code() { [[ "$RUN_ERROR" =~ ^glove:\ ([a-z0-9_.-]+):\  ]] && echo "${BASH_REMATCH[1]}"; }
