@@ -73,10 +73,12 @@ EOF
 @test "descriptors: a file given append-only as stdout cannot be reopened to read or truncate it (/proc/self/fd/1)" {
         local f=$BATS_TEST_TMPDIR/session.log
         echo "earlier secret record" >"$f"
-        run --separate-stderr bash -c '"$1" exec -- "$2" -c "
+        run --separate-stderr timeout --foreground 30 bash -c '"$1" exec -- "$2" -c "
 import os, sys
 try:
-    fd = os.open(\"/proc/self/fd/1\", os.O_RDONLY)
+    # stdout is a pipe to Glove: reopening it reads the agent's own output
+    # at most (non-blocking, so an empty pipe cannot hang the test).
+    fd = os.open(\"/proc/self/fd/1\", os.O_RDONLY | os.O_NONBLOCK)
     sys.stderr.write(os.read(fd, 4096).decode())
 except OSError as e:
     sys.stderr.write(\"reopen for reading: %s\\n\" % e.strerror)
