@@ -233,9 +233,11 @@ static json_t *decision_fields(struct run *r, const json_t *id, const char *tool
  * answer the agent. */
 static void refuse_call(struct run *r, const json_t *id, const char *tool, int code, const char *message, const char *reason,
                         const char *rule, const json_t *args) {
-        char sha[65];
-        hash_arguments(args, sha);
-        audit(r, "call", decision_fields(r, id, tool, "deny", reason, rule, args, sha));
+        if (r->launch->audit.fd >= 0) {
+                char sha[65];
+                hash_arguments(args, sha);
+                audit(r, "call", decision_fields(r, id, tool, "deny", reason, rule, args, sha));
+        }
         agent_error(r, id, code, message, reason, rule);
 }
 
@@ -302,7 +304,8 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         u->next_id++;
         c->owner = r;
         snprintf(c->tool, sizeof(c->tool), "%s", name);
-        hash_arguments(args, c->arguments_sha256);
+        if (r->launch->audit.fd >= 0)
+                hash_arguments(args, c->arguments_sha256); /* only audit records use it */
         json_t *meta = json_object_get(params, "_meta");
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
         if (token)
