@@ -172,7 +172,8 @@ static json_t *call_result_fields(struct glove_kernel_call *c, const char *statu
 
 static void call_finish(struct run *r, struct glove_kernel_call *c, const char *status) {
         c->timer = sd_event_source_disable_unref((sd_event_source *)c->timer);
-        audit(r, "call_result", call_result_fields(c, status));
+        if (r->launch->audit.fd >= 0)
+                audit(r, "call_result", call_result_fields(c, status));
         glove_kernel_calls_remove(&r->calls, c);
 }
 
@@ -311,7 +312,8 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         if (token)
                 c->progress_token = json_incref(token);
         /* Fail closed: the decision is on record before the call leaves. */
-        if (audit(r, "call", decision_fields(r, id, name, "allow", NULL, v.rule, args, c->arguments_sha256)) < 0) {
+        if (r->launch->audit.fd >= 0 &&
+            audit(r, "call", decision_fields(r, id, name, "allow", NULL, v.rule, args, c->arguments_sha256)) < 0) {
                 agent_error(r, id, GLOVE_RPC_INTERNAL_ERROR, "audit append failed; the call was not forwarded", NULL, NULL);
                 glove_kernel_calls_remove(&r->calls, c);
                 return;
