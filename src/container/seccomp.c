@@ -21,14 +21,17 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-#define DENY(name, why) {name, EPERM, 0, {{0}}, why}
-#define DENY_ARG(name, cmp, why) {name, EPERM, 1, {cmp}, why}
+#define DENY(name, why) {name, EPERM, 0, {{0}}, why, 0}
+#define DENY_ARG(name, cmp, why) {name, EPERM, 1, {cmp}, why, 0}
 /* ioctl's request and socket's family are 32-bit in the kernel: compare the
  * low 32 bits so upper garbage in the register cannot slip past. */
 #define LOW32 0xffffffffULL
 #define IOCTL_CMD(req) SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, (req))
 #define CLONE_FLAG(f) SCMP_A0(SCMP_CMP_MASKED_EQ, (f), (f))
 #define BIT(i) (1ULL << (i))
+#define EGRESS_DENY_FAMILY(f)                                                                          \
+        {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_EQ, (f))}, "only AF_UNIX, AF_INET, AF_INET6 with egress", \
+         GLOVE_SECCOMP_EGRESS}
 #define PERSONALITY_BIT(i)                                                                               \
         DENY_ARG("personality", SCMP_A0(SCMP_CMP_MASKED_EQ, BIT(i) | BIT(((i) + 1) % 32), BIT(i)),     \
                  "other personalities change address-space layout and ABI")
@@ -37,19 +40,19 @@
  * bits would take effect. pos is the argument holding the mode. */
 #define SUID_WHY "the agent must not leave setuid or setgid files on the host"
 #define NO_SUID_MODE(name, pos)                                                                 \
-        {name, EPERM, 1, {SCMP_CMP(pos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY},      \
-        {name, EPERM, 1, {SCMP_CMP(pos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY}
+        {name, EPERM, 1, {SCMP_CMP(pos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY, 0},      \
+        {name, EPERM, 1, {SCMP_CMP(pos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY, 0}
 /* open-like calls: only when creating (O_CREAT or O_TMPFILE in the flags at
  * fpos) with those bits in the mode at mpos. */
 #define NO_SUID_CREATE(name, fpos, mpos)                                                                  \
         {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),                          \
-                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY},              \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY, 0},              \
         {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),                          \
-                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY},              \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY, 0},              \
         {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, __O_TMPFILE, __O_TMPFILE),                  \
-                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY},              \
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID)}, SUID_WHY, 0},              \
         {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, __O_TMPFILE, __O_TMPFILE),                  \
-                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY}
+                          SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY, 0}
 
 const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* Terminal injection into the invoker's shell. */
@@ -93,7 +96,7 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         DENY_ARG("clone", CLONE_FLAG(CLONE_NEWIPC), "clone into a new IPC namespace"),
         DENY_ARG("clone", CLONE_FLAG(CLONE_NEWUTS), "clone into a new UTS namespace"),
         DENY_ARG("clone", CLONE_FLAG(CLONE_NEWCGROUP), "clone into a new cgroup namespace"),
-        {"clone3", ENOSYS, 0, {{0}}, "flags live in memory a filter cannot read; libc falls back to clone"},
+        {"clone3", ENOSYS, 0, {{0}}, "flags live in memory a filter cannot read; libc falls back to clone", 0},
         /* Other processes' memory and descriptors. */
         DENY("ptrace", "debugging other processes"),
         DENY("process_vm_readv", "reads another process's memory"),
@@ -146,7 +149,7 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         NO_SUID_MODE("mknodat", 2),
         NO_SUID_CREATE("open", 1, 2),
         NO_SUID_CREATE("openat", 2, 3),
-        {"openat2", ENOSYS, 0, {{0}}, "its mode lives in memory a filter cannot read; libc falls back to openat"},
+        {"openat2", ENOSYS, 0, {{0}}, "its mode lives in memory a filter cannot read; libc falls back to openat", 0},
         /* Host administration. */
         DENY("acct", "process accounting"),
         DENY("swapon", "swap management"),
@@ -165,8 +168,56 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         DENY("io_uring_register", "io_uring bypasses the filter"),
         /* Network: offline; only Unix sockets. NE on the full register denies
          * any value whose low 32 bits are not AF_UNIX, and more. */
-        DENY_ARG("socket", SCMP_A0(SCMP_CMP_NE, AF_UNIX), "only AF_UNIX sockets offline"),
+        {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "only AF_UNIX sockets offline", GLOVE_SECCOMP_OFFLINE},
         DENY_ARG("socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX), "only AF_UNIX sockets offline"),
+        /* Egress mode: AF_UNIX, AF_INET and AF_INET6 only; every other family
+         * by value (libseccomp compares an argument once per rule), and
+         * anything past the last family the kernel knows. */
+        {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_GE, 46)}, "only AF_UNIX, AF_INET, AF_INET6 with egress", GLOVE_SECCOMP_EGRESS},
+        EGRESS_DENY_FAMILY(0),
+        EGRESS_DENY_FAMILY(3),
+        EGRESS_DENY_FAMILY(4),
+        EGRESS_DENY_FAMILY(5),
+        EGRESS_DENY_FAMILY(6),
+        EGRESS_DENY_FAMILY(7),
+        EGRESS_DENY_FAMILY(8),
+        EGRESS_DENY_FAMILY(9),
+        EGRESS_DENY_FAMILY(11),
+        EGRESS_DENY_FAMILY(12),
+        EGRESS_DENY_FAMILY(13),
+        EGRESS_DENY_FAMILY(14),
+        EGRESS_DENY_FAMILY(15),
+        EGRESS_DENY_FAMILY(16),
+        EGRESS_DENY_FAMILY(17),
+        EGRESS_DENY_FAMILY(18),
+        EGRESS_DENY_FAMILY(19),
+        EGRESS_DENY_FAMILY(20),
+        EGRESS_DENY_FAMILY(21),
+        EGRESS_DENY_FAMILY(22),
+        EGRESS_DENY_FAMILY(23),
+        EGRESS_DENY_FAMILY(24),
+        EGRESS_DENY_FAMILY(25),
+        EGRESS_DENY_FAMILY(26),
+        EGRESS_DENY_FAMILY(27),
+        EGRESS_DENY_FAMILY(28),
+        EGRESS_DENY_FAMILY(29),
+        EGRESS_DENY_FAMILY(30),
+        EGRESS_DENY_FAMILY(31),
+        EGRESS_DENY_FAMILY(32),
+        EGRESS_DENY_FAMILY(33),
+        EGRESS_DENY_FAMILY(34),
+        EGRESS_DENY_FAMILY(35),
+        EGRESS_DENY_FAMILY(36),
+        EGRESS_DENY_FAMILY(37),
+        EGRESS_DENY_FAMILY(38),
+        EGRESS_DENY_FAMILY(39),
+        EGRESS_DENY_FAMILY(40),
+        EGRESS_DENY_FAMILY(41),
+        EGRESS_DENY_FAMILY(42),
+        EGRESS_DENY_FAMILY(43),
+        EGRESS_DENY_FAMILY(44),
+        EGRESS_DENY_FAMILY(45),
+
 };
 
 const size_t glove_seccomp_rules_count = GLOVE_ELEMENTSOF(glove_seccomp_rules);
@@ -177,6 +228,10 @@ static void release_ctx(scmp_filter_ctx *ctx) {
 }
 
 int glove_seccomp_build(struct sock_fprog **out, struct glove_error *err) {
+        return glove_seccomp_build_mode(GLOVE_SECCOMP_OFFLINE, out, err);
+}
+
+int glove_seccomp_build_mode(unsigned mode, struct sock_fprog **out, struct glove_error *err) {
         *out = NULL;
         _cleanup_(release_ctx) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
         if (!ctx)
@@ -187,6 +242,8 @@ int glove_seccomp_build(struct sock_fprog **out, struct glove_error *err) {
                 return glove_error_set(err, -r, "seccomp.build", "cannot set the foreign-architecture action: %s", strerror(-r));
         for (size_t i = 0; i < glove_seccomp_rules_count; i++) {
                 const struct glove_seccomp_rule *rule = &glove_seccomp_rules[i];
+                if (rule->modes && !(rule->modes & mode))
+                        continue;
                 int nr = seccomp_syscall_resolve_name(rule->syscall);
                 if (nr == __NR_SCMP_ERROR)
                         return glove_error_set(err, ENOENT, "seccomp.unknown_syscall",

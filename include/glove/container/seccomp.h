@@ -34,7 +34,14 @@ struct glove_seccomp_rule {
         unsigned arg_count;       /* 0..GLOVE_SECCOMP_MAX_ARGS */
         struct scmp_arg_cmp args[GLOVE_SECCOMP_MAX_ARGS];
         const char *why;          /* one line for humans and the docs */
+        unsigned modes;           /* GLOVE_SECCOMP_OFFLINE and/or _EGRESS; 0 means every mode */
 };
+
+/* The two filters: offline (only AF_UNIX sockets) and egress (also AF_INET
+ * and AF_INET6, which reach nothing but the sandbox's own loopback helper
+ * because the network namespace has no route). */
+#define GLOVE_SECCOMP_OFFLINE 1u
+#define GLOVE_SECCOMP_EGRESS 2u
 
 /* The deny table, in the order the rules are added. */
 extern const struct glove_seccomp_rule glove_seccomp_rules[];
@@ -52,6 +59,10 @@ extern const size_t glove_seccomp_rules_count;
  */
 int glove_seccomp_build(struct sock_fprog **prog, struct glove_error *err);
 
+/* As glove_seccomp_build, for mode GLOVE_SECCOMP_OFFLINE or
+ * GLOVE_SECCOMP_EGRESS (glove_seccomp_build is the offline one). */
+int glove_seccomp_build_mode(unsigned mode, struct sock_fprog **prog, struct glove_error *err);
+
 void glove_seccomp_program_free(struct sock_fprog *prog);
 
 /*
@@ -60,6 +71,8 @@ void glove_seccomp_program_free(struct sock_fprog *prog);
  * glove_seccomp_prebuilt_dep. The launch path uses this one.
  */
 extern const struct sock_fprog glove_seccomp_prebuilt;
+/* The egress-mode program, prebuilt the same way. */
+extern const struct sock_fprog glove_seccomp_prebuilt_egress;
 
 /*
  * Installs prog on the calling thread with seccomp(SECCOMP_SET_MODE_FILTER).
