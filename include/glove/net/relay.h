@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The host-side egress relay: an authenticated, audited HTTP CONNECT proxy
+ * (RFC 9110 section 9.3.6) serving the connections the namespace-local helper
+ * (helper.h) passes over the run's Unix channel (spec architecture.md,
+ * "Platform isolation: network"; issue 4, "Audited egress"; docs/egress.md).
+ *
+ * It runs in Glove's own process, outside the sandbox, on its own threads:
+ * one acceptor thread receiving descriptors (SCM_RIGHTS) and one thread per
+ * connection, at most max_connections of them. For each connection:
+ *
+ *   1. read the request head, at most GLOVE_NET_HEAD_MAX bytes, within
+ *      head_timeout_ms (431 / 408 otherwise);
+ *   2. the request line must be `CONNECT host:port HTTP/1.1`; any other method
+ *      gets 405 (plain HTTP proxying is not offered), another version 505,
+ *      malformed syntax 400;
+ *   3. exactly one `Proxy-Authorization: Basic base64(glove:TOKEN)` with the
+ *      run's token, compared in constant time, else 407;
+ *   4. the target must match a rule of the policy (no name is resolved
+ *      otherwise), else 403 not_allowed;
+ *   5. names are resolved on the host (getaddrinfo); when private
+ *      destinations are not allowed and ANY resolved address is not public
+ *      (address.h), the request is refused with 403 private_address, even if
+ *      other addresses are public (a name that mixes them is treated as a
+ *      rebinding attempt); address literals are checked the same way;
+ *   6. the relay connects to the checked addresses in resolver order (no
+ *      second resolution) until one answers within connect_timeout_ms (502
+ *      otherwise), emits the OPEN audit event, answers
+ *      `HTTP/1.1 200 Connection established`, and relays bytes both ways
+ *      (splice(2) through a pipe per direction), passing half-closes on,
+ *      until both directions have ended, a socket fails, no byte moved for
+ *      idle_timeout_ms, max_duration_ms passed, or the relay stops.
+ *
+ * Beyond max_connections the acceptor answers 503 itself without reading the
+ * request. Every denial answer carries Connection: close and a one-line
+ * text/plain body naming the reason.
+ *
+ * Audit: every descriptor received produces exactly one DENY event, or one
+ * OPEN event followed by exactly one CLOSE event (the OPEN event alone when
+ * the callback refuses it). Calls are serialized by the relay (never two at
+ * once), made on relay threads.
+ *
+ * Stable error codes of glove_net_relay_start: egress.bad_config (-EINVAL),
+ * egress.bad_token (-EINVAL), egress.no_memory (-ENOMEM), egress.relay
+ * (-errno: eventfd or pthread_create failed).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "glove/base/error.h"
+#include "glove/net/rule.h"
+
+/* Largest request head (request line, header lines, blank line), bytes. */
+#define GLOVE_NET_HEAD_MAX 8192
+/* Most header lines in a request head. */
+#define GLOVE_NET_HEADERS_MAX 64
+/* Defaults (a zero field in the configuration selects them) and ceilings. */
+#define GLOVE_NET_MAX_CONNECTIONS_DEFAULT 64
+#define GLOVE_NET_MAX_CONNECTIONS_LIMIT 1024
+#define GLOVE_NET_HEAD_TIMEOUT_MS_DEFAULT 10000
+#define GLOVE_NET_CONNECT_TIMEOUT_MS_DEFAULT 10000
+#define GLOVE_NET_IDLE_TIMEOUT_MS_DEFAULT (5 * 60 * 1000)
+#define GLOVE_NET_MAX_DURATION_MS_DEFAULT (60 * 60 * 1000)
+#define GLOVE_NET_TIMEOUT_MS_LIMIT (24 * 60 * 60 * 1000)
+/* Most resolved addresses the relay tries to connect to (all of them are
+ * checked, however many the resolver returns). */
+#define GLOVE_NET_CONNECT_ADDRESSES_MAX 16
+/* Longest numeric address text in an event ("ffff:...", INET6_ADDRSTRLEN). */
+#define GLOVE_NET_ADDRESS_TEXT_MAX 46
+
+enum glove_net_egress_phase {
+        GLOVE_NET_EGRESS_DENY,  /* refused; the only event of this connection */
+        GLOVE_NET_EGRESS_OPEN,  /* allowed and connected; sent before the 200 */
+        GLOVE_NET_EGRESS_CLOSE, /* the tunnel of an OPEN event ended */
+};
+
+/* Stable reason codes; glove_net_egress_reason_name gives the string. The
+ * HTTP status answered to the agent follows each one. */
+enum glove_net_egress_reason {
+        GLOVE_NET_EGRESS_OK = 0,              /* "ok": OPEN events (200) */
+        GLOVE_NET_EGRESS_CLOSED,              /* "closed": CLOSE, both directions ended */
+        GLOVE_NET_EGRESS_RESET,               /* "reset": CLOSE, a socket failed */
+        GLOVE_NET_EGRESS_IDLE_TIMEOUT,        /* "idle_timeout": CLOSE */
+        GLOVE_NET_EGRESS_ABSOLUTE_TIMEOUT,    /* "absolute_timeout": CLOSE */
+        GLOVE_NET_EGRESS_RELAY_STOPPED,       /* "relay_stopped": CLOSE or DENY, no answer */
+        GLOVE_NET_EGRESS_BAD_REQUEST,         /* "bad_request": 400, or 505 for another version */
+        GLOVE_NET_EGRESS_HEAD_TOO_LARGE,      /* "head_too_large": 431 */
+        GLOVE_NET_EGRESS_METHOD_NOT_ALLOWED,  /* "method_not_allowed": 405 */
+        GLOVE_NET_EGRESS_BAD_AUTH,            /* "bad_auth": 407 */
+        GLOVE_NET_EGRESS_NOT_ALLOWED,         /* "not_allowed": 403 */
+        GLOVE_NET_EGRESS_PRIVATE_ADDRESS,     /* "private_address": 403 */
+        GLOVE_NET_EGRESS_RESOLVE_FAILED,      /* "resolve_failed": 502 */
+        GLOVE_NET_EGRESS_CONNECT_FAILED,      /* "connect_failed": 502 (504 on timeout) */
+        GLOVE_NET_EGRESS_TOO_MANY_CONNECTIONS,/* "too_many_connections": 503 */
+        GLOVE_NET_EGRESS_TIMEOUT,             /* "timeout": 408, head not complete in time */
+        GLOVE_NET_EGRESS_INCOMPLETE_REQUEST,  /* "incomplete_request": the agent closed first */
+        GLOVE_NET_EGRESS_BAD_DESCRIPTOR,      /* "bad_descriptor": not a TCP socket; closed */
+        GLOVE_NET_EGRESS_AUDIT_FAILED,        /* "audit_failed": 502, the OPEN callback refused */
+        GLOVE_NET_EGRESS_INTERNAL,            /* "internal": 502, a local resource failed */
+};
+
+/* One audit event. Pointers are valid only during the callback. */
+struct glove_net_egress_event {
+        enum glove_net_egress_phase phase;
+        bool allowed;                        /* decision: true for OPEN and CLOSE */
+        enum glove_net_egress_reason reason;
+        uint64_t connection_id;              /* 1, 2, ... per relay; ties OPEN to CLOSE */
+        int http_status;                     /* answered to the agent; 0 when none */
+        const char *host;                    /* requested host (rule.h text form); "" when the
+                                              * request had no valid CONNECT target */
+        uint16_t port;                       /* requested port; 0 likewise */
+        const char *address;                 /* numeric address connected to, or the one that
+                                              * decided (private_address, connect_failed); "" */
+        const char *address_class;           /* address.h class name of address; "" with address "" */
+        uint64_t bytes_up;                   /* agent -> destination, after the 200 */
+        uint64_t bytes_down;                 /* destination -> agent, after the 200 */
+        uint64_t duration_ms;                /* from receiving the descriptor to this event */
+};
+
+/*
+ * Audit callback. The return value matters for OPEN events only: a negative
+ * value refuses the connection (fail closed: 502 audit_failed, no CLOSE
+ * event follows). It must not call glove_net_relay_stop.
+ */
+typedef int (*glove_net_audit_fn)(const struct glove_net_egress_event *ev, void *userdata);
+
+struct glove_net_relay_config {
+        const struct glove_net_policy *policy; /* copied by start */
+        const char *token;                      /* the run's token (proxy_env.h); copied */
+        unsigned max_connections;               /* 0: default; 1..GLOVE_NET_MAX_CONNECTIONS_LIMIT */
+        uint32_t head_timeout_ms;               /* 0: default; each timeout at most ..._LIMIT */
+        uint32_t connect_timeout_ms;
+        uint32_t idle_timeout_ms;
+        uint32_t max_duration_ms;
+        glove_net_audit_fn audit;               /* may be NULL (no audit) */
+        void *audit_userdata;
+};
+
+struct glove_net_relay;
+
+/* The stable name of a reason ("ok", "not_allowed", ...). */
+const char *glove_net_egress_reason_name(enum glove_net_egress_reason r);
+
+/* "deny", "open" or "close". */
+const char *glove_net_egress_phase_name(enum glove_net_egress_phase p);
+
+/*
+ * Starts a relay serving descriptors received on unix_fd (the relay's end of
+ * the helper channel). Takes ownership of unix_fd in every case (closed on
+ * error, and by glove_net_relay_stop). Stores the relay in *out.
+ * Returns 0 or a negative errno with the codes above.
+ */
+int glove_net_relay_start(const struct glove_net_relay_config *config, int unix_fd,
+                          struct glove_net_relay **out, struct glove_error *err);
+
+/*
+ * Stops the relay at the end of the run: stops accepting, cuts every open
+ * tunnel (CLOSE events with relay_stopped) and waiting request (DENY with
+ * relay_stopped), joins every thread, closes every descriptor and frees r.
+ * Waits for a name lookup in progress to return (bounded by the resolver's
+ * own timeouts, resolv.conf(5)). NULL is allowed.
+ */
+void glove_net_relay_stop(struct glove_net_relay *r);
+
+/* Connections currently being served (for tests and status). */
+unsigned glove_net_relay_active(struct glove_net_relay *r);

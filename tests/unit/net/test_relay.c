@@ -1,0 +1,689 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * End-to-end tests of include/glove/net/relay.h with the real helper
+ * (helper.h) in one process tree: a socketpair stands in for the inherited
+ * Unix channel, the helper's listener runs on a thread on 127.0.0.1, the
+ * relay serves what it passes, and a TCP echo server on the loopback is the
+ * destination. Traffic stays on 127.0.0.1 and ::1.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "glove/net/helper.h"
+#include "glove/net/proxy_env.h"
+#include "glove/net/rule.h"
+
+struct fx {
+        struct echo echo;
+        struct recorder rec;
+        struct glove_net_policy policy;
+        char token[GLOVE_NET_TOKEN_LEN + 1];
+        char auth[512]; /* "Proxy-Authorization: Basic ...\r\n" */
+        int listen_fd;
+        uint16_t proxy_port;
+        pthread_t listener;
+        int helper_fd;
+        int listener_ret;
+        struct glove_net_relay *relay;
+};
+
+static void *listener_main(void *arg) {
+        struct fx *f = arg;
+        f->listener_ret = glove_net_listener_run(f->helper_fd, f->listen_fd, NULL);
+        return NULL;
+}
+
+static void auth_header(const char *token, char *out, size_t size) {
+        /* base64 by the test's own table, independent of the relay's. */
+        static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char plain[256], enc[400];
+        int n = snprintf(plain, sizeof(plain), "glove:%s", token);
+        size_t o = 0;
+        for (int i = 0; i < n; i += 3) {
+                unsigned v = (unsigned char)plain[i] << 16 | (i + 1 < n ? (unsigned char)plain[i + 1] << 8 : 0) |
+                             (i + 2 < n ? (unsigned char)plain[i + 2] : 0);
+                enc[o++] = b64[v >> 18 & 63];
+                enc[o++] = b64[v >> 12 & 63];
+                enc[o++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
+                enc[o++] = i + 2 < n ? b64[v & 63] : '=';
+        }
+        enc[o] = '\0';
+        snprintf(out, size, "Proxy-Authorization: Basic %s\r\n", enc);
+}
+
+/* Starts echo server, helper listener thread and relay. rules may contain
+ * "%E" for the echo server's port. */
+static void fx_start(struct fx *f, const char *const *rules, bool allow_private,
+                     const struct glove_net_relay_config *overrides) {
+        memset(f, 0, sizeof(*f));
+        assert_int_equal(echo_start(&f->echo, AF_INET), 0);
+        recorder_init(&f->rec);
+        glove_net_policy_init(&f->policy);
+        f->policy.allow_private = allow_private;
+        for (size_t i = 0; rules && rules[i]; i++) {
+                char rule[300];
+                const char *e = strstr(rules[i], "%E");
+                if (e)
+                        snprintf(rule, sizeof(rule), "%.*s%u%s", (int)(e - rules[i]), rules[i], f->echo.port, e + 2);
+                else
+                        snprintf(rule, sizeof(rule), "%s", rules[i]);
+                struct glove_error err = { 0 };
+                if (glove_net_policy_add(&f->policy, rule, &err) < 0)
+                        fail_msg("rule %s: %s", rule, err.message);
+        }
+        assert_int_equal(glove_net_token_generate(f->token, NULL), 0);
+        auth_header(f->token, f->auth, sizeof(f->auth));
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        f->helper_fd = sv[1];
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_net_listener_open(0, &f->listen_fd, &f->proxy_port, &err), 0);
+        assert_true(f->proxy_port > 0);
+        struct glove_net_relay_config cfg = { 0 };
+        if (overrides)
+                cfg = *overrides;
+        cfg.policy = &f->policy;
+        cfg.token = f->token;
+        cfg.audit = record_event;
+        cfg.audit_userdata = &f->rec;
+        if (glove_net_relay_start(&cfg, sv[0], &f->relay, &err) < 0)
+                fail_msg("relay: %s", err.message);
+        assert_int_equal(pthread_create(&f->listener, NULL, listener_main, f), 0);
+}
+
+static void fx_stop(struct fx *f) {
+        glove_net_relay_stop(f->relay);
+        /* The relay closed its end: the helper sees the hang-up and returns. */
+        pthread_join(f->listener, NULL);
+        assert_int_equal(f->listener_ret, 0);
+        close(f->helper_fd);
+        close(f->listen_fd);
+        echo_stop(&f->echo);
+        glove_net_policy_free(&f->policy);
+        recorder_destroy(&f->rec);
+}
+
+/* Opens a proxy connection and sends "CONNECT target" with the given header
+ * block (NULL: the right credentials) and extra bytes after the head.
+ * Returns the descriptor and the status in *status. */
+static int proxy_request(struct fx *f, const char *method, const char *target, const char *headers,
+                         const char *extra, int *status) {
+        int fd = tcp_connect(f->proxy_port);
+        assert_true(fd >= 0);
+        char req[1024];
+        int n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n%s", method, target, target,
+                         headers ? headers : f->auth, extra ? extra : "");
+        assert_int_equal(write_all(fd, req, (size_t)n), 0);
+        char head[1024];
+        *status = read_status(fd, head, sizeof(head));
+        return fd;
+}
+
+static int echo_target(struct fx *f, char *buf, size_t size) {
+        return snprintf(buf, size, "127.0.0.1:%u", f->echo.port);
+}
+
+/* Asserts the only event is a DENY with reason and status. */
+static void assert_single_deny(struct fx *f, enum glove_net_egress_reason reason, int status) {
+        assert_int_equal(recorder_wait(&f->rec, 1), 1);
+        usleep(20 * 1000);
+        pthread_mutex_lock(&f->rec.lock);
+        struct rec r = f->rec.recs[0];
+        int n = f->rec.n;
+        pthread_mutex_unlock(&f->rec.lock);
+        assert_int_equal(n, 1);
+        assert_int_equal(r.phase, GLOVE_NET_EGRESS_DENY);
+        assert_false(r.allowed);
+        if (r.reason != reason)
+                fail_msg("reason %s, want %s", glove_net_egress_reason_name(r.reason), glove_net_egress_reason_name(reason));
+        assert_int_equal(r.status, status);
+}
+
+static void test_allowed_connect_relays_both_ways(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        char target[64];
+        echo_target(&f, target, sizeof(target));
+        int status;
+        /* Bytes sent right behind the head reach the destination first. */
+        int fd = proxy_request(&f, "CONNECT", target, NULL, "early", &status);
+        assert_int_equal(status, 200);
+        char back[5];
+        assert_int_equal(recv(fd, back, 5, MSG_WAITALL), 5);
+        assert_memory_equal(back, "early", 5);
+        /* 3 MiB each way through splice, then half-close and EOF. */
+        size_t len = 3 * 1024 * 1024;
+        char *out = malloc(len), *in = malloc(len);
+        assert_non_null(out);
+        assert_non_null(in);
+        for (size_t i = 0; i < len; i++)
+                out[i] = (char)(i * 131 + (i >> 11));
+        assert_int_equal(exchange(fd, out, len, in), 0);
+        close(fd);
+        free(out);
+        free(in);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        struct rec open = f.rec.recs[0], closed = f.rec.recs[1];
+        assert_int_equal(open.phase, GLOVE_NET_EGRESS_OPEN);
+        assert_true(open.allowed);
+        assert_int_equal(open.reason, GLOVE_NET_EGRESS_OK);
+        assert_int_equal(open.status, 200);
+        assert_string_equal(open.host, "127.0.0.1");
+        assert_int_equal(open.port, f.echo.port);
+        assert_string_equal(open.address, "127.0.0.1");
+        assert_string_equal(open.cls, "loopback");
+        assert_int_equal(open.up, 0);
+        assert_int_equal(closed.phase, GLOVE_NET_EGRESS_CLOSE);
+        assert_true(closed.allowed);
+        assert_int_equal(closed.id, open.id);
+        if (closed.reason != GLOVE_NET_EGRESS_CLOSED)
+                fail_msg("close reason %s", glove_net_egress_reason_name(closed.reason));
+        assert_int_equal(closed.up, len + 5);
+        assert_int_equal(closed.down, len + 5);
+        assert_string_equal(closed.address, "127.0.0.1");
+        assert_true(closed.duration_ms >= open.duration_ms);
+        assert_int_equal(atomic_load(&f.echo.accepted), 1);
+        assert_int_equal(f.rec.max_concurrent, 1);
+        fx_stop(&f);
+}
+
+static void test_wrong_or_missing_token_is_407(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        static const char *const bad[] = {
+                "",
+                "Proxy-Authorization: Basic Z2xvdmU6d3Jvbmc=\r\n", /* glove:wrong */
+                "Authorization: Basic Z2xvdmU6d3Jvbmc=\r\n",
+        };
+        for (size_t i = 0; i < 4; i++) {
+                struct fx f;
+                fx_start(&f, rules, true, NULL);
+                char target[64], other[512];
+                echo_target(&f, target, sizeof(target));
+                const char *headers = i < 3 ? bad[i] : other;
+                if (i == 3) {
+                        /* The right token for another run. */
+                        auth_header("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", other,
+                                    sizeof(other));
+                }
+                int status;
+                int fd = proxy_request(&f, "CONNECT", target, headers, NULL, &status);
+                assert_int_equal(status, 407);
+                close(fd);
+                assert_single_deny(&f, GLOVE_NET_EGRESS_BAD_AUTH, 407);
+                /* The refusal names what was asked for. */
+                assert_string_equal(f.rec.recs[0].host, "127.0.0.1");
+                assert_int_equal(f.rec.recs[0].port, f.echo.port);
+                assert_string_equal(f.rec.recs[0].address, "");
+                assert_int_equal(atomic_load(&f.echo.accepted), 0);
+                fx_stop(&f);
+        }
+}
+
+static void test_host_not_allowed_is_403(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", ".example.com", NULL };
+        static const char *const targets[] = { "not-allowed.invalid:443", "127.0.0.2:%E", "example.com:443",
+                                               "www.example.com:80", "[::ffff:127.0.0.1]:1" };
+        for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+                struct fx f;
+                fx_start(&f, rules, true, NULL);
+                char target[64];
+                const char *e = strstr(targets[i], "%E");
+                if (e)
+                        snprintf(target, sizeof(target), "%.*s%u", (int)(e - targets[i]), targets[i], f.echo.port);
+                else
+                        snprintf(target, sizeof(target), "%s", targets[i]);
+                int status;
+                int fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+                assert_int_equal(status, 403);
+                close(fd);
+                assert_single_deny(&f, GLOVE_NET_EGRESS_NOT_ALLOWED, 403);
+                assert_string_equal(f.rec.recs[0].address, ""); /* nothing resolved */
+                assert_int_equal(atomic_load(&f.echo.accepted), 0);
+                fx_stop(&f);
+        }
+}
+
+static void test_private_address_needs_allow_private(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", "[::ffff:127.0.0.1]:%E", NULL };
+        for (int mapped = 0; mapped < 2; mapped++) {
+                struct fx f;
+                fx_start(&f, rules, false, NULL);
+                char target[64];
+                snprintf(target, sizeof(target), mapped ? "[::ffff:127.0.0.1]:%u" : "127.0.0.1:%u", f.echo.port);
+                int status;
+                int fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+                assert_int_equal(status, 403);
+                close(fd);
+                assert_single_deny(&f, GLOVE_NET_EGRESS_PRIVATE_ADDRESS, 403);
+                assert_string_equal(f.rec.recs[0].address, mapped ? "::ffff:127.0.0.1" : "127.0.0.1");
+                assert_string_equal(f.rec.recs[0].cls, "loopback");
+                assert_int_equal(atomic_load(&f.echo.accepted), 0);
+                fx_stop(&f);
+        }
+}
+
+static bool localhost_resolves(void) {
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+        if (getaddrinfo("localhost", NULL, &hints, &res) != 0)
+                return false;
+        freeaddrinfo(res);
+        return true;
+}
+
+static void test_name_resolving_to_private_address(void **state) {
+        (void)state;
+        if (!localhost_resolves()) {
+                print_message("skipped: the name localhost does not resolve on this host\n");
+                skip();
+        }
+        static const char *const rules[] = { "localhost:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, false, NULL);
+        char target[64];
+        snprintf(target, sizeof(target), "LocalHost:%u", f.echo.port);
+        int status;
+        int fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 403);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_PRIVATE_ADDRESS, 403);
+        assert_string_equal(f.rec.recs[0].host, "localhost");
+        assert_string_equal(f.rec.recs[0].cls, "loopback");
+        assert_int_equal(atomic_load(&f.echo.accepted), 0);
+        fx_stop(&f);
+
+        /* With --egress-allow-private the same name works; when localhost
+         * also resolves to ::1 (nothing listens there), the relay moves on to
+         * the next checked address. */
+        fx_start(&f, rules, true, NULL);
+        snprintf(target, sizeof(target), "localhost:%u", f.echo.port);
+        fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        char in[4];
+        assert_int_equal(exchange(fd, "ping", 4, in), 0);
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        assert_string_equal(f.rec.recs[0].address, "127.0.0.1");
+        assert_int_equal(f.rec.recs[1].up, 4);
+        assert_int_equal(f.rec.recs[1].down, 4);
+        fx_stop(&f);
+}
+
+static void test_concurrency_cap_is_503(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct glove_net_relay_config cfg = { .max_connections = 2 };
+        struct fx f;
+        fx_start(&f, rules, true, &cfg);
+        char target[64];
+        echo_target(&f, target, sizeof(target));
+        int status, a, b, c;
+        a = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        b = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        assert_int_equal(glove_net_relay_active(f.relay), 2);
+        c = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 503);
+        close(c);
+        assert_int_equal(recorder_wait(&f.rec, 3), 3);
+        struct rec busy = f.rec.recs[2];
+        assert_int_equal(busy.phase, GLOVE_NET_EGRESS_DENY);
+        assert_int_equal(busy.reason, GLOVE_NET_EGRESS_TOO_MANY_CONNECTIONS);
+        assert_int_equal(busy.status, 503);
+        /* The relay connected twice (the echo server may accept late). */
+        for (int i = 0; i < 500 && atomic_load(&f.echo.accepted) < 2; i++)
+                usleep(10 * 1000);
+        assert_int_equal(atomic_load(&f.echo.accepted), 2);
+        /* The tunnels still work, and a freed slot serves the next one. */
+        char in[3];
+        assert_int_equal(exchange(a, "abc", 3, in), 0);
+        close(a);
+        assert_int_equal(recorder_wait(&f.rec, 4), 4);
+        for (int i = 0; i < 500 && glove_net_relay_active(f.relay) > 1; i++)
+                usleep(10 * 1000);
+        c = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        close(c);
+        close(b);
+        fx_stop(&f);
+}
+
+static void test_idle_timeout_closes(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct glove_net_relay_config cfg = { .idle_timeout_ms = 300 };
+        struct fx f;
+        fx_start(&f, rules, true, &cfg);
+        char target[64];
+        echo_target(&f, target, sizeof(target));
+        int status;
+        int fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        assert_int_equal(write_all(fd, "x", 1), 0);
+        char c;
+        assert_int_equal(recv(fd, &c, 1, 0), 1);
+        uint64_t t0 = glove_time_monotonic_ms();
+        char buf[16];
+        assert_int_equal(read_to_eof(fd, buf, sizeof(buf)), 0); /* the relay closes */
+        uint64_t waited = glove_time_monotonic_ms() - t0;
+        assert_true(waited >= 200 && waited < 3000);
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        assert_int_equal(f.rec.recs[1].reason, GLOVE_NET_EGRESS_IDLE_TIMEOUT);
+        assert_int_equal(f.rec.recs[1].up, 1);
+        assert_int_equal(f.rec.recs[1].down, 1);
+        fx_stop(&f);
+}
+
+static void test_absolute_timeout_closes(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct glove_net_relay_config cfg = { .idle_timeout_ms = 5000, .max_duration_ms = 400 };
+        struct fx f;
+        fx_start(&f, rules, true, &cfg);
+        char target[64];
+        echo_target(&f, target, sizeof(target));
+        int status;
+        int fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        /* Never idle: a byte every 50 ms until the relay cuts the tunnel. */
+        uint64_t t0 = glove_time_monotonic_ms();
+        bool cut = false;
+        while (!cut && glove_time_monotonic_ms() - t0 < 3000) {
+                if (send(fd, "y", 1, MSG_NOSIGNAL) != 1)
+                        break;
+                char c;
+                ssize_t n = recv(fd, &c, 1, 0);
+                cut = n <= 0;
+                usleep(50 * 1000);
+        }
+        assert_true(glove_time_monotonic_ms() - t0 < 3000);
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        assert_int_equal(f.rec.recs[1].reason, GLOVE_NET_EGRESS_ABSOLUTE_TIMEOUT);
+        fx_stop(&f);
+}
+
+static void test_plain_http_is_405(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        char target[64];
+        snprintf(target, sizeof(target), "http://127.0.0.1:%u/", f.echo.port);
+        int status;
+        int fd = proxy_request(&f, "GET", target, NULL, NULL, &status);
+        assert_int_equal(status, 405);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_METHOD_NOT_ALLOWED, 405);
+        assert_int_equal(atomic_load(&f.echo.accepted), 0);
+        fx_stop(&f);
+}
+
+static void test_http10_is_505(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        int fd = tcp_connect(f.proxy_port);
+        char req[512];
+        int n = snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.0\r\n%s\r\n", f.echo.port, f.auth);
+        assert_int_equal(write_all(fd, req, (size_t)n), 0);
+        char head[512];
+        assert_int_equal(read_status(fd, head, sizeof(head)), 505);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_BAD_REQUEST, 505);
+        fx_stop(&f);
+}
+
+static void test_oversized_head_is_431(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        int fd = tcp_connect(f.proxy_port);
+        size_t len = GLOVE_NET_HEAD_MAX + 4096;
+        char *req = malloc(len);
+        assert_non_null(req);
+        int n = snprintf(req, len, "CONNECT 127.0.0.1:%u HTTP/1.1\r\n%sX-Pad: ", f.echo.port, f.auth);
+        memset(req + n, 'a', len - (size_t)n);
+        /* The relay answers after 8 KiB; the rest may meet a closed socket. */
+        (void)write_all(fd, req, len);
+        free(req);
+        char head[512];
+        assert_int_equal(read_status(fd, head, sizeof(head)), 431);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_HEAD_TOO_LARGE, 431);
+        assert_int_equal(atomic_load(&f.echo.accepted), 0);
+        fx_stop(&f);
+}
+
+static void test_slow_head_is_408(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct glove_net_relay_config cfg = { .head_timeout_ms = 200 };
+        struct fx f;
+        fx_start(&f, rules, true, &cfg);
+        int fd = tcp_connect(f.proxy_port);
+        assert_int_equal(write_all(fd, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n", 30), 0);
+        char head[512];
+        assert_int_equal(read_status(fd, head, sizeof(head)), 408);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_TIMEOUT, 408);
+        /* A connection that closes before finishing its head gets no answer. */
+        fd = tcp_connect(f.proxy_port);
+        assert_int_equal(write_all(fd, "CONN", 4), 0);
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        assert_int_equal(f.rec.recs[1].reason, GLOVE_NET_EGRESS_INCOMPLETE_REQUEST);
+        assert_int_equal(f.rec.recs[1].status, 0);
+        fx_stop(&f);
+}
+
+static void test_connect_failed_is_502(void **state) {
+        (void)state;
+        /* A port nothing listens on: bind one, learn it, close it. */
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t sl = sizeof(sin);
+        assert_int_equal(bind(s, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        assert_int_equal(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
+        close(s);
+        char rule[64];
+        snprintf(rule, sizeof(rule), "127.0.0.1:%u", ntohs(sin.sin_port));
+        const char *const rules[] = { rule, NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        int status;
+        int fd = proxy_request(&f, "CONNECT", rule, NULL, NULL, &status);
+        assert_int_equal(status, 502);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_CONNECT_FAILED, 502);
+        assert_string_equal(f.rec.recs[0].address, "127.0.0.1");
+        fx_stop(&f);
+}
+
+static void test_audit_refusal_fails_closed(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        f.rec.refuse_open = 1;
+        char target[64];
+        echo_target(&f, target, sizeof(target));
+        int status;
+        int fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 502);
+        char buf[64] = { 0 };
+        assert_int_equal(read_to_eof(fd, buf, sizeof(buf) - 1), 33);
+        assert_string_equal(buf, "glove egress proxy: audit_failed\n");
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 1), 1);
+        usleep(50 * 1000);
+        assert_int_equal(f.rec.n, 1);
+        assert_int_equal(f.rec.recs[0].phase, GLOVE_NET_EGRESS_OPEN);
+        fx_stop(&f);
+}
+
+static void test_stop_cuts_open_tunnels(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        char target[64];
+        echo_target(&f, target, sizeof(target));
+        int status;
+        int open_fd = proxy_request(&f, "CONNECT", target, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        int waiting = tcp_connect(f.proxy_port); /* never sends its head */
+        assert_true(waiting >= 0);
+        for (int i = 0; i < 500 && glove_net_relay_active(f.relay) < 2; i++)
+                usleep(10 * 1000);
+        assert_int_equal(glove_net_relay_active(f.relay), 2);
+        uint64_t t0 = glove_time_monotonic_ms();
+        glove_net_relay_stop(f.relay);
+        assert_true(glove_time_monotonic_ms() - t0 < 2000);
+        char buf[8];
+        assert_true(read_to_eof(open_fd, buf, sizeof(buf)) >= 0);
+        assert_true(read_to_eof(waiting, buf, sizeof(buf)) >= 0);
+        close(open_fd);
+        close(waiting);
+        assert_int_equal(f.rec.n, 3);
+        int stopped = 0;
+        for (int i = 0; i < 3; i++)
+                stopped += f.rec.recs[i].reason == GLOVE_NET_EGRESS_RELAY_STOPPED;
+        assert_int_equal(stopped, 2);
+        /* The helper noticed. */
+        pthread_join(f.listener, NULL);
+        assert_int_equal(f.listener_ret, 0);
+        close(f.helper_fd);
+        close(f.listen_fd);
+        echo_stop(&f.echo);
+        glove_net_policy_free(&f.policy);
+        recorder_destroy(&f.rec);
+}
+
+static void test_ipv6_literal(void **state) {
+        (void)state;
+        struct echo e6;
+        if (echo_start(&e6, AF_INET6) < 0) {
+                print_message("skipped: no ::1 on this host\n");
+                skip();
+        }
+        char rule[64];
+        snprintf(rule, sizeof(rule), "[::1]:%u", e6.port);
+        const char *const rules[] = { rule, NULL };
+        struct fx f;
+        fx_start(&f, rules, true, NULL);
+        int status;
+        int fd = proxy_request(&f, "CONNECT", rule, NULL, NULL, &status);
+        assert_int_equal(status, 200);
+        char in[6];
+        assert_int_equal(exchange(fd, "abcdef", 6, in), 0);
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        assert_string_equal(f.rec.recs[0].host, "::1");
+        assert_string_equal(f.rec.recs[0].address, "::1");
+        assert_string_equal(f.rec.recs[1].cls, "loopback");
+        assert_int_equal(atomic_load(&e6.accepted), 1);
+        fx_stop(&f);
+        echo_stop(&e6);
+}
+
+static void test_rogue_descriptors(void **state) {
+        (void)state;
+        /* A compromised helper could pass anything: the relay serves only
+         * TCP sockets and tolerates several descriptors in one message. */
+        struct recorder rec;
+        recorder_init(&rec);
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        char token[GLOVE_NET_TOKEN_LEN + 1];
+        assert_int_equal(glove_net_token_generate(token, NULL), 0);
+        struct glove_net_relay_config cfg = { .token = token, .audit = record_event, .audit_userdata = &rec };
+        struct glove_net_relay *relay;
+        assert_int_equal(glove_net_relay_start(&cfg, sv[0], &relay, NULL), 0);
+        int p[2];
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        int fds[2] = { p[0], p[1] };
+        char byte = 'x';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(fds))];
+        } control;
+        memset(&control, 0, sizeof(control));
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                              .msg_controllen = sizeof(control.buf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(fds));
+        memcpy(CMSG_DATA(c), fds, sizeof(fds));
+        assert_int_equal(sendmsg(sv[1], &msg, 0), 1);
+        close(p[0]);
+        close(p[1]);
+        assert_int_equal(recorder_wait(&rec, 2), 2);
+        assert_int_equal(rec.recs[0].reason, GLOVE_NET_EGRESS_BAD_DESCRIPTOR);
+        assert_int_equal(rec.recs[1].reason, GLOVE_NET_EGRESS_BAD_DESCRIPTOR);
+        close(sv[1]);
+        glove_net_relay_stop(relay);
+        recorder_destroy(&rec);
+}
+
+static void test_config_refusals(void **state) {
+        (void)state;
+        struct glove_net_relay *relay = (void *)1;
+        struct glove_error err = { 0 };
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        struct glove_net_relay_config cfg = { .token = "bad token" };
+        assert_int_equal(glove_net_relay_start(&cfg, sv[0], &relay, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.bad_token");
+        assert_null(relay);
+        /* sv[0] was closed: the peer sees the hang-up. */
+        struct pollfd p = { .fd = sv[1], .events = 0 };
+        assert_int_equal(poll(&p, 1, 1000), 1);
+        assert_true(p.revents & POLLHUP);
+        close(sv[1]);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        close(sv[1]);
+        cfg = (struct glove_net_relay_config){ .token = "abc", .max_connections = GLOVE_NET_MAX_CONNECTIONS_LIMIT + 1 };
+        glove_error_clear(&err);
+        assert_int_equal(glove_net_relay_start(&cfg, sv[0], &relay, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.bad_config");
+        glove_net_relay_stop(NULL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_allowed_connect_relays_both_ways),
+                cmocka_unit_test(test_wrong_or_missing_token_is_407),
+                cmocka_unit_test(test_host_not_allowed_is_403),
+                cmocka_unit_test(test_private_address_needs_allow_private),
+                cmocka_unit_test(test_name_resolving_to_private_address),
+                cmocka_unit_test(test_concurrency_cap_is_503),
+                cmocka_unit_test(test_idle_timeout_closes),
+                cmocka_unit_test(test_absolute_timeout_closes),
+                cmocka_unit_test(test_plain_http_is_405),
+                cmocka_unit_test(test_http10_is_505),
+                cmocka_unit_test(test_oversized_head_is_431),
+                cmocka_unit_test(test_slow_head_is_408),
+                cmocka_unit_test(test_connect_failed_is_502),
+                cmocka_unit_test(test_audit_refusal_fails_closed),
+                cmocka_unit_test(test_stop_cuts_open_tunnels),
+                cmocka_unit_test(test_ipv6_literal),
+                cmocka_unit_test(test_rogue_descriptors),
+                cmocka_unit_test(test_config_refusals),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
