@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reserved[] = {"PATH", "HOME", "TMPDIR", "TERM", "LANG"};
+static const char *const reserved[] = {"PATH", "HOME", "TMPDIR", "TERM", "LANG",
+                                       /* set by Glove for audited egress */
+                                       "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                       "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"};
 
 const char *glove_env_lookup(const char *const *envp, const char *name) {
         size_t n = strlen(name);
@@ -106,4 +109,19 @@ void glove_env_free(struct glove_env *env) {
         }
         env->envp = NULL;
         env->count = 0;
+}
+
+int glove_env_append(struct glove_env *env, const char *entry, struct glove_error *err) {
+        if (!strchr(entry, '='))
+                return glove_error_set(err, EINVAL, "env.bad_name", "environment entry %s has no '='", entry);
+        char **n = realloc(env->envp, (env->count + 2) * sizeof(char *));
+        if (!n)
+                return glove_error_set(err, ENOMEM, "env.nomem", "out of memory");
+        env->envp = n;
+        env->envp[env->count] = strdup(entry);
+        if (!env->envp[env->count])
+                return glove_error_set(err, ENOMEM, "env.nomem", "out of memory");
+        env->count++;
+        env->envp[env->count] = NULL;
+        return 0;
 }

@@ -138,6 +138,13 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
         _exit(127);
 }
 
+int glove_sandbox_lockdown(const struct sock_fprog *prog) {
+        int r = drop_privileges();
+        if (r == 0 && glove_seccomp_install(prog) < 0)
+                r = -errno;
+        return r;
+}
+
 __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd) {
         sigset_t set;
         sigemptyset(&set);
@@ -150,9 +157,16 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
         sigaction(SIGCHLD, &sa, NULL);
         sigprocmask(SIG_BLOCK, &set, NULL);
 
-        int r = drop_privileges();
-        if (r == 0 && glove_seccomp_install(cfg->seccomp) < 0)
-                r = -errno;
+        if (cfg->pid1_setup) {
+                struct glove_error err = {0};
+                if (cfg->pid1_setup(cfg, &err) < 0) {
+                        glove_report_send(report_fd, REPORT_SETUP_FAILED, err.errnum, err.code, err.message);
+                        _exit(1);
+                }
+        }
+        if (cfg->pid1_fd >= 0)
+                close(cfg->pid1_fd);
+        int r = glove_sandbox_lockdown(cfg->seccomp);
         if (r < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, -r, "sandbox.privileges", strerror(-r));
                 _exit(1);

@@ -421,7 +421,8 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
         r = r ?: mount_fresh(root, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts, err);
         char home_opts[128];
         snprintf(home_opts, sizeof(home_opts), "mode=0700,uid=%u,gid=%u%s", (unsigned)uid, (unsigned)gid, size);
-        r = r ?: mount_fresh(root, GLOVE_ENV_HOME + 1, "tmpfs", MS_NOSUID | MS_NODEV, home_opts, err);
+        const char *home_rel = &GLOVE_ENV_HOME[1];
+        r = r ?: mount_fresh(root, home_rel, "tmpfs", MS_NOSUID | MS_NODEV, home_opts, err);
         if (r < 0)
                 return r;
 

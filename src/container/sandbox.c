@@ -87,6 +87,28 @@ static int write_idmaps(struct glove_sandbox *sb, struct glove_error *err) {
         return 0;
 }
 
+/* Closes every descriptor above 2 except the (up to three) given ones. */
+static int close_all_but(int a, int b, int c) {
+        int keep[3] = {a, b, c};
+        /* sort ascending; -1 entries sort first and are skipped */
+        for (int i = 0; i < 3; i++)
+                for (int j = i + 1; j < 3; j++)
+                        if (keep[j] < keep[i]) {
+                                int t = keep[i];
+                                keep[i] = keep[j];
+                                keep[j] = t;
+                        }
+        unsigned next = 3;
+        for (int i = 0; i < 3; i++) {
+                if (keep[i] < 3)
+                        continue;
+                if ((unsigned)keep[i] > next && syscall(SYS_close_range, next, (unsigned)keep[i] - 1, 0) < 0)
+                        return -1;
+                next = (unsigned)keep[i] + 1;
+        }
+        return (int)syscall(SYS_close_range, next, ~0U, 0);
+}
+
 /* The child between clone3 and release. Never returns. */
 __attribute__((noreturn)) static void child_main(const struct glove_sandbox_config *cfg, int report_fd, int release_fd,
                                                  uid_t uid, gid_t gid) {
@@ -116,13 +138,9 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.stdio", strerror(errno));
                 _exit(1);
         }
-        /* Nothing Glove inherited reaches the sandbox: keep only stdio and the
-         * two pipes. */
-        int lo = report_fd < release_fd ? report_fd : release_fd;
-        int hi = report_fd < release_fd ? release_fd : report_fd;
-        if ((lo > 3 && syscall(SYS_close_range, 3, lo - 1, 0) < 0) ||
-            (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0) < 0) ||
-            syscall(SYS_close_range, hi + 1, ~0U, 0) < 0) {
+        /* Nothing Glove inherited reaches the sandbox: keep only stdio, the
+         * two pipes and pid1_fd. */
+        if (close_all_but(report_fd, release_fd, cfg->pid1_fd) < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.close_range", strerror(errno));
                 _exit(1);
         }

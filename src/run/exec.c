@@ -18,6 +18,7 @@
 #include "glove/run/exec_options.h"
 #include "exec_records.h"
 #include "drain.h"
+#include "egress.h"
 #include "launch.h"
 #include "run_limits.h"
 
@@ -94,19 +95,24 @@ int glove_exec_main(int argc, char **argv) {
                 .stdin_fd = -1,
                 .stdout_fd = -1,
                 .stderr_fd = -1,
+                .pid1_fd = -1,
         };
         static struct glove_watch watch;
         static struct glove_drain drain;
+        static struct glove_egress egress;
+        glove_egress_init(&egress);
         struct glove_limits limits;
         glove_limits_resolve(&opts, &limits);
         glove_drain_init(&drain);
         struct glove_sandbox sb = {.pid = -1, .pidfd = -1, .report_fd = -1, .release_fd = -1};
         int status = GLOVE_EXIT_FAILURE;
-        if (glove_watch_setup(&watch, &limits, &cfg, &err) < 0 ||
+        if (glove_egress_setup(&egress, &opts, &l.audit, &l.env, &cfg, &err) < 0 ||
+            glove_watch_setup(&watch, &limits, &cfg, &err) < 0 ||
             glove_drain_setup(&drain, opts.tty || isatty(0), &watch, &cfg, &err) < 0 ||
             glove_sandbox_spawn(&cfg, &sb, &err) < 0)
                 goto fail;
-        if (glove_watch_attach(&watch, &sb, &err) < 0 || glove_drain_start(&drain, &err) < 0) {
+        if (glove_watch_attach(&watch, &sb, &err) < 0 || glove_drain_start(&drain, &err) < 0 ||
+            glove_egress_start(&egress, &sb, &err) < 0) {
                 glove_sandbox_destroy(&sb);
                 goto fail;
         }
@@ -127,11 +133,16 @@ int glove_exec_main(int argc, char **argv) {
         }
         struct glove_sandbox_outcome outcome;
         glove_sandbox_collect(&sb, &reaped, &outcome);
+        glove_egress_stop(&egress);
         glove_drain_stop(&drain);
         struct glove_run_status st;
         glove_watch_finish(&watch, &outcome, opts.program[0], true, &st);
         glove_sandbox_destroy(&sb);
         status = st.exit_code;
+        if (atomic_load(&egress.audit_failed)) {
+                glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
+                goto fail;
+        }
         if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)
                 goto fail;
         if (l.audit.fd >= 0) {
@@ -147,6 +158,7 @@ int glove_exec_main(int argc, char **argv) {
         glove_launch_free(&l);
         return status;
 fail:
+        glove_egress_stop(&egress);
         glove_drain_stop(&drain);
         glove_watch_free(&watch);
         glove_launch_free(&l);

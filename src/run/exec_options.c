@@ -36,6 +36,12 @@ const char glove_exec_help[] =
         "  --output-limit BYTES  bytes the program may write to stdout/stderr\n"
         "  --status-json FILE  write the terminal status (exit code, limit, usage)\n"
         "  --tty               give the program a terminal (default when stdin is one)\n"
+        "\n"
+        "Audited egress (offline without these; docs/egress.md):\n"
+        "  --egress-allow HOST[:PORT]  allow HTTPS CONNECT to HOST (port 443 by\n"
+        "                    default; .example.com matches subdomains only), through\n"
+        "                    a per-run authenticated proxy that audits every connection\n"
+        "  --egress-allow-private  also allow loopback and private destinations\n"
         "                    A breached limit kills the whole tree; Glove exits 137.\n"
         "  -h, --help        show this help\n"
         "\n"
@@ -69,7 +75,8 @@ const char glove_run_help[] =
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
-        "  --output-limit BYTES, --status-json FILE\n"
+        "  --output-limit BYTES, --status-json FILE, --tty, --egress-allow HOST[:PORT],\n"
+        "  --egress-allow-private\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
@@ -98,6 +105,8 @@ enum {
         OPT_OUTPUT_LIMIT,
         OPT_STATUS_JSON,
         OPT_TTY,
+        OPT_EGRESS_ALLOW,
+        OPT_EGRESS_ALLOW_PRIVATE,
 };
 
 #define SANDBOX_OPTIONS                                                   \
@@ -114,6 +123,8 @@ enum {
         {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},     \
         {"status-json", required_argument, NULL, OPT_STATUS_JSON},       \
         {"tty", no_argument, NULL, OPT_TTY},                             \
+        {"egress-allow", required_argument, NULL, OPT_EGRESS_ALLOW},     \
+        {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -271,6 +282,12 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         break;
                 case OPT_TTY:
                         opts->tty = true;
+                        break;
+                case OPT_EGRESS_ALLOW:
+                        r = push(opts->egress_allow, &opts->n_egress_allow, optarg, "--egress-allow", err);
+                        break;
+                case OPT_EGRESS_ALLOW_PRIVATE:
+                        opts->egress_allow_private = true;
                         break;
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;

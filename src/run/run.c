@@ -27,6 +27,7 @@
 #include "glove/container/seccomp.h"
 #include "glove/kernel/calls.h"
 #include "glove/policy/policy.h"
+#include "egress.h"
 #include "exec_records.h"
 #include "launch.h"
 #include "run_limits.h"
@@ -56,6 +57,7 @@ struct run {
         int agent_err;             /* read end of the agent's stderr, relayed to Glove's and counted */
         sd_event_source *agent_err_src, *limits_timer;
         struct glove_watch watch;
+        struct glove_egress egress;
         struct glove_mcp_reader agent_reader;
         struct glove_mcp_writer agent_writer;
         sd_event_source *agent_out_src, *agent_in_src, *sandbox_src, *startup_timer, *grace_timer;
@@ -959,10 +961,13 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .stdin_fd = to_agent[0],
                 .stdout_fd = from_agent[1],
                 .stderr_fd = agent_err[1],
+                .pid1_fd = -1,
         };
         struct glove_limits limits;
         glove_limits_resolve(r->opts, &limits);
-        int rr = glove_watch_setup(&r->watch, &limits, &cfg, err);
+        int rr = glove_egress_setup(&r->egress, r->opts, &r->launch->audit, &r->launch->env, &cfg, err);
+        if (rr >= 0)
+                rr = glove_watch_setup(&r->watch, &limits, &cfg, err);
         if (rr >= 0)
                 rr = glove_sandbox_spawn(&cfg, &r->sb, err);
         close(to_agent[0]);
@@ -974,6 +979,9 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
         if (rr < 0)
                 return rr;
         glove_watch_attach(&r->watch, &r->sb, err);
+        rr = glove_egress_start(&r->egress, &r->sb, err);
+        if (rr < 0)
+                return rr;
         if (fcntl(r->agent_err, F_SETFL, O_NONBLOCK) < 0)
                 return glove_error_set(err, errno, "run.pipe", "fcntl: %s", strerror(errno));
         rr = sd_event_add_io(r->event, &r->agent_err_src, r->agent_err, EPOLLIN, on_agent_stderr, r);
@@ -1040,6 +1048,7 @@ static void run_free(struct run *r) {
         r->limits_timer = sd_event_source_disable_unref(r->limits_timer);
         glove_closep(&r->agent_err);
         glove_watch_free(&r->watch);
+        glove_egress_stop(&r->egress);
         glove_closep(&r->agent_in);
         glove_closep(&r->agent_out);
         glove_mcp_reader_free(&r->agent_reader);
@@ -1069,6 +1078,7 @@ int glove_run_main(int argc, char **argv) {
         r.agent_in = r.agent_out = r.agent_err = -1;
         r.sb.pid = r.sb.pidfd = r.sb.report_fd = r.sb.release_fd = -1;
         glove_kernel_calls_init(&r.calls);
+        glove_egress_init(&r.egress);
         glove_mcp_reader_init(&r.agent_reader, opts.max_frame);
         glove_mcp_writer_init(&r.agent_writer, AGENT_PENDING_MAX);
 
@@ -1114,6 +1124,11 @@ int glove_run_main(int argc, char **argv) {
         }
         struct glove_sandbox_outcome outcome;
         glove_sandbox_collect(&r.sb, &r.sandbox_si, &outcome);
+        glove_egress_stop(&r.egress);
+        if (atomic_load(&r.egress.audit_failed) && r.status < 0) {
+                r.status = GLOVE_EXIT_FAILURE;
+                glove_error_set(&r.err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
+        }
         /* What the agent wrote to stderr before it ended. */
         for (int i = 0; r.agent_err >= 0 && r.agent_err_src && i < 1024; i++) {
                 int enabled = 0;

@@ -35,7 +35,9 @@ struct glove_env {
  *                     command line: export the variable and pass its name);
  *   "env.bad_name"    not [A-Za-z_][A-Za-z0-9_]*, or longer than
  *                     GLOVE_ENV_NAME_MAX;
- *   "env.reserved"    PATH, HOME, TMPDIR, TERM, LANG or any GLOVE_* name;
+ *   "env.reserved"    PATH, HOME, TMPDIR, TERM, LANG, the proxy variables
+ *                     (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY, also in
+ *                     lower case) or any GLOVE_* name;
  *   "env.unset"       the name is not set in host_env;
  *   "env.duplicate"   a name given twice;
  *   "env.too_long"    (-E2BIG) a value over GLOVE_ENV_VALUE_MAX, or more
@@ -43,6 +45,11 @@ struct glove_env {
  */
 int glove_env_build(const char *const *host_env, const char *const *names, size_t n_names,
                     struct glove_env *out, struct glove_error *err);
+
+/* Appends one "NAME=VALUE" entry (copied) to an environment glove_env_build
+ * made, for variables Glove itself sets later (the egress proxy). Errors:
+ * "env.bad_name" (no '='), "env.nomem". */
+int glove_env_append(struct glove_env *env, const char *entry, struct glove_error *err);
 
 /* Frees what glove_env_build made; out is empty again. */
 void glove_env_free(struct glove_env *env);

@@ -61,7 +61,24 @@ struct glove_sandbox_config {
          * for none. */
         int (*after_clone)(pid_t pid, void *ctx, struct glove_error *err);
         void *after_clone_ctx;
+        /* A descriptor PID 1 keeps for pid1_setup (e.g. the egress channel),
+         * or -1. Never reaches the agent. */
+        int pid1_fd;
+        /* Called in PID 1 after the perimeter is built and before privileges
+         * are dropped (PID 1 still holds its capabilities in the sandbox's
+         * namespaces), with pid1_fd. Returns 0 or -errno with err set; a
+         * failure stops the sandbox as a setup failure. NULL for none. */
+        int (*pid1_setup)(const struct glove_sandbox_config *cfg, struct glove_error *err);
+        void *pid1_ctx;
 };
+
+/*
+ * What PID 1 does to itself before the agent starts, exposed for processes
+ * pid1_setup forks (helpers inside the sandbox): empties every capability
+ * set, sets no_new_privs and non-dumpable, and installs prog. Async-signal
+ * safe. Returns 0 or -errno.
+ */
+int glove_sandbox_lockdown(const struct sock_fprog *prog);
 
 struct glove_sandbox_idmap {
         uint32_t inside;

@@ -45,6 +45,9 @@ struct glove_exec_options {
          * then the defaults apply. */
         uint64_t cpu_time_ms, memory_bytes, pids, wall_time_ms, disk_bytes, output_bytes;
         const char *status_json;        /* --status-json FILE, or NULL */
+        const char *egress_allow[GLOVE_RUN_RULES_MAX];  /* --egress-allow HOST[:PORT] */
+        size_t n_egress_allow;
+        bool egress_allow_private;
         bool tty;                       /* --tty: a PTY even when stdin is not a terminal */
 
         /* glove run only; all strings borrowed from argv. */

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "egress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/container/seccomp.h"
+#include "glove/net/helper.h"
+
+void glove_egress_init(struct glove_egress *e) {
+        memset(e, 0, sizeof(*e));
+        e->host_fd = e->sandbox_fd = -1;
+        glove_net_policy_init(&e->policy);
+        atomic_store(&e->audit_failed, false);
+}
+
+/* In the helper process, forked by PID 1: nothing but the channel and the
+ * listening socket, the agent's own lockdown, then accept-and-pass forever. */
+__attribute__((noreturn)) static void helper_main(int channel, int listen_fd) {
+        /* Move both above the target numbers first: either may be 3 or 4. */
+        int c = fcntl(channel, F_DUPFD, 10), l = fcntl(listen_fd, F_DUPFD, 10);
+        if (c < 0 || l < 0 || dup2(c, 3) < 0 || dup2(l, 4) < 0)
+                _exit(1);
+        syscall(SYS_close_range, 5, ~0U, 0);
+        if (glove_sandbox_lockdown(&glove_seccomp_prebuilt_egress) < 0)
+                _exit(1);
+        struct glove_error err = {0};
+        _exit(glove_net_listener_run(3, 4, &err) < 0 ? 1 : 0);
+}
+
+/* pid1_setup: runs in PID 1 with its capabilities in the sandbox's
+ * namespaces. The helper is one PID inside the run's pid limit. */
+static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_error *err) {
+        int r = glove_net_loopback_up(err);
+        if (r < 0)
+                return r;
+        int listen_fd = -1;
+        uint16_t port = 0;
+        r = glove_net_listener_open(GLOVE_EGRESS_PORT, &listen_fd, &port, err);
+        if (r < 0)
+                return r;
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(listen_fd);
+                return glove_error_set(err, errno, "egress.helper", "fork: %s", strerror(errno));
+        }
+        if (pid == 0)
+                helper_main(cfg->pid1_fd, listen_fd);
+        close(listen_fd);
+        return 0;
+}
+
+static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
+        struct glove_egress *e = userdata;
+        if (!e->audit || e->audit->fd < 0)
+                return 0;
+        _cleanup_json_ json_t *f = json_pack("{s:s,s:s,s:I,s:s,s:i,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "phase",
+                                             glove_net_egress_phase_name(ev->phase), "decision", ev->allowed ? "allow" : "deny",
+                                             "connection", (json_int_t)ev->connection_id, "host", ev->host, "port", (int)ev->port,
+                                             "reason", glove_net_egress_reason_name(ev->reason), "http_status",
+                                             (json_int_t)ev->http_status, "address", ev->address, "address_class",
+                                             ev->address_class, "bytes_up", (json_int_t)ev->bytes_up, "bytes_down",
+                                             (json_int_t)ev->bytes_down, "duration_ms", (json_int_t)ev->duration_ms);
+        struct glove_error err = {0};
+        if (!f || glove_audit_append(e->audit, "egress", f, &err) < 0) {
+                /* Fail closed: the connection is refused and the run stops. */
+                if (!atomic_exchange(&e->audit_failed, true)) {
+                        fprintf(stderr, "glove: audit.append: %s; stopping the agent\n", err.code ? err.message : "cannot encode");
+                        if (e->sb)
+                                (void)glove_sandbox_signal(e->sb, SIGKILL);
+                }
+                return -1;
+        }
+        return 0;
+}
+
+int glove_egress_setup(struct glove_egress *e, const struct glove_exec_options *opts, struct glove_audit_log *audit,
+                       struct glove_env *env, struct glove_sandbox_config *cfg, struct glove_error *err) {
+        glove_egress_init(e);
+        e->audit = audit;
+        cfg->pid1_fd = -1;
+        if (opts->n_egress_allow == 0) {
+                if (opts->egress_allow_private)
+                        return glove_error_set(err, EINVAL, "egress.no_rule",
+                                               "--egress-allow-private needs at least one --egress-allow HOST[:PORT]");
+                return 0;
+        }
+        for (size_t i = 0; i < opts->n_egress_allow; i++) {
+                int r = glove_net_policy_add(&e->policy, opts->egress_allow[i], err);
+                if (r < 0) {
+                        glove_error_prefix(err, "--egress-allow %s", opts->egress_allow[i]);
+                        return r;
+                }
+        }
+        e->policy.allow_private = opts->egress_allow_private;
+        int r = glove_net_token_generate(e->token, err);
+        if (r < 0)
+                return r;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return glove_error_set(err, errno, "egress.channel", "socketpair: %s", strerror(errno));
+        e->host_fd = sv[0];
+        e->sandbox_fd = sv[1];
+        struct glove_net_proxy_env penv;
+        r = glove_net_proxy_env_build(e->token, GLOVE_EGRESS_PORT, &penv, err);
+        for (size_t i = 0; r == 0 && penv.envp[i]; i++)
+                r = glove_env_append(env, penv.envp[i], err);
+        if (r < 0)
+                return r;
+        cfg->envp = env->envp;
+        cfg->seccomp = &glove_seccomp_prebuilt_egress;
+        cfg->pid1_fd = e->sandbox_fd;
+        cfg->pid1_setup = pid1_egress;
+        e->enabled = true;
+        return 0;
+}
+
+int glove_egress_start(struct glove_egress *e, struct glove_sandbox *sb, struct glove_error *err) {
+        e->sb = sb;
+        if (!e->enabled)
+                return 0;
+        glove_closep(&e->sandbox_fd); /* PID 1 has its copy */
+        e->sandbox_fd = -1;
+        struct glove_net_relay_config cfg = {
+                .policy = &e->policy,
+                .token = e->token,
+                .audit = on_event,
+                .audit_userdata = e,
+        };
+        int fd = e->host_fd;
+        e->host_fd = -1; /* the relay owns it in every case */
+        return glove_net_relay_start(&cfg, fd, &e->relay, err);
+}
+
+void glove_egress_stop(struct glove_egress *e) {
+        glove_net_relay_stop(e->relay);
+        e->relay = NULL;
+        glove_closep(&e->host_fd);
+        glove_closep(&e->sandbox_fd);
+        e->host_fd = e->sandbox_fd = -1;
+        glove_net_policy_free(&e->policy);
+        explicit_bzero(e->token, sizeof(e->token));
+}
