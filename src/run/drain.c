@@ -29,6 +29,7 @@ static void restore_terminal(void) {
 
 struct pump {
         int from, to;
+        unsigned char last;             /* last byte relayed, '\n' before any */
         struct glove_watch *watch;      /* NULL: not counted (input to the agent) */
         bool close_to;                  /* close `to` at end of input (the agent sees EOF) */
 };
@@ -45,6 +46,8 @@ static void *pump_main(void *arg) {
                 if (n <= 0)
                         break; /* end of file, or EIO once every PTY slave is closed */
                 size_t relay = p->watch ? glove_watch_output(p->watch, (size_t)n) : (size_t)n;
+                if (relay > 0)
+                        p->last = (unsigned char)buf[relay - 1];
                 if (relay > 0 && glove_fd_write_all(p->to, buf, relay) < 0 && !p->watch)
                         break;
         }
@@ -72,6 +75,10 @@ int glove_drain_setup(struct glove_drain *d, bool want_pty, struct glove_watch *
                         return glove_error_set(err, errno, "tty.open", "cannot open the PTY's peer: %s", strerror(errno));
                 d->pty = true;
                 d->child_fds[0] = d->child_fds[1] = d->child_fds[2] = slave;
+                /* The agent's terminal starts with the modes of Glove's own. */
+                struct termios outer;
+                if (isatty(0) && tcgetattr(0, &outer) == 0)
+                        (void)tcsetattr(slave, TCSANOW, &outer);
                 cfg->controlling_tty = true;
                 glove_drain_resize(d);
         } else {
@@ -111,7 +118,7 @@ void glove_drain_resize(struct glove_drain *d) {
 
 static int start(struct glove_drain *d, int from, int to, struct glove_watch *w, struct glove_error *err) {
         struct pump *p = &pumps[d->n_threads];
-        *p = (struct pump){from, to, w, false};
+        *p = (struct pump){from, to, '\n', w, false};
         int r = pthread_create(&d->threads[d->n_threads], NULL, pump_main, p);
         if (r != 0)
                 return glove_error_set(err, r, "drain.thread", "pthread_create: %s", strerror(r));
@@ -157,7 +164,17 @@ int glove_drain_start(struct glove_drain *d, struct glove_error *err) {
         return r;
 }
 
+bool glove_drain_mid_line(const struct glove_drain *d) {
+        for (int i = 0; i < d->n_threads && i < 3; i++)
+                if ((pumps[i].to == 1 || pumps[i].to == 2) && pumps[i].last != '\n')
+                        return true;
+        return false;
+}
+
 void glove_drain_stop(struct glove_drain *d) {
+        if (d->stopped)
+                return;
+        d->stopped = true;
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += DRAIN_FLUSH_TIMEOUT_MS / 1000;

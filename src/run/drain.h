@@ -31,7 +31,12 @@ struct glove_drain {
         pthread_t threads[3];
         int n_threads;
         struct glove_watch *watch;
+        bool stopped;
 };
+
+/* True when the last byte relayed to Glove's terminal or stderr was not a
+ * newline (Glove's own messages then start on a new line). */
+bool glove_drain_mid_line(const struct glove_drain *d);
 
 /* Empties d so that glove_drain_stop is safe before setup. */
 void glove_drain_init(struct glove_drain *d);

@@ -135,6 +135,8 @@ int glove_exec_main(int argc, char **argv) {
         glove_sandbox_collect(&sb, &reaped, &outcome);
         glove_egress_stop(&egress);
         glove_drain_stop(&drain);
+        if (atomic_load(&watch.breach) != GLOVE_CGROUP_LIMIT_NONE && glove_drain_mid_line(&drain))
+                fputc('\n', stderr); /* the limit message starts on its own line */
         struct glove_run_status st;
         glove_watch_finish(&watch, &outcome, opts.program[0], true, &st);
         glove_sandbox_destroy(&sb);
