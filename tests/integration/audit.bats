@@ -169,3 +169,40 @@ assert exits and exits[-1]['exit_code'] == 127, recs
         expect_no_text AGENT-RAN
         [ ! -e "$T/ws/audit.jsonl" ] || fail "glove created the audit log inside the grant"
 }
+
+@test "audit: wall_time_ms measures the run" {
+        gx --audit-log "$LOG" -- /bin/sleep 0.3
+        expect_status 0
+        check_log "
+e = recs[-1]
+assert e['event'] == 'exit' and 300 <= e['wall_time_ms'] < 20000, e
+"
+}
+
+@test "audit: a forwarded SIGTERM that kills the agent is recorded as signal 15, exit_code 143" {
+        local out=$T/out err=$T/err
+        spawn_glove "$out" "$err" --audit-log "$LOG" -- "$PY" -c 'import time; print("ready", flush=True); time.sleep(60)'
+        wait_for "$out" '^ready$' 10
+        kill -TERM "$GPID"
+        wait_exit "$GPID" 10
+        [ "$WSTATUS" -eq 143 ] || { echo "exit status $WSTATUS, expected 143" >&2; return 1; }
+        check_log "
+assert [r['event'] for r in recs] == ['launch', 'exit'], recs
+e = recs[1]
+assert e['exit_code'] == 143 and e['status'] is None and e['signal'] == 15, e
+"
+}
+
+@test "audit: concurrent runs appending to one log never interleave records" {
+        local i pids=()
+        for i in $(seq 1 12); do
+                timeout --foreground 30 "$GLOVE" exec --audit-log "$LOG" -- /bin/sh -c "exit $i" </dev/null >/dev/null 2>&1 3>&- &
+                pids+=($!)
+        done
+        for i in "${pids[@]}"; do wait "$i" || true; done
+        check_log "
+assert len(recs) == 24, len(recs)
+assert sorted(r['exit_code'] for r in recs if r['event'] == 'exit') == list(range(1, 13)), recs
+assert sum(1 for r in recs if r['event'] == 'launch') == 12
+"
+}

@@ -73,23 +73,42 @@ EOF
 @test "descriptors: a file given append-only as stdout cannot be reopened to read or truncate it (/proc/self/fd/1)" {
         local f=$BATS_TEST_TMPDIR/session.log
         echo "earlier secret record" >"$f"
-        run --separate-stderr timeout --foreground 30 bash -c '"$1" exec -- "$2" -c "
+        local a=$BATS_TEST_TMPDIR/agent
+        mkdir -p "$a"
+        cat >"$a/reopen.py" <<'EOF'
 import os, sys
 try:
-    # stdout is a pipe to Glove: reopening it reads the agent's own output
-    # at most (non-blocking, so an empty pipe cannot hang the test).
-    fd = os.open(\"/proc/self/fd/1\", os.O_RDONLY | os.O_NONBLOCK)
+    # stdout may be a pipe to Glove: reopening it then reads at most the
+    # agent's own output (non-blocking, so an empty pipe cannot hang the test).
+    fd = os.open("/proc/self/fd/1", os.O_RDONLY | os.O_NONBLOCK)
     sys.stderr.write(os.read(fd, 4096).decode())
 except OSError as e:
-    sys.stderr.write(\"reopen for reading: %s\\n\" % e.strerror)
+    sys.stderr.write("reopen for reading: %s\n" % e.strerror)
 try:
-    os.close(os.open(\"/proc/self/fd/1\", os.O_WRONLY | os.O_TRUNC))
+    os.close(os.open("/proc/self/fd/1", os.O_WRONLY | os.O_TRUNC))
 except OSError as e:
-    sys.stderr.write(\"reopen for truncating: %s\\n\" % e.strerror)
-print(\"appended\", flush=True)
-" >>"$3"' _ "$GLOVE" "$PY" "$f"
+    sys.stderr.write("reopen for truncating: %s\n" % e.strerror)
+print("appended", flush=True)
+EOF
+        run --separate-stderr timeout --foreground 30 bash -c '"$1" exec --read "$4" -- "$2" "$4/reopen.py" >>"$3"' \
+                _ "$GLOVE" "$PY" "$f" "$a"
         expect_status 0
         [[ "${stderr-}" != *"earlier secret record"* ]] || fail "the agent read earlier content of its append-only stdout file"
         grep -qx "earlier secret record" "$f" || fail "the agent truncated its append-only stdout file: $(cat "$f")"
         grep -qx appended "$f" || fail "positive control: the agent's output must be appended"
+}
+
+@test "descriptors: a file given as stderr cannot be reopened to read its earlier content (/proc/self/fd/2)" {
+        local f=$BATS_TEST_TMPDIR/errors.log
+        echo "earlier secret error" >"$f"
+        run --separate-stderr timeout --foreground 30 bash -c '"$1" exec -- "$2" -c "$3" 2>>"$4"' _ "$GLOVE" "$PY" '
+import os
+try:
+    fd = os.open("/proc/self/fd/2", os.O_RDONLY | os.O_NONBLOCK)
+    print("read:", os.read(fd, 4096).decode().strip())
+except OSError as e:
+    print("reopen for reading:", e.strerror)' "$f"
+        expect_status 0
+        expect_no_text "earlier secret error"
+        grep -qx "earlier secret error" "$f" || fail "the stderr file lost its earlier content"
 }
