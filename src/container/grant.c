@@ -124,14 +124,18 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
 
 int glove_grant_set_check_hidden(const struct glove_grant_set *set, const char *canonical_path,
                                  dev_t dev, ino_t ino, struct glove_error *err) {
+        return glove_grant_set_check_outside(set, canonical_path, dev, ino, "the audit log", "grant.exposes_audit_log", err);
+}
+
+int glove_grant_set_check_outside(const struct glove_grant_set *set, const char *canonical_path, dev_t dev, ino_t ino,
+                                  const char *what, const char *code, struct glove_error *err) {
         for (size_t i = 0; i < set->count; i++) {
                 const struct glove_grant *g = &set->items[i];
                 bool exposed = g->is_dir ? glove_path_is_beneath(canonical_path, g->path)
                                          : (strcmp(g->path, canonical_path) == 0 || (g->dev == dev && g->ino == ino));
                 if (exposed)
-                        return glove_error_set(err, EPERM, "grant.exposes_audit_log",
-                                               "%s %s would expose the audit log %s to the agent; keep the audit log outside every grant",
-                                               option_name(g->mode, g->workspace), g->path, canonical_path);
+                        return glove_error_set(err, EPERM, code, "%s %s would expose %s %s to the agent; keep it outside every grant",
+                                               option_name(g->mode, g->workspace), g->path, what, canonical_path);
         }
         return 0;
 }

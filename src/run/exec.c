@@ -145,7 +145,7 @@ int glove_exec_main(int argc, char **argv) {
                 glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
                 goto fail;
         }
-        if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)
+        if (opts.status_json && glove_run_status_write(l.status_dirfd, l.status_name, &st, &err) < 0)
                 goto fail;
         if (l.audit.fd >= 0) {
                 _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, st.wall_time_ms);

@@ -2,6 +2,8 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,9 +19,33 @@ int glove_launch_fail(const struct glove_error *err) {
         return GLOVE_EXIT_FAILURE;
 }
 
+/* Pins the directory of --status-json by descriptor and refuses a path inside
+ * any grant: Glove writes the file after the agent ran, into that directory
+ * only (openat/renameat), whatever the agent did to the path meanwhile. */
+static int pin_status(const char *path, struct glove_launch *l, struct glove_error *err) {
+        _cleanup_free_ char *canonical = NULL;
+        int r = glove_audit_canonical_path(path, l->cwd, &canonical, err);
+        if (r < 0) {
+                glove_error_prefix(err, "--status-json");
+                return r;
+        }
+        r = glove_grant_set_check_outside(&l->grants, canonical, (dev_t)-1, (ino_t)-1, "the status file",
+                                          "grant.exposes_status_file", err);
+        if (r < 0)
+                return r;
+        char *slash = strrchr(canonical, '/');
+        l->status_name = strdup(slash + 1);
+        *slash = '\0';
+        l->status_dirfd = open(*canonical ? canonical : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (!l->status_name || l->status_dirfd < 0)
+                return glove_error_set(err, errno ? errno : ENOMEM, "status.write", "--status-json %s: %s", path, strerror(errno));
+        return 0;
+}
+
 int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_launch *l, struct glove_error *err) {
         memset(l, 0, sizeof(*l));
         l->audit.fd = -1;
+        l->status_dirfd = -1;
         glove_grant_set_init(&l->grants);
         if (!getcwd(l->cwd, sizeof(l->cwd)))
                 return glove_error_set(err, errno, "exec.cwd", "cannot determine the working directory: %s", strerror(errno));
@@ -48,6 +74,8 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                 if (r < 0)
                         return r;
         }
+        if (opts->status_json)
+                return pin_status(opts->status_json, l, err);
         return 0;
 }
 
@@ -55,6 +83,10 @@ void glove_launch_free(struct glove_launch *l) {
         glove_grant_set_clear(&l->grants);
         glove_env_free(&l->env);
         glove_audit_close(&l->audit);
+        glove_closep(&l->status_dirfd);
+        l->status_dirfd = -1;
+        free(l->status_name);
+        l->status_name = NULL;
 }
 
 void glove_launch_block_signals(sigset_t *mask) {

@@ -22,10 +22,13 @@ struct glove_launch {
         struct glove_grant_set grants;
         struct glove_env env;
         struct glove_audit_log audit;     /* fd -1 without --audit-log */
+        int status_dirfd;                 /* --status-json's directory, pinned; -1 without */
+        char *status_name;                /* its final name, owned */
 };
 
-/* Resolves grants, builds the environment, opens the audit log and checks
- * it is outside every grant. On error, l holds nothing to free beyond what
+/* Resolves grants, builds the environment, opens the audit log and pins the
+ * --status-json directory, checking both lie outside every grant (the agent
+ * could otherwise swap a path component and redirect what Glove writes). On error, l holds nothing to free beyond what
  * glove_launch_free releases. */
 int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_launch *l, struct glove_error *err);
 

@@ -183,7 +183,7 @@ json_t *glove_run_status_json(const struct glove_run_status *st) {
                          "output_bytes", (json_int_t)st->output_bytes);
 }
 
-int glove_run_status_write(const char *path, const struct glove_run_status *st, struct glove_error *err) {
+int glove_run_status_write(int dirfd, const char *path, const struct glove_run_status *st, struct glove_error *err) {
         _cleanup_json_ json_t *j = glove_run_status_json(st);
         _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         if (!text)
@@ -191,16 +191,16 @@ int glove_run_status_write(const char *path, const struct glove_run_status *st, 
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
                 return glove_error_set(err, ENOMEM, "status.write", "out of memory");
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return glove_error_set(err, errno, "status.write", "--status-json %s: %s", path, strerror(errno));
         int r = glove_fd_write_all(fd, text, strlen(text));
         if (r == 0)
                 r = glove_fd_write_all(fd, "\n", 1);
-        if (r == 0 && rename(tmp, path) < 0)
+        if (r == 0 && renameat(dirfd, tmp, dirfd, path) < 0)
                 r = -errno;
         if (r < 0) {
-                unlink(tmp);
+                unlinkat(dirfd, tmp, 0);
                 return glove_error_set(err, -r, "status.write", "--status-json %s: %s", path, strerror(-r));
         }
         return 0;

@@ -1144,7 +1144,7 @@ int glove_run_main(int argc, char **argv) {
                 status = st.exit_code = glove_launch_fail(&r.err);
         else
                 status = st.exit_code;
-        if (opts.status_json && glove_run_status_write(opts.status_json, &st, &err) < 0)
+        if (opts.status_json && glove_run_status_write(launch.status_dirfd, launch.status_name, &st, &err) < 0)
                 status = glove_launch_fail(&err);
         if (launch.audit.fd >= 0 && !(r.err.code && strncmp(r.err.code, "audit.", 6) == 0)) {
                 _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, st.wall_time_ms);

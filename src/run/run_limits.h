@@ -88,9 +88,10 @@ void glove_watch_finish(struct glove_watch *w, const struct glove_sandbox_outcom
  *  "wall_time_ms","output_bytes"}; new reference or NULL. */
 json_t *glove_run_status_json(const struct glove_run_status *st);
 
-/* Writes the status object to path (created 0600, replaced atomically via a
- * temporary file in the same directory). Errors: "status.write". */
-int glove_run_status_write(const char *path, const struct glove_run_status *st, struct glove_error *err);
+/* Writes the status object as name inside the pinned directory dirfd
+ * (created 0600, replaced atomically via a temporary file there; the final
+ * name must not be a directory). Errors: "status.write". */
+int glove_run_status_write(int dirfd, const char *name, const struct glove_run_status *st, struct glove_error *err);
 
 /* Releases the cgroup if finish was not reached. */
 void glove_watch_free(struct glove_watch *w);

@@ -80,6 +80,11 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
 int glove_grant_set_check_hidden(const struct glove_grant_set *set, const char *canonical_path,
                                  dev_t dev, ino_t ino, struct glove_error *err);
 
+/* As glove_grant_set_check_hidden for another file Glove writes (what names
+ * it in the message, e.g. "the status file"; code is the stable code). */
+int glove_grant_set_check_outside(const struct glove_grant_set *set, const char *canonical_path, dev_t dev, ino_t ino,
+                                  const char *what, const char *code, struct glove_error *err);
+
 /* Returns the workspace grant, or NULL. */
 const struct glove_grant *glove_grant_set_workspace(const struct glove_grant_set *set);
 
