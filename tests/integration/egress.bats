@@ -617,9 +617,10 @@ assert [r['event'] for r in recs] == ['launch'], recs
 
 @test "egress: a failed egress audit append is reported in one error line, without spurious warnings" {
         # Glove's convention (expect_glove_error): a 125 says why in exactly one
-        # line. Found: it also prints 'sandbox.lost: sandbox PID 1 was killed
-        # by signal 9' (Glove killed it itself), two 'drain.timeout' warnings
-        # (the output pumps are stopped twice) and a second audit.append line.
+        # line. Found (9c0ec4f): it also printed 'sandbox.lost: sandbox PID 1
+        # was killed by signal 9' (Glove killed it itself), a second
+        # audit.append line and two 'drain.timeout' warnings (the output pumps
+        # were stopped twice; fixed in e943c2b).
         audit_failure_run
         [ "$WSTATUS" -eq 125 ] || { cat "$AF_OUT" "$AF_ERR" >&2; fail "exit status $WSTATUS, expected 125"; }
         status=$WSTATUS output=$(cat "$AF_OUT") stderr=$(cat "$AF_ERR")
