@@ -71,11 +71,8 @@ static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
         struct glove_error err = {0};
         if (!f || glove_audit_append(e->audit, "egress", f, &err) < 0) {
                 /* Fail closed: the connection is refused and the run stops. */
-                if (!atomic_exchange(&e->audit_failed, true)) {
-                        fprintf(stderr, "glove: audit.append: %s; stopping the agent\n", err.code ? err.message : "cannot encode");
-                        if (e->sb)
-                                (void)glove_sandbox_signal(e->sb, SIGKILL);
-                }
+                if (!atomic_exchange(&e->audit_failed, true) && e->sb)
+                        (void)glove_sandbox_signal(e->sb, SIGKILL); /* Glove reports it once it ends */
                 return -1;
         }
         return 0;

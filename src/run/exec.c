@@ -138,10 +138,11 @@ int glove_exec_main(int argc, char **argv) {
         if (atomic_load(&watch.breach) != GLOVE_CGROUP_LIMIT_NONE && glove_drain_mid_line(&drain))
                 fputc('\n', stderr); /* the limit message starts on its own line */
         struct glove_run_status st;
-        glove_watch_finish(&watch, &outcome, opts.program[0], true, &st);
+        bool glove_failed = atomic_load(&egress.audit_failed);
+        glove_watch_finish(&watch, &outcome, opts.program[0], !glove_failed, &st);
         glove_sandbox_destroy(&sb);
         status = st.exit_code;
-        if (atomic_load(&egress.audit_failed)) {
+        if (glove_failed) {
                 glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
                 goto fail;
         }

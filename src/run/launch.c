@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,11 @@ static int pin_status(const char *path, struct glove_launch *l, struct glove_err
         l->status_dirfd = open(*canonical ? canonical : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (!l->status_name || l->status_dirfd < 0)
                 return glove_error_set(err, errno ? errno : ENOMEM, "status.write", "--status-json %s: %s", path, strerror(errno));
+        /* The file is replaced by rename: only a regular file (or nothing)
+         * may be there, never a device, a directory or a link. */
+        struct stat st;
+        if (fstatat(l->status_dirfd, l->status_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+                return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", path);
         return 0;
 }
 

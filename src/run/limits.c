@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
@@ -188,6 +189,9 @@ int glove_run_status_write(int dirfd, const char *path, const struct glove_run_s
         _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         if (!text)
                 return glove_error_set(err, ENOMEM, "status.write", "cannot encode the status");
+        struct stat existing;
+        if (fstatat(dirfd, path, &existing, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(existing.st_mode))
+                return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", path);
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
                 return glove_error_set(err, ENOMEM, "status.write", "out of memory");
