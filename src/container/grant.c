@@ -13,8 +13,11 @@
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
 
-/* Pseudo filesystems that only the sandbox itself provides. */
-static const char *const restricted_roots[] = {"/proc", "/sys", "/dev"};
+/* Pseudo filesystems that only the sandbox itself provides, and the
+ * directories that hold host services' Unix sockets: a socket in a grant can
+ * be connected to whatever the mount's read-only flag says, and the service
+ * sees the invoker's uid (0 for a root invoker). */
+static const char *const restricted_roots[] = {"/proc", "/sys", "/dev", "/run", "/var/run"};
 
 void glove_grant_set_init(struct glove_grant_set *set) {
         memset(set, 0, sizeof(*set));
@@ -82,8 +85,16 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(restricted_roots); i++)
                 if (glove_path_is_beneath(norm, restricted_roots[i]))
                         return glove_error_set(err, EPERM, "grant.restricted",
-                                               "%s %s: %s is provided by the sandbox itself and cannot be granted",
+                                               i < 3 ? "%s %s: %s is provided by the sandbox itself and cannot be granted"
+                                                     : "%s %s: %s holds host services' sockets and cannot be granted",
                                                opt, path, restricted_roots[i]);
+        /* The invoker's own runtime directory (ssh-agent, gpg-agent, D-Bus,
+         * gloved's socket) likewise. */
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (xdg && xdg[0] == '/' && glove_path_is_beneath(norm, xdg))
+                return glove_error_set(err, EPERM, "grant.restricted",
+                                       "%s %s: $XDG_RUNTIME_DIR (%s) holds the invoker's service sockets and cannot be granted", opt,
+                                       path, xdg);
         _cleanup_close_ int fd = -1;
         struct glove_error oerr = {0};
         r = glove_fd_open_nofollow(norm, O_PATH, &fd, &oerr);

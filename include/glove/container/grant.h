@@ -60,7 +60,8 @@ void glove_grant_set_clear(struct glove_grant_set *set);
  * Refused, each with -errno and a stable code:
  *   "grant.missing_path"   the path (or a component) does not exist;
  *   "grant.symlink"        a component is a symbolic link;
- *   "grant.restricted"     "/", or anything under /proc, /sys or /dev;
+ *   "grant.restricted"     "/", or anything under /proc, /sys, /dev, /run,
+ *                          /var/run or $XDG_RUNTIME_DIR (service sockets);
  *   "grant.file_type"      neither a directory nor a regular file;
  *   "grant.conflict"       the same path, or one nested in another, with a
  *                          different mode (a path granted twice with the same
