@@ -468,18 +468,17 @@ sys.exit(7)'
         done
 }
 
-@test "limits: values past the documented upper bounds are refused (--output-limit > 1 GiB, --wall-time > 24 h)" {
-        # docs/limits.md: terminal_output 1 ... 1 GiB, wall_time 1 ... 86 400 000 ms
-        # (the bounds of session plans, docs/session-policy.md).
-        gx --output-limit 1073741824 -- /bin/true
+@test "limits: values past the documented upper bounds are refused (--output-limit > 1 PiB, --wall-time > 7 days)" {
+        # docs/limits.md: terminal_output 1 ... 1 PiB, wall_time 1 ... 604 800 000 ms.
+        gx --output-limit 1125899906842624 -- /bin/true
         expect_status 0
-        gx --output-limit 1073741825 -- /bin/true
+        gx --output-limit 1125899906842625 -- /bin/true
         expect_glove_error 125
-        gx --output-limit 2G -- /bin/true
+        gx --output-limit 2048T -- /bin/true
         expect_glove_error 125
-        gx --wall-time 86400000 -- /bin/true
+        gx --wall-time 604800000 -- /bin/true
         expect_status 0
-        gx --wall-time 86400001 -- /bin/true
+        gx --wall-time 604800001 -- /bin/true
         expect_glove_error 125
 }
 
