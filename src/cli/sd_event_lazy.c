@@ -73,3 +73,7 @@ LAZY_INT(sd_event_source_set_enabled, (sd_event_source * s, int enabled), (s, en
 LAZY_PTR(sd_event_source *, sd_event_source_disable_unref, (sd_event_source * s), (s))
 LAZY_INT(sd_event_source_set_time, (sd_event_source * s, uint64_t usec), (s, usec))
 LAZY_INT(sd_event_source_get_enabled, (sd_event_source * s, int *enabled), (s, enabled))
+LAZY_INT(sd_event_add_time,
+         (sd_event * e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+          sd_event_time_handler_t callback, void *userdata),
+         (e, s, clock, usec, accuracy, callback, userdata))

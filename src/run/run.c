@@ -58,6 +58,11 @@ struct run {
         sd_event_source *agent_err_src, *limits_timer;
         struct glove_watch watch;
         struct glove_egress egress;
+        /* One timer for every call's timeout: armed at the earliest deadline
+         * (calls all get the same timeout, so a new call rarely moves it), and
+         * rescanned when it fires. No timer syscall per call. */
+        sd_event_source *call_timer;
+        uint64_t call_timer_at;   /* armed deadline (monotonic µs), 0 when off */
         struct glove_mcp_reader agent_reader;
         struct glove_mcp_writer agent_writer;
         sd_event_source *agent_out_src, *agent_in_src, *sandbox_src, *startup_timer, *grace_timer;
@@ -173,17 +178,49 @@ static json_t *call_result_fields(struct glove_kernel_call *c, const char *statu
 }
 
 static void call_finish(struct run *r, struct glove_kernel_call *c, const char *status) {
-        c->timer = sd_event_source_disable_unref((sd_event_source *)c->timer);
+        /* The shared timer is left as it is: if it fires for a call that is
+         * gone, the scan finds nothing due and re-arms. */
         if (r->launch->audit.fd >= 0)
                 audit(r, "call_result", call_result_fields(c, status));
         glove_kernel_calls_remove(&r->calls, c);
 }
 
-static int on_call_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+static void call_timeout(struct run *r, struct glove_kernel_call *c);
+
+/* Arms the shared call timer at deadline when it is off or set later. */
+static void call_timer_arm(struct run *r, uint64_t deadline) {
+        if (!r->call_timer || (r->call_timer_at && r->call_timer_at <= deadline))
+                return;
+        sd_event_source_set_time(r->call_timer, deadline);
+        sd_event_source_set_enabled(r->call_timer, SD_EVENT_ONESHOT);
+        r->call_timer_at = deadline;
+}
+
+static int on_call_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)s;
         (void)usec;
-        struct glove_kernel_call *c = userdata;
-        struct run *r = c->owner;
+        struct run *r = userdata;
+        r->call_timer_at = 0;
+        uint64_t now = glove_time_monotonic_us(), next = 0;
+        for (size_t i = 0, seen = 0; i < GLOVE_KERNEL_CALLS_MAX && seen < r->calls.count; i++) {
+                struct glove_kernel_call *c = &r->calls.slots[i];
+                if (!c->used)
+                        continue;
+                uint64_t deadline = c->start_us + (uint64_t)r->opts->call_timeout_ms * 1000;
+                if (deadline <= now) {
+                        call_timeout(r, c); /* removes c; count drops, so do not count it */
+                        continue;
+                }
+                seen++;
+                if (!next || deadline < next)
+                        next = deadline;
+        }
+        if (next)
+                call_timer_arm(r, next);
+        return 0;
+}
+
+static void call_timeout(struct run *r, struct glove_kernel_call *c) {
         struct glove_upstream *u = &r->ups[c->upstream];
         if (!c->cancelled) {
                 char rule[64];
@@ -193,7 +230,6 @@ static int on_call_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         json_t *params = json_pack("{s:I,s:s}", "requestId", (json_int_t)c->upstream_id, "reason", "timeout");
         send_upstream(r, u, glove_run_request(NULL, "notifications/cancelled", params));
         call_finish(r, c, c->cancelled ? "cancelled" : "timeout");
-        return 0;
 }
 
 /* Fails every in-flight call of upstream u (it is gone). */
@@ -324,10 +360,7 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         json_object_set_new(fwd, "name", json_string(tool));
         json_t *uid = json_integer(c->upstream_id);
         c->start_us = glove_time_monotonic_us();
-        sd_event_source *timer = NULL;
-        sd_event_add_time_relative(r->event, &timer, CLOCK_MONOTONIC, (uint64_t)r->opts->call_timeout_ms * 1000, 1000,
-                                   on_call_timeout, c);
-        c->timer = timer;
+        call_timer_arm(r, c->start_us + (uint64_t)r->opts->call_timeout_ms * 1000);
         send_upstream(r, u, glove_run_request(uid, "tools/call", fwd));
         json_decref(uid);
 }
@@ -988,6 +1021,10 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
         if (rr >= 0)
                 rr = sd_event_add_time_relative(r->event, &r->limits_timer, CLOCK_MONOTONIC, GLOVE_LIMITS_POLL_MS * 1000, 1000,
                                                 on_limits_timer, r);
+        if (rr >= 0)
+                rr = sd_event_add_time(r->event, &r->call_timer, CLOCK_MONOTONIC, 0, 1000, on_call_timer, r);
+        if (rr >= 0)
+                rr = sd_event_source_set_enabled(r->call_timer, SD_EVENT_OFF);
         if (rr < 0)
                 return glove_error_set(err, -rr, "run.event_loop", "event loop: %s", strerror(-rr));
         if (fcntl(r->agent_in, F_SETFL, O_NONBLOCK) < 0 || fcntl(r->agent_out, F_SETFL, O_NONBLOCK) < 0)
@@ -1028,7 +1065,6 @@ static void reap_orphans(void) {
 static void run_free(struct run *r) {
         for (size_t i = 0; i < GLOVE_KERNEL_CALLS_MAX && r->calls.count > 0; i++)
                 if (r->calls.slots[i].used) {
-                        r->calls.slots[i].timer = sd_event_source_disable_unref((sd_event_source *)r->calls.slots[i].timer);
                         glove_kernel_calls_remove(&r->calls, &r->calls.slots[i]);
                 }
         for (size_t i = 0; i < r->n_ups; i++) {
@@ -1046,6 +1082,7 @@ static void run_free(struct run *r) {
         r->grace_timer = sd_event_source_disable_unref(r->grace_timer);
         r->agent_err_src = sd_event_source_disable_unref(r->agent_err_src);
         r->limits_timer = sd_event_source_disable_unref(r->limits_timer);
+        r->call_timer = sd_event_source_disable_unref(r->call_timer);
         glove_closep(&r->agent_err);
         glove_watch_free(&r->watch);
         glove_egress_stop(&r->egress);
