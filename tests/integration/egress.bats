@@ -452,6 +452,25 @@ assert all(r['host'] == 'localhost' and r['address'] in ('127.0.0.1', '::1') for
 
 # ------------------------------------------------------------ the helper
 
+@test "egress: name lookups inside fail (no resolver, no route), with and without egress" {
+        local code='import socket, sys
+for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
+    try:
+        socket.getaddrinfo(name, 443, proto=socket.IPPROTO_TCP)
+        print("resolved", name)
+    except socket.gaierror as e:
+        print("lookup-failed", name)'
+        run --separate-stderr timeout --foreground 30 "$GLOVE" exec -- "$PY" -c "$code"
+        expect_status 0
+        expect_no_line "resolved example.com"
+        expect_no_line "resolved one.one.one.one"
+        expect_line "lookup-failed example.com"
+        run --separate-stderr timeout --foreground 30 "$GLOVE" exec --egress-allow example.com -- "$PY" -c "$code"
+        expect_status 0
+        expect_no_line "resolved example.com"
+        expect_line "lookup-failed example.com"
+}
+
 @test "egress: the helper is exactly one process inside the sandbox" {
         local list='import os; print(" ".join(sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int)))'
         gx -- "$PY" -c "$list"
