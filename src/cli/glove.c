@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "glove/control/ctl.h"
+#include "glove/base/proctitle.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
 #include "glove/run/run.h"
@@ -25,6 +26,7 @@ static const char usage[] =
         "  -V, --version   show the version\n";
 
 int main(int argc, char **argv) {
+        glove_proctitle_init(argc, argv);
         if (argc < 2) {
                 fputs("glove: usage.missing_command: no command given; see glove --help\n", stderr);
                 return GLOVE_EXIT_FAILURE;

@@ -12,6 +12,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
+#include "glove/container/environment.h"
 
 /* Pseudo filesystems that only the sandbox itself provides, and the
  * directories that hold host services' Unix sockets: a socket in a grant can
@@ -88,6 +89,12 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
                                                i < 3 ? "%s %s: %s is provided by the sandbox itself and cannot be granted"
                                                      : "%s %s: %s holds host services' sockets and cannot be granted",
                                                opt, path, restricted_roots[i]);
+        /* The agent's private HOME is mounted before the grants: a grant of it
+         * or of an ancestor would hide it (and the working directory). */
+        if (glove_path_is_beneath(GLOVE_ENV_HOME, norm))
+                return glove_error_set(err, EPERM, "grant.shadows_home",
+                                       "%s %s: would hide the agent's private HOME (%s); grant a directory below it instead", opt,
+                                       path, GLOVE_ENV_HOME);
         /* The invoker's own runtime directory (ssh-agent, gpg-agent, D-Bus,
          * gloved's socket) likewise. */
         const char *xdg = getenv("XDG_RUNTIME_DIR");

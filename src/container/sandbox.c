@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -15,6 +16,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/proctitle.h"
 #include "internal.h"
 
 #define NAMESPACE_FLAGS                                                                                 \
@@ -117,6 +119,23 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
          * of file on the release pipe. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 _exit(1);
+        /* PID 1's /proc/1/cmdline is readable by the agent: Glove's argv
+         * (upstream arguments, policy paths) must not be in it. The agent's
+         * own argv may point into that memory: copy it first. */
+        size_t argc = 0;
+        while (cfg->argv[argc])
+                argc++;
+        char **argv_copy = calloc(argc + 1, sizeof(char *));
+        for (size_t i = 0; argv_copy && i < argc; i++)
+                if (!(argv_copy[i] = strdup(cfg->argv[i])))
+                        _exit(1);
+        if (!argv_copy)
+                _exit(1);
+        static struct glove_sandbox_config local;
+        local = *cfg;
+        local.argv = argv_copy;
+        cfg = &local;
+        glove_proctitle_set("glove-init");
         char go;
         if (glove_fd_read_exact(release_fd, &go, 1) < 0 || go != 'M')
                 _exit(1);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/proctitle.h"
 #include "glove/container/seccomp.h"
 #include "glove/net/helper.h"
 
@@ -24,6 +25,7 @@ void glove_egress_init(struct glove_egress *e) {
 /* In the helper process, forked by PID 1: nothing but the channel and the
  * listening socket, the agent's own lockdown, then accept-and-pass forever. */
 __attribute__((noreturn)) static void helper_main(int channel, int listen_fd) {
+        glove_proctitle_set("glove-egress");
         /* Move both above the target numbers first: either may be 3 or 4. */
         int c = fcntl(channel, F_DUPFD, 10), l = fcntl(listen_fd, F_DUPFD, 10);
         if (c < 0 || l < 0 || dup2(c, 3) < 0 || dup2(l, 4) < 0)

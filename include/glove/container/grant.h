@@ -62,6 +62,8 @@ void glove_grant_set_clear(struct glove_grant_set *set);
  *   "grant.symlink"        a component is a symbolic link;
  *   "grant.restricted"     "/", or anything under /proc, /sys, /dev, /run,
  *                          /var/run or $XDG_RUNTIME_DIR (service sockets);
+ *   "grant.shadows_home"   /home or /home/agent (it would hide the agent's
+ *                          private HOME);
  *   "grant.file_type"      neither a directory nor a regular file;
  *   "grant.conflict"       the same path, or one nested in another, with a
  *                          different mode (a path granted twice with the same
