@@ -21,9 +21,15 @@ import time
 
 
 def run_once(argv):
+    """Wall time in ms and exit status; a command that cannot be started
+    counts as a failure (status -1), not a crash of the benchmark."""
     t0 = time.perf_counter_ns()
-    rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL).returncode
+    try:
+        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL).returncode
+    except OSError as e:
+        print("bench: cannot run %s: %s" % (argv[0], e), file=sys.stderr)
+        rc = -1
     return (time.perf_counter_ns() - t0) / 1e6, rc
 
 

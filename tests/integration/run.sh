@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration suite runner.
 #
-#   tests/integration/run.sh BUILD_DIR MODE      MODE = root | unprivileged
+#   tests/integration/run.sh BUILD_DIR MODE [BATS-OPTION...]
+#                                   MODE = root | unprivileged
 #
 # Runs every tests/integration/*.bats with bats (TAP on stdout) against
 # BUILD_DIR/glove. The suite, its host helpers and the probe agents
@@ -23,9 +24,11 @@
 # never a silent pass.
 set -euo pipefail
 
-usage() { echo "usage: $0 BUILD_DIR root|unprivileged" >&2; exit 2; }
-[ $# -eq 2 ] || usage
+usage() { echo "usage: $0 BUILD_DIR root|unprivileged [BATS-OPTION...]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
 build=$1 mode=$2
+shift 2
+bats_opts=("$@") # e.g. --filter 'grants:' or --timing, handed to bats
 case "$mode" in root|unprivileged) ;; *) usage ;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -133,7 +136,7 @@ echo "# glove integration suite: binary $bin, mode $mode, as uid $([ ${#run_as[@
 cd "$work/suite"
 set +e
 # stdin from /dev/null: the suite must not depend on (or steal) a terminal.
-"${run_as[@]}" env -i "${env_vars[@]}" bats --tap "$work/suite" </dev/null
+"${run_as[@]}" env -i "${env_vars[@]}" bats --tap "${bats_opts[@]}" "$work/suite" </dev/null
 rc=$?
 set -e
 exit $rc
