@@ -2,7 +2,10 @@
 # make bench: start-up cost of `glove exec -- /bin/true` next to an equivalent
 # bubblewrap sandbox, measured side by side in one run; then `glove run`
 # tools/call round trips against the same client talking directly to the same
-# upstream (bench/mcp/mcp_bench.py, JSON lines in bench/results/mcp.jsonl).
+# upstream (bench/mcp/mcp_bench.py, JSON lines in bench/results/mcp.jsonl);
+# then start-up with limits against without, and egress throughput through
+# the proxy against a direct loopback transfer (bench/limits_egress.py, JSON
+# lines in bench/results/limits-egress.jsonl).
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
@@ -60,4 +63,8 @@ echo "== glove run: tools/call round trips through glove vs the same client dire
 echo
 echo "== gloved: durable create_session rate, validate_plan latency, replay of 10 000 sessions"
 bench/gloved.sh "$build" || rc=$?
+
+echo
+echo "== limits and egress: start-up with vs without a run cgroup; 256 MiB through the egress proxy vs direct"
+/usr/bin/python3 bench/limits_egress.py --glove "$glove" --results bench/results/limits-egress.jsonl || rc=$?
 exit $rc
