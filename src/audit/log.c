@@ -15,6 +15,16 @@
 #include "glove/base/path.h"
 #include "glove/base/time.h"
 
+struct fd_path {
+        char path[64];
+};
+
+static struct fd_path proc_self_fd(int fd) {
+        struct fd_path p;
+        snprintf(p.path, sizeof(p.path), "/proc/self/fd/%d", fd);
+        return p;
+}
+
 int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *log, struct glove_error *err) {
         *log = (struct glove_audit_log){.fd = -1};
         _cleanup_free_ char *norm = NULL;
@@ -38,6 +48,15 @@ int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *
                 return glove_error_set(err, EINVAL, "audit.file_type", "--audit-log %s: not a regular file or character device", norm);
         if (fcntl(fd, F_SETFL, O_APPEND) < 0)
                 return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
+        /* A record an earlier run could not finish (its file system filled
+         * up) is closed with a newline, so it cannot swallow ours. */
+        if (S_ISREG(st.st_mode) && st.st_size > 0) {
+                _cleanup_close_ int rd = open(proc_self_fd(fd).path, O_RDONLY | O_CLOEXEC);
+                char last = '\n';
+                if (rd >= 0 && pread(rd, &last, 1, st.st_size - 1) == 1 && last != '\n' && write(fd, "\n", 1) != 1)
+                        return glove_error_set(err, errno ? errno : EIO, "audit.append",
+                                               "--audit-log %s: cannot close the torn last record", norm);
+        }
         /* The kernel's own name for what was opened, with every link in the
          * directories resolved: the form grants are compared against. */
         char proc[64], canon[GLOVE_PATH_MAX];

@@ -170,6 +170,16 @@ static int connect_socket(const char *runtime_dir, int *out, struct glove_error 
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 return glove_error_set(err, errno, "client.unreachable", "%s: %s (is gloved running?)", sa.sun_path,
                                        strerror(errno));
+        /* The secret goes only to a gloved of our own uid: a socket another
+         * user put in the runtime directory must not collect it. */
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
+                return glove_error_set(err, errno ? errno : EPROTO, "client.unreachable", "%s: cannot check the peer", sa.sun_path);
+        if (cred.uid != geteuid())
+                return glove_error_set(err, EPERM, "client.wrong_peer",
+                                       "%s is served by uid %u, not by you (uid %u); refusing to authenticate", sa.sun_path,
+                                       (unsigned)cred.uid, (unsigned)geteuid());
         *out = TAKE_FD(fd);
         return 0;
 }
