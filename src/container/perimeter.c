@@ -339,7 +339,26 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
         return r;
 }
 
-static int build_dev(int root, struct sources *s, uint64_t disk, struct glove_error *err) {
+/* The agent's PTY slave comes from the host's devpts, which the sandbox does
+ * not mount: the same inode is bound at /dev/console so that ttyname() finds
+ * it (glibc matches device and inode when the /proc link does not resolve). */
+static int bind_tty(int root, int tty_fd, struct glove_error *err) {
+        char proc[64], path[GLOVE_PATH_MAX];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tty_fd);
+        ssize_t n = readlink(proc, path, sizeof(path) - 1);
+        if (n <= 0 || path[0] != '/')
+                return 0; /* not a path we can reach: leave ttyname() failing */
+        path[n] = '\0';
+        _cleanup_close_ int tree = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+        if (tree < 0)
+                return 0;
+        struct stat a, b;
+        if (fstat(tree, &a) < 0 || fstat(tty_fd, &b) < 0 || a.st_rdev != b.st_rdev || a.st_ino != b.st_ino)
+                return 0; /* the path no longer names this PTY */
+        return attach(root, tree, "dev/console", false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+}
+
+static int build_dev(int root, struct sources *s, uint64_t disk, int tty_fd, struct glove_error *err) {
         int r = mount_fresh(root, "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", err);
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(dev_nodes); i++) {
                 char rel[64];
@@ -361,6 +380,8 @@ static int build_dev(int root, struct sources *s, uint64_t disk, struct glove_er
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(links); i++)
                 if (symlinkat(links[i][0], root, links[i][1]) < 0)
                         r = glove_error_set(err, errno, "mount.dev", "symlink /%s: %s", links[i][1], strerror(errno));
+        if (r == 0 && tty_fd >= 0)
+                r = bind_tty(root, tty_fd, err);
         return r;
 }
 
@@ -410,7 +431,7 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
         r = r ?: build_etc(root, s, uid, gid, err);
         r = r ?: mount_fresh(root, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
         r = r ?: harden_proc(root, err);
-        r = r ?: build_dev(root, s, cfg->disk_bytes, err);
+        r = r ?: build_dev(root, s, cfg->disk_bytes, cfg->controlling_tty ? cfg->stdin_fd : -1, err);
         /* Each private writable tmpfs is sized to the disk limit: the agent
          * fills its own quota (ENOSPC), never the host's disk or memory. */
         char size[48] = "";
