@@ -351,3 +351,13 @@ os.write(1, b"LAST")'
         expect_line all-ttys
         [[ "$output" == *LAST ]] || fail "the last bytes are missing"
 }
+
+@test "terminal: the agent's terminal has a name (ttyname), bound read-only at /dev/console" {
+        pty -- -- /bin/sh -c 'tty; chmod 600 /dev/console 2>/dev/null || echo chmod-refused'
+        expect_status 0
+        [[ "$output" == *"/dev/console"* ]] || fail "tty does not name the agent's terminal: $output"
+        [[ "$output" == *"chmod-refused"* ]] || fail "the agent could chmod its terminal's device node"
+        # Without a terminal there is none to name.
+        run --separate-stderr timeout --foreground 30 "$GLOVE" exec -- /bin/sh -c 'tty; ls /dev/console 2>&1 || true' </dev/null
+        [[ "$output" == *"not a tty"* ]] || fail "expected no terminal: $output"
+}
