@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# Regression tests for what a red-team pass found, each attacking from the
+# agent's side (or the host's, where Glove itself was the target).
+
+load helpers
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+}
+
+teardown() { kill_tracked; }
+
+@test "redteam: Glove's command line (upstream secrets, paths) is not readable in the sandbox's /proc" {
+        mkd "$T/marker-GRANT-XYZZY"
+        gx --read "$T/marker-GRANT-XYZZY" -- /bin/sh -c 'cat /proc/1/cmdline | tr "\0" " "; echo; for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline; echo; done'
+        expect_status 0
+        expect_no_text XYZZY
+        [[ "$output" == glove-init* ]] || fail "PID 1 does not show its fixed title: $output"
+        # glove run: an argument given to an upstream never reaches the agent.
+        run --separate-stderr timeout --foreground 30 "$GLOVE" run \
+                --upstream "py=$PY,$AGENTS/mcp-upstream.py,--log,$T/sk-SECRET-FROM-ARGV.log" --allow 'py.*' \
+                -- /bin/sh -c 'cat /proc/[0-9]*/cmdline | tr "\0" " " >&2' </dev/null
+        [[ "${stderr-}" != *sk-SECRET-FROM-ARGV* ]] || fail "an upstream argument is visible to the agent"
+}
+
+@test "redteam: grants under /run, /var/run, \$XDG_RUNTIME_DIR, and of /home are refused before the agent runs" {
+        for path in /run /run/user /var/run; do
+                gx --read "$path" -- /bin/echo AGENT-RAN
+                expect_glove_error 125
+                [ "$(glove_error_code)" = grant.restricted ] || fail "--read $path: $(glove_error_code)"
+        done
+        mkd "$T/xdg"
+        run --separate-stderr env XDG_RUNTIME_DIR="$T/xdg" timeout 30 "$GLOVE" exec --read "$T/xdg" -- /bin/echo AGENT-RAN
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.restricted ] || fail "XDG_RUNTIME_DIR: $(glove_error_code)"
+        gx --read /home -- /bin/echo AGENT-RAN
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.shadows_home ] || fail "/home: $(glove_error_code)"
+        expect_no_text AGENT-RAN
+}
+
+@test "redteam: --status-json is refused inside a grant and never replaces a non-regular file" {
+        mkd "$T/ws/out"
+        gx --workspace "$T/ws" --status-json "$T/ws/out/st.json" -- /bin/echo AGENT-RAN
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.exposes_status_file ] || fail "$(glove_error_code)"
+        mkfifo "$T/fifo"
+        gx --status-json "$T/fifo" -- /bin/echo AGENT-RAN
+        expect_glove_error 125
+        [ -p "$T/fifo" ] || fail "the FIFO was replaced"
+        expect_no_text AGENT-RAN
+        # A directory swapped in by anyone after the start changes nothing:
+        # the file lands in the directory pinned at start.
+        mkd "$T/st"
+        gx --status-json "$T/st/s.json" -- /bin/true
+        expect_status 0
+        [ -s "$T/st/s.json" ] || fail "no status written"
+}
+
+@test "redteam: a torn last audit record is closed, so the next run's records stay parseable" {
+        printf '{"ts":"x","event":"exit","exit_co' >"$T/audit.jsonl"
+        gx --audit-log "$T/audit.jsonl" -- /bin/true
+        expect_status 0
+        run "$PY" -c 'import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[0].startswith("{\"ts\":\"x\"") and lines[-1] == "", lines
+events = [json.loads(l)["event"] for l in lines[1:-1]]
+assert events == ["launch", "exit"], events' "$T/audit.jsonl"
+        expect_status 0
+}
+
+@test "redteam: glove ctl refuses to authenticate to a socket served by another uid" {
+        [ "$GLOVE_MODE" = root ] || skip "serving a socket as another uid needs root"
+        # A directory the other user can reach (the test's own is private).
+        local rt
+        rt=$(mktemp -d /tmp/glove-rt.XXXXXX)
+        chmod 0755 "$rt"
+        printf '%064d\n' 0 >"$rt/bootstrap-secret"
+        chmod 0644 "$rt/bootstrap-secret"
+        chown 65534 "$rt"
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" -c 'import socket, sys, os
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + "/gloved.sock"); s.listen(1)
+open(sys.argv[1] + "/ready", "w").close()
+c, _ = s.accept(); data = c.recv(4096); open(sys.argv[1] + "/got", "wb").write(data)' "$rt" &
+        track_pid $!
+        for _ in $(seq 50); do [ -e "$rt/ready" ] && break; sleep 0.1; done
+        run --separate-stderr timeout 30 "$GLOVE" ctl --runtime-dir "$rt" capabilities
+        local got=no
+        sleep 0.3
+        [ -s "$rt/got" ] && got=yes
+        kill_tracked
+        rm -rf "$rt"
+        expect_status 125
+        [[ "${stderr-}" == *client.wrong_peer* ]] || fail "not refused as the wrong peer: ${stderr-}"
+        [ "$got" = no ] || fail "the secret was sent to another user's socket"
+}
