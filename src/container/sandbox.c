@@ -298,6 +298,12 @@ void glove_sandbox_collect(struct glove_sandbox *sb, const siginfo_t *reaped, st
                 } else if (rep.kind == REPORT_SIGNALED) {
                         *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_SIGNALED, .value = rep.value, .disk_full = disk_full};
                         have = true;
+                } else if (rep.kind == REPORT_SETUP_FAILED) {
+                        /* A step after release failed (privilege drop, filter,
+                         * egress helper): the agent never ran. */
+                        *out = (struct glove_sandbox_outcome){.kind = GLOVE_SANDBOX_LOST, .value = rep.value};
+                        snprintf(out->detail, sizeof(out->detail), "%s: %s", rep.code[0] ? rep.code : "sandbox.setup", rep.message);
+                        have = true;
                 } else if (rep.kind == REPORT_DISK_FULL) {
                         out->disk_full = true;
                         continue;
