@@ -241,7 +241,7 @@ int glove_cgroup_clone_fd(const struct glove_cgroup *cg);
 /*
  * Moves process pid (all its threads) into the run cgroup: writes it to
  * cgroup.procs of every directory (v1: memory, pids, cpuacct and the
- * optional cpu and freezer hierarchies; v2: the one directory). The caller
+ * optional freezer hierarchy; v2: the one directory). The caller
  * attaches the sandbox's PID 1 before it lets the agent run, so every
  * process the agent starts is inside.
  *
