@@ -27,7 +27,6 @@ struct glove_kernel_call {
         json_t *progress_token;      /* owned reference or NULL: params._meta.progressToken */
         uint64_t start_us;           /* monotonic time the call was forwarded */
         bool cancelled;              /* the agent cancelled it; the response is dropped */
-        void *timer;                 /* the caller's timeout handle, opaque here */
         void *owner;                 /* the caller's context, opaque here */
         char tool[GLOVE_KERNEL_TOOL_MAX];   /* qualified name, for audit records */
         char arguments_sha256[65];
