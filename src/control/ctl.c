@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "glove/base/number.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 #include "glove/control/client.h"
@@ -212,12 +213,10 @@ static int command_options(const struct ctl *c, const char *const names[], const
 }
 
 static int parse_count(const char *v, const char *name, json_int_t max, json_int_t *out) {
-        char *end = NULL;
-        errno = 0;
-        long long n = v && *v >= '0' && *v <= '9' ? strtoll(v, &end, 10) : -1;
-        if (n < 0 || !end || *end || errno || n > max)
+        uint64_t n;
+        if (max < 0 || glove_number_parse_u64(v, 0, 0, (uint64_t)max, &n) < 0)
                 return usage_error("%s needs a non-negative integer", name);
-        *out = n;
+        *out = (json_int_t)n;
         return 0;
 }
 
@@ -356,7 +355,7 @@ int glove_control_ctl_main(int argc, char **argv) {
                 } else if (strcmp(a, "--runtime-dir") == 0 && i + 1 < argc) {
                         c.runtime_dir = argv[++i];
                 } else if (strcmp(a, "--timeout-ms") == 0 && i + 1 < argc) {
-                        json_int_t t;
+                        json_int_t t = 0;
                         int r = parse_count(argv[++i], "--timeout-ms", 3600000, &t);
                         if (r)
                                 return r;

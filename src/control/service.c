@@ -16,6 +16,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "glove/base/number.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
@@ -73,13 +74,9 @@ static int set_path(char **dst, const char *v, const char *opt, struct glove_err
 
 static int parse_u64(const char *v, uint64_t min, uint64_t max, const char *opt, uint64_t *out,
                      struct glove_error *err) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-        if (!v || !end || *end || errno || n < min || n > max)
+        if (glove_number_parse_u64(v, 0, min, max, out) < 0)
                 return glove_error_set(err, EINVAL, "usage.bad_value", "%s must be an integer %llu..%llu", opt,
                                        (unsigned long long)min, (unsigned long long)max);
-        *out = n;
         return 0;
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "glove/run/exec_options.h"
 
+#include "glove/base/number.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -149,37 +151,14 @@ static const struct option run_options[] = {
         {NULL, 0, NULL, 0},
 };
 
-/* Parses a decimal number into [min, max]; with suffixes, an optional K, M or
- * G multiplies by a power of 1024. */
+/* A number option into [min, max] (glove_number_parse_u64); with suffixes,
+ * K, M and G (powers of 1024) are accepted. */
 static int parse_number(const char *opt, const char *s, bool suffixes, uint64_t min, uint64_t max, uint64_t *out,
                         struct glove_error *err) {
-        uint64_t v = 0;
-        const char *p = s;
-        if (*p < '0' || *p > '9')
-                goto bad;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                if (v > (UINT64_MAX - 9) / 10)
-                        goto bad;
-                v = v * 10 + (uint64_t)(*p - '0');
-        }
-        uint64_t mult = 1;
-        if (!suffixes)
-                ;
-        else if (*p == 'K' || *p == 'k')
-                mult = 1024;
-        else if (*p == 'M' || *p == 'm')
-                mult = 1024 * 1024;
-        else if (*p == 'G' || *p == 'g')
-                mult = 1024ULL * 1024 * 1024;
-        if (mult > 1)
-                p++;
-        if (*p != '\0' || v > max / mult || v * mult < min || v * mult > max)
-                goto bad;
-        *out = v * mult;
+        if (glove_number_parse_u64(s, suffixes ? GLOVE_NUMBER_SUFFIXES : 0, min, max, out) < 0)
+                return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
+                                       (unsigned long long)min, (unsigned long long)max);
         return 0;
-bad:
-        return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
-                               (unsigned long long)min, (unsigned long long)max);
 }
 
 static int push(const char **arr, size_t *n, const char *v, const char *opt, struct glove_error *err) {

@@ -23,6 +23,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/number.h"
 #include "glove/base/time.h"
 #include "glove/container/seccomp.h"
 #include "glove/kernel/calls.h"
@@ -369,10 +370,9 @@ static void handle_tools_list(struct run *r, const json_t *id, json_t *params) {
         size_t start = 0;
         json_t *cursor = params ? json_object_get(params, "cursor") : NULL;
         if (cursor) {
-                const char *s = json_is_string(cursor) ? json_string_value(cursor) : "";
-                char *end = NULL;
-                unsigned long long v = strtoull(s, &end, 10);
-                if (!*s || *end || v > GLOVE_UPSTREAMS_TOOLS_TOTAL_MAX) {
+                uint64_t v = 0;
+                if (!json_is_string(cursor) ||
+                    glove_number_parse_u64(json_string_value(cursor), 0, 0, GLOVE_UPSTREAMS_TOOLS_TOTAL_MAX, &v) < 0) {
                         agent_error(r, id, GLOVE_RPC_INVALID_PARAMS, "invalid cursor", "invalid_params", "params.cursor");
                         return;
                 }
