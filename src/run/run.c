@@ -357,7 +357,10 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
                 glove_kernel_calls_remove(&r->calls, c);
                 return;
         }
-        json_t *fwd = json_deep_copy(params);
+        /* The agent's params are forwarded as they are (the message is ours
+         * and not used after this), with the tool's own name; json_string
+         * copies tool before the old name is released. */
+        json_t *fwd = json_incref(params);
         json_object_set_new(fwd, "name", json_string(tool));
         json_t *uid = json_integer(c->upstream_id);
         c->start_us = glove_time_monotonic_us();
@@ -1011,8 +1014,9 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
         r->agent_err = agent_err[0];
         if (rr < 0)
                 return rr;
-        glove_watch_attach(&r->watch, &r->sb, err);
-        rr = glove_egress_start(&r->egress, &r->sb, err);
+        rr = glove_watch_attach(&r->watch, &r->sb, err);
+        if (rr >= 0)
+                rr = glove_egress_start(&r->egress, &r->sb, err);
         if (rr < 0)
                 return rr;
         if (fcntl(r->agent_err, F_SETFL, O_NONBLOCK) < 0)
