@@ -2,10 +2,13 @@
 /* The run cgroup: creation, attaching, stats dispatch, kill and removal.
  * Backend specifics live in cgroup_v1.c and cgroup_v2.c, the probe in
  * cgroup_probe.c (include/glove/container/cgroup.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +125,54 @@ static bool refusal(int e) {
         return e == EACCES || e == EPERM || e == EROFS;
 }
 
+/* Whether NAME is a run cgroup name (glove-<pid>-<16 hex>, make_name) and,
+ * if so, its pid. */
+static bool run_cgroup_name(const char *name, pid_t *pid) {
+        if (strncmp(name, "glove-", 6) != 0)
+                return false;
+        const char *p = name + 6;
+        long v = 0;
+        size_t digits = 0;
+        for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++)
+                v = v * 10 + (*p - '0');
+        if (digits == 0 || *p != '-' || v <= 0 || v > INT32_MAX)
+                return false;
+        p++;
+        size_t hex = 0;
+        for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+                hex++;
+        if (hex != 16 || *p != '\0')
+                return false;
+        *pid = (pid_t)v;
+        return true;
+}
+
+/* Removes the run cgroups of Glove processes that are gone (killed with
+ * SIGKILL before they could remove their own): an entry of the site named
+ * like make_name's, whose pid does not exist. rmdir(2) removes only an empty
+ * cgroup (no process, no child), so a cgroup still in use stays. Best effort:
+ * nothing here fails the run. Bounded to the first 4096 entries. */
+static void sweep_stale(int site_fd) {
+        int fd = openat(site_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        struct dirent *e;
+        for (int seen = 0; seen < 4096 && (e = readdir(d)) != NULL; seen++) {
+                pid_t pid;
+                if (e->d_type != DT_DIR || !run_cgroup_name(e->d_name, &pid))
+                        continue;
+                if (kill(pid, 0) == 0 || errno != ESRCH)
+                        continue; /* alive (or not ours to judge) */
+                (void)unlinkat(site_fd, e->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
 /* Creates cg->name in site, taking over the site's descriptor. */
 static int make_dir(struct glove_cgroup *cg, struct cg_site *site, struct glove_error *err) {
         struct cg_dir *d = &cg->dirs[cg->ndirs];
@@ -130,6 +181,7 @@ static int make_dir(struct glove_cgroup *cg, struct cg_site *site, struct glove_
         if (n < 0 || (size_t)n >= sizeof(path))
                 return glove_error_set(err, ENAMETOOLONG, "cgroup.create", "the cgroup path under %s is too long",
                                        site->path);
+        sweep_stale(site->fd);
         if (mkdirat(site->fd, cg->name, 0755) < 0) {
                 int e = errno;
                 if (refusal(e))

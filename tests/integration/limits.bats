@@ -432,6 +432,30 @@ sys.exit(7)'
         expect_no_run_cgroup
 }
 
+@test "limits: the empty run cgroup of a Glove killed with SIGKILL is removed by the next run" {
+        need_cgroups
+        local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err dirs d i busy
+        spawn_glove "$out" "$err" --wall-time 20000 -- /bin/sh -c 'echo up; exec sleep 30'
+        wait_for "$out" '^up$' 10
+        kill -KILL "$GPID"
+        wait_exit "$GPID" 10
+        # Positive control: SIGKILL leaves the directories behind, and they
+        # empty once the sandbox has died with its PID 1.
+        dirs=$(run_cgroups "$GPID")
+        [ -n "$dirs" ] || fail "no glove-$GPID-* cgroup was left by the SIGKILL (nothing to test)"
+        for ((i = 0; i < 200; i++)); do
+                busy=0
+                for d in $dirs; do [ -s "$d/cgroup.procs" ] && busy=1; done
+                [ "$busy" -eq 0 ] && break
+                sleep 0.05
+        done
+        [ "$busy" -eq 0 ] || fail "the sandbox of the killed glove is still running in $dirs"
+        gxs -- /bin/true
+        expect_status 0
+        GLOVE_PID=$GPID
+        expect_no_run_cgroup
+}
+
 # ------------------------------------------------------------ nothing survives
 
 @test "limits: nothing survives Glove: background children are dead after a normal exit and after a breach" {
