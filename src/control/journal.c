@@ -385,9 +385,37 @@ static int open_files(const struct glove_control_journal_format *fmt, const stru
                        : 0;
 }
 
+/* Keeps the bytes of a torn tail before they are cut: appends them to
+ * NAME.torn next to the journal (mode 0600, created if missing) and syncs
+ * it, so the operator keeps the evidence. Returns 0 or a negative errno with
+ * err set. */
+static int keep_torn(int dirfd, const struct names *n, const uint8_t *bytes, size_t len, struct glove_error *err) {
+        char name[sizeof(n->base) + 8];
+        snprintf(name, sizeof(name), "%s.torn", n->base);
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return io_error(err, -errno, "keep the incomplete last record in .torn", n->path);
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+                return glove_error_set(err, EPERM, "journal.file_insecure",
+                                       "%s.torn is not a private regular file of gloved's user", n->path);
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write(fd, bytes + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return io_error(err, w < 0 ? -errno : -EIO, "keep the incomplete last record in .torn",
+                                        n->path);
+                off += (size_t)w;
+        }
+        if (fdatasync(fd) < 0 || fsync(dirfd) < 0)
+                return io_error(err, -errno, "sync .torn", n->path);
+        return 0;
+}
+
 static int load(struct glove_control_journal *j, const struct glove_control_journal_open_options *o,
-                glove_control_journal_record_fn fn, void *userdata, struct glove_control_journal_report *rep,
-                struct glove_error *err) {
+                const struct names *n, int dirfd, glove_control_journal_record_fn fn, void *userdata,
+                struct glove_control_journal_report *rep, struct glove_error *err) {
         struct stat st;
         if (fstat(j->fd, &st) < 0)
                 return io_error(err, -errno, "fstat", o->path);
@@ -421,6 +449,9 @@ static int load(struct glove_control_journal *j, const struct glove_control_jour
         if (r < 0)
                 return r;
         if (scan.torn_bytes) {
+                r = keep_torn(dirfd, n, data + scan.end, (size_t)scan.torn_bytes, err);
+                if (r < 0)
+                        return r;
                 if (ftruncate(j->fd, (off_t)scan.end) < 0 || fsync(j->fd) < 0)
                         return io_error(err, -errno, "cut the incomplete last record", o->path);
                 if (rep) {
@@ -467,7 +498,7 @@ int glove_control_journal_open(const struct glove_control_journal_format *fmt,
         if (r == 0)
                 r = glove_control_file_check(j->fd, opts->owner, n.base, "journal.file_insecure", err);
         if (r == 0)
-                r = load(j, opts, fn, userdata, report, err);
+                r = load(j, opts, &n, dirfd, fn, userdata, report, err);
         if (r < 0) {
                 glove_control_journal_close(j);
                 return r;

@@ -287,6 +287,12 @@ static int start(struct service *s, const struct glove_control_service_options *
                 if (r == 0 && rep.unsealed_record)
                         fprintf(stderr, "gloved: session store: accepted one complete record written just before "
                                         "a crash (its seal was not updated)\n");
+                if (r == 0 && rep.torn_bytes)
+                        fprintf(stderr, "gloved: store.torn_tail: cut an incomplete last session record that was "
+                                        "never answered (%llu bytes at offset %llu, kept in %s.torn); earlier "
+                                        "sessions are intact\n",
+                                (unsigned long long)rep.torn_bytes, (unsigned long long)rep.torn_offset,
+                                o->session_store);
         }
         struct glove_control_receipts_options ro = { .state_dir = o->state_dir, .owner = uid,
                                                      .anchor = o->have_anchor ? o->anchor : NULL };

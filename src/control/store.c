@@ -296,7 +296,10 @@ int glove_control_store_open(const char *path, uid_t owner, struct glove_control
         *out = NULL;
         if (!st)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
-        struct glove_control_journal_open_options o = { .path = path, .owner = owner };
+        /* An incomplete last record past the seal was never answered (a
+         * crash mid-append): it is kept in FILE.torn and cut, as for
+         * receipts; one inside the sealed range refuses (journal.resized). */
+        struct glove_control_journal_open_options o = { .path = path, .owner = owner, .recover_torn_tail = true };
         int r = glove_control_journal_open(&glove_control_store_format, &o, replay_record, st, &st->journal, report,
                                            err);
         if (r < 0) {
