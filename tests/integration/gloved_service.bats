@@ -187,7 +187,7 @@ with open(path, "r+b") as fh:
     fh.truncate(len(b))
 PYEOF
         }
-        for spec in 'b[:-1]' 'b[:-40]' 'b+b"\x00"' 'b[:200]+bytes([b[200]^1])+b[201:]' 'b[:64]'; do
+        for spec in 'b[:-1]' 'b[:-40]' 'b+b"\x00"*4' 'b[:200]+bytes([b[200]^1])+b[201:]' 'b[:64]'; do
                 cp "$T/good" "$J"
                 damage "$spec"
                 before=$(sha256sum "$J")
@@ -201,6 +201,42 @@ PYEOF
         ctl session-status s-2
         expect_status 0
         expect_line "session s-2: created"
+}
+
+@test "gloved: a torn last session record past the seal (crash mid-append) is kept in .torn and cut; sessions intact" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        plan_file "$T/plan.json"
+        J=$T/p/sessions.journal
+        args=(--session-policy "$T/p/policy.json" --session-store "$J")
+        start_gloved "$T/a" "${args[@]}"
+        for n in 1 2; do
+                ctl create-session --session-id "s-$n" --idempotency-key "k-$n" --controller-digest "$CDIGEST" --plan "$T/plan.json"
+                expect_status 0
+        done
+        stop_gloved
+        local size
+        size=$(stat -c %s "$J")
+        # What an interrupted append leaves: a length prefix announcing 300
+        # bytes and 40 of them.
+        "$PY" -c 'import sys; open(sys.argv[1], "ab").write((300).to_bytes(4, "big") + b"{" * 40)' "$J"
+        start_gloved "$T/b" "${args[@]}"
+        grep -q "gloved: store.torn_tail: .*44 bytes at offset $size" "$GD_ERR" ||
+                { cat "$GD_ERR" >&2; fail "no store.torn_tail line naming 44 bytes at offset $size"; }
+        [ "$(stat -c %s "$J")" -eq "$size" ] || fail "the torn tail was not cut"
+        [ "$(stat -c %s "$J.torn")" -eq 44 ] || fail "the torn bytes were not kept in $J.torn"
+        [ "$(stat -c %a "$J.torn")" = 600 ] || fail "$J.torn is not mode 0600"
+        for n in 1 2; do
+                ctl session-status "s-$n"
+                expect_status 0
+                expect_line "session s-$n: created"
+        done
+        ctl create-session --session-id s-3 --idempotency-key k-3 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        stop_gloved
+        start_gloved "$T/c" "${args[@]}"
+        grep -q "3 sessions" "$GD_ERR" || fail "the next start did not replay 3 sessions"
+        ! grep -q torn_tail "$GD_ERR" || fail "a second torn_tail was reported"
 }
 
 @test "gloved: replays a store written from the documented format alone" {
