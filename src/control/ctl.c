@@ -61,13 +61,43 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
         return GLOVE_CONTROL_CTL_EXIT_FAILURE;
 }
 
+/* A string from gloved as it may reach a terminal: C0 controls, DEL and the
+ * UTF-8 encodings of C1 controls (U+0080..U+009F) are shown as \xNN, so a
+ * peer cannot send escape sequences to the operator's terminal. Returns one
+ * of 8 rotating static buffers (so up to 8 may appear in one printf); a
+ * string longer than fits is cut and ends in "...". */
+static const char *shown(const char *s) {
+        static char bufs[8][1024];
+        static unsigned next;
+        char *out = bufs[next++ % 8];
+        size_t o = 0, cap = sizeof(bufs[0]) - 8;
+        if (!s)
+                s = "?";
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (o >= cap) {
+                        memcpy(out + o, "...", 4);
+                        return out;
+                }
+                bool c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+                if (*p < 0x20 || *p == 0x7f || c1) {
+                        o += (size_t)snprintf(out + o, 5, "\\x%02x", c1 ? p[1] : *p);
+                        if (c1)
+                                p++;
+                } else {
+                        out[o++] = (char)*p;
+                }
+        }
+        out[o] = '\0';
+        return out;
+}
+
 static int failure(const struct glove_error *e) {
         fprintf(stderr, "glove: %s: %s\n", e->code, e->message);
         return GLOVE_CONTROL_CTL_EXIT_FAILURE;
 }
 
 static int refused(const struct glove_control_remote_error *r) {
-        fprintf(stderr, "glove: %s: %s\n", r->code, r->message);
+        fprintf(stderr, "glove: %s: %s\n", shown(r->code), shown(r->message));
         return GLOVE_CONTROL_CTL_EXIT_REFUSED;
 }
 
@@ -112,8 +142,7 @@ static int read_plan(const char *path, json_t **out) {
 }
 
 static const char *str(const json_t *o, const char *k) {
-        const char *s = json_string_value(json_object_get(o, k));
-        return s ? s : "?";
+        return shown(json_string_value(json_object_get(o, k)));
 }
 
 static long long num(const json_t *o, const char *k) {
@@ -128,7 +157,7 @@ static void print_list(const char *label, const json_t *a) {
                 printf(" none");
         json_array_foreach(a, i, v) {
                 if (json_is_string(v))
-                        printf(" %s", json_string_value(v));
+                        printf(" %s", shown(json_string_value(v)));
                 else
                         printf(" %lld", (long long)json_integer_value(v));
         }

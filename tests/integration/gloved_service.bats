@@ -295,3 +295,55 @@ PYEOF
         [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS"
         [ ! -e "$RT/bootstrap-secret" ] || fail "the secret is left behind"
 }
+
+@test "glove ctl: control characters in what a peer answers are shown as \\xNN, never sent to the terminal" {
+        RT=$T/fake
+        install -d -m 0700 "$RT"
+        # A peer of our own uid that answers the handshake, then capabilities
+        # and an error whose strings carry a title-setting and a clear-screen
+        # sequence, and a C1 CSI (U+009B).
+        "$PY" - "$RT" <<'PYEOF' &
+import json, os, socket, struct, sys
+d = sys.argv[1]
+with open(d + "/bootstrap-secret", "w") as f:
+    f.write("a" * 64 + "\n")
+os.chmod(d + "/bootstrap-secret", 0o600)
+s = socket.socket(socket.AF_UNIX)
+s.bind(d + "/gloved.sock")
+s.listen(2)
+s.settimeout(20)
+def rd(c):
+    n = struct.unpack(">I", c.recv(4))[0]
+    b = b""
+    while len(b) < n:
+        b += c.recv(n - len(b))
+    return json.loads(b)
+def wr(c, o):
+    b = json.dumps(o).encode()
+    c.sendall(struct.pack(">I", len(b)) + b)
+evil = "\u001b]0;PWNED\u0007x\u001b[2J\u009b31m"
+for answer in ({"result": {"service": "gloved" + evil, "methods": ["ping" + evil], "version": "0.1.0",
+                           "protocol_version": 1}},
+               {"error": {"code": "x" + evil, "message": "m" + evil}}):
+    c, _ = s.accept()
+    a = rd(c)
+    wr(c, {"id": a["id"], "result": {"authenticated": True, "protocol_version": 1, "service": "gloved"}})
+    r = rd(c)
+    wr(c, dict(answer, id=r["id"]))
+    c.close()
+PYEOF
+        local fake=$!
+        track_pid "$fake"
+        local i
+        for ((i = 0; i < 100; i++)); do [ -S "$RT/gloved.sock" ] && break; sleep 0.05; done
+        ctl capabilities
+        expect_status 0
+        [[ "$output" != *$'\e'* && "$output" != *$'\a'* && "$output" != *$'\xc2\x9b'* ]] ||
+                fail "a control character reached stdout: $(printf '%q' "$output")"
+        [[ "$output" == *'gloved\x1b]0;PWNED\x07x\x1b[2J\x9b31m'* ]] || fail "the escaped service name is not shown: $output"
+        ctl capabilities
+        expect_status 1
+        [[ "$stderr" != *$'\e'* && "$stderr" != *$'\a'* ]] || fail "a control character reached stderr: $(printf '%q' "$stderr")"
+        [[ "$stderr" == *'m\x1b]0;PWNED\x07x\x1b[2J\x9b31m'* ]] || fail "the escaped message is not shown: $stderr"
+        wait "$fake"
+}
