@@ -10,7 +10,8 @@
 #include "glove/base/cleanup.h"
 
 #define CANONICAL_DUMP_FLAGS (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
-#define KNOWN_DECODE_FLAGS ((unsigned)GLOVE_JSON_OBJECT_ONLY | (unsigned)GLOVE_JSON_ALLOW_NUL_ESCAPE)
+#define KNOWN_DECODE_FLAGS \
+        ((unsigned)GLOVE_JSON_OBJECT_ONLY | (unsigned)GLOVE_JSON_ALLOW_NUL_ESCAPE | (unsigned)GLOVE_JSON_BOUND_VALUES)
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
@@ -202,8 +203,13 @@ bad:
 /* Counts '[' and '{' outside strings. Returns false, with the offset of the
  * bracket that goes one level too deep, when the limit is exceeded. Only an
  * upper bound for malformed text, which jansson rejects afterwards anyway. */
-static bool depth_within_limit(const unsigned char *p, size_t len, size_t *where) {
-        size_t depth = 0;
+/* Scans the text once, outside strings: nesting depth against
+ * GLOVE_JSON_MAX_DEPTH, and, when max_values > 0, the number of values,
+ * bounded above by 1 + the opening brackets + the commas (each comma or
+ * opening bracket can start at most one value). Returns 0, or 1 for too deep,
+ * 2 for too many values, with *where at the offending byte. */
+static int shape_within_limits(const unsigned char *p, size_t len, size_t max_values, size_t *where) {
+        size_t depth = 0, values = 1;
         bool in_string = false;
         for (size_t i = 0; i < len; i++) {
                 unsigned char c = p[i];
@@ -219,13 +225,22 @@ static bool depth_within_limit(const unsigned char *p, size_t len, size_t *where
                 } else if (c == '[' || c == '{') {
                         if (++depth > GLOVE_JSON_MAX_DEPTH) {
                                 *where = i;
-                                return false;
+                                return 1;
                         }
+                        values++;
                 } else if ((c == ']' || c == '}') && depth > 0) {
                         depth--;
+                } else if (c == ',') {
+                        values++;
+                } else {
+                        continue;
+                }
+                if (max_values && values > max_values) {
+                        *where = i;
+                        return 2;
                 }
         }
-        return true;
+        return 0;
 }
 
 /* ---- decoding ---- */
@@ -292,10 +307,15 @@ int glove_json_decode_strict(const void *data, size_t len, size_t max_bytes,
         if (!glove_json_utf8_valid(p, len, &where))
                 return glove_error_set(err, EINVAL, "json.invalid_utf8",
                                        "invalid UTF-8 at offset %zu in JSON text", where);
-        if (!depth_within_limit(p, len, &where))
+        int shape = shape_within_limits(p, len, (flags & GLOVE_JSON_BOUND_VALUES) ? GLOVE_JSON_MAX_VALUES : 0,
+                                        &where);
+        if (shape == 1)
                 return glove_error_set(err, EINVAL, "json.too_deep",
                                        "JSON nesting deeper than %d at offset %zu",
                                        GLOVE_JSON_MAX_DEPTH, where);
+        if (shape == 2)
+                return glove_error_set(err, E2BIG, "json.too_many_values",
+                                       "more than %d JSON values (offset %zu)", GLOVE_JSON_MAX_VALUES, where);
 
         json_error_t je;
         json_t *v = json_loadb(data, len,

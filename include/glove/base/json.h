@@ -72,7 +72,16 @@ enum {
          * section 7); raw NUL bytes stay refused. Callers must then use
          * json_string_length(), never strlen(), on decoded strings. */
         GLOVE_JSON_ALLOW_NUL_ESCAPE = 1u << 1,
+        /* Refuse text that may hold more than GLOVE_JSON_MAX_VALUES values
+         * (json.too_many_values, -E2BIG), counted before any is built: one
+         * plus every '[', '{' and ',' outside strings. Bounds the memory a
+         * frame from an untrusted peer can cost (a jansson value is about
+         * 100 to 300 bytes, so "{}," repeated is 80 times its size). */
+        GLOVE_JSON_BOUND_VALUES = 1u << 2,
 };
+
+/* The bound of GLOVE_JSON_BOUND_VALUES. */
+#define GLOVE_JSON_MAX_VALUES 100000
 
 /*
  * Checks that data[0..len) is well-formed UTF-8 (RFC 3629 section 4): no
@@ -92,6 +101,8 @@ bool glove_json_utf8_valid(const void *data, size_t len, size_t *bad_offset);
  *   invalid UTF-8                           -> json.invalid_utf8
  *   nesting deeper than GLOVE_JSON_MAX_DEPTH -> json.too_deep (brackets
  *                                              inside strings do not count)
+ *   flags & GLOVE_JSON_BOUND_VALUES and more than GLOVE_JSON_MAX_VALUES
+ *   values                                  -> json.too_many_values (-E2BIG)
  *   then jansson with JSON_REJECT_DUPLICATES: json.duplicate_key,
  *   json.embedded_nul ("\u0000"), json.number_out_of_range,
  *   json.trailing_data, json.syntax
@@ -104,7 +115,7 @@ bool glove_json_utf8_valid(const void *data, size_t len, size_t *bad_offset);
  *
  * On success returns 0 and stores a new reference in *out (caller owns it,
  * release with json_decref or _cleanup_json_). On failure returns a negative
- * errno (-EINVAL, -EMSGSIZE, -ENOMEM), leaves *out NULL, and fills err.
+ * errno (-EINVAL, -EMSGSIZE, -E2BIG, -ENOMEM), leaves *out NULL, and fills err.
  */
 int glove_json_decode_strict(const void *data, size_t len, size_t max_bytes,
                              unsigned flags, json_t **out, struct glove_error *err);

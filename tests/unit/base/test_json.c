@@ -190,6 +190,58 @@ static void test_decode_depth_limit(void **state) {
         assert_decode_ok(text);
 }
 
+/* "[" then n copies of item joined by ",", then "]". */
+static char *array_of(size_t n, const char *item) {
+        size_t il = strlen(item);
+        char *s = malloc(n * (il + 1) + 3);
+        assert_non_null(s);
+        size_t o = 0;
+        s[o++] = '[';
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        s[o++] = ',';
+                memcpy(s + o, item, il);
+                o += il;
+        }
+        s[o++] = ']';
+        s[o] = '\0';
+        return s;
+}
+
+static void test_decode_value_bound(void **state) {
+        (void)state;
+        /* The array itself is one value: MAX - 1 elements fit exactly. */
+        _cleanup_free_ char *fits = array_of(GLOVE_JSON_MAX_VALUES - 1, "1");
+        _cleanup_free_ char *over = array_of(GLOVE_JSON_MAX_VALUES, "1");
+        _cleanup_free_ char *objects = array_of(GLOVE_JSON_MAX_VALUES / 2, "{}");
+        json_t *v = NULL;
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_json_decode_strict(fits, strlen(fits), SIZE_MAX, GLOVE_JSON_BOUND_VALUES, &v, &err), 0);
+        assert_int_equal(json_array_size(v), GLOVE_JSON_MAX_VALUES - 1);
+        json_decref(v);
+        v = NULL;
+        assert_int_equal(glove_json_decode_strict(over, strlen(over), SIZE_MAX, GLOVE_JSON_BOUND_VALUES, &v, &err),
+                         -E2BIG);
+        assert_string_equal(err.code, "json.too_many_values");
+        assert_null(v);
+        assert_int_equal(glove_json_decode_strict(objects, strlen(objects), SIZE_MAX, GLOVE_JSON_BOUND_VALUES, &v,
+                                                  &err),
+                         -E2BIG);
+        /* Commas and brackets inside a string do not count. */
+        size_t n = 3 * (size_t)GLOVE_JSON_MAX_VALUES;
+        _cleanup_free_ char *str = malloc(n + 5);
+        assert_non_null(str);
+        memcpy(str, "[\"", 2);
+        for (size_t i = 0; i < n; i++)
+                str[2 + i] = ",[{"[i % 3];
+        memcpy(str + 2 + n, "\"]", 3);
+        assert_int_equal(glove_json_decode_strict(str, strlen(str), SIZE_MAX, GLOVE_JSON_BOUND_VALUES, &v, &err), 0);
+        json_decref(v);
+        /* Without the flag, no bound. */
+        assert_int_equal(glove_json_decode_strict(over, strlen(over), SIZE_MAX, 0, &v, &err), 0);
+        json_decref(v);
+}
+
 static void test_decode_rejects_syntax_and_trailing(void **state) {
         (void)state;
         assert_decode_fails("", "json.syntax");
@@ -516,6 +568,7 @@ int main(void) {
                 cmocka_unit_test(test_utf8_invalid_sequences),
                 cmocka_unit_test(test_decode_accepts_valid_json),
                 cmocka_unit_test(test_decode_too_large),
+                cmocka_unit_test(test_decode_value_bound),
                 cmocka_unit_test(test_decode_rejects_invalid_utf8),
                 cmocka_unit_test(test_decode_rejects_nul),
                 cmocka_unit_test(test_decode_rejects_duplicate_keys),
