@@ -20,7 +20,7 @@
 
 /* Bytes a tunnel moves per splice(2) call (the pipe's size is raised to
  * this where the system allows). */
-#define TUNNEL_PIPE_SIZE (256 * 1024)
+#define TUNNEL_PIPE_SIZE (1024 * 1024)
 
 int glove_net_wait(int fd, short events, int stop_fd, uint64_t deadline_ms) {
         for (;;) {
