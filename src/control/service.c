@@ -67,6 +67,17 @@ static int set_path(char **dst, const char *v, const char *opt, struct glove_err
         struct glove_error e = { 0 };
         if (glove_path_normalize(v, "/", &norm, &e) < 0)
                 return glove_error_set(err, EINVAL, "usage.bad_value", "%s: %s", opt, e.message);
+        size_t vl = strlen(v), nl = strlen(norm);
+        if (strcmp(norm, v) != 0 && !(vl == nl + 1 && v[vl - 1] == '/' && strncmp(v, norm, nl) == 0)) {
+                /* "." and ".." are resolved lexically, which is not what the
+                 * kernel does when a component is a symbolic link: say so
+                 * rather than guess. */
+                int r = glove_error_set(err, EINVAL, "usage.bad_value",
+                                        "%s %s is not normalized (no '.', '..' or '//' components); did you mean %s?",
+                                        opt, v, norm);
+                free(norm);
+                return r;
+        }
         free(*dst);
         *dst = norm;
         return 0;

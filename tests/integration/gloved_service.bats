@@ -66,6 +66,16 @@ mode_of() { stat -c %a "$1"; }
         gloved_fails --runtime-dir relative/run --state-dir "$T/s3"
         expect_status 2
         [[ "$stderr" == "gloved: usage.bad_value: "* ]] || fail "relative dir must be a usage error"
+        local p
+        for p in "$T/r7/../r7" "$T/./r7" "$T//r7"; do
+                gloved_fails --runtime-dir "$p" --state-dir "$T/s7"
+                expect_status 2
+                [[ "$stderr" == "gloved: usage.bad_value: --runtime-dir $p is not normalized"*"did you mean $T/r7?" ]] ||
+                        fail "$p: expected a usage error naming the normalized path"
+                gloved_fails --runtime-dir "$T/r8" --state-dir "$p"
+                expect_status 2
+        done
+        [ ! -e "$T/r7" ] && [ ! -e "$T/s7" ] || fail "a refused start must not create directories"
         gloved_fails --runtime-dir "$T/r4" --state-dir "$T/s4" --session-store "$T/x.journal"
         expect_status 2
         [[ "$stderr" == "gloved: usage.store_needs_policy: "* ]] || fail "store without policy"
