@@ -25,6 +25,10 @@
 #define ACCEPT_BATCH 64
 #define IN_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
 #define OUT_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
+/* Buffered frames answered per wakeup of one connection before the loop
+ * turns to the others, so pipelined requests share the loop fairly
+ * (documented in server.h and docs/control-protocol.md). */
+#define FRAMES_PER_WAKEUP 8
 
 struct server;
 
@@ -35,6 +39,7 @@ struct conn {
         sd_event_source *io, *timer;
         struct glove_buffer in, out;
         bool authed, closing;
+        bool eof;       /* the peer's end of file (or a read error) was seen: read no more */
         uint64_t accepted_us, frame_start_us, write_start_us, activity_us;
 };
 
@@ -123,23 +128,35 @@ static void handle(struct conn *c, const uint8_t *payload, size_t len) {
         queue(c, glove_control_dispatch(c->srv->o->components, &req));
 }
 
-/* Handles complete frames while nothing is waiting to be sent. */
-static void process(struct conn *c) {
-        while (!c->closing && c->out.len == 0) {
-                struct glove_error e = { 0 };
-                const uint8_t *payload;
-                size_t plen, flen;
-                int r = glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e);
-                if (r == 0)
-                        return;
-                if (r < 0)
-                        return refuse(c, NULL, e.code, e.message);
-                handle(c, payload, plen);
-                glove_buffer_consume(&c->in, flen);
-                c->activity_us = now_us(c->srv);
-                if (c->in.len)
-                        c->frame_start_us = c->activity_us;
+/* True when the input buffer starts with a whole frame, or with a prefix
+ * already known to be bad: either way the next serve() has work to do. */
+static bool frame_ready(const struct conn *c) {
+        struct glove_error e = { 0 };
+        const uint8_t *payload;
+        size_t plen, flen;
+        return glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e) != 0;
+}
+
+/* Handles the first buffered frame when it is whole: queues its response (or
+ * a refusal, which marks the connection closing) and consumes its bytes.
+ * Returns 1 when a frame was handled, 0 when no whole frame is buffered. */
+static int answer_one(struct conn *c) {
+        struct glove_error e = { 0 };
+        const uint8_t *payload;
+        size_t plen, flen;
+        int r = glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e);
+        if (r == 0)
+                return 0;
+        if (r < 0) {
+                refuse(c, NULL, e.code, e.message);
+                return 1;
         }
+        handle(c, payload, plen);
+        glove_buffer_consume(&c->in, flen);
+        c->activity_us = now_us(c->srv);
+        if (c->in.len)
+                c->frame_start_us = c->activity_us;
+        return 1;
 }
 
 /* Returns -1 when the connection must close now. */
@@ -156,6 +173,26 @@ static int flush(struct conn *c) {
                 c->activity_us = now_us(c->srv);
         }
         return c->closing ? -1 : 0;
+}
+
+/*
+ * Answers the frames already buffered, in order, one at a time: a frame is
+ * handled only once the previous response has been fully sent, so at most one
+ * response (OUT_MAX bytes) is ever queued per connection (back-pressure).
+ * Stops when no whole frame is buffered, when a response waits for the socket
+ * to drain, when the connection is closing, or after FRAMES_PER_WAKEUP frames
+ * (rearm() then waits for EPOLLOUT, so the remaining frames are answered on
+ * the next wakeup, after other connections had their turn). Returns -1 when
+ * the connection must close now.
+ */
+static int serve(struct conn *c) {
+        for (unsigned i = 0; i < FRAMES_PER_WAKEUP && c->out.len == 0 && !c->closing; i++) {
+                if (!answer_one(c))
+                        return 0;
+                if (flush(c) < 0)
+                        return -1;
+        }
+        return 0;
 }
 
 /* Returns -1 on end of file or error. */
@@ -198,9 +235,18 @@ static uint64_t deadline(const struct conn *c) {
         return d;
 }
 
-/* Sets the events wanted and the deadline; returns -1 on failure. */
+/*
+ * Sets the events wanted and the deadline; returns -1 on failure. A pending
+ * response, or a whole frame still buffered, waits for EPOLLOUT: the socket
+ * must take the response before the next frame is handled. Otherwise the
+ * connection reads (EPOLLIN) unless it is closing or saw end of file.
+ */
 static int rearm(struct conn *c) {
-        uint32_t ev = c->out.len ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
+        uint32_t ev = 0;
+        if (c->out.len || (!c->closing && frame_ready(c)))
+                ev = EPOLLOUT;
+        else if (!c->closing && !c->eof)
+                ev = EPOLLIN;
         if (sd_event_source_set_io_events(c->io, ev) < 0)
                 return -1;
         if (sd_event_source_set_time(c->timer, deadline(c)) < 0 ||
@@ -209,29 +255,25 @@ static int rearm(struct conn *c) {
         return 0;
 }
 
+/* Sends what is pending, reads when nothing is, answers buffered frames
+ * (serve), then closes the connection or re-arms it. */
 static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         (void)src;
         (void)fd;
         struct conn *c = userdata;
         if ((revents & EPOLLOUT) && flush(c) < 0)
                 goto drop;
-        if (c->out.len == 0 && !c->closing && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-                int eof = fill(c);
-                process(c);
-                if (eof < 0 && c->out.len == 0)
-                        goto drop;
-        } else if (c->out.len == 0 && !c->closing) {
-                process(c); /* frames that arrived while a response was pending */
-        }
-        if (c->out.len && flush(c) < 0)
+        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->out.len == 0 && !c->closing && !c->eof &&
+            fill(c) < 0)
+                c->eof = true;
+        if (serve(c) < 0)
                 goto drop;
         if (c->closing && c->out.len == 0)
                 goto drop;
-        if (c->out.len == 0 && c->in.len && !c->closing) {
-                process(c);
-                if (c->out.len && flush(c) < 0)
-                        goto drop;
-        }
+        /* After end of file: close once every whole frame is answered and
+         * sent; a partial frame can never complete. */
+        if (c->eof && c->out.len == 0 && !frame_ready(c))
+                goto drop;
         if (rearm(c) < 0)
                 goto drop;
         return 0;
@@ -244,8 +286,11 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void)src;
         (void)usec;
         struct conn *c = userdata;
+        /* A whole frame still buffered waits for the peer to read the
+         * previous responses: that is a send stall, not a frame one. */
         fprintf(stderr, "gloved: connection dropped: %s deadline passed\n",
-                !c->authed ? "authentication" : (c->out.len ? "send" : (c->in.len ? "frame" : "idle")));
+                !c->authed ? "authentication"
+                           : (c->out.len || frame_ready(c) ? "send" : (c->in.len ? "frame" : "idle")));
         conn_free(c);
         return 0;
 }

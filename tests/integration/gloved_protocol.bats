@@ -94,6 +94,72 @@ teardown() {
         [[ "${lines[4]}" == '{"id":4,"result":'* ]] || fail "the connection must still serve"
 }
 
+# create_item ID SESSION KEY: a create_session request for $T/plan.json.
+create_item() {
+        "$PY" -c 'import json, sys
+print(json.dumps({"id": int(sys.argv[1]), "method": "create_session", "params": {"session_id": sys.argv[2],
+      "idempotency_key": sys.argv[3], "controller_plan_digest": sys.argv[4], "plan": open(sys.argv[5]).read()}}))' \
+                "$1" "$2" "$3" "$CDIGEST" "$T/plan.json"
+}
+
+@test "protocol: requests pipelined in one write are all answered, in order" {
+        mkdir -m 700 "$T/p"
+        install_policy "$T/p/policy.json"
+        plan_file "$T/plan.json"
+        start_gloved "$T/a" --session-policy "$T/p/policy.json" --session-store "$T/p/sessions.journal"
+        status_item() { printf '{"id":%d,"method":"session_status","params":{"session_id":"%s"}}' "$1" "$2"; }
+        # authenticate + 16 requests in ONE write: more than two frames, and
+        # more than the service answers per wakeup. Each request sees the
+        # effect of the one before it (id 3 finds the session id 2 created);
+        # an error answer (id 6) does not stop the rest.
+        items=('{"id":1,"method":"capabilities"}' "$(create_item 2 p-1 k-1)" "$(status_item 3 p-1)"
+                "$(create_item 4 p-2 k-2)" "$(create_item 5 p-3 k-3)" '{"id":6,"method":"no_such_method"}')
+        for id in {7..16}; do items+=("$(status_item "$id" p-3)"); done
+        frames pipeline "${items[@]}"
+        expect_status 0
+        [ "${#lines[@]}" -eq 17 ] || fail "expected the auth answer and 16 responses"
+        [[ "${lines[0]}" == 'auth {"id":0,"result":{"authenticated":true'* ]] || fail "authentication"
+        [[ "${lines[1]}" == '{"id":1,"result":{'* ]] || fail "capabilities"
+        [[ "${lines[2]}" == '{"id":2,"result":{'*'"session_id":"p-1","state":"created"}}' ]] || fail "create p-1"
+        [[ "${lines[3]}" == '{"id":3,"result":{'*'"session_id":"p-1"'* ]] || fail "status p-1 after its creation"
+        [[ "${lines[4]}" == '{"id":4,"result":{'*'"session_id":"p-2","state":"created"}}' ]] || fail "create p-2"
+        [[ "${lines[5]}" == '{"id":5,"result":{'*'"session_id":"p-3","state":"created"}}' ]] || fail "create p-3"
+        [[ "${lines[6]}" == '{"error":{"code":"method_not_found"'*'"id":6}' ]] || fail "unknown method"
+        for id in {7..16}; do
+                [[ "${lines[id]}" == "{\"id\":$id,\"result\":{"*'"session_id":"p-3"'* ]] || fail "status $id"
+        done
+        # The sessions are stored: a separate client finds every one.
+        for sid in p-1 p-2 p-3; do
+                ctl session-status "$sid"
+                expect_status 0
+                expect_line "session $sid: created"
+        done
+
+        # Frames split across writes, some writes ending two or three frames
+        # and starting the next: the same answers, in order.
+        items=()
+        for id in {1..12}; do items+=("$(status_item "$id" "p-$((id % 3 + 1))")"); done
+        frames pipeline --chunk 150 "${items[@]}"
+        expect_status 0
+        [ "${#lines[@]}" -eq 13 ] || fail "expected the auth answer and 12 responses (split writes)"
+        for id in {1..12}; do
+                [[ "${lines[id]}" == "{\"id\":$id,\"result\":{"*"\"session_id\":\"p-$((id % 3 + 1))\""* ]] ||
+                        fail "split writes: status $id"
+        done
+
+        # A client that writes its requests and shuts down its write side
+        # still gets every answer; then the service closes the connection.
+        frames pipeline --shut "$(status_item 1 p-1)" "$(create_item 2 p-4 k-4)" '{"id":3,"method":"capabilities"}'
+        expect_status 0
+        [ "${#lines[@]}" -eq 5 ] || fail "expected the auth answer, 3 responses and EOF (half-close)"
+        [[ "${lines[2]}" == '{"id":2,"result":{'*'"session_id":"p-4","state":"created"}}' ]] || fail "create p-4"
+        [[ "${lines[3]}" == '{"id":3,"result":{'* ]] || fail "capabilities after half-close"
+        [ "${lines[4]}" = EOF ] || fail "the service must close after answering a half-closed client"
+        ctl session-status p-4
+        expect_status 0
+        ! grep -q "deadline passed" "$GD_ERR" || fail "no connection may wait for a deadline"
+}
+
 @test "protocol: 100 concurrent clients are all served" {
         start_gloved "$T/a"
         frames concurrent 100

@@ -16,12 +16,22 @@
  *     over GLOVE_CONTROL_FRAME_MAX is answered with frame.too_large and the
  *     connection is closed without reading the payload; a payload that is not
  *     a request is answered with frame.malformed / request.invalid and closed;
- *   - one request is handled at a time per connection: while its response
- *     is unsent the connection is not read (back-pressure);
+ *   - one request is handled at a time per connection, in order: while its
+ *     response is unsent the connection is not read and its next frame is
+ *     not handled (back-pressure: at most one response, one frame bound, is
+ *     queued per connection);
+ *   - requests may be pipelined: every whole frame already received (several
+ *     in one write, or completed by a write that also starts the next) is
+ *     answered in turn without waiting for more input, at most 8 per wakeup
+ *     so that other connections are served in between; after the peer's end
+ *     of file the whole frames received are still answered, then the
+ *     connection is closed (a partial frame is dropped);
  *   - deadlines (CLOCK_MONOTONIC): authentication within client_timeout_ms
  *     of the accept; a started frame completed, and a response fully sent,
- *     within client_timeout_ms; an idle authenticated connection is closed
- *     after idle_timeout_ms. Expiry closes only that connection.
+ *     within client_timeout_ms (a whole frame that waits because the peer
+ *     does not read its earlier responses counts as sending); an idle
+ *     authenticated connection is closed after idle_timeout_ms. Expiry
+ *     closes only that connection.
  *   - at most max_connections at once; further ones are accepted and closed.
  * SIGTERM and SIGINT end the loop cleanly (connections closed, return 0).
  * sd_notify("READY=1") is sent when the loop starts and "STOPPING=1" when it

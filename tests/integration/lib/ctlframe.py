@@ -11,6 +11,16 @@ and load a well-behaved client (glove ctl) never produces.
         raw:HEX (bytes sent as they are, no prefix added). Stops after EOF.
         The authentication response is printed first, as "auth <json>".
 
+    ctlframe.py RUNTIME_DIR pipeline [--chunk N] [--shut] ITEM...
+        Pipelining: the authenticate frame and every ITEM's frame are written
+        in ONE write(2) (a short write is an error), or with --chunk N in
+        writes of N bytes 50 ms apart, so frames are split across writes and
+        one write may end several of them. --shut then shuts down the write
+        side. Prints "auth <json>" and one line per ITEM (the response, EOF or
+        TIMEOUT; stops after the first that is not a response), and with
+        --shut a last line EOF once the service closed the connection (or
+        "OPEN" if it sent something else or nothing within the timeout).
+
     ctlframe.py RUNTIME_DIR concurrent N
         Opens N connections that are all connected at the same time, then
         authenticates each and asks it for capabilities twice, from N
@@ -137,6 +147,50 @@ def exchange(rt, args):
         print(show(r))
 
 
+def pipeline(rt, args):
+    chunk = None
+    shut = False
+    items = []
+    i = 0
+    while i < len(args):
+        if args[i] == "--chunk":
+            i += 1
+            chunk = int(args[i])
+        elif args[i] == "--shut":
+            shut = True
+        else:
+            items.append(args[i])
+        i += 1
+    s = connect(rt)
+    s.settimeout(10)
+    data = frame({"id": 0, "method": "authenticate", "params": {"secret": secret(rt)}})
+    data += b"".join(frame(item) for item in items)
+    if chunk is None:
+        n = s.send(data)
+        if n != len(data):
+            raise SystemExit("short write: %d of %d bytes" % (n, len(data)))
+    else:
+        for off in range(0, len(data), chunk):
+            s.sendall(data[off:off + chunk])
+            time.sleep(0.05)
+    if shut:
+        s.shutdown(socket.SHUT_WR)
+    for k in range(len(items) + 1):
+        try:
+            r = read_frame(s)
+        except socket.timeout:
+            print("TIMEOUT")
+            return
+        print(("auth " if k == 0 else "") + (show(r) if r is not None else "EOF"))
+        if r is None:
+            return
+    if shut:
+        try:
+            print("EOF" if read_frame(s) is None else "OPEN")
+        except socket.timeout:
+            print("OPEN")
+
+
 def concurrent(rt, n):
     sec = secret(rt)
     socks = [connect(rt) for _ in range(n)]  # all open at once
@@ -224,6 +278,8 @@ def main():
     rt, mode, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
     if mode == "exchange":
         exchange(rt, rest)
+    elif mode == "pipeline":
+        pipeline(rt, rest)
     elif mode == "concurrent":
         concurrent(rt, int(rest[0]))
     elif mode == "stall":
