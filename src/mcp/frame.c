@@ -116,7 +116,8 @@ int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, stru
         if (bad)
                 return glove_error_set(err, EINVAL, "mcp.invalid", "unknown member in a JSON-RPC message");
         json_t *v = json_object_get(root, "jsonrpc");
-        if (!json_is_string(v) || strcmp(json_string_value(v), "2.0") != 0)
+        /* Counted: "2.0\u0000x" is not "2.0". */
+        if (!json_is_string(v) || json_string_length(v) != 3 || memcmp(json_string_value(v), "2.0", 3) != 0)
                 return glove_error_set(err, EINVAL, "mcp.invalid", "\"jsonrpc\" must be \"2.0\"");
         if (id && !json_is_string(id) && !json_is_integer(id))
                 return glove_error_set(err, EINVAL, "mcp.invalid", "\"id\" must be a string or an integer");

@@ -83,9 +83,16 @@ bool glove_policy_name_parse(const char *qualified, bool wildcard_ok, size_t *na
 }
 
 bool glove_policy_tool_valid(const char *tool) {
-        const char *why;
         if (!tool)
                 return false;
-        size_t n = strnlen(tool, GLOVE_POLICY_TOOL_MAX + 1);
-        return tool_bytes_valid(tool, n, &why);
+        return glove_policy_tool_name_valid(tool, strnlen(tool, GLOVE_POLICY_TOOL_MAX + 1));
+}
+
+bool glove_policy_tool_name_valid(const char *tool, size_t len) {
+        const char *why;
+        if (!tool || len == 0)
+                return false;
+        /* tool_bytes_valid looks at every byte of the count: a NUL is a C0
+         * control character, wherever it is. */
+        return tool_bytes_valid(tool, len, &why);
 }

@@ -246,26 +246,44 @@ static void fail_calls_of(struct run *r, size_t upstream) {
         }
 }
 
-/* SHA-256 of the arguments encoded compactly with sorted keys (reals with 17
- * significant digits), lowercase hex; "{}" when absent. */
-static void hash_arguments(const json_t *args, char out[65]) {
+/* SHA-256 of the call's arguments as given, whatever their JSON type (a
+ * string or null that is refused is digested too), encoded compactly with
+ * sorted keys (reals with 17 significant digits); of "{}" when absent.
+ * out receives 64 lowercase hex digits and a NUL. Returns 0, or a negative
+ * errno (out of memory, digest failure) with out empty. */
+static int hash_arguments(const json_t *args, char out[65]) {
         out[0] = '\0';
-        _cleanup_free_ char *enc = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : strdup("{}");
+        /* JSON_ENCODE_ANY: without it jansson encodes only objects and arrays.
+         * The encoding holds no raw NUL ("\u0000" stays escaped), so strlen
+         * is its length. */
+        _cleanup_free_ char *enc =
+                args ? json_dumps(args, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : strdup("{}");
         uint8_t d[32];
-        if (enc && glove_digest_sha256(enc, strlen(enc), d, NULL) == 0)
-                glove_digest_hex_encode(d, sizeof(d), out, 65);
+        if (!enc)
+                return -ENOMEM;
+        int rr = glove_digest_sha256(enc, strlen(enc), d, NULL);
+        if (rr < 0)
+                return rr;
+        glove_digest_hex_encode(d, sizeof(d), out, 65);
+        return 0;
 }
 
+/* The fields of a call record, or NULL when they cannot be built (out of
+ * memory, or sha empty because the digest failed): audit() then fails the
+ * run, so a decision is never recorded without its digest. */
 static json_t *decision_fields(struct run *r, const json_t *id, const char *tool, const char *decision, const char *reason,
                                const char *rule, const json_t *args, const char *sha) {
+        if (!sha[0])
+                return NULL;
         json_t *f = json_pack("{s:O,s:s,s:s,s:s}", "id", id, "tool", tool, "decision", decision, "rule", rule);
         if (!f)
                 return NULL;
-        if (reason)
-                json_object_set_new(f, "reason", json_string(reason));
-        json_object_set_new(f, "arguments_sha256", json_string(sha));
-        if (r->opts->audit_arguments)
-                json_object_set_new(f, "arguments", args ? json_deep_copy(args) : json_object());
+        if ((reason && json_object_set_new(f, "reason", json_string(reason)) < 0) ||
+            json_object_set_new(f, "arguments_sha256", json_string(sha)) < 0 ||
+            (r->opts->audit_arguments && json_object_set_new(f, "arguments", args ? json_deep_copy(args) : json_object()) < 0)) {
+                json_decref(f);
+                return NULL;
+        }
         return f;
 }
 
@@ -275,18 +293,21 @@ static void refuse_call(struct run *r, const json_t *id, const char *tool, int c
                         const char *rule, const json_t *args) {
         if (r->launch->audit.fd >= 0) {
                 char sha[65];
-                hash_arguments(args, sha);
+                (void)hash_arguments(args, sha); /* on failure sha is empty and the record fails closed */
                 audit(r, "call", decision_fields(r, id, tool, "deny", reason, rule, args, sha));
         }
         agent_error(r, id, code, message, reason, rule);
 }
 
+/* True when u lists tool (NUL-terminated). Compared with the name's own
+ * length: "bad\u0000hidden" is not "bad" (such names are dropped when the
+ * listing is taken anyway, see handle_list_result). */
 static bool upstream_has_tool(const struct glove_upstream *u, const char *tool) {
-        size_t i;
+        size_t i, n = strlen(tool);
         json_t *t;
         json_array_foreach(u->tools, i, t) {
                 json_t *name = json_object_get(t, "name");
-                if (json_is_string(name) && strcmp(json_string_value(name), tool) == 0)
+                if (json_is_string(name) && json_string_length(name) == n && memcmp(json_string_value(name), tool, n) == 0)
                         return true;
         }
         return false;
@@ -295,8 +316,8 @@ static bool upstream_has_tool(const struct glove_upstream *u, const char *tool) 
 static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         json_t *jname = params ? json_object_get(params, "name") : NULL;
         json_t *args = params ? json_object_get(params, "arguments") : NULL;
-        const char *name = json_is_string(jname) ? json_string_value(jname) : NULL;
-        if (name && strlen(name) != json_string_length(jname)) {
+        const char *name = glove_run_string(jname);
+        if (json_is_string(jname) && !name) {
                 refuse_call(r, id, "(contains NUL)", GLOVE_RPC_INVALID_PARAMS, "the tool name contains NUL", "invalid_params",
                             "params.name", args);
                 return;
@@ -320,8 +341,10 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         struct glove_policy_verdict v;
         glove_policy_check_call(r->policy, u->name, tool, args, &v);
         if (!v.allowed) {
-                int code = strcmp(v.reason, "invalid_params") == 0 ? GLOVE_RPC_INVALID_PARAMS : GLOVE_RPC_POLICY_DENIED;
-                refuse_call(r, id, name, code, "the call is not allowed by policy", v.reason, v.rule, args);
+                bool bad_args = strcmp(v.reason, "invalid_params") == 0;
+                refuse_call(r, id, name, bad_args ? GLOVE_RPC_INVALID_PARAMS : GLOVE_RPC_POLICY_DENIED,
+                            bad_args ? "tools/call arguments must be an object" : "the call is not allowed by policy", v.reason,
+                            v.rule, args);
                 return;
         }
         if (u->state == GLOVE_UPSTREAM_DEAD) {
@@ -345,7 +368,7 @@ static void handle_tools_call(struct run *r, const json_t *id, json_t *params) {
         c->owner = r;
         snprintf(c->tool, sizeof(c->tool), "%s", name);
         if (r->launch->audit.fd >= 0)
-                hash_arguments(args, c->arguments_sha256); /* only audit records use it */
+                (void)hash_arguments(args, c->arguments_sha256); /* only audit records use it; empty fails them closed */
         json_t *meta = json_object_get(params, "_meta");
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
         if (token)
@@ -374,8 +397,9 @@ static void handle_tools_list(struct run *r, const json_t *id, json_t *params) {
         json_t *cursor = params ? json_object_get(params, "cursor") : NULL;
         if (cursor) {
                 uint64_t v = 0;
-                if (!json_is_string(cursor) ||
-                    glove_number_parse_u64(json_string_value(cursor), 0, 0, GLOVE_UPSTREAMS_TOOLS_TOTAL_MAX, &v) < 0) {
+                /* Our cursors are decimal offsets; "100\u0000x" is none. */
+                const char *text = glove_run_string(cursor);
+                if (!text || glove_number_parse_u64(text, 0, 0, GLOVE_UPSTREAMS_TOOLS_TOTAL_MAX, &v) < 0) {
                         agent_error(r, id, GLOVE_RPC_INVALID_PARAMS, "invalid cursor", "invalid_params", "params.cursor");
                         return;
                 }
@@ -391,6 +415,8 @@ static void handle_tools_list(struct run *r, const json_t *id, json_t *params) {
                 size_t k;
                 json_t *t;
                 json_array_foreach(u->tools, k, t) {
+                        /* A C string that is the whole name: u->tools holds
+                         * only valid, distinct names (handle_list_result). */
                         const char *tname = json_string_value(json_object_get(t, "name"));
                         if (!glove_policy_tool_visible(r->policy, u->name, tname))
                                 continue;
@@ -541,10 +567,13 @@ static int on_agent_writable(sd_event_source *s, int fd, uint32_t revents, void 
 
 /* ------------------------------------------------------------------ upstreams */
 
-static void upstream_send_list(struct run *r, struct glove_upstream *u, const char *cursor) {
+/* Asks u for a page of tools; cursor (borrowed, NULL for the first page) is
+ * the upstream's nextCursor, sent back as the same JSON string: opaque, NUL
+ * and all. */
+static void upstream_send_list(struct run *r, struct glove_upstream *u, json_t *cursor) {
         u->control_id = u->next_id++;
         json_t *id = json_integer(u->control_id);
-        json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : json_object();
+        json_t *params = cursor ? json_pack("{s:O}", "cursor", cursor) : json_object();
         send_upstream(r, u, glove_run_request(id, "tools/list", params));
         json_decref(id);
 }
@@ -560,6 +589,7 @@ static void upstream_start_listing(struct run *r, struct glove_upstream *u) {
                 json_decref(u->listing);
         u->listing = json_array();
         u->pages = 0;
+        u->listed = 0;
         u->state = GLOVE_UPSTREAM_LISTING;
         upstream_send_list(r, u, NULL);
 }
@@ -572,12 +602,12 @@ static void upstream_protocol_error(struct run *r, struct glove_upstream *u, con
 }
 
 static void handle_initialize_result(struct run *r, struct glove_upstream *u, json_t *result) {
-        json_t *v = json_object_get(result, "protocolVersion");
-        if (!json_is_string(v) || !glove_run_version_supported(json_string_value(v))) {
+        const char *v = glove_run_string(json_object_get(result, "protocolVersion"));
+        if (!glove_run_version_supported(v)) {
                 upstream_protocol_error(r, u, "initialize answered with an unsupported protocolVersion");
                 return;
         }
-        snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", json_string_value(v));
+        snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
         json_t *caps = json_object_get(result, "capabilities");
         u->has_tools = json_is_object(caps) && json_is_object(json_object_get(caps, "tools"));
         send_upstream(r, u, glove_run_request(NULL, "notifications/initialized", NULL));
@@ -585,10 +615,110 @@ static void handle_initialize_result(struct run *r, struct glove_upstream *u, js
         check_startup(r);
 }
 
-static bool valid_tool(const json_t *t) {
+/* Why an entry of an upstream's tools/list is not offered (a reason of the
+ * tool_dropped record), or NULL when it is: an object whose "name" is a TOOL
+ * a rule could name, judged with its JSON length so that a NUL inside
+ * refuses the name instead of cutting it (docs/policy.md). */
+static const char *tool_entry_problem(const json_t *t) {
+        if (!json_is_object(t))
+                return "not_an_object";
         json_t *name = json_object_get(t, "name");
-        return json_is_object(t) && json_is_string(name) && json_string_length(name) > 0 &&
-               json_string_length(name) < GLOVE_KERNEL_TOOL_MAX - GLOVE_UPSTREAM_NAME_MAX - 2;
+        if (!json_is_string(name) || !glove_policy_tool_name_valid(json_string_value(name), json_string_length(name)))
+                return "invalid_name";
+        return NULL;
+}
+
+/* Longest part of a dropped tool's name written to its tool_dropped
+ * record, in bytes (the record also gives the whole length). */
+#define TOOL_DROPPED_NAME_MAX 256
+
+/* Audits an entry t of u's listing that is dropped for reason: "tool" is the
+ * name as a JSON string (a NUL shows as \u0000), cut at a character boundary
+ * to TOOL_DROPPED_NAME_MAX bytes, and "tool_bytes" its whole length; "tool"
+ * is null when the entry has no string name. Returns audit()'s result. */
+static int audit_tool_dropped(struct run *r, struct glove_upstream *u, const json_t *t, const char *reason) {
+        if (r->launch->audit.fd < 0)
+                return 0;
+        json_t *name = json_is_object(t) ? json_object_get(t, "name") : NULL;
+        json_t *f = json_pack("{s:s}", "upstream", u->name);
+        if (f && json_is_string(name)) {
+                const char *s = json_string_value(name);
+                size_t len = json_string_length(name), n = len;
+                if (n > TOOL_DROPPED_NAME_MAX) {
+                        n = TOOL_DROPPED_NAME_MAX; /* the text is valid UTF-8: back up over continuation bytes */
+                        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+                                n--;
+                }
+                if (json_object_set_new(f, "tool", json_stringn(s, n)) < 0 ||
+                    json_object_set_new(f, "tool_bytes", json_integer((json_int_t)len)) < 0)
+                        f = (json_decref(f), NULL);
+        } else if (f && json_object_set_new(f, "tool", json_null()) < 0) {
+                f = (json_decref(f), NULL);
+        }
+        if (f && json_object_set_new(f, "reason", json_string(reason)) < 0)
+                f = (json_decref(f), NULL);
+        return audit(r, "tool_dropped", f);
+}
+
+struct name_ref {
+        const char *s;
+        size_t len;
+        size_t index;   /* position in the listing */
+};
+
+/* Orders names bytewise, a name before the longer names it is a prefix of. */
+static int name_ref_cmp(const void *a, const void *b) {
+        const struct name_ref *x = a, *y = b;
+        int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+        if (c)
+                return c;
+        return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Removes from u->listing (valid entries only) every entry whose name is
+ * listed more than once, each copy audited as tool_dropped "duplicate_name":
+ * which of two definitions the upstream honours is unknown, so neither is
+ * offered (fail closed). O(n log n) in the listing's size, at most
+ * GLOVE_UPSTREAM_TOOLS_MAX. Returns 0, or a negative errno: out of memory
+ * (u->listing unchanged), or an audit append that failed (the run is then
+ * failing, r->status set). */
+static int drop_duplicates(struct run *r, struct glove_upstream *u) {
+        size_t n = json_array_size(u->listing);
+        if (n < 2)
+                return 0;
+        _cleanup_free_ struct name_ref *refs = calloc(n, sizeof(*refs));
+        _cleanup_free_ bool *dup = calloc(n, sizeof(*dup));
+        if (!refs || !dup)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *name = json_object_get(json_array_get(u->listing, i), "name");
+                refs[i] = (struct name_ref){json_string_value(name), json_string_length(name), i};
+        }
+        qsort(refs, n, sizeof(*refs), name_ref_cmp);
+        bool any = false;
+        for (size_t i = 1; i < n; i++) {
+                if (name_ref_cmp(&refs[i - 1], &refs[i]) != 0)
+                        continue;
+                dup[refs[i - 1].index] = true;
+                dup[refs[i].index] = true;
+                any = true;
+        }
+        if (!any)
+                return 0;
+        json_t *kept = json_array();
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *t = json_array_get(u->listing, i);
+                int rr = dup[i] ? audit_tool_dropped(r, u, t, "duplicate_name") : json_array_append(kept, t);
+                if (rr < 0) {
+                        json_decref(kept);
+                        return dup[i] ? rr : -ENOMEM;
+                }
+        }
+        json_decref(u->listing);
+        u->listing = kept;
+        return 0;
 }
 
 static void handle_list_result(struct run *r, struct glove_upstream *u, json_t *result) {
@@ -600,13 +730,23 @@ static void handle_list_result(struct run *r, struct glove_upstream *u, json_t *
         size_t i;
         json_t *t;
         json_array_foreach(tools, i, t) {
-                if (!valid_tool(t))
-                        continue; /* a tool without a usable name cannot be called; skip it */
-                if (json_array_size(u->listing) >= GLOVE_UPSTREAM_TOOLS_MAX) {
-                        upstream_protocol_error(r, u, "more tools than Glove accepts from one upstream");
+                /* Every entry counts, offered or not: the records of dropped
+                 * ones are bounded too. */
+                if (u->listed++ >= GLOVE_UPSTREAM_TOOLS_MAX) {
+                        upstream_protocol_error(r, u, "more tools/list entries than Glove accepts from one upstream");
                         return;
                 }
-                json_array_append(u->listing, t);
+                const char *problem = tool_entry_problem(t);
+                if (problem) {
+                        /* Never visible, never callable, on record. */
+                        if (audit_tool_dropped(r, u, t, problem) < 0)
+                                return;
+                        continue;
+                }
+                if (json_array_append(u->listing, t) < 0) {
+                        upstream_protocol_error(r, u, "out of memory while listing its tools");
+                        return;
+                }
         }
         json_t *cursor = json_object_get(result, "nextCursor");
         if (json_is_string(cursor) && json_string_length(cursor) > 0) {
@@ -614,7 +754,12 @@ static void handle_list_result(struct run *r, struct glove_upstream *u, json_t *
                         upstream_protocol_error(r, u, "too many tools/list pages");
                         return;
                 }
-                upstream_send_list(r, u, json_string_value(cursor));
+                upstream_send_list(r, u, cursor);
+                return;
+        }
+        if (drop_duplicates(r, u) < 0) {
+                if (r->status < 0) /* not an audit failure, which stops the run itself */
+                        upstream_protocol_error(r, u, "out of memory while listing its tools");
                 return;
         }
         bool changed = u->ever_ready;

@@ -12,6 +12,13 @@ int glove_run_version_supported(const char *version) {
         return 0;
 }
 
+const char *glove_run_string(const json_t *v) {
+        if (!json_is_string(v))
+                return NULL;
+        const char *s = json_string_value(v);
+        return memchr(s, '\0', json_string_length(v)) ? NULL : s;
+}
+
 static json_t *id_or_null(const json_t *id) {
         return id ? json_incref((json_t *)id) : json_null();
 }
@@ -48,10 +55,7 @@ json_t *glove_run_request(const json_t *id, const char *method, json_t *params) 
 }
 
 json_t *glove_run_initialize_result(const json_t *params) {
-        const char *asked = NULL;
-        json_t *v = params ? json_object_get(params, "protocolVersion") : NULL;
-        if (json_is_string(v))
-                asked = json_string_value(v);
+        const char *asked = glove_run_string(params ? json_object_get(params, "protocolVersion") : NULL);
         const char *version = glove_run_version_supported(asked) ? asked : glove_run_protocol_versions[0];
         return json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version, "capabilities", "tools", "listChanged",
                          1, "serverInfo", "name", "glove", "version", GLOVE_VERSION);

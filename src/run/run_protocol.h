@@ -41,5 +41,17 @@ json_t *glove_run_request(const json_t *id, const char *method, json_t *params);
  * {"tools":{"listChanged":true}}; serverInfo Glove. */
 json_t *glove_run_initialize_result(const json_t *params);
 
-/* True when version is one of glove_run_protocol_versions. */
+/* True when version (NUL-terminated, may be NULL) is one of
+ * glove_run_protocol_versions. A version from a JSON string goes through
+ * glove_run_string first, so "2025-06-18\u0000x" is not "2025-06-18". */
 int glove_run_version_supported(const char *version);
+
+/*
+ * The text of v (borrowed from v) when v is a JSON string without NUL, so
+ * that the C string says everything v says; NULL when v is NULL, not a
+ * string, or a string holding "\u0000" (JSON allows it; MCP frames are
+ * decoded with GLOVE_JSON_ALLOW_NUL_ESCAPE). Every JSON string from the agent
+ * or an upstream that Glove compares, parses or copies as a C string goes
+ * through this; strings only passed on as JSON values do not need to.
+ */
+const char *glove_run_string(const json_t *v);

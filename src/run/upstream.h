@@ -19,7 +19,8 @@
 
 #define GLOVE_UPSTREAM_NAME_MAX 32
 #define GLOVE_UPSTREAM_ARGS_MAX 64
-/* Most tools one upstream may list, and pages followed while listing. */
+/* Most entries one upstream's tools/list may hold (offered or dropped, all
+ * pages together), and pages followed while listing. */
 #define GLOVE_UPSTREAM_TOOLS_MAX 4096
 #define GLOVE_UPSTREAM_PAGES_MAX 256
 /* Bytes queued towards an upstream that is not reading. */
@@ -46,9 +47,12 @@ struct glove_upstream {
         bool ever_ready;
         int64_t next_id;                           /* ids of requests Glove sends */
         int64_t control_id;                        /* id of the pending initialize or tools/list */
-        json_t *tools;                             /* array of tool objects, owned */
+        json_t *tools;                             /* array of tool objects, owned; each has a "name" that
+                                                    * glove_policy_tool_name_valid accepts (so no NUL), and no
+                                                    * name twice */
         json_t *listing;                           /* tools gathered while LISTING, owned */
         size_t pages;
+        size_t listed;                             /* entries received while LISTING, dropped ones included */
         bool relist;                               /* list_changed arrived while listing */
         bool has_tools;                            /* the upstream advertised the tools capability */
         char protocol_version[32];

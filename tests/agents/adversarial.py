@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An MCP client that misbehaves on purpose: the agent side of `glove run`,
+r"""An MCP client that misbehaves on purpose: the agent side of `glove run`,
 sending what real clients never send, and checking Glove's answers.
 
   adversarial.py [--out FILE] [--protocol V --expect-protocol W] CASE...
@@ -31,7 +31,15 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
                   different ids, both answered
   cancel-unknown  notifications/cancelled for ids not in flight -> no answer
   bad-params      tools/call without params.name, with a non-string name, and
-                  with non-object arguments -> -32602, reason invalid_params
+                  with arguments ["x"], "x" and null (ids p1 .. p5)
+                  -> -32602, reason invalid_params
+  nul-strings     "\u0000" where Glove reads a string as text:
+                  "jsonrpc":"2.0\u0000x" -> -32600 with the id;
+                  tools/list cursor "0\u0000x" -> -32602 invalid_params;
+                  initialize asking "2024-11-05\u0000x" -> Glove's newest;
+                  tools/call "py.echo\u0000x" -> -32602 invalid_params;
+                  notifications/cancelled for "n\u0000x" while "n" (py.sleep
+                  300) is in flight -> "n" still answers "slept 300"
   inflight-bound N  N tools/call py.hang at once: all but the first 1024 are
                   refused (-32600, "in-flight bound"), the first 1024 are not
   oversized N     one line of N bytes; Glove must close the channel (this
@@ -227,12 +235,47 @@ def c_id_types():
 
 def c_bad_params():
     got = []
-    for rid, params in (("p1", {}), ("p2", {"name": 7}), ("p3", {"name": "py.echo", "arguments": ["x"]})):
+    for rid, params in (("p1", {}), ("p2", {"name": 7}), ("p3", {"name": "py.echo", "arguments": ["x"]}),
+                        ("p4", {"name": "py.echo", "arguments": "x"}), ("p5", {"name": "py.echo", "arguments": None})):
         send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
         m = recv()
         got.append(m)
         if not is_error(m, -32602, rid) or (m["error"].get("data") or {}).get("reason") != "invalid_params":
             return "tools/call %s: expected -32602 with reason invalid_params" % json.dumps(params), got
+    rest = sync()
+    return (None if not rest else "unexpected messages"), got + rest
+
+
+def c_nul_strings():
+    got = []
+    write(b'{"jsonrpc":"2.0\\u0000x","id":"n1","method":"ping"}\n')
+    m = recv()
+    got.append(m)
+    if not is_error(m, -32600, "n1"):
+        return '"jsonrpc":"2.0\\u0000x" was not refused with -32600', got
+    send({"jsonrpc": "2.0", "id": "n2", "method": "tools/list", "params": {"cursor": "0\u0000x"}})
+    m = recv()
+    got.append(m)
+    if not is_error(m, -32602, "n2") or (m["error"].get("data") or {}).get("reason") != "invalid_params":
+        return 'tools/list with cursor "0\\u0000x" was not refused with -32602 invalid_params', got
+    send({"jsonrpc": "2.0", "id": "n3", "method": "initialize",
+          "params": {"protocolVersion": "2024-11-05\u0000x", "capabilities": {}, "clientInfo": {"name": "a", "version": "1"}}})
+    m = recv()
+    got.append(m)
+    if not (isinstance(m, dict) and m.get("id") == "n3" and (m.get("result") or {}).get("protocolVersion") == "2025-11-25"):
+        return 'initialize asking "2024-11-05\\u0000x" did not get Glove\'s newest version', got
+    send({"jsonrpc": "2.0", "id": "n4", "method": "tools/call", "params": {"name": "py.echo\u0000x", "arguments": {"text": "x"}}})
+    m = recv()
+    got.append(m)
+    if not is_error(m, -32602, "n4") or (m["error"].get("data") or {}).get("reason") != "invalid_params":
+        return 'tools/call "py.echo\\u0000x" was not refused with -32602 invalid_params', got
+    send({"jsonrpc": "2.0", "id": "n", "method": "tools/call", "params": {"name": "py.sleep", "arguments": {"ms": 300}}})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "n\u0000x"}})
+    m = recv()
+    got.append(m)
+    if not (isinstance(m, dict) and m.get("id") == "n" and "result" in m
+            and "".join(c.get("text", "") for c in m["result"].get("content", [])) == "slept 300"):
+        return 'cancelling "n\\u0000x" cancelled the call "n"', got
     rest = sync()
     return (None if not rest else "unexpected messages"), got + rest
 
@@ -305,6 +348,7 @@ cases = {
     "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
     "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
     "id-types": c_id_types, "cancel-unknown": c_cancel_unknown, "bad-params": c_bad_params,
+    "nul-strings": c_nul_strings,
 }
 i = 0
 while i < len(args):

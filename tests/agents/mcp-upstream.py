@@ -1,17 +1,27 @@
 #!/usr/bin/python3
-"""A tiny MCP server (stdio transport) for `glove run` tests, run on the host
+r"""A tiny MCP server (stdio transport) for `glove run` tests, run on the host
 as an upstream. It logs every line it receives, so a test can prove from the
 upstream's side what reached it.
 
-  mcp-upstream.py [--log FILE] [--init MODE] [--tools N] [--page K] [MARKER...]
+  mcp-upstream.py [--log FILE] [--init MODE] [--tools N] [--page K]
+                  [--odd-names] [--nul-cursor] [MARKER...]
 
 --log FILE   append every line received to FILE, as "> LINE" (the format
              of mcp-tap.py)
 --init MODE  how to answer initialize: ok (default), error (a JSON-RPC
-             error), bad-version (protocolVersion 1999-01-01), silent (never),
-             exit (exit 3 at once)
+             error), bad-version (protocolVersion 1999-01-01), nul-version
+             (protocolVersion "2025-06-18\u0000x"), silent (never), exit
+             (exit 3 at once)
 --tools N    also list N more tools, pad0 .. padN-1 (answering "pad")
 --page K     answer tools/list in pages of K tools (nextCursor)
+--odd-names  also list entries no client should be offered: the names
+             "bad\u0000hidden", "echo\u0000x", "ctl\u0001x", "star*", one of
+             129 bytes ("n" * 129), the entry 42, an entry without a name, and
+             "twin" twice with different descriptions. A call of any of them
+             (or of "bad", "twin") answers "odd NAME".
+--nul-cursor with --page: each nextCursor is "OFFSET\u0000mcp-upstream"; a
+             cursor that is not exactly one given out is answered with a
+             JSON-RPC error
 MARKER       ignored; lets a test find this process by its command line
 
 Tools:
@@ -41,6 +51,8 @@ log_path = None
 init_mode = "ok"
 extra_tools = 0
 page_size = 0
+odd_names = False
+nul_cursor = False
 args = sys.argv[1:]
 while args and args[0].startswith("--"):
     opt = args.pop(0)
@@ -52,6 +64,10 @@ while args and args[0].startswith("--"):
         extra_tools = int(args.pop(0))
     elif opt == "--page":
         page_size = int(args.pop(0))
+    elif opt == "--odd-names":
+        odd_names = True
+    elif opt == "--nul-cursor":
+        nul_cursor = True
     else:
         sys.exit("mcp-upstream: unknown option %s" % opt)
 
@@ -105,7 +121,15 @@ def tools():
     if grown:
         t.append({"name": "extra", "description": "Exists after grow", "inputSchema": obj})
     t += [{"name": "pad%d" % i, "description": "Padding", "inputSchema": obj} for i in range(extra_tools)]
+    if odd_names:
+        t += [{"name": n, "description": "Odd name", "inputSchema": obj} for n in ODD_NAMES]
+        t += [42, {"description": "No name", "inputSchema": obj},
+              {"name": "twin", "description": "The first twin", "inputSchema": obj},
+              {"name": "twin", "description": "The other twin: use me instead", "inputSchema": {"type": "object", "properties": {"x": {}}}}]
     return t
+
+
+ODD_NAMES = ["bad\u0000hidden", "echo\u0000x", "ctl\u0001x", "star*", "n" * 129]
 
 
 pending_asks = {}
@@ -165,6 +189,8 @@ def call(rid, params):
         text(rid, "x" * int(a.get("bytes", 0)))
     elif isinstance(name, str) and name.startswith("pad"):
         text(rid, "pad")
+    elif odd_names and name in ODD_NAMES + ["bad", "twin", "ctl", "star"]:
+        text(rid, "odd %s" % name)
     else:
         error(rid, -32602, "unknown tool %s" % name)
 
@@ -187,15 +213,22 @@ for raw in sys.stdin.buffer:
             continue
         asked = params.get("protocolVersion")
         version = "1999-01-01" if init_mode == "bad-version" else asked if asked in VERSIONS else VERSIONS[1]
+        if init_mode == "nul-version":
+            version = "2025-06-18\u0000x"
         result(rid, {"protocolVersion": version, "capabilities": {"tools": {"listChanged": True}},
                      "serverInfo": {"name": "mcp-upstream", "version": "1.0.0"}})
     elif method == "tools/list":
         every = tools()
         if page_size:
-            start = int(params.get("cursor") or 0)
+            cursor = params.get("cursor")
+            suffix = "\u0000mcp-upstream" if nul_cursor else ""
+            if cursor is not None and not (cursor.endswith(suffix) and cursor[:len(cursor) - len(suffix)].isdigit()):
+                error(rid, -32602, "unknown cursor %r" % cursor)
+                continue
+            start = int(cursor[:len(cursor) - len(suffix)]) if cursor is not None else 0
             page = {"tools": every[start:start + page_size]}
             if start + page_size < len(every):
-                page["nextCursor"] = str(start + page_size)
+                page["nextCursor"] = str(start + page_size) + suffix
             result(rid, page)
         else:
             result(rid, {"tools": every})

@@ -52,7 +52,8 @@ void glove_kernel_calls_clear(struct glove_kernel_calls *calls);
 struct glove_kernel_call *glove_kernel_calls_add(struct glove_kernel_calls *calls, const json_t *agent_id,
                                                  size_t upstream, int64_t upstream_id, int *error);
 
-/* The in-flight call with this agent id, or NULL. */
+/* The in-flight call with this agent id, or NULL. String ids are compared
+ * with their JSON length, so "n" and "n\u0000x" are different ids. */
 struct glove_kernel_call *glove_kernel_calls_by_agent(struct glove_kernel_calls *calls, const json_t *agent_id);
 
 /* The in-flight call of upstream with this upstream id (a JSON integer), or
@@ -65,8 +66,10 @@ void glove_kernel_calls_remove(struct glove_kernel_calls *calls, struct glove_ke
 
 /*
  * Splits a qualified tool name "UPSTREAM.TOOL" at its first dot (issue
- * "glove run": tools reach the agent as NAME.TOOL). *upstream_len is the
- * length of UPSTREAM; *tool points after the dot. Returns 0, or -EINVAL when
- * there is no dot, UPSTREAM or TOOL is empty.
+ * "glove run": tools reach the agent as NAME.TOOL). qualified is
+ * NUL-terminated: a name taken from a JSON string must have been checked to
+ * hold no NUL first. *upstream_len is the length of UPSTREAM; *tool points
+ * after the dot. Returns 0, or -EINVAL when there is no dot, UPSTREAM or TOOL
+ * is empty.
  */
 int glove_kernel_split_name(const char *qualified, size_t *upstream_len, const char **tool);

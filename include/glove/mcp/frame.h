@@ -68,7 +68,7 @@ enum glove_mcp_kind {
 struct glove_mcp_message {
         json_t *root;            /* owned; the whole object */
         enum glove_mcp_kind kind;
-        const char *method;      /* borrowed from root; NULL for responses */
+        const char *method;      /* borrowed from root, without NUL; NULL for responses */
         json_t *id;              /* borrowed; string or integer; NULL for notifications */
         json_t *params;          /* borrowed; object, or NULL when absent */
 };
@@ -76,9 +76,12 @@ struct glove_mcp_message {
 /*
  * Decodes one line strictly: valid UTF-8, no duplicate keys, nesting at most
  * GLOVE_JSON_MAX_DEPTH, one object (arrays, i.e. batches, are rejected),
- * "jsonrpc": "2.0", id a string or an integer (not null, not fractional),
- * method a string, params an object when present (MCP uses named params),
- * no unknown top-level members.
+ * "jsonrpc": exactly "2.0", id a string or an integer (not null, not
+ * fractional), method a string, params an object when present (MCP uses
+ * named params), no unknown top-level members. "\u0000" is accepted inside
+ * strings (valid JSON) except in a string id and in method, which are
+ * refused, so msg->method is a C string that says all the method says;
+ * every other string in msg->root may hold NUL (use json_string_length).
  *
  * Errors, with the JSON-RPC code to answer in err->errnum's place:
  *   "mcp.parse"   (-EBADMSG)  not JSON, invalid UTF-8, duplicate keys: -32700

@@ -62,8 +62,20 @@ int glove_policy_load_file(struct glove_policy *policy, const char *path, struct
 /* As glove_policy_load_file, from memory (for tests and fuzzing). */
 int glove_policy_load_json(struct glove_policy *policy, const void *data, size_t len, struct glove_error *err);
 
+/*
+ * True when tool[0..len) is a TOOL part that a rule could name: 1 to 128
+ * bytes of valid UTF-8, no control character (C0 including NUL, DEL, C1), no
+ * "*". The length is the caller's, so a counted string (a JSON string may
+ * hold "\u0000") is judged whole: "bad\0hidden" is invalid, never "bad".
+ * tool may be NULL when len is 0 (invalid). docs/policy.md, Command-line
+ * rules.
+ */
+bool glove_policy_tool_name_valid(const char *tool, size_t len);
+
 /* True when tools/list may show upstream's tool: allowed and not denied
- * (argument rules do not hide a tool). */
+ * (argument rules do not hide a tool). upstream and tool are NUL-terminated
+ * and judged up to their NUL: a caller holding a counted name (a JSON
+ * string) checks it with glove_policy_tool_name_valid first. */
 bool glove_policy_tool_visible(const struct glove_policy *policy, const char *upstream, const char *tool);
 
 struct glove_policy_verdict {
@@ -81,7 +93,8 @@ struct glove_policy_verdict {
  * matches, a deny rule matches, or an argument rule fails (a missing value or
  * a non-string where a string rule applies fails with reason
  * "policy_denied"; arguments that are present but not an object give
- * "invalid_params"). Never fails otherwise.
+ * "invalid_params"). Never fails otherwise. upstream and tool are
+ * NUL-terminated, as for glove_policy_tool_visible.
  */
 void glove_policy_check_call(const struct glove_policy *policy, const char *upstream, const char *tool,
                              const json_t *arguments, struct glove_policy_verdict *verdict);

@@ -43,6 +43,27 @@ static void test_add_lookup_remove(void **state) {
         json_decref(str100);
 }
 
+/* String ids are compared whole: "n" and "n\u0000x" are different ids
+ * (a cancellation of one never reaches the other). */
+static void test_string_ids_with_nul(void **state) {
+        (void)state;
+        glove_kernel_calls_init(&calls);
+        json_t *n = json_string("n"), *nx = json_stringn("n\0x", 3), *nul = json_stringn("n\0", 2);
+        int e;
+        struct glove_kernel_call *c = glove_kernel_calls_add(&calls, n, 0, 1, &e);
+        assert_non_null(c);
+        assert_null(glove_kernel_calls_by_agent(&calls, nx));
+        assert_null(glove_kernel_calls_by_agent(&calls, nul));
+        struct glove_kernel_call *cx = glove_kernel_calls_add(&calls, nx, 0, 2, &e);
+        assert_non_null(cx);
+        assert_ptr_equal(glove_kernel_calls_by_agent(&calls, nx), cx);
+        assert_ptr_equal(glove_kernel_calls_by_agent(&calls, n), c);
+        glove_kernel_calls_clear(&calls);
+        json_decref(n);
+        json_decref(nx);
+        json_decref(nul);
+}
+
 static void test_duplicate_in_flight_refused_first_untouched(void **state) {
         (void)state;
         glove_kernel_calls_init(&calls);
@@ -105,6 +126,7 @@ static void test_split_name(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_add_lookup_remove),
+                cmocka_unit_test(test_string_ids_with_nul),
                 cmocka_unit_test(test_duplicate_in_flight_refused_first_untouched),
                 cmocka_unit_test(test_bad_ids_and_bound),
                 cmocka_unit_test(test_split_name),

@@ -118,6 +118,13 @@ static void test_message_kinds(void **state) {
         assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}", &m, &code), 0);
         assert_int_equal(m.kind, GLOVE_MCP_RESPONSE);
         glove_mcp_message_free(&m);
+        /* A NUL elsewhere (an argument) is kept whole, for policy to judge. */
+        assert_int_equal(parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                               "\"params\":{\"arguments\":{\"p\":\"a\\u0000b\"}}}", &m, &code), 0);
+        json_t *p = json_object_get(json_object_get(m.params, "arguments"), "p");
+        assert_int_equal(json_string_length(p), 3);
+        assert_memory_equal(json_string_value(p), "a\0b", 3);
+        glove_mcp_message_free(&m);
 }
 
 static void test_message_rejections(void **state) {
@@ -140,6 +147,14 @@ static void test_message_rejections(void **state) {
                 {"{\"jsonrpc\":\"2.0\",\"id\":1}", "mcp.invalid"},
                 {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"extra\":1}", "mcp.invalid"},
                 {"42", "mcp.invalid"},
+                /* "\u0000" is valid JSON, but never where Glove reads a C
+                 * string: "2.0\u0000x" is not "2.0", and a NUL in a string id
+                 * or in method is refused rather than cut. */
+                {"{\"jsonrpc\":\"2.0\\u0000x\",\"id\":1,\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\\u0000\",\"id\":1,\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"ping\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\\u0000x\"}", "mcp.invalid"},
+                {"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\\u0000\"}", "mcp.invalid"},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct glove_mcp_message m;

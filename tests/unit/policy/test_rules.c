@@ -215,6 +215,27 @@ static void test_unnameable_tools(void **state) {
         assert_denied(p, NULL, "x", NULL, DENIED, "default deny");
 }
 
+/* A counted name (a JSON string) is judged whole: a NUL anywhere makes it
+ * unnameable, never the prefix before the NUL (issue: an upstream's
+ * "bad\u0000hidden" must not become the callable "bad"). */
+static void test_tool_name_valid_counted(void **state) {
+        (void)state;
+        assert_true(glove_policy_tool_name_valid("bad", 3));
+        assert_false(glove_policy_tool_name_valid("bad\0hidden", 10));
+        assert_false(glove_policy_tool_name_valid("bad\0", 4));
+        assert_false(glove_policy_tool_name_valid("\0bad", 4));
+        assert_false(glove_policy_tool_name_valid("", 0));
+        assert_false(glove_policy_tool_name_valid(NULL, 0));
+        assert_false(glove_policy_tool_name_valid("a*", 2));
+        assert_false(glove_policy_tool_name_valid("a\x7f", 2));
+        assert_false(glove_policy_tool_name_valid("\xc3", 1));
+        assert_true(glove_policy_tool_name_valid("\xc3\xa9", 2));
+        char t[GLOVE_POLICY_TOOL_MAX + 1];
+        memset(t, 't', sizeof(t));
+        assert_true(glove_policy_tool_name_valid(t, GLOVE_POLICY_TOOL_MAX));
+        assert_false(glove_policy_tool_name_valid(t, GLOVE_POLICY_TOOL_MAX + 1));
+}
+
 static void test_bad_tool_names(void **state) {
         (void)state;
         char name33[64], tool129[160], ok_long[200];
@@ -635,6 +656,7 @@ int main(void) {
                 cmocka_unit_test(test_duplicate_rules_are_one),
                 cmocka_unit_test(test_visibility_ignores_argument_rules),
                 cmocka_unit_test(test_unnameable_tools),
+                cmocka_unit_test(test_tool_name_valid_counted),
                 cmocka_unit_test(test_bad_tool_names),
                 cmocka_unit_test(test_rule_limits),
                 cmocka_unit_test(test_allow_arg_parsing_errors),
