@@ -85,8 +85,8 @@ int glove_mcp_reader_next(struct glove_mcp_reader *r, const char **line, size_t 
 
 static const char *const top_level_keys[] = {"jsonrpc", "id", "method", "params", "result", "error", NULL};
 
-int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, struct glove_mcp_message *msg,
-                            json_t **id_out, struct glove_error *err) {
+int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, unsigned flags,
+                            struct glove_mcp_message *msg, json_t **id_out, struct glove_error *err) {
         memset(msg, 0, sizeof(*msg));
         if (id_out)
                 *id_out = NULL;
@@ -94,7 +94,9 @@ int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, stru
         struct glove_error jerr = {0};
         /* "\u0000" inside a string is valid JSON: an argument carrying one is
          * answered by policy (with the request's id), not as a parse error. */
-        if (glove_json_decode_strict(line, len, max_frame, GLOVE_JSON_ALLOW_NUL_ESCAPE, &root, &jerr) < 0)
+        unsigned jflags = GLOVE_JSON_ALLOW_NUL_ESCAPE |
+                          ((flags & GLOVE_MCP_PARSE_BOUND_VALUES) ? (unsigned)GLOVE_JSON_BOUND_VALUES : 0u);
+        if (glove_json_decode_strict(line, len, max_frame, jflags, &root, &jerr) < 0)
                 return glove_error_set(err, EBADMSG, "mcp.parse", "%s", jerr.message);
         _cleanup_json_ json_t *owned = root;
         if (json_is_array(root))

@@ -505,7 +505,7 @@ static int on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void 
                 struct glove_mcp_message m;
                 json_t *rid = NULL;
                 struct glove_error e = {0};
-                if (glove_mcp_message_parse(line, len, r->opts->max_frame, &m, &rid, &e) < 0) {
+                if (glove_mcp_message_parse(line, len, r->opts->max_frame, GLOVE_MCP_PARSE_BOUND_VALUES, &m, &rid, &e) < 0) {
                         bool parse = strcmp(e.code, "mcp.parse") == 0;
                         agent_error(r, parse ? NULL : rid, parse ? GLOVE_RPC_PARSE_ERROR : GLOVE_RPC_INVALID_REQUEST, e.message,
                                     NULL, NULL);
@@ -869,7 +869,7 @@ static int on_upstream_readable(sd_event_source *s, int fd, uint32_t revents, vo
                 if (rr <= 0)
                         break;
                 struct glove_mcp_message m;
-                if (glove_mcp_message_parse(line, len, r->opts->max_frame, &m, NULL, NULL) < 0) {
+                if (glove_mcp_message_parse(line, len, r->opts->max_frame, 0, &m, NULL, NULL) < 0) {
                         audit(r, "upstream_invalid_message", json_pack("{s:s}", "from", u->name));
                         continue;
                 }

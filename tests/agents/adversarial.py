@@ -246,6 +246,26 @@ def c_bad_params():
     return (None if not rest else "unexpected messages"), got + rest
 
 
+def c_many_values():
+    """A line of 150000 empty objects (about 450 KB) is refused before any is
+    built (-32700, id null); one of 40000 (each "{}," counts twice: 80000 of
+    the bound of 100000) is decoded and answered by policy with its id; Glove
+    keeps serving."""
+    items = ",".join(["{}"] * 150000)
+    write(('{"jsonrpc":"2.0","id":"v1","method":"tools/call","params":{"name":"py.echo","arguments":{"a":[%s]}}}\n'
+           % items).encode())
+    got = sync()
+    if len(got) != 1 or not is_error(got[0], -32700, None) or "JSON values" not in got[0]["error"].get("message", ""):
+        return "150000 values: expected one -32700 naming the JSON value bound", got
+    items = ",".join(["{}"] * 40000)
+    write(('{"jsonrpc":"2.0","id":"v2","method":"tools/call","params":{"name":"py.nope","arguments":{"a":[%s]}}}\n'
+           % items).encode())
+    more = sync()
+    if len(more) != 1 or more[0].get("id") != "v2" or not isinstance(more[0].get("error"), dict):
+        return "40000 objects: expected one error answer with id v2", got + more
+    return None, got + more
+
+
 def c_nul_strings():
     got = []
     write(b'{"jsonrpc":"2.0\\u0000x","id":"n1","method":"ping"}\n')
@@ -348,7 +368,7 @@ cases = {
     "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
     "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
     "id-types": c_id_types, "cancel-unknown": c_cancel_unknown, "bad-params": c_bad_params,
-    "nul-strings": c_nul_strings,
+    "nul-strings": c_nul_strings, "many-values": c_many_values,
 }
 i = 0
 while i < len(args):

@@ -108,3 +108,11 @@ EOF
                 { show_records "$log"; fail "the upstream received other calls than the sleep"; }
         upstream_never_saw "$log" '.method == "notifications/cancelled"'
 }
+
+@test "run: an agent line that may hold more than 100000 JSON values is refused before it is decoded; Glove keeps serving" {
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/py.log
+        gr --upstream "py=$PY,$UPY,--log,$log" --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" many-values
+        expect_adversarial_pass
+        upstream_never_saw "$log" '.method == "tools/call"'
+}

@@ -89,9 +89,16 @@ struct glove_mcp_message {
  *   "mcp.invalid" (-EINVAL)   not a valid JSON-RPC 2.0 message: -32600
  * On error *id_out (when not NULL) receives a new reference to the message's
  * id if one could be recovered, so the error response can carry it.
+ *
+ * flags: 0, or GLOVE_MCP_PARSE_BOUND_VALUES for a line from an untrusted
+ * peer (the agent): text that may hold more than GLOVE_JSON_MAX_VALUES JSON
+ * values is "mcp.parse" before anything is built, so a frame cannot cost
+ * Glove much more memory than its size (base/json.h).
  */
-int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, struct glove_mcp_message *msg,
-                            json_t **id_out, struct glove_error *err);
+enum { GLOVE_MCP_PARSE_BOUND_VALUES = 1u << 0 };
+
+int glove_mcp_message_parse(const char *line, size_t len, size_t max_frame, unsigned flags,
+                            struct glove_mcp_message *msg, json_t **id_out, struct glove_error *err);
 
 void glove_mcp_message_free(struct glove_mcp_message *msg);
 

@@ -96,7 +96,7 @@ static void test_fill_from_pipe_in_pieces(void **state) {
 static int parse(const char *s, struct glove_mcp_message *m, const char **code) {
         struct glove_error err = {0};
         json_t *id = NULL;
-        int r = glove_mcp_message_parse(s, strlen(s), 4096, m, &id, &err);
+        int r = glove_mcp_message_parse(s, strlen(s), 4096, 0, m, &id, &err);
         *code = err.code;
         if (id)
                 json_decref(id);
@@ -173,7 +173,7 @@ static void test_error_recovers_id(void **state) {
         struct glove_error err = {0};
         json_t *id = NULL;
         const char *s = "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":3}";
-        assert_true(glove_mcp_message_parse(s, strlen(s), 4096, &m, &id, &err) < 0);
+        assert_true(glove_mcp_message_parse(s, strlen(s), 4096, 0, &m, &id, &err) < 0);
         assert_non_null(id);
         assert_string_equal(json_string_value(id), "abc");
         json_decref(id);
