@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
@@ -70,6 +72,28 @@ static int check_overlap(struct glove_grant_set *set, const char *norm, enum glo
         return 0;
 }
 
+/* Kernel file systems that are interfaces to the kernel or to other
+ * processes rather than storage: a grant on one (say a proc mounted in a
+ * chroot) would hand the agent the host's /proc or /sys under another name. */
+static const struct {
+        unsigned long magic;
+        const char *name;
+} kernel_filesystems[] = {
+        {PROC_SUPER_MAGIC, "proc"},        {SYSFS_MAGIC, "sysfs"},         {CGROUP_SUPER_MAGIC, "cgroup"},
+        {CGROUP2_SUPER_MAGIC, "cgroup2"},  {DEBUGFS_MAGIC, "debugfs"},     {TRACEFS_MAGIC, "tracefs"},
+        {SECURITYFS_MAGIC, "securityfs"},  {BPF_FS_MAGIC, "bpf"},          {DEVPTS_SUPER_MAGIC, "devpts"},
+        {EFIVARFS_MAGIC, "efivarfs"},      {PSTOREFS_MAGIC, "pstore"},     {BINFMTFS_MAGIC, "binfmt_misc"},
+        {NSFS_MAGIC, "nsfs"},              {SELINUX_MAGIC, "selinuxfs"},   {SMACK_MAGIC, "smackfs"},
+        {0x62656570UL, "configfs"},        {0x65735543UL, "fusectl"},      {0x19800202UL, "mqueue"},
+};
+
+bool glove_grant_kernel_fs(const char *fstype) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(kernel_filesystems); i++)
+                if (strcmp(fstype, kernel_filesystems[i].name) == 0)
+                        return true;
+        return false;
+}
+
 int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glove_grant_mode mode,
                         bool workspace, const char *cwd, struct glove_error *err) {
         const char *opt = option_name(mode, workspace);
@@ -115,6 +139,15 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
         struct statx stx;
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_INO | STATX_MNT_ID, &stx) < 0)
                 return glove_error_set(err, errno, "grant.open", "%s %s: statx: %s", opt, norm, strerror(errno));
+        struct statfs sfs;
+        if (fstatfs(fd, &sfs) < 0)
+                return glove_error_set(err, errno, "grant.open", "%s %s: fstatfs: %s", opt, norm, strerror(errno));
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(kernel_filesystems); i++)
+                if ((unsigned long)sfs.f_type == kernel_filesystems[i].magic)
+                        return glove_error_set(err, EPERM, "grant.kernel_fs",
+                                               "%s %s: lies on a %s file system, an interface to the host's kernel; "
+                                               "it cannot be granted",
+                                               opt, norm, kernel_filesystems[i].name);
         bool is_dir = S_ISDIR(stx.stx_mode);
         if (!is_dir && !S_ISREG(stx.stx_mode))
                 return glove_error_set(err, EINVAL, "grant.file_type", "%s %s: not a directory or regular file", opt, norm);

@@ -263,6 +263,9 @@ static int clone_grant(const struct glove_grant *g, int *tree, struct glove_erro
         if (st.st_dev != g->dev || st.st_ino != g->ino)
                 return glove_error_set(err, ESTALE, "grant.changed",
                                        "%s was replaced between its check and its mount; refusing to mount it", g->path);
+        /* Recursive: in the sandbox's user namespace the mounts beneath a
+         * grant are locked to it, and the kernel refuses to copy the grant
+         * without them. check_grant_submounts vets them once attached. */
         return clone_tree(fd, "", true, tree, err);
 }
 
@@ -500,6 +503,67 @@ static void sources_close(struct sources *s) {
                 glove_closep(&s->grant[i]);
 }
 
+/* Decodes the octal escapes of a mountinfo path field (\040 and the like)
+ * in place. */
+static void mountinfo_unescape(char *p) {
+        char *o = p;
+        for (; *p; p++) {
+                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+                    p[3] <= '7') {
+                        *o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+                        p += 3;
+                } else {
+                        *o++ = *p;
+                }
+        }
+        *o = '\0';
+}
+
+/* Grants are cloned recursively (the kernel refuses a partial copy of a
+ * tree whose mounts a user namespace may not uncover), so a mount beneath a
+ * grant comes along. Refuses the run when one of those is a kernel interface
+ * file system (a proc mounted in a chroot would be the host's /proc).
+ * Reads the sandbox's own /proc/self/mountinfo, after pivot_root. */
+static int check_grant_submounts(const struct glove_grant_set *gs, struct glove_error *err) {
+        if (gs->count == 0)
+                return 0;
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return glove_error_set(err, errno, "mount.check", "/proc/self/mountinfo: %s", strerror(errno));
+        char *line = NULL;
+        size_t cap = 0;
+        int r = 0;
+        while (r == 0 && getline(&line, &cap, f) > 0) {
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+                char *save = NULL, *field[5] = {0};
+                char *tok = strtok_r(line, " ", &save);
+                for (int i = 0; tok && i < 5; i++, tok = strtok_r(NULL, " ", &save))
+                        field[i] = tok;
+                while (tok && strcmp(tok, "-") != 0)
+                        tok = strtok_r(NULL, " ", &save);
+                char *fstype = tok ? strtok_r(NULL, " ", &save) : NULL;
+                if (!field[4] || !fstype || !glove_grant_kernel_fs(fstype))
+                        continue;
+                mountinfo_unescape(field[4]);
+                for (size_t i = 0; i < gs->count; i++) {
+                        const struct glove_grant *g = &gs->items[i];
+                        if (g->is_dir && glove_path_is_beneath(field[4], g->path)) {
+                                r = glove_error_set(err, EPERM, "grant.kernel_fs",
+                                                    "%s %s: %s beneath it is a %s mount, an interface to the "
+                                                    "host's kernel; grant the directories beside it instead",
+                                                    g->workspace                   ? "--workspace"
+                                                    : g->mode == GLOVE_GRANT_WRITE ? "--write"
+                                                                                   : "--read",
+                                                    g->path, field[4], fstype);
+                                break;
+                        }
+                }
+        }
+        free(line);
+        fclose(f);
+        return r;
+}
+
 int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid_t gid, struct glove_error *err) {
         /* Nothing done here propagates back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -516,6 +580,7 @@ int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid
                 return glove_error_set(err, errno, "mount.root", "opening the root tmpfs: %s", strerror(errno));
         r = build_root(cfg, root, &s, uid, gid, err);
         r = r ?: pivot(root, err);
+        r = r ?: check_grant_submounts(cfg->grants, err);
         if (r < 0)
                 return r;
         const struct glove_grant *ws = glove_grant_set_workspace(cfg->grants);

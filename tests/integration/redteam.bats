@@ -8,7 +8,15 @@ setup() {
         T=$BATS_TEST_TMPDIR
 }
 
-teardown() { kill_tracked; }
+# Unmounts whatever a test mounted below its directory (deepest first).
+teardown() {
+        kill_tracked
+        [ "$(id -u)" -eq 0 ] || return 0
+        local m
+        awk -v t="$T/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+                umount -l "$(printf '%b' "${m//\\/\\0}")" 2>/dev/null || true
+        done
+}
 
 @test "redteam: Glove's command line (upstream secrets, paths) is not readable in the sandbox's /proc" {
         mkd "$T/marker-GRANT-XYZZY"
@@ -93,4 +101,28 @@ c, _ = s.accept(); data = c.recv(4096); open(sys.argv[1] + "/got", "wb").write(d
         expect_status 125
         [[ "${stderr-}" == *client.wrong_peer* ]] || fail "not refused as the wrong peer: ${stderr-}"
         [ "$got" = no ] || fail "the secret was sent to another user's socket"
+}
+
+@test "redteam: a grant on, or holding, a proc/sysfs/cgroup mount is refused (the host's /proc under another name)" {
+        [ "$GLOVE_MODE" = root ] || skip "mounting proc and sysfs under a test directory needs root"
+        local d=$T/chroot m
+        mkdir -p "$d/proc" "$d/sys fs" "$d/data" "$T/plain/disk"
+        mount -t proc proc "$d/proc"
+        mount -t sysfs sysfs "$d/sys fs"
+        mount -t tmpfs -o size=1m tmpfs "$T/plain/disk"
+        echo inside-submount >"$T/plain/disk/f"
+        # A submount of another kind is carried in (positive control).
+        gx --read "$T/plain" -- /bin/cat "$T/plain/disk/f"
+        local ctl_status=$status ctl_out=$output
+        for m in "--write $d" "--read $d" "--read $d/proc" "--write $d/proc/sys" "--read $d/sys fs" "--workspace $d"; do
+                gx "${m%% *}" "${m#* }" -- /bin/sh -c "echo ran >$T/ran"
+                expect_status 125
+                [[ "$stderr" == "glove: grant.kernel_fs: "* ]] || fail "$m: expected grant.kernel_fs, got: $stderr"
+                [ ! -e "$T/ran" ] || fail "$m: the agent ran"
+        done
+        gx --read "$d" -- /bin/true
+        [[ "$stderr" == *"$d/proc beneath it is a proc mount"* || "$stderr" == *"$d/sys fs beneath it is a sysfs mount"* ]] ||
+                fail "the refusal does not name the submount: $stderr"
+        [ "$ctl_status" -eq 0 ] && [ "$ctl_out" = inside-submount ] ||
+                fail "a tmpfs beneath a grant was not carried in: status $ctl_status, output $ctl_out"
 }

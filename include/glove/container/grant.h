@@ -93,3 +93,13 @@ const struct glove_grant *glove_grant_set_workspace(const struct glove_grant_set
 
 /* Mode as used in audit records and messages: "read" or "write". */
 const char *glove_grant_mode_name(enum glove_grant_mode mode);
+
+/*
+ * True when fstype (a file system type as /proc/self/mountinfo names it) is
+ * one of the kernel's interface file systems that a grant may neither be on
+ * (glove_grant_set_add: "grant.kernel_fs") nor carry beneath it (the
+ * perimeter checks the mounts under each grant: proc, sysfs, cgroup,
+ * cgroup2, debugfs, tracefs, securityfs, bpf, devpts, efivarfs, pstore,
+ * binfmt_misc, nsfs, selinuxfs, smackfs, configfs, fusectl, mqueue).
+ */
+bool glove_grant_kernel_fs(const char *fstype);
