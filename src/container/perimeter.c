@@ -371,7 +371,7 @@ static int build_dev(int root, struct sources *s, uint64_t disk, int tty_fd, str
                  * writing the devices needs no writable mount. */
                 r = attach(root, s->dev[i], rel, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
         }
-        r = r ?: mount_fresh(root, "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err);
+        r = r ?: mount_fresh(root, "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=256", err);
         char shm_opts[64];
         snprintf(shm_opts, sizeof(shm_opts), "mode=1777,size=%llu", (unsigned long long)(disk ? disk : 64ULL << 20));
         r = r ?: mount_fresh(root, "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_opts, err);
@@ -393,7 +393,49 @@ static int build_dev(int root, struct sources *s, uint64_t disk, int tty_fd, str
  * ...) check only the owner. */
 static const char *const proc_readonly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "asound", "scsi", "driver"};
 
+/* Host-wide files of /proc that only root may read (mode 0400). A root
+ * invoker's agent is host uid 0 for the owner check, so they are covered
+ * with the host's /dev/null on a nodev mount: opening one fails (EACCES). */
+static const char *const proc_root_only[] = {"slabinfo",    "vmallocinfo",  "kpageflags", "kpagecount",
+                                             "kpagecgroup", "pagetypeinfo", "timer_list", "kcore",
+                                             "kmsg",        "sched_debug",  "mtrr"};
+
+/* Whether the sandbox's uid 0..n maps to host uid 0 (a root invoker): the
+ * outside id of /proc/self/uid_map, read from inside the sandbox's user
+ * namespace, is relative to the host's. */
+static bool maps_host_root(void) {
+        FILE *f = fopen("/proc/self/uid_map", "re");
+        if (!f)
+                return true; /* cannot tell: mask */
+        unsigned long in = 0, out = 1, n = 0;
+        bool root = fscanf(f, "%lu %lu %lu", &in, &out, &n) != 3 || out == 0;
+        fclose(f);
+        return root;
+}
+
+static int mask_root_only(int root, struct glove_error *err) {
+        if (!maps_host_root())
+                return 0;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(proc_root_only); i++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), "proc/%s", proc_root_only[i]);
+                struct stat st;
+                if (fstatat(root, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                _cleanup_close_ int tree = sys_open_tree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+                if (tree < 0 ||
+                    sys_mount_setattr(tree, "", AT_EMPTY_PATH,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) < 0 ||
+                    sys_move_mount(tree, "", root, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return glove_error_set(err, errno, "mount.proc", "masking /%s: %s", rel, strerror(errno));
+        }
+        return 0;
+}
+
 static int harden_proc(int root, struct glove_error *err) {
+        int r = mask_root_only(root, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(proc_readonly); i++) {
                 char rel[64];
                 snprintf(rel, sizeof(rel), "proc/%s", proc_readonly[i]);

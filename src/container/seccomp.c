@@ -162,6 +162,13 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* File handles bypass path-based confinement. */
         DENY("open_by_handle_at", "opens files by handle, bypassing the mount perimeter"),
         DENY("name_to_handle_at", "exposes file handles"),
+        /* Linux AIO contexts count against fs.aio-max-nr, one limit for the
+         * whole host: an agent could take them all. ENOSYS: libraries fall
+         * back to threads. */
+        {"io_setup", ENOSYS, 0, {{0}}, "AIO contexts are a host-wide resource", 0},
+        /* A lease lets its holder stall every other opener of the file, also
+         * on the host, for fs.lease-break-time, even on a read-only grant. */
+        DENY_ARG("fcntl", SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, F_SETLEASE), "file leases stall host openers"),
         /* io_uring performs system calls the filter never sees. */
         DENY("io_uring_setup", "io_uring bypasses the filter"),
         DENY("io_uring_enter", "io_uring bypasses the filter"),

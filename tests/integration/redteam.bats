@@ -126,3 +126,45 @@ c, _ = s.accept(); data = c.recv(4096); open(sys.argv[1] + "/got", "wb").write(d
         [ "$ctl_status" -eq 0 ] && [ "$ctl_out" = inside-submount ] ||
                 fail "a tmpfs beneath a grant was not carried in: status $ctl_status, output $ctl_out"
 }
+
+@test "redteam: host-wide kernel resources: no AIO context (fs.aio-max-nr), no file lease, at most 256 PTYs" {
+        local f=$T/grant/file
+        mkdir -p "$T/grant"
+        echo data >"$f"
+        gx --read "$T/grant" -- "$PY" -c '
+import ctypes, errno, fcntl, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(206, 1, ctypes.byref(ctx))  # io_setup (x86_64)
+print("io_setup", "ok" if r == 0 else errno.errorcode[ctypes.get_errno()])
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    fcntl.fcntl(fd, 1024, fcntl.F_RDLCK)  # F_SETLEASE
+    print("lease ok")
+except OSError as e:
+    print("lease", errno.errorcode[e.errno])
+fds = []
+try:
+    while len(fds) < 1000:
+        fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+    print("ptys unbounded")
+except OSError as e:
+    print("ptys", len(fds), errno.errorcode[e.errno])
+' "$f"
+        expect_status 0
+        expect_line "io_setup ENOSYS"
+        expect_line "lease EPERM"
+        expect_line "ptys 256 ENOSPC"
+}
+
+@test "redteam: root-only host-wide /proc files (slabinfo, vmallocinfo, kpageflags, timer_list, ...) cannot be read" {
+        local f present=()
+        for f in slabinfo vmallocinfo kpageflags kpagecount kpagecgroup pagetypeinfo timer_list; do
+                [ -e "/proc/$f" ] && present+=("$f")
+        done
+        [ "${#present[@]}" -gt 0 ] || skip "none of these files exists on this kernel"
+        gx -- /bin/sh -c 'for f in "$@"; do if head -c 1 "/proc/$f" >/dev/null 2>&1; then echo "$f readable"; else echo "$f denied"; fi; done; head -c 1 /proc/cpuinfo >/dev/null && echo "cpuinfo readable"' sh "${present[@]}"
+        expect_status 0
+        for f in "${present[@]}"; do expect_line "$f denied"; done
+        expect_line "cpuinfo readable"
+}
