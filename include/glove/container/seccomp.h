@@ -73,10 +73,18 @@ void glove_seccomp_program_free(struct sock_fprog *prog);
 extern const struct sock_fprog glove_seccomp_prebuilt;
 /* The egress-mode program, prebuilt the same way. */
 extern const struct sock_fprog glove_seccomp_prebuilt_egress;
+/* The first native system call number the build's libseccomp does not know
+ * (every lower one it knows), found by glove-seccomp-gen. */
+extern const unsigned glove_seccomp_first_unknown;
 
 /*
- * Installs prog on the calling thread with seccomp(SECCOMP_SET_MODE_FILTER).
- * The caller must have set no_new_privs first. Returns 0 or -errno.
- * Async-signal-safe (used between clone and execve).
+ * Installs prog on the calling thread with seccomp(SECCOMP_SET_MODE_FILTER),
+ * then, on x86_64, a second small filter that makes every native system
+ * call numbered glove_seccomp_first_unknown or above fail with ENOSYS: a
+ * call newer than the deny table (a new mount or namespace interface, say)
+ * is refused rather than allowed by default. The kernel runs both filters
+ * and takes the stricter answer. The caller must have set no_new_privs
+ * first. Returns 0 or -errno. Async-signal-safe (used between clone and
+ * execve).
  */
 int glove_seccomp_install(const struct sock_fprog *prog);
