@@ -127,6 +127,16 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
                 if (setrlimit(RLIMIT_CPU, &rl) < 0)
                         e = errno;
         }
+        /* POSIX message queue bytes are counted per user up to the host's
+         * user namespace: the agent gets a quarter of what Glove had, so the
+         * invoker's other processes keep the rest. */
+        struct rlimit mq;
+        if (!e && getrlimit(RLIMIT_MSGQUEUE, &mq) == 0 && mq.rlim_cur != RLIM_INFINITY) {
+                mq.rlim_cur /= 4;
+                mq.rlim_max = mq.rlim_cur;
+                if (setrlimit(RLIMIT_MSGQUEUE, &mq) < 0)
+                        e = errno;
+        }
         /* Every descriptor above stdio closes at execve; the error pipe is
          * already close-on-exec. */
         if (!e && syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)

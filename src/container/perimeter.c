@@ -453,6 +453,32 @@ static int harden_proc(int root, struct glove_error *err) {
         return 0;
 }
 
+/* Inotify instances and watches are counted per user in every user
+ * namespace up to the host's, where the invoker's own limit applies: the
+ * sandbox's namespace gets its own, lower limits (written through the fresh
+ * /proc, whose user/ sysctls are those of the sandbox's user namespace,
+ * before /proc/sys is made read-only). */
+static int limit_user_counters(const struct glove_sandbox_config *cfg, int root, struct glove_error *err) {
+        const struct {
+                const char *rel;
+                uint32_t value;
+        } knobs[] = {
+                {"proc/sys/user/max_inotify_instances", cfg->inotify_instances},
+                {"proc/sys/user/max_inotify_watches", cfg->inotify_watches},
+        };
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(knobs); i++) {
+                if (!knobs[i].value)
+                        continue;
+                _cleanup_close_ int fd = openat(root, knobs[i].rel, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+                char buf[16];
+                int n = snprintf(buf, sizeof(buf), "%u\n", (unsigned)knobs[i].value);
+                if (fd < 0 || write(fd, buf, (size_t)n) != n)
+                        return glove_error_set(err, errno, "mount.proc", "setting /%s: %s", knobs[i].rel,
+                                               strerror(errno));
+        }
+        return 0;
+}
+
 /* Grants are attached parents first, so a nested grant of the same mode is
  * mounted on top of its parent's bind. */
 static int grant_order(const void *a, const void *b, void *ctx) {
@@ -475,6 +501,7 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
         }
         r = r ?: build_etc(root, s, uid, gid, err);
         r = r ?: mount_fresh(root, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+        r = r ?: limit_user_counters(cfg, root, err);
         r = r ?: harden_proc(root, err);
         r = r ?: build_dev(root, s, cfg->disk_bytes, cfg->controlling_tty ? cfg->stdin_fd : -1, err);
         /* Each private writable tmpfs is sized to the disk limit: the agent

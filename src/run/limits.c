@@ -13,6 +13,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/number.h"
 #include "glove/base/time.h"
 #include "launch.h"
 
@@ -35,6 +36,22 @@ static int attach_after_clone(pid_t pid, void *ctx, struct glove_error *err) {
         return glove_cgroup_attach(w->cg, pid, err);
 }
 
+/* A whole number from a small /proc file; 0 or -errno. */
+static int read_u64_file(const char *path, uint64_t *out) {
+        char buf[32];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -EIO;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                n--;
+        buf[n] = '\0';
+        return glove_number_parse_u64(buf, 0, 0, UINT64_MAX, out) < 0 ? -EINVAL : 0;
+}
+
 int glove_watch_setup(struct glove_watch *w, const struct glove_limits *limits, struct glove_sandbox_config *cfg,
                       struct glove_error *err) {
         memset(w, 0, sizeof(*w));
@@ -42,6 +59,12 @@ int glove_watch_setup(struct glove_watch *w, const struct glove_limits *limits, 
         atomic_store(&w->breach, GLOVE_CGROUP_LIMIT_NONE);
         cfg->disk_bytes = limits->disk_bytes;
         cfg->cpu_time_ms = limits->cpu_time_ms;
+        /* Half of the invoker's per-user inotify limits for the sandbox. */
+        uint64_t v;
+        if (read_u64_file("/proc/sys/user/max_inotify_instances", &v) == 0 && v >= 2)
+                cfg->inotify_instances = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
+        if (read_u64_file("/proc/sys/user/max_inotify_watches", &v) == 0 && v >= 2)
+                cfg->inotify_watches = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
         cfg->cgroup_fd = -1;
         struct glove_cgroup_limits cl = {limits->memory_bytes, limits->pids, limits->cpu_time_ms};
         struct glove_error cerr = {0};

@@ -168,3 +168,31 @@ except OSError as e:
         for f in "${present[@]}"; do expect_line "$f denied"; done
         expect_line "cpuinfo readable"
 }
+
+@test "redteam: the agent takes at most half of the invoker's inotify instances and a quarter of its message-queue bytes" {
+        local out=$T/out err=$T/err max
+        max=$(cat /proc/sys/user/max_inotify_instances)
+        spawn_glove "$out" "$err" --wall-time 20000 -- "$PY" -c '
+import ctypes, errno, resource, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+print("msgqueue", resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0])
+fds = []
+while len(fds) < 100000:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+print("inotify", len(fds), errno.errorcode.get(ctypes.get_errno()), flush=True)
+time.sleep(30)
+'
+        wait_for "$out" '^inotify ' 10
+        # While the agent holds all it can get, the invoker still gets one.
+        "$PY" -c 'import ctypes, sys; fd = ctypes.CDLL(None).inotify_init1(0); sys.exit(0 if fd >= 0 else 1)' ||
+                fail "a host process of the invoker could not create an inotify instance while the agent held its share"
+        kill -TERM "$GPID"
+        wait_exit "$GPID" 10
+        grep -qx "inotify $((max / 2)) EMFILE" "$out" || { cat "$out" >&2; fail "the agent got other than $((max / 2)) inotify instances"; }
+        local mq
+        mq=$(sh -c 'ulimit -q' 2>/dev/null || "$PY" -c 'import resource; print(resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0])')
+        grep -qx "msgqueue $((mq / 4))" "$out" || { cat "$out" >&2; fail "RLIMIT_MSGQUEUE inside is not a quarter of $mq"; }
+}

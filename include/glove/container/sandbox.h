@@ -51,6 +51,10 @@ struct glove_sandbox_config {
         uint64_t disk_bytes;                  /* size of each private writable tmpfs (/tmp, HOME,
                                                * /dev/shm); 0 for the kernel default */
         uint64_t cpu_time_ms;                 /* RLIMIT_CPU backstop per process; 0 for none */
+        uint32_t inotify_instances;           /* the sandbox user namespace's
+                                               * user.max_inotify_instances and */
+        uint32_t inotify_watches;             /* _watches (per-user counters shared
+                                               * with the invoker's processes); 0: unset */
         int cgroup_fd;                        /* cgroup v2 directory to clone into
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released
