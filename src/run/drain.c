@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,16 @@ static void *pump_main(void *arg) {
                 ssize_t n = read(p->from, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                        /* Glove's stdin may be non-blocking (a launcher's
+                         * socket or pipe): wait instead of taking it for
+                         * the end of input. The flag belongs to a shared
+                         * description and is left alone. */
+                        struct pollfd pfd = {.fd = p->from, .events = POLLIN};
+                        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+                                break;
+                        continue;
+                }
                 if (n <= 0)
                         break; /* end of file, or EIO once every PTY slave is closed */
                 size_t relay = p->watch ? glove_watch_output(p->watch, (size_t)n) : (size_t)n;
@@ -60,6 +72,30 @@ void glove_drain_init(struct glove_drain *d) {
         memset(d, 0, sizeof(*d));
         d->master = d->out_read = d->err_read = d->in_write = -1;
         d->child_fds[0] = d->child_fds[1] = d->child_fds[2] = -1;
+}
+
+/* The agent's stdin without a PTY: always the read end of a fresh pipe,
+ * never Glove's stdin itself. Whatever that is, the agent could otherwise use
+ * it beyond reading bytes: a socket sends to its peer or, for UDP, to any
+ * host address (past --output-limit, egress rules and the audit log); a
+ * pipe or FIFO reopened through /proc/self/fd/0 for writing injects bytes
+ * into the host's pipe; a file reopens with more access; and with a root
+ * invoker, whose agent passes owner checks on root's files, fchmod(0)
+ * changes the host's FIFO or device node (even /dev/null). A drain thread
+ * copies Glove's stdin into the pipe and closes it at end of input. For the
+ * null device, the common case, there is nothing to copy: the write end is
+ * closed at once (end of file, no thread). */
+static int stdin_pipe(struct glove_drain *d, struct glove_error *err) {
+        int in[2];
+        if (pipe2(in, O_CLOEXEC) < 0)
+                return glove_error_set(err, errno, "drain.pipe", "pipe: %s", strerror(errno));
+        d->child_fds[0] = in[0];
+        struct stat st;
+        if (fstat(0, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) /* Linux's null device */
+                close(in[1]);
+        else
+                d->in_write = in[1];
+        return 0;
 }
 
 int glove_drain_setup(struct glove_drain *d, bool want_pty, struct glove_watch *w, struct glove_sandbox_config *cfg,
@@ -89,18 +125,9 @@ int glove_drain_setup(struct glove_drain *d, bool want_pty, struct glove_watch *
                 d->err_read = errp[0];
                 d->child_fds[1] = out[1];
                 d->child_fds[2] = errp[1];
-                /* A file (or directory, or block device) as stdin would let
-                 * the agent reopen it through /proc/self/fd/0 with more
-                 * access than read; it gets a pipe fed from the file instead.
-                 * Pipes, sockets and character devices are passed as they are. */
-                struct stat st;
-                if (fstat(0, &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !S_ISCHR(st.st_mode)) {
-                        int in[2];
-                        if (pipe2(in, O_CLOEXEC) < 0)
-                                return glove_error_set(err, errno, "drain.pipe", "pipe: %s", strerror(errno));
-                        d->child_fds[0] = in[0];
-                        d->in_write = in[1];
-                }
+                int r = stdin_pipe(d, err);
+                if (r < 0)
+                        return r;
         }
         cfg->stdin_fd = d->child_fds[0];
         cfg->stdout_fd = d->child_fds[1];
@@ -116,9 +143,11 @@ void glove_drain_resize(struct glove_drain *d) {
                 (void)ioctl(d->master, TIOCSWINSZ, &ws);
 }
 
-static int start(struct glove_drain *d, int from, int to, struct glove_watch *w, struct glove_error *err) {
+/* close_to is set before the thread runs: a pump that meets end of input at
+ * once (a short file) must see it, or the agent never gets end of file. */
+static int start(struct glove_drain *d, int from, int to, struct glove_watch *w, bool close_to, struct glove_error *err) {
         struct pump *p = &pumps[d->n_threads];
-        *p = (struct pump){from, to, '\n', w, false};
+        *p = (struct pump){from, to, '\n', w, close_to};
         int r = pthread_create(&d->threads[d->n_threads], NULL, pump_main, p);
         if (r != 0)
                 return glove_error_set(err, r, "drain.thread", "pthread_create: %s", strerror(r));
@@ -139,9 +168,9 @@ int glove_drain_start(struct glove_drain *d, struct glove_error *err) {
                         cfmakeraw(&raw);
                         (void)tcsetattr(0, TCSAFLUSH, &raw);
                 }
-                int r = start(d, d->master, 1, d->watch, err);
+                int r = start(d, d->master, 1, d->watch, false, err);
                 if (r == 0)
-                        r = start(d, 0, d->master, NULL, err);
+                        r = start(d, 0, d->master, NULL, false, err);
                 if (r == 0)
                         pthread_detach(d->threads[1]); /* input: blocks on Glove's stdin; never joined */
                 return r;
@@ -150,12 +179,11 @@ int glove_drain_start(struct glove_drain *d, struct glove_error *err) {
         glove_closep(&d->child_fds[1]);
         glove_closep(&d->child_fds[2]);
         d->child_fds[0] = d->child_fds[1] = d->child_fds[2] = -1;
-        int r = start(d, d->out_read, 1, d->watch, err);
-        r = r ?: start(d, d->err_read, 2, d->watch, err);
+        int r = start(d, d->out_read, 1, d->watch, false, err);
+        r = r ?: start(d, d->err_read, 2, d->watch, false, err);
         if (r == 0 && d->in_write >= 0) {
-                r = start(d, 0, d->in_write, NULL, err);
+                r = start(d, 0, d->in_write, NULL, true, err);
                 if (r == 0) {
-                        pumps[d->n_threads - 1].close_to = true;
                         pthread_detach(d->threads[d->n_threads - 1]); /* input: never joined */
                         d->n_threads--;
                         d->in_write = -1; /* the thread owns it now */

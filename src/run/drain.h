@@ -4,10 +4,12 @@
 /*
  * The agent's terminal and output for glove exec (issue "limits",
  * Terminal): a PTY whose master stays with Glove when Glove's stdin is a
- * terminal (or --tty), else pipes. Every byte the agent writes is relayed
- * promptly and counted by glove_watch_output() on Glove's side; past the
- * output limit nothing more is relayed and the run is killed. Internal to
- * the run module.
+ * terminal (or --tty), else pipes. The agent's stdin is never Glove's own:
+ * it is the PTY or a fresh pipe, and Glove copies its stdin into it (a null
+ * device gives a pipe already at end of file, with no thread). Every byte
+ * the agent writes is relayed promptly and counted by glove_watch_output()
+ * on Glove's side; past the output limit nothing more is relayed and the run
+ * is killed. Internal to the run module.
  *
  * Drain threads do blocking reads and writes; they are not an event loop.
  * Glove's own terminal is put in raw mode while a PTY is in use and restored
@@ -26,7 +28,7 @@ struct glove_drain {
         bool pty;
         int master;                     /* PTY master, or -1 */
         int out_read, err_read;         /* pipe read ends (no PTY), or -1 */
-        int in_write;                   /* pipe feeding a file given as stdin, or -1 */
+        int in_write;                   /* pipe feeding Glove's stdin to the agent (no PTY), or -1 */
         int child_fds[3];               /* what the agent gets as 0, 1, 2 (-1: Glove's own) */
         pthread_t threads[3];
         int n_threads;

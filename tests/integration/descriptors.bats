@@ -112,3 +112,199 @@ except OSError as e:
         expect_no_text "earlier secret error"
         grep -qx "earlier secret error" "$f" || fail "the stderr file lost its earlier content"
 }
+
+# Glove's stdin is never handed to the agent as it is: without a terminal the
+# agent reads a fresh pipe that Glove fills from its own stdin, so the host
+# object behind it (a socket, a pipe, a device) cannot be written to, sent
+# through, reopened or chmod'ed from inside.
+
+@test "descriptors: a unix socketpair as stdin cannot be written back to the peer; every byte still arrives" {
+        run --separate-stderr "$PY" - "$GLOVE" "$PY" <<'EOF'
+import hashlib, os, socket, subprocess, sys, threading
+glove, py = sys.argv[1], sys.argv[2]
+# What Node's child_process 'pipe' stdio and socket activation give a child.
+# Glove's end is non-blocking, as a launcher may leave it, and the second
+# half is sent only once the agent has read the first: Glove's stdin is then
+# empty for a while, which is not its end.
+a, b = socket.socketpair()
+os.set_blocking(b.fileno(), False)
+half = 1 << 19
+data = os.urandom(2 * half)
+agent = r"""
+import hashlib, os, socket, sys
+first = sys.stdin.buffer.read(%d)
+print("half", len(first), flush=True)
+d = first + sys.stdin.buffer.read()
+print("read", len(d), hashlib.sha256(d).hexdigest(), flush=True)
+for name, try_it in (("write", lambda: os.write(0, b"escaped through stdin\n")),
+                     ("send", lambda: socket.socket(fileno=os.dup(0)).send(b"escaped through stdin\n"))):
+    try:
+        try_it(); print(name, "ok", flush=True)
+    except OSError as e:
+        print(name, "failed:", e.strerror, flush=True)
+""" % half
+p = subprocess.Popen([glove, "exec", "--", py, "-c", agent], stdin=b.fileno(), stdout=subprocess.PIPE, text=True)
+b.close()
+threading.Thread(target=a.sendall, args=(data[:half],), daemon=True).start()
+out = [p.stdout.readline()]
+a.sendall(data[half:])
+a.shutdown(socket.SHUT_WR)
+out += p.stdout.readlines()
+rc = p.wait(timeout=30)
+a.settimeout(5)
+back = b""
+try:
+    while True:
+        chunk = a.recv(65536)
+        if not chunk:
+            break
+        back += chunk
+except socket.timeout:
+    pass
+print("".join(out), end="")
+print("expected", len(data), hashlib.sha256(data).hexdigest())
+print("peer received %r" % back)
+sys.exit(rc)
+EOF
+        expect_status 0
+        expect_line "half 524288"
+        [ "${lines[1]#read }" = "${lines[4]#expected }" ] || fail "the agent did not read exactly the bytes sent to Glove's stdin"
+        expect_line "peer received b''"
+        expect_no_line "write ok"
+        expect_no_line "send ok"
+}
+
+@test "descriptors: a UDP socket as stdin cannot send to a host service; its datagram is read as bytes" {
+        run --separate-stderr "$PY" - "$GLOVE" "$PY" <<'EOF'
+import socket, subprocess, sys
+glove, py = sys.argv[1], sys.argv[2]
+srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+srv.bind(("127.0.0.1", 0))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 0))
+u.sendto(b"task by datagram\n", u.getsockname())  # positive control: the agent reads it
+agent = r"""
+import os, socket, sys
+print("read", os.read(0, 100).decode().strip(), flush=True)
+try:
+    socket.socket(fileno=os.dup(0)).sendto(b"escaped through stdin", ("127.0.0.1", %d))
+    print("sendto ok", flush=True)
+except OSError as e:
+    print("sendto failed:", e.strerror, flush=True)
+""" % srv.getsockname()[1]
+p = subprocess.run([glove, "exec", "--", py, "-c", agent], stdin=u.fileno(), capture_output=True, text=True, timeout=30)
+srv.settimeout(2)
+try:
+    print(p.stdout, end="")
+    print("host service received %r" % (srv.recvfrom(100),))
+except socket.timeout:
+    print("host service received nothing")
+sys.stderr.write(p.stderr)
+sys.exit(p.returncode)
+EOF
+        expect_status 0
+        expect_line "read task by datagram"
+        expect_no_line "sendto ok"
+        expect_line "host service received nothing"
+}
+
+@test "descriptors: an anonymous pipe as stdin cannot be reopened for writing into the host pipe (/proc/self/fd/0)" {
+        run --separate-stderr "$PY" - "$GLOVE" "$PY" <<'EOF'
+import os, subprocess, sys
+glove, py = sys.argv[1], sys.argv[2]
+r, w = os.pipe()
+os.write(w, b"task line\n")
+agent = r"""
+import os
+print("read", os.read(0, 100).decode().strip(), flush=True)
+try:
+    fd = os.open("/proc/self/fd/0", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(fd, b"injected into the host pipe\n")
+    print("reopened for writing", flush=True)
+except OSError as e:
+    print("reopen failed:", e.strerror, flush=True)
+"""
+# The host keeps its write end open, as a shell pipeline's producer would.
+p = subprocess.run([glove, "exec", "--", py, "-c", agent], stdin=r, capture_output=True, text=True, timeout=30)
+os.close(w)
+os.set_blocking(r, False)
+try:
+    left = os.read(r, 4096)
+except BlockingIOError:
+    left = b""
+print(p.stdout, end="")
+print("host pipe holds %r" % left)
+sys.stderr.write(p.stderr)
+sys.exit(p.returncode)
+EOF
+        expect_status 0
+        expect_line "read task line"
+        expect_line "host pipe holds b''"
+}
+
+@test "descriptors: a named FIFO as stdin cannot be chmod'ed by the agent" {
+        local fifo=$BATS_TEST_TMPDIR/tasks.fifo
+        mkfifo -m 0600 "$fifo"
+        run --separate-stderr timeout --foreground 30 bash -c '
+                exec 3<>"$2"          # keeps a writer, so opening for reading does not block
+                echo "task from fifo" >&3
+                "$1" exec -- "$3" -c "
+import os
+print(\"read\", os.read(0, 100).decode().strip(), flush=True)
+try:
+    os.fchmod(0, 0o666); print(\"fchmod ok\")
+except OSError as e:
+    print(\"fchmod failed:\", e.strerror)" <"$2"' _ "$GLOVE" "$fifo" "$PY"
+        expect_status 0
+        expect_line "read task from fifo"
+        [ "$(stat -c %a "$fifo")" = 600 ] || fail "the agent changed the mode of the host's FIFO to $(stat -c %a "$fifo")"
+}
+
+@test "descriptors: a null device as stdin reads end of file at once and cannot be chmod'ed by the agent" {
+        # A root invoker's agent passes owner checks on root's files: given the
+        # host's /dev/null itself, fchmod(0) would change it for the whole
+        # host. This test uses its own node of the same device.
+        is_root || skip "needs CAP_MKNOD for a null device node of the test's own; an unprivileged invoker's agent cannot chmod root's /dev/null"
+        local null=$BATS_TEST_TMPDIR/null
+        mknod -m 0666 "$null" c 1 3
+        : <"$null" 2>/dev/null || skip "device nodes cannot be opened here (nodev): $BATS_TEST_TMPDIR"
+        run --separate-stderr timeout --foreground 30 "$GLOVE" exec -- "$PY" -c '
+import os, sys
+print("read %r" % sys.stdin.buffer.read(), flush=True)
+try:
+    os.fchmod(0, 0o600); print("fchmod ok")
+except OSError as e:
+    print("fchmod failed:", e.strerror)' <"$null"
+        expect_status 0
+        expect_line "read b''"
+        [ "$(stat -c %a "$null")" = 666 ] || fail "the agent changed the mode of the host's null device to $(stat -c %a "$null")"
+}
+
+@test "descriptors: end of Glove's stdin reaches the agent however soon it comes (empty file, listening socket; 200 runs)" {
+        # The copy into the agent's pipe may meet end of input before Glove
+        # has finished starting it; the agent must still see end of file.
+        run --separate-stderr "$PY" - "$GLOVE" "$BATS_TEST_TMPDIR/empty" <<'EOF'
+import os, socket, subprocess, sys
+glove, empty = sys.argv[1], sys.argv[2]
+open(empty, "w").close()
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+hangs = 0
+for i in range(200):
+    with open(empty, "rb") as f:
+        stdin = f.fileno() if i % 2 == 0 else listener.fileno()
+        try:
+            p = subprocess.run([glove, "exec", "--", "/bin/cat"], stdin=stdin, capture_output=True, timeout=10)
+            if p.returncode != 0 or p.stdout:
+                print("run", i, "exit", p.returncode, p.stdout, p.stderr)
+        except subprocess.TimeoutExpired:
+            hangs += 1
+            print("run", i, "hung: the agent never saw end of file", flush=True)
+            if hangs == 2:
+                break
+print("hangs", hangs)
+EOF
+        expect_status 0
+        expect_output "hangs 0"
+}
