@@ -147,30 +147,50 @@ static bool run_cgroup_name(const char *name, pid_t *pid) {
         return true;
 }
 
-/* Removes the run cgroups of Glove processes that are gone (killed with
- * SIGKILL before they could remove their own): an entry of the site named
- * like make_name's, whose pid does not exist. rmdir(2) removes only an empty
- * cgroup (no process, no child), so a cgroup still in use stays. Best effort:
- * nothing here fails the run. Bounded to the first 4096 entries. */
-static void sweep_stale(int site_fd) {
+/* Leftover run cgroups found by sweep_scan (at most this many per run). */
+#define SWEEP_MAX 32
+
+struct sweep {
+        char names[SWEEP_MAX][GLOVE_CGROUP_NAME_MAX];
+        size_t n;
+};
+
+/* Finds the run cgroups of Glove processes that are gone (killed with
+ * SIGKILL before they could remove their own) in one site: entries named
+ * like make_name's whose pid does not exist. Reads the directory with
+ * getdents64 (bounded to 64 KiB of entries). Best effort: nothing here
+ * fails the run. */
+static void sweep_scan(int site_fd, struct sweep *sw) {
+        sw->n = 0;
         int fd = openat(site_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
+        _Alignas(8) char buf[16384];
+        for (int rounds = 0; rounds < 4 && sw->n < SWEEP_MAX; rounds++) {
+                long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                for (long off = 0; off < n && sw->n < SWEEP_MAX;) {
+                        struct dirent64 *e = (struct dirent64 *)(buf + off);
+                        off += e->d_reclen;
+                        pid_t pid;
+                        if (e->d_type != DT_DIR || !run_cgroup_name(e->d_name, &pid))
+                                continue;
+                        if (kill(pid, 0) == 0 || errno != ESRCH)
+                                continue; /* alive (or not ours to judge) */
+                        size_t len = strlen(e->d_name);
+                        if (len < GLOVE_CGROUP_NAME_MAX)
+                                memcpy(sw->names[sw->n++], e->d_name, len + 1);
+                }
         }
-        struct dirent *e;
-        for (int seen = 0; seen < 4096 && (e = readdir(d)) != NULL; seen++) {
-                pid_t pid;
-                if (e->d_type != DT_DIR || !run_cgroup_name(e->d_name, &pid))
-                        continue;
-                if (kill(pid, 0) == 0 || errno != ESRCH)
-                        continue; /* alive (or not ours to judge) */
-                (void)unlinkat(site_fd, e->d_name, AT_REMOVEDIR);
-        }
-        closedir(d);
+        close(fd);
+}
+
+/* Removes the leftovers sw names from one site. rmdir(2) removes only an
+ * empty cgroup (no process, no child), so one still in use stays. */
+static void sweep_remove(int site_fd, const struct sweep *sw) {
+        for (size_t i = 0; i < sw->n; i++)
+                (void)unlinkat(site_fd, sw->names[i], AT_REMOVEDIR);
 }
 
 /* Creates cg->name in site, taking over the site's descriptor. */
@@ -181,7 +201,6 @@ static int make_dir(struct glove_cgroup *cg, struct cg_site *site, struct glove_
         if (n < 0 || (size_t)n >= sizeof(path))
                 return glove_error_set(err, ENAMETOOLONG, "cgroup.create", "the cgroup path under %s is too long",
                                        site->path);
-        sweep_stale(site->fd);
         if (mkdirat(site->fd, cg->name, 0755) < 0) {
                 int e = errno;
                 if (refusal(e))
@@ -225,7 +244,14 @@ int cg_create(const struct glove_cgroup_limits *limits, const struct cg_options 
         r = make_name(cg->name);
         if (r < 0)
                 glove_error_set(err, -r, "cgroup.create", "getrandom: %s", strerror(-r));
+        /* Leftovers of a Glove killed with SIGKILL: every run makes its
+         * directories in all sites together, so the first site tells which
+         * names to remove from all of them (one directory read per run). */
+        struct sweep sw = {.n = 0};
+        if (plan.nsites > 0)
+                sweep_scan(plan.sites[0].fd, &sw);
         for (size_t i = 0; r == 0 && i < plan.nsites; i++) {
+                sweep_remove(plan.sites[i].fd, &sw);
                 if (plan.sites[i].enable_controllers)
                         r = cg_v2_enable_controllers(plan.sites[i].fd, plan.sites[i].roles, plan.sites[i].path, err);
                 if (r == 0)
