@@ -85,11 +85,20 @@ static const struct {
         {EFIVARFS_MAGIC, "efivarfs"},      {PSTOREFS_MAGIC, "pstore"},     {BINFMTFS_MAGIC, "binfmt_misc"},
         {NSFS_MAGIC, "nsfs"},              {SELINUX_MAGIC, "selinuxfs"},   {SMACK_MAGIC, "smackfs"},
         {0x62656570UL, "configfs"},        {0x65735543UL, "fusectl"},      {0x19800202UL, "mqueue"},
+        {0x07655821UL, "resctrl"},         {0x6c6f6f70UL, "binder"},       {0x0187UL, "autofs"},
+        {0x6e667364UL, "nfsd"},            {0x67596969UL, "rpc_pipefs"},
 };
+
+/* Kernel interface file systems that share their magic number with a
+ * storage one (devtmpfs is a tmpfs): known by name only, in mountinfo. */
+static const char *const kernel_filesystems_by_name[] = {"devtmpfs"};
 
 bool glove_grant_kernel_fs(const char *fstype) {
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(kernel_filesystems); i++)
                 if (strcmp(fstype, kernel_filesystems[i].name) == 0)
+                        return true;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(kernel_filesystems_by_name); i++)
+                if (strcmp(fstype, kernel_filesystems_by_name[i]) == 0)
                         return true;
         return false;
 }

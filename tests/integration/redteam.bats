@@ -120,6 +120,15 @@ c, _ = s.accept(); data = c.recv(4096); open(sys.argv[1] + "/got", "wb").write(d
                 [[ "$stderr" == "glove: grant.kernel_fs: "* ]] || fail "$m: expected grant.kernel_fs, got: $stderr"
                 [ ! -e "$T/ran" ] || fail "$m: the agent ran"
         done
+        # The host's /dev bound into a chroot: devtmpfs, known by name.
+        if awk '$5 == "/dev" && / - devtmpfs / { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+                mkdir -p "$T/devroot/dev"
+                mount --bind /dev "$T/devroot/dev"
+                gx --read "$T/devroot" -- /bin/true
+                expect_status 125
+                [[ "$stderr" == *"$T/devroot/dev beneath it is a devtmpfs mount"* ]] ||
+                        fail "a devtmpfs beneath a grant was not refused: $stderr"
+        fi
         gx --read "$d" -- /bin/true
         [[ "$stderr" == *"$d/proc beneath it is a proc mount"* || "$stderr" == *"$d/sys fs beneath it is a sysfs mount"* ]] ||
                 fail "the refusal does not name the submount: $stderr"

@@ -100,6 +100,7 @@ const char *glove_grant_mode_name(enum glove_grant_mode mode);
  * (glove_grant_set_add: "grant.kernel_fs") nor carry beneath it (the
  * perimeter checks the mounts under each grant: proc, sysfs, cgroup,
  * cgroup2, debugfs, tracefs, securityfs, bpf, devpts, efivarfs, pstore,
- * binfmt_misc, nsfs, selinuxfs, smackfs, configfs, fusectl, mqueue).
+ * binfmt_misc, nsfs, selinuxfs, smackfs, configfs, fusectl, mqueue,
+ * resctrl, binder, autofs, nfsd, rpc_pipefs, devtmpfs).
  */
 bool glove_grant_kernel_fs(const char *fstype);
