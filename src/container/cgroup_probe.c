@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup_internal.h"
+#include "internal.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 
@@ -56,22 +57,6 @@ static void reason(char *buf, const char *fmt, ...) {
         va_end(ap);
 }
 
-/* Undoes mountinfo's octal escapes (\040 space, \011 tab, \012 newline,
- * \134 backslash) in place. */
-static void unescape(char *s) {
-        char *w = s;
-        for (char *r = s; *r;) {
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-                    r[3] <= '7') {
-                        *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-                        r += 4;
-                } else {
-                        *w++ = *r++;
-                }
-        }
-        *w = '\0';
-}
-
 /* Splits the next space-separated field off *p (in place). */
 static char *next_field(char **p) {
         char *s = *p;
@@ -108,8 +93,8 @@ static void parse_mountinfo_line(struct proc_view *v, char *line) {
         unsigned maj, min;
         if (sscanf(f[2], "%u:%u", &maj, &min) != 2 || v->nmounts == CG_MOUNTS_MAX)
                 return;
-        unescape(f[3]);
-        unescape(f[4]);
+        glove_mountinfo_unescape(f[3]);
+        glove_mountinfo_unescape(f[4]);
         v->mounts[v->nmounts++] = (struct cg_mount){
                 .maj = maj, .min = min, .v2 = v2, .root = f[3], .point = f[4], .superopts = superopts,
         };

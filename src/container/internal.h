@@ -38,3 +38,9 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
 
 /* Writes one report; returns 0 or -errno. */
 int glove_report_send(int fd, enum report_kind kind, int value, const char *code, const char *message);
+
+/* Undoes /proc/self/mountinfo's octal escapes (\040 space, \011 tab, \012
+ * newline, \134 backslash) in place in the NUL-terminated field s
+ * (proc(5), /proc/pid/mountinfo). Used by the perimeter and the cgroup
+ * probe. */
+void glove_mountinfo_unescape(char *s);

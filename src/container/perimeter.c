@@ -572,20 +572,18 @@ static void sources_close(struct sources *s) {
                 glove_closep(&s->grant[i]);
 }
 
-/* Decodes the octal escapes of a mountinfo path field (\040 and the like)
- * in place. */
-static void mountinfo_unescape(char *p) {
-        char *o = p;
-        for (; *p; p++) {
-                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
-                    p[3] <= '7') {
-                        *o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-                        p += 3;
+void glove_mountinfo_unescape(char *s) {
+        char *w = s;
+        for (char *r = s; *r;) {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+                    r[3] <= '7') {
+                        *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+                        r += 4;
                 } else {
-                        *o++ = *p;
+                        *w++ = *r++;
                 }
         }
-        *o = '\0';
+        *w = '\0';
 }
 
 /* Grants are cloned recursively (the kernel refuses a partial copy of a
@@ -613,7 +611,7 @@ static int check_grant_submounts(const struct glove_grant_set *gs, struct glove_
                 char *fstype = tok ? strtok_r(NULL, " ", &save) : NULL;
                 if (!field[4] || !fstype || !glove_grant_kernel_fs(fstype))
                         continue;
-                mountinfo_unescape(field[4]);
+                glove_mountinfo_unescape(field[4]);
                 for (size_t i = 0; i < gs->count; i++) {
                         const struct glove_grant *g = &gs->items[i];
                         if (g->is_dir && glove_path_is_beneath(field[4], g->path)) {

@@ -399,15 +399,9 @@ static int keep_torn(int dirfd, const struct names *n, const uint8_t *bytes, siz
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
                 return glove_error_set(err, EPERM, "journal.file_insecure",
                                        "%s.torn is not a private regular file of gloved's user", n->path);
-        for (size_t off = 0; off < len;) {
-                ssize_t w = write(fd, bytes + off, len - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return io_error(err, w < 0 ? -errno : -EIO, "keep the incomplete last record in .torn",
-                                        n->path);
-                off += (size_t)w;
-        }
+        int r = glove_fd_write_all(fd, bytes, len);
+        if (r < 0)
+                return io_error(err, r, "keep the incomplete last record in .torn", n->path);
         if (fdatasync(fd) < 0 || fsync(dirfd) < 0)
                 return io_error(err, -errno, "sync .torn", n->path);
         return 0;
