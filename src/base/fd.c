@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -177,4 +179,117 @@ int glove_fd_ensure_std(void) {
                 }
         }
         return 0;
+}
+
+int glove_fd_pair_pipe(struct glove_fd_pair *p, int flags) {
+        p->fd[0] = p->fd[1] = -1;
+        int fds[2];
+        if (pipe2(fds, flags | O_CLOEXEC) < 0)
+                return -errno;
+        p->fd[0] = fds[0];
+        p->fd[1] = fds[1];
+        return 0;
+}
+
+int glove_fd_pair_socketpair(struct glove_fd_pair *p, int type) {
+        p->fd[0] = p->fd[1] = -1;
+        int fds[2];
+        if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) < 0)
+                return -errno;
+        p->fd[0] = fds[0];
+        p->fd[1] = fds[1];
+        return 0;
+}
+
+/* First buffer for input of unknown size (pipes, /proc files). */
+#define READ_BOUNDED_FIRST 4096
+
+/* Moves the first used bytes of *buf into a new buffer of cap + 1 bytes,
+ * zeroing and freeing the old one. */
+static int grow(char **buf, size_t used, size_t cap) {
+        char *n = malloc(cap + 1);
+        if (!n)
+                return -ENOMEM;
+        memcpy(n, *buf, used);
+        explicit_bzero(*buf, used);
+        free(*buf);
+        *buf = n;
+        return 0;
+}
+
+/* The reader behind both public functions; label (or NULL) starts every
+ * message. */
+static int read_bounded(int fd, size_t max, const char *label, char **out, size_t *len,
+                        struct glove_error *err) {
+        const char *sep = label ? ": " : "";
+        label = label ? label : "";
+        /* cap: bytes the buffer can take before the NUL; one more than max
+         * at most, so that a file of max + 1 bytes is noticed. */
+        size_t cap = max < READ_BOUNDED_FIRST ? max + 1 : READ_BOUNDED_FIRST;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+                cap = (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : max + 1;
+        _cleanup_free_ char *buf = malloc(cap + 1);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "file.no_memory", "%s%sout of memory", label, sep);
+        size_t got = 0;
+        for (;;) {
+                if (got == cap) {
+                        size_t ncap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+                        if (grow(&buf, got, ncap) < 0) {
+                                explicit_bzero(buf, got);
+                                return glove_error_set(err, ENOMEM, "file.no_memory", "%s%sout of memory", label, sep);
+                        }
+                        cap = ncap;
+                }
+                ssize_t n = read(fd, buf + got, cap - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int e = errno;
+                        explicit_bzero(buf, got);
+                        return glove_error_set(err, e, "file.read", "%s%sread: %s", label, sep, strerror(e));
+                }
+                if (n == 0)
+                        break;
+                got += (size_t)n;
+                if (got > max) {
+                        explicit_bzero(buf, got);
+                        return glove_error_set(err, EFBIG, "file.too_large", "%s%slarger than %zu bytes", label,
+                                               sep, max);
+                }
+        }
+        buf[got] = '\0';
+        *out = TAKE_PTR(buf);
+        *len = got;
+        return 0;
+}
+
+int glove_fd_read_bounded(int fd, size_t max, char **out, size_t *len, struct glove_error *err) {
+        if (out)
+                *out = NULL;
+        if (len)
+                *len = 0;
+        if (!out || !len || max > GLOVE_FD_READ_BOUNDED_MAX)
+                return glove_error_set(err, EINVAL, "file.invalid_argument", "no output, or a bound over %zu bytes",
+                                       GLOVE_FD_READ_BOUNDED_MAX);
+        return read_bounded(fd, max, NULL, out, len, err);
+}
+
+int glove_file_read_bounded(int dirfd, const char *path, int open_flags, size_t max, char **out, size_t *len,
+                            struct glove_error *err) {
+        if (out)
+                *out = NULL;
+        if (len)
+                *len = 0;
+        if (!out || !len || !path || max > GLOVE_FD_READ_BOUNDED_MAX)
+                return glove_error_set(err, EINVAL, "file.invalid_argument",
+                                       "no path or output, or a bound over %zu bytes", GLOVE_FD_READ_BOUNDED_MAX);
+        if ((open_flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_PATH)) != 0 || (open_flags & O_TMPFILE) == O_TMPFILE)
+                return glove_error_set(err, EINVAL, "file.invalid_argument",
+                                       "%s: a bounded read opens for reading only", path);
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | open_flags);
+        if (fd < 0)
+                return glove_error_set(err, errno, "file.open", "%s: cannot open: %s", path, strerror(errno));
+        return read_bounded(fd, max, path, out, len, err);
 }

@@ -9,6 +9,7 @@
  */
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -65,3 +66,84 @@ static inline void glove_json_decrefp(json_t **j) {
         })
 
 #define GLOVE_ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Returns *fd and sets *fd to -1: ownership of the descriptor moves to the
+ * caller, so a _cleanup_close_ variable (or a pair or vector slot) no longer
+ * closes it. fd must not be NULL. Returns -1 when the slot was empty.
+ */
+static inline int glove_fd_take(int *fd) {
+        int taken = *fd;
+        *fd = -1;
+        return taken;
+}
+
+/* Closes every descriptor of fds[0..n) that is >= 0 and sets each slot to -1;
+ * preserves errno. fds may be NULL when n is 0. */
+static inline void glove_fd_vec_close(int *fds, size_t n) {
+        int saved = errno;
+        for (size_t i = 0; i < n; i++) {
+                if (fds[i] >= 0)
+                        (void)close(fds[i]);
+                fds[i] = -1;
+        }
+        errno = saved;
+}
+
+/*
+ * Two descriptors owned together, such as the ends of a pipe (fd[0] the read
+ * end, fd[1] the write end) or of a socket pair. Empty slots are -1; start a
+ * variable with GLOVE_FD_PAIR_INIT. glove_fd_pair_pipe and
+ * glove_fd_pair_socketpair (fd.h) fill one.
+ */
+struct glove_fd_pair {
+        int fd[2];
+};
+
+#define GLOVE_FD_PAIR_INIT { { -1, -1 } }
+
+/* Closes both ends that are >= 0 and sets them to -1; preserves errno. */
+static inline void glove_fd_pair_close(struct glove_fd_pair *p) {
+        if (p)
+                glove_fd_vec_close(p->fd, 2);
+}
+
+/*
+ * A bounded set of descriptors owned together (for example every pipe end of
+ * one child's standard streams). At most GLOVE_FD_VEC_MAX descriptors; n
+ * counts the slots in use, and a slot emptied by glove_fd_take holds -1.
+ * Start a variable with GLOVE_FD_VEC_INIT ({ .n = 0 }).
+ */
+#define GLOVE_FD_VEC_MAX 16
+
+struct glove_fd_vec {
+        size_t n;
+        int fd[GLOVE_FD_VEC_MAX];
+};
+
+#define GLOVE_FD_VEC_INIT { .n = 0 }
+
+/*
+ * Appends fd to v. Returns 0, or -EBADF when fd < 0 or -ENOSPC when v already
+ * holds GLOVE_FD_VEC_MAX slots; on failure the descriptor is not taken (the
+ * caller still owns it).
+ */
+static inline int glove_fd_vec_push(struct glove_fd_vec *v, int fd) {
+        if (fd < 0)
+                return -EBADF;
+        if (v->n >= GLOVE_FD_VEC_MAX)
+                return -ENOSPC;
+        v->fd[v->n++] = fd;
+        return 0;
+}
+
+/* Closes every descriptor v holds and empties it (n = 0); preserves errno. */
+static inline void glove_fd_vec_clear(struct glove_fd_vec *v) {
+        if (v) {
+                glove_fd_vec_close(v->fd, v->n < GLOVE_FD_VEC_MAX ? v->n : GLOVE_FD_VEC_MAX);
+                v->n = 0;
+        }
+}
+
+#define _cleanup_fd_pair_ _cleanup_(glove_fd_pair_close)
+#define _cleanup_fd_vec_ _cleanup_(glove_fd_vec_clear)
