@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "glove/base/buffer.h"
 #include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
 #include "glove/base/json.h"
 #include "glove/base/time.h"
 #include "glove/control/frame.h"
@@ -150,13 +152,17 @@ static int read_secret(const char *runtime_dir, char hex[65], struct glove_error
         if (fd < 0)
                 return glove_error_set(err, errno, "client.unreachable", "%s: %s (is gloved running?)", path,
                                        strerror(errno));
-        char buf[SECRET_FILE_MAX];
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n != 65 || buf[64] != '\n')
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        bool ok = glove_fd_read_bounded(fd, SECRET_FILE_MAX, &buf, &n, NULL) == 0 && n == 65 && buf[64] == '\n';
+        if (ok) {
+                memcpy(hex, buf, 64);
+                hex[64] = '\0';
+        }
+        if (buf)
+                explicit_bzero(buf, n);
+        if (!ok)
                 return glove_error_set(err, EINVAL, "client.unreachable", "%s does not hold a secret", path);
-        memcpy(hex, buf, 64);
-        hex[64] = '\0';
-        explicit_bzero(buf, sizeof(buf));
         return 0;
 }
 

@@ -104,28 +104,17 @@ static int refused(const struct glove_control_remote_error *r) {
 /* Reads a plan file (at most GLOVE_CONTROL_STORE_PLAN_MAX bytes after one
  * trailing newline is dropped) into a JSON string. */
 static int read_plan(const char *path, json_t **out) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-                fprintf(stderr, "glove: ctl.plan_file: %s: %s\n", path, strerror(errno));
+        /* One byte over the limit may be the trailing newline. */
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = glove_file_read_bounded(AT_FDCWD, path, 0, GLOVE_CONTROL_STORE_PLAN_MAX + 1, &buf, &len, NULL);
+        if (r == -EFBIG) {
+                fprintf(stderr, "glove: ctl.plan_file: %s is larger than %u bytes\n", path, GLOVE_CONTROL_STORE_PLAN_MAX);
                 return GLOVE_CONTROL_CTL_EXIT_FAILURE;
         }
-        size_t cap = GLOVE_CONTROL_STORE_PLAN_MAX + 2, len = 0;
-        _cleanup_free_ char *buf = malloc(cap);
-        if (!buf)
+        if (r < 0) {
+                fprintf(stderr, "glove: ctl.plan_file: %s: %s\n", path, strerror(-r));
                 return GLOVE_CONTROL_CTL_EXIT_FAILURE;
-        for (;;) {
-                ssize_t n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        fprintf(stderr, "glove: ctl.plan_file: %s: %s\n", path, strerror(errno));
-                        return GLOVE_CONTROL_CTL_EXIT_FAILURE;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len == cap)
-                        break;
         }
         if (len && buf[len - 1] == '\n')
                 len--;

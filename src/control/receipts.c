@@ -156,17 +156,24 @@ static int load_ack(struct glove_control_receipts *r, struct glove_error *err) {
         _cleanup_close_ int fd = openat(r->dirfd, GLOVE_CONTROL_RECEIPTS_ACK_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
                 return 0;
-        char buf[ACK_MAX];
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
-        if (n < 0)
+        if (fd < 0)
                 return glove_error_set(err, errno, "receipts.io", "%s: %s", GLOVE_CONTROL_RECEIPTS_ACK_FILE,
                                        strerror(errno));
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        int rr = glove_fd_read_bounded(fd, ACK_MAX - 1, &buf, &n, NULL);
+        if (rr == -EFBIG) /* the words the JSON decoder gave when the read stopped at ACK_MAX bytes */
+                return glove_error_set(err, EBADMSG, "receipts.ack_invalid", "%s: JSON text is %d bytes, the limit is %d",
+                                       GLOVE_CONTROL_RECEIPTS_ACK_FILE, ACK_MAX, ACK_MAX - 1);
+        if (rr < 0)
+                return glove_error_set(err, -rr, "receipts.io", "%s: %s", GLOVE_CONTROL_RECEIPTS_ACK_FILE,
+                                       strerror(-rr));
         _cleanup_json_ json_t *o = NULL;
         struct glove_error e = { 0 };
         const char *mac;
         int64_t seq;
         uint8_t m[32];
-        if (glove_json_decode_canonical(buf, (size_t)n, ACK_MAX - 1, GLOVE_JSON_OBJECT_ONLY, &o, &e) < 0 ||
+        if (glove_json_decode_canonical(buf, n, ACK_MAX - 1, GLOVE_JSON_OBJECT_ONLY, &o, &e) < 0 ||
             glove_json_check_keys(o, ack_keys, NULL, &e) < 0 ||
             glove_json_get_int(o, "sequence", NULL, 0, INT64_MAX, &seq, &e) < 0 ||
             glove_json_get_string(o, "head_mac", NULL, 64, &mac, &e) < 0 ||

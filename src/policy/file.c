@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
 #include "glove/base/json.h"
 #include "internal.h"
 
@@ -350,25 +351,17 @@ int glove_policy_load_file(struct glove_policy *policy, const char *path, struct
         if (st.st_size > GLOVE_POLICY_FILE_MAX)
                 return glove_error_set(err, EMSGSIZE, "policy.too_large", "%s: %lld bytes, the limit is %d", path,
                                        (long long)st.st_size, GLOVE_POLICY_FILE_MAX);
-        /* Read one byte more than allowed, so growth after fstat is caught. */
-        _cleanup_free_ char *buf = malloc(GLOVE_POLICY_FILE_MAX + 1);
-        if (!buf)
-                return glove_error_set(err, ENOMEM, "policy.no_memory", "out of memory");
+        /* The bound also catches growth after fstat. */
+        _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        while (len < GLOVE_POLICY_FILE_MAX + 1) {
-                ssize_t n = read(fd, buf + len, GLOVE_POLICY_FILE_MAX + 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return glove_error_set(err, errno, "policy.io", "%s: cannot read: %s", path,
-                                               strerror(errno));
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        if (len > GLOVE_POLICY_FILE_MAX)
+        int rr = glove_fd_read_bounded(fd, GLOVE_POLICY_FILE_MAX, &buf, &len, NULL);
+        if (rr == -EFBIG)
                 return glove_error_set(err, EMSGSIZE, "policy.too_large", "%s: larger than %d bytes", path,
                                        GLOVE_POLICY_FILE_MAX);
+        if (rr == -ENOMEM)
+                return glove_error_set(err, ENOMEM, "policy.no_memory", "out of memory");
+        if (rr < 0)
+                return glove_error_set(err, -rr, "policy.io", "%s: cannot read: %s", path, strerror(-rr));
         int r = glove_policy_load_json(policy, buf, len, err);
         if (r < 0)
                 glove_error_prefix(err, "%s", path);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
 #include "glove/supervisor/policy.h"
 #include "internal.h"
 
@@ -41,24 +42,6 @@ static int check_metadata(const struct stat *st, const char *path, uid_t owner_u
         return 0;
 }
 
-/* Reads to end of file into buf (cap bytes); *n gets the count. Reading one
- * byte more than the expected size is how growth is noticed. */
-static int read_all(int fd, char *buf, size_t cap, size_t *n) {
-        size_t got = 0;
-        while (got < cap) {
-                ssize_t k = read(fd, buf + got, cap - got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                got += (size_t)k;
-        }
-        *n = got;
-        return 0;
-}
-
 int glove_supervisor_policy_load(const char *path, uid_t owner_uid, struct glove_supervisor_policy **out,
                                  struct glove_error *err) {
         if (!out)
@@ -83,19 +66,22 @@ int glove_supervisor_policy_load(const char *path, uid_t owner_uid, struct glove
         if (r < 0)
                 return r;
 
+        /* Bounded by the size fstat saw: growth after it fails the read
+         * (-EFBIG) and is reported as a change below. */
         size_t size = (size_t)before.st_size;
-        _cleanup_free_ char *buf = malloc(size + 1);
-        if (!buf)
-                return glove_error_set(err, ENOMEM, "policy.no_memory", "%s: out of memory", path);
+        _cleanup_free_ char *buf = NULL;
         size_t n = 0;
-        r = read_all(fd, buf, size + 1, &n);
-        if (r < 0)
+        r = glove_fd_read_bounded(fd, size, &buf, &n, NULL);
+        bool grew = r == -EFBIG;
+        if (r == -ENOMEM)
+                return glove_error_set(err, ENOMEM, "policy.no_memory", "%s: out of memory", path);
+        if (r < 0 && !grew)
                 return glove_error_set(err, -r, "policy.file_read", "%s: read: %s", path, strerror(-r));
         if (glove_supervisor_policy_load_test_hook)
                 glove_supervisor_policy_load_test_hook(fd, path);
         if (fstat(fd, &after) < 0)
                 return glove_error_set(err, errno, "policy.file_read", "%s: fstat: %s", path, strerror(errno));
-        if (n != size || !same_identity(&before, &after))
+        if (grew || n != size || !same_identity(&before, &after))
                 return glove_error_set(err, EAGAIN, "policy.file_changed",
                                        "%s: changed while it was read; replace it atomically and retry", path);
 
