@@ -2,6 +2,7 @@
 #include "glove/base/child.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,7 +39,17 @@ void glove_child_kill_and_reap(struct glove_child *c) {
                 (void)syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
                 siginfo_t si;
                 int r;
-                while ((r = waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR) {
+                for (;;) {
+                        r = waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | __WALL);
+                        if (r == 0 || (errno != EINTR && errno != EAGAIN))
+                                break;
+                        /* A non-blocking pidfd (PIDFD_NONBLOCK, or O_NONBLOCK
+                         * set for an event loop) answers EAGAIN until the
+                         * child exits: wait for it to become readable. */
+                        if (errno == EAGAIN) {
+                                struct pollfd pfd = { .fd = c->pidfd, .events = POLLIN };
+                                (void)poll(&pfd, 1, -1);
+                        }
                 }
                 /* Kernels before 5.4 know pidfd_open's pidfds but not
                  * P_PIDFD: wait by PID (still our unreaped child). */

@@ -41,7 +41,8 @@ int glove_child_open(pid_t pid, struct glove_child *c);
  * Kills and reaps the child *c names, then empties *c (pid -1, pidfd -1).
  * Sends SIGKILL through the pidfd (pidfd_send_signal) or, without one, to
  * the PID; then waits with waitid(P_PIDFD, ..., WEXITED) (or waitpid), retrying
- * EINTR. Blocks until the child is reaped. A child that already exited is
+ * EINTR; a non-blocking pidfd is polled until the child has exited. Blocks
+ * until the child is reaped. A child that already exited is
  * just reaped. Does nothing on an empty *c or a NULL c. Preserves errno.
  * Its exit status is discarded: use it on paths where the outcome no longer
  * matters.

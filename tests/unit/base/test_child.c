@@ -109,6 +109,21 @@ static void test_take_disarms(void **state) {
         assert_int_equal(count_fds(), before);
 }
 
+static void test_nonblocking_pidfd(void **state) {
+        (void)state;
+        int before = count_fds();
+        pid_t pid = sleeper();
+        {
+                _cleanup_child_ struct glove_child c = GLOVE_CHILD_INIT;
+                assert_int_equal(glove_child_open(pid, &c), 0);
+                /* As an event loop would have it: waitid answers EAGAIN
+                 * until the child has exited. */
+                assert_int_equal(fcntl(c.pidfd, F_SETFL, O_NONBLOCK), 0);
+        }
+        assert_true(reaped(pid));
+        assert_int_equal(count_fds(), before);
+}
+
 static void test_without_pidfd(void **state) {
         (void)state;
         pid_t pid = sleeper();
@@ -141,6 +156,7 @@ int main(void) {
                 cmocka_unit_test(test_cleanup_kills_and_reaps),
                 cmocka_unit_test(test_cleanup_reaps_exited_child),
                 cmocka_unit_test(test_take_disarms),
+                cmocka_unit_test(test_nonblocking_pidfd),
                 cmocka_unit_test(test_without_pidfd),
                 cmocka_unit_test(test_open_errors),
         };
