@@ -4,8 +4,11 @@
 /*
  * Scope-bound cleanup helpers built on __attribute__((cleanup)), in the style
  * of systemd and crun. A variable declared with one of these attributes is
- * released when it leaves scope; TAKE_PTR / TAKE_FD hand ownership on and
- * leave the variable empty so nothing is released twice.
+ * released when it leaves scope; TAKE_PTR / TAKE_FD (or glove_fd_take) hand
+ * ownership on and leave the variable empty so nothing is released twice.
+ * Descriptors owned together: struct glove_fd_pair (_cleanup_fd_pair_) and
+ * struct glove_fd_vec (_cleanup_fd_vec_). A child process:
+ * glove/base/child.h (_cleanup_child_).
  */
 
 #include <errno.h>
