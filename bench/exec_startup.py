@@ -3,10 +3,14 @@
 bubblewrap sandbox, interleaved in one run.
 
 Each round runs both commands once, alternating which goes first, after a
-warm-up. Prints median, p90, mean and the glove/bwrap ratio of medians and
-p90s, and appends one JSON line per command plus one with the ratios to the
-results file (with date, kernel, git commit). Times are reported, never
-asserted.
+warm-up. For each start it takes the wall time and the CPU time (user + sys
+from the rusage of wait4(2), which covers the command and every descendant
+it or its sandbox's init reaped). Prints median, p90, mean and the
+glove/bwrap ratios of wall and CPU medians and p90s; then, with --strace,
+the system calls of one start of each command (`strace -f -c`: total and the
+five most frequent). Appends one JSON line per command plus one with the
+ratios to the results file (with date, kernel, git commit, mode). Times are
+reported, never asserted.
 """
 import argparse
 import datetime
@@ -17,20 +21,65 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+
+DEVNULL_ACTIONS = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
 
 
 def run_once(argv):
-    """Wall time in ms and exit status; a command that cannot be started
-    counts as a failure (status -1), not a crash of the benchmark."""
+    """(wall ms, user CPU ms, sys CPU ms, exit status) of one start; a
+    command that cannot be started counts as a failure (status -1), not a
+    crash of the benchmark."""
     t0 = time.perf_counter_ns()
     try:
-        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL).returncode
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=DEVNULL_ACTIONS)
     except OSError as e:
         print("bench: cannot run %s: %s" % (argv[0], e), file=sys.stderr)
-        rc = -1
-    return (time.perf_counter_ns() - t0) / 1e6, rc
+        return (time.perf_counter_ns() - t0) / 1e6, 0.0, 0.0, -1
+    while True:
+        try:
+            _, status, ru = os.wait4(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    wall = (time.perf_counter_ns() - t0) / 1e6
+    return wall, ru.ru_utime * 1e3, ru.ru_stime * 1e3, os.waitstatus_to_exitcode(status)
+
+
+def strace_count(argv, strace):
+    """System calls of one start: {"total", "errors", "distinct", "top"} from
+    `strace -f -c`, top being the five most frequent [name, calls]; None when
+    strace fails (the reason is printed)."""
+    with tempfile.NamedTemporaryFile(prefix="glove-bench-strace-", suffix=".txt") as out:
+        r = subprocess.run([strace, "-f", "-c", "-o", out.name, "--"] + argv, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            print("bench: strace of %s failed (exit %d): %s" % (argv[0], r.returncode, r.stderr.strip()[-300:]),
+                  file=sys.stderr)
+            return None
+        rows, total, errors = [], None, 0
+        for line in open(out.name, encoding="utf-8", errors="replace"):
+            f = line.split()
+            if len(f) < 5 or f[0].startswith(("%", "-")):
+                continue
+            # % time, seconds, usecs/call, calls, [errors], name (the total
+            # line too)
+            name, nums = f[-1], f[:-1]
+            try:
+                calls = int(nums[3])
+                if name == "total":
+                    total = calls
+                    errors = int(nums[4]) if len(nums) > 4 else 0
+                else:
+                    rows.append((name, calls))
+            except (ValueError, IndexError):
+                continue
+    if total is None:
+        print("bench: no summary in the strace output of %s" % argv[0], file=sys.stderr)
+        return None
+    rows.sort(key=lambda x: (-x[1], x[0]))
+    return {"total": total, "errors": errors, "distinct": len(rows), "top": [[n, c] for n, c in rows[:5]]}
 
 
 def percentile(sorted_values, p):
@@ -42,8 +91,11 @@ def percentile(sorted_values, p):
 
 
 def summary(samples):
-    s = sorted(samples)
-    return {
+    """samples: (wall, user, sys) ms per start, or wall ms alone (then the
+    CPU keys are left out)."""
+    rows = [x if isinstance(x, tuple) else (x, None, None) for x in samples]
+    s = sorted(w for w, _, _ in rows)
+    out = {
         "samples": len(s),
         "median_ms": round(statistics.median(s), 3),
         "p90_ms": round(percentile(s, 90), 3),
@@ -52,6 +104,19 @@ def summary(samples):
         "min_ms": round(s[0], 3),
         "max_ms": round(s[-1], 3),
     }
+    if all(u is not None for _, u, _ in rows):
+        cpu = sorted(u + k for _, u, k in rows)
+        out.update({
+            "cpu_median_ms": round(statistics.median(cpu), 3),
+            "cpu_p90_ms": round(percentile(cpu, 90), 3),
+            "cpu_mean_ms": round(statistics.fmean(cpu), 3),
+            # The user/sys split is the kernel's tick-based estimate (a short
+            # start may be charged wholly to one); their sum is the measured
+            # run time.
+            "user_median_ms": round(statistics.median(u for _, u, _ in rows), 3),
+            "sys_median_ms": round(statistics.median(k for _, _, k in rows), 3),
+        })
+    return out
 
 
 def git_commit():
@@ -73,6 +138,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--results", required=True, help="JSONL file to append to")
+    ap.add_argument("--mode", default="root" if os.getuid() == 0 else "unprivileged",
+                    help="label of the records: root or unprivileged")
+    ap.add_argument("--commit", help="git commit to record (default: the checkout of this script)")
+    ap.add_argument("--strace", help="strace binary: count the system calls of one start of each command")
     a = ap.parse_args()
 
     cmds = {"glove": shlex.split(a.glove)}
@@ -80,7 +149,7 @@ def main():
         cmds["bwrap"] = shlex.split(a.bwrap)
 
     for name, argv in cmds.items():
-        _, rc = run_once(argv)
+        rc = run_once(argv)[3]
         if rc != 0:
             sys.exit("bench: %s does not run (exit %d): %s" % (name, rc, shlex.join(argv)))
     for _ in range(a.warmup):
@@ -93,11 +162,12 @@ def main():
     for i in range(a.rounds):
         order = names if i % 2 == 0 else list(reversed(names))
         for name in order:
-            ms, rc = run_once(cmds[name])
+            wall, user, sys_, rc = run_once(cmds[name])
             if rc != 0:
                 failures[name] += 1
                 continue
-            samples[name].append(ms)
+            samples[name].append((wall, user, sys_))
+    syscalls = {name: strace_count(argv, a.strace) for name, argv in cmds.items()} if a.strace else {}
 
     now = datetime.datetime.now(datetime.timezone.utc)
     common = {
@@ -105,29 +175,55 @@ def main():
         "bench": "exec-startup",
         "date": now.strftime("%Y-%m-%d"),
         "kernel": platform.release(),
-        "commit": git_commit(),
+        "commit": a.commit or git_commit(),
         "cpus": os.cpu_count(),
         "uid": os.getuid(),
+        "mode": a.mode,
         "rounds": a.rounds,
         "warmup": a.warmup,
     }
     stats = {name: summary(samples[name]) for name in cmds if samples[name]}
     records = []
-    print("exec start-up, %d interleaved rounds after %d warm-up (ms)" % (a.rounds, a.warmup))
-    print("%-6s %9s %9s %9s %9s %9s  %s" % ("", "median", "p90", "mean", "min", "max", "failures"))
+    print("exec start-up as %s (uid %d), %d interleaved rounds after %d warm-up (ms)" % (
+        a.mode, os.getuid(), a.rounds, a.warmup))
+    print("%-6s %9s %9s %9s %9s %9s | %9s %9s %9s %9s  %s" % (
+        "", "median", "p90", "mean", "min", "max", "cpu med", "cpu p90", "user", "sys", "failures"))
     for name in cmds:
         st = stats.get(name)
         if st:
-            print("%-6s %9.2f %9.2f %9.2f %9.2f %9.2f  %d" % (
+            print("%-6s %9.2f %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f %9.2f  %d" % (
                 name, st["median_ms"], st["p90_ms"], st["mean_ms"], st["min_ms"], st["max_ms"],
+                st["cpu_median_ms"], st["cpu_p90_ms"], st["user_median_ms"], st["sys_median_ms"],
                 failures[name]))
-        records.append(dict(common, command=name, argv=cmds[name], failures=failures[name], **(st or {})))
+        extra = {"syscalls": syscalls[name]} if syscalls.get(name) else {}
+        records.append(dict(common, command=name, argv=cmds[name], failures=failures[name], **(st or {}), **extra))
+    ratio = {}
     if "glove" in stats and "bwrap" in stats:
-        rm = stats["glove"]["median_ms"] / stats["bwrap"]["median_ms"]
-        rp = stats["glove"]["p90_ms"] / stats["bwrap"]["p90_ms"]
-        print("ratio glove/bwrap: median %.2f, p90 %.2f" % (rm, rp))
-        records.append(dict(common, metric="ratio", numerator="glove", denominator="bwrap",
-                            ratio_median=round(rm, 3), ratio_p90=round(rp, 3)))
+        g, b = stats["glove"], stats["bwrap"]
+        ratio = {
+            "ratio_median": round(g["median_ms"] / b["median_ms"], 3),
+            "ratio_p90": round(g["p90_ms"] / b["p90_ms"], 3),
+        }
+        if b["cpu_median_ms"] > 0 and b["cpu_p90_ms"] > 0:
+            ratio["cpu_ratio_median"] = round(g["cpu_median_ms"] / b["cpu_median_ms"], 3)
+            ratio["cpu_ratio_p90"] = round(g["cpu_p90_ms"] / b["cpu_p90_ms"], 3)
+        print("ratio glove/bwrap: wall median %.2f, p90 %.2f; cpu median %s, p90 %s" % (
+            ratio["ratio_median"], ratio["ratio_p90"], ratio.get("cpu_ratio_median", "n/a"),
+            ratio.get("cpu_ratio_p90", "n/a")))
+    if syscalls:
+        for name in cmds:
+            sc = syscalls.get(name)
+            if sc:
+                print("system calls of one start, %-5s %5d (%d failed, %d distinct); top: %s" % (
+                    name, sc["total"], sc["errors"], sc["distinct"],
+                    ", ".join("%s %d" % (n, c) for n, c in sc["top"])))
+        if syscalls.get("glove") and syscalls.get("bwrap"):
+            ratio["syscalls_glove"] = syscalls["glove"]["total"]
+            ratio["syscalls_bwrap"] = syscalls["bwrap"]["total"]
+            ratio["syscall_ratio"] = round(syscalls["glove"]["total"] / syscalls["bwrap"]["total"], 3)
+            print("ratio glove/bwrap: system calls %.2f" % ratio["syscall_ratio"])
+    if ratio:
+        records.append(dict(common, metric="ratio", numerator="glove", denominator="bwrap", **ratio))
     with open(a.results, "a", encoding="utf-8") as fh:
         for r in records:
             fh.write(json.dumps(r, sort_keys=True) + "\n")

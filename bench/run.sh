@@ -9,7 +9,11 @@
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
-# Prints medians, p90 and the glove/bwrap ratio; appends JSON lines to
+# The start-up comparison runs as root and again unprivileged (as nobody,
+# under setpriv, like tests/integration/run.sh; skipped with the reason when
+# that cannot run): wall time and CPU time (user + sys) per start, medians,
+# p90 and the glove/bwrap ratios, and the system calls of one start of each
+# (strace -f -c: total and the top five). Appends JSON lines to
 # bench/results/exec-startup.jsonl (bench/exec_startup.py). When hyperfine is
 # installed it measures the same two commands as a second opinion. Times are
 # reported, never asserted.
@@ -30,21 +34,86 @@ bwrap_cmd=(bwrap --unshare-all --die-with-parent --ro-bind /usr /usr
 glove_cmd=("$glove" exec -- /bin/true)
 words() { printf '%q ' "$@"; }
 
-bwrap_args=()
-if ! command -v bwrap >/dev/null; then
-        echo "bench: bwrap is not installed; measuring glove alone (scripts/deps.sh installs bubblewrap)" >&2
-elif ! why=$("${bwrap_cmd[@]}" 2>&1); then
-        echo "bench: bwrap cannot run here ($why); measuring glove alone" >&2
+strace_args=()
+if command -v strace >/dev/null; then
+        strace_args=(--strace "$(command -v strace)")
 else
-        bwrap_args=(--bwrap "$(words "${bwrap_cmd[@]}")")
+        echo "bench: strace is not installed; no system-call counts (scripts/deps.sh installs it)" >&2
 fi
 
-echo "== exec start-up: glove ($glove) vs bwrap, $(uname -r), uid $(id -u)"
-rc=0
-/usr/bin/python3 bench/exec_startup.py --rounds "$rounds" \
-        --results bench/results/exec-startup.jsonl \
-        --glove "$(words "${glove_cmd[@]}")" "${bwrap_args[@]}" || rc=$?
+# One side-by-side run, each command behind the prefix run_as (none: as this
+# user).
+# Prints a reason and returns 0 when bwrap cannot run that way.
+startup() { # mode glove-binary results run_as...
+        local mode=$1 g=$2 results=$3
+        shift 3
+        local -a as=("$@") args=()
+        if ! command -v bwrap >/dev/null; then
+                echo "bench: bwrap is not installed; measuring glove alone (scripts/deps.sh installs bubblewrap)" >&2
+        elif ! why=$(cd / && "${as[@]}" "${bwrap_cmd[@]}" 2>&1); then
+                echo "bench: bwrap cannot run here as $mode ($why); measuring glove alone" >&2
+        else
+                args=(--bwrap "$(words "${bwrap_cmd[@]}")")
+        fi
+        [ -n "${commit_args[*]:-}" ] && args+=("${commit_args[@]}")
+        echo "== exec start-up as $mode: glove vs bwrap, $(uname -r)"
+        "${as[@]}" /usr/bin/python3 "$driver" --rounds "$rounds" --mode "$mode" \
+                --results "$results" --glove "$(words "$g" exec -- /bin/true)" "${args[@]}" "${strace_args[@]}"
+}
 
+rc=0
+driver=bench/exec_startup.py
+if [ "$(id -u)" -eq 0 ]; then
+        startup root "$glove" bench/results/exec-startup.jsonl || rc=$?
+else
+        echo "bench: not root; the root start-up run is skipped"
+fi
+
+# Unprivileged: the same run as nobody (as tests/integration/run.sh does),
+# with private copies of the binaries and the driver in a world-readable
+# directory, since the checkout may sit in a 0700 directory.
+echo
+nobody=65534
+if [ "$(id -u)" -eq 0 ]; then
+        if ! command -v setpriv >/dev/null; then
+                echo "bench: setpriv is missing (util-linux); the unprivileged start-up run is skipped"
+        else
+                ud=$(mktemp -d /tmp/glove-bench.XXXXXX)
+                trap 'rm -rf "$ud"' EXIT
+                mkdir -p "$ud/bin" "$ud/home"
+                cp "$glove" "$ud/bin/glove"
+                for extra in "$(dirname "$glove")"/glove-* "$(dirname "$glove")"/gloved; do
+                        if [ -f "$extra" ] && [ -x "$extra" ]; then cp "$extra" "$ud/bin/"; fi
+                done
+                cp bench/exec_startup.py "$ud/exec_startup.py"
+                : >"$ud/results.jsonl"
+                chmod 0755 "$ud" "$ud/bin" "$ud/bin"/* "$ud/exec_startup.py"
+                chown "$nobody:$nobody" "$ud/home" "$ud/results.jsonl"
+                as=(setpriv --reuid=$nobody --regid=$nobody --clear-groups env HOME="$ud/home" USER=nobody LOGNAME=nobody)
+                if ! why=$(cd / && "${as[@]}" unshare --user --map-root-user /bin/true 2>&1); then
+                        echo "bench: unprivileged user namespaces are unavailable (${why:-unshare failed}); the unprivileged start-up run is skipped"
+                else
+                        # The records name this checkout's commit.
+                        commit=$(git rev-parse HEAD 2>/dev/null || true)
+                        [ -n "$commit" ] && [ -n "$(git status --porcelain --untracked-files=no)" ] &&
+                                commit="$commit-dirty"
+                        urc=0
+                        (cd "$ud/home" && driver="$ud/exec_startup.py" && commit_args=(--commit "$commit") &&
+                                startup unprivileged "$ud/bin/glove" "$ud/results.jsonl" "${as[@]}") || urc=$?
+                        cat "$ud/results.jsonl" >>bench/results/exec-startup.jsonl
+                        [ $urc -eq 0 ] || rc=$urc
+                fi
+        fi
+elif ! why=$(cd / && unshare --user --map-root-user /bin/true 2>&1); then
+        echo "bench: unprivileged user namespaces are unavailable (${why:-unshare failed}); the unprivileged start-up run is skipped"
+else
+        startup unprivileged "$glove" bench/results/exec-startup.jsonl || rc=$?
+fi
+
+bwrap_args=()
+if command -v bwrap >/dev/null && (cd / && "${bwrap_cmd[@]}") >/dev/null 2>&1; then
+        bwrap_args=(--bwrap)
+fi
 if command -v hyperfine >/dev/null; then
         echo
         echo "== hyperfine, same commands (second opinion)"
