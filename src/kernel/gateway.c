@@ -83,14 +83,14 @@ static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata)
         (void)s;
         (void)usec;
         struct glove_kernel_gateway *gw = userdata;
-        glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "the upstreams did not finish initializing within %lld ms",
-                        (long long)gw->cfg.call_timeout_ms);
         for (size_t i = 0; i < gw->n_ups; i++)
                 if (glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY) {
                         glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "upstream %s did not finish initializing within %lld ms",
                                         glove_mcp_upstream_name(gw->ups[i].u), (long long)gw->cfg.call_timeout_ms);
                         break;
                 }
+        glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "the upstreams did not finish initializing within %lld ms",
+                        (long long)gw->cfg.call_timeout_ms);
         gw_fail(gw);
         return 0;
 }
@@ -158,7 +158,7 @@ static void up_message(void *userdata, struct glove_mcp_upstream *u, struct glov
 }
 
 /* Its tools answer upstream_unavailable from now on. */
-static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *why) {
+static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
         struct gw_upstream *gu = userdata;
         struct glove_kernel_gateway *gw = gu->gw;
         const char *name = glove_mcp_upstream_spec(u)->name;
@@ -166,6 +166,9 @@ static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *wh
                 gw_audit(gw, "upstream_failed", json_pack("{s:s,s:s}", "name", name, "reason", why));
         gw_fail_calls_of(gw, gu->index);
         if (!glove_mcp_upstream_listed(u) && !gw->released) {
+                /* The first error set is the one reported (glove_error_set). */
+                if (protocol)
+                        glove_error_set(&gw->err, EPROTO, "upstream.protocol", "upstream %s: %s", name, why);
                 glove_error_set(&gw->err, EPROTO, "upstream.start", "upstream %s failed during initialization: %s", name, why);
                 gw_fail(gw);
         }

@@ -134,7 +134,7 @@ static int record(struct glove_mcp_upstream *u, const char *event, json_t *field
 
 /* Marks the upstream gone: the process is killed; its exit is reaped by
  * on_child_exit. */
-static void dead(struct glove_mcp_upstream *u, const char *why) {
+static void dead_as(struct glove_mcp_upstream *u, const char *why, bool protocol) {
         if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
                 return;
         u->state = GLOVE_MCP_UPSTREAM_DEAD;
@@ -144,7 +144,16 @@ static void dead(struct glove_mcp_upstream *u, const char *why) {
         glove_closep(&u->out_fd);
         u->in_fd = u->out_fd = -1;
         glove_mcp_upstream_kill(u, SIGKILL);
-        u->cfg->ops->dead(u->cfg->userdata, u, why);
+        u->cfg->ops->dead(u->cfg->userdata, u, why, protocol);
+}
+
+static void dead(struct glove_mcp_upstream *u, const char *why) {
+        dead_as(u, why, false);
+}
+
+/* The upstream broke the protocol (or listing it failed). */
+static void protocol_error(struct glove_mcp_upstream *u, const char *what) {
+        dead_as(u, what, true);
 }
 
 static void flush(struct glove_mcp_upstream *u) {
@@ -311,7 +320,7 @@ static int drop_duplicates(struct glove_mcp_upstream *u) {
 static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
         json_t *tools = json_object_get(result, "tools");
         if (!json_is_array(tools)) {
-                dead(u, "tools/list answered without a tools array");
+                protocol_error(u, "tools/list answered without a tools array");
                 return;
         }
         size_t i;
@@ -320,7 +329,7 @@ static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
                 /* Every entry counts, offered or not: the records of dropped
                  * ones are bounded too. */
                 if (u->listed++ >= GLOVE_MCP_UPSTREAM_TOOLS_MAX) {
-                        dead(u, "more tools/list entries than Glove accepts from one upstream");
+                        protocol_error(u, "more tools/list entries than Glove accepts from one upstream");
                         return;
                 }
                 const char *problem = tool_entry_problem(u, t);
@@ -331,14 +340,14 @@ static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
                         continue;
                 }
                 if (json_array_append(u->listing, t) < 0) {
-                        dead(u, "out of memory while listing its tools");
+                        protocol_error(u, "out of memory while listing its tools");
                         return;
                 }
         }
         json_t *cursor = json_object_get(result, "nextCursor");
         if (json_is_string(cursor) && json_string_length(cursor) > 0) {
                 if (++u->pages >= GLOVE_MCP_UPSTREAM_PAGES_MAX) {
-                        dead(u, "too many tools/list pages");
+                        protocol_error(u, "too many tools/list pages");
                         return;
                 }
                 send_list(u, cursor);
@@ -347,7 +356,7 @@ static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
         int rr = drop_duplicates(u);
         if (rr < 0) {
                 if (rr == -ENOMEM)
-                        dead(u, "out of memory while listing its tools");
+                        protocol_error(u, "out of memory while listing its tools");
                 return;
         }
         bool changed = u->ever_ready;
@@ -371,7 +380,7 @@ static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
 static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *result) {
         const char *v = glove_mcp_string(json_object_get(result, "protocolVersion"));
         if (!glove_mcp_version_supported(v)) {
-                dead(u, "initialize answered with an unsupported protocolVersion");
+                protocol_error(u, "initialize answered with an unsupported protocolVersion");
                 return;
         }
         snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
@@ -392,7 +401,7 @@ static void handle_message(struct glove_mcp_upstream *u, struct glove_mcp_messag
                         json_t *result = json_object_get(m->root, "result");
                         bool init = u->state == GLOVE_MCP_UPSTREAM_INITIALIZING;
                         if (!result)
-                                dead(u, init ? "initialize failed" : "tools/list failed");
+                                protocol_error(u, init ? "initialize failed" : "tools/list failed");
                         else if (init)
                                 handle_initialize_result(u, result);
                         else

@@ -202,7 +202,9 @@ static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway
         case GLOVE_KERNEL_GATEWAY_READY:
                 return on_gateway_ready(r);
         case GLOVE_KERNEL_GATEWAY_FAILED:
-                r->err = *err;
+                /* The first reason stands (as with glove_error_set). */
+                if (!glove_error_is_set(&r->err))
+                        r->err = *err;
                 if (r->status < 0)
                         r->status = GLOVE_EXIT_FAILURE;
                 if (!r->sandbox_gone)

@@ -55,8 +55,9 @@ enum glove_kernel_gateway_event {
         GLOVE_KERNEL_GATEWAY_READY,
         /* The gateway failed (err says why: an audit append, the agent's
          * channel, an upstream during startup, the startup bound) and is
-         * stopping. May be reported more than once; the last one is the
-         * latest reason. */
+         * stopping. May be reported more than once; err is always the
+         * gateway's first failure (a later one does not replace it, as with
+         * glove_error_set). */
         GLOVE_KERNEL_GATEWAY_FAILED,
         /* After glove_kernel_gateway_agent_exited: every upstream process has
          * been reaped. Reported once; the caller may leave its loop. */

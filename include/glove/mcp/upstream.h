@@ -108,8 +108,10 @@ struct glove_mcp_upstream_ops {
          * than notifications/tools/list_changed. m is borrowed. */
         void (*message)(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m);
         /* The upstream is gone (why: a short text) and has been sent SIGKILL;
-         * its state is DEAD from now on. Called once. */
-        void (*dead)(void *userdata, struct glove_mcp_upstream *u, const char *why);
+         * its state is DEAD from now on. protocol is true when it broke the
+         * protocol (initialize or tools/list failed or answered wrongly, or
+         * its listing is over a bound). Called once. */
+        void (*dead)(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol);
         /* Its process has been reaped (after dead). */
         void (*exited)(void *userdata, struct glove_mcp_upstream *u);
         /* Asked after each message read: true stops handling the rest of
