@@ -23,7 +23,9 @@
  * state, no signal dispositions or masks, no prctl on the caller, no
  * environment (upstream environments are in their specs), no printing, no
  * exit. The gateway owns every descriptor, event source and child process it
- * creates and releases them in glove_kernel_gateway_free.
+ * creates and releases them in glove_kernel_gateway_free. As for any sd-event
+ * child source, the caller keeps SIGCHLD blocked; and since writes to a pipe
+ * whose reader is gone raise SIGPIPE, the caller ignores or blocks SIGPIPE.
  */
 
 #include <jansson.h>
