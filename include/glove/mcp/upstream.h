@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * An upstream MCP server as a client sees it (MCP specification: Transports,
+ * stdio; Lifecycle; Tools): a host process started from a parsed spec, whose
+ * stdin/stdout carry one JSON-RPC message per line. The client runs on a
+ * caller-supplied sd-event loop: it sends initialize, then fetches tools/list
+ * page by page (again after notifications/tools/list_changed), drops entries
+ * no client may be offered (each reported as a "tool_dropped" record), and
+ * answers the upstream's own requests (ping only; Glove offers upstreams no
+ * client capabilities). Everything else it reads is handed to the caller.
+ *
+ * Daemon-safe: no statics, no environment lookups (the caller passes the
+ * environment explicitly), no printing, nothing process-wide on the caller
+ * (the child resets its own signal dispositions and mask and sets its own
+ * PR_SET_PDEATHSIG). Spawning uses fork(); the child touches no allocator
+ * between fork and execve.
+ */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "glove/base/error.h"
+#include "glove/mcp/frame.h"
+
+#define GLOVE_MCP_UPSTREAM_NAME_MAX 32
+#define GLOVE_MCP_UPSTREAM_ARGS_MAX 64
+/* Most "NAME:VAR" entries given to glove_mcp_upstream_spec_build_env. */
+#define GLOVE_MCP_UPSTREAM_ENV_MAX 256
+/* Most entries one upstream's tools/list may hold (offered or dropped, all
+ * pages together), and pages followed while listing. */
+#define GLOVE_MCP_UPSTREAM_TOOLS_MAX 4096
+#define GLOVE_MCP_UPSTREAM_PAGES_MAX 256
+/* Bytes queued towards an upstream that is not reading. */
+#define GLOVE_MCP_UPSTREAM_PENDING_MAX (64 * 1024 * 1024)
+/* Longest part of a dropped tool's name written to its tool_dropped
+ * record, in bytes (the record also gives the whole length). */
+#define GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX 256
+
+/* Default PATH when the given environment has none. */
+#define GLOVE_MCP_UPSTREAM_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* What to start: filled by glove_mcp_upstream_spec_parse and
+ * glove_mcp_upstream_spec_build_env, released by glove_mcp_upstream_spec_free. */
+struct glove_mcp_upstream_spec {
+        char name[GLOVE_MCP_UPSTREAM_NAME_MAX + 1];
+        char *argv[GLOVE_MCP_UPSTREAM_ARGS_MAX + 1];   /* owned strings, NULL-terminated; argv[0] as given */
+        char *path;                                    /* resolved executable, owned */
+        char **envp;                                   /* owned, NULL-terminated; NULL until built */
+};
+
+/*
+ * Parses "NAME=CMD[,ARG...]" (NAME is [a-z0-9_-]{1,32}; arguments are split
+ * at every comma, so an argument cannot contain one) into *spec (zeroed
+ * first; free it with glove_mcp_upstream_spec_free whatever the result). CMD
+ * without a slash is looked up once, here, in the PATH of env (a
+ * NULL-terminated "NAME=VALUE" array, borrowed; NULL or no PATH means
+ * GLOVE_MCP_UPSTREAM_DEFAULT_PATH); the resolved path is what runs.
+ * Errors: "upstream.bad_spec" (message starts with the spec text, or the
+ * name once it is known, then ": "), "upstream.not_found".
+ */
+int glove_mcp_upstream_spec_parse(const char *text, const char *const *env, struct glove_mcp_upstream_spec *spec,
+                                  struct glove_error *err);
+
+/*
+ * Builds spec->envp: PATH, HOME and LANG from env when set there (PATH
+ * defaults to GLOVE_MCP_UPSTREAM_DEFAULT_PATH), plus, for each "NAME:VAR" of
+ * specs (at most GLOVE_MCP_UPSTREAM_ENV_MAX) whose NAME is spec->name, VAR
+ * copied from env. env and specs are borrowed. Errors (the message starts
+ * with the offending "NAME:VAR" and ": "): "upstream.bad_env" (not
+ * NAME:VAR, too many, out of memory), "upstream.env_unset" (VAR is not in
+ * env).
+ */
+int glove_mcp_upstream_spec_build_env(struct glove_mcp_upstream_spec *spec, const char *const *env, const char *const *specs,
+                                      size_t n_specs, struct glove_error *err);
+
+void glove_mcp_upstream_spec_free(struct glove_mcp_upstream_spec *spec);
+
+enum glove_mcp_upstream_state {
+        GLOVE_MCP_UPSTREAM_INITIALIZING,   /* initialize sent, waiting for its result */
+        GLOVE_MCP_UPSTREAM_LISTING,        /* tools/list pages being fetched */
+        GLOVE_MCP_UPSTREAM_READY,
+        GLOVE_MCP_UPSTREAM_DEAD,           /* exited, or its channel failed */
+};
+
+struct glove_mcp_upstream;
+
+/* What the client tells its caller. Every callback may call back into the
+ * client (send, kill) but must not free it. */
+struct glove_mcp_upstream_ops {
+        /* An event worth a record: "frame_oversized" {from, max_frame},
+         * "upstream_invalid_message" {from}, "tool_dropped" {upstream, tool,
+         * [tool_bytes], reason}, "upstream_ready" {name, protocol_version,
+         * tools}, "upstream_exit" {name, status, signal}. fields is stolen
+         * (NULL when it could not be built). A negative return stops what the
+         * client was doing with the listing (fail closed). Optional. */
+        int (*record)(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields);
+        /* initialize finished, or a listing of its tools did; changed is
+         * true for a listing after the first one. */
+        void (*ready)(void *userdata, struct glove_mcp_upstream *u, bool changed);
+        /* A message the client does not handle itself: a response to a
+         * request sent with glove_mcp_upstream_send, or a notification other
+         * than notifications/tools/list_changed. m is borrowed. */
+        void (*message)(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m);
+        /* The upstream is gone (why: a short text) and has been sent SIGKILL;
+         * its state is DEAD from now on. protocol is true when it broke the
+         * protocol (initialize or tools/list failed or answered wrongly, or
+         * its listing is over a bound). Called once. */
+        void (*dead)(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol);
+        /* Its process has been reaped (after dead). */
+        void (*exited)(void *userdata, struct glove_mcp_upstream *u);
+        /* Asked after each message read: true stops handling the rest of
+         * what was read in this round (it is handled on the next). Optional. */
+        bool (*halted)(void *userdata);
+};
+
+struct glove_mcp_upstream_config {
+        size_t max_frame;                       /* longest line accepted, bytes */
+        const char *max_frame_name;             /* how the caller names max_frame in the why of dead
+                                                 * (e.g. its option); NULL: "the frame bound" */
+        /* Whether a listed tool's name (len bytes, may hold NUL) may be
+         * offered: a name no rule could name is dropped. Required (Glove
+         * passes glove_policy_tool_name_valid). */
+        bool (*tool_name_valid)(const char *name, size_t len);
+        const char *client_name, *client_version;   /* clientInfo of initialize; NULL: "glove", GLOVE_VERSION */
+        const struct glove_mcp_upstream_ops *ops;   /* borrowed, outlives the client */
+        void *userdata;
+};
+
+/*
+ * Starts spec's process (new session, PR_SET_PDEATHSIG(SIGKILL), stdin and
+ * stdout pipes with the client's ends non-blocking, stderr shared with the
+ * caller, no other descriptor inherited, default signal dispositions and an
+ * empty mask, environment spec->envp or an empty one), adds its event
+ * sources to event and sends initialize. Returns once execve succeeded.
+ * spec and cfg are borrowed and must outlive *out. On failure nothing is
+ * left behind (no descriptor, no child). Errors: "upstream.start" (the
+ * message names the upstream), "upstream.event_loop".
+ */
+int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec *spec,
+                           const struct glove_mcp_upstream_config *cfg, struct glove_mcp_upstream **out,
+                           struct glove_error *err);
+
+/* Kills the process group with SIGKILL if it is still running, reaps it,
+ * and releases every descriptor, event source and reference. NULL is fine. */
+void glove_mcp_upstream_free(struct glove_mcp_upstream *u);
+
+const char *glove_mcp_upstream_name(const struct glove_mcp_upstream *u);
+const struct glove_mcp_upstream_spec *glove_mcp_upstream_spec(const struct glove_mcp_upstream *u);
+enum glove_mcp_upstream_state glove_mcp_upstream_state(const struct glove_mcp_upstream *u);
+
+/* True once a tools/list listing of it has finished (false for an upstream
+ * without the tools capability). */
+bool glove_mcp_upstream_listed(const struct glove_mcp_upstream *u);
+
+/* The process id while the process has not been reaped, else -1. */
+pid_t glove_mcp_upstream_pid(const struct glove_mcp_upstream *u);
+
+/* The offered tools (borrowed; each has a "name" that
+ * cfg->tool_name_valid accepts, no name twice), or NULL before the
+ * first listing finished. */
+const json_t *glove_mcp_upstream_tools(const struct glove_mcp_upstream *u);
+
+/* True when the offered tools include tool (NUL-terminated; compared with
+ * the name's own length). */
+bool glove_mcp_upstream_has_tool(const struct glove_mcp_upstream *u, const char *tool);
+
+/* Reserves the next request id for a request the caller sends. */
+int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u);
+
+/* Queues msg (stolen) towards the upstream and writes what it takes.
+ * Returns 0, or -EPIPE when it is DEAD (or msg is NULL); a backlog over
+ * GLOVE_MCP_UPSTREAM_PENDING_MAX makes it DEAD (ops->dead). */
+int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg);
+
+/* Signals the process group and the process. */
+void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig);

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's side of the gateway: its channel, initialize, ping and the
+ * merged tools/list (gateway.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway_internal.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/number.h"
+
+/* Largest tools/list cursor (an offset into the combined list). */
+#define TOOLS_TOTAL_MAX ((unsigned long long)GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX * GLOVE_MCP_UPSTREAM_TOOLS_MAX)
+
+static void agent_flush(struct glove_kernel_gateway *gw) {
+        if (gw->agent_in < 0)
+                return;
+        int rr = glove_mcp_writer_flush(&gw->agent_writer, gw->agent_in);
+        if (rr == -EAGAIN) {
+                sd_event_source_set_enabled(gw->agent_in_src, SD_EVENT_ON);
+                return;
+        }
+        sd_event_source_set_enabled(gw->agent_in_src, SD_EVENT_OFF);
+        if (rr < 0) {
+                /* The agent closed its stdin; nothing more can reach it. */
+                glove_mcp_writer_free(&gw->agent_writer);
+                glove_mcp_writer_init(&gw->agent_writer, GLOVE_KERNEL_GATEWAY_AGENT_PENDING_MAX);
+                gw->agent_in_src = sd_event_source_disable_unref(gw->agent_in_src);
+                glove_closep(&gw->agent_in);
+                gw->agent_in = -1;
+        }
+}
+
+int gw_send_agent(struct glove_kernel_gateway *gw, json_t *msg) {
+        _cleanup_json_ json_t *m = msg;
+        if (!m || gw->agent_in < 0)
+                return -EPIPE;
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int rr = glove_mcp_encode(m, SIZE_MAX, &buf, &len);
+        if (rr == 0)
+                rr = glove_mcp_writer_queue(&gw->agent_writer, buf, len);
+        if (rr < 0) {
+                glove_error_set(&gw->err, -rr, "mcp.agent_backlog", "the agent does not read its stdin (%zu bytes pending)",
+                                gw->agent_writer.buf.len);
+                gw_fail(gw);
+                return rr;
+        }
+        agent_flush(gw);
+        return 0;
+}
+
+void gw_agent_error(struct glove_kernel_gateway *gw, const json_t *id, int code, const char *message, const char *reason,
+                    const char *rule) {
+        gw_send_agent(gw, glove_mcp_rpc_error(id, code, message, reason, rule));
+}
+
+/* Appends the tools of u that policy shows, from the start-th visible one
+ * on, until page holds a whole page; *index counts visible tools. Returns
+ * true when there are more than fit. */
+static bool list_upstream_tools(struct glove_kernel_gateway *gw, const struct glove_mcp_upstream *u, size_t start,
+                                size_t *index, json_t *page) {
+        const char *uname = glove_mcp_upstream_name(u);
+        size_t k;
+        json_t *t;
+        json_array_foreach(glove_mcp_upstream_tools(u), k, t) {
+                /* A C string that is the whole name: the client keeps only
+                 * valid, distinct names. */
+                const char *tname = json_string_value(json_object_get(t, "name"));
+                if (!glove_policy_tool_visible(gw->cfg.policy, uname, tname))
+                        continue;
+                if ((*index)++ < start)
+                        continue;
+                if (json_array_size(page) == GLOVE_KERNEL_GATEWAY_TOOLS_PAGE)
+                        return true;
+                json_t *copy = json_deep_copy(t);
+                char qualified[GLOVE_KERNEL_TOOL_MAX + 64];
+                snprintf(qualified, sizeof(qualified), "%s.%s", uname, tname);
+                json_object_set_new(copy, "name", json_string(qualified));
+                json_array_append_new(page, copy);
+        }
+        return false;
+}
+
+static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id, json_t *params) {
+        size_t start = 0;
+        json_t *cursor = params ? json_object_get(params, "cursor") : NULL;
+        if (cursor) {
+                uint64_t v = 0;
+                /* Our cursors are decimal offsets; "100\u0000x" is none. */
+                const char *text = glove_mcp_string(cursor);
+                if (!text || glove_number_parse_u64(text, 0, 0, TOOLS_TOTAL_MAX, &v) < 0) {
+                        gw_agent_error(gw, id, GLOVE_RPC_INVALID_PARAMS, "invalid cursor", "invalid_params", "params.cursor");
+                        return;
+                }
+                start = (size_t)v;
+        }
+        json_t *tools = json_array();
+        size_t index = 0;
+        bool more = false;
+        for (size_t i = 0; i < gw->n_ups && !more; i++) {
+                const struct glove_mcp_upstream *u = gw->ups[i].u;
+                if (glove_mcp_upstream_state(u) == GLOVE_MCP_UPSTREAM_DEAD || !glove_mcp_upstream_tools(u))
+                        continue;
+                more = list_upstream_tools(gw, u, start, &index, tools);
+        }
+        json_t *result = json_pack("{s:o}", "tools", tools);
+        if (more && result) {
+                char next[32];
+                snprintf(next, sizeof(next), "%zu", start + GLOVE_KERNEL_GATEWAY_TOOLS_PAGE);
+                json_object_set_new(result, "nextCursor", json_string(next));
+        }
+        gw_send_agent(gw, glove_mcp_rpc_result(id, result));
+}
+
+static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_mcp_message *m) {
+        if (m->kind == GLOVE_MCP_RESPONSE) {
+                /* Glove never sends the agent requests: nothing to answer. */
+                gw_audit(gw, "response_dropped", json_pack("{s:s,s:O}", "from", "agent", "id", m->id));
+                return;
+        }
+        const char *method = m->method;
+        if (m->kind == GLOVE_MCP_NOTIFICATION) {
+                if (strcmp(method, "notifications/cancelled") == 0)
+                        gw_handle_agent_cancel(gw, m->params);
+                return; /* notifications/initialized and others need no action */
+        }
+        if (strcmp(method, "initialize") == 0)
+                gw_send_agent(gw, glove_mcp_rpc_result(m->id, glove_kernel_gateway_initialize_result(m->params)));
+        else if (strcmp(method, "ping") == 0)
+                gw_send_agent(gw, glove_mcp_rpc_result(m->id, json_object()));
+        else if (strcmp(method, "tools/list") == 0)
+                handle_tools_list(gw, m->id, m->params);
+        else if (strcmp(method, "tools/call") == 0)
+                gw_handle_tools_call(gw, m->id, m->params);
+        else
+                gw_agent_error(gw, m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL);
+}
+
+/* Handles one line from the agent. */
+static void handle_agent_line(struct glove_kernel_gateway *gw, const char *line, size_t len) {
+        struct glove_mcp_message m;
+        json_t *rid = NULL;
+        struct glove_error e = {0};
+        if (glove_mcp_message_parse(line, len, gw->cfg.max_frame, GLOVE_MCP_PARSE_BOUND_VALUES, &m, &rid, &e) < 0) {
+                bool parse = strcmp(e.code, "mcp.parse") == 0;
+                gw_agent_error(gw, parse ? NULL : rid, parse ? GLOVE_RPC_PARSE_ERROR : GLOVE_RPC_INVALID_REQUEST, e.message, NULL,
+                               NULL);
+                json_decref(rid);
+                return;
+        }
+        json_decref(rid);
+        handle_agent_message(gw, &m);
+        glove_mcp_message_free(&m);
+}
+
+int gw_on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)revents;
+        struct glove_kernel_gateway *gw = userdata;
+        ssize_t n = glove_mcp_reader_fill(&gw->agent_reader, fd);
+        if (n == -EAGAIN)
+                return 0;
+        /* The caller may count the channel towards a limit. */
+        if (n > 0 && gw->cfg.agent_bytes && !gw->cfg.agent_bytes(gw->cfg.userdata, (size_t)n))
+                return 0;
+        for (;;) {
+                const char *line;
+                size_t len;
+                int rr = glove_mcp_reader_next(&gw->agent_reader, &line, &len);
+                if (rr == -EMSGSIZE) {
+                        const char *bound = gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "the frame bound";
+                        gw_audit(gw, "frame_oversized", json_pack("{s:s,s:I}", "from", "agent", "max_frame", (json_int_t)gw->cfg.max_frame));
+                        glove_error_set(&gw->err, EMSGSIZE, "mcp.frame_too_large",
+                                        "the agent sent a line longer than %s %zu bytes; the channel is closed", bound, gw->cfg.max_frame);
+                        gw_fail(gw);
+                        return 0;
+                }
+                if (rr <= 0)
+                        break;
+                handle_agent_line(gw, line, len);
+                if (gw->stopping)
+                        return 0;
+        }
+        if (n <= 0) {
+                /* End of the agent's output (or a read error): nothing more will
+                 * come; the agent's exit ends the session. */
+                gw->agent_out_src = sd_event_source_disable_unref(gw->agent_out_src);
+                glove_closep(&gw->agent_out);
+                gw->agent_out = -1;
+        }
+        return 0;
+}
+
+int gw_on_agent_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)fd;
+        (void)revents;
+        agent_flush(userdata);
+        return 0;
+}

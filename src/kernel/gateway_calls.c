@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tools/call: the policy decision, forwarding, correlation of the response,
+ * timeouts and cancellation (gateway.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway_internal.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/time.h"
+
+static uint64_t timeout_us(const struct glove_kernel_gateway *gw) {
+        return (uint64_t)gw->cfg.call_timeout_ms * 1000;
+}
+
+static json_t *call_result_fields(struct glove_kernel_call *c, const char *status) {
+        return json_pack("{s:O,s:s,s:s,s:I}", "id", c->agent_id, "tool", c->tool, "upstream_status", status, "latency_us",
+                         (json_int_t)(glove_time_monotonic_us() - c->start_us));
+}
+
+static void call_finish(struct glove_kernel_gateway *gw, struct glove_kernel_call *c, const char *status) {
+        /* The shared timer is left as it is: if it fires for a call that is
+         * gone, the scan finds nothing due and re-arms. */
+        if (gw_auditing(gw))
+                gw_audit(gw, "call_result", call_result_fields(c, status));
+        glove_kernel_calls_remove(gw->calls, c);
+}
+
+/* Arms the shared call timer at deadline when it is off or set later. */
+static void call_timer_arm(struct glove_kernel_gateway *gw, uint64_t deadline) {
+        if (!gw->call_timer || (gw->call_timer_at && gw->call_timer_at <= deadline))
+                return;
+        sd_event_source_set_time(gw->call_timer, deadline);
+        sd_event_source_set_enabled(gw->call_timer, SD_EVENT_ONESHOT);
+        gw->call_timer_at = deadline;
+}
+
+static void call_timeout(struct glove_kernel_gateway *gw, struct glove_kernel_call *c) {
+        struct glove_mcp_upstream *u = gw->ups[c->upstream].u;
+        if (!c->cancelled) {
+                char rule[64];
+                if (gw->cfg.call_timeout_rule)
+                        snprintf(rule, sizeof(rule), "%s", gw->cfg.call_timeout_rule);
+                else
+                        snprintf(rule, sizeof(rule), "call_timeout_ms %lld", (long long)gw->cfg.call_timeout_ms);
+                gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_TIMEOUT, "the upstream did not answer in time", "upstream_timeout",
+                               rule);
+        }
+        json_t *params = json_pack("{s:I,s:s}", "requestId", (json_int_t)c->upstream_id, "reason", "timeout");
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/cancelled", params));
+        call_finish(gw, c, c->cancelled ? "cancelled" : "timeout");
+}
+
+int gw_on_call_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void)s;
+        (void)usec;
+        struct glove_kernel_gateway *gw = userdata;
+        gw->call_timer_at = 0;
+        uint64_t now = glove_time_monotonic_us(), next = 0;
+        for (size_t i = 0, seen = 0; i < GLOVE_KERNEL_CALLS_MAX && seen < gw->calls->count; i++) {
+                struct glove_kernel_call *c = &gw->calls->slots[i];
+                if (!c->used)
+                        continue;
+                uint64_t deadline = c->start_us + timeout_us(gw);
+                if (deadline <= now) {
+                        call_timeout(gw, c); /* removes c; count drops, so do not count it */
+                        continue;
+                }
+                seen++;
+                if (!next || deadline < next)
+                        next = deadline;
+        }
+        if (next)
+                call_timer_arm(gw, next);
+        return 0;
+}
+
+void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream) {
+        for (size_t i = 0; i < GLOVE_KERNEL_CALLS_MAX && gw->calls->count > 0; i++) {
+                struct glove_kernel_call *c = &gw->calls->slots[i];
+                if (!c->used || c->upstream != upstream)
+                        continue;
+                if (!c->cancelled)
+                        gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running",
+                                       "upstream_unavailable", glove_mcp_upstream_name(gw->ups[upstream].u));
+                call_finish(gw, c, "unavailable");
+        }
+}
+
+void gw_finish_all_calls(struct glove_kernel_gateway *gw, const char *status) {
+        for (size_t i = 0; i < GLOVE_KERNEL_CALLS_MAX && gw->calls->count > 0; i++)
+                if (gw->calls->slots[i].used)
+                        call_finish(gw, &gw->calls->slots[i], status);
+}
+
+/* SHA-256 of the call's arguments as given, whatever their JSON type (a
+ * string or null that is refused is digested too), encoded compactly with
+ * sorted keys (reals with 17 significant digits); of "{}" when absent.
+ * out receives 64 lowercase hex digits and a NUL. Returns 0, or a negative
+ * errno (out of memory, digest failure) with out empty. */
+static int hash_arguments(const json_t *args, char out[65]) {
+        out[0] = '\0';
+        /* JSON_ENCODE_ANY: without it jansson encodes only objects and arrays.
+         * The encoding holds no raw NUL ("\u0000" stays escaped), so strlen
+         * is its length. */
+        _cleanup_free_ char *enc =
+                args ? json_dumps(args, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : strdup("{}");
+        uint8_t d[32];
+        if (!enc)
+                return -ENOMEM;
+        int rr = glove_digest_sha256(enc, strlen(enc), d, NULL);
+        if (rr < 0)
+                return rr;
+        glove_digest_hex_encode(d, sizeof(d), out, 65);
+        return 0;
+}
+
+/* The fields of a call record, or NULL when they cannot be built (out of
+ * memory, or sha empty because the digest failed): gw_audit() then fails
+ * the gateway, so a decision is never recorded without its digest. */
+static json_t *decision_fields(struct glove_kernel_gateway *gw, const json_t *id, const char *tool, const char *decision,
+                               const char *reason, const char *rule, const json_t *args, const char *sha) {
+        if (!sha[0])
+                return NULL;
+        json_t *f = json_pack("{s:O,s:s,s:s,s:s}", "id", id, "tool", tool, "decision", decision, "rule", rule);
+        if (!f)
+                return NULL;
+        if ((reason && json_object_set_new(f, "reason", json_string(reason)) < 0) ||
+            json_object_set_new(f, "arguments_sha256", json_string(sha)) < 0 ||
+            (gw->cfg.audit_arguments && json_object_set_new(f, "arguments", args ? json_deep_copy(args) : json_object()) < 0)) {
+                json_decref(f);
+                return NULL;
+        }
+        return f;
+}
+
+/* Refuses a tools/call: audit first (the refusal stands either way), then
+ * answer the agent. */
+static void refuse_call(struct glove_kernel_gateway *gw, const json_t *id, const char *tool, int code, const char *message,
+                        const char *reason, const char *rule, const json_t *args) {
+        if (gw_auditing(gw)) {
+                char sha[65];
+                (void)hash_arguments(args, sha); /* on failure sha is empty and the record fails closed */
+                gw_audit(gw, "call", decision_fields(gw, id, tool, "deny", reason, rule, args, sha));
+        }
+        gw_agent_error(gw, id, code, message, reason, rule);
+}
+
+/* The upstream named by the UPSTREAM part of name, or NULL. */
+static struct gw_upstream *find_upstream(struct glove_kernel_gateway *gw, const char *name, const char **tool) {
+        size_t ulen;
+        if (glove_kernel_split_name(name, &ulen, tool) < 0)
+                return NULL;
+        for (size_t i = 0; i < gw->n_ups; i++) {
+                const char *un = glove_mcp_upstream_name(gw->ups[i].u);
+                if (strlen(un) == ulen && memcmp(un, name, ulen) == 0)
+                        return &gw->ups[i];
+        }
+        return NULL;
+}
+
+/* Registers and forwards an allowed call to gu. */
+static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const json_t *id, const char *name,
+                         const char *tool, json_t *params, const json_t *args, const char *rule) {
+        struct glove_mcp_upstream *u = gu->u;
+        int e;
+        struct glove_kernel_call *c = glove_kernel_calls_add(gw->calls, id, gu->index, glove_mcp_upstream_next_id(u), &e);
+        if (!c) {
+                if (e == -EEXIST)
+                        refuse_call(gw, id, name, GLOVE_RPC_INVALID_REQUEST, "a request with this id is already in flight",
+                                    "invalid_params", "request id in flight", args);
+                else
+                        refuse_call(gw, id, name, GLOVE_RPC_INVALID_REQUEST, "too many calls in flight", "invalid_params",
+                                    "in-flight bound", args);
+                return;
+        }
+        c->owner = gw;
+        snprintf(c->tool, sizeof(c->tool), "%s", name);
+        if (gw_auditing(gw))
+                (void)hash_arguments(args, c->arguments_sha256); /* only audit records use it; empty fails them closed */
+        json_t *meta = json_object_get(params, "_meta");
+        json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
+        if (token)
+                c->progress_token = json_incref(token);
+        /* Fail closed: the decision is on record before the call leaves. */
+        if (gw_auditing(gw) && gw_audit(gw, "call", decision_fields(gw, id, name, "allow", NULL, rule, args, c->arguments_sha256)) < 0) {
+                gw_agent_error(gw, id, GLOVE_RPC_INTERNAL_ERROR, "audit append failed; the call was not forwarded", NULL, NULL);
+                glove_kernel_calls_remove(gw->calls, c);
+                return;
+        }
+        /* The agent's params are forwarded as they are (the message is ours
+         * and not used after this), with the tool's own name; json_string
+         * copies tool before the old name is released. */
+        json_t *fwd = json_incref(params);
+        json_object_set_new(fwd, "name", json_string(tool));
+        json_t *uid = json_integer(c->upstream_id);
+        c->start_us = glove_time_monotonic_us();
+        call_timer_arm(gw, c->start_us + timeout_us(gw));
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(uid, "tools/call", fwd));
+        json_decref(uid);
+}
+
+void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, json_t *params) {
+        json_t *jname = params ? json_object_get(params, "name") : NULL;
+        json_t *args = params ? json_object_get(params, "arguments") : NULL;
+        const char *name = glove_mcp_string(jname);
+        if (json_is_string(jname) && !name) {
+                refuse_call(gw, id, "(contains NUL)", GLOVE_RPC_INVALID_PARAMS, "the tool name contains NUL", "invalid_params",
+                            "params.name", args);
+                return;
+        }
+        if (!name || strlen(name) >= GLOVE_KERNEL_TOOL_MAX) {
+                refuse_call(gw, id, name ? "(too long)" : "(none)", GLOVE_RPC_INVALID_PARAMS,
+                            "tools/call needs params.name, a tool name string", "invalid_params", "params.name", args);
+                return;
+        }
+        const char *tool = NULL;
+        struct gw_upstream *gu = find_upstream(gw, name, &tool);
+        bool dead = gu && glove_mcp_upstream_state(gu->u) == GLOVE_MCP_UPSTREAM_DEAD;
+        if (!gu || (!dead && !glove_mcp_upstream_has_tool(gu->u, tool))) {
+                refuse_call(gw, id, name, GLOVE_RPC_INVALID_PARAMS, "unknown tool", "unknown_tool", "no such upstream tool", args);
+                return;
+        }
+        const char *uname = glove_mcp_upstream_name(gu->u);
+        struct glove_policy_verdict v;
+        glove_policy_check_call(gw->cfg.policy, uname, tool, args, &v);
+        if (!v.allowed) {
+                bool bad_args = strcmp(v.reason, "invalid_params") == 0;
+                refuse_call(gw, id, name, bad_args ? GLOVE_RPC_INVALID_PARAMS : GLOVE_RPC_POLICY_DENIED,
+                            bad_args ? "tools/call arguments must be an object" : "the call is not allowed by policy", v.reason,
+                            v.rule, args);
+                return;
+        }
+        if (dead) {
+                refuse_call(gw, id, name, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running", "upstream_unavailable",
+                            uname, args);
+                return;
+        }
+        forward_call(gw, gu, id, name, tool, params, args, v.rule);
+}
+
+void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params) {
+        json_t *rid = params ? json_object_get(params, "requestId") : NULL;
+        struct glove_kernel_call *c = rid ? glove_kernel_calls_by_agent(gw->calls, rid) : NULL;
+        if (!c || c->cancelled)
+                return;
+        c->cancelled = true;
+        json_t *fwd = json_pack("{s:I}", "requestId", (json_int_t)c->upstream_id);
+        json_t *reason = json_object_get(params, "reason");
+        if (json_is_string(reason))
+                json_object_set(fwd, "reason", reason);
+        glove_mcp_upstream_send(gw->ups[c->upstream].u, glove_mcp_rpc_request(NULL, "notifications/cancelled", fwd));
+}
+
+void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
+        struct glove_kernel_call *c = glove_kernel_calls_by_upstream(gw->calls, gu->index, m->id);
+        if (!c) {
+                gw_audit(gw, "response_dropped", json_pack("{s:s,s:O}", "from", glove_mcp_upstream_name(gu->u), "id", m->id));
+                return;
+        }
+        bool is_error = json_object_get(m->root, "error") != NULL;
+        if (!c->cancelled) {
+                json_t *out = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "id", c->agent_id);
+                if (out)
+                        json_object_set(out, is_error ? "error" : "result", json_object_get(m->root, is_error ? "error" : "result"));
+                gw_send_agent(gw, out);
+        }
+        call_finish(gw, c, c->cancelled ? "cancelled" : is_error ? "error" : "ok");
+}
+
+void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
+        /* Relayed only for a call of this upstream that carries the token. */
+        json_t *token = m->params ? json_object_get(m->params, "progressToken") : NULL;
+        for (size_t i = 0, seen = 0; token && i < GLOVE_KERNEL_CALLS_MAX && seen < gw->calls->count; i++) {
+                struct glove_kernel_call *c = &gw->calls->slots[i];
+                if (!c->used)
+                        continue;
+                seen++;
+                if (c->upstream == gu->index && !c->cancelled && c->progress_token && json_equal(c->progress_token, token)) {
+                        gw_send_agent(gw, json_incref(m->root));
+                        break;
+                }
+        }
+}

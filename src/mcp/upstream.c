@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* An upstream MCP server's process, channel, and the initialize and
+ * tools/list exchanges (upstream.h). */
+#include "glove/mcp/upstream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
+#include "glove/mcp/jsonrpc.h"
+
+struct glove_mcp_upstream {
+        const struct glove_mcp_upstream_spec *spec;
+        const struct glove_mcp_upstream_config *cfg;
+        pid_t pid;
+        int pidfd, in_fd, out_fd;                  /* owned; -1 when closed */
+        struct glove_mcp_reader reader;
+        struct glove_mcp_writer writer;
+        sd_event_source *out_src, *in_src, *child_src;
+        enum glove_mcp_upstream_state state;
+        bool ever_ready;
+        int64_t next_id;                           /* ids of requests sent */
+        int64_t control_id;                        /* id of the pending initialize or tools/list */
+        json_t *tools;                             /* offered tools, owned */
+        json_t *listing;                           /* tools gathered while LISTING, owned */
+        size_t pages;
+        size_t listed;                             /* entries received while LISTING, dropped ones included */
+        bool relist;                               /* list_changed arrived while listing */
+        bool has_tools;                            /* the upstream advertised the tools capability */
+        char protocol_version[32];
+        int exit_code, exit_signal;                /* once reaped; -1 when unknown */
+};
+
+/* ------------------------------------------------------------------ process */
+
+static void close_pair(int p[2]) {
+        glove_closep(&p[0]);
+        glove_closep(&p[1]);
+        p[0] = p[1] = -1;
+}
+
+/* Starts the process; on failure every pipe end is closed and a child that
+ * was forked is reaped. */
+static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
+        const struct glove_mcp_upstream_spec *spec = u->spec;
+        int in[2] = {-1, -1}, out[2] = {-1, -1}, ep[2] = {-1, -1};
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+                int e = errno;
+                close_pair(in);
+                close_pair(out);
+                close_pair(ep);
+                return glove_error_set(err, e, "upstream.start", "upstream %s: pipe: %s", spec->name, strerror(e));
+        }
+        static char *const empty_env[] = {NULL};
+        char *const *envp = spec->envp ? spec->envp : empty_env;
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close_pair(in);
+                close_pair(out);
+                close_pair(ep);
+                return glove_error_set(err, e, "upstream.start", "upstream %s: fork: %s", spec->name, strerror(e));
+        }
+        if (pid == 0) {
+                int e = 0;
+                sigset_t none;
+                sigemptyset(&none);
+                for (int s = 1; s < NSIG; s++)
+                        signal(s, SIG_DFL);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                        e = errno;
+                else if (getppid() != parent)
+                        e = ESRCH;
+                if (!e && (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0))
+                        e = errno;
+                if (!e && ep[1] != 3 && dup2(ep[1], 3) < 0)
+                        e = errno;
+                if (!e) {
+                        fcntl(3, F_SETFD, FD_CLOEXEC);
+                        syscall(SYS_close_range, 4, ~0U, 0);
+                        execve(spec->path, spec->argv, envp);
+                        e = errno;
+                }
+                (void)!write(3, &e, sizeof(e));
+                _exit(127);
+        }
+        glove_closep(&in[0]);
+        glove_closep(&out[1]);
+        glove_closep(&ep[1]);
+        u->pid = pid;
+        u->in_fd = in[1];
+        u->out_fd = out[0];
+        int e = 0;
+        int n = glove_fd_read_exact(ep[0], &e, sizeof(e));
+        glove_closep(&ep[0]);
+        if (n == 0)
+                return glove_error_set(err, e, "upstream.start", "upstream %s: cannot execute %s: %s", spec->name, spec->path,
+                                       strerror(e));
+        u->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (u->pidfd < 0)
+                return glove_error_set(err, errno, "upstream.start", "upstream %s: pidfd_open: %s", spec->name, strerror(errno));
+        if (fcntl(u->in_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(u->out_fd, F_SETFL, O_NONBLOCK) < 0)
+                return glove_error_set(err, errno, "upstream.start", "upstream %s: fcntl: %s", spec->name, strerror(errno));
+        return 0;
+}
+
+void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig) {
+        if (u->pid > 0)
+                (void)kill(-u->pid, sig);
+        if (u->pidfd >= 0)
+                (void)syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ channel */
+
+static int record(struct glove_mcp_upstream *u, const char *event, json_t *fields) {
+        if (!u->cfg->ops->record) {
+                json_decref(fields);
+                return 0;
+        }
+        return u->cfg->ops->record(u->cfg->userdata, u, event, fields);
+}
+
+/* Marks the upstream gone: the process is killed; its exit is reaped by
+ * on_child_exit. */
+static void dead_as(struct glove_mcp_upstream *u, const char *why, bool protocol) {
+        if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
+                return;
+        u->state = GLOVE_MCP_UPSTREAM_DEAD;
+        u->out_src = sd_event_source_disable_unref(u->out_src);
+        u->in_src = sd_event_source_disable_unref(u->in_src);
+        glove_closep(&u->in_fd);
+        glove_closep(&u->out_fd);
+        u->in_fd = u->out_fd = -1;
+        glove_mcp_upstream_kill(u, SIGKILL);
+        u->cfg->ops->dead(u->cfg->userdata, u, why, protocol);
+}
+
+static void dead(struct glove_mcp_upstream *u, const char *why) {
+        dead_as(u, why, false);
+}
+
+/* The upstream broke the protocol (or listing it failed). */
+static void protocol_error(struct glove_mcp_upstream *u, const char *what) {
+        dead_as(u, what, true);
+}
+
+static void flush(struct glove_mcp_upstream *u) {
+        if (u->in_fd < 0)
+                return;
+        int rr = glove_mcp_writer_flush(&u->writer, u->in_fd);
+        if (rr == -EAGAIN) {
+                sd_event_source_set_enabled(u->in_src, SD_EVENT_ON);
+                return;
+        }
+        sd_event_source_set_enabled(u->in_src, SD_EVENT_OFF);
+        if (rr < 0)
+                dead(u, "its stdin closed");
+}
+
+int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg) {
+        _cleanup_json_ json_t *m = msg;
+        if (!m || u->state == GLOVE_MCP_UPSTREAM_DEAD || u->in_fd < 0)
+                return -EPIPE;
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int rr = glove_mcp_encode(m, SIZE_MAX, &buf, &len);
+        if (rr == 0)
+                rr = glove_mcp_writer_queue(&u->writer, buf, len);
+        if (rr < 0) {
+                dead(u, "it does not read its stdin");
+                return rr;
+        }
+        flush(u);
+        return 0;
+}
+
+int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u) {
+        return u->next_id++;
+}
+
+/* ------------------------------------------------------------------ tools/list */
+
+static void send_list(struct glove_mcp_upstream *u, json_t *cursor) {
+        u->control_id = u->next_id++;
+        json_t *id = json_integer(u->control_id);
+        json_t *params = cursor ? json_pack("{s:O}", "cursor", cursor) : json_object();
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(id, "tools/list", params));
+        json_decref(id);
+}
+
+static void start_listing(struct glove_mcp_upstream *u) {
+        if (!u->has_tools) {
+                if (!u->tools)
+                        u->tools = json_array();
+                u->state = GLOVE_MCP_UPSTREAM_READY;
+                return;
+        }
+        if (u->listing)
+                json_decref(u->listing);
+        u->listing = json_array();
+        u->pages = 0;
+        u->listed = 0;
+        u->state = GLOVE_MCP_UPSTREAM_LISTING;
+        send_list(u, NULL);
+}
+
+/* Why an entry of a tools/list is not offered (a reason of the tool_dropped
+ * record), or NULL when it is: an object whose "name" is a TOOL a rule could
+ * name, judged with its JSON length so that a NUL inside refuses the name
+ * instead of cutting it (docs/policy.md; the caller's predicate). */
+static const char *tool_entry_problem(const struct glove_mcp_upstream *u, const json_t *t) {
+        if (!json_is_object(t))
+                return "not_an_object";
+        json_t *name = json_object_get(t, "name");
+        if (!json_is_string(name) || !u->cfg->tool_name_valid(json_string_value(name), json_string_length(name)))
+                return "invalid_name";
+        return NULL;
+}
+
+/* Reports entry t dropped for reason: "tool" is the name as a JSON string
+ * (a NUL shows as \u0000), cut at a character boundary to
+ * GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX bytes, and "tool_bytes" its whole
+ * length; "tool" is null when the entry has no string name. */
+static int tool_dropped(struct glove_mcp_upstream *u, const json_t *t, const char *reason) {
+        if (!u->cfg->ops->record)
+                return 0;
+        json_t *name = json_is_object(t) ? json_object_get(t, "name") : NULL;
+        json_t *f = json_pack("{s:s}", "upstream", u->spec->name);
+        if (f && json_is_string(name)) {
+                const char *s = json_string_value(name);
+                size_t len = json_string_length(name), n = len;
+                if (n > GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX) {
+                        n = GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX; /* valid UTF-8: back up over continuation bytes */
+                        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+                                n--;
+                }
+                if (json_object_set_new(f, "tool", json_stringn(s, n)) < 0 ||
+                    json_object_set_new(f, "tool_bytes", json_integer((json_int_t)len)) < 0)
+                        f = (json_decref(f), NULL);
+        } else if (f && json_object_set_new(f, "tool", json_null()) < 0) {
+                f = (json_decref(f), NULL);
+        }
+        if (f && json_object_set_new(f, "reason", json_string(reason)) < 0)
+                f = (json_decref(f), NULL);
+        return record(u, "tool_dropped", f);
+}
+
+struct name_ref {
+        const char *s;
+        size_t len;
+        size_t index;   /* position in the listing */
+};
+
+/* Orders names bytewise, a name before the longer names it is a prefix of. */
+static int name_ref_cmp(const void *a, const void *b) {
+        const struct name_ref *x = a, *y = b;
+        int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+        if (c)
+                return c;
+        return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Removes from u->listing (valid entries only) every entry whose name is
+ * listed more than once, each copy reported as tool_dropped
+ * "duplicate_name": which of two definitions the upstream honours is
+ * unknown, so neither is offered (fail closed). O(n log n) in the listing's
+ * size. Returns 0, -ENOMEM (u->listing unchanged), or -ECANCELED when a
+ * record was refused. */
+static int drop_duplicates(struct glove_mcp_upstream *u) {
+        size_t n = json_array_size(u->listing);
+        if (n < 2)
+                return 0;
+        _cleanup_free_ struct name_ref *refs = calloc(n, sizeof(*refs));
+        _cleanup_free_ bool *dup = calloc(n, sizeof(*dup));
+        if (!refs || !dup)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *name = json_object_get(json_array_get(u->listing, i), "name");
+                refs[i] = (struct name_ref){json_string_value(name), json_string_length(name), i};
+        }
+        qsort(refs, n, sizeof(*refs), name_ref_cmp);
+        bool any = false;
+        for (size_t i = 1; i < n; i++) {
+                if (name_ref_cmp(&refs[i - 1], &refs[i]) != 0)
+                        continue;
+                dup[refs[i - 1].index] = true;
+                dup[refs[i].index] = true;
+                any = true;
+        }
+        if (!any)
+                return 0;
+        json_t *kept = json_array();
+        if (!kept)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *t = json_array_get(u->listing, i);
+                int rr = dup[i] ? tool_dropped(u, t, "duplicate_name") : json_array_append(kept, t);
+                if (rr < 0) {
+                        json_decref(kept);
+                        return dup[i] ? -ECANCELED : -ENOMEM;
+                }
+        }
+        json_decref(u->listing);
+        u->listing = kept;
+        return 0;
+}
+
+static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
+        json_t *tools = json_object_get(result, "tools");
+        if (!json_is_array(tools)) {
+                protocol_error(u, "tools/list answered without a tools array");
+                return;
+        }
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+                /* Every entry counts, offered or not: the records of dropped
+                 * ones are bounded too. */
+                if (u->listed++ >= GLOVE_MCP_UPSTREAM_TOOLS_MAX) {
+                        protocol_error(u, "more tools/list entries than Glove accepts from one upstream");
+                        return;
+                }
+                const char *problem = tool_entry_problem(u, t);
+                if (problem) {
+                        /* Never visible, never callable, on record. */
+                        if (tool_dropped(u, t, problem) < 0)
+                                return;
+                        continue;
+                }
+                if (json_array_append(u->listing, t) < 0) {
+                        protocol_error(u, "out of memory while listing its tools");
+                        return;
+                }
+        }
+        json_t *cursor = json_object_get(result, "nextCursor");
+        if (json_is_string(cursor) && json_string_length(cursor) > 0) {
+                if (++u->pages >= GLOVE_MCP_UPSTREAM_PAGES_MAX) {
+                        protocol_error(u, "too many tools/list pages");
+                        return;
+                }
+                send_list(u, cursor);
+                return;
+        }
+        int rr = drop_duplicates(u);
+        if (rr < 0) {
+                if (rr == -ENOMEM)
+                        protocol_error(u, "out of memory while listing its tools");
+                return;
+        }
+        bool changed = u->ever_ready;
+        if (u->tools)
+                json_decref(u->tools);
+        u->tools = u->listing;
+        u->listing = NULL;
+        u->state = GLOVE_MCP_UPSTREAM_READY;
+        if (!u->ever_ready)
+                record(u, "upstream_ready", json_pack("{s:s,s:s,s:I}", "name", u->spec->name, "protocol_version",
+                                                      u->protocol_version, "tools", (json_int_t)json_array_size(u->tools)));
+        u->ever_ready = true;
+        if (u->relist) {
+                u->relist = false;
+                start_listing(u);
+                return;
+        }
+        u->cfg->ops->ready(u->cfg->userdata, u, changed);
+}
+
+static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *result) {
+        const char *v = glove_mcp_string(json_object_get(result, "protocolVersion"));
+        if (!glove_mcp_version_supported(v)) {
+                protocol_error(u, "initialize answered with an unsupported protocolVersion");
+                return;
+        }
+        snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
+        json_t *caps = json_object_get(result, "capabilities");
+        u->has_tools = json_is_object(caps) && json_is_object(json_object_get(caps, "tools"));
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/initialized", NULL));
+        if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
+                return;
+        start_listing(u);
+        if (u->state != GLOVE_MCP_UPSTREAM_DEAD)
+                u->cfg->ops->ready(u->cfg->userdata, u, false);
+}
+
+static void handle_message(struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
+        if (m->kind == GLOVE_MCP_RESPONSE) {
+                if (json_is_integer(m->id) && json_integer_value(m->id) == u->control_id && u->state != GLOVE_MCP_UPSTREAM_READY) {
+                        u->control_id = 0;
+                        json_t *result = json_object_get(m->root, "result");
+                        bool init = u->state == GLOVE_MCP_UPSTREAM_INITIALIZING;
+                        if (!result)
+                                protocol_error(u, init ? "initialize failed" : "tools/list failed");
+                        else if (init)
+                                handle_initialize_result(u, result);
+                        else
+                                handle_list_result(u, result);
+                        return;
+                }
+                u->cfg->ops->message(u->cfg->userdata, u, m);
+                return;
+        }
+        if (m->kind == GLOVE_MCP_REQUEST) {
+                /* No client capabilities (roots, sampling, elicitation) are
+                 * offered; only ping is answered. */
+                if (strcmp(m->method, "ping") == 0)
+                        glove_mcp_upstream_send(u, glove_mcp_rpc_result(m->id, json_object()));
+                else
+                        glove_mcp_upstream_send(u, glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL));
+                return;
+        }
+        if (strcmp(m->method, "notifications/tools/list_changed") == 0) {
+                if (u->state == GLOVE_MCP_UPSTREAM_LISTING)
+                        u->relist = true;
+                else if (u->state == GLOVE_MCP_UPSTREAM_READY)
+                        start_listing(u);
+                return;
+        }
+        u->cfg->ops->message(u->cfg->userdata, u, m);
+}
+
+static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)revents;
+        struct glove_mcp_upstream *u = userdata;
+        const struct glove_mcp_upstream_config *cfg = u->cfg;
+        ssize_t n = glove_mcp_reader_fill(&u->reader, fd);
+        if (n == -EAGAIN)
+                return 0;
+        for (;;) {
+                const char *line;
+                size_t len;
+                int rr = glove_mcp_reader_next(&u->reader, &line, &len);
+                if (rr == -EMSGSIZE) {
+                        record(u, "frame_oversized", json_pack("{s:s,s:I}", "from", u->spec->name, "max_frame", (json_int_t)cfg->max_frame));
+                        char why[128];
+                        snprintf(why, sizeof(why), "it sent a line longer than %s",
+                                 cfg->max_frame_name ? cfg->max_frame_name : "the frame bound");
+                        dead(u, why);
+                        return 0;
+                }
+                if (rr <= 0)
+                        break;
+                struct glove_mcp_message m;
+                if (glove_mcp_message_parse(line, len, cfg->max_frame, 0, &m, NULL, NULL) < 0) {
+                        record(u, "upstream_invalid_message", json_pack("{s:s}", "from", u->spec->name));
+                        continue;
+                }
+                handle_message(u, &m);
+                glove_mcp_message_free(&m);
+                if (u->state == GLOVE_MCP_UPSTREAM_DEAD || (cfg->ops->halted && cfg->ops->halted(cfg->userdata)))
+                        return 0;
+        }
+        if (n <= 0)
+                dead(u, "its stdout closed");
+        return 0;
+}
+
+static int on_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)fd;
+        (void)revents;
+        flush(userdata);
+        return 0;
+}
+
+static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        (void)s;
+        struct glove_mcp_upstream *u = userdata;
+        u->exit_code = si->si_code == CLD_EXITED ? si->si_status : -1;
+        u->exit_signal = si->si_code == CLD_EXITED ? -1 : si->si_status;
+        u->pid = -1;
+        u->child_src = sd_event_source_disable_unref(u->child_src);
+        /* Drain what it wrote before exiting, then mark it gone. */
+        if (u->out_fd >= 0 && u->state != GLOVE_MCP_UPSTREAM_DEAD)
+                on_readable(NULL, u->out_fd, 0, u);
+        dead(u, "it exited");
+        json_t *f = json_pack("{s:s}", "name", u->spec->name);
+        if (f) {
+                json_object_set_new(f, "status", u->exit_code >= 0 ? json_integer(u->exit_code) : json_null());
+                json_object_set_new(f, "signal", u->exit_signal >= 0 ? json_integer(u->exit_signal) : json_null());
+        }
+        record(u, "upstream_exit", f);
+        u->cfg->ops->exited(u->cfg->userdata, u);
+        return 0;
+}
+
+/* ------------------------------------------------------------------ object */
+
+int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec *spec,
+                           const struct glove_mcp_upstream_config *cfg, struct glove_mcp_upstream **out,
+                           struct glove_error *err) {
+        *out = NULL;
+        if (!spec->path || !spec->argv[0] || !cfg->ops || !cfg->ops->ready || !cfg->ops->message || !cfg->ops->dead ||
+            !cfg->ops->exited || !cfg->tool_name_valid)
+                return glove_error_set(err, EINVAL, "upstream.start", "upstream %s: incomplete spec or configuration", spec->name);
+        struct glove_mcp_upstream *u = calloc(1, sizeof(*u));
+        if (!u)
+                return glove_error_set(err, ENOMEM, "upstream.start", "out of memory");
+        u->spec = spec;
+        u->cfg = cfg;
+        u->pid = -1;
+        u->pidfd = u->in_fd = u->out_fd = -1;
+        u->exit_code = u->exit_signal = -1;
+        u->next_id = 1;
+        u->state = GLOVE_MCP_UPSTREAM_INITIALIZING;
+        glove_mcp_reader_init(&u->reader, cfg->max_frame);
+        glove_mcp_writer_init(&u->writer, GLOVE_MCP_UPSTREAM_PENDING_MAX);
+        int rr = spawn(u, err);
+        if (rr >= 0) {
+                rr = sd_event_add_io(event, &u->out_src, u->out_fd, EPOLLIN, on_readable, u);
+                if (rr >= 0)
+                        rr = sd_event_add_io(event, &u->in_src, u->in_fd, EPOLLOUT, on_writable, u);
+                if (rr >= 0)
+                        rr = sd_event_source_set_enabled(u->in_src, SD_EVENT_OFF);
+                if (rr >= 0)
+                        rr = sd_event_add_child_pidfd(event, &u->child_src, u->pidfd, WEXITED, on_child_exit, u);
+                if (rr < 0)
+                        glove_error_set(err, -rr, "upstream.event_loop", "upstream %s: event loop: %s", spec->name, strerror(-rr));
+        }
+        if (rr < 0) {
+                glove_mcp_upstream_free(u);
+                return rr;
+        }
+        u->control_id = u->next_id++;
+        json_t *id = json_integer(u->control_id);
+        json_t *params = json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", glove_mcp_protocol_versions[0], "capabilities",
+                                   "clientInfo", "name", cfg->client_name ? cfg->client_name : "glove", "version",
+                                   cfg->client_version ? cfg->client_version : GLOVE_VERSION);
+        /* A failure here makes it DEAD (ops->dead), like any later one. */
+        u->state = GLOVE_MCP_UPSTREAM_INITIALIZING;
+        *out = u;
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(id, "initialize", params));
+        json_decref(id);
+        return 0;
+}
+
+void glove_mcp_upstream_free(struct glove_mcp_upstream *u) {
+        if (!u)
+                return;
+        u->out_src = sd_event_source_disable_unref(u->out_src);
+        u->in_src = sd_event_source_disable_unref(u->in_src);
+        u->child_src = sd_event_source_disable_unref(u->child_src);
+        if (u->pid > 0) {
+                glove_mcp_upstream_kill(u, SIGKILL);
+                siginfo_t si;
+                if (u->pidfd >= 0)
+                        (void)waitid(P_PIDFD, (id_t)u->pidfd, &si, WEXITED);
+                else
+                        (void)waitid(P_PID, (id_t)u->pid, &si, WEXITED);
+                u->pid = -1;
+        }
+        glove_closep(&u->pidfd);
+        glove_closep(&u->in_fd);
+        glove_closep(&u->out_fd);
+        json_decref(u->tools);
+        json_decref(u->listing);
+        glove_mcp_reader_free(&u->reader);
+        glove_mcp_writer_free(&u->writer);
+        free(u);
+}
+
+const char *glove_mcp_upstream_name(const struct glove_mcp_upstream *u) {
+        return u->spec->name;
+}
+
+const struct glove_mcp_upstream_spec *glove_mcp_upstream_spec(const struct glove_mcp_upstream *u) {
+        return u->spec;
+}
+
+enum glove_mcp_upstream_state glove_mcp_upstream_state(const struct glove_mcp_upstream *u) {
+        return u->state;
+}
+
+pid_t glove_mcp_upstream_pid(const struct glove_mcp_upstream *u) {
+        return u->pid;
+}
+
+const json_t *glove_mcp_upstream_tools(const struct glove_mcp_upstream *u) {
+        return u->tools;
+}
+
+bool glove_mcp_upstream_has_tool(const struct glove_mcp_upstream *u, const char *tool) {
+        size_t i, n = strlen(tool);
+        json_t *t;
+        json_array_foreach(u->tools, i, t) {
+                json_t *name = json_object_get(t, "name");
+                if (json_is_string(name) && json_string_length(name) == n && memcmp(json_string_value(name), tool, n) == 0)
+                        return true;
+        }
+        return false;
+}
+
+bool glove_mcp_upstream_listed(const struct glove_mcp_upstream *u) {
+        return u->ever_ready;
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for glove/mcp/upstream.h: spec parsing with an explicit
+ * environment, a start that fails leaving nothing behind, and a real
+ * upstream (tests/agents/mcp-upstream.py) initialized and listed on an
+ * sd-event loop, its bad entries dropped, nothing left after free. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "glove/mcp/upstream.h"
+
+static int count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        int n = 0;
+        for (struct dirent *e; (e = readdir(d));)
+                n += e->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+static bool no_children(void) {
+        return waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+}
+
+static void test_spec_parse(void **state) {
+        (void)state;
+        const char *env[] = {"PATH=/nonexistent:/usr/bin:/bin", "HOME=/h", "SECRET=s", NULL};
+        struct glove_mcp_upstream_spec s;
+        struct glove_error err = {0};
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=sh,-c,true", env, &s, &err), 0);
+        assert_string_equal(s.name, "py");
+        assert_string_equal(s.argv[0], "sh");
+        assert_string_equal(s.argv[2], "true");
+        assert_null(s.argv[3]);
+        assert_true(strcmp(s.path, "/usr/bin/sh") == 0 || strcmp(s.path, "/bin/sh") == 0);
+        const char *specs[] = {"py:SECRET", "other:HOME"};
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&s, env, specs, 2, &err), 0);
+        assert_string_equal(s.envp[0], "PATH=/nonexistent:/usr/bin:/bin");
+        assert_string_equal(s.envp[1], "HOME=/h");
+        assert_string_equal(s.envp[2], "SECRET=s");
+        assert_null(s.envp[3]);
+        glove_mcp_upstream_spec_free(&s);
+
+        /* The message names the value; the flag is the CLI's business. */
+        assert_int_equal(glove_mcp_upstream_spec_parse("Bad=x", env, &s, &err), -EINVAL);
+        assert_string_equal(err.code, "upstream.bad_spec");
+        assert_int_equal(strncmp(err.message, "Bad=x: ", 7), 0);
+        glove_mcp_upstream_spec_free(&s);
+        glove_error_clear(&err);
+
+        /* PATH is the given one, not the process's. */
+        const char *nopath[] = {"PATH=/nonexistent", NULL};
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=sh", nopath, &s, &err), -ENOENT);
+        assert_string_equal(err.code, "upstream.not_found");
+        glove_mcp_upstream_spec_free(&s);
+        glove_error_clear(&err);
+
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=/bin/sh", env, &s, &err), 0);
+        const char *unset[] = {"py:UNSET_VARIABLE"};
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&s, env, unset, 1, &err), -EINVAL);
+        assert_string_equal(err.code, "upstream.env_unset");
+        assert_int_equal(strncmp(err.message, "py:UNSET_VARIABLE: ", 19), 0);
+        glove_mcp_upstream_spec_free(&s);
+}
+
+struct seen {
+        int ready, dead, exited, dropped;
+        bool dropped_nul;
+        char why[128];
+};
+
+static int on_record(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields) {
+        (void)u;
+        struct seen *s = userdata;
+        if (strcmp(event, "tool_dropped") == 0) {
+                s->dropped++;
+                json_t *tool = json_object_get(fields, "tool");
+                if (json_is_string(tool) && json_string_length(tool) == 10 && memcmp(json_string_value(tool), "bad\0hidden", 10) == 0)
+                        s->dropped_nul = true;
+        }
+        json_decref(fields);
+        return 0;
+}
+
+static void on_ready(void *userdata, struct glove_mcp_upstream *u, bool changed) {
+        (void)changed;
+        struct seen *s = userdata;
+        if (glove_mcp_upstream_state(u) == GLOVE_MCP_UPSTREAM_READY)
+                s->ready++;
+}
+
+static void on_message(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
+        (void)userdata;
+        (void)u;
+        (void)m;
+}
+
+static void on_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
+        (void)u;
+        (void)protocol;
+        struct seen *s = userdata;
+        s->dead++;
+        snprintf(s->why, sizeof(s->why), "%s", why);
+}
+
+static void on_exited(void *userdata, struct glove_mcp_upstream *u) {
+        (void)u;
+        ((struct seen *)userdata)->exited++;
+}
+
+static bool name_valid(const char *name, size_t len) {
+        /* What a policy rule could name: [A-Za-z0-9_-], 1..128 bytes. */
+        if (len == 0 || len > 128)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!(name[i] == '_' || name[i] == '-' || (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+                      (name[i] >= '0' && name[i] <= '9')))
+                        return false;
+        return true;
+}
+
+static const struct glove_mcp_upstream_ops ops = {
+        .record = on_record, .ready = on_ready, .message = on_message, .dead = on_dead, .exited = on_exited,
+};
+
+static void test_start_missing_program_leaves_nothing(void **state) {
+        (void)state;
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct seen seen = {0};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 65536, .tool_name_valid = name_valid, .ops = &ops, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_error err = {0};
+        assert_int_equal(glove_mcp_upstream_spec_parse("gone=/nonexistent/mcp-server,x", NULL, &s, &err), 0);
+        int before = count_fds();
+        struct glove_mcp_upstream *u = (void *)1;
+        assert_true(glove_mcp_upstream_new(e, &s, &cfg, &u, &err) < 0);
+        assert_null(u);
+        assert_string_equal(err.code, "upstream.start");
+        assert_non_null(strstr(err.message, "upstream gone: cannot execute /nonexistent/mcp-server"));
+        assert_int_equal(count_fds(), before);
+        assert_true(no_children());
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
+static void test_real_upstream_listed(void **state) {
+        (void)state;
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        int before = count_fds();
+        struct seen seen = {0};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 65536, .tool_name_valid = name_valid, .ops = &ops, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_error err = {0};
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=python3," MCP_UPSTREAM_PY ",--odd-names,--page,3", env, &s, &err), 0);
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&s, env, NULL, 0, &err), 0);
+        struct glove_mcp_upstream *u = NULL;
+        assert_int_equal(glove_mcp_upstream_new(e, &s, &cfg, &u, &err), 0);
+        assert_true(glove_mcp_upstream_pid(u) > 0);
+        for (int i = 0; i < 2000 && !seen.ready && !seen.dead; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+        assert_int_equal(seen.dead, 0);
+        assert_int_equal(seen.ready, 1);
+        assert_true(glove_mcp_upstream_listed(u));
+        assert_true(glove_mcp_upstream_has_tool(u, "echo"));
+        assert_false(glove_mcp_upstream_has_tool(u, "bad"));
+        /* Both twins, the NUL names, the 129-byte name, 42, the nameless. */
+        assert_false(glove_mcp_upstream_has_tool(u, "twin"));
+        assert_true(seen.dropped_nul);
+        assert_int_equal(seen.dropped, 9);
+        glove_mcp_upstream_free(u);
+        assert_int_equal(count_fds(), before);
+        assert_true(no_children());
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
+int main(void) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_spec_parse),
+                cmocka_unit_test(test_start_missing_program_leaves_nothing),
+                cmocka_unit_test(test_real_upstream_listed),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
