@@ -77,3 +77,6 @@ LAZY_INT(sd_event_add_time,
          (sd_event * e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
           sd_event_time_handler_t callback, void *userdata),
          (e, s, clock, usec, accuracy, callback, userdata))
+LAZY_INT(sd_event_source_set_io_events, (sd_event_source * s, uint32_t events), (s, events))
+LAZY_INT(sd_event_source_set_time_relative, (sd_event_source * s, uint64_t usec), (s, usec))
+LAZY_INT(sd_event_get_state, (sd_event * e), (e))

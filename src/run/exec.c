@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * glove exec: a thin front end of the session engine. Options become a
+ * session description; Glove's own terminal attaches as one client; the
+ * outcome becomes Glove's exit status, its one-line reason and the audit
+ * records (issue "glove exec"; docs/architecture.md).
+ */
 #include "glove/run/exec.h"
 
 #include <errno.h>
@@ -6,164 +12,211 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <systemd/sd-event.h>
 #include <unistd.h>
 
 #include "glove/audit/log.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
-#include "glove/base/time.h"
-#include "glove/container/sandbox.h"
 #include "glove/container/seccomp.h"
 #include "glove/run/exec_options.h"
+#include "glove/session/session.h"
+#include "cli_terminal.h"
 #include "exec_records.h"
-#include "drain.h"
-#include "egress.h"
 #include "launch.h"
-#include "run_limits.h"
+#include "session_front.h"
 
-/*
- * Waits until PID 1 of the sandbox has exited, forwarding the signals of
- * glove_launch_forwarded_signals to the agent and checking the limits every
- * GLOVE_LIMITS_POLL_MS meanwhile. Glove's main thread has no I/O to
- * multiplex (the drain threads do blocking copies), so it waits with
- * sigtimedwait(2) on the signals it blocked before clone rather than running
- * an event loop: loading libsystemd alone costs about 0.6 ms per launch on
- * the reference machine, a tenth of the whole start-up (bench/). glove run
- * and gloved, which multiplex I/O, use sd-event.
- *
- * Fills *reaped with PID 1's siginfo. Returns 0 or -errno.
- */
-static int wait_for_sandbox(struct glove_sandbox *sb, struct glove_watch *w, struct glove_drain *d, const sigset_t *mask,
-                            siginfo_t *reaped, struct glove_error *err) {
-        int next_ms = GLOVE_LIMITS_POLL_MS;
-        for (;;) {
-                siginfo_t si;
-                struct timespec timeout = {next_ms / 1000, (long)(next_ms % 1000) * 1000000L};
-                int sig = sigtimedwait(mask, &si, &timeout);
-                if (sig < 0) {
-                        if (errno == EAGAIN) {
-                                next_ms = glove_watch_poll(w);
-                                continue;
-                        }
-                        if (errno == EINTR)
-                                continue;
-                        return glove_error_set(err, errno, "exec.wait", "sigtimedwait: %s", strerror(errno));
+/* How long Glove's own stdout/stderr may take to accept what is pending
+ * once the session ended (ms). */
+#define EXEC_FLUSH_MS 2000
+
+struct exec_run {
+        sd_event *loop;
+        const struct glove_exec_options *opts;
+        struct glove_launch *launch;
+        struct glove_session *session;
+        struct glove_cli_terminal *term;
+        struct glove_session_outcome outcome;
+        bool ended;
+        struct glove_error err;          /* Glove's own failure while the session ran */
+};
+
+static void on_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
+        (void)s;
+        (void)userdata;
+        fprintf(stderr, "glove: warning: %s: %s\n", w->code, w->message);
+}
+
+/* The perimeter is built and nothing of the agent ran: the launch record
+ * goes to the audit log first (fail closed), then the agent starts. */
+static void on_ready(struct glove_session *s, void *userdata) {
+        struct exec_run *x = userdata;
+        if (x->launch->audit.fd >= 0) {
+                char *const *envp = glove_session_environment(s);
+                struct glove_env env = {.envp = (char **)envp};
+                while (envp[env.count])
+                        env.count++;
+                _cleanup_json_ json_t *launch =
+                        glove_exec_launch_fields(x->opts->program, &x->launch->grants, &env, glove_session_sandbox(s));
+                if (!launch)
+                        glove_error_set(&x->err, ENOMEM, "audit.encode", "cannot build the launch record");
+                if (!launch || glove_audit_append(&x->launch->audit, "launch", launch, &x->err) < 0) {
+                        glove_session_stop(s, 0);
+                        return;
                 }
-                if (sig == SIGWINCH && d->pty) {
-                        glove_drain_resize(d); /* the kernel signals the agent */
-                        continue;
-                }
-                if (sig != SIGCHLD) {
-                        (void)glove_sandbox_signal(sb, sig);
-                        continue;
-                }
-                memset(reaped, 0, sizeof(*reaped));
-                if (waitid(P_PIDFD, (id_t)sb->pidfd, reaped, WEXITED | WNOHANG) < 0)
-                        return glove_error_set(err, errno, "exec.wait", "waitid: %s", strerror(errno));
-                if (reaped->si_pid != 0)
-                        return 0;
         }
+        if (glove_session_release(s, &x->err) < 0)
+                glove_session_stop(s, 0);
+}
+
+static void on_exited(struct glove_session *s, const struct glove_session_outcome *o, void *userdata) {
+        (void)s;
+        struct exec_run *x = userdata;
+        x->outcome = *o;
+        x->ended = true;
+        (void)sd_event_exit(x->loop, 0);
+}
+
+static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
+        (void)src;
+        struct exec_run *x = userdata;
+        if (si->ssi_signo == SIGWINCH && glove_terminal_is_pty(glove_session_terminal(x->session))) {
+                glove_cli_terminal_resize(x->term); /* the kernel signals the agent */
+                return 0;
+        }
+        (void)glove_session_signal(x->session, (int)si->ssi_signo);
+        return 0;
+}
+
+/* Runs the session to its end. Returns 0, or -errno with err set when it
+ * could not start. */
+static int run_session(struct exec_run *x, struct glove_error *err) {
+        const struct glove_exec_options *opts = x->opts;
+        struct glove_cli_terminal_probe probe;
+        glove_cli_terminal_probe(&probe);
+        struct glove_net_policy egress;
+        bool egress_on = false;
+        int r = glove_front_egress(opts, &egress, &egress_on, err);
+        if (r < 0) {
+                glove_net_policy_free(&egress);
+                return r;
+        }
+        struct glove_session_desc d = {
+                .argv = opts->program,
+                .envp = x->launch->env.envp,
+                .grants = &x->launch->grants,
+                .seccomp = &glove_seccomp_prebuilt,
+                .terminal = opts->tty || probe.stdin_tty ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES,
+                .tty_modes = probe.have_modes ? &probe.modes : NULL,
+                .rows = probe.rows,
+                .cols = probe.cols,
+                .input_closed = probe.stdin_null,
+                .channel_stdin_fd = -1,
+                .channel_stdout_fd = -1,
+                .egress = egress_on ? &egress : NULL,
+                .audit = &x->launch->audit,
+                .parent_death_kill = true,
+        };
+        glove_front_limits(opts, &d.limits, &d.cgroup_policy);
+        static const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited, .warning = on_warning};
+        r = sd_event_new(&x->loop);
+        if (r < 0) {
+                glove_net_policy_free(&egress);
+                return glove_error_set(err, -r, "exec.event_loop", "sd_event_new: %s", strerror(-r));
+        }
+        for (size_t i = 0; r >= 0 && i < GLOVE_ELEMENTSOF(glove_launch_forwarded_signals); i++)
+                r = sd_event_add_signal(x->loop, NULL, glove_launch_forwarded_signals[i], on_signal, x);
+        if (r < 0) {
+                glove_net_policy_free(&egress);
+                return glove_error_set(err, -r, "exec.event_loop", "sd_event_add_signal: %s", strerror(-r));
+        }
+        r = glove_session_start(x->loop, &d, &ops, x, &x->session, err);
+        glove_net_policy_free(&egress);
+        if (r < 0)
+                return r;
+        r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, true, &x->term, err);
+        if (r < 0)
+                return r;
+        r = sd_event_loop(x->loop);
+        if (r < 0)
+                return glove_error_set(err, -r, "exec.event_loop", "event loop: %s", strerror(-r));
+        return 0;
+}
+
+static int finish(struct exec_run *x, bool mid_line) {
+        const struct glove_exec_options *opts = x->opts;
+        struct glove_session_outcome *o = &x->outcome;
+        if (o->kind == GLOVE_SESSION_SETUP_FAILED)
+                return glove_launch_fail(glove_error_is_set(&x->err) ? &x->err : &o->error);
+        if (glove_error_is_set(&x->err) && !o->released)
+                return glove_launch_fail(&x->err); /* the launch record could not be written */
+        if (o->limit != GLOVE_CGROUP_LIMIT_NONE && mid_line)
+                fputc('\n', stderr); /* the limit message starts on its own line */
+        struct glove_run_status st;
+        glove_front_status(o, opts->program[0], !o->audit_failed, &st);
+        if (glove_error_is_set(&o->error))
+                fprintf(stderr, "glove: warning: %s: %s\n", o->error.code, o->error.message);
+        int status = st.exit_code;
+        struct glove_error err = {0};
+        if (o->audit_failed) {
+                glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
+                return glove_launch_fail(&err);
+        }
+        if (opts->status_json && glove_run_status_write(x->launch->status_dirfd, x->launch->status_name, &st, &err) < 0)
+                return glove_launch_fail(&err);
+        if (x->launch->audit.fd >= 0) {
+                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&o->sandbox, status, st.wall_time_ms);
+                _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
+                if (!exitrec || !stjson)
+                        glove_error_set(&err, ENOMEM, "audit.encode", "cannot build the exit record");
+                else
+                        json_object_update(exitrec, stjson);
+                if (!exitrec || !stjson || glove_audit_append(&x->launch->audit, "exit", exitrec, &err) < 0)
+                        return glove_launch_fail(&err);
+        }
+        return status;
 }
 
 int glove_exec_main(int argc, char **argv) {
         struct glove_error err = {0};
         if (glove_fd_ensure_std() < 0)
                 return GLOVE_EXIT_FAILURE;
-        static struct glove_exec_options opts;
-        if (glove_exec_parse(argc, argv, &opts, &err) < 0)
+        _cleanup_free_ struct glove_exec_options *opts = calloc(1, sizeof(*opts));
+        _cleanup_free_ struct glove_launch *l = calloc(1, sizeof(*l));
+        if (!opts || !l) {
+                glove_error_set(&err, ENOMEM, "exec.alloc", "out of memory");
                 return glove_launch_fail(&err);
-        if (opts.help) {
+        }
+        if (glove_exec_parse(argc, argv, opts, &err) < 0)
+                return glove_launch_fail(&err);
+        if (opts->help) {
                 fputs(glove_exec_help, stdout);
                 return 0;
         }
-        static struct glove_launch l;
-        if (glove_launch_prepare(&opts, &l, &err) < 0) {
-                glove_launch_free(&l);
+        if (glove_launch_prepare(opts, l, &err) < 0) {
+                glove_launch_free(l);
                 return glove_launch_fail(&err);
         }
-        /* Signals to forward and SIGCHLD are taken by sigwaitinfo; blocking
-         * them before clone leaves no window where one is lost. */
+        /* Process-wide, and the front end's to set: forwarded signals are
+         * taken by the loop's signalfd; a write to a closed pipe fails with
+         * EPIPE; an over-limit audit append fails with EFBIG. */
         sigset_t mask;
         glove_launch_block_signals(&mask);
-
-        struct glove_sandbox_config cfg = {
-                .argv = opts.program,
-                .envp = l.env.envp,
-                .grants = &l.grants,
-                .seccomp = &glove_seccomp_prebuilt,
-                .stdin_fd = -1,
-                .stdout_fd = -1,
-                .stderr_fd = -1,
-                .pid1_fd = -1,
-        };
-        static struct glove_watch watch;
-        static struct glove_drain drain;
-        static struct glove_egress egress;
-        glove_egress_init(&egress);
-        struct glove_limits limits;
-        glove_limits_resolve(&opts, &limits);
-        glove_drain_init(&drain);
-        struct glove_sandbox sb = {.pid = -1, .pidfd = -1, .report_fd = -1, .release_fd = -1};
-        int status = GLOVE_EXIT_FAILURE;
-        if (glove_egress_setup(&egress, &opts, &l.audit, &l.env, &cfg, &err) < 0 ||
-            glove_watch_setup(&watch, &limits, &cfg, &err) < 0 ||
-            glove_drain_setup(&drain, opts.tty || isatty(0), &watch, &cfg, &err) < 0 ||
-            glove_sandbox_spawn(&cfg, &sb, &err) < 0)
-                goto fail;
-        if (glove_watch_attach(&watch, &sb, &err) < 0 || glove_drain_start(&drain, &err) < 0 ||
-            glove_egress_start(&egress, &sb, &err) < 0) {
-                glove_sandbox_destroy(&sb);
-                goto fail;
+        struct exec_run x = {.opts = opts, .launch = l};
+        int status;
+        if (run_session(&x, &err) < 0) {
+                glove_session_free(x.session);
+                glove_cli_terminal_free(x.term, 0);
+                status = glove_launch_fail(&err);
+        } else {
+                bool mid_line = glove_cli_terminal_mid_line(x.term);
+                glove_cli_terminal_free(x.term, EXEC_FLUSH_MS);
+                x.term = NULL;
+                status = finish(&x, mid_line);
+                glove_session_free(x.session);
         }
-        if (l.audit.fd >= 0) {
-                _cleanup_json_ json_t *launch = glove_exec_launch_fields(opts.program, &l.grants, &l.env, &sb);
-                if (!launch)
-                        glove_error_set(&err, ENOMEM, "audit.encode", "cannot build the launch record");
-                if (!launch || glove_audit_append(&l.audit, "launch", launch, &err) < 0) {
-                        glove_sandbox_destroy(&sb);
-                        goto fail;
-                }
-        }
-        watch.start_us = glove_time_monotonic_us();
-        siginfo_t reaped;
-        if (glove_sandbox_release(&sb, &err) < 0 || wait_for_sandbox(&sb, &watch, &drain, &mask, &reaped, &err) < 0) {
-                glove_sandbox_destroy(&sb);
-                goto fail;
-        }
-        struct glove_sandbox_outcome outcome;
-        glove_sandbox_collect(&sb, &reaped, &outcome);
-        glove_egress_stop(&egress);
-        glove_drain_stop(&drain);
-        if (atomic_load(&watch.breach) != GLOVE_CGROUP_LIMIT_NONE && glove_drain_mid_line(&drain))
-                fputc('\n', stderr); /* the limit message starts on its own line */
-        struct glove_run_status st;
-        bool glove_failed = atomic_load(&egress.audit_failed);
-        glove_watch_finish(&watch, &outcome, opts.program[0], !glove_failed, &st);
-        glove_sandbox_destroy(&sb);
-        status = st.exit_code;
-        if (glove_failed) {
-                glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
-                goto fail;
-        }
-        if (opts.status_json && glove_run_status_write(l.status_dirfd, l.status_name, &st, &err) < 0)
-                goto fail;
-        if (l.audit.fd >= 0) {
-                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, st.wall_time_ms);
-                _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
-                if (!exitrec || !stjson)
-                        glove_error_set(&err, ENOMEM, "audit.encode", "cannot build the exit record");
-                else
-                        json_object_update(exitrec, stjson);
-                if (!exitrec || !stjson || glove_audit_append(&l.audit, "exit", exitrec, &err) < 0)
-                        goto fail;
-        }
-        glove_launch_free(&l);
+        glove_cli_terminal_free(x.term, 0);
+        x.loop = sd_event_unref(x.loop);
+        glove_launch_free(l);
         return status;
-fail:
-        glove_egress_stop(&egress);
-        glove_drain_stop(&drain);
-        glove_watch_free(&watch);
-        glove_launch_free(&l);
-        return glove_launch_fail(&err);
 }

@@ -30,10 +30,11 @@
 #include "glove/kernel/gateway.h"
 #include "glove/mcp/upstream.h"
 #include "glove/policy/policy.h"
-#include "egress.h"
+#include "glove/session/session.h"
+#include "cli_terminal.h"
 #include "exec_records.h"
 #include "launch.h"
-#include "run_limits.h"
+#include "session_front.h"
 
 extern char **environ;
 
@@ -47,14 +48,12 @@ struct run {
         struct glove_kernel_gateway *gw;
         char call_timeout_rule[64];
 
-        /* The sandbox (replaced by the session engine later). */
-        struct glove_sandbox sb;
-        bool released, sandbox_gone;
-        siginfo_t sandbox_si;
-        int agent_err;             /* read end of the agent's stderr, relayed to Glove's and counted */
-        sd_event_source *agent_err_src, *limits_timer, *sandbox_src;
-        struct glove_watch watch;
-        struct glove_egress egress;
+        /* The sandbox: one session of the engine; the agent's stderr goes to
+         * Glove's through the CLI terminal client. */
+        struct glove_session *session;
+        struct glove_cli_terminal *term;
+        bool session_ready, gateway_ready, released, sandbox_gone, gateway_finished;
+        struct glove_session_outcome outcome;
 
         int status;                /* Glove's exit status once decided by a failure; -1 otherwise */
         struct glove_error err;    /* why Glove failed, when it did */
@@ -65,8 +64,8 @@ struct run {
 static void run_fail(struct run *r) {
         if (r->status < 0)
                 r->status = GLOVE_EXIT_FAILURE;
-        if (!r->sandbox_gone)
-                glove_sandbox_signal(&r->sb, SIGKILL);
+        if (r->session && !r->sandbox_gone)
+                glove_session_stop(r->session, 0);
         if (r->gw)
                 glove_kernel_gateway_stop(r->gw);
 }
@@ -163,7 +162,11 @@ static int setup_specs(struct run *r, struct glove_error *err) {
 /* ------------------------------------------------------------------ the gateway's outcomes */
 
 static json_t *launch_fields(struct run *r) {
-        json_t *f = glove_exec_launch_fields(r->opts.program, &r->launch.grants, &r->launch.env, &r->sb);
+        char *const *envp = glove_session_environment(r->session);
+        struct glove_env env = {.envp = (char **)envp};
+        while (envp[env.count])
+                env.count++;
+        json_t *f = glove_exec_launch_fields(r->opts.program, &r->launch.grants, &env, glove_session_sandbox(r->session));
         if (!f)
                 return NULL;
         json_t *ups = json_array();
@@ -179,19 +182,26 @@ static json_t *launch_fields(struct run *r) {
         return f;
 }
 
-/* Every upstream is ready: the launch is on record, then the agent starts. */
-static int on_gateway_ready(struct run *r) {
+/* Every upstream is ready and the perimeter is built: the launch is on
+ * record, then the agent starts. */
+static int maybe_release(struct run *r) {
+        if (!r->session_ready || !r->gateway_ready || r->released || r->status >= 0)
+                return 0;
         if (run_audit(r, "launch", launch_fields(r)) < 0)
                 return -EIO;
         struct glove_error e = {0};
-        if (glove_sandbox_release(&r->sb, &e) < 0) {
+        if (glove_session_release(r->session, &e) < 0) {
                 glove_error_set(&r->err, e.errnum, e.code, "%s", e.message);
                 run_fail(r);
                 return -e.errnum;
         }
         r->released = true;
-        r->watch.start_us = glove_time_monotonic_us();
         return 0;
+}
+
+static int on_gateway_ready(struct run *r) {
+        r->gateway_ready = true;
+        return maybe_release(r);
 }
 
 static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway_event event, const struct glove_error *err,
@@ -207,11 +217,13 @@ static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway
                         r->err = *err;
                 if (r->status < 0)
                         r->status = GLOVE_EXIT_FAILURE;
-                if (!r->sandbox_gone)
-                        glove_sandbox_signal(&r->sb, SIGKILL);
+                if (r->session && !r->sandbox_gone)
+                        glove_session_stop(r->session, 0);
                 return 0;
         case GLOVE_KERNEL_GATEWAY_FINISHED:
-                sd_event_exit(r->event, 0);
+                r->gateway_finished = true;
+                if (r->sandbox_gone)
+                        sd_event_exit(r->event, 0);
                 return 0;
         }
         return 0;
@@ -220,7 +232,7 @@ static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway
 /* The MCP channel counts towards the output limit like stderr. */
 static bool on_agent_bytes(void *userdata, size_t n) {
         struct run *r = userdata;
-        return glove_watch_output(&r->watch, n) >= n;
+        return !r->session || glove_terminal_count(glove_session_terminal(r->session), n) >= n;
 }
 
 static int setup_gateway(struct run *r, struct glove_error *err) {
@@ -244,48 +256,43 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
 
 /* ------------------------------------------------------------------ the sandbox */
 
-static int on_agent_stderr(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        (void)revents;
-        struct run *r = userdata;
-        char buf[65536];
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return 0;
-        if (n <= 0) {
-                sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                return 0;
-        }
-        size_t relay = glove_watch_output(&r->watch, (size_t)n);
-        if (relay > 0)
-                (void)glove_fd_write_all(2, buf, relay);
-        return 0;
+static void on_session_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
+        (void)s;
+        (void)userdata;
+        fprintf(stderr, "glove: warning: %s: %s\n", w->code, w->message);
 }
 
-static int on_limits_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct run *r = userdata;
-        int next_ms = glove_watch_poll(&r->watch);
-        if (!r->sandbox_gone) {
-                sd_event_source_set_time(s, usec + (uint64_t)next_ms * 1000);
-                sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        }
-        return 0;
-}
-
-static int on_sandbox_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+static void on_session_ready(struct glove_session *s, void *userdata) {
         (void)s;
         struct run *r = userdata;
-        r->sandbox_si = *si;
+        r->session_ready = true;
+        (void)maybe_release(r);
+}
+
+/* The session ended (and is torn down): the gateway ends the agent's calls
+ * and the upstreams; the loop ends once it reports FINISHED. */
+static void on_session_exited(struct glove_session *s, const struct glove_session_outcome *o, void *userdata) {
+        (void)s;
+        struct run *r = userdata;
+        r->outcome = *o;
         r->sandbox_gone = true;
-        r->sandbox_src = sd_event_source_disable_unref(r->sandbox_src);
-        glove_kernel_gateway_agent_exited(r->gw);
-        return 0;
+        if (o->kind == GLOVE_SESSION_SETUP_FAILED) {
+                if (!glove_error_is_set(&r->err))
+                        r->err = o->error;
+                if (r->status < 0)
+                        r->status = GLOVE_EXIT_FAILURE;
+        }
+        if (r->gateway_finished)
+                sd_event_exit(r->event, 0);
+        else
+                glove_kernel_gateway_agent_exited(r->gw);
 }
 
 static int on_forward_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         (void)s;
         struct run *r = userdata;
         if (r->released)
-                glove_sandbox_signal(&r->sb, (int)si->ssi_signo);
+                (void)glove_session_signal(r->session, (int)si->ssi_signo);
         else {
                 glove_error_set(&r->err, EINTR, "run.interrupted", "interrupted by signal %u before the agent started", si->ssi_signo);
                 run_fail(r);
@@ -293,67 +300,46 @@ static int on_forward_signal(sd_event_source *s, const struct signalfd_siginfo *
         return 0;
 }
 
-static void close_pipe(int p[2]) {
-        glove_closep(&p[0]);
-        glove_closep(&p[1]);
-        p[0] = p[1] = -1;
-}
-
-/* Spawns the sandbox held before the agent's execve until the gateway is
+/* Starts the session, held before the agent's execve until the gateway is
  * ready, and gives the gateway the agent's stdin and stdout. */
 static int setup_sandbox(struct run *r, struct glove_error *err) {
-        int to_agent[2] = {-1, -1}, from_agent[2] = {-1, -1}, agent_err[2] = {-1, -1};
-        if (pipe2(to_agent, O_CLOEXEC) < 0 || pipe2(from_agent, O_CLOEXEC) < 0 || pipe2(agent_err, O_CLOEXEC) < 0) {
-                int e = errno;
-                close_pipe(to_agent);
-                close_pipe(from_agent);
-                close_pipe(agent_err);
-                return glove_error_set(err, e, "run.pipe", "pipe: %s", strerror(e));
-        }
-        struct glove_sandbox_config cfg = {
+        _cleanup_fd_pair_ struct glove_fd_pair to_agent = GLOVE_FD_PAIR_INIT, from_agent = GLOVE_FD_PAIR_INIT;
+        if (glove_fd_pair_pipe(&to_agent, 0) < 0 || glove_fd_pair_pipe(&from_agent, 0) < 0)
+                return glove_error_set(err, errno, "run.pipe", "pipe: %s", strerror(errno));
+        struct glove_net_policy egress;
+        bool egress_on = false;
+        int rr = glove_front_egress(&r->opts, &egress, &egress_on, err);
+        struct glove_session_desc d = {
                 .argv = r->opts.program,
                 .envp = r->launch.env.envp,
                 .grants = &r->launch.grants,
                 .seccomp = &glove_seccomp_prebuilt,
-                .stdin_fd = to_agent[0],
-                .stdout_fd = from_agent[1],
-                .stderr_fd = agent_err[1],
-                .pid1_fd = -1,
+                .terminal = GLOVE_TERMINAL_STDERR,
+                .channel_stdin_fd = to_agent.fd[0],
+                .channel_stdout_fd = from_agent.fd[1],
+                .egress = egress_on ? &egress : NULL,
+                .audit = &r->launch.audit,
+                .parent_death_kill = true,
         };
-        struct glove_limits limits;
-        glove_limits_resolve(&r->opts, &limits);
-        int rr = glove_egress_setup(&r->egress, &r->opts, &r->launch.audit, &r->launch.env, &cfg, err);
+        glove_front_limits(&r->opts, &d.limits, &d.cgroup_policy);
+        static const struct glove_session_ops ops = {
+                .ready = on_session_ready, .exited = on_session_exited, .warning = on_session_warning};
         if (rr >= 0)
-                rr = glove_watch_setup(&r->watch, &limits, &cfg, err);
-        if (rr >= 0)
-                rr = glove_sandbox_spawn(&cfg, &r->sb, err);
-        glove_closep(&to_agent[0]);
-        glove_closep(&from_agent[1]);
-        glove_closep(&agent_err[1]);
-        r->agent_err = agent_err[0];
+                rr = glove_session_start(r->event, &d, &ops, r, &r->session, err);
+        glove_net_policy_free(&egress);
+        glove_closep(&to_agent.fd[0]);
+        glove_closep(&from_agent.fd[1]);
+        to_agent.fd[0] = from_agent.fd[1] = -1;
         /* The gateway owns the agent's channel from here, also on failure. */
         struct glove_error aerr = {0};
-        int ar = glove_kernel_gateway_attach_agent(r->gw, from_agent[0], to_agent[1], &aerr);
+        int ar = glove_kernel_gateway_attach_agent(r->gw, glove_fd_take(&from_agent.fd[0]), glove_fd_take(&to_agent.fd[1]), &aerr);
         if (rr < 0)
                 return rr;
         if (ar < 0)
                 return glove_error_set(err, aerr.errnum, aerr.code, "%s", aerr.message);
-        rr = glove_watch_attach(&r->watch, &r->sb, err);
-        if (rr >= 0)
-                rr = glove_egress_start(&r->egress, &r->sb, err);
-        if (rr < 0)
-                return rr;
-        if (fcntl(r->agent_err, F_SETFL, O_NONBLOCK) < 0)
-                return glove_error_set(err, errno, "run.pipe", "fcntl: %s", strerror(errno));
-        rr = sd_event_add_io(r->event, &r->agent_err_src, r->agent_err, EPOLLIN, on_agent_stderr, r);
-        if (rr >= 0)
-                rr = sd_event_add_time_relative(r->event, &r->limits_timer, CLOCK_MONOTONIC, GLOVE_LIMITS_POLL_MS * 1000, 1000,
-                                                on_limits_timer, r);
-        if (rr >= 0)
-                rr = sd_event_add_child_pidfd(r->event, &r->sandbox_src, r->sb.pidfd, WEXITED, on_sandbox_exit, r);
-        if (rr < 0)
-                return glove_error_set(err, -rr, "run.event_loop", "event loop: %s", strerror(-rr));
-        return 0;
+        struct glove_cli_terminal_probe probe;
+        glove_cli_terminal_probe(&probe);
+        return glove_cli_terminal_attach(r->event, glove_session_terminal(r->session), &probe, false, &r->term, err);
 }
 
 /* ------------------------------------------------------------------ the end */
@@ -382,12 +368,10 @@ static void reap_orphans(void) {
 static void run_free(struct run *r) {
         glove_kernel_gateway_free(r->gw);
         r->gw = NULL;
-        r->sandbox_src = sd_event_source_disable_unref(r->sandbox_src);
-        r->agent_err_src = sd_event_source_disable_unref(r->agent_err_src);
-        r->limits_timer = sd_event_source_disable_unref(r->limits_timer);
-        glove_closep(&r->agent_err);
-        glove_watch_free(&r->watch);
-        glove_egress_stop(&r->egress);
+        glove_cli_terminal_free(r->term, 0);
+        r->term = NULL;
+        glove_session_free(r->session);
+        r->session = NULL;
         glove_policy_free(r->policy);
         for (size_t i = 0; i < r->n_specs; i++)
                 glove_mcp_upstream_spec_free(&r->specs[i]);
@@ -399,24 +383,19 @@ static void run_free(struct run *r) {
 static int run_finish(struct run *r) {
         struct glove_error err = {0};
         int status = GLOVE_EXIT_FAILURE;
-        struct glove_sandbox_outcome outcome;
-        glove_sandbox_collect(&r->sb, &r->sandbox_si, &outcome);
-        glove_egress_stop(&r->egress);
-        if (atomic_load(&r->egress.audit_failed) && r->status < 0) {
+        const struct glove_session_outcome *o = &r->outcome;
+        if (o->audit_failed && r->status < 0) {
                 r->status = GLOVE_EXIT_FAILURE;
                 glove_error_set(&r->err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
         }
         /* What the agent wrote to stderr before it ended. */
-        for (int i = 0; r->agent_err >= 0 && r->agent_err_src && i < 1024; i++) {
-                int enabled = 0;
-                on_agent_stderr(r->agent_err_src, r->agent_err, 0, r);
-                if (sd_event_source_get_enabled(r->agent_err_src, &enabled) < 0 || !enabled)
-                        break;
-        }
-        glove_sandbox_destroy(&r->sb);
+        glove_cli_terminal_free(r->term, 2000);
+        r->term = NULL;
         struct glove_run_status st;
         /* When Glove itself failed, its own reason is the one line printed. */
-        glove_watch_finish(&r->watch, &outcome, r->opts.program[0], r->status < 0, &st);
+        glove_front_status(o, r->opts.program[0], r->status < 0, &st);
+        if (r->status < 0 && glove_error_is_set(&o->error))
+                fprintf(stderr, "glove: warning: %s: %s\n", o->error.code, o->error.message);
         if (r->status >= 0)
                 status = st.exit_code = glove_launch_fail(&r->err);
         else
@@ -424,7 +403,7 @@ static int run_finish(struct run *r) {
         if (r->opts.status_json && glove_run_status_write(r->launch.status_dirfd, r->launch.status_name, &st, &err) < 0)
                 status = glove_launch_fail(&err);
         if (r->launch.audit.fd >= 0 && !(r->err.code && strncmp(r->err.code, "audit.", 6) == 0)) {
-                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&outcome, status, st.wall_time_ms);
+                _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&o->sandbox, status, st.wall_time_ms);
                 _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
                 if (exitrec && stjson)
                         json_object_update(exitrec, stjson);
@@ -478,9 +457,6 @@ int glove_run_main(int argc, char **argv) {
         }
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         r->status = -1;
-        r->agent_err = -1;
-        r->sb.pid = r->sb.pidfd = r->sb.report_fd = r->sb.release_fd = -1;
-        glove_egress_init(&r->egress);
 
         int rr = run_setup(r, &err);
         if (rr >= 0) {
@@ -490,8 +466,6 @@ int glove_run_main(int argc, char **argv) {
         }
         int status;
         if (rr < 0) {
-                if (r->sb.pidfd >= 0)
-                        glove_sandbox_destroy(&r->sb);
                 run_free(r);
                 reap_orphans();
                 glove_launch_free(&r->launch);

@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "egress.h"
+/*
+ * Audited egress of one session (issue "limits", Audited egress; spec
+ * architecture.md, Platform isolation: network): wires the net module's
+ * pieces into a sandbox.
+ *
+ *   Glove (host)                         sandbox network namespace
+ *   relay (threads) <--- SCM_RIGHTS ---  helper: 127.0.0.1:GLOVE_SESSION_EGRESS_PORT
+ *     | CONNECT checked, resolved,          ^ accepts the agent's connections
+ *     v connected, audited                  agent (HTTPS_PROXY=...)
+ *   destination
+ */
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -14,8 +24,9 @@
 #include "glove/base/proctitle.h"
 #include "glove/container/seccomp.h"
 #include "glove/net/helper.h"
+#include "glove/net/proxy_env.h"
 
-void glove_egress_init(struct glove_egress *e) {
+void glove_session_egress_init(struct glove_session_egress *e) {
         memset(e, 0, sizeof(*e));
         e->host_fd = e->sandbox_fd = -1;
         glove_net_policy_init(&e->policy);
@@ -45,13 +56,14 @@ static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_erro
                 return r;
         int listen_fd = -1;
         uint16_t port = 0;
-        r = glove_net_listener_open(GLOVE_EGRESS_PORT, &listen_fd, &port, err);
+        r = glove_net_listener_open(GLOVE_SESSION_EGRESS_PORT, &listen_fd, &port, err);
         if (r < 0)
                 return r;
         pid_t pid = fork();
         if (pid < 0) {
+                int e = errno;
                 close(listen_fd);
-                return glove_error_set(err, errno, "egress.helper", "fork: %s", strerror(errno));
+                return glove_error_set(err, e, "egress.helper", "fork failed (errno %d)", e);
         }
         if (pid == 0)
                 helper_main(cfg->pid1_fd, listen_fd);
@@ -59,8 +71,9 @@ static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_erro
         return 0;
 }
 
+/* Called on a relay thread for every egress event. */
 static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
-        struct glove_egress *e = userdata;
+        struct glove_session_egress *e = userdata;
         if (!e->audit || e->audit->fd < 0)
                 return 0;
         _cleanup_json_ json_t *f = json_pack("{s:s,s:s,s:I,s:s,s:i,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "phase",
@@ -72,33 +85,23 @@ static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
                                              (json_int_t)ev->bytes_down, "duration_ms", (json_int_t)ev->duration_ms);
         struct glove_error err = {0};
         if (!f || glove_audit_append(e->audit, "egress", f, &err) < 0) {
-                /* Fail closed: the connection is refused and the run stops. */
+                /* Fail closed: the connection is refused and the session stops
+                 * (pidfd_send_signal is safe from any thread). */
                 if (!atomic_exchange(&e->audit_failed, true) && e->sb)
-                        (void)glove_sandbox_signal(e->sb, SIGKILL); /* Glove reports it once it ends */
+                        (void)glove_sandbox_signal(e->sb, SIGKILL);
                 return -1;
         }
         return 0;
 }
 
-int glove_egress_setup(struct glove_egress *e, const struct glove_exec_options *opts, struct glove_audit_log *audit,
-                       struct glove_env *env, struct glove_sandbox_config *cfg, struct glove_error *err) {
-        glove_egress_init(e);
+int glove_session_egress_setup(struct glove_session_egress *e, struct glove_net_policy *policy, struct glove_audit_log *audit,
+                               struct glove_env *env, struct glove_sandbox_config *cfg, struct glove_error *err) {
         e->audit = audit;
         cfg->pid1_fd = -1;
-        if (opts->n_egress_allow == 0) {
-                if (opts->egress_allow_private)
-                        return glove_error_set(err, EINVAL, "egress.no_rule",
-                                               "--egress-allow-private needs at least one --egress-allow HOST[:PORT]");
+        if (!policy)
                 return 0;
-        }
-        for (size_t i = 0; i < opts->n_egress_allow; i++) {
-                int r = glove_net_policy_add(&e->policy, opts->egress_allow[i], err);
-                if (r < 0) {
-                        glove_error_prefix(err, "--egress-allow %s", opts->egress_allow[i]);
-                        return r;
-                }
-        }
-        e->policy.allow_private = opts->egress_allow_private;
+        e->policy = *policy; /* moved */
+        glove_net_policy_init(policy);
         int r = glove_net_token_generate(e->token, err);
         if (r < 0)
                 return r;
@@ -108,9 +111,10 @@ int glove_egress_setup(struct glove_egress *e, const struct glove_exec_options *
         e->host_fd = sv[0];
         e->sandbox_fd = sv[1];
         struct glove_net_proxy_env penv;
-        r = glove_net_proxy_env_build(e->token, GLOVE_EGRESS_PORT, &penv, err);
+        r = glove_net_proxy_env_build(e->token, GLOVE_SESSION_EGRESS_PORT, &penv, err);
         for (size_t i = 0; r == 0 && penv.envp[i]; i++)
                 r = glove_env_append(env, penv.envp[i], err);
+        explicit_bzero(&penv, sizeof(penv));
         if (r < 0)
                 return r;
         cfg->envp = env->envp;
@@ -121,7 +125,7 @@ int glove_egress_setup(struct glove_egress *e, const struct glove_exec_options *
         return 0;
 }
 
-int glove_egress_start(struct glove_egress *e, struct glove_sandbox *sb, struct glove_error *err) {
+int glove_session_egress_start(struct glove_session_egress *e, struct glove_sandbox *sb, struct glove_error *err) {
         e->sb = sb;
         if (!e->enabled)
                 return 0;
@@ -138,7 +142,7 @@ int glove_egress_start(struct glove_egress *e, struct glove_sandbox *sb, struct 
         return glove_net_relay_start(&cfg, fd, &e->relay, err);
 }
 
-void glove_egress_stop(struct glove_egress *e) {
+void glove_session_egress_stop(struct glove_session_egress *e) {
         glove_net_relay_stop(e->relay);
         e->relay = NULL;
         glove_closep(&e->host_fd);

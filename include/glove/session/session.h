@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The session engine (issue "One session engine under glove exec, glove run
+ * and gloved"; spec architecture.md, Platform isolation; session-policy.md,
+ * limits): runs one sandbox, described completely by the caller, on the
+ * caller's sd-event loop. glove exec, glove run and gloved all drive it; any
+ * number of sessions may run at once on one loop.
+ *
+ * Life of a session (every step is an event on the loop; nothing blocks the
+ * loop thread in a read, waitid or sleep):
+ *
+ *   glove_session_start()   run cgroup, terminal, egress channel, clone3 of
+ *                           PID 1 (glove_sandbox_spawn_start); returns while
+ *                           PID 1 builds the perimeter
+ *   ops.ready               PID 1 reported ready; nothing of the agent has
+ *                           run. The caller records what it must (a launch
+ *                           audit record, a durable "running" transition)
+ *                           and then calls glove_session_release()
+ *   glove_session_release() the agent starts; the limit watch runs every
+ *                           GLOVE_SESSION_POLL_MS
+ *   ... glove_session_signal(), glove_session_stop(), terminal clients ...
+ *   PID 1 exits             the outcome is read from its report; the
+ *                           terminal drains (at most GLOVE_SESSION_DRAIN_MS);
+ *                           the relay stops; the cgroup is read for usage,
+ *                           killed and removed (retried on a timer, at most
+ *                           GLOVE_SESSION_TEARDOWN_MS)
+ *   ops.exited              exactly once, with the outcome; the session
+ *                           holds no descriptor, process or cgroup any more
+ *                           except the terminal's transcript, until
+ *                           glove_session_free()
+ *
+ * A failure before ready (cgroup, perimeter, a mount) also ends in
+ * ops.exited, with kind GLOVE_SESSION_SETUP_FAILED and the error's code.
+ *
+ * What the engine never does: print, read the environment or the working
+ * directory, use descriptors 0, 1, 2, change signal dispositions or masks,
+ * call prctl on the caller, exit, or reap any process but its own PID 1
+ * (through its pidfd, so a caller's own child handling is not disturbed,
+ * and no SIGCHLD mask is needed). One process-wide requirement on the
+ * caller (the kernel's, not the engine's choice): SIGPIPE ignored or blocked.
+ * Threads: the loop thread runs everything; egress relays run threads of
+ * their own (joined in teardown). Spawning is safe when the caller has other
+ * threads: between clone3 and the agent's execve the child touches no
+ * allocator and no stdio (see glove/container/sandbox.h).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "glove/audit/log.h"
+#include "glove/base/error.h"
+#include "glove/container/cgroup.h"
+#include "glove/container/grant.h"
+#include "glove/container/sandbox.h"
+#include "glove/net/rule.h"
+#include "glove/session/terminal.h"
+
+/* How often the cgroup and the clock are read while the agent runs (ms). */
+#define GLOVE_SESSION_POLL_MS 50
+/* How long output may keep flowing after PID 1 is gone (ms). */
+#define GLOVE_SESSION_DRAIN_MS 2000
+/* How long teardown retries removing the run cgroup (ms). */
+#define GLOVE_SESSION_TEARDOWN_MS 3000
+/* Defaults of the two limits the cgroup layer does not own (docs/limits.md). */
+#define GLOVE_SESSION_DEFAULT_DISK (UINT64_C(1) << 30)
+#define GLOVE_SESSION_DEFAULT_OUTPUT (UINT64_C(1) << 30)
+/* The egress helper's port on the sandbox's own loopback. */
+#define GLOVE_SESSION_EGRESS_PORT 3128
+
+/* The six limits (session plan "limits"); all resolved, none 0 except
+ * wall_time_ms (0: none). */
+struct glove_session_limits {
+        uint64_t cpu_time_ms;          /* CPU time of the whole tree */
+        uint64_t memory_bytes;         /* memory of the whole tree, swap 0 */
+        uint64_t pids;                 /* processes and threads of the whole tree */
+        uint64_t wall_time_ms;         /* from release to end; 0: none */
+        uint64_t disk_bytes;           /* each private writable tmpfs */
+        uint64_t terminal_output_bytes;/* output relayed at most */
+};
+
+/* When no delegated cgroup is available. */
+enum glove_session_cgroup_policy {
+        GLOVE_SESSION_CGROUP_REQUIRED,  /* fail ("cgroup.not_delegated", ...) */
+        GLOVE_SESSION_CGROUP_OPTIONAL,  /* run without: memory and pids not
+                                         * enforced, CPU time by RLIMIT_CPU per
+                                         * process; ops.warning says so */
+};
+
+struct glove_session_desc {
+        char *const *argv;                     /* program and arguments (argv[0] looked up in the
+                                                * sandbox's PATH when it has no slash); borrowed
+                                                * until ops.ready */
+        char *const *envp;                     /* the agent's complete environment; borrowed until ready */
+        const struct glove_grant_set *grants;  /* the mount perimeter's grants; borrowed until ready */
+        const struct sock_fprog *seccomp;      /* the agent's filter (egress selects its own); borrowed */
+        struct glove_session_limits limits;
+        enum glove_session_cgroup_policy cgroup_policy;
+        /* The terminal: mode, and for a PTY its initial modes and size. */
+        enum glove_terminal_mode terminal;
+        const struct termios *tty_modes;       /* NULL: the kernel's defaults */
+        unsigned short rows, cols;             /* 0: unset */
+        bool input_closed;                     /* pipes: stdin at end of file from the start */
+        size_t transcript_bytes;               /* 0: GLOVE_TERMINAL_TRANSCRIPT_DEFAULT */
+        /* GLOVE_TERMINAL_STDERR: the agent's stdin and stdout, borrowed
+         * during glove_session_start only (the sandbox holds its own copies
+         * once it returns: the caller closes its ends then). */
+        int channel_stdin_fd, channel_stdout_fd;
+        /* Audited egress: NULL for none (no network at all). Moved into the
+         * session by glove_session_start (the caller's policy is left empty). */
+        struct glove_net_policy *egress;
+        /* Egress records go here; borrowed for the session's life, may be
+         * NULL or have fd -1. An append that fails stops the agent
+         * (fail closed; outcome.audit_failed). */
+        struct glove_audit_log *audit;
+        /* PID 1 dies with the thread that started it (a CLI); false for a
+         * service whose sessions may outlive a thread or a restart. */
+        bool parent_death_kill;
+        /* The user namespace's inotify limits (0: leave the kernel's). */
+        uint32_t inotify_instances, inotify_watches;
+};
+
+enum glove_session_outcome_kind {
+        GLOVE_SESSION_EXITED,         /* value: exit status */
+        GLOVE_SESSION_SIGNALED,       /* value: signal */
+        GLOVE_SESSION_EXEC_FAILED,    /* value: errno of execve */
+        GLOVE_SESSION_LOST,           /* PID 1 ended without the agent's outcome */
+        GLOVE_SESSION_SETUP_FAILED,   /* before release; error holds why */
+};
+
+struct glove_session_outcome {
+        enum glove_session_outcome_kind kind;
+        int value;
+        struct glove_sandbox_outcome sandbox;  /* as read from PID 1 (not for SETUP_FAILED) */
+        enum glove_cgroup_limit limit;         /* the first limit breached, or NONE */
+        bool disk_full;                        /* a private tmpfs was full at the end */
+        bool stopped;                          /* glove_session_stop() ended it */
+        bool audit_failed;                     /* an egress record could not be appended */
+        bool released;                         /* the agent was started */
+        struct glove_error error;              /* SETUP_FAILED, or a teardown problem (cgroup.busy) */
+        uint64_t cpu_time_ms, peak_memory_bytes, wall_time_ms, output_bytes;
+        bool usage_from_cgroup;                /* false: rusage of PID 1's tree (no cgroup) */
+};
+
+struct glove_session;
+
+struct glove_session_ops {
+        /* PID 1 is ready and waits for glove_session_release() (which may be
+         * called from here or later). Required. */
+        void (*ready)(struct glove_session *s, void *userdata);
+        /* The session ended; called exactly once. Required. The session may
+         * be freed from here. */
+        void (*exited)(struct glove_session *s, const struct glove_session_outcome *o, void *userdata);
+        /* A condition the caller may want to show (code and message), e.g.
+         * "limits.degraded". Optional. */
+        void (*warning)(struct glove_session *s, const struct glove_error *w, void *userdata);
+};
+
+/*
+ * Starts a session on loop. ops and userdata are copied/borrowed for the
+ * session's life. Returns 0 with *out owned by the caller (even when it will
+ * fail later through ops.exited), or -errno with err set and nothing left
+ * behind (codes: "cgroup.*", "terminal.*", "tty.open", "egress.*",
+ * "sandbox.*").
+ */
+int glove_session_start(sd_event *loop, const struct glove_session_desc *desc, const struct glove_session_ops *ops,
+                        void *userdata, struct glove_session **out, struct glove_error *err);
+
+/* Lets the agent start (after ops.ready). Returns 0 or -errno
+ * ("sandbox.release"; -EALREADY when already released, -EAGAIN before ready). */
+int glove_session_release(struct glove_session *s, struct glove_error *err);
+
+/* Sends sig to the agent (through PID 1). -ESRCH once it is gone. */
+int glove_session_signal(struct glove_session *s, int sig);
+
+/*
+ * Stops the session: SIGTERM to the agent, then SIGKILL to the whole sandbox
+ * after grace_ms (0: at once). Before release the sandbox is killed at once.
+ * Idempotent; the end comes through ops.exited.
+ */
+void glove_session_stop(struct glove_session *s, uint64_t grace_ms);
+
+/* The session's terminal (attach clients, input, resize, transcript); valid
+ * until glove_session_free(). */
+struct glove_terminal *glove_session_terminal(struct glove_session *s);
+
+/* PID 1's pid and the sandbox's id maps (for audit records); valid from
+ * ops.ready until ops.exited. NULL outside that window. */
+const struct glove_sandbox *glove_session_sandbox(const struct glove_session *s);
+
+/* The agent's final environment ("NAME=VALUE", NULL-terminated: the
+ * caller's plus the egress proxy variables); valid until glove_session_free().
+ * For audit records, which name the variables and never their values. */
+char *const *glove_session_environment(const struct glove_session *s);
+
+/* Frees the session. Before ops.exited it kills the sandbox first and tears
+ * down without calling ops (blocking at most until PID 1 is reaped); NULL is
+ * fine. */
+void glove_session_free(struct glove_session *s);

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "session_front.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "launch.h"
+
+void glove_front_limits(const struct glove_exec_options *opts, struct glove_session_limits *out,
+                        enum glove_session_cgroup_policy *policy) {
+        struct glove_cgroup_limits d;
+        glove_cgroup_limits_default(&d);
+        *out = (struct glove_session_limits){
+                .cpu_time_ms = opts->cpu_time_ms ? opts->cpu_time_ms : d.cpu_time_ms,
+                .memory_bytes = opts->memory_bytes ? opts->memory_bytes : d.memory_bytes,
+                .pids = opts->pids ? opts->pids : d.pids,
+                .wall_time_ms = opts->wall_time_ms, /* 0: no wall-time limit by default */
+                .disk_bytes = opts->disk_bytes ? opts->disk_bytes : GLOVE_SESSION_DEFAULT_DISK,
+                .terminal_output_bytes = opts->output_bytes ? opts->output_bytes : GLOVE_SESSION_DEFAULT_OUTPUT,
+        };
+        *policy = opts->cpu_time_ms || opts->memory_bytes || opts->pids ? GLOVE_SESSION_CGROUP_REQUIRED
+                                                                         : GLOVE_SESSION_CGROUP_OPTIONAL;
+}
+
+int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_policy *policy, bool *enabled,
+                       struct glove_error *err) {
+        glove_net_policy_init(policy);
+        *enabled = false;
+        if (opts->n_egress_allow == 0) {
+                if (opts->egress_allow_private)
+                        return glove_error_set(err, EINVAL, "egress.no_rule",
+                                               "--egress-allow-private needs at least one --egress-allow HOST[:PORT]");
+                return 0;
+        }
+        for (size_t i = 0; i < opts->n_egress_allow; i++) {
+                int r = glove_net_policy_add(policy, opts->egress_allow[i], err);
+                if (r < 0) {
+                        glove_error_prefix(err, "--egress-allow %s", opts->egress_allow[i]);
+                        return r;
+                }
+        }
+        policy->allow_private = opts->egress_allow_private;
+        *enabled = true;
+        return 0;
+}
+
+void glove_front_status(const struct glove_session_outcome *o, const char *program, bool report, struct glove_run_status *st) {
+        memset(st, 0, sizeof(*st));
+        st->signal = -1;
+        st->wall_time_ms = o->wall_time_ms;
+        st->cpu_time_ms = o->cpu_time_ms;
+        st->peak_memory_bytes = o->peak_memory_bytes;
+        st->output_bytes = o->output_bytes;
+        if (o->limit == GLOVE_CGROUP_LIMIT_NONE && o->disk_full)
+                st->limit = "disk"; /* reached by ENOSPC inside; nothing was killed */
+        if (o->kind == GLOVE_SESSION_SIGNALED)
+                st->signal = o->value;
+        else if (o->kind == GLOVE_SESSION_LOST && o->limit != GLOVE_CGROUP_LIMIT_NONE)
+                st->signal = SIGKILL; /* Glove killed the tree before PID 1 could report */
+        if (o->limit != GLOVE_CGROUP_LIMIT_NONE) {
+                st->limit = glove_cgroup_limit_name(o->limit);
+                st->exit_code = 137;
+                if (report)
+                        fprintf(stderr, "glove: limits.%s: %s exceeded its %s limit; the whole sandbox was killed\n", st->limit,
+                                program, st->limit);
+                return;
+        }
+        st->exit_code = report ? glove_launch_outcome_status(&o->sandbox, program) : GLOVE_EXIT_FAILURE;
+}

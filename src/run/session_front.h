@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * What the glove exec and glove run front ends share around the session
+ * engine: options into a session description (limits, egress rules), and a
+ * session outcome into Glove's exit status, its one-line reason on stderr
+ * and the run status object. Internal to the run module; command-line words
+ * live here, not in the engine.
+ */
+
+#include <stdbool.h>
+
+#include "glove/net/rule.h"
+#include "glove/run/exec_options.h"
+#include "glove/session/session.h"
+#include "run_limits.h"
+
+/* Options and defaults into the six limits; *policy REQUIRED when one of
+ * --memory, --pids, --cpu-time was given, else OPTIONAL. */
+void glove_front_limits(const struct glove_exec_options *opts, struct glove_session_limits *out,
+                        enum glove_session_cgroup_policy *policy);
+
+/* --egress-allow rules into *policy (initialised here; the caller frees
+ * it). *enabled false without rules. Errors: the net module's, prefixed
+ * with the option; "egress.no_rule" for --egress-allow-private alone. */
+int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_policy *policy, bool *enabled,
+                       struct glove_error *err);
+
+/*
+ * The terminal status of a session that reached ops.exited: Glove's exit
+ * status (137 on a breached limit, with its one-line reason on stderr when
+ * report is true; else the agent's status as glove_launch_outcome_status
+ * gives it, or GLOVE_EXIT_FAILURE when report is false) and usage. A
+ * SETUP_FAILED outcome is not handled here (print its error).
+ */
+void glove_front_status(const struct glove_session_outcome *o, const char *program, bool report, struct glove_run_status *st);

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Internal to the session module. */
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "glove/audit/log.h"
+#include "glove/container/environment.h"
+#include "glove/container/sandbox.h"
+#include "glove/net/proxy_env.h"
+#include "glove/net/relay.h"
+#include "glove/net/rule.h"
+#include "glove/session/session.h"
+
+struct glove_session_egress {
+        bool enabled;
+        struct glove_net_policy policy;
+        char token[GLOVE_NET_TOKEN_LEN + 1];
+        int host_fd, sandbox_fd;               /* the SCM_RIGHTS channel's two ends */
+        struct glove_net_relay *relay;
+        struct glove_audit_log *audit;         /* borrowed; may be NULL or fd -1 */
+        struct glove_sandbox *sb;              /* to stop the agent when an audit append fails */
+        atomic_bool audit_failed;
+};
+
+/* Empties e (no egress). */
+void glove_session_egress_init(struct glove_session_egress *e);
+
+/* With a policy (moved into e): the token, the channel, the proxy variables
+ * appended to env, the egress seccomp program and PID 1's helper hook in
+ * cfg. Without: cfg stays offline. Errors: "egress.*". */
+int glove_session_egress_setup(struct glove_session_egress *e, struct glove_net_policy *policy, struct glove_audit_log *audit,
+                               struct glove_env *env, struct glove_sandbox_config *cfg, struct glove_error *err);
+
+/* After the perimeter is ready: starts the relay on Glove's end. */
+int glove_session_egress_start(struct glove_session_egress *e, struct glove_sandbox *sb, struct glove_error *err);
+
+/* Stops the relay (cuts open tunnels, joins its threads), closes everything. */
+void glove_session_egress_stop(struct glove_session_egress *e);

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "glove/session/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
+#include "glove/base/number.h"
+#include "glove/base/time.h"
+#include "internal.h"
+
+/* Pause between two attempts to remove the run cgroup (µs). */
+#define TEARDOWN_RETRY_USEC (5 * 1000ULL)
+
+enum phase {
+        PHASE_SPAWNING,   /* PID 1 builds the perimeter */
+        PHASE_READY,      /* waiting for release */
+        PHASE_RUNNING,
+        PHASE_DRAINING,   /* PID 1 reaped; output still flowing */
+        PHASE_TEARDOWN,   /* cgroup being removed */
+        PHASE_DONE,       /* ops.exited called */
+};
+
+struct glove_session {
+        sd_event *loop;
+        struct glove_session_ops ops;
+        void *userdata;
+        enum phase phase;
+        struct glove_session_limits limits;
+
+        struct glove_sandbox_config cfg;       /* kept until spawn_finish answered */
+        struct glove_sandbox sb;
+        bool reaped;
+        struct glove_env env;                  /* the agent's environment, owned */
+        struct glove_terminal *term;
+        struct glove_session_egress egress;
+        struct glove_cgroup *cg;               /* NULL without a delegated cgroup */
+
+        sd_event_source *report_src, *child_src, *poll_timer, *drain_timer, *stop_timer, *teardown_timer;
+        uint64_t start_us;                     /* at release */
+        uint64_t teardown_deadline_us;
+        struct rusage rusage;                  /* PID 1's tree, when reaped here */
+        bool have_rusage;
+
+        struct glove_session_outcome out;
+};
+
+static void advance(struct glove_session *s);
+
+/* A whole number from a small /proc file; 0 or -errno. */
+static int read_u64_file(const char *path, uint64_t *out) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        int r = glove_file_read_bounded(AT_FDCWD, path, 0, 31, &buf, &n, NULL);
+        if (r < 0)
+                return r;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+        return glove_number_parse_u64(buf, 0, 0, UINT64_MAX, out) < 0 ? -EINVAL : 0;
+}
+
+static int env_copy(struct glove_env *env, char *const *envp) {
+        size_t n = 0;
+        while (envp && envp[n])
+                n++;
+        env->envp = calloc(n + 1, sizeof(char *));
+        if (!env->envp)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!(env->envp[i] = strdup(envp[i])))
+                        return -ENOMEM;
+                env->count++;
+        }
+        return 0;
+}
+
+/* Records the first breach and kills the whole tree: PID 1's death tears
+ * the PID namespace down; the cgroup kill takes anything else charged to
+ * the session. */
+static void breach(struct glove_session *s, enum glove_cgroup_limit limit) {
+        if (s->out.limit != GLOVE_CGROUP_LIMIT_NONE)
+                return;
+        s->out.limit = limit;
+        (void)glove_sandbox_signal(&s->sb, SIGKILL);
+        if (s->cg)
+                (void)glove_cgroup_kill_once(s->cg, NULL);
+}
+
+static void on_output_breach(void *userdata) {
+        breach(userdata, GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT);
+}
+
+static void on_output_ended(void *userdata) {
+        struct glove_session *s = userdata;
+        if (s->phase == PHASE_DRAINING)
+                advance(s);
+}
+
+static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)usec;
+        struct glove_session *s = userdata;
+        uint64_t next_us = GLOVE_SESSION_POLL_MS * 1000ULL;
+        if (s->phase != PHASE_RUNNING)
+                return sd_event_source_set_enabled(src, SD_EVENT_OFF);
+        if (s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->limits.wall_time_ms) {
+                uint64_t elapsed_ms = (glove_time_monotonic_us() - s->start_us) / 1000;
+                if (elapsed_ms >= s->limits.wall_time_ms)
+                        breach(s, GLOVE_CGROUP_LIMIT_WALL_TIME);
+                else if ((s->limits.wall_time_ms - elapsed_ms) * 1000 < next_us)
+                        next_us = (s->limits.wall_time_ms - elapsed_ms) * 1000 + 1000;
+        }
+        if (s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->cg) {
+                struct glove_cgroup_stats st;
+                if (glove_cgroup_stats(s->cg, &st, NULL) == 0) {
+                        enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &st);
+                        if (b != GLOVE_CGROUP_LIMIT_NONE)
+                                breach(s, b);
+                }
+        }
+        if (atomic_load(&s->egress.audit_failed))
+                s->out.audit_failed = true;
+        (void)sd_event_source_set_time_relative(src, next_us);
+        return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+}
+
+/* Reads the usage and removes the cgroup; 0 when done, -EAGAIN to retry. */
+static int teardown_cgroup(struct glove_session *s) {
+        if (!s->cg)
+                return 0;
+        struct glove_error e = {0};
+        (void)glove_cgroup_kill_once(s->cg, NULL);
+        int r = glove_cgroup_try_destroy(s->cg, &e);
+        if (r == 0) {
+                s->cg = NULL;
+                return 0;
+        }
+        if (r == -EAGAIN && glove_time_monotonic_us() < s->teardown_deadline_us)
+                return -EAGAIN;
+        if (r == -EAGAIN)
+                glove_error_set(&e, EBUSY, "cgroup.busy", "the run cgroup %s still holds processes after %d ms",
+                                glove_cgroup_path(s->cg, 0), GLOVE_SESSION_TEARDOWN_MS);
+        if (!glove_error_is_set(&s->out.error))
+                s->out.error = e;
+        /* Give up on it (the next run's sweep removes an empty leftover). */
+        s->cg = NULL;
+        return 0;
+}
+
+static void final_usage(struct glove_session *s) {
+        struct glove_session_outcome *o = &s->out;
+        o->wall_time_ms = s->start_us ? (glove_time_monotonic_us() - s->start_us) / 1000 : 0;
+        o->output_bytes = s->term ? glove_terminal_output_bytes(s->term) : 0;
+        if (s->cg) {
+                struct glove_cgroup_stats cs;
+                if (glove_cgroup_stats(s->cg, &cs, NULL) == 0) {
+                        o->usage_from_cgroup = true;
+                        o->cpu_time_ms = cs.cpu_usage_ns / 1000000;
+                        o->peak_memory_bytes = cs.memory_peak_bytes;
+                        enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &cs);
+                        if (b != GLOVE_CGROUP_LIMIT_NONE && o->limit == GLOVE_CGROUP_LIMIT_NONE)
+                                o->limit = b;
+                }
+        } else if (s->have_rusage) {
+                const struct rusage *ru = &s->rusage;
+                o->cpu_time_ms = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+                                 (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+                o->peak_memory_bytes = (uint64_t)ru->ru_maxrss * 1024;
+                /* The per-process RLIMIT_CPU backstop kills with SIGXCPU. */
+                if (o->kind == GLOVE_SESSION_SIGNALED && o->value == SIGXCPU && s->limits.cpu_time_ms &&
+                    o->limit == GLOVE_CGROUP_LIMIT_NONE)
+                        o->limit = GLOVE_CGROUP_LIMIT_CPU_TIME;
+        }
+}
+
+static int on_teardown_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)src;
+        (void)usec;
+        advance(userdata);
+        return 0;
+}
+
+static int on_drain_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)src;
+        (void)usec;
+        struct glove_session *s = userdata;
+        if (s->phase == PHASE_DRAINING) {
+                glove_terminal_close(s->term); /* calls on_output_ended, which advances */
+                if (s->phase == PHASE_DRAINING)
+                        advance(s);
+        }
+        return 0;
+}
+
+static void release_sources(struct glove_session *s) {
+        s->report_src = sd_event_source_disable_unref(s->report_src);
+        s->child_src = sd_event_source_disable_unref(s->child_src);
+        s->poll_timer = sd_event_source_disable_unref(s->poll_timer);
+        s->drain_timer = sd_event_source_disable_unref(s->drain_timer);
+        s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
+        s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
+}
+
+/* Moves the session on after PID 1 ended: drain, teardown, done. */
+static void advance(struct glove_session *s) {
+        if (s->phase == PHASE_DRAINING) {
+                if (!glove_terminal_output_done(s->term) && !s->drain_timer) {
+                        int r = sd_event_add_time_relative(s->loop, &s->drain_timer, CLOCK_MONOTONIC,
+                                                           GLOVE_SESSION_DRAIN_MS * 1000ULL, 1000, on_drain_timer, s);
+                        if (r >= 0)
+                                return;
+                        glove_terminal_close(s->term);
+                }
+                if (!glove_terminal_output_done(s->term))
+                        return;
+                s->drain_timer = sd_event_source_disable_unref(s->drain_timer);
+                s->phase = PHASE_TEARDOWN;
+                glove_session_egress_stop(&s->egress);
+                if (atomic_load(&s->egress.audit_failed))
+                        s->out.audit_failed = true;
+                final_usage(s);
+                s->teardown_deadline_us = glove_time_monotonic_us() + GLOVE_SESSION_TEARDOWN_MS * 1000ULL;
+        }
+        if (s->phase == PHASE_TEARDOWN) {
+                if (teardown_cgroup(s) == -EAGAIN) {
+                        s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
+                        if (sd_event_add_time_relative(s->loop, &s->teardown_timer, CLOCK_MONOTONIC, TEARDOWN_RETRY_USEC, 1000,
+                                                       on_teardown_timer, s) >= 0)
+                                return;
+                        s->teardown_deadline_us = 0; /* no timer: one last try, then give up */
+                        (void)teardown_cgroup(s);
+                }
+                release_sources(s);
+                glove_sandbox_destroy(&s->sb); /* PID 1 is reaped: closes descriptors only */
+                s->phase = PHASE_DONE;
+                s->ops.exited(s, &s->out, s->userdata);
+        }
+}
+
+static void outcome_from_sandbox(struct glove_session *s, const siginfo_t *si) {
+        struct glove_sandbox_outcome so;
+        glove_sandbox_collect(&s->sb, si, &so);
+        s->out.sandbox = so;
+        s->out.disk_full = so.disk_full;
+        switch (so.kind) {
+        case GLOVE_SANDBOX_EXITED:
+                s->out.kind = GLOVE_SESSION_EXITED;
+                break;
+        case GLOVE_SANDBOX_SIGNALED:
+                s->out.kind = GLOVE_SESSION_SIGNALED;
+                break;
+        case GLOVE_SANDBOX_EXEC_FAILED:
+                s->out.kind = GLOVE_SESSION_EXEC_FAILED;
+                break;
+        default:
+                s->out.kind = GLOVE_SESSION_LOST;
+                break;
+        }
+        s->out.value = so.value;
+}
+
+/* PID 1's pidfd is readable once it exited: reap it here, with its tree's
+ * rusage (RUSAGE_CHILDREN would mix every session of the process). An io
+ * source on the pidfd instead of a child source: no SIGCHLD mask needed. */
+static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void)src;
+        (void)revents;
+        struct glove_session *s = userdata;
+        siginfo_t reaped = {0};
+        if (syscall(SYS_waitid, P_PIDFD, fd, &reaped, WEXITED | WNOHANG, &s->rusage) < 0) {
+                if (errno == EINTR || errno == EAGAIN)
+                        return 0;
+                /* Reaped elsewhere (a caller's waitpid(-1)): the outcome
+                 * still comes from the report. */
+                memset(&reaped, 0, sizeof(reaped));
+                reaped.si_code = CLD_KILLED;
+                reaped.si_status = SIGKILL;
+        } else if (reaped.si_pid == 0) {
+                return 0; /* not yet */
+        } else {
+                s->have_rusage = true;
+        }
+        s->reaped = true;
+        s->child_src = sd_event_source_disable_unref(s->child_src);
+        s->poll_timer = sd_event_source_disable_unref(s->poll_timer);
+        s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
+        if (s->phase == PHASE_SPAWNING) {
+                /* Died while building the perimeter: its report says why. */
+                struct glove_error e = {0};
+                int r = glove_sandbox_spawn_finish(&s->sb, &e);
+                if (r >= 0 || r == -EAGAIN)
+                        glove_error_set(&e, EPIPE, "sandbox.setup", "sandbox child exited during setup without saying why");
+                s->out.kind = GLOVE_SESSION_SETUP_FAILED;
+                s->out.error = e;
+                s->report_src = sd_event_source_disable_unref(s->report_src);
+                s->sb.pid = -1;
+        } else if (s->out.kind == GLOVE_SESSION_SETUP_FAILED) {
+                s->sb.pid = -1; /* failed after the report (terminal, relay): keep that error */
+        } else {
+                outcome_from_sandbox(s, &reaped);
+        }
+        if (atomic_load(&s->egress.audit_failed))
+                s->out.audit_failed = true;
+        if (s->cg && s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->phase != PHASE_SPAWNING) {
+                struct glove_cgroup_stats st;
+                if (glove_cgroup_stats(s->cg, &st, NULL) == 0)
+                        s->out.limit = glove_cgroup_breach(s->cg, &st);
+        }
+        if (s->cg)
+                (void)glove_cgroup_kill_once(s->cg, NULL); /* whatever PID 1 left in the cgroup */
+        s->phase = PHASE_DRAINING;
+        if (!s->out.released)
+                glove_terminal_close(s->term); /* the agent never ran: nothing to drain */
+        advance(s);
+        return 0;
+}
+
+static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void)fd;
+        (void)revents;
+        struct glove_session *s = userdata;
+        struct glove_error e = {0};
+        int r = glove_sandbox_spawn_finish(&s->sb, &e);
+        if (r == -EAGAIN)
+                return 0;
+        s->report_src = sd_event_source_disable_unref(s->report_src);
+        (void)src;
+        if (r < 0) {
+                /* PID 1 was killed by spawn_finish; on_child ends the session. */
+                s->out.kind = GLOVE_SESSION_SETUP_FAILED;
+                s->out.error = e;
+                s->phase = PHASE_READY; /* not SPAWNING: on_child must not read the report again */
+                s->out.released = false;
+                return 0;
+        }
+        r = glove_terminal_start(s->term, s->loop, &e);
+        if (r >= 0)
+                r = glove_session_egress_start(&s->egress, &s->sb, &e);
+        if (r < 0) {
+                s->out.kind = GLOVE_SESSION_SETUP_FAILED;
+                s->out.error = e;
+                s->phase = PHASE_READY;
+                glove_sandbox_kill(&s->sb);
+                return 0;
+        }
+        s->phase = PHASE_READY;
+        s->ops.ready(s, s->userdata);
+        return 0;
+}
+
+static void session_free_now(struct glove_session *s) {
+        release_sources(s);
+        if (!s->reaped && s->sb.pid > 0)
+                glove_sandbox_destroy(&s->sb); /* kills and reaps: the only blocking path */
+        else
+                glove_sandbox_destroy(&s->sb);
+        glove_session_egress_stop(&s->egress);
+        if (s->cg) {
+                (void)glove_cgroup_destroy(s->cg, NULL);
+                s->cg = NULL;
+        }
+        glove_terminal_free(s->term);
+        glove_env_free(&s->env);
+        free(s);
+}
+
+static int attach_after_clone(pid_t pid, void *ctx, struct glove_error *err) {
+        struct glove_session *s = ctx;
+        return glove_cgroup_attach(s->cg, pid, err);
+}
+
+static int make_cgroup(struct glove_session *s, const struct glove_session_desc *d, struct glove_sandbox_config *cfg,
+                       struct glove_error *err) {
+        struct glove_cgroup_limits cl = {d->limits.memory_bytes, d->limits.pids, d->limits.cpu_time_ms};
+        struct glove_error cerr = {0};
+        int r = glove_cgroup_create(&cl, &s->cg, &cerr);
+        if (r < 0) {
+                s->cg = NULL;
+                bool absent = cerr.code && (strcmp(cerr.code, "cgroup.not_delegated") == 0 ||
+                                            strcmp(cerr.code, "cgroup.unavailable") == 0);
+                if (!absent || d->cgroup_policy == GLOVE_SESSION_CGROUP_REQUIRED) {
+                        if (err)
+                                *err = cerr;
+                        return r;
+                }
+                if (s->ops.warning) {
+                        struct glove_error w = {0};
+                        glove_error_set(&w, cerr.errnum, "limits.degraded",
+                                        "no delegated cgroup for uid %u: memory and pids not limited, CPU time per process only "
+                                        "(docs/limits.md)",
+                                        (unsigned)geteuid());
+                        s->ops.warning(s, &w, s->userdata);
+                }
+                return 0;
+        }
+        int fd = glove_cgroup_clone_fd(s->cg);
+        if (fd >= 0) {
+                cfg->cgroup_fd = fd;
+        } else {
+                cfg->cgroupns_after_release = true;
+                cfg->after_clone = attach_after_clone;
+                cfg->after_clone_ctx = s;
+        }
+        return 0;
+}
+
+int glove_session_start(sd_event *loop, const struct glove_session_desc *d, const struct glove_session_ops *ops, void *userdata,
+                        struct glove_session **out, struct glove_error *err) {
+        *out = NULL;
+        struct glove_session *s = calloc(1, sizeof(*s));
+        if (!s)
+                return glove_error_set(err, ENOMEM, "session.alloc", "out of memory");
+        s->loop = loop;
+        s->ops = *ops;
+        s->userdata = userdata;
+        s->limits = d->limits;
+        s->sb = (struct glove_sandbox){.pid = -1, .pidfd = -1, .report_fd = -1, .release_fd = -1};
+        s->out.limit = GLOVE_CGROUP_LIMIT_NONE;
+        glove_session_egress_init(&s->egress);
+        if (env_copy(&s->env, d->envp) < 0) {
+                session_free_now(s);
+                return glove_error_set(err, ENOMEM, "session.alloc", "out of memory");
+        }
+        s->cfg = (struct glove_sandbox_config){
+                .argv = d->argv,
+                .envp = s->env.envp,
+                .grants = d->grants,
+                .seccomp = d->seccomp,
+                .stdin_fd = -1,
+                .stdout_fd = -1,
+                .stderr_fd = -1,
+                .pid1_fd = -1,
+                .cgroup_fd = -1,
+                .disk_bytes = d->limits.disk_bytes,
+                .cpu_time_ms = d->limits.cpu_time_ms,
+                .parent_death_kill = d->parent_death_kill,
+        };
+        /* Half of the invoker's per-user inotify limits for the sandbox's
+         * user namespace (the counters are shared with the invoker's own
+         * processes). */
+        uint64_t v;
+        if (read_u64_file("/proc/sys/user/max_inotify_instances", &v) == 0 && v >= 2)
+                s->cfg.inotify_instances = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
+        if (read_u64_file("/proc/sys/user/max_inotify_watches", &v) == 0 && v >= 2)
+                s->cfg.inotify_watches = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
+
+        int r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
+        if (r >= 0)
+                r = make_cgroup(s, d, &s->cfg, err);
+        if (r >= 0) {
+                struct glove_terminal_config tc = {
+                        .mode = d->terminal,
+                        .output_limit = d->limits.terminal_output_bytes,
+                        .transcript_bytes = d->transcript_bytes,
+                        .input_closed = d->input_closed,
+                        .modes = d->tty_modes,
+                        .rows = d->rows,
+                        .cols = d->cols,
+                        .breach = on_output_breach,
+                        .output_ended = on_output_ended,
+                        .userdata = s,
+                };
+                r = glove_terminal_new(&tc, &s->term, err);
+        }
+        if (r >= 0) {
+                int fds[3];
+                glove_terminal_child_fds(s->term, fds);
+                if (d->terminal == GLOVE_TERMINAL_STDERR) {
+                        fds[0] = d->channel_stdin_fd;
+                        fds[1] = d->channel_stdout_fd;
+                }
+                s->cfg.stdin_fd = fds[0];
+                s->cfg.stdout_fd = fds[1];
+                s->cfg.stderr_fd = fds[2];
+                s->cfg.controlling_tty = glove_terminal_is_pty(s->term);
+                r = glove_sandbox_spawn_start(&s->cfg, &s->sb, err);
+        }
+        if (r >= 0) {
+                r = sd_event_add_io(loop, &s->child_src, s->sb.pidfd, EPOLLIN, on_child, s);
+                if (r >= 0)
+                        r = sd_event_add_io(loop, &s->report_src, s->sb.report_fd, EPOLLIN, on_report, s);
+                if (r < 0)
+                        glove_error_set(err, -r, "session.event_loop", "event loop: %s", strerror(-r));
+        }
+        if (r < 0) {
+                session_free_now(s);
+                return r;
+        }
+        s->phase = PHASE_SPAWNING;
+        *out = s;
+        return 0;
+}
+
+int glove_session_release(struct glove_session *s, struct glove_error *err) {
+        if (s->out.released)
+                return -EALREADY;
+        if (s->phase != PHASE_READY || s->out.kind == GLOVE_SESSION_SETUP_FAILED)
+                return glove_error_set(err, EAGAIN, "sandbox.release", "the sandbox is not ready to be released");
+        s->start_us = glove_time_monotonic_us();
+        int r = glove_sandbox_release(&s->sb, err);
+        if (r < 0)
+                return r;
+        s->out.released = true;
+        s->phase = PHASE_RUNNING;
+        r = sd_event_add_time_relative(s->loop, &s->poll_timer, CLOCK_MONOTONIC, GLOVE_SESSION_POLL_MS * 1000ULL, 1000, on_poll,
+                                       s);
+        if (r < 0) {
+                glove_sandbox_kill(&s->sb); /* no limit watch: never run unwatched */
+                return glove_error_set(err, -r, "session.event_loop", "event loop: %s", strerror(-r));
+        }
+        return 0;
+}
+
+int glove_session_signal(struct glove_session *s, int sig) {
+        if (s->reaped || s->phase > PHASE_RUNNING)
+                return -ESRCH;
+        return glove_sandbox_signal(&s->sb, sig);
+}
+
+static int on_stop_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)src;
+        (void)usec;
+        struct glove_session *s = userdata;
+        if (!s->reaped) {
+                glove_sandbox_kill(&s->sb);
+                if (s->cg)
+                        (void)glove_cgroup_kill_once(s->cg, NULL);
+        }
+        return 0;
+}
+
+void glove_session_stop(struct glove_session *s, uint64_t grace_ms) {
+        if (s->reaped || s->out.stopped || s->phase > PHASE_RUNNING)
+                return;
+        s->out.stopped = true;
+        if (s->phase != PHASE_RUNNING || grace_ms == 0) {
+                glove_sandbox_kill(&s->sb);
+                if (s->cg)
+                        (void)glove_cgroup_kill_once(s->cg, NULL);
+                return;
+        }
+        (void)glove_sandbox_signal(&s->sb, SIGTERM);
+        if (sd_event_add_time_relative(s->loop, &s->stop_timer, CLOCK_MONOTONIC, grace_ms * 1000ULL, 1000, on_stop_timer, s) < 0)
+                glove_sandbox_kill(&s->sb);
+}
+
+struct glove_terminal *glove_session_terminal(struct glove_session *s) {
+        return s->term;
+}
+
+const struct glove_sandbox *glove_session_sandbox(const struct glove_session *s) {
+        return s->phase >= PHASE_READY && s->phase < PHASE_DONE ? &s->sb : NULL;
+}
+
+char *const *glove_session_environment(const struct glove_session *s) {
+        return s->env.envp;
+}
+
+void glove_session_free(struct glove_session *s) {
+        if (!s)
+                return;
+        session_free_now(s);
+}
