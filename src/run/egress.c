@@ -48,10 +48,10 @@ static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_erro
         r = glove_net_listener_open(GLOVE_EGRESS_PORT, &listen_fd, &port, err);
         if (r < 0)
                 return r;
-        pid_t pid = fork();
+        pid_t pid = _Fork(); /* in PID 1: no atfork handlers or allocator locks */
         if (pid < 0) {
                 close(listen_fd);
-                return glove_error_set(err, errno, "egress.helper", "fork: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.helper", "fork: %s", glove_errno_text(errno));
         }
         if (pid == 0)
                 helper_main(cfg->pid1_fd, listen_fd);

@@ -96,6 +96,7 @@ int glove_exec_main(int argc, char **argv) {
                 .stdout_fd = -1,
                 .stderr_fd = -1,
                 .pid1_fd = -1,
+                .parent_death_kill = true,
         };
         static struct glove_watch watch;
         static struct glove_drain drain;

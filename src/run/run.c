@@ -1143,6 +1143,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .stdout_fd = from_agent[1],
                 .stderr_fd = agent_err[1],
                 .pid1_fd = -1,
+                .parent_death_kill = true,
         };
         struct glove_limits limits;
         glove_limits_resolve(r->opts, &limits);
