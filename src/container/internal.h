@@ -40,7 +40,8 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
  * report (an immutable table in sandbox.c), else NULL. */
 const char *glove_report_code_lookup(const char *code);
 
-/* Writes one report; returns 0 or -errno. Async-signal-safe. */
+/* Writes one report; returns 0 or -errno. No allocation, no lock (usable
+ * in the sandbox child). */
 int glove_report_send(int fd, enum report_kind kind, int value, const char *code, const char *message);
 
 /* Undoes /proc/self/mountinfo's octal escapes (\040 space, \011 tab, \012
