@@ -65,3 +65,10 @@ void glove_error_prefix(struct glove_error *err, const char *fmt, ...) {
                 mark_truncated(joined, sizeof(joined));
         memcpy(err->message, joined, sizeof(joined));
 }
+
+const char *glove_errno_text(int errnum) {
+        /* strerrordesc_np (glibc 2.32) is a table lookup without gettext;
+         * strerror translates through the locale, taking its locks. */
+        const char *s = strerrordesc_np(errnum < 0 ? -errnum : errnum);
+        return s ? s : "Unknown error";
+}

@@ -33,7 +33,7 @@ static int report(int e, const char *path, struct glove_error *err) {
                 return glove_error_set(err, ENOENT, "path.missing", "%s: no such file or directory", path);
         if (e == EXDEV)
                 return glove_error_set(err, EXDEV, "path.escape", "%s: resolves outside its root", path);
-        return glove_error_set(err, e, "path.open", "%s: %s", path, strerror(e));
+        return glove_error_set(err, e, "path.open", "%s: %s", path, glove_errno_text(e)); /* also in the sandbox child */
 }
 
 /* Fallback for kernels without openat2: walk component by component. */

@@ -75,32 +75,68 @@ static void sleep_ms(unsigned ms) {
         }
 }
 
-/* Removes the directories and frees cg. Returns 0 or the first -errno of
- * rmdir, with the path in err. */
-static int remove_dirs(struct glove_cgroup *cg, struct glove_error *err) {
-        int ret = 0;
-        uint64_t deadline = glove_time_monotonic_ms() + GLOVE_CGROUP_RMDIR_TIMEOUT_MS; /* for all of them */
-        for (size_t i = cg->ndirs; i-- > 0;) {
-                struct cg_dir *d = &cg->dirs[i];
-                if (d->fd >= 0)
-                        close(d->fd);
-                d->fd = -1;
-                unsigned pause = 1;
-                int r;
-                /* A cgroup whose last tasks are still exiting is briefly busy. */
-                while ((r = unlinkat(d->parent_fd, cg->name, AT_REMOVEDIR)) < 0 && errno == EBUSY &&
-                       glove_time_monotonic_ms() < deadline) {
-                        sleep_ms(pause);
-                        pause = pause < 16 ? pause * 2 : 16;
-                }
-                int e = errno;
-                if (r < 0 && e != ENOENT && ret == 0)
-                        ret = glove_error_set(err, e, "cgroup.busy", "cannot remove cgroup %s: %s", d->path,
-                                              strerror(e));
-                close(d->parent_fd);
+/* Closes what remains open and frees cg. */
+static void cg_free(struct glove_cgroup *cg) {
+        for (size_t i = 0; i < cg->ndirs; i++) {
+                glove_closep(&cg->dirs[i].fd);
+                glove_closep(&cg->dirs[i].parent_fd);
         }
         free(cg);
-        return ret;
+}
+
+/* One rmdir attempt on every directory not yet removed (children of the
+ * hierarchy last made first). A removed one has both descriptors closed
+ * (-1). Returns 0 when all are gone, -EAGAIN when one is still busy
+ * (*busy names the first, err untouched), or the first other -errno with
+ * its path in err. */
+static int rmdir_pass(struct glove_cgroup *cg, const char **busy, struct glove_error *err) {
+        int ret = 0;
+        *busy = NULL;
+        for (size_t i = cg->ndirs; i-- > 0;) {
+                struct cg_dir *d = &cg->dirs[i];
+                if (d->parent_fd < 0)
+                        continue;
+                if (unlinkat(d->parent_fd, cg->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                        int e = errno;
+                        /* A cgroup whose last tasks are still exiting is briefly busy. */
+                        if (e == EBUSY) {
+                                if (!*busy)
+                                        *busy = d->path;
+                                continue;
+                        }
+                        if (ret == 0)
+                                ret = glove_error_set(err, e, "cgroup.busy", "cannot remove cgroup %s: %s", d->path,
+                                                      strerror(e));
+                        continue;
+                }
+                glove_closep(&d->fd);
+                glove_closep(&d->parent_fd);
+                d->fd = d->parent_fd = -1;
+        }
+        if (ret < 0)
+                return ret;
+        return *busy ? -EAGAIN : 0;
+}
+
+/* Removes the directories, retrying busy ones for up to
+ * GLOVE_CGROUP_RMDIR_TIMEOUT_MS, and frees cg. Returns 0 or the first
+ * -errno, with the path in err. */
+static int remove_dirs(struct glove_cgroup *cg, struct glove_error *err) {
+        uint64_t deadline = glove_time_monotonic_ms() + GLOVE_CGROUP_RMDIR_TIMEOUT_MS; /* for all of them */
+        unsigned pause = 1;
+        const char *busy = NULL;
+        int r;
+        while ((r = rmdir_pass(cg, &busy, err)) == -EAGAIN) {
+                if (glove_time_monotonic_ms() >= deadline) {
+                        r = glove_error_set(err, EBUSY, "cgroup.busy", "cannot remove cgroup %s: %s", busy,
+                                            strerror(EBUSY));
+                        break;
+                }
+                sleep_ms(pause);
+                pause = pause < 16 ? pause * 2 : 16;
+        }
+        cg_free(cg);
+        return r;
 }
 
 static int make_name(char name[GLOVE_CGROUP_NAME_MAX]) {
@@ -406,9 +442,12 @@ static int cg_freeze(struct glove_cgroup *cg, bool frozen) {
         return cg->backend == GLOVE_CGROUP_BACKEND_V2 ? cg_v2_freeze(cg, frozen) : cg_v1_freeze(cg, frozen);
 }
 
-/* True when no directory lists a process; -errno when one cannot be read. */
+/* True when no directory lists a process; -errno when one cannot be read.
+ * Directories already removed are skipped. */
 static int cg_empty(struct glove_cgroup *cg) {
         for (size_t i = 0; i < cg->ndirs; i++) {
+                if (cg->dirs[i].fd < 0)
+                        continue;
                 _cleanup_free_ pid_t *pids = NULL;
                 size_t n = 0;
                 int r = cg_file_read_pids(cg->dirs[i].fd, &pids, &n);
@@ -420,44 +459,74 @@ static int cg_empty(struct glove_cgroup *cg) {
         return 1;
 }
 
-int glove_cgroup_kill(struct glove_cgroup *cg, struct glove_error *err) {
-        uint64_t deadline = glove_time_monotonic_ms() + GLOVE_CGROUP_KILL_TIMEOUT_MS;
-        bool used_kill_file = false;
-        if (cg->kill_file) {
+/*
+ * One kill pass: cgroup.kill once (when the kernel has it and *used_kill_file
+ * is still false), else when processes remain a freeze + SIGKILL round over
+ * every directory. Returns 0 when the cgroup is empty afterwards, -EAGAIN
+ * when processes remain (err untouched), other -errno "cgroup.kill".
+ */
+static int kill_pass(struct glove_cgroup *cg, bool *used_kill_file, struct glove_error *err) {
+        if (cg->kill_file && !*used_kill_file && cg->dirs[0].fd >= 0) {
                 int r = cg_file_write(cg->dirs[0].fd, "cgroup.kill", "1");
                 if (r == 0)
-                        used_kill_file = true;
+                        *used_kill_file = true;
                 else if (r != -ENOENT)
                         return glove_error_set(err, -r, "cgroup.kill", "%s/cgroup.kill: %s", cg->dirs[0].path,
                                                strerror(-r));
         }
+        int e = cg_empty(cg);
+        if (e < 0)
+                return glove_error_set(err, -e, "cgroup.kill", "cannot list the processes of %s: %s", cg->dirs[0].path,
+                                       strerror(-e));
+        if (e > 0)
+                return 0;
+        if (!*used_kill_file) {
+                (void)cg_freeze(cg, true);
+                int r = 0;
+                for (size_t i = 0; i < cg->ndirs && r == 0; i++) {
+                        bool empty;
+                        if (cg->dirs[i].fd >= 0)
+                                r = kill_round(&cg->dirs[i], &empty);
+                }
+                (void)cg_freeze(cg, false);
+                if (r < 0)
+                        return glove_error_set(err, -r, "cgroup.kill", "cannot kill the processes of %s: %s",
+                                               cg->dirs[0].path, strerror(-r));
+        }
+        return -EAGAIN;
+}
+
+int glove_cgroup_kill_once(struct glove_cgroup *cg, struct glove_error *err) {
+        bool used_kill_file = false;
+        return kill_pass(cg, &used_kill_file, err);
+}
+
+int glove_cgroup_kill(struct glove_cgroup *cg, struct glove_error *err) {
+        uint64_t deadline = glove_time_monotonic_ms() + GLOVE_CGROUP_KILL_TIMEOUT_MS;
+        bool used_kill_file = false;
         unsigned pause = 1;
         for (;;) {
-                int e = cg_empty(cg);
-                if (e < 0)
-                        return glove_error_set(err, -e, "cgroup.kill", "cannot list the processes of %s: %s",
-                                               cg->dirs[0].path, strerror(-e));
-                if (e > 0)
-                        return 0;
+                int r = kill_pass(cg, &used_kill_file, err);
+                if (r != -EAGAIN)
+                        return r;
                 if (glove_time_monotonic_ms() >= deadline)
                         return glove_error_set(err, ETIMEDOUT, "cgroup.kill",
                                                "processes remain in %s after %d ms of killing", cg->dirs[0].path,
                                                GLOVE_CGROUP_KILL_TIMEOUT_MS);
-                if (!used_kill_file) {
-                        (void)cg_freeze(cg, true);
-                        int r = 0;
-                        for (size_t i = 0; i < cg->ndirs && r == 0; i++) {
-                                bool empty;
-                                r = kill_round(&cg->dirs[i], &empty);
-                        }
-                        (void)cg_freeze(cg, false);
-                        if (r < 0)
-                                return glove_error_set(err, -r, "cgroup.kill", "cannot kill the processes of %s: %s",
-                                                       cg->dirs[0].path, strerror(-r));
-                }
                 sleep_ms(pause);
                 pause = pause < 16 ? pause * 2 : 16;
         }
+}
+
+int glove_cgroup_try_destroy(struct glove_cgroup *cg, struct glove_error *err) {
+        if (!cg)
+                return 0;
+        const char *busy = NULL;
+        int r = rmdir_pass(cg, &busy, err);
+        if (r == -EAGAIN)
+                return r;
+        cg_free(cg);
+        return r;
 }
 
 int glove_cgroup_destroy(struct glove_cgroup *cg, struct glove_error *err) {

@@ -12,7 +12,6 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
 #include <sys/ioctl.h>
@@ -23,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "glove/base/error.h"
 #include "glove/base/fd.h"
 #include "glove/container/environment.h"
 #include "glove/container/seccomp.h"
@@ -178,17 +178,23 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
                 close(cfg->pid1_fd);
         int r = glove_sandbox_lockdown(cfg->seccomp);
         if (r < 0) {
-                glove_report_send(report_fd, REPORT_SETUP_FAILED, -r, "sandbox.privileges", strerror(-r));
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, -r, "sandbox.privileges", glove_errno_text(-r));
                 _exit(1);
         }
         int errpipe[2];
         if (pipe2(errpipe, O_CLOEXEC) < 0) {
-                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.pipe", strerror(errno));
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.pipe", glove_errno_text(errno));
                 _exit(1);
         }
-        pid_t agent = fork();
+        /* _Fork, not fork: no atfork handlers and none of the allocator's or
+         * stdio's locks, which another thread of Glove may have held when
+         * this process was cloned. */
+        pid_t agent = _Fork();
         if (agent < 0) {
-                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.fork", strerror(errno));
+                int e = errno;
+                close(errpipe[0]);
+                close(errpipe[1]);
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, e, "sandbox.fork", glove_errno_text(e));
                 _exit(1);
         }
         if (agent == 0) {
@@ -200,7 +206,7 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
         int exec_errno = 0;
         if (glove_fd_read_exact(errpipe[0], &exec_errno, sizeof(exec_errno)) == 0) {
                 char msg[300];
-                snprintf(msg, sizeof(msg), "%s: %s", cfg->argv[0], strerror(exec_errno));
+                snprintf(msg, sizeof(msg), "%s: %s", cfg->argv[0], glove_errno_text(exec_errno));
                 glove_report_send(report_fd, REPORT_EXEC_FAILED, exec_errno, NULL, msg);
                 _exit(0);
         }

@@ -36,7 +36,12 @@ int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid
  * starts the agent and reports its outcome on report_fd. Never returns. */
 __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd);
 
-/* Writes one report; returns 0 or -errno. */
+/* The static string equal to code when it is one the sandbox child can
+ * report (an immutable table in sandbox.c), else NULL. */
+const char *glove_report_code_lookup(const char *code);
+
+/* Writes one report; returns 0 or -errno. No allocation, no lock (usable
+ * in the sandbox child). */
 int glove_report_send(int fd, enum report_kind kind, int value, const char *code, const char *message);
 
 /* Undoes /proc/self/mountinfo's octal escapes (\040 space, \011 tab, \012

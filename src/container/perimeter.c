@@ -18,14 +18,15 @@
 #include <linux/mount.h>
 #include <sched.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/error.h"
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
 #include "glove/container/environment.h"
@@ -69,7 +70,7 @@ static int clone_tree(int dfd, const char *path, bool recursive, int *out, struc
                 flags |= AT_EMPTY_PATH;
         int fd = sys_open_tree(dfd, path, flags);
         if (fd < 0)
-                return glove_error_set(err, errno, "mount.clone", "open_tree %s: %s", *path ? path : "(grant)", strerror(errno));
+                return glove_error_set(err, errno, "mount.clone", "open_tree %s: %s", *path ? path : "(grant)", glove_errno_text(errno));
         *out = fd;
         return 0;
 }
@@ -82,7 +83,7 @@ static int make_mountpoint(int root, const char *rel, bool is_dir, struct glove_
         snprintf(buf, sizeof(buf), "%s", rel);
         _cleanup_close_ int cur = fcntl(root, F_DUPFD_CLOEXEC, 3);
         if (cur < 0)
-                return glove_error_set(err, errno, "mount.mountpoint", "dup: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.mountpoint", "dup: %s", glove_errno_text(errno));
         char *p = buf;
         for (;;) {
                 char *slash = strchr(p, '/');
@@ -101,11 +102,11 @@ static int make_mountpoint(int root, const char *rel, bool is_dir, struct glove_
                         }
                         if (r < 0)
                                 return glove_error_set(err, errno, "mount.mountpoint",
-                                                       "cannot create the mount point /%s inside the sandbox: %s", rel, strerror(errno));
+                                                       "cannot create the mount point /%s inside the sandbox: %s", rel, glove_errno_text(errno));
                         fd = openat(cur, p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 }
                 if (fd < 0)
-                        return glove_error_set(err, errno, "mount.mountpoint", "/%s: %s", rel, strerror(errno));
+                        return glove_error_set(err, errno, "mount.mountpoint", "/%s: %s", rel, glove_errno_text(errno));
                 struct stat st;
                 if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || (!last && !S_ISDIR(st.st_mode))) {
                         close(fd);
@@ -126,13 +127,13 @@ static int attach(int root, int tree, const char *rel, bool is_dir, uint64_t att
         if (r < 0)
                 return r;
         if (attrs && sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs) < 0)
-                return glove_error_set(err, errno, "mount.setattr", "mount_setattr on /%s: %s", rel, strerror(errno));
+                return glove_error_set(err, errno, "mount.setattr", "mount_setattr on /%s: %s", rel, glove_errno_text(errno));
         _cleanup_close_ int target = -1;
         r = glove_fd_open_beneath(root, rel, O_PATH, &target, err);
         if (r < 0)
                 return r;
         if (sys_move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-                return glove_error_set(err, errno, "mount.attach", "move_mount to /%s: %s", rel, strerror(errno));
+                return glove_error_set(err, errno, "mount.attach", "move_mount to /%s: %s", rel, glove_errno_text(errno));
         return 0;
 }
 
@@ -144,21 +145,26 @@ static int mount_fresh(int root, const char *rel, const char *fstype, unsigned l
         char target[GLOVE_PATH_MAX];
         snprintf(target, sizeof(target), STAGING "/%s", rel);
         if (mount(fstype, target, fstype, flags, data) < 0)
-                return glove_error_set(err, errno, "mount.fresh", "mount %s on /%s: %s", fstype, rel, strerror(errno));
+                return glove_error_set(err, errno, "mount.fresh", "mount %s on /%s: %s", fstype, rel, glove_errno_text(errno));
         return 0;
 }
 
 static int write_at(int dirfd, const char *name, const char *content, mode_t mode, struct glove_error *err) {
         _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0 || glove_fd_write_all(fd, content, strlen(content)) < 0)
-                return glove_error_set(err, errno, "mount.etc", "cannot write /etc/%s: %s", name, strerror(errno));
+                return glove_error_set(err, errno, "mount.etc", "cannot write /etc/%s: %s", name, glove_errno_text(errno));
         return 0;
 }
 
-static int write_copy(int root, const char *rel, const char *data, size_t len, struct glove_error *err) {
+static int copy_fd(int in, int out, size_t len);
+
+static int write_copy(int root, const char *rel, int src, size_t len, struct glove_error *err) {
         _cleanup_close_ int fd = openat(root, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 || glove_fd_write_all(fd, data, len) < 0)
-                return glove_error_set(err, errno, "mount.etc", "cannot write /%s: %s", rel, strerror(errno));
+        if (fd < 0)
+                return glove_error_set(err, errno, "mount.etc", "cannot write /%s: %s", rel, glove_errno_text(errno));
+        int r = copy_fd(src, fd, len);
+        if (r < 0)
+                return glove_error_set(err, -r, "mount.etc", "cannot write /%s: %s", rel, glove_errno_text(-r));
         return 0;
 }
 
@@ -166,12 +172,12 @@ static int write_copy(int root, const char *rel, const char *data, size_t len, s
 struct sources {
         int usr;
         int etc[GLOVE_ELEMENTSOF(etc_entries)];
-        char *etc_link[GLOVE_ELEMENTSOF(etc_entries)];
-        char *etc_copy[GLOVE_ELEMENTSOF(etc_entries)];
+        bool etc_link[GLOVE_ELEMENTSOF(etc_entries)];   /* recreated as a link (target read when built) */
+        int etc_copy[GLOVE_ELEMENTSOF(etc_entries)];    /* small file copied: open for reading */
         size_t etc_copy_len[GLOVE_ELEMENTSOF(etc_entries)];
         bool etc_dir[GLOVE_ELEMENTSOF(etc_entries)];
         int usr_link_tree[GLOVE_ELEMENTSOF(usr_links)];
-        char *usr_link[GLOVE_ELEMENTSOF(usr_links)];
+        bool usr_link[GLOVE_ELEMENTSOF(usr_links)];
         int dev[GLOVE_ELEMENTSOF(dev_nodes)];
         int grant[GLOVE_GRANTS_MAX];
 };
@@ -180,7 +186,7 @@ static void sources_init(struct sources *s) {
         memset(s, 0, sizeof(*s));
         s->usr = -1;
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->etc); i++)
-                s->etc[i] = -1;
+                s->etc[i] = s->etc_copy[i] = -1;
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->usr_link_tree); i++)
                 s->usr_link_tree[i] = -1;
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->dev); i++)
@@ -193,56 +199,72 @@ static void sources_init(struct sources *s) {
  * rather than bound: a copy costs a few system calls, a bind a mount. */
 #define ETC_COPY_MAX (256 * 1024)
 
-/* Reads a whole small regular file already opened; returns a malloc'd buffer. */
-static int slurp(int fd, size_t size, char **out, struct glove_error *err) {
-        char *buf = malloc(size + 1);
-        if (!buf)
-                return glove_error_set(err, ENOMEM, "mount.etc", "out of memory");
-        size_t got = 0;
-        while (got < size) {
-                ssize_t n = read(fd, buf + got, size - got);
+/* Copies len bytes (fewer at end of file) of the regular file in to out,
+ * through the kernel (sendfile) or a stack buffer: no allocation in the
+ * sandbox child. Returns 0 or -errno. */
+static int copy_fd(int in, int out, size_t len) {
+        size_t done = 0;
+        bool use_sendfile = true;
+        while (done < len) {
+                ssize_t n;
+                if (use_sendfile) {
+                        n = sendfile(out, in, NULL, len - done);
+                        if (n < 0 && (errno == EINVAL || errno == ENOSYS)) {
+                                use_sendfile = false;
+                                continue;
+                        }
+                } else {
+                        char buf[8192];
+                        size_t want = len - done < sizeof(buf) ? len - done : sizeof(buf);
+                        n = read(in, buf, want);
+                        if (n > 0 && glove_fd_write_all(out, buf, (size_t)n) < 0)
+                                return -errno;
+                }
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
                         break;
-                got += (size_t)n;
+                done += (size_t)n;
         }
-        buf[got] = '\0';
-        *out = buf;
-        return (int)got;
+        return 0;
 }
 
-/* Clones a host path that may be a link (recorded as text), a directory
- * (cloned), a small regular file (copied into *copy, when copy is given) or
- * a larger one (cloned), or absent (skipped). */
-static int clone_optional(const char *host_path, int *tree, char **link, bool *is_dir, char **copy, size_t *copy_len,
+/* Reads the target of the link at host_path into buf (NUL-terminated). */
+static int read_link(const char *host_path, char *buf, size_t size, struct glove_error *err) {
+        ssize_t n = readlink(host_path, buf, size - 1);
+        if (n < 0)
+                return glove_error_set(err, errno, "mount.clone", "readlink %s: %s", host_path, glove_errno_text(errno));
+        buf[n] = '\0';
+        return 0;
+}
+
+/* Clones a host path that may be a link (recorded; its target is read when
+ * the link is recreated), a directory (cloned), a small regular file (kept
+ * open in *copy_fd for copying, when copy_fd is given) or a larger one
+ * (cloned), or absent (skipped). */
+static int clone_optional(const char *host_path, int *tree, bool *link, bool *is_dir, int *copy_fd_out, size_t *copy_len,
                           struct glove_error *err) {
         struct stat st;
         if (lstat(host_path, &st) < 0)
-                return errno == ENOENT ? 0 : glove_error_set(err, errno, "mount.clone", "%s: %s", host_path, strerror(errno));
+                return errno == ENOENT ? 0 : glove_error_set(err, errno, "mount.clone", "%s: %s", host_path, glove_errno_text(errno));
         if (S_ISLNK(st.st_mode)) {
-                char target[GLOVE_PATH_MAX];
-                ssize_t n = readlink(host_path, target, sizeof(target) - 1);
-                if (n < 0)
-                        return glove_error_set(err, errno, "mount.clone", "readlink %s: %s", host_path, strerror(errno));
-                target[n] = '\0';
-                *link = strdup(target);
-                return *link ? 0 : glove_error_set(err, ENOMEM, "mount.clone", "out of memory");
+                *link = true;
+                return 0;
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
                 return 0;
         if (is_dir)
                 *is_dir = S_ISDIR(st.st_mode);
         _cleanup_close_ int fd = -1;
-        bool small = copy && S_ISREG(st.st_mode) && st.st_size <= ETC_COPY_MAX;
+        bool small = copy_fd_out && S_ISREG(st.st_mode) && st.st_size <= ETC_COPY_MAX;
         int r = glove_fd_open_nofollow(host_path, small ? O_RDONLY : O_PATH, &fd, err);
         if (r < 0)
                 return r;
         if (small) {
-                r = slurp(fd, (size_t)st.st_size, copy, err);
-                if (r < 0)
-                        return r;
-                *copy_len = (size_t)r;
+                *copy_fd_out = TAKE_FD(fd);
+                *copy_len = (size_t)st.st_size;
                 return 0;
         }
         return clone_tree(fd, "", true, tree, err);
@@ -259,7 +281,7 @@ static int clone_grant(const struct glove_grant *g, int *tree, struct glove_erro
         }
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return glove_error_set(err, errno, "grant.changed", "%s: %s", g->path, strerror(errno));
+                return glove_error_set(err, errno, "grant.changed", "%s: %s", g->path, glove_errno_text(errno));
         if (st.st_dev != g->dev || st.st_ino != g->ino)
                 return glove_error_set(err, ESTALE, "grant.changed",
                                        "%s was replaced between its check and its mount; refusing to mount it", g->path);
@@ -305,7 +327,7 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
                  (unsigned)uid, (unsigned)gid);
         _cleanup_close_ int etcw = openat(root, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (etcw < 0)
-                return glove_error_set(err, errno, "mount.etc", "/etc: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.etc", "/etc: %s", glove_errno_text(errno));
         r = write_at(etcw, "passwd", buf, 0644, err);
         if (r < 0)
                 return r;
@@ -323,9 +345,12 @@ static int build_etc(int root, struct sources *s, uid_t uid, gid_t gid, struct g
                                 snprintf(parent, sizeof(parent), "etc/%.*s", (int)(slash - etc_entries[i]), etc_entries[i]);
                                 r = make_mountpoint(root, parent, true, err);
                         }
-                        if (r == 0 && symlinkat(s->etc_link[i], root, rel) < 0)
-                                r = glove_error_set(err, errno, "mount.etc", "symlink /%s: %s", rel, strerror(errno));
-                } else if (s->etc_copy[i]) {
+                        char host[GLOVE_PATH_MAX], target[GLOVE_PATH_MAX];
+                        snprintf(host, sizeof(host), "/etc/%s", etc_entries[i]);
+                        r = r ?: read_link(host, target, sizeof(target), err);
+                        if (r == 0 && symlinkat(target, root, rel) < 0)
+                                r = glove_error_set(err, errno, "mount.etc", "symlink /%s: %s", rel, glove_errno_text(errno));
+                } else if (s->etc_copy[i] >= 0) {
                         const char *slash = strrchr(etc_entries[i], '/');
                         if (slash) {
                                 char parent[GLOVE_PATH_MAX];
@@ -382,7 +407,7 @@ static int build_dev(int root, struct sources *s, uint64_t disk, int tty_fd, str
         };
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(links); i++)
                 if (symlinkat(links[i][0], root, links[i][1]) < 0)
-                        r = glove_error_set(err, errno, "mount.dev", "symlink /%s: %s", links[i][1], strerror(errno));
+                        r = glove_error_set(err, errno, "mount.dev", "symlink /%s: %s", links[i][1], glove_errno_text(errno));
         if (r == 0 && tty_fd >= 0)
                 r = bind_tty(root, tty_fd, err);
         return r;
@@ -404,13 +429,30 @@ static const char *const proc_root_only[] = {"slabinfo",    "vmallocinfo",  "kpa
  * outside id of /proc/self/uid_map, read from inside the sandbox's user
  * namespace, is relative to the host's. */
 static bool maps_host_root(void) {
-        FILE *f = fopen("/proc/self/uid_map", "re");
-        if (!f)
+        int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return true; /* cannot tell: mask */
-        unsigned long in = 0, out = 1, n = 0;
-        bool root = fscanf(f, "%lu %lu %lu", &in, &out, &n) != 3 || out == 0;
-        fclose(f);
-        return root;
+        char buf[128];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+                ;
+        close(fd);
+        if (n <= 0)
+                return true;
+        buf[n] = '\0';
+        /* "INSIDE OUTSIDE COUNT": the second number. */
+        const char *p = buf;
+        unsigned long long out = 0;
+        for (int field = 0; field < 2; field++) {
+                while (*p == ' ')
+                        p++;
+                if (*p < '0' || *p > '9')
+                        return true;
+                out = 0;
+                while (*p >= '0' && *p <= '9')
+                        out = out * 10 + (unsigned long long)(*p++ - '0');
+        }
+        return out == 0;
 }
 
 static int mask_root_only(int root, struct glove_error *err) {
@@ -427,7 +469,7 @@ static int mask_root_only(int root, struct glove_error *err) {
                     sys_mount_setattr(tree, "", AT_EMPTY_PATH,
                                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) < 0 ||
                     sys_move_mount(tree, "", root, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                        return glove_error_set(err, errno, "mount.proc", "masking /%s: %s", rel, strerror(errno));
+                        return glove_error_set(err, errno, "mount.proc", "masking /%s: %s", rel, glove_errno_text(errno));
         }
         return 0;
 }
@@ -443,12 +485,12 @@ static int harden_proc(int root, struct glove_error *err) {
                 if (tree < 0) {
                         if (errno == ENOENT)
                                 continue;
-                        return glove_error_set(err, errno, "mount.proc", "open_tree /%s: %s", rel, strerror(errno));
+                        return glove_error_set(err, errno, "mount.proc", "open_tree /%s: %s", rel, glove_errno_text(errno));
                 }
                 if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
                                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) < 0 ||
                     sys_move_mount(tree, "", root, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                        return glove_error_set(err, errno, "mount.proc", "making /%s read-only: %s", rel, strerror(errno));
+                        return glove_error_set(err, errno, "mount.proc", "making /%s read-only: %s", rel, glove_errno_text(errno));
         }
         return 0;
 }
@@ -474,17 +516,23 @@ static int limit_user_counters(const struct glove_sandbox_config *cfg, int root,
                 int n = snprintf(buf, sizeof(buf), "%u\n", (unsigned)knobs[i].value);
                 if (fd < 0 || write(fd, buf, (size_t)n) != n)
                         return glove_error_set(err, errno, "mount.proc", "setting /%s: %s", knobs[i].rel,
-                                               strerror(errno));
+                                               glove_errno_text(errno));
         }
         return 0;
 }
 
 /* Grants are attached parents first, so a nested grant of the same mode is
- * mounted on top of its parent's bind. */
-static int grant_order(const void *a, const void *b, void *ctx) {
-        const struct glove_grant *g = ctx;
-        size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
-        return strcmp(g[ia].path, g[ib].path);
+ * mounted on top of its parent's bind: order[] sorted by path (insertion
+ * sort; qsort may allocate, and there are at most GLOVE_GRANTS_MAX). */
+static void grant_order(const struct glove_grant *g, size_t *order, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        for (size_t i = 1; i < n; i++) {
+                size_t v = order[i], j = i;
+                for (; j > 0 && strcmp(g[order[j - 1]].path, g[v].path) > 0; j--)
+                        order[j] = order[j - 1];
+                order[j] = v;
+        }
 }
 
 static int build_root(const struct glove_sandbox_config *cfg, int root, struct sources *s, uid_t uid, gid_t gid,
@@ -493,8 +541,11 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
         int r = attach(root, s->usr, "usr", true, ro, err);
         for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(usr_links); i++) {
                 if (s->usr_link[i]) {
-                        if (symlinkat(s->usr_link[i], root, usr_links[i]) < 0)
-                                r = glove_error_set(err, errno, "mount.usr", "symlink /%s: %s", usr_links[i], strerror(errno));
+                        char host[64], target[GLOVE_PATH_MAX];
+                        snprintf(host, sizeof(host), "/%s", usr_links[i]);
+                        r = read_link(host, target, sizeof(target), err);
+                        if (r == 0 && symlinkat(target, root, usr_links[i]) < 0)
+                                r = glove_error_set(err, errno, "mount.usr", "symlink /%s: %s", usr_links[i], glove_errno_text(errno));
                 } else if (s->usr_link_tree[i] >= 0) {
                         r = attach(root, s->usr_link_tree[i], usr_links[i], true, ro, err);
                 }
@@ -521,9 +572,7 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
 
         const struct glove_grant_set *gs = cfg->grants;
         size_t order[GLOVE_GRANTS_MAX];
-        for (size_t i = 0; i < gs->count; i++)
-                order[i] = i;
-        qsort_r(order, gs->count, sizeof(order[0]), grant_order, (void *)gs->items);
+        grant_order(gs->items, order, gs->count);
         for (size_t k = 0; r == 0 && k < gs->count; k++) {
                 const struct glove_grant *g = &gs->items[order[k]];
                 uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -538,20 +587,20 @@ static int build_root(const struct glove_sandbox_config *cfg, int root, struct s
 
 static int pivot(int root, struct glove_error *err) {
         if (fchdir(root) < 0)
-                return glove_error_set(err, errno, "mount.pivot", "fchdir: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.pivot", "fchdir: %s", glove_errno_text(errno));
         if (syscall(SYS_pivot_root, ".", ".") < 0)
-                return glove_error_set(err, errno, "mount.pivot", "pivot_root: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.pivot", "pivot_root: %s", glove_errno_text(errno));
         /* The old root is now stacked under "."; detach it. */
         if (umount2(".", MNT_DETACH) < 0)
-                return glove_error_set(err, errno, "mount.pivot", "detaching the old root: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.pivot", "detaching the old root: %s", glove_errno_text(errno));
         if (chdir("/") < 0)
-                return glove_error_set(err, errno, "mount.pivot", "chdir /: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.pivot", "chdir /: %s", glove_errno_text(errno));
         /* The root tmpfs and /dev become read-only; /tmp, HOME, /dev/shm and
          * write grants are separate mounts and stay writable. */
         if (sys_mount_setattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY) < 0)
-                return glove_error_set(err, errno, "mount.readonly", "making / read-only: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.readonly", "making / read-only: %s", glove_errno_text(errno));
         if (sys_mount_setattr(AT_FDCWD, "/dev", AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY) < 0)
-                return glove_error_set(err, errno, "mount.readonly", "making /dev read-only: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.readonly", "making /dev read-only: %s", glove_errno_text(errno));
         return 0;
 }
 
@@ -559,12 +608,10 @@ static void sources_close(struct sources *s) {
         glove_closep(&s->usr);
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->etc); i++) {
                 glove_closep(&s->etc[i]);
-                free(s->etc_link[i]);
-                free(s->etc_copy[i]);
+                glove_closep(&s->etc_copy[i]);
         }
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->usr_link_tree); i++) {
                 glove_closep(&s->usr_link_tree[i]);
-                free(s->usr_link[i]);
         }
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(s->dev); i++)
                 glove_closep(&s->dev[i]);
@@ -591,60 +638,92 @@ void glove_mountinfo_unescape(char *s) {
  * grant comes along. Refuses the run when one of those is a kernel interface
  * file system (a proc mounted in a chroot would be the host's /proc).
  * Reads the sandbox's own /proc/self/mountinfo, after pivot_root. */
+/* Longest /proc/self/mountinfo line read; a longer one fails the check
+ * (fail closed) rather than being skipped. Kept on the stack. */
+#define MOUNTINFO_LINE_MAX (16 * 1024)
+
+/* Checks one mountinfo line (NUL-terminated, modified in place). */
+static int check_mountinfo_line(const struct glove_grant_set *gs, char *line, struct glove_error *err) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+        char *save = NULL, *field[5] = {0};
+        char *tok = strtok_r(line, " ", &save);
+        for (int i = 0; tok && i < 5; i++, tok = strtok_r(NULL, " ", &save))
+                field[i] = tok;
+        while (tok && strcmp(tok, "-") != 0)
+                tok = strtok_r(NULL, " ", &save);
+        char *fstype = tok ? strtok_r(NULL, " ", &save) : NULL;
+        if (!field[4] || !fstype || !glove_grant_kernel_fs(fstype))
+                return 0;
+        glove_mountinfo_unescape(field[4]);
+        for (size_t i = 0; i < gs->count; i++) {
+                const struct glove_grant *g = &gs->items[i];
+                if (g->is_dir && glove_path_is_beneath(field[4], g->path))
+                        return glove_error_set(err, EPERM, "grant.kernel_fs",
+                                               "%s %s: %s beneath it is a %s mount, an interface to the "
+                                               "host's kernel; grant the directories beside it instead",
+                                               g->workspace                   ? "--workspace"
+                                               : g->mode == GLOVE_GRANT_WRITE ? "--write"
+                                                                              : "--read",
+                                               g->path, field[4], fstype);
+        }
+        return 0;
+}
+
 static int check_grant_submounts(const struct glove_grant_set *gs, struct glove_error *err) {
         if (gs->count == 0)
                 return 0;
-        FILE *f = fopen("/proc/self/mountinfo", "re");
-        if (!f)
-                return glove_error_set(err, errno, "mount.check", "/proc/self/mountinfo: %s", strerror(errno));
-        char *line = NULL;
-        size_t cap = 0;
-        int r = 0;
-        while (r == 0 && getline(&line, &cap, f) > 0) {
-                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
-                char *save = NULL, *field[5] = {0};
-                char *tok = strtok_r(line, " ", &save);
-                for (int i = 0; tok && i < 5; i++, tok = strtok_r(NULL, " ", &save))
-                        field[i] = tok;
-                while (tok && strcmp(tok, "-") != 0)
-                        tok = strtok_r(NULL, " ", &save);
-                char *fstype = tok ? strtok_r(NULL, " ", &save) : NULL;
-                if (!field[4] || !fstype || !glove_grant_kernel_fs(fstype))
-                        continue;
-                glove_mountinfo_unescape(field[4]);
-                for (size_t i = 0; i < gs->count; i++) {
-                        const struct glove_grant *g = &gs->items[i];
-                        if (g->is_dir && glove_path_is_beneath(field[4], g->path)) {
-                                r = glove_error_set(err, EPERM, "grant.kernel_fs",
-                                                    "%s %s: %s beneath it is a %s mount, an interface to the "
-                                                    "host's kernel; grant the directories beside it instead",
-                                                    g->workspace                   ? "--workspace"
-                                                    : g->mode == GLOVE_GRANT_WRITE ? "--write"
-                                                                                   : "--read",
-                                                    g->path, field[4], fstype);
-                                break;
-                        }
+        _cleanup_close_ int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return glove_error_set(err, errno, "mount.check", "/proc/self/mountinfo: %s", glove_errno_text(errno));
+        char buf[MOUNTINFO_LINE_MAX + 1];
+        size_t have = 0;
+        bool eof = false;
+        while (!eof || have > 0) {
+                if (!eof && have < MOUNTINFO_LINE_MAX) {
+                        ssize_t n = read(fd, buf + have, MOUNTINFO_LINE_MAX - have);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return glove_error_set(err, errno, "mount.check", "reading /proc/self/mountinfo: %s",
+                                                       glove_errno_text(errno));
+                        if (n == 0)
+                                eof = true;
+                        have += (size_t)n;
                 }
+                char *nl = memchr(buf, '\n', have);
+                if (!nl && !eof) {
+                        if (have < MOUNTINFO_LINE_MAX)
+                                continue;
+                        return glove_error_set(err, E2BIG, "mount.check",
+                                               "a line of /proc/self/mountinfo is longer than %d bytes",
+                                               MOUNTINFO_LINE_MAX);
+                }
+                size_t len = nl ? (size_t)(nl - buf) : have;
+                buf[len] = '\0';
+                int r = check_mountinfo_line(gs, buf, err);
+                if (r < 0)
+                        return r;
+                size_t used = nl ? len + 1 : have;
+                memmove(buf, buf + used, have - used);
+                have -= used;
         }
-        free(line);
-        fclose(f);
-        return r;
+        return 0;
 }
 
 int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid_t gid, struct glove_error *err) {
         /* Nothing done here propagates back to the host. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                return glove_error_set(err, errno, "mount.private", "making mounts private: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.private", "making mounts private: %s", glove_errno_text(errno));
         _cleanup_(sources_close) struct sources s;
         sources_init(&s);
         int r = clone_sources(cfg, &s, err);
         if (r < 0)
                 return r;
         if (mount("glove", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
-                return glove_error_set(err, errno, "mount.root", "mounting the root tmpfs: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.root", "mounting the root tmpfs: %s", glove_errno_text(errno));
         _cleanup_close_ int root = open(STAGING, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (root < 0)
-                return glove_error_set(err, errno, "mount.root", "opening the root tmpfs: %s", strerror(errno));
+                return glove_error_set(err, errno, "mount.root", "opening the root tmpfs: %s", glove_errno_text(errno));
         r = build_root(cfg, root, &s, uid, gid, err);
         r = r ?: pivot(root, err);
         r = r ?: check_grant_submounts(cfg->grants, err);
@@ -653,6 +732,6 @@ int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid
         const struct glove_grant *ws = glove_grant_set_workspace(cfg->grants);
         const char *cwd = ws ? ws->path : GLOVE_ENV_HOME;
         if (chdir(cwd) < 0)
-                return glove_error_set(err, errno, "mount.chdir", "chdir %s: %s", cwd, strerror(errno));
+                return glove_error_set(err, errno, "mount.chdir", "chdir %s: %s", cwd, glove_errno_text(errno));
         return 0;
 }

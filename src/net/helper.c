@@ -23,18 +23,18 @@ int glove_net_loopback_up(struct glove_error *err) {
         _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return glove_error_set(err, errno, "egress.loopback", "socket for the loopback ioctl: %s",
-                                       strerror(errno));
+                                       glove_errno_text(errno));
         struct ifreq ifr;
         memset(&ifr, 0, sizeof(ifr));
         memcpy(ifr.ifr_name, "lo", 3);
         if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
                 return glove_error_set(err, errno, "egress.loopback", "reading the flags of lo: %s",
-                                       strerror(errno));
+                                       glove_errno_text(errno));
         if (ifr.ifr_flags & IFF_UP)
                 return 0;
         ifr.ifr_flags |= IFF_UP;
         if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-                return glove_error_set(err, errno, "egress.loopback", "bringing lo up: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.loopback", "bringing lo up: %s", glove_errno_text(errno));
         return 0;
 }
 
@@ -43,10 +43,10 @@ int glove_net_listener_open(uint16_t port, int *out_fd, uint16_t *out_port,
         *out_fd = -1;
         _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
-                return glove_error_set(err, errno, "egress.listen", "socket: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.listen", "socket: %s", glove_errno_text(errno));
         int one = 1;
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-                return glove_error_set(err, errno, "egress.listen", "SO_REUSEADDR: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.listen", "SO_REUSEADDR: %s", glove_errno_text(errno));
         struct sockaddr_in sin = {
                 .sin_family = AF_INET,
                 .sin_port = htons(port),
@@ -54,12 +54,12 @@ int glove_net_listener_open(uint16_t port, int *out_fd, uint16_t *out_port,
         };
         if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
                 return glove_error_set(err, errno, "egress.listen", "bind 127.0.0.1:%u: %s", port,
-                                       strerror(errno));
+                                       glove_errno_text(errno));
         if (listen(fd, GLOVE_NET_LISTENER_BACKLOG) < 0)
-                return glove_error_set(err, errno, "egress.listen", "listen: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.listen", "listen: %s", glove_errno_text(errno));
         socklen_t len = sizeof(sin);
         if (getsockname(fd, (struct sockaddr *)&sin, &len) < 0)
-                return glove_error_set(err, errno, "egress.listen", "getsockname: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.listen", "getsockname: %s", glove_errno_text(errno));
         if (out_port)
                 *out_port = ntohs(sin.sin_port);
         *out_fd = TAKE_FD(fd);
@@ -103,7 +103,7 @@ static bool transient(int e) {
 int glove_net_listener_run(int unix_fd, int listen_fd, struct glove_error *err) {
         int fl = fcntl(listen_fd, F_GETFL);
         if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0)
-                return glove_error_set(err, errno, "egress.helper", "listening socket: %s", strerror(errno));
+                return glove_error_set(err, errno, "egress.helper", "listening socket: %s", glove_errno_text(errno));
         int pause_ms = -1;
         for (;;) {
                 struct pollfd p[2] = {
@@ -116,7 +116,7 @@ int glove_net_listener_run(int unix_fd, int listen_fd, struct glove_error *err) 
                 if (r < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return glove_error_set(err, errno, "egress.helper", "poll: %s", strerror(errno));
+                        return glove_error_set(err, errno, "egress.helper", "poll: %s", glove_errno_text(errno));
                 }
                 pause_ms = -1;
                 if (p[0].revents & (POLLHUP | POLLERR))
@@ -136,7 +136,7 @@ int glove_net_listener_run(int unix_fd, int listen_fd, struct glove_error *err) 
                                 pause_ms = HELPER_RETRY_MS;
                                 continue;
                         }
-                        return glove_error_set(err, e, "egress.helper", "accept: %s", strerror(e));
+                        return glove_error_set(err, e, "egress.helper", "accept: %s", glove_errno_text(e));
                 }
                 r = send_fd(unix_fd, fd);
                 (void)close(fd);
@@ -148,6 +148,6 @@ int glove_net_listener_run(int unix_fd, int listen_fd, struct glove_error *err) 
                 }
                 if (r < 0)
                         return glove_error_set(err, -r, "egress.helper", "passing a connection to the relay: %s",
-                                               strerror(-r));
+                                               glove_errno_text(-r));
         }
 }

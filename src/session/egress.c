@@ -59,11 +59,11 @@ static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_erro
         r = glove_net_listener_open(GLOVE_SESSION_EGRESS_PORT, &listen_fd, &port, err);
         if (r < 0)
                 return r;
-        pid_t pid = fork();
+        pid_t pid = _Fork(); /* in PID 1: no atfork handlers or allocator locks */
         if (pid < 0) {
                 int e = errno;
                 close(listen_fd);
-                return glove_error_set(err, e, "egress.helper", "fork failed (errno %d)", e);
+                return glove_error_set(err, e, "egress.helper", "fork: %s", glove_errno_text(e));
         }
         if (pid == 0)
                 helper_main(cfg->pid1_fd, listen_fd);

@@ -55,3 +55,12 @@ static inline int glove_error_is_set(const struct glove_error *err) {
  */
 void glove_error_prefix(struct glove_error *err, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
+
+/*
+ * The English text of errno value errnum, as strerror() gives it in the C
+ * locale ("No such file or directory"), or "Unknown error" for a value the
+ * C library does not know. Takes no lock, reads no locale and allocates
+ * nothing: usable in a child cloned from a multi-threaded process and in a
+ * signal handler. The text is static; the sign of errnum is ignored.
+ */
+const char *glove_errno_text(int errnum);

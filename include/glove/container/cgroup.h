@@ -278,7 +278,8 @@ const char *glove_cgroup_limit_name(enum glove_cgroup_limit limit);
 
 /*
  * Kills every process in the cgroup and waits until it is empty, at most
- * GLOVE_CGROUP_KILL_TIMEOUT_MS:
+ * GLOVE_CGROUP_KILL_TIMEOUT_MS (sleeping between glove_cgroup_kill_once
+ * passes; cgroup.kill is written once):
  *   v2 with cgroup.kill (Linux 5.14+): writes 1 to it (the kernel also kills
  *       processes forked meanwhile);
  *   otherwise rounds of: freeze (v1 freezer.state FROZEN or v2 cgroup.freeze
@@ -297,9 +298,36 @@ const char *glove_cgroup_limit_name(enum glove_cgroup_limit limit);
 int glove_cgroup_kill(struct glove_cgroup *cg, struct glove_error *err);
 
 /*
+ * One non-blocking kill pass, for an event loop (no sleep, no wait):
+ *   v2 with cgroup.kill: writes 1 to it;
+ *   otherwise, when processes remain: one freeze / list / pidfd / list /
+ *       SIGKILL / thaw round over every directory (as glove_cgroup_kill).
+ * Returns 0 when the cgroup is empty (already, or after the pass); -EAGAIN
+ * when processes remain (they are dying: err untouched; call again later,
+ * e.g. on a timer or after reaping PID 1); other -errno "cgroup.kill".
+ * Killed processes become zombies of their parents, which must reap them.
+ * Do not call it after glove_cgroup_try_destroy() returned -EAGAIN.
+ */
+int glove_cgroup_kill_once(struct glove_cgroup *cg, struct glove_error *err);
+
+/*
+ * One non-blocking attempt to remove every directory not yet removed
+ * (rmdir each once, no sleep). Returns 0 when every directory is gone and
+ * cg was freed; -EAGAIN when one is still busy (its last tasks are still
+ * exiting, or processes remain: kill first): cg stays valid, err untouched,
+ * and the caller calls it again later (or glove_cgroup_destroy to give up
+ * waiting); other -errno "cgroup.busy" naming the directory left behind,
+ * cg freed. cg may be NULL (returns 0).
+ */
+int glove_cgroup_try_destroy(struct glove_cgroup *cg, struct glove_error *err);
+
+/*
  * Kills what remains (glove_cgroup_kill), removes every directory
  * (rmdir, retried while busy for up to GLOVE_CGROUP_RMDIR_TIMEOUT_MS) and
- * frees cg, in every case. cg may be NULL (returns 0).
+ * frees cg, in every case. Blocks (sleeps) for up to both timeouts: the
+ * CLI's and error paths' convenience; an event loop uses kill_once and
+ * try_destroy. Built on the same passes as those. cg may be NULL (returns
+ * 0).
  *
  * Returns 0 when the cgroup is gone, or -errno "cgroup.busy" (or the kill
  * error) naming a directory left behind.

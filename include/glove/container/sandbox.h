@@ -5,23 +5,58 @@
  * The Linux sandbox (spec architecture.md, Platform isolation; issue
  * "glove exec"). Life of one sandbox:
  *
- *   glove_sandbox_spawn()    clone3 into new user, PID, mount, network, IPC,
- *                            UTS and cgroup namespaces; write the UID/GID
- *                            maps; the child builds the mount perimeter and
- *                            reports ready (or a setup error). Nothing of
- *                            the agent has run yet.
- *   glove_sandbox_release()  the child (PID 1 of the new PID namespace) drops
- *                            every capability, sets no_new_privs, installs
- *                            the seccomp filter and starts the agent as PID 2
- *                            with only descriptors 0, 1 and 2.
- *   glove_sandbox_signal()   forwards a signal to the agent (through PID 1).
- *   glove_sandbox_collect()  after PID 1 has exited: the agent's outcome.
+ *   glove_sandbox_spawn_start()   clone3 into new user, PID, mount, network,
+ *                                 IPC, UTS and cgroup namespaces; write the
+ *                                 UID/GID maps; run after_clone. The child
+ *                                 builds the mount perimeter meanwhile.
+ *   glove_sandbox_spawn_finish()  once report_fd is readable: the child is
+ *                                 ready and waiting for release, or failed.
+ *                                 Nothing of the agent has run yet.
+ *   (glove_sandbox_spawn() does both, waiting in poll in between.)
+ *   glove_sandbox_release()       the child (PID 1 of the new PID namespace)
+ *                                 drops every capability, sets no_new_privs,
+ *                                 installs the seccomp filter and starts the
+ *                                 agent as PID 2 with only descriptors 0, 1
+ *                                 and 2.
+ *   glove_sandbox_signal()        forwards a signal to the agent (through
+ *                                 PID 1).
+ *   glove_sandbox_kill()          SIGKILL to PID 1 (never blocks).
+ *   glove_sandbox_reap()          reaps PID 1 if it has exited (never blocks).
+ *   glove_sandbox_collect()       after PID 1 has exited: the agent's outcome.
+ *   glove_sandbox_destroy()       closes everything (kills and reaps first if
+ *                                 nobody did).
  *
  * UID/GID mapping: an unprivileged invoker U keeps its id inside (map
  * "U U 1"); a root invoker runs the agent as 1000 inside mapped to 0
  * outside (map "1000 0 1"), so the agent is never uid 0 inside and holds no
  * capability anywhere. setgroups is denied in the namespace. See
  * docs/threat-model.md.
+ *
+ * Threads. Spawning is safe when the caller has other threads, because the
+ * clone3 child (everything from clone3 to the agent's execve, PID 1's whole
+ * life as reaper and forwarder, and helpers forked by pid1_setup) touches no
+ * lock another thread of the caller may have held at the moment of the
+ * clone: it calls no malloc/free, no stdio stream, no opendir, no
+ * strerror/strsignal or other locale function, no fork() (atfork handlers
+ * and the allocator's fork locks; _Fork() is used), no qsort. It makes
+ * system calls, uses memory precomputed by the parent before the clone
+ * (owned by struct glove_sandbox: the copy of argv), stack buffers (about
+ * 40 KiB of the calling thread's stack at most), string functions,
+ * snprintf with plain %s/%d/%u/%llu conversions into stack buffers, and
+ * glove_errno_text() for errno text. A pid1_setup hook must keep to the
+ * same rule. Everything on the caller's side (spawn_start, spawn_finish,
+ * release, signal, kill, reap, collect, destroy) works on the one struct
+ * glove_sandbox given and no process-wide state; distinct sandboxes may be
+ * driven from distinct threads. Each descriptor the parent creates is
+ * O_CLOEXEC, but a sandbox spawned concurrently from another thread holds
+ * copies of the others' pipe ends until its child closes them (before it
+ * reports ready); spawn_finish therefore also checks PID 1 itself and never
+ * waits for end of file.
+ *
+ * Glove's own argv is hidden from the agent whatever main() does: the child
+ * overwrites the argument area of its copy of the address space (arg_start
+ * to arg_end of /proc/self/stat) with "glove-init" before anything else, so
+ * /proc/1/cmdline in the sandbox shows only that.
  */
 
 #include <linux/filter.h>
@@ -74,6 +109,12 @@ struct glove_sandbox_config {
          * failure stops the sandbox as a setup failure. NULL for none. */
         int (*pid1_setup)(const struct glove_sandbox_config *cfg, struct glove_error *err);
         void *pid1_ctx;
+        /* PR_SET_PDEATHSIG SIGKILL in PID 1: the whole sandbox dies with its
+         * spawner. The kernel fires it on the exit of the spawning *thread*,
+         * not of the process: a daemon that spawns from a worker thread, or
+         * whose sessions must outlive a restart, leaves it false (and then
+         * owns the teardown through the pidfd). */
+        bool parent_death_kill;
 };
 
 /*
@@ -97,7 +138,14 @@ struct glove_sandbox {
         int release_fd;                  /* release signal to the sandbox, owned */
         struct glove_sandbox_idmap uid_map, gid_map;
         bool released;
+        bool ready;                      /* spawn_finish returned 0 */
+        char **argv;                     /* the agent's argv, copied before the clone
+                                          * (one allocation), owned; freed by destroy */
 };
+
+/* Initial value of a struct glove_sandbox that was never spawned (destroy
+ * on it does nothing). */
+#define GLOVE_SANDBOX_INIT {.pid = -1, .pidfd = -1, .report_fd = -1, .release_fd = -1}
 
 enum glove_sandbox_outcome_kind {
         GLOVE_SANDBOX_EXITED,        /* value: exit status 0..255 */
@@ -114,15 +162,49 @@ struct glove_sandbox_outcome {
 };
 
 /*
- * Creates the sandbox and builds its perimeter; returns once the child is
- * ready and waiting for release, or has failed. The caller must have blocked
- * (sigprocmask) the signals it wants to forward and SIGCHLD; the child
- * handles its own mask.
+ * Starts creating the sandbox: copies argv, clones the child (which builds
+ * its perimeter on its own from here), writes the UID/GID maps and runs
+ * cfg->after_clone. Returns without waiting for the perimeter. Afterwards
+ * sb->pid and sb->pidfd name PID 1 and sb->report_fd (O_NONBLOCK,
+ * O_CLOEXEC) becomes readable when PID 1 reported ready, reported a setup
+ * failure, or died; then call glove_sandbox_spawn_finish(). cfg and what it
+ * points to are borrowed until spawn_finish returned something other than
+ * -EAGAIN (the hooks and pid1_fd until then too). *sb is initialised here;
+ * the caller owns it and must glove_sandbox_destroy() it in every case
+ * after a 0 return.
  *
- * On error nothing is left behind (the child is killed and reaped). Errors
- * carry the stable code of the step that failed ("sandbox.clone",
- * "sandbox.idmap", "mount.*", "grant.changed", ...). -EPERM from clone3 with
- * code "sandbox.userns" means user namespaces are unavailable to the invoker.
+ * The caller must have blocked (sigprocmask) the signals it wants to
+ * forward and SIGCHLD if it relies on them; the child handles its own mask.
+ *
+ * On error nothing is left behind (the child, if any, is killed and
+ * reaped: this blocks for as long as the kernel takes to tear it down) and
+ * sb holds no resource. Errors: "sandbox.pipe", "sandbox.clone",
+ * "sandbox.idmap", "sandbox.release" (the child died at once), the
+ * after_clone hook's; -EPERM/-ENOSPC/-EUSERS from clone3 with code
+ * "sandbox.userns" when user namespaces are unavailable to the invoker.
+ */
+int glove_sandbox_spawn_start(const struct glove_sandbox_config *cfg, struct glove_sandbox *sb, struct glove_error *err);
+
+/*
+ * Completes a spawn once sb->report_fd is readable (or at any time: it
+ * never blocks). Returns 0 when the child is ready and waits for release;
+ * -EAGAIN when it has not reported yet and still runs (err untouched; call
+ * again when report_fd is readable); otherwise the setup error, with the
+ * stable code of the step that failed in the child ("sandbox.setsid",
+ * "mount.*", "grant.changed", "path.*", ...; a code this library does not
+ * know arrives as "sandbox.setup" with the child's text in the message), or
+ * "sandbox.setup" when PID 1 died without saying why. After an error PID 1
+ * has been sent SIGKILL but is NOT reaped here: the caller reaps it (its
+ * child source, glove_sandbox_reap) or calls glove_sandbox_destroy, which
+ * reaps. Do not call it again after it returned 0 or an error.
+ */
+int glove_sandbox_spawn_finish(struct glove_sandbox *sb, struct glove_error *err);
+
+/*
+ * spawn_start, then poll(report_fd) until spawn_finish answers. Blocks for
+ * the perimeter's construction (a few milliseconds). On error the sandbox
+ * is destroyed (killed and reaped) and sb holds nothing; on success the
+ * child waits for release. Same errors as start and finish.
  */
 int glove_sandbox_spawn(const struct glove_sandbox_config *cfg, struct glove_sandbox *sb, struct glove_error *err);
 
@@ -132,16 +214,35 @@ int glove_sandbox_release(struct glove_sandbox *sb, struct glove_error *err);
 /* Forwards sig to the agent. Returns 0 or -errno (-ESRCH once it is gone). */
 int glove_sandbox_signal(struct glove_sandbox *sb, int sig);
 
-/* Kills the whole sandbox (SIGKILL to PID 1 tears down the PID namespace)
- * and reaps PID 1. Safe to call at any time; idempotent. */
+/* Kills the whole sandbox: SIGKILL to PID 1 through the pidfd (the kernel
+ * then tears down the PID namespace). Never blocks, never reaps; safe to
+ * call at any time, idempotent, no effect once PID 1 was reaped. */
 void glove_sandbox_kill(struct glove_sandbox *sb);
 
 /*
+ * Reaps PID 1 if it has exited: waitid(P_PIDFD, WEXITED | WNOHANG). Never
+ * blocks. Returns 1 when it was reaped now (its siginfo in *out when out is
+ * not NULL; pass it to glove_sandbox_collect), 0 when it still runs,
+ * -ECHILD when it was already reaped (here, by collect, or by someone else
+ * through the pidfd or the pid), other -errno from waitid.
+ */
+int glove_sandbox_reap(struct glove_sandbox *sb, siginfo_t *out);
+
+/*
  * Reads the agent's outcome from PID 1's report. reaped is the siginfo of
- * PID 1 when the caller already reaped it (an event loop's child source), or
- * NULL to reap it here, blocking until it exits. Call once.
+ * PID 1 when the caller already reaped it (glove_sandbox_reap, an event
+ * loop's child source): then this never blocks. NULL reaps it here,
+ * blocking until PID 1 exits. Call once.
  */
 void glove_sandbox_collect(struct glove_sandbox *sb, const siginfo_t *reaped, struct glove_sandbox_outcome *out);
 
-/* Closes descriptors; kills the sandbox first if it still runs. */
+/*
+ * Closes every descriptor and frees the argv copy. When PID 1 is neither
+ * reaped nor known reaped (no reap returned 1, no collect), it is killed
+ * and reaped here, blocking until the kernel has torn the PID namespace
+ * down (usually well under a millisecond, longer under load): the
+ * convenience of a CLI and of error paths. An event loop kills, waits for
+ * its child source, reaps, and only then destroys. Idempotent; no effect on
+ * GLOVE_SANDBOX_INIT.
+ */
 void glove_sandbox_destroy(struct glove_sandbox *sb);

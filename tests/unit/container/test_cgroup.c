@@ -558,6 +558,106 @@ static void test_kill_empties_frozen_rounds(void **state) {
         check_kill_empties(KILL_ROUNDS_FROZEN);
 }
 
+/* ---- non-blocking kill and destroy ------------------------------------- */
+
+/* A pass count that only guards against a kill or destroy that never ends
+ * (each pass is one non-blocking call, with 1 ms between passes). */
+#define PASSES_MAX 10000
+
+static void pause_1ms(void) {
+        struct timespec ts = {.tv_nsec = 1000000L};
+        nanosleep(&ts, NULL);
+}
+
+/* The event-loop way: kill_once until empty, try_destroy until gone, with
+ * a family of six processes in the cgroup. try_destroy refuses (-EAGAIN,
+ * cg still usable) while the cgroup holds processes. */
+static void check_kill_once_try_destroy(enum kill_mode mode) {
+        struct glove_cgroup_limits l = small_limits(64 * MiB, 32, 60000);
+        struct glove_cgroup *cg = create_or_fail(&l);
+        struct glove_cgroup_info info;
+        glove_cgroup_info(cg, &info);
+        if (mode != KILL_DEFAULT) {
+                cg->kill_file = false;
+                cg->freezer = false;
+        }
+        char paths[GLOVE_CGROUP_DIRS_MAX][PATH_MAX];
+        for (size_t i = 0; i < info.dirs; i++)
+                snprintf(paths[i], PATH_MAX, "%s", glove_cgroup_path(cg, i));
+        struct kid k;
+        kid_start(&k, body_family);
+        attach_or_fail(cg, k.pid);
+        kid_release(&k);
+        pid_t gk[5];
+        read_exact_or_fail(k.out, gk, sizeof(gk));
+        kid_close(&k);
+
+        struct glove_error err = {0};
+        assert_int_equal(glove_cgroup_try_destroy(cg, &err), -EAGAIN);
+        assert_false(glove_error_is_set(&err));
+        assert_int_equal(stats_or_fail(cg).pids_current, 6); /* cg still valid, nothing killed */
+
+        int r, passes = 0;
+        while ((r = glove_cgroup_kill_once(cg, &err)) == -EAGAIN && ++passes < PASSES_MAX)
+                pause_1ms();
+        if (r < 0)
+                fail_msg("glove_cgroup_kill_once: %d %s: %s", r, err.code ? err.code : "", err.message);
+        assert_false(glove_error_is_set(&err));
+        assert_int_equal(glove_cgroup_kill_once(cg, &err), 0); /* empty: at once */
+        int killed, other;
+        reap_all(&killed, &other);
+        assert_int_equal(killed, 6);
+        assert_int_equal(other, 0);
+
+        g_cg = NULL;
+        passes = 0;
+        while ((r = glove_cgroup_try_destroy(cg, &err)) == -EAGAIN && ++passes < PASSES_MAX)
+                pause_1ms();
+        if (r < 0) {
+                g_cg = r == -EAGAIN ? cg : NULL;
+                fail_msg("glove_cgroup_try_destroy: %d %s: %s", r, err.code ? err.code : "", err.message);
+        }
+        for (size_t i = 0; i < info.dirs; i++) {
+                struct stat st;
+                if (stat(paths[i], &st) == 0 || errno != ENOENT)
+                        fail_msg("%s still exists after try_destroy returned 0", paths[i]);
+        }
+}
+
+static void test_kill_once_try_destroy(void **state) {
+        (void)state;
+        REQUIRE_CGROUPS();
+        check_kill_once_try_destroy(KILL_DEFAULT);
+}
+
+static void test_kill_once_try_destroy_by_signal_rounds(void **state) {
+        (void)state;
+        REQUIRE_CGROUPS();
+        check_kill_once_try_destroy(KILL_ROUNDS);
+}
+
+/* An empty cgroup: kill_once answers 0 and try_destroy removes it at once. */
+static void test_kill_once_empty_and_try_destroy_null(void **state) {
+        (void)state;
+        assert_int_equal(glove_cgroup_try_destroy(NULL, NULL), 0);
+        REQUIRE_CGROUPS();
+        struct glove_cgroup_limits l = small_limits(64 * MiB, 16, 60000);
+        struct glove_cgroup *cg = create_or_fail(&l);
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s", glove_cgroup_path(cg, 0));
+        struct glove_error err = {0};
+        assert_int_equal(glove_cgroup_kill_once(cg, &err), 0);
+        g_cg = NULL;
+        int r = glove_cgroup_try_destroy(cg, &err);
+        if (r < 0) {
+                g_cg = r == -EAGAIN ? cg : NULL;
+                fail_msg("glove_cgroup_try_destroy: %d %s: %s", r, err.code ? err.code : "", err.message);
+        }
+        struct stat st;
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(errno, ENOENT);
+}
+
 /* ---- destroy ------------------------------------------------------------ */
 
 static void body_sleep(int out) {
@@ -893,6 +993,9 @@ int main(void) {
                 cmocka_unit_test_teardown(test_kill_empties, teardown),
                 cmocka_unit_test_teardown(test_kill_empties_by_signal_rounds, teardown),
                 cmocka_unit_test_teardown(test_kill_empties_frozen_rounds, teardown),
+                cmocka_unit_test_teardown(test_kill_once_try_destroy, teardown),
+                cmocka_unit_test_teardown(test_kill_once_try_destroy_by_signal_rounds, teardown),
+                cmocka_unit_test_teardown(test_kill_once_empty_and_try_destroy_null, teardown),
                 cmocka_unit_test_teardown(test_destroy_removes_directories, teardown),
                 cmocka_unit_test_teardown(test_attach_exit_leaves_no_stray, teardown),
                 cmocka_unit_test_teardown(test_v2_mechanics, teardown),

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests for include/glove/container/sandbox.h, with real sandboxes:
+ * the asynchronous spawn (start / finish / reap / collect) driven by poll
+ * from one thread while two other threads allocate, print and translate
+ * errors in a tight loop (a clone3 child that touched a lock one of them
+ * held would hang: alarm() turns that into a failure); Glove's argv hidden
+ * from /proc/1/cmdline without glove_proctitle_init; the table of codes the
+ * child can report checked against the sources.
+ *
+ * When user namespaces are unavailable to the user running the tests,
+ * every test that spawns prints why and is skipped. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "glove/container/grant.h"
+#include "glove/container/sandbox.h"
+#include "glove/container/seccomp.h"
+#include "internal.h"
+
+/* Hang guard for a whole test, seconds: SIGALRM's default action ends the
+ * test binary, which meson reports as a failure. */
+#define HANG_GUARD_S 60
+
+#define SPAWNS 40
+
+static char *const g_envp[] = {"PATH=/usr/bin:/bin", "HOME=/home/agent", NULL};
+static const char *g_argv0;     /* this binary's argv[0] */
+static char **g_sources;        /* sources whose codes the table must hold */
+static int g_nsources;
+static struct glove_grant_set g_no_grants;
+static int g_userns = -1;       /* 1 available, 0 not (g_userns_why says why) */
+static char g_userns_why[600];
+
+static struct glove_sandbox_config base_config(char *const *argv) {
+        return (struct glove_sandbox_config){
+                .argv = argv,
+                .envp = g_envp,
+                .grants = &g_no_grants,
+                .seccomp = &glove_seccomp_prebuilt,
+                .stdin_fd = -1,
+                .stdout_fd = -1,
+                .stderr_fd = -1,
+                .cgroup_fd = -1,
+                .pid1_fd = -1,
+        };
+}
+
+/* Skips (saying why) when no sandbox can be created here. */
+#define REQUIRE_USERNS()                                                           \
+        do {                                                                       \
+                if (!g_userns) {                                                   \
+                        print_message("skipped: %s\n", g_userns_why);             \
+                        skip();                                                    \
+                }                                                                  \
+        } while (0)
+
+static int group_setup(void **state) {
+        (void)state;
+        /* One arena for every thread: the busy threads then hold the very
+         * lock a child's malloc would take (with per-thread arenas they
+         * would not), so a child that allocates hangs here. */
+        mallopt(M_ARENA_MAX, 1);
+        glove_grant_set_init(&g_no_grants);
+        char *argv[] = {"/bin/true", NULL};
+        struct glove_sandbox_config cfg = base_config(argv);
+        struct glove_sandbox sb;
+        struct glove_error err = {0};
+        int r = glove_sandbox_spawn(&cfg, &sb, &err);
+        if (r == 0) {
+                g_userns = 1;
+                glove_sandbox_destroy(&sb);
+        } else if (strcmp(err.code, "sandbox.userns") == 0) {
+                g_userns = 0;
+                snprintf(g_userns_why, sizeof(g_userns_why), "user namespaces are unavailable: %s", err.message);
+        } else {
+                print_message("a first sandbox failed: %s: %s\n", err.code, err.message);
+                return -1;
+        }
+        return 0;
+}
+
+/* ---- busy threads ---------------------------------------------------------- */
+
+static atomic_bool g_stop;
+
+/* Holds the allocator's lock as much of the time as it can (odd seeds),
+ * or stdio's, the locale's and the directory streams' (even seeds). */
+static void *busy_thread(void *arg) {
+        unsigned seed = (unsigned)(uintptr_t)arg;
+        bool allocator = seed % 2 == 1;
+        void *keep[64] = {0};
+        while (!atomic_load(&g_stop)) {
+                seed = seed * 1103515245u + 12345u;
+                if (allocator) {
+                        /* above the tcache, below the mmap threshold: the
+                         * arena's lock every time */
+                        size_t slot = (seed >> 8) % 64;
+                        free(keep[slot]);
+                        keep[slot] = malloc(2048 + seed % 65536);
+                        continue;
+                }
+                FILE *f = fopen("/dev/null", "we");
+                if (f) {
+                        fprintf(f, "%u %s %.3f\n", seed, strerror((int)(seed % 140)), (double)seed / 7.0);
+                        fclose(f);
+                }
+                if (seed % 64 == 0) {
+                        DIR *d = opendir("/proc/self/fd");
+                        if (d) {
+                                while (readdir(d))
+                                        ;
+                                closedir(d);
+                        }
+                }
+        }
+        for (size_t i = 0; i < 64; i++)
+                free(keep[i]);
+        return NULL;
+}
+
+/* ---- many spawns ------------------------------------------------------------ */
+
+enum expect { EXPECT_TRUE, EXPECT_FALSE, EXPECT_NOT_FOUND, EXPECT_GRANT_CHANGED };
+
+struct one {
+        enum expect expect;
+        struct glove_sandbox sb;
+        int stage;              /* 0 starting, 1 ready/failed, 2 reaped */
+        int finish;             /* what spawn_finish answered */
+        const char *code;
+        siginfo_t si;
+};
+
+static void wait_readable(int fd) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
+}
+
+static void test_spawn_many_while_threads_allocate(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        /* A grant whose directory is replaced after it was checked: the
+         * child refuses it ("grant.changed") while building its perimeter. */
+        char dir[] = "/tmp/glove-test-sandbox-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char granted[sizeof(dir) + 8], moved[sizeof(dir) + 8];
+        snprintf(granted, sizeof(granted), "%s/g", dir);
+        snprintf(moved, sizeof(moved), "%s/m", dir);
+        assert_int_equal(mkdir(granted, 0755), 0);
+        static struct glove_grant_set changed;
+        glove_grant_set_init(&changed);
+        struct glove_error err = {0};
+        if (glove_grant_set_add(&changed, granted, GLOVE_GRANT_READ, false, "/", &err) < 0)
+                fail_msg("grant: %s: %s", err.code, err.message);
+        assert_int_equal(rename(granted, moved), 0);
+        assert_int_equal(mkdir(granted, 0755), 0);
+
+        atomic_store(&g_stop, false);
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+                assert_int_equal(pthread_create(&th[i], NULL, busy_thread, (void *)(uintptr_t)(i + 1)), 0);
+
+        char *argv_true[] = {"/bin/true", NULL};
+        char *argv_false[] = {"false", NULL};
+        char *argv_missing[] = {"/nonexistent/program", NULL};
+        static struct one all[SPAWNS];
+        for (int i = 0; i < SPAWNS; i++) {
+                struct one *o = &all[i];
+                *o = (struct one){.expect = (enum expect)(i % 4)};
+                char *const *argv = o->expect == EXPECT_TRUE    ? argv_true
+                                    : o->expect == EXPECT_FALSE ? argv_false
+                                                                : argv_missing;
+                struct glove_sandbox_config cfg = base_config(argv);
+                if (o->expect == EXPECT_GRANT_CHANGED)
+                        cfg.grants = &changed;
+                cfg.parent_death_kill = i % 2 == 0;
+                glove_error_clear(&err);
+                if (glove_sandbox_spawn_start(&cfg, &o->sb, &err) < 0)
+                        fail_msg("spawn %d: start: %s: %s", i, err.code, err.message);
+        }
+        /* Finish each as its report arrives. */
+        int pending = SPAWNS;
+        while (pending > 0) {
+                struct pollfd p[SPAWNS];
+                int map[SPAWNS], n = 0;
+                for (int i = 0; i < SPAWNS; i++)
+                        if (all[i].stage == 0) {
+                                p[n] = (struct pollfd){.fd = all[i].sb.report_fd, .events = POLLIN};
+                                map[n++] = i;
+                        }
+                assert_true(poll(p, (nfds_t)n, -1) > 0);
+                for (int k = 0; k < n; k++) {
+                        if (!p[k].revents)
+                                continue;
+                        struct one *o = &all[map[k]];
+                        struct glove_error e = {0};
+                        int r = glove_sandbox_spawn_finish(&o->sb, &e);
+                        if (r == -EAGAIN)
+                                continue;
+                        o->finish = r;
+                        o->code = e.code;
+                        o->stage = 1;
+                        pending--;
+                }
+        }
+        /* Release the ready ones; reap them all without blocking. */
+        for (int i = 0; i < SPAWNS; i++) {
+                struct one *o = &all[i];
+                if (o->expect == EXPECT_GRANT_CHANGED) {
+                        if (o->finish >= 0)
+                                fail_msg("spawn %d with a replaced grant became ready", i);
+                        assert_string_equal(o->code, "grant.changed");
+                        continue;
+                }
+                if (o->finish < 0)
+                        fail_msg("spawn %d failed: %d %s", i, o->finish, o->code);
+                glove_error_clear(&err);
+                if (glove_sandbox_release(&o->sb, &err) < 0)
+                        fail_msg("release %d: %s: %s", i, err.code, err.message);
+        }
+        for (int i = 0; i < SPAWNS; i++) {
+                struct one *o = &all[i];
+                int r;
+                while ((r = glove_sandbox_reap(&o->sb, &o->si)) == 0)
+                        wait_readable(o->sb.pidfd);
+                assert_int_equal(r, 1);
+                assert_int_equal(glove_sandbox_reap(&o->sb, NULL), -ECHILD);
+                struct glove_sandbox_outcome out;
+                glove_sandbox_collect(&o->sb, &o->si, &out);
+                switch (o->expect) {
+                case EXPECT_TRUE:
+                        assert_int_equal(out.kind, GLOVE_SANDBOX_EXITED);
+                        assert_int_equal(out.value, 0);
+                        break;
+                case EXPECT_FALSE:
+                        assert_int_equal(out.kind, GLOVE_SANDBOX_EXITED);
+                        assert_int_equal(out.value, 1);
+                        break;
+                case EXPECT_NOT_FOUND:
+                        assert_int_equal(out.kind, GLOVE_SANDBOX_EXEC_FAILED);
+                        assert_int_equal(out.value, ENOENT);
+                        assert_non_null(strstr(out.detail, "No such file or directory"));
+                        break;
+                case EXPECT_GRANT_CHANGED:
+                        /* PID 1 exited after its report, or finish's SIGKILL came first */
+                        assert_int_equal(out.kind, GLOVE_SANDBOX_LOST);
+                        break;
+                }
+                glove_sandbox_destroy(&o->sb);
+        }
+        atomic_store(&g_stop, true);
+        for (int i = 0; i < 2; i++)
+                pthread_join(th[i], NULL);
+        alarm(0);
+        glove_grant_set_clear(&changed);
+        rmdir(granted);
+        rmdir(moved);
+        rmdir(dir);
+}
+
+/* The blocking wrapper, spawned from a thread while another one is busy. */
+static void *spawn_thread(void *arg) {
+        int *result = arg;
+        char *argv[] = {"/bin/sh", "-c", "exit 7", NULL};
+        struct glove_sandbox_config cfg = base_config(argv);
+        struct glove_sandbox sb;
+        struct glove_error err = {0};
+        *result = -1;
+        for (int i = 0; i < 10; i++) {
+                if (glove_sandbox_spawn(&cfg, &sb, &err) < 0 || glove_sandbox_release(&sb, &err) < 0) {
+                        print_message("spawn: %s: %s\n", err.code, err.message);
+                        glove_sandbox_destroy(&sb);
+                        return NULL;
+                }
+                struct glove_sandbox_outcome out;
+                glove_sandbox_collect(&sb, NULL, &out);
+                glove_sandbox_destroy(&sb);
+                if (out.kind != GLOVE_SANDBOX_EXITED || out.value != 7)
+                        return NULL;
+        }
+        *result = 0;
+        return NULL;
+}
+
+static void test_blocking_spawn_from_a_thread(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        atomic_store(&g_stop, false);
+        pthread_t busy, spawner;
+        assert_int_equal(pthread_create(&busy, NULL, busy_thread, (void *)(uintptr_t)7), 0);
+        int result = -1;
+        assert_int_equal(pthread_create(&spawner, NULL, spawn_thread, &result), 0);
+        pthread_join(spawner, NULL);
+        atomic_store(&g_stop, true);
+        pthread_join(busy, NULL);
+        alarm(0);
+        assert_int_equal(result, 0);
+}
+
+/* ---- kill and reap never block ---------------------------------------------- */
+
+static void test_kill_reap_collect(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        char *argv[] = {"/bin/true", NULL};
+        struct glove_sandbox_config cfg = base_config(argv);
+        struct glove_sandbox sb;
+        struct glove_error err = {0};
+        if (glove_sandbox_spawn(&cfg, &sb, &err) < 0)
+                fail_msg("spawn: %s: %s", err.code, err.message);
+        /* Ready and waiting for release: it cannot have exited. */
+        assert_int_equal(glove_sandbox_reap(&sb, NULL), 0);
+        assert_int_equal(glove_sandbox_spawn_finish(&sb, &err), 0); /* already ready */
+        glove_sandbox_kill(&sb);
+        glove_sandbox_kill(&sb); /* idempotent */
+        siginfo_t si;
+        int r;
+        while ((r = glove_sandbox_reap(&sb, &si)) == 0)
+                wait_readable(sb.pidfd);
+        assert_int_equal(r, 1);
+        assert_int_equal(si.si_code, CLD_KILLED);
+        assert_int_equal(si.si_status, SIGKILL);
+        glove_sandbox_kill(&sb); /* reaped: no effect */
+        struct glove_sandbox_outcome out;
+        glove_sandbox_collect(&sb, &si, &out);
+        assert_int_equal(out.kind, GLOVE_SANDBOX_LOST);
+        assert_non_null(strstr(out.detail, "killed by signal 9"));
+        glove_sandbox_destroy(&sb);
+        glove_sandbox_destroy(&sb); /* idempotent */
+        struct glove_sandbox never = GLOVE_SANDBOX_INIT;
+        glove_sandbox_destroy(&never);
+        alarm(0);
+}
+
+/* ---- argv hidden -------------------------------------------------------------- */
+
+static void test_argv_hidden_without_proctitle_init(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        /* This binary never called glove_proctitle_init. */
+        const char *base = strrchr(g_argv0, '/') ? strrchr(g_argv0, '/') + 1 : g_argv0;
+        int out[2];
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        char *argv[] = {"/bin/cat", "/proc/1/cmdline", NULL};
+        struct glove_sandbox_config cfg = base_config(argv);
+        cfg.stdout_fd = out[1];
+        struct glove_sandbox sb;
+        struct glove_error err = {0};
+        if (glove_sandbox_spawn(&cfg, &sb, &err) < 0)
+                fail_msg("spawn: %s: %s", err.code, err.message);
+        close(out[1]);
+        assert_int_equal(glove_sandbox_release(&sb, &err), 0);
+        char buf[8192];
+        size_t got = 0;
+        for (;;) {
+                ssize_t n = read(out[0], buf + got, sizeof(buf) - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+        }
+        close(out[0]);
+        struct glove_sandbox_outcome o;
+        glove_sandbox_collect(&sb, NULL, &o);
+        glove_sandbox_destroy(&sb);
+        assert_int_equal(o.kind, GLOVE_SANDBOX_EXITED);
+        assert_int_equal(o.value, 0);
+        assert_true(got >= sizeof("glove-init"));
+        assert_memory_equal(buf, "glove-init", sizeof("glove-init")); /* with its NUL */
+        for (size_t i = sizeof("glove-init"); i < got; i++)
+                if (buf[i] != '\0')
+                        fail_msg("/proc/1/cmdline holds more than the title: byte %zu is 0x%02x", i, (unsigned char)buf[i]);
+        assert_null(memmem(buf, got, base, strlen(base)));
+        /* Glove's own command line is untouched. */
+        int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        ssize_t n = read(fd, buf, sizeof(buf));
+        close(fd);
+        assert_true(n > 0);
+        assert_non_null(memmem(buf, (size_t)n, base, strlen(base)));
+        alarm(0);
+}
+
+/* ---- codes ------------------------------------------------------------------ */
+
+static void test_code_table(void **state) {
+        (void)state;
+        const char *c = glove_report_code_lookup("mount.pivot");
+        assert_non_null(c);
+        assert_string_equal(c, "mount.pivot");
+        assert_ptr_equal(glove_report_code_lookup("mount.pivot"), c); /* static, the same each time */
+        assert_non_null(glove_report_code_lookup("grant.changed"));
+        assert_non_null(glove_report_code_lookup("sandbox.setsid"));
+        assert_non_null(glove_report_code_lookup("path.missing"));
+        assert_null(glove_report_code_lookup("mount.nonexistent_step"));
+        assert_null(glove_report_code_lookup(""));
+        assert_null(glove_report_code_lookup(NULL));
+}
+
+/* Reads a whole source file (test code: stdio and malloc are fine here). */
+static char *slurp(const char *path) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                fail_msg("%s: %s", path, strerror(errno));
+        size_t cap = 1 << 16, len = 0;
+        char *s = malloc(cap);
+        size_t n;
+        while (s && (n = fread(s + len, 1, cap - len - 1, f)) > 0) {
+                len += n;
+                if (len + 1 == cap)
+                        s = realloc(s, cap *= 2);
+        }
+        fclose(f);
+        assert_non_null(s);
+        s[len] = '\0';
+        return s;
+}
+
+/* Every code literal the child paths pass to glove_error_set or
+ * glove_report_send (the first string literal of the call) is in the
+ * table, so none arrives as "sandbox.setup". */
+static void test_code_table_covers_the_sources(void **state) {
+        (void)state;
+        if (g_nsources == 0) {
+                print_message("skipped: no source paths were given on the command line\n");
+                skip();
+        }
+        int checked = 0;
+        for (int f = 0; f < g_nsources; f++) {
+                char *src = slurp(g_sources[f]);
+                static const char *const calls[] = {"glove_error_set(", "glove_report_send("};
+                for (size_t k = 0; k < 2; k++) {
+                        for (char *p = strstr(src, calls[k]); p; p = strstr(p + 1, calls[k])) {
+                                char *end = strpbrk(p, ";");
+                                char *q = strchr(p, '"');
+                                if (!q || (end && q > end))
+                                        continue; /* code passed through a variable */
+                                char *close = strchr(q + 1, '"');
+                                if (!close)
+                                        continue;
+                                char code[64];
+                                size_t n = (size_t)(close - q - 1);
+                                if (n == 0 || n >= sizeof(code))
+                                        continue;
+                                memcpy(code, q + 1, n);
+                                code[n] = '\0';
+                                if (strchr(code, ' ') || strchr(code, '%') || !strchr(code, '.'))
+                                        continue; /* a format, not a code (NULL code, literal message) */
+                                if (!glove_report_code_lookup(code))
+                                        fail_msg("%s: code \"%s\" is not in the sandbox's table of child codes",
+                                                 g_sources[f], code);
+                                checked++;
+                        }
+                }
+                free(src);
+        }
+        print_message("%d code literals checked\n", checked);
+        assert_true(checked > 40);
+}
+
+int main(int argc, char **argv) {
+        g_argv0 = argv[0];
+        g_sources = argv + 1;
+        g_nsources = argc - 1;
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_code_table),
+                cmocka_unit_test(test_code_table_covers_the_sources),
+                cmocka_unit_test(test_kill_reap_collect),
+                cmocka_unit_test(test_argv_hidden_without_proctitle_init),
+                cmocka_unit_test(test_spawn_many_while_threads_allocate),
+                cmocka_unit_test(test_blocking_spawn_from_a_thread),
+        };
+        return cmocka_run_group_tests(tests, group_setup, NULL);
+}
