@@ -39,6 +39,7 @@ int glove_report_send(int fd, enum report_kind kind, int value, const char *code
  * sandboxes; tests/unit/container/test_sandbox.c checks the sources against
  * it. */
 static const char *const child_codes[] = {
+        "file.invalid_argument", "file.no_memory", "file.open", "file.read", "file.too_large",
         "egress.channel",   "egress.helper",  "egress.listen",       "egress.loopback", "egress.no_rule",
         "glove.unknown",    "grant.changed",  "grant.kernel_fs",     "mount.attach",    "mount.chdir",
         "mount.check",      "mount.clone",    "mount.dev",           "mount.etc",       "mount.fresh",
