@@ -45,7 +45,8 @@ struct glove_session {
         struct glove_session_egress egress;
         struct glove_cgroup *cg;               /* NULL without a delegated cgroup */
 
-        sd_event_source *report_src, *child_src, *poll_timer, *drain_timer, *stop_timer, *teardown_timer;
+        sd_event_source *report_src, *child_src, *poll_timer, *drain_timer, *stop_timer, *teardown_timer, *advance_timer;
+        bool teardown_killed;                  /* the cgroup kill of teardown was sent */
         uint64_t start_us;                     /* at release */
         uint64_t teardown_deadline_us;
         struct rusage rusage;                  /* PID 1's tree, when reaped here */
@@ -99,10 +100,26 @@ static void on_output_breach(void *userdata) {
         breach(userdata, GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT);
 }
 
+static int on_advance_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)src;
+        (void)usec;
+        advance(userdata);
+        return 0;
+}
+
+/* The terminal calls back from inside its own event handlers: the session
+ * moves on from a fresh event, so that ops.exited (which may free the
+ * session and its terminal) never runs inside the terminal's code. */
 static void on_output_ended(void *userdata) {
         struct glove_session *s = userdata;
-        if (s->phase == PHASE_DRAINING)
-                advance(s);
+        if (s->phase != PHASE_DRAINING)
+                return;
+        if (s->advance_timer) {
+                (void)sd_event_source_set_time_relative(s->advance_timer, 0);
+                (void)sd_event_source_set_enabled(s->advance_timer, SD_EVENT_ONESHOT);
+        } else if (sd_event_add_time_relative(s->loop, &s->advance_timer, CLOCK_MONOTONIC, 0, 0, on_advance_timer, s) < 0) {
+                s->advance_timer = NULL; /* the drain timer still moves it on */
+        }
 }
 
 static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -137,7 +154,10 @@ static int teardown_cgroup(struct glove_session *s) {
         if (!s->cg)
                 return 0;
         struct glove_error e = {0};
-        (void)glove_cgroup_kill_once(s->cg, NULL);
+        if (!s->teardown_killed) {
+                s->teardown_killed = true; /* not again once try_destroy answered -EAGAIN */
+                (void)glove_cgroup_kill_once(s->cg, NULL);
+        }
         int r = glove_cgroup_try_destroy(s->cg, &e);
         if (r == 0) {
                 s->cg = NULL;
@@ -207,6 +227,7 @@ static void release_sources(struct glove_session *s) {
         s->drain_timer = sd_event_source_disable_unref(s->drain_timer);
         s->stop_timer = sd_event_source_disable_unref(s->stop_timer);
         s->teardown_timer = sd_event_source_disable_unref(s->teardown_timer);
+        s->advance_timer = sd_event_source_disable_unref(s->advance_timer);
 }
 
 /* Moves the session on after PID 1 ended: drain, teardown, done. */
@@ -422,7 +443,7 @@ int glove_session_start(sd_event *loop, const struct glove_session_desc *d, cons
         s->ops = *ops;
         s->userdata = userdata;
         s->limits = d->limits;
-        s->sb = (struct glove_sandbox){.pid = -1, .pidfd = -1, .report_fd = -1, .release_fd = -1};
+        s->sb = (struct glove_sandbox)GLOVE_SANDBOX_INIT;
         s->out.limit = GLOVE_CGROUP_LIMIT_NONE;
         glove_session_egress_init(&s->egress);
         if (env_copy(&s->env, d->envp) < 0) {
