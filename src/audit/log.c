@@ -30,24 +30,24 @@ int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *
         _cleanup_free_ char *norm = NULL;
         int r = glove_path_normalize(path, cwd, &norm, err);
         if (r < 0) {
-                glove_error_prefix(err, "--audit-log %s", path);
+                glove_error_prefix(err, "%s", path);
                 return r;
         }
         /* O_NONBLOCK so that a FIFO without a reader cannot hang the open; it
          * is refused below, and the flag cleared for the regular case. */
         _cleanup_close_ int fd = open(norm, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
         if (fd < 0 && (errno == EISDIR || errno == ENXIO))
-                return glove_error_set(err, errno, "audit.file_type", "--audit-log %s: %s; give a regular file", norm,
+                return glove_error_set(err, errno, "audit.file_type", "%s: %s; give a regular file", norm,
                                        errno == EISDIR ? "is a directory" : "is a FIFO or socket");
         if (fd < 0)
-                return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
+                return glove_error_set(err, errno, "audit.open", "%s: %s", norm, strerror(errno));
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
+                return glove_error_set(err, errno, "audit.open", "%s: %s", norm, strerror(errno));
         if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
-                return glove_error_set(err, EINVAL, "audit.file_type", "--audit-log %s: not a regular file or character device", norm);
+                return glove_error_set(err, EINVAL, "audit.file_type", "%s: not a regular file or character device", norm);
         if (fcntl(fd, F_SETFL, O_APPEND) < 0)
-                return glove_error_set(err, errno, "audit.open", "--audit-log %s: %s", norm, strerror(errno));
+                return glove_error_set(err, errno, "audit.open", "%s: %s", norm, strerror(errno));
         /* A record an earlier run could not finish (its file system filled
          * up) is closed with a newline, so it cannot swallow ours. */
         if (S_ISREG(st.st_mode) && st.st_size > 0) {
@@ -55,7 +55,7 @@ int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *
                 char last = '\n';
                 if (rd >= 0 && pread(rd, &last, 1, st.st_size - 1) == 1 && last != '\n' && write(fd, "\n", 1) != 1)
                         return glove_error_set(err, errno ? errno : EIO, "audit.append",
-                                               "--audit-log %s: cannot close the torn last record", norm);
+                                               "%s: cannot close the torn last record", norm);
         }
         /* The kernel's own name for what was opened, with every link in the
          * directories resolved: the form grants are compared against. */
@@ -63,7 +63,7 @@ int glove_audit_open(const char *path, const char *cwd, struct glove_audit_log *
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         ssize_t n = readlink(proc, canon, sizeof(canon) - 1);
         if (n <= 0 || canon[0] != '/')
-                return glove_error_set(err, n < 0 ? errno : EINVAL, "audit.open", "--audit-log %s: cannot resolve its path", norm);
+                return glove_error_set(err, n < 0 ? errno : EINVAL, "audit.open", "%s: cannot resolve its path", norm);
         canon[n] = '\0';
         log->path = strdup(canon);
         if (!log->path)
@@ -79,22 +79,22 @@ int glove_audit_canonical_path(const char *path, const char *cwd, char **out, st
         _cleanup_free_ char *norm = NULL;
         int r = glove_path_normalize(path, cwd, &norm, err);
         if (r < 0) {
-                glove_error_prefix(err, "--audit-log %s", path);
+                glove_error_prefix(err, "%s", path);
                 return r;
         }
         char *slash = strrchr(norm, '/');
         const char *name = slash + 1;
         if (!*name)
-                return glove_error_set(err, EISDIR, "audit.file_type", "--audit-log %s: is a directory", norm);
+                return glove_error_set(err, EISDIR, "audit.file_type", "%s: is a directory", norm);
         *slash = '\0';
         _cleanup_close_ int dir = open(*norm ? norm : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0)
-                return glove_error_set(err, errno, "audit.open", "--audit-log %s/%s: %s", norm, name, strerror(errno));
+                return glove_error_set(err, errno, "audit.open", "%s/%s: %s", norm, name, strerror(errno));
         char proc[64], canon[GLOVE_PATH_MAX];
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dir);
         ssize_t n = readlink(proc, canon, sizeof(canon) - 1);
         if (n <= 0 || canon[0] != '/')
-                return glove_error_set(err, n < 0 ? errno : EINVAL, "audit.open", "--audit-log %s: cannot resolve its directory", path);
+                return glove_error_set(err, n < 0 ? errno : EINVAL, "audit.open", "%s: cannot resolve its directory", path);
         canon[n] = '\0';
         if (asprintf(out, "%s/%s", strcmp(canon, "/") == 0 ? "" : canon, name) < 0) {
                 *out = NULL;

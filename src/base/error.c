@@ -66,6 +66,16 @@ void glove_error_prefix(struct glove_error *err, const char *fmt, ...) {
         memcpy(err->message, joined, sizeof(joined));
 }
 
+void glove_error_prepend_word(struct glove_error *err, const char *word) {
+        if (!glove_error_is_set(err) || !word)
+                return;
+        char joined[GLOVE_ERROR_MESSAGE_MAX];
+        int n = snprintf(joined, sizeof(joined), "%s %s", word, err->message);
+        if (n >= 0 && (size_t)n >= sizeof(joined))
+                mark_truncated(joined, sizeof(joined));
+        memcpy(err->message, joined, sizeof(joined));
+}
+
 const char *glove_errno_text(int errnum) {
         /* strerrordesc_np (glibc 2.32) is a table lookup without gettext;
          * strerror translates through the locale, taking its locks. */

@@ -47,23 +47,23 @@ static int check_name(const char *const *host_env, const char *const *names, siz
         const char *name = names[i];
         if (strchr(name, '='))
                 return glove_error_set(err, EINVAL, "env.assignment",
-                                       "--env %s: values are never taken from the command line; export the variable and pass only its name",
+                                       "%s: values are never taken from the command line; export the variable and pass only its name",
                                        name);
         if (!valid_name(name))
-                return glove_error_set(err, EINVAL, "env.bad_name", "--env %s: not a valid variable name", name);
+                return glove_error_set(err, EINVAL, "env.bad_name", "%s: not a valid variable name", name);
         for (size_t k = 0; k < sizeof(reserved) / sizeof(reserved[0]); k++)
                 if (strcmp(name, reserved[k]) == 0)
-                        return glove_error_set(err, EINVAL, "env.reserved", "--env %s: reserved, Glove sets it itself", name);
+                        return glove_error_set(err, EINVAL, "env.reserved", "%s: reserved, Glove sets it itself", name);
         if (strncmp(name, "GLOVE_", 6) == 0)
-                return glove_error_set(err, EINVAL, "env.reserved", "--env %s: GLOVE_* names are reserved", name);
+                return glove_error_set(err, EINVAL, "env.reserved", "%s: GLOVE_* names are reserved", name);
         for (size_t k = 0; k < i; k++)
                 if (strcmp(names[k], name) == 0)
-                        return glove_error_set(err, EINVAL, "env.duplicate", "--env %s given twice", name);
+                        return glove_error_set(err, EINVAL, "env.duplicate", "%s given twice", name);
         const char *value = glove_env_lookup(host_env, name);
         if (!value)
-                return glove_error_set(err, EINVAL, "env.unset", "--env %s: not set in Glove's environment", name);
+                return glove_error_set(err, EINVAL, "env.unset", "%s: not set in Glove's environment", name);
         if (strnlen(value, GLOVE_ENV_VALUE_MAX + 1) > GLOVE_ENV_VALUE_MAX)
-                return glove_error_set(err, E2BIG, "env.too_long", "--env %s: value longer than %d bytes", name, GLOVE_ENV_VALUE_MAX);
+                return glove_error_set(err, E2BIG, "env.too_long", "%s: value longer than %d bytes", name, GLOVE_ENV_VALUE_MAX);
         return 0;
 }
 
@@ -72,7 +72,7 @@ int glove_env_build(const char *const *host_env, const char *const *names, size_
         out->envp = NULL;
         out->count = 0;
         if (n_names > GLOVE_ENV_NAMES_MAX)
-                return glove_error_set(err, E2BIG, "env.too_long", "more than %d --env names", GLOVE_ENV_NAMES_MAX);
+                return glove_error_set(err, E2BIG, "env.too_long", "more than %d names", GLOVE_ENV_NAMES_MAX);
         for (size_t i = 0; i < n_names; i++) {
                 int r = check_name(host_env, names, i, err);
                 if (r < 0)

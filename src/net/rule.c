@@ -189,7 +189,7 @@ static void split_host_port(const char *text, size_t len, size_t *host_len, cons
 
 int glove_net_rule_parse(const char *text, struct glove_net_rule *out, struct glove_error *err) {
         if (!text || !*text)
-                return glove_error_set(err, EINVAL, "egress.empty", "empty --egress-allow rule");
+                return glove_error_set(err, EINVAL, "egress.empty", "empty rule");
         size_t len = strnlen(text, GLOVE_NET_RULE_TEXT_MAX + 1);
         if (len > GLOVE_NET_RULE_TEXT_MAX)
                 return glove_error_set(err, EINVAL, "egress.bad_host", "rule '%.40s...' is longer than %d bytes",
@@ -311,7 +311,7 @@ int glove_net_policy_add(struct glove_net_policy *p, const char *text, struct gl
                         return 0;
         if (p->n_rules >= GLOVE_NET_RULES_MAX)
                 return glove_error_set(err, E2BIG, "egress.too_many_rules",
-                                       "more than %d --egress-allow rules", GLOVE_NET_RULES_MAX);
+                                       "more than %d rules", GLOVE_NET_RULES_MAX);
         struct glove_net_rule *n = realloc(p->rules, (p->n_rules + 1) * sizeof(*n));
         if (!n)
                 return glove_error_set(err, ENOMEM, "egress.no_memory", "out of memory");

@@ -18,8 +18,6 @@
 #include "glove/base/fd.h"
 #include "glove/base/time.h"
 
-/* Retry interval while the session's input queue is full (µs). */
-#define INPUT_RETRY_USEC (5 * 1000ULL)
 
 enum how {
         HOW_NONE,       /* nothing (closed, or unusable) */
@@ -174,15 +172,21 @@ static int on_in_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* Reads on from a fresh event: after a burst from a file that is always
+ * readable, so other events get their turn. */
 static void input_arm_timer(struct glove_cli_terminal *c) {
         if (!c->in_timer) {
-                if (sd_event_add_time_relative(c->loop, &c->in_timer, CLOCK_MONOTONIC, INPUT_RETRY_USEC, 1000, on_in_timer, c) <
-                    0)
+                if (sd_event_add_time_relative(c->loop, &c->in_timer, CLOCK_MONOTONIC, 0, 0, on_in_timer, c) < 0)
                         c->in_timer = NULL;
                 return;
         }
-        (void)sd_event_source_set_time_relative(c->in_timer, INPUT_RETRY_USEC);
+        (void)sd_event_source_set_time_relative(c->in_timer, 0);
         (void)sd_event_source_set_enabled(c->in_timer, SD_EVENT_ONESHOT);
+}
+
+/* The session's input queue has room again. */
+static void on_input_room(void *userdata) {
+        input_arm_timer(userdata);
 }
 
 /* Reads stdin (once pending input was taken) and hands it to the session. */
@@ -199,10 +203,9 @@ static void input_push(struct glove_cli_terminal *c) {
                         }
                         c->in_off += (size_t)n;
                         if (c->in_off < c->in_len) {
-                                /* Queue full: pause stdin, retry shortly. */
+                                /* Queue full: pause stdin until on_input_room. */
                                 if (c->in_src)
                                         (void)sd_event_source_set_enabled(c->in_src, SD_EVENT_OFF);
-                                input_arm_timer(c);
                                 return;
                         }
                 }
@@ -268,7 +271,7 @@ int glove_cli_terminal_attach(sd_event *loop, struct glove_terminal *t, const st
         int r = out_init(c, &c->out[0], 1, err);
         if (r >= 0)
                 r = out_init(c, &c->out[1], 2, err);
-        static const struct glove_terminal_client_ops ops = {.output = on_output};
+        static const struct glove_terminal_client_ops ops = {.output = on_output, .input_room = on_input_room};
         if (r >= 0 && (r = glove_terminal_attach(t, &ops, c, false, &c->client)) < 0)
                 glove_error_set(err, -r, "terminal.attach", "cannot attach Glove's terminal: %s", strerror(-r));
         if (r >= 0 && copy_stdin && !p->stdin_null) {

@@ -61,21 +61,29 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                 if (r < 0)
                         return r;
         }
+        if (opts->n_env > GLOVE_ENV_NAMES_MAX)
+                return glove_error_set(err, E2BIG, "env.too_long", "more than %d --env names", GLOVE_ENV_NAMES_MAX);
         int r = glove_env_build((const char *const *)environ, opts->env_names, opts->n_env, &l->env, err);
-        if (r < 0)
+        if (r < 0) {
+                glove_error_prepend_word(err, "--env");
                 return r;
+        }
         if (opts->audit_log) {
                 /* Refuse a log inside a grant before anything is created. */
                 _cleanup_free_ char *canonical = NULL;
                 r = glove_audit_canonical_path(opts->audit_log, l->cwd, &canonical, err);
-                if (r < 0)
+                if (r < 0) {
+                        glove_error_prepend_word(err, "--audit-log");
                         return r;
+                }
                 r = glove_grant_set_check_hidden(&l->grants, canonical, (dev_t)-1, (ino_t)-1, err);
                 if (r < 0)
                         return r;
                 r = glove_audit_open(opts->audit_log, l->cwd, &l->audit, err);
-                if (r < 0)
+                if (r < 0) {
+                        glove_error_prepend_word(err, "--audit-log");
                         return r;
+                }
                 r = glove_grant_set_check_hidden(&l->grants, l->audit.path, l->audit.dev, l->audit.ino, err);
                 if (r < 0)
                         return r;

@@ -39,6 +39,7 @@ struct glove_terminal {
         char *inq;
         size_t in_len;
         bool in_closing, in_dead;
+        bool in_refused;            /* input was refused: tell clients when there is room */
         /* Transcript ring. */
         char *ring;
         size_t ring_cap, ring_head, ring_len;
@@ -255,6 +256,18 @@ static void relay(struct glove_terminal *t, int id, const char *buf, size_t n) {
         reap_clients(t);
 }
 
+static void notify_input_room(struct glove_terminal *t) {
+        if (!t->in_refused || (t->in_len > GLOVE_TERMINAL_INPUT_MAX / 2 && !t->in_dead))
+                return;
+        t->in_refused = false;
+        t->dispatching++;
+        for (size_t i = 0; i < t->n_clients; i++)
+                if (!t->clients[i]->dead && t->clients[i]->ops.input_room)
+                        t->clients[i]->ops.input_room(t->clients[i]->userdata);
+        t->dispatching--;
+        reap_clients(t);
+}
+
 static void flush_input(struct glove_terminal *t) {
         while (t->in_len > 0 && t->in_fd >= 0) {
                 ssize_t n = write(t->in_fd, t->inq, t->in_len);
@@ -288,8 +301,10 @@ static int on_stream(sd_event_source *src, int fd, uint32_t revents, void *userd
         (void)src;
         struct stream *s = userdata;
         struct glove_terminal *t = s->t;
-        if ((revents & EPOLLOUT) && t->cfg.mode == GLOVE_TERMINAL_PTY)
+        if ((revents & EPOLLOUT) && t->cfg.mode == GLOVE_TERMINAL_PTY) {
                 flush_input(t);
+                notify_input_room(t);
+        }
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 char buf[GLOVE_TERMINAL_CHUNK];
                 /* A few reads per wake-up, so one busy stream cannot starve
@@ -318,6 +333,7 @@ static int on_input(sd_event_source *src, int fd, uint32_t revents, void *userda
         struct glove_terminal *t = userdata;
         flush_input(t);
         update_events(t);
+        notify_input_room(t);
         return 0;
 }
 
@@ -441,8 +457,10 @@ ssize_t glove_terminal_input(struct glove_terminal *t, const void *buf, size_t n
         if (t->in_dead || t->in_closing || t->in_fd < 0)
                 return -EPIPE;
         size_t room = GLOVE_TERMINAL_INPUT_MAX - t->in_len;
-        if (n > room)
+        if (n > room) {
                 n = room;
+                t->in_refused = true;
+        }
         memcpy(t->inq + t->in_len, buf, n);
         t->in_len += n;
         if (t->started)

@@ -50,6 +50,15 @@ static inline int glove_error_is_set(const struct glove_error *err) {
 }
 
 /*
+ * Prepends "word " to the message of an error already set: how a front end
+ * names the command-line flag before a lower module's message that starts
+ * with the offending value (DESIGN.md: flag names live in the CLI). No effect
+ * when err is NULL or holds no error; a message that no longer fits is cut
+ * as glove_error_set cuts it.
+ */
+void glove_error_prepend_word(struct glove_error *err, const char *word);
+
+/*
  * Prepends "context: " to an error already set (for callers that add where
  * the failure happened). No effect when err is NULL or holds no error.
  */

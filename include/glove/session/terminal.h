@@ -79,6 +79,10 @@ struct glove_terminal_client_ops {
         /* Every output stream ended (the agent and everything it started
          * closed them, or the terminal was closed). Optional. */
         void (*ended)(void *userdata);
+        /* The input queue, which refused bytes before, has room again (half
+         * of it free), or input can no longer be taken (then
+         * glove_terminal_input answers -EPIPE). Optional. */
+        void (*input_room)(void *userdata);
 };
 
 struct glove_terminal;
@@ -123,8 +127,9 @@ void glove_terminal_client_hold(struct glove_terminal_client *c, bool hold);
 
 /*
  * Queues n bytes of input for the agent. Returns n, fewer when the queue is
- * nearly full (the rest was not taken; retry later), -EPIPE once input was
- * closed or the agent's side is gone.
+ * nearly full (the rest was not taken; every client's input_room runs once
+ * there is room again), -EPIPE once input was closed or the agent's side is
+ * gone.
  */
 ssize_t glove_terminal_input(struct glove_terminal *t, const void *buf, size_t n);
 

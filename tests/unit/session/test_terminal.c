@@ -41,7 +41,13 @@ static void sink_ended(void *ud) {
         ((struct sink *)ud)->ended++;
 }
 
-static const struct glove_terminal_client_ops sink_ops = {.output = sink_output, .ended = sink_ended};
+static int rooms;
+static void sink_room(void *ud) {
+        (void)ud;
+        rooms++;
+}
+
+static const struct glove_terminal_client_ops sink_ops = {.output = sink_output, .ended = sink_ended, .input_room = sink_room};
 
 static int breaches;
 static void on_breach(void *ud) {
@@ -224,12 +230,55 @@ static void test_bounds(void **state) {
         glove_terminal_free(t);
 }
 
+static void test_input_room(void **state) {
+        (void)state;
+        sd_event *loop = NULL;
+        assert_int_equal(sd_event_new(&loop), 0);
+        struct glove_terminal_config cfg = {.mode = GLOVE_TERMINAL_PIPES};
+        struct glove_terminal *t = NULL;
+        struct glove_error err = {0};
+        assert_int_equal(glove_terminal_new(&cfg, &t, &err), 0);
+        int fds[3];
+        glove_terminal_child_fds(t, fds);
+        int in = dup(fds[0]);
+        assert_int_equal(fcntl(in, F_SETFL, O_NONBLOCK), 0);
+        static struct sink k;
+        memset(&k, 0, sizeof(k));
+        assert_int_equal(glove_terminal_attach(t, &sink_ops, &k, false, &k.self), 0);
+        assert_int_equal(glove_terminal_start(t, loop, &err), 0);
+        /* Fill the agent's pipe and then the queue: part is refused. */
+        static char big[4 * GLOVE_TERMINAL_INPUT_MAX];
+        memset(big, 'x', sizeof(big));
+        size_t taken = 0;
+        ssize_t n;
+        rooms = 0;
+        while ((n = glove_terminal_input(t, big, sizeof(big))) > 0)
+                taken += (size_t)n;
+        assert_int_equal(n, 0);
+        assert_int_equal(rooms, 0);
+        /* The agent reads: the queue drains and the client hears of it. */
+        static char sinkbuf[1 << 20];
+        size_t got = 0;
+        for (int i = 0; i < 200 && rooms == 0; i++) {
+                ssize_t r = read(in, sinkbuf, sizeof(sinkbuf));
+                if (r > 0)
+                        got += (size_t)r;
+                assert_true(sd_event_run(loop, 10000) >= 0);
+        }
+        assert_int_equal(rooms, 1);
+        assert_true(got > 0 && got <= taken);
+        close(in);
+        glove_terminal_free(t);
+        sd_event_unref(loop);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pipes_streams_transcript_and_limit),
                 cmocka_unit_test(test_hold_stops_reading),
                 cmocka_unit_test(test_pty_resize_and_output),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_input_room),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
