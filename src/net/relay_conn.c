@@ -103,12 +103,15 @@ static void emit(struct conn *c, enum glove_net_egress_phase phase, enum glove_n
         c->ev.duration_ms = glove_time_monotonic_ms() - c->slot->start_ms;
 }
 
-/* Refuses the connection: answers (status 0: silently), closes, audits. */
+/* Refuses the connection: audits, then answers (status 0: silently) and
+ * closes. The record comes first, so that whoever sees the answer (the agent
+ * issuing its next request, an operator reading the log) finds the denial on
+ * record, in the order the requests were answered. */
 static void deny(struct conn *c, enum glove_net_egress_reason reason, int status) {
-        glove_net_answer_and_close(c->client, c->r->stop_fd, status, reason, true);
-        c->client = -1;
         emit(c, GLOVE_NET_EGRESS_DENY, reason, status);
         (void)glove_net_relay_emit(c->r, &c->ev);
+        glove_net_answer_and_close(c->client, c->r->stop_fd, status, reason, true);
+        c->client = -1;
 }
 
 /* True when fd is a connected TCP socket (the only thing the helper passes). */
