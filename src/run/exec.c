@@ -210,7 +210,11 @@ int glove_exec_main(int argc, char **argv) {
                 status = glove_launch_fail(&err);
         } else {
                 bool mid_line = glove_cli_terminal_mid_line(x.term);
-                glove_cli_terminal_free(x.term, EXEC_FLUSH_MS);
+                /* Output still pending after the session's own drain was cut
+                 * is dropped at once: the drain already waited. */
+                if (x.outcome.output_cut)
+                        fprintf(stderr, "glove: warning: drain.timeout: output still open after the agent ended; dropping the rest\n");
+                glove_cli_terminal_free(x.term, x.outcome.output_cut ? 0 : EXEC_FLUSH_MS);
                 x.term = NULL;
                 status = finish(&x, mid_line);
                 glove_session_free(x.session);

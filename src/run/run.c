@@ -389,7 +389,7 @@ static int run_finish(struct run *r) {
                 glove_error_set(&r->err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
         }
         /* What the agent wrote to stderr before it ended. */
-        glove_cli_terminal_free(r->term, 2000);
+        glove_cli_terminal_free(r->term, o->output_cut ? 0 : 2000);
         r->term = NULL;
         struct glove_run_status st;
         /* When Glove itself failed, its own reason is the one line printed. */

@@ -177,7 +177,6 @@ static int teardown_cgroup(struct glove_session *s) {
 
 static void final_usage(struct glove_session *s) {
         struct glove_session_outcome *o = &s->out;
-        o->wall_time_ms = s->start_us ? (glove_time_monotonic_us() - s->start_us) / 1000 : 0;
         o->output_bytes = s->term ? glove_terminal_output_bytes(s->term) : 0;
         if (s->cg) {
                 struct glove_cgroup_stats cs;
@@ -213,7 +212,8 @@ static int on_drain_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void)usec;
         struct glove_session *s = userdata;
         if (s->phase == PHASE_DRAINING) {
-                glove_terminal_close(s->term); /* calls on_output_ended, which advances */
+                s->out.output_cut = !glove_terminal_output_done(s->term);
+                glove_terminal_close(s->term);
                 if (s->phase == PHASE_DRAINING)
                         advance(s);
         }
@@ -310,6 +310,8 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
                 s->have_rusage = true;
         }
         s->reaped = true;
+        if (s->start_us)
+                s->out.wall_time_ms = (glove_time_monotonic_us() - s->start_us) / 1000;
         s->child_src = sd_event_source_disable_unref(s->child_src);
         s->poll_timer = sd_event_source_disable_unref(s->poll_timer);
         s->stop_timer = sd_event_source_disable_unref(s->stop_timer);

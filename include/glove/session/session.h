@@ -139,8 +139,13 @@ struct glove_session_outcome {
         bool stopped;                          /* glove_session_stop() ended it */
         bool audit_failed;                     /* an egress record could not be appended */
         bool released;                         /* the agent was started */
+        bool output_cut;                       /* output was still open GLOVE_SESSION_DRAIN_MS after
+                                                * PID 1 ended (a client held it, or a process
+                                                * outside the PID namespace kept a pipe open);
+                                                * the rest was dropped */
         struct glove_error error;              /* SETUP_FAILED, or a teardown problem (cgroup.busy) */
-        uint64_t cpu_time_ms, peak_memory_bytes, wall_time_ms, output_bytes;
+        uint64_t cpu_time_ms, peak_memory_bytes, output_bytes;
+        uint64_t wall_time_ms;                 /* from release to the reap of PID 1 */
         bool usage_from_cgroup;                /* false: rusage of PID 1's tree (no cgroup) */
 };
 
