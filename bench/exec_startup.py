@@ -4,8 +4,12 @@ bubblewrap sandbox, interleaved in one run.
 
 Each round runs both commands once, alternating which goes first, after a
 warm-up. For each start it takes the wall time and the CPU time (user + sys
-from the rusage of wait4(2), which covers the command and every descendant
-it or its sandbox's init reaped). Prints median, p90, mean and the
+from the rusage of wait4(2)). The driver is a child subreaper, so the CPU
+time covers every process of the start: bwrap does not reap its sandbox's
+PID 1 (it exits once it has the status), which would otherwise be
+reparented to init and its CPU time, the agent's included, lost from the
+comparison; glove reaps its PID 1 itself. The orphans are reaped after the
+command's exit, which ends the wall time. Prints median, p90, mean and the
 glove/bwrap ratios of wall and CPU medians and p90s; then, with --strace,
 the system calls of one start of each command (`strace -f -c`: total and the
 five most frequent). Appends one JSON line per command plus one with the
@@ -13,6 +17,7 @@ ratios to the results file (with date, kernel, git commit, mode). Times are
 reported, never asserted.
 """
 import argparse
+import ctypes
 import datetime
 import json
 import os
@@ -25,6 +30,33 @@ import tempfile
 import time
 
 DEVNULL_ACTIONS = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper():
+    """Orphaned descendants of the measured commands are reparented here
+    (prctl(2) PR_SET_CHILD_SUBREAPER); False when that fails."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans():
+    """(user, sys) seconds of every descendant left to this subreaper."""
+    user = sys_ = 0.0
+    while True:
+        try:
+            _, _, ru = os.wait4(-1, 0)
+        except ChildProcessError:
+            return user, sys_
+        except InterruptedError:
+            continue
+        user += ru.ru_utime
+        sys_ += ru.ru_stime
 
 
 def run_once(argv):
@@ -44,7 +76,8 @@ def run_once(argv):
         except InterruptedError:
             continue
     wall = (time.perf_counter_ns() - t0) / 1e6
-    return wall, ru.ru_utime * 1e3, ru.ru_stime * 1e3, os.waitstatus_to_exitcode(status)
+    ou, os_ = reap_orphans()
+    return wall, (ru.ru_utime + ou) * 1e3, (ru.ru_stime + os_) * 1e3, os.waitstatus_to_exitcode(status)
 
 
 def strace_count(argv, strace):
@@ -143,6 +176,10 @@ def main():
     ap.add_argument("--commit", help="git commit to record (default: the checkout of this script)")
     ap.add_argument("--strace", help="strace binary: count the system calls of one start of each command")
     a = ap.parse_args()
+    subreaper = become_subreaper()
+    if not subreaper:
+        print("bench: cannot become a child subreaper; CPU time misses processes a command does not reap",
+              file=sys.stderr)
 
     cmds = {"glove": shlex.split(a.glove)}
     if a.bwrap:
@@ -181,6 +218,8 @@ def main():
         "mode": a.mode,
         "rounds": a.rounds,
         "warmup": a.warmup,
+        # true: CPU time covers every process of a start (orphans reaped here)
+        "cpu_all_processes": subreaper,
     }
     stats = {name: summary(samples[name]) for name in cmds if samples[name]}
     records = []

@@ -96,9 +96,10 @@ int glove_fd_open_nofollow(const char *abs_path, int flags, int *out_fd, struct 
         } else if (fd < 0) {
                 return report(errno, abs_path, err);
         }
-        /* O_PATH|O_NOFOLLOW on a final symlink opens the link itself. */
+        /* O_PATH|O_NOFOLLOW on a final symlink opens the link itself; with
+         * O_DIRECTORY the kernel refuses one (ENOTDIR), so no check then. */
         struct stat st;
-        if ((flags & O_PATH) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+        if ((flags & O_PATH) && !(flags & O_DIRECTORY) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
                 close(fd);
                 return report(ELOOP, abs_path, err);
         }
@@ -119,7 +120,7 @@ int glove_fd_open_beneath(int dirfd, const char *rel, int flags, int *out_fd, st
                 return report(errno, rel, err);
         }
         struct stat st;
-        if ((flags & O_PATH) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+        if ((flags & O_PATH) && !(flags & O_DIRECTORY) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
                 close(fd);
                 return report(ELOOP, rel, err);
         }

@@ -529,6 +529,11 @@ int glove_cgroup_try_destroy(struct glove_cgroup *cg, struct glove_error *err) {
         return r;
 }
 
+void glove_cgroup_abandon(struct glove_cgroup *cg) {
+        if (cg)
+                cg_free(cg);
+}
+
 int glove_cgroup_destroy(struct glove_cgroup *cg, struct glove_error *err) {
         if (!cg)
                 return 0;

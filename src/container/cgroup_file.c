@@ -37,7 +37,13 @@ int cg_file_write_u64(int dirfd, const char *name, uint64_t value) {
         return cg_file_write(dirfd, name, buf);
 }
 
-static ssize_t read_fd_bounded(int fd, char *buf, size_t size) {
+/* Reads fd to its end into buf (NUL-terminated); more than size - 1 bytes is
+ * -EFBIG. With single_record, a read that leaves room in buf ends the file:
+ * a cgroup control file holding one value or one key list is one seq_file
+ * record, which the kernel hands out whole or, past the room given, not at
+ * all (the full-buffer case is still checked for more), so the read that
+ * would return 0 is saved. */
+static ssize_t read_fd_bounded(int fd, char *buf, size_t size, bool single_record) {
         size_t len = 0;
         for (;;) {
                 if (len + 1 >= size) {
@@ -61,18 +67,24 @@ static ssize_t read_fd_bounded(int fd, char *buf, size_t size) {
                 if (n == 0)
                         break;
                 len += (size_t)n;
+                if (single_record && len + 1 < size)
+                        break;
         }
         buf[len] = '\0';
         return (ssize_t)len;
 }
 
-ssize_t cg_file_read(int dirfd, const char *name, char *buf, size_t size) {
+static ssize_t file_read(int dirfd, const char *name, char *buf, size_t size, bool single_record) {
         if (size == 0)
                 return -EINVAL;
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        return read_fd_bounded(fd, buf, size);
+        return read_fd_bounded(fd, buf, size, single_record);
+}
+
+ssize_t cg_file_read(int dirfd, const char *name, char *buf, size_t size) {
+        return file_read(dirfd, name, buf, size, false);
 }
 
 static int parse_u64(const char *s, const char **end, uint64_t *out) {
@@ -93,7 +105,7 @@ static int parse_u64(const char *s, const char **end, uint64_t *out) {
 
 int cg_file_read_u64(int dirfd, const char *name, uint64_t *out) {
         char buf[64];
-        ssize_t n = cg_file_read(dirfd, name, buf, sizeof(buf));
+        ssize_t n = file_read(dirfd, name, buf, sizeof(buf), true);
         if (n < 0)
                 return (int)n;
         if (strcmp(buf, "max\n") == 0 || strcmp(buf, "max") == 0) {
@@ -109,7 +121,7 @@ int cg_file_read_u64(int dirfd, const char *name, uint64_t *out) {
 
 int cg_file_read_key(int dirfd, const char *name, const char *key, uint64_t *out) {
         char buf[CG_CONTROL_FILE_MAX];
-        ssize_t n = cg_file_read(dirfd, name, buf, sizeof(buf));
+        ssize_t n = file_read(dirfd, name, buf, sizeof(buf), true);
         if (n < 0)
                 return (int)n;
         size_t klen = strlen(key);

@@ -36,6 +36,7 @@ struct exec_run {
         struct glove_launch *launch;
         struct glove_session *session;
         struct glove_cli_terminal *term;
+        struct glove_launch_signals signals;
         struct glove_session_outcome outcome;
         bool ended;
         struct glove_error err;          /* Glove's own failure while the session ran */
@@ -124,11 +125,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 glove_net_policy_free(&egress);
                 return glove_error_set(err, -r, "exec.event_loop", "sd_event_new: %s", strerror(-r));
         }
-        for (size_t i = 0; r >= 0 && i < GLOVE_ELEMENTSOF(glove_launch_forwarded_signals); i++)
-                r = sd_event_add_signal(x->loop, NULL, glove_launch_forwarded_signals[i], on_signal, x);
+        r = glove_launch_signals_add(&x->signals, x->loop, on_signal, x);
         if (r < 0) {
                 glove_net_policy_free(&egress);
-                return glove_error_set(err, -r, "exec.event_loop", "sd_event_add_signal: %s", strerror(-r));
+                return glove_error_set(err, -r, "exec.event_loop", "signals: %s", strerror(-r));
         }
         r = glove_session_start(x->loop, &d, &ops, x, &x->session, err);
         glove_net_policy_free(&egress);
@@ -202,7 +202,7 @@ int glove_exec_main(int argc, char **argv) {
          * EPIPE; an over-limit audit append fails with EFBIG. */
         sigset_t mask;
         glove_launch_block_signals(&mask);
-        struct exec_run x = {.opts = opts, .launch = l};
+        struct exec_run x = {.opts = opts, .launch = l, .signals = {.fd = -1}};
         int status;
         if (run_session(&x, &err) < 0) {
                 glove_session_free(x.session);
@@ -220,6 +220,7 @@ int glove_exec_main(int argc, char **argv) {
                 glove_session_free(x.session);
         }
         glove_cli_terminal_free(x.term, 0);
+        glove_launch_signals_free(&x.signals);
         x.loop = sd_event_unref(x.loop);
         glove_launch_free(l);
         return status;

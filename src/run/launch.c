@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -111,6 +113,41 @@ void glove_launch_block_signals(sigset_t *mask) {
         sigprocmask(SIG_BLOCK, mask, NULL);
         signal(SIGPIPE, SIG_IGN);
         signal(SIGXFSZ, SIG_IGN); /* an over-limit audit append fails with EFBIG instead */
+}
+
+static int on_signalfd(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void)revents;
+        struct glove_launch_signals *s = userdata;
+        /* A bounded batch per wake-up: whatever is left wakes the loop again. */
+        for (int i = 0; i < 16; i++) {
+                struct signalfd_siginfo si;
+                ssize_t n = read(fd, &si, sizeof(si));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != (ssize_t)sizeof(si))
+                        break;
+                (void)s->handler(src, &si, s->userdata);
+        }
+        return 0;
+}
+
+int glove_launch_signals_add(struct glove_launch_signals *s, sd_event *loop, sd_event_signal_handler_t handler,
+                             void *userdata) {
+        *s = (struct glove_launch_signals){.fd = -1, .handler = handler, .userdata = userdata};
+        sigset_t set;
+        sigemptyset(&set);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_forwarded_signals); i++)
+                sigaddset(&set, glove_launch_forwarded_signals[i]);
+        s->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (s->fd < 0)
+                return -errno;
+        return sd_event_add_io(loop, &s->src, s->fd, EPOLLIN, on_signalfd, s);
+}
+
+void glove_launch_signals_free(struct glove_launch_signals *s) {
+        s->src = sd_event_source_disable_unref(s->src);
+        glove_closep(&s->fd);
+        s->fd = -1;
 }
 
 int glove_launch_outcome_status(const struct glove_sandbox_outcome *o, const char *program) {

@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 
 #include "glove/audit/log.h"
 #include "glove/container/environment.h"
@@ -37,6 +38,27 @@ void glove_launch_free(struct glove_launch *l);
 /* Blocks SIGCHLD and the forwarded signals (into *mask), ignores SIGPIPE
  * and SIGXFSZ. Call before the sandbox is cloned. */
 void glove_launch_block_signals(sigset_t *mask);
+
+/* The forwarded signals as one event source: one signalfd for all of them,
+ * added to the loop as one io source (one descriptor and one epoll
+ * registration, instead of sd-event's signalfd update and mask read per
+ * signal at start and again at the end). The signals must be blocked first
+ * (glove_launch_block_signals). handler runs on the loop for each signal
+ * received, with its siginfo (src is the io source). */
+struct glove_launch_signals {
+        int fd;                          /* the signalfd, owned; -1 before add */
+        sd_event_source *src;
+        sd_event_signal_handler_t handler;
+        void *userdata;
+};
+
+/* Returns 0 or a negative errno (signalfd or the loop refused). s holds
+ * what glove_launch_signals_free releases either way. */
+int glove_launch_signals_add(struct glove_launch_signals *s, sd_event *loop, sd_event_signal_handler_t handler,
+                             void *userdata);
+
+/* Removes the source and closes the signalfd; idempotent. */
+void glove_launch_signals_free(struct glove_launch_signals *s);
 
 /* Glove's exit status for the agent's outcome, printing the one-line reason
  * to stderr where there is one. */

@@ -40,6 +40,7 @@ extern char **environ;
 
 struct run {
         sd_event *event;
+        struct glove_launch_signals signals; /* the forwarded signals */
         struct glove_exec_options opts;
         struct glove_launch launch;
         struct glove_policy *policy;
@@ -375,6 +376,7 @@ static void run_free(struct run *r) {
         glove_policy_free(r->policy);
         for (size_t i = 0; i < r->n_specs; i++)
                 glove_mcp_upstream_spec_free(&r->specs[i]);
+        glove_launch_signals_free(&r->signals);
         r->event = sd_event_unref(r->event);
 }
 
@@ -429,11 +431,9 @@ static int run_setup(struct run *r, struct glove_error *err) {
         rr = sd_event_new(&r->event);
         if (rr < 0)
                 return glove_error_set(err, -rr, "run.event_loop", "sd_event_new: %s", strerror(-rr));
-        for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_forwarded_signals); i++) {
-                rr = sd_event_add_signal(r->event, NULL, glove_launch_forwarded_signals[i], on_forward_signal, r);
-                if (rr < 0)
-                        return glove_error_set(err, -rr, "run.event_loop", "sd_event_add_signal: %s", strerror(-rr));
-        }
+        rr = glove_launch_signals_add(&r->signals, r->event, on_forward_signal, r);
+        if (rr < 0)
+                return glove_error_set(err, -rr, "run.event_loop", "signals: %s", strerror(-rr));
         rr = setup_gateway(r, err);
         if (rr >= 0)
                 rr = setup_sandbox(r, err);
@@ -457,6 +457,7 @@ int glove_run_main(int argc, char **argv) {
         }
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         r->status = -1;
+        r->signals.fd = -1;
 
         int rr = run_setup(r, &err);
         if (rr >= 0) {

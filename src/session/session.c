@@ -46,11 +46,16 @@ struct glove_session {
         struct glove_cgroup *cg;               /* NULL without a delegated cgroup */
 
         sd_event_source *report_src, *child_src, *poll_timer, *drain_timer, *stop_timer, *teardown_timer, *advance_timer;
-        bool teardown_killed;                  /* the cgroup kill of teardown was sent */
         uint64_t start_us;                     /* at release */
         uint64_t teardown_deadline_us;
         struct rusage rusage;                  /* PID 1's tree, when reaped here */
         bool have_rusage;
+        /* The cgroup's figures read once PID 1 was reaped: with the PID
+         * namespace gone nothing charged to the session runs any more, so
+         * they are final, and the cgroup may be removed right then. */
+        struct glove_cgroup_stats final_stats;
+        bool have_final_stats;
+        enum glove_cgroup_limit final_breach;  /* what final_stats show */
 
         struct glove_session_outcome out;
 };
@@ -149,20 +154,35 @@ static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 }
 
-/* Reads the usage and removes the cgroup; 0 when done, -EAGAIN to retry. */
+/* One removal attempt: rmdir(2) removes an empty cgroup only, so a cgroup
+ * that still holds a process is not removed; that one is killed, and the
+ * caller tries again later. 0 when removed (or given up with the error
+ * recorded), -EAGAIN when still busy. */
+static int remove_cgroup_once(struct glove_session *s, struct glove_error *e) {
+        int r = glove_cgroup_try_destroy(s->cg, e);
+        if (r == -EAGAIN) {
+                (void)glove_cgroup_kill_once(s->cg, NULL);
+                return -EAGAIN;
+        }
+        s->cg = NULL; /* freed by try_destroy, removed or not */
+        if (r < 0 && !glove_error_is_set(&s->out.error))
+                s->out.error = *e;
+        return 0;
+}
+
+/* Removes the cgroup (its usage was read before); 0 when done, -EAGAIN to
+ * retry. */
 static int teardown_cgroup(struct glove_session *s) {
         if (!s->cg)
                 return 0;
         struct glove_error e = {0};
-        if (!s->teardown_killed) {
-                s->teardown_killed = true; /* not again once try_destroy answered -EAGAIN */
-                (void)glove_cgroup_kill_once(s->cg, NULL);
-        }
         int r = glove_cgroup_try_destroy(s->cg, &e);
         if (r == 0) {
                 s->cg = NULL;
                 return 0;
         }
+        if (r == -EAGAIN)
+                (void)glove_cgroup_kill_once(s->cg, NULL);
         if (r == -EAGAIN && glove_time_monotonic_us() < s->teardown_deadline_us)
                 return -EAGAIN;
         if (r == -EAGAIN)
@@ -170,7 +190,10 @@ static int teardown_cgroup(struct glove_session *s) {
                                 glove_cgroup_path(s->cg, 0), GLOVE_SESSION_TEARDOWN_MS);
         if (!glove_error_is_set(&s->out.error))
                 s->out.error = e;
-        /* Give up on it (the next run's sweep removes an empty leftover). */
+        /* Give up on it (the next run's sweep removes an empty leftover);
+         * try_destroy freed it already unless it answered -EAGAIN. */
+        if (r == -EAGAIN)
+                glove_cgroup_abandon(s->cg);
         s->cg = NULL;
         return 0;
 }
@@ -178,16 +201,21 @@ static int teardown_cgroup(struct glove_session *s) {
 static void final_usage(struct glove_session *s) {
         struct glove_session_outcome *o = &s->out;
         o->output_bytes = s->term ? glove_terminal_output_bytes(s->term) : 0;
-        if (s->cg) {
-                struct glove_cgroup_stats cs;
-                if (glove_cgroup_stats(s->cg, &cs, NULL) == 0) {
-                        o->usage_from_cgroup = true;
-                        o->cpu_time_ms = cs.cpu_usage_ns / 1000000;
-                        o->peak_memory_bytes = cs.memory_peak_bytes;
-                        enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &cs);
-                        if (b != GLOVE_CGROUP_LIMIT_NONE && o->limit == GLOVE_CGROUP_LIMIT_NONE)
-                                o->limit = b;
-                }
+        struct glove_cgroup_stats cs;
+        if (s->have_final_stats) {
+                /* Read when PID 1 was reaped. */
+                o->usage_from_cgroup = true;
+                o->cpu_time_ms = s->final_stats.cpu_usage_ns / 1000000;
+                o->peak_memory_bytes = s->final_stats.memory_peak_bytes;
+                if (s->final_breach != GLOVE_CGROUP_LIMIT_NONE && o->limit == GLOVE_CGROUP_LIMIT_NONE)
+                        o->limit = s->final_breach;
+        } else if (s->cg && glove_cgroup_stats(s->cg, &cs, NULL) == 0) {
+                o->usage_from_cgroup = true;
+                o->cpu_time_ms = cs.cpu_usage_ns / 1000000;
+                o->peak_memory_bytes = cs.memory_peak_bytes;
+                enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &cs);
+                if (b != GLOVE_CGROUP_LIMIT_NONE && o->limit == GLOVE_CGROUP_LIMIT_NONE)
+                        o->limit = b;
         } else if (s->have_rusage) {
                 const struct rusage *ru = &s->rusage;
                 o->cpu_time_ms = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
@@ -332,13 +360,19 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
         }
         if (atomic_load(&s->egress.audit_failed))
                 s->out.audit_failed = true;
-        if (s->cg && s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->phase != PHASE_SPAWNING) {
-                struct glove_cgroup_stats st;
-                if (glove_cgroup_stats(s->cg, &st, NULL) == 0)
-                        s->out.limit = glove_cgroup_breach(s->cg, &st);
+        if (s->cg && glove_cgroup_stats(s->cg, &s->final_stats, NULL) == 0) {
+                s->have_final_stats = true;
+                s->final_breach = glove_cgroup_breach(s->cg, &s->final_stats);
+                if (s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->phase != PHASE_SPAWNING)
+                        s->out.limit = s->final_breach;
         }
-        if (s->cg)
-                (void)glove_cgroup_kill_once(s->cg, NULL); /* whatever PID 1 left in the cgroup */
+        if (s->cg) {
+                /* Whatever PID 1 left in the cgroup: the cgroup goes now when
+                 * it is empty (it normally is: the PID namespace died with
+                 * PID 1), else what is left is killed and teardown retries. */
+                struct glove_error e = {0};
+                (void)remove_cgroup_once(s, &e);
+        }
         s->phase = PHASE_DRAINING;
         if (!s->out.released)
                 glove_terminal_close(s->term); /* the agent never ran: nothing to drain */

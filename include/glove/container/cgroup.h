@@ -306,7 +306,8 @@ int glove_cgroup_kill(struct glove_cgroup *cg, struct glove_error *err);
  * when processes remain (they are dying: err untouched; call again later,
  * e.g. on a timer or after reaping PID 1); other -errno "cgroup.kill".
  * Killed processes become zombies of their parents, which must reap them.
- * Do not call it after glove_cgroup_try_destroy() returned -EAGAIN.
+ * After glove_cgroup_try_destroy() answered -EAGAIN it still works on the
+ * directories not yet removed (removed ones are skipped).
  */
 int glove_cgroup_kill_once(struct glove_cgroup *cg, struct glove_error *err);
 
@@ -320,6 +321,14 @@ int glove_cgroup_kill_once(struct glove_cgroup *cg, struct glove_error *err);
  * cg freed. cg may be NULL (returns 0).
  */
 int glove_cgroup_try_destroy(struct glove_cgroup *cg, struct glove_error *err);
+
+/*
+ * Gives up on cg without waiting: closes its descriptors and frees it,
+ * leaving whatever directories remain in place (an event loop's teardown
+ * that ran out of time; the leftover sweep of a later run removes them once
+ * empty). cg may be NULL.
+ */
+void glove_cgroup_abandon(struct glove_cgroup *cg);
 
 /*
  * Kills what remains (glove_cgroup_kill), removes every directory

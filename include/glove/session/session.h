@@ -22,9 +22,12 @@
  *                           GLOVE_SESSION_POLL_MS
  *   ... glove_session_signal(), glove_session_stop(), terminal clients ...
  *   PID 1 exits             the outcome is read from its report; the
+ *                           cgroup is read for usage (final: the PID
+ *                           namespace died with PID 1) and removed when
+ *                           empty, else what is left is killed; the
  *                           terminal drains (at most GLOVE_SESSION_DRAIN_MS);
- *                           the relay stops; the cgroup is read for usage,
- *                           killed and removed (retried on a timer, at most
+ *                           the relay stops; a cgroup still busy is killed
+ *                           and removed (retried on a timer, at most
  *                           GLOVE_SESSION_TEARDOWN_MS)
  *   ops.exited              exactly once, with the outcome; the session
  *                           holds no descriptor, process or cgroup any more
@@ -118,8 +121,6 @@ struct glove_session_desc {
         /* PID 1 dies with the thread that started it (a CLI); false for a
          * service whose sessions may outlive a thread or a restart. */
         bool parent_death_kill;
-        /* The user namespace's inotify limits (0: leave the kernel's). */
-        uint32_t inotify_instances, inotify_watches;
 };
 
 enum glove_session_outcome_kind {
