@@ -28,9 +28,11 @@ struct report {
         char message[400];
 };
 
-/* Builds the mount perimeter in the child (fresh tmpfs root, pivot_root,
- * old root detached) and changes into the working directory. */
-int glove_perimeter_build(const struct glove_sandbox_config *cfg, uid_t uid, gid_t gid, struct glove_error *err);
+/* Builds the mount perimeter in the child by executing cfg->mounts in
+ * order (fresh tmpfs root, pivot_root, old root detached, root and /dev
+ * read-only, grants' submounts checked) and changes into the plan's working
+ * directory. Allocation-free; reads the plan only. */
+int glove_perimeter_build(const struct glove_sandbox_config *cfg, struct glove_error *err);
 
 /* PID 1 of the sandbox after release: drops privileges, installs the filter,
  * starts the agent and reports its outcome on report_fd. Never returns. */

@@ -42,7 +42,7 @@ static const char *const child_codes[] = {
         "file.invalid_argument", "file.no_memory", "file.open", "file.read", "file.too_large",
         "egress.channel",   "egress.helper",  "egress.listen",       "egress.loopback", "egress.no_rule",
         "glove.unknown",    "grant.changed",  "grant.kernel_fs",     "mount.attach",    "mount.chdir",
-        "mount.check",      "mount.clone",    "mount.dev",           "mount.etc",       "mount.fresh",
+        "mount.check",      "mount.clone",    "mount.dev",           "mount.etc",       "mount.file",      "mount.fresh",
         "mount.mountpoint", "mount.pivot",    "mount.private",       "mount.proc",      "mount.readonly",
         "mount.root",       "mount.setattr",  "mount.usr",           "path.escape",     "path.missing",
         "path.open",        "path.relative",  "path.symlink",        "sandbox.argv",    "sandbox.cgroupns",
@@ -202,7 +202,7 @@ static int hide_argv(void) {
  * the parent made before the clone (nothing in it points into the area
  * hide_argv overwrites). */
 __attribute__((noreturn)) static void child_main(const struct glove_sandbox_config *cfg, char **argv, int report_fd,
-                                                 int release_fd, uid_t uid, gid_t gid) {
+                                                 int release_fd) {
         /* If Glove dies from here on, so does PID 1, and with it the whole PID
          * namespace. A Glove that died before this line is seen below as end
          * of file on the release pipe. */
@@ -227,7 +227,7 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
         if (r == 0 && sethostname(GLOVE_SANDBOX_HOSTNAME, strlen(GLOVE_SANDBOX_HOSTNAME)) < 0)
                 r = glove_error_set(&err, errno, "sandbox.hostname", "sethostname: %s", glove_errno_text(errno));
         if (r == 0)
-                r = glove_perimeter_build(cfg, uid, gid, &err);
+                r = glove_perimeter_build(cfg, &err);
         if (r < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, err.errnum, err.code, err.message);
                 _exit(1);
@@ -280,6 +280,8 @@ int glove_sandbox_spawn_start(const struct glove_sandbox_config *cfg, struct glo
         *sb = (struct glove_sandbox)GLOVE_SANDBOX_INIT;
         if (!cfg->argv || !cfg->argv[0])
                 return glove_error_set(err, EINVAL, "sandbox.clone", "no program to run");
+        if (!cfg->mounts)
+                return glove_error_set(err, EINVAL, "sandbox.clone", "no mount plan");
         uid_t ouid = geteuid();
         gid_t ogid = getegid();
         sb->uid_map = (struct glove_sandbox_idmap){ouid == 0 ? GLOVE_SANDBOX_ROOT_INSIDE_ID : ouid, ouid, 1};
@@ -323,7 +325,7 @@ int glove_sandbox_spawn_start(const struct glove_sandbox_config *cfg, struct glo
         if (pid == 0) {
                 close(report[0]);
                 close(release[1]);
-                child_main(cfg, sb->argv, report[1], release[0], sb->uid_map.inside, sb->gid_map.inside);
+                child_main(cfg, sb->argv, report[1], release[0]);
         }
         int clone_errno = errno;
         close(report[1]);

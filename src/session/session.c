@@ -38,6 +38,7 @@ struct glove_session {
         struct glove_session_limits limits;
 
         struct glove_sandbox_config cfg;       /* kept until spawn_finish answered */
+        struct glove_mount_plan *plan;         /* cfg.mounts, owned */
         struct glove_sandbox sb;
         bool reaped;
         struct glove_env env;                  /* the agent's environment, owned */
@@ -426,6 +427,7 @@ static void session_free_now(struct glove_session *s) {
         }
         glove_terminal_free(s->term);
         glove_env_free(&s->env);
+        glove_mount_plan_free(s->plan);
         free(s);
 }
 
@@ -489,14 +491,12 @@ int glove_session_start(sd_event *loop, const struct glove_session_desc *d, cons
         s->cfg = (struct glove_sandbox_config){
                 .argv = d->argv,
                 .envp = s->env.envp,
-                .grants = d->grants,
                 .seccomp = d->seccomp,
                 .stdin_fd = -1,
                 .stdout_fd = -1,
                 .stderr_fd = -1,
                 .pid1_fd = -1,
                 .cgroup_fd = -1,
-                .disk_bytes = d->limits.disk_bytes,
                 .cpu_time_ms = d->limits.cpu_time_ms,
                 .parent_death_kill = d->parent_death_kill,
         };
@@ -504,12 +504,23 @@ int glove_session_start(sd_event *loop, const struct glove_session_desc *d, cons
          * user namespace (the counters are shared with the invoker's own
          * processes). */
         uint64_t v;
+        struct glove_mount_plan_params mp = {
+                .uid = glove_mount_plan_inside_id(geteuid()),
+                .gid = glove_mount_plan_inside_id(getegid()),
+                .disk_bytes = d->limits.disk_bytes,
+                .mask_root_only = geteuid() == 0,
+        };
         if (read_u64_file("/proc/sys/user/max_inotify_instances", &v) == 0 && v >= 2)
-                s->cfg.inotify_instances = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
+                mp.inotify_instances = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
         if (read_u64_file("/proc/sys/user/max_inotify_watches", &v) == 0 && v >= 2)
-                s->cfg.inotify_watches = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
+                mp.inotify_watches = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
+        int r = glove_mount_plan_new(&mp, &s->plan, err);
+        if (r >= 0 && d->grants)
+                r = glove_mount_plan_add_grants(s->plan, d->grants, err);
+        s->cfg.mounts = s->plan;
 
-        int r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
+        if (r >= 0)
+                r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
         if (r >= 0)
                 r = make_cgroup(s, d, &s->cfg, err);
         if (r >= 0) {

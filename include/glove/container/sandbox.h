@@ -67,6 +67,7 @@
 
 #include "glove/base/error.h"
 #include "glove/container/grant.h"
+#include "glove/container/mount_plan.h"
 
 /* The id the agent runs as inside when the invoker is root. */
 #define GLOVE_SANDBOX_ROOT_INSIDE_ID 1000
@@ -76,20 +77,16 @@ struct glove_sandbox_config {
         char *const *argv;                    /* program and arguments; argv[0] is looked up in
                                                * the sandbox PATH when it has no slash */
         char *const *envp;                    /* the agent's complete environment */
-        const struct glove_grant_set *grants; /* borrowed for the duration of spawn */
+        const struct glove_mount_plan *mounts; /* the perimeter (glove_mount_plan_new, then the
+                                               * grants and any other entries); required;
+                                               * borrowed until spawn_finish answered */
         const struct sock_fprog *seccomp;     /* from glove_seccomp_build(), borrowed */
         int stdin_fd;                         /* the agent's stdin, stdout and stderr: a */
         int stdout_fd;                        /* descriptor to install as 0 / 1 / 2, or -1 */
         int stderr_fd;                        /* to keep Glove's own */
         bool controlling_tty;                 /* stdin is a PTY slave the agent takes as its
                                                * controlling terminal (new session) */
-        uint64_t disk_bytes;                  /* size of each private writable tmpfs (/tmp, HOME,
-                                               * /dev/shm); 0 for the kernel default */
         uint64_t cpu_time_ms;                 /* RLIMIT_CPU backstop per process; 0 for none */
-        uint32_t inotify_instances;           /* the sandbox user namespace's
-                                               * user.max_inotify_instances and */
-        uint32_t inotify_watches;             /* _watches (per-user counters shared
-                                               * with the invoker's processes); 0: unset */
         int cgroup_fd;                        /* cgroup v2 directory to clone into
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released

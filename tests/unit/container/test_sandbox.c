@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "glove/container/grant.h"
+#include "glove/container/mount_plan.h"
 #include "glove/container/sandbox.h"
 #include "glove/container/seccomp.h"
 #include "internal.h"
@@ -46,6 +47,7 @@ static const char *g_argv0;     /* this binary's argv[0] */
 static char **g_sources;        /* sources whose codes the table must hold */
 static int g_nsources;
 static struct glove_grant_set g_no_grants;
+static struct glove_mount_plan *g_plan; /* the standard perimeter, no grant */
 static int g_userns = -1;       /* 1 available, 0 not (g_userns_why says why) */
 static char g_userns_why[600];
 
@@ -53,7 +55,7 @@ static struct glove_sandbox_config base_config(char *const *argv) {
         return (struct glove_sandbox_config){
                 .argv = argv,
                 .envp = g_envp,
-                .grants = &g_no_grants,
+                .mounts = g_plan,
                 .seccomp = &glove_seccomp_prebuilt,
                 .stdin_fd = -1,
                 .stdout_fd = -1,
@@ -79,6 +81,16 @@ static int group_setup(void **state) {
          * would not), so a child that allocates hangs here. */
         mallopt(M_ARENA_MAX, 1);
         glove_grant_set_init(&g_no_grants);
+        struct glove_mount_plan_params mp = {
+                .uid = glove_mount_plan_inside_id(geteuid()),
+                .gid = glove_mount_plan_inside_id(getegid()),
+                .mask_root_only = geteuid() == 0,
+        };
+        struct glove_error perr = {0};
+        if (glove_mount_plan_new(&mp, &g_plan, &perr) < 0 || glove_mount_plan_add_grants(g_plan, &g_no_grants, &perr) < 0) {
+                print_message("mount plan: %s: %s\n", perr.code, perr.message);
+                return -1;
+        }
         char *argv[] = {"/bin/true", NULL};
         struct glove_sandbox_config cfg = base_config(argv);
         struct glove_sandbox sb;
@@ -174,6 +186,11 @@ static void test_spawn_many_while_threads_allocate(void **state) {
                 fail_msg("grant: %s: %s", err.code, err.message);
         assert_int_equal(rename(granted, moved), 0);
         assert_int_equal(mkdir(granted, 0755), 0);
+        struct glove_mount_plan_params mp = {.uid = glove_mount_plan_inside_id(geteuid()),
+                                             .gid = glove_mount_plan_inside_id(getegid())};
+        struct glove_mount_plan *changed_plan = NULL;
+        if (glove_mount_plan_new(&mp, &changed_plan, &err) < 0 || glove_mount_plan_add_grants(changed_plan, &changed, &err) < 0)
+                fail_msg("plan: %s: %s", err.code, err.message);
 
         atomic_store(&g_stop, false);
         pthread_t th[2];
@@ -192,7 +209,7 @@ static void test_spawn_many_while_threads_allocate(void **state) {
                                                                 : argv_missing;
                 struct glove_sandbox_config cfg = base_config(argv);
                 if (o->expect == EXPECT_GRANT_CHANGED)
-                        cfg.grants = &changed;
+                        cfg.mounts = changed_plan;
                 cfg.parent_death_kill = i % 2 == 0;
                 glove_error_clear(&err);
                 if (glove_sandbox_spawn_start(&cfg, &o->sb, &err) < 0)
@@ -273,6 +290,7 @@ static void test_spawn_many_while_threads_allocate(void **state) {
                 pthread_join(th[i], NULL);
         alarm(0);
         glove_grant_set_clear(&changed);
+        glove_mount_plan_free(changed_plan);
         rmdir(granted);
         rmdir(moved);
         rmdir(dir);
@@ -405,6 +423,62 @@ static void test_argv_hidden_without_proctitle_init(void **state) {
         alarm(0);
 }
 
+/* ---- mount plan entries inside a real sandbox --------------------------------- */
+
+/* A plan with an extra tmpfs and an extra written file: both show up in
+ * the sandbox with the mode and contents the plan gave them, and the file
+ * placed inside the extra tmpfs lands in it (entries run in order). */
+static void test_plan_extra_entries_inside(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        struct glove_mount_plan_params mp = {
+                .uid = glove_mount_plan_inside_id(geteuid()),
+                .gid = glove_mount_plan_inside_id(getegid()),
+                .mask_root_only = geteuid() == 0,
+        };
+        struct glove_mount_plan *plan = NULL;
+        struct glove_error err = {0};
+        static const char hello[] = "hello from the plan\n";
+        if (glove_mount_plan_new(&mp, &plan, &err) < 0 ||
+            glove_mount_plan_add_tmpfs(plan, "/scratch", 1 << 20, 0750, mp.uid, mp.gid, 0, &err) < 0 ||
+            glove_mount_plan_add_file(plan, "/scratch/note", hello, sizeof(hello) - 1, 0640, &err) < 0 ||
+            glove_mount_plan_add_file(plan, "/etc/glove-extra", "x=1\n", 4, 0604, &err) < 0)
+                fail_msg("plan: %s: %s", err.code, err.message);
+        int out[2];
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        char *argv[] = {"/bin/sh", "-c",
+                        "stat -c '%a %u %F' /scratch /scratch/note /etc/glove-extra && cat /scratch/note /etc/glove-extra && "
+                        "stat -f -c %T /scratch && echo x > /scratch/w && cat /scratch/w",
+                        NULL};
+        struct glove_sandbox_config cfg = base_config(argv);
+        cfg.mounts = plan;
+        cfg.stdout_fd = out[1];
+        struct glove_sandbox sb;
+        if (glove_sandbox_spawn(&cfg, &sb, &err) < 0)
+                fail_msg("spawn: %s: %s", err.code, err.message);
+        close(out[1]);
+        assert_int_equal(glove_sandbox_release(&sb, &err), 0);
+        char buf[1024];
+        size_t got = 0;
+        ssize_t n;
+        while ((n = read(out[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+                got += (size_t)n;
+        buf[got] = '\0';
+        close(out[0]);
+        struct glove_sandbox_outcome oc;
+        glove_sandbox_collect(&sb, NULL, &oc);
+        glove_sandbox_destroy(&sb);
+        glove_mount_plan_free(plan);
+        char want[512];
+        snprintf(want, sizeof(want),
+                 "750 %u directory\n640 %u regular file\n604 %u regular file\n%sx=1\ntmpfs\nx\n",
+                 (unsigned)mp.uid, (unsigned)mp.uid, (unsigned)mp.uid, hello);
+        if (oc.kind != GLOVE_SANDBOX_EXITED || oc.value != 0 || strcmp(buf, want) != 0)
+                fail_msg("outcome %d/%d, output:\n%s\nwanted:\n%s", oc.kind, oc.value, buf, want);
+        alarm(0);
+}
+
 /* ---- codes ------------------------------------------------------------------ */
 
 static void test_code_table(void **state) {
@@ -493,6 +567,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_argv_hidden_without_proctitle_init),
                 cmocka_unit_test(test_spawn_many_while_threads_allocate),
                 cmocka_unit_test(test_blocking_spawn_from_a_thread),
+                cmocka_unit_test(test_plan_extra_entries_inside),
         };
         return cmocka_run_group_tests(tests, group_setup, NULL);
 }
