@@ -176,7 +176,7 @@ static int on_in_timer(sd_event_source *src, uint64_t usec, void *userdata) {
  * readable, so other events get their turn. */
 static void input_arm_timer(struct glove_cli_terminal *c) {
         if (!c->in_timer) {
-                if (sd_event_add_time_relative(c->loop, &c->in_timer, CLOCK_MONOTONIC, 0, 0, on_in_timer, c) < 0)
+                if (sd_event_add_time_relative(c->loop, &c->in_timer, CLOCK_MONOTONIC, 0, 1, on_in_timer, c) < 0)
                         c->in_timer = NULL;
                 return;
         }

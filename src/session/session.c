@@ -123,7 +123,7 @@ static void on_output_ended(void *userdata) {
         if (s->advance_timer) {
                 (void)sd_event_source_set_time_relative(s->advance_timer, 0);
                 (void)sd_event_source_set_enabled(s->advance_timer, SD_EVENT_ONESHOT);
-        } else if (sd_event_add_time_relative(s->loop, &s->advance_timer, CLOCK_MONOTONIC, 0, 0, on_advance_timer, s) < 0) {
+        } else if (sd_event_add_time_relative(s->loop, &s->advance_timer, CLOCK_MONOTONIC, 0, 1, on_advance_timer, s) < 0) {
                 s->advance_timer = NULL; /* the drain timer still moves it on */
         }
 }
