@@ -45,10 +45,12 @@ const struct glove_grant *glove_grant_set_workspace(const struct glove_grant_set
         return NULL;
 }
 
-static const char *option_name(enum glove_grant_mode mode, bool workspace) {
+/* How a grant is named in messages about another path (the front end
+ * names the option of the grant being added). */
+static const char *grant_name(enum glove_grant_mode mode, bool workspace) {
         if (workspace)
-                return "--workspace";
-        return mode == GLOVE_GRANT_WRITE ? "--write" : "--read";
+                return "the workspace";
+        return mode == GLOVE_GRANT_WRITE ? "the read-write grant" : "the read-only grant";
 }
 
 static int check_overlap(struct glove_grant_set *set, const char *norm, enum glove_grant_mode mode, bool workspace,
@@ -62,8 +64,8 @@ static int check_overlap(struct glove_grant_set *set, const char *norm, enum glo
                         continue;
                 if (g->mode != mode)
                         return glove_error_set(err, EINVAL, "grant.conflict",
-                                               "%s %s overlaps %s %s with a different mode; grant disjoint paths or one mode",
-                                               option_name(mode, workspace), norm, option_name(g->mode, g->workspace), g->path);
+                                               "%s overlaps %s %s with a different mode; grant disjoint paths or one mode",
+                                               norm, grant_name(g->mode, g->workspace), g->path);
                 if (same) {
                         g->workspace = g->workspace || workspace;
                         *merged = true;
@@ -105,63 +107,63 @@ bool glove_grant_kernel_fs(const char *fstype) {
 
 int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glove_grant_mode mode,
                         bool workspace, const char *cwd, struct glove_error *err) {
-        const char *opt = option_name(mode, workspace);
         if (workspace && glove_grant_set_workspace(set))
-                return glove_error_set(err, EINVAL, "grant.workspace_twice", "--workspace given more than once");
+                return glove_error_set(err, EINVAL, "grant.workspace_twice", "%s: a second workspace; there is at most one",
+                                       path);
         _cleanup_free_ char *norm = NULL;
         int r = glove_path_normalize(path, cwd, &norm, err);
         if (r < 0) {
-                glove_error_prefix(err, "%s %s", opt, path);
+                glove_error_prefix(err, "%s", path);
                 return r;
         }
         if (strcmp(norm, "/") == 0)
-                return glove_error_set(err, EPERM, "grant.restricted", "%s %s: granting / would expose the whole host", opt, path);
+                return glove_error_set(err, EPERM, "grant.restricted", "%s: granting / would expose the whole host", path);
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(restricted_roots); i++)
                 if (glove_path_is_beneath(norm, restricted_roots[i]))
                         return glove_error_set(err, EPERM, "grant.restricted",
-                                               i < 3 ? "%s %s: %s is provided by the sandbox itself and cannot be granted"
-                                                     : "%s %s: %s holds host services' sockets and cannot be granted",
-                                               opt, path, restricted_roots[i]);
+                                               i < 3 ? "%s: %s is provided by the sandbox itself and cannot be granted"
+                                                     : "%s: %s holds host services' sockets and cannot be granted",
+                                               path, restricted_roots[i]);
         /* The agent's private HOME is mounted before the grants: a grant of it
          * or of an ancestor would hide it (and the working directory). */
         if (glove_path_is_beneath(GLOVE_ENV_HOME, norm))
                 return glove_error_set(err, EPERM, "grant.shadows_home",
-                                       "%s %s: would hide the agent's private HOME (%s); grant a directory below it instead", opt,
+                                       "%s: would hide the agent's private HOME (%s); grant a directory below it instead",
                                        path, GLOVE_ENV_HOME);
         /* The invoker's own runtime directory (ssh-agent, gpg-agent, D-Bus,
          * gloved's socket) likewise. */
         const char *xdg = getenv("XDG_RUNTIME_DIR");
         if (xdg && xdg[0] == '/' && glove_path_is_beneath(norm, xdg))
                 return glove_error_set(err, EPERM, "grant.restricted",
-                                       "%s %s: $XDG_RUNTIME_DIR (%s) holds the invoker's service sockets and cannot be granted", opt,
+                                       "%s: $XDG_RUNTIME_DIR (%s) holds the invoker's service sockets and cannot be granted",
                                        path, xdg);
         _cleanup_close_ int fd = -1;
         struct glove_error oerr = {0};
         r = glove_fd_open_nofollow(norm, O_PATH, &fd, &oerr);
         if (r == -ENOENT)
-                return glove_error_set(err, ENOENT, "grant.missing_path", "%s %s: no such file or directory", opt, norm);
+                return glove_error_set(err, ENOENT, "grant.missing_path", "%s: no such file or directory", norm);
         if (r == -ELOOP)
                 return glove_error_set(err, ELOOP, "grant.symlink",
-                                       "%s %s: a path component is a symbolic link; grant the resolved path", opt, norm);
+                                       "%s: a path component is a symbolic link; grant the resolved path", norm);
         if (r < 0)
-                return glove_error_set(err, -r, "grant.open", "%s %s: %s", opt, norm, strerror(-r));
+                return glove_error_set(err, -r, "grant.open", "%s: %s", norm, strerror(-r));
         struct statx stx;
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_INO | STATX_MNT_ID, &stx) < 0)
-                return glove_error_set(err, errno, "grant.open", "%s %s: statx: %s", opt, norm, strerror(errno));
+                return glove_error_set(err, errno, "grant.open", "%s: statx: %s", norm, strerror(errno));
         struct statfs sfs;
         if (fstatfs(fd, &sfs) < 0)
-                return glove_error_set(err, errno, "grant.open", "%s %s: fstatfs: %s", opt, norm, strerror(errno));
+                return glove_error_set(err, errno, "grant.open", "%s: fstatfs: %s", norm, strerror(errno));
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(kernel_filesystems); i++)
                 if ((unsigned long)sfs.f_type == kernel_filesystems[i].magic)
                         return glove_error_set(err, EPERM, "grant.kernel_fs",
-                                               "%s %s: lies on a %s file system, an interface to the host's kernel; "
+                                               "%s: lies on a %s file system, an interface to the host's kernel; "
                                                "it cannot be granted",
-                                               opt, norm, kernel_filesystems[i].name);
+                                               norm, kernel_filesystems[i].name);
         bool is_dir = S_ISDIR(stx.stx_mode);
         if (!is_dir && !S_ISREG(stx.stx_mode))
-                return glove_error_set(err, EINVAL, "grant.file_type", "%s %s: not a directory or regular file", opt, norm);
+                return glove_error_set(err, EINVAL, "grant.file_type", "%s: not a directory or regular file", norm);
         if (workspace && !is_dir)
-                return glove_error_set(err, ENOTDIR, "grant.workspace_not_dir", "--workspace %s: not a directory", norm);
+                return glove_error_set(err, ENOTDIR, "grant.workspace_not_dir", "%s: not a directory (a workspace must be one)", norm);
         bool merged = false;
         r = check_overlap(set, norm, mode, workspace, err, &merged);
         if (r < 0 || merged)
@@ -195,7 +197,7 @@ int glove_grant_set_check_outside(const struct glove_grant_set *set, const char 
                                          : (strcmp(g->path, canonical_path) == 0 || (g->dev == dev && g->ino == ino));
                 if (exposed)
                         return glove_error_set(err, EPERM, code, "%s %s would expose %s %s to the agent; keep it outside every grant",
-                                               option_name(g->mode, g->workspace), g->path, what, canonical_path);
+                                               grant_name(g->mode, g->workspace), g->path, what, canonical_path);
         }
         return 0;
 }

@@ -354,7 +354,7 @@ void glove_mount_plan_free(struct glove_mount_plan *plan) {
 }
 
 static const char *grant_label(const struct glove_grant *g) {
-        return g->workspace ? "--workspace" : g->mode == GLOVE_GRANT_WRITE ? "--write" : "--read";
+        return g->workspace ? "workspace" : g->mode == GLOVE_GRANT_WRITE ? "read-write grant" : "read-only grant";
 }
 
 int glove_mount_plan_add_grants(struct glove_mount_plan *plan, const struct glove_grant_set *set, struct glove_error *err) {

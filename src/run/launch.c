@@ -60,8 +60,13 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
         for (size_t i = 0; i < opts->n_grants; i++) {
                 int r = glove_grant_set_add(&l->grants, opts->grants[i].path, opts->grants[i].mode, opts->grants[i].workspace,
                                             l->cwd, err);
-                if (r < 0)
+                if (r < 0) {
+                        /* The container names the path; the option is the CLI's word. */
+                        glove_error_prepend_word(err, opts->grants[i].workspace ? "--workspace"
+                                                      : opts->grants[i].mode == GLOVE_GRANT_WRITE ? "--write"
+                                                                                                 : "--read");
                         return r;
+                }
         }
         if (opts->n_env > GLOVE_ENV_NAMES_MAX)
                 return glove_error_set(err, E2BIG, "env.too_long", "more than %d --env names", GLOVE_ENV_NAMES_MAX);

@@ -184,8 +184,8 @@ static void test_grant_order(void **state) {
                 assert_true(e->attrs & MOUNT_ATTR_NOSUID);
                 assert_int_equal(!!(e->attrs & MOUNT_ATTR_RDONLY), i < 3);
         }
-        assert_string_equal(plan->entries[n + 3].label, "--workspace");
-        assert_string_equal(plan->entries[n].label, "--read");
+        assert_string_equal(plan->entries[n + 3].label, "workspace");
+        assert_string_equal(plan->entries[n].label, "read-only grant");
         assert_string_equal(glove_mount_plan_str(plan, plan->cwd), z);
         glove_mount_plan_free(plan);
         glove_grant_set_clear(&set);
