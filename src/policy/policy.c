@@ -94,11 +94,11 @@ int glove_policy_add_name_rule(struct glove_policy *policy, bool deny, const cha
 }
 
 int glove_policy_allow(struct glove_policy *policy, const char *qualified, struct glove_error *err) {
-        return glove_policy_add_name_rule(policy, false, qualified, "--allow", err);
+        return glove_policy_add_name_rule(policy, false, qualified, qualified, err);
 }
 
 int glove_policy_deny(struct glove_policy *policy, const char *qualified, struct glove_error *err) {
-        return glove_policy_add_name_rule(policy, true, qualified, "--deny", err);
+        return glove_policy_add_name_rule(policy, true, qualified, qualified, err);
 }
 
 static struct glove_policy_tool *find_tool(const struct glove_policy *policy, const char *qualified) {
@@ -155,34 +155,34 @@ int glove_policy_allow_arg(struct glove_policy *policy, const char *spec, struct
                 return glove_error_set(err, EINVAL, "policy.invalid_argument", "no policy");
         if (!spec || !*spec)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: empty; expected NAME.TOOL:POINTER=PREFIX");
+                                       "empty; expected NAME.TOOL:POINTER=PREFIX");
         const char *colon = strchr(spec, ':');
         if (!colon)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: no ':' after the tool; expected NAME.TOOL:POINTER=PREFIX");
+                                       "no ':' after the tool; expected NAME.TOOL:POINTER=PREFIX");
         const char *eq = strchr(colon, '=');
         if (!eq)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: no '=' after the pointer; expected NAME.TOOL:POINTER=PREFIX");
+                                       "no '=' after the pointer; expected NAME.TOOL:POINTER=PREFIX");
         size_t tool_len = (size_t)(colon - spec);
         size_t ptr_len = (size_t)(eq - colon - 1);
         const char *prefix = eq + 1;
         size_t prefix_len = strnlen(prefix, GLOVE_POLICY_VALUE_MAX + 1);
         if (tool_len > GLOVE_POLICY_QUALIFIED_MAX)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: tool: longer than NAME.TOOL allows (32 + 1 + 128 bytes)");
+                                       "tool: longer than NAME.TOOL allows (32 + 1 + 128 bytes)");
         if (ptr_len > GLOVE_POLICY_POINTER_MAX)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: the JSON Pointer is longer than %d bytes",
+                                       "the JSON Pointer is longer than %d bytes",
                                        GLOVE_POLICY_POINTER_MAX);
         if (prefix_len == 0)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: the PREFIX after '=' is empty (it would match every string)");
+                                       "the PREFIX after '=' is empty (it would match every string)");
         if (prefix_len > GLOVE_POLICY_VALUE_MAX)
                 return glove_error_set(err, EINVAL, "policy.bad_arg_rule",
-                                       "--allow-arg: the PREFIX is longer than %d bytes", GLOVE_POLICY_VALUE_MAX);
+                                       "the PREFIX is longer than %d bytes", GLOVE_POLICY_VALUE_MAX);
         if (!glove_json_utf8_valid(prefix, prefix_len, NULL))
-                return glove_error_set(err, EINVAL, "policy.bad_arg_rule", "--allow-arg: the PREFIX is not valid UTF-8");
+                return glove_error_set(err, EINVAL, "policy.bad_arg_rule", "the PREFIX is not valid UTF-8");
 
         char qualified[GLOVE_POLICY_QUALIFIED_MAX + 1];
         char pointer[GLOVE_POLICY_POINTER_MAX + 1];
@@ -194,9 +194,9 @@ int glove_policy_allow_arg(struct glove_policy *policy, const char *spec, struct
         bool wildcard;
         const char *why;
         if (!glove_policy_name_parse(qualified, false, &name_len, &wildcard, &why))
-                return glove_error_set(err, EINVAL, "policy.bad_arg_rule", "--allow-arg: tool: %s", why);
+                return glove_error_set(err, EINVAL, "policy.bad_arg_rule", "tool: %s", why);
         if (!glove_policy_pointer_valid(pointer, &why))
-                return glove_error_set(err, EINVAL, "policy.bad_arg_rule", "--allow-arg: %s", why);
+                return glove_error_set(err, EINVAL, "policy.bad_arg_rule", "%s", why);
 
         struct glove_policy_arg_rule rule = {.kind = GLOVE_POLICY_KIND_PREFIX, .value_len = prefix_len};
         rule.pointer = strdup(pointer);
@@ -205,7 +205,7 @@ int glove_policy_allow_arg(struct glove_policy *policy, const char *spec, struct
                 glove_policy_arg_rule_clear(&rule);
                 return no_memory(err);
         }
-        return glove_policy_add_arg_rule(policy, qualified, name_len, &rule, "--allow-arg", err);
+        return glove_policy_add_arg_rule(policy, qualified, name_len, &rule, spec, err);
 }
 
 /* ---- merging ---- */

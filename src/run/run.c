@@ -113,15 +113,22 @@ static int setup_policy(struct run *r, struct glove_error *err) {
         int rr = glove_policy_new(&r->policy);
         if (rr < 0)
                 return glove_error_set(err, -rr, "policy.nomem", "out of memory");
+        /* The policy module names the rule; the option is the CLI's word. */
         for (size_t i = 0; i < o->n_allow; i++)
-                if ((rr = glove_policy_allow(r->policy, o->allow[i], err)) < 0)
+                if ((rr = glove_policy_allow(r->policy, o->allow[i], err)) < 0) {
+                        glove_error_prepend_word(err, "--allow");
                         return rr;
+                }
         for (size_t i = 0; i < o->n_deny; i++)
-                if ((rr = glove_policy_deny(r->policy, o->deny[i], err)) < 0)
+                if ((rr = glove_policy_deny(r->policy, o->deny[i], err)) < 0) {
+                        glove_error_prepend_word(err, "--deny");
                         return rr;
+                }
         for (size_t i = 0; i < o->n_allow_arg; i++)
-                if ((rr = glove_policy_allow_arg(r->policy, o->allow_arg[i], err)) < 0)
+                if ((rr = glove_policy_allow_arg(r->policy, o->allow_arg[i], err)) < 0) {
+                        glove_error_prefix(err, "--allow-arg");
                         return rr;
+                }
         if (o->policy_file && (rr = glove_policy_load_file(r->policy, o->policy_file, err)) < 0)
                 return rr;
         return 0;
