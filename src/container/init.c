@@ -33,7 +33,8 @@
 #endif
 
 /* Signals Glove forwards (issue "glove exec", Lifecycle). */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+/* SIGPIPE too: Glove sends it when its own stdout lost its reader. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGPIPE};
 
 static void on_signal(int sig) {
         (void)sig; /* a handler must exist for PID 1 to receive the signal */

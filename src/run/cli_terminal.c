@@ -53,7 +53,25 @@ struct glove_cli_terminal {
         bool in_eof;
         bool raw;                /* outer terminal in raw mode; saved holds its modes */
         struct termios saved;
+        void (*write_error)(void *userdata, int fd, int errnum);
+        void *write_error_userdata;
+        int first_errno, first_fd; /* the first failed write to 1 or 2 */
 };
+
+/* A write to Glove's stdout or stderr failed: the rest of that stream is
+ * discarded, and the front end hears of it once per stream. */
+static void out_failed(struct out *o, int errnum) {
+        struct glove_cli_terminal *c = o->c;
+        o->broken = true;
+        o->off = o->len = 0;
+        int fd = o == &c->out[0] ? 1 : 2;
+        if (!c->first_errno) {
+                c->first_errno = errnum ? errnum : EIO;
+                c->first_fd = fd;
+        }
+        if (c->write_error)
+                c->write_error(c->write_error_userdata, fd, errnum ? errnum : EIO);
+}
 
 void glove_cli_terminal_probe(struct glove_cli_terminal_probe *p) {
         memset(p, 0, sizeof(*p));
@@ -115,8 +133,7 @@ static bool out_flush(struct out *o) {
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                         return false;
                 if (n <= 0) {
-                        o->broken = true; /* the reader is gone: discard the rest */
-                        o->off = o->len = 0;
+                        out_failed(o, n < 0 ? errno : EIO); /* the rest is discarded */
                         return true;
                 }
                 o->off += (size_t)n;
@@ -142,8 +159,9 @@ static void on_output(void *userdata, int stream, const void *buf, size_t n) {
                 return;
         o->last = ((const unsigned char *)buf)[n - 1];
         if (o->how == HOW_DIRECT) {
-                if (glove_fd_write_all(o->fd, buf, n) < 0)
-                        o->broken = true;
+                int r = glove_fd_write_all(o->fd, buf, n);
+                if (r < 0)
+                        out_failed(o, -r);
                 return;
         }
         /* The terminal hands nothing more while we hold, so pending is empty. */
@@ -274,6 +292,8 @@ int glove_cli_terminal_attach(sd_event *loop, struct glove_terminal *t, const st
         static const struct glove_terminal_client_ops ops = {.output = on_output, .input_room = on_input_room};
         if (r >= 0 && (r = glove_terminal_attach(t, &ops, c, false, &c->client)) < 0)
                 glove_error_set(err, -r, "terminal.attach", "cannot attach Glove's terminal: %s", strerror(-r));
+        if (r >= 0 && copy_stdin && p->stdin_null)
+                glove_terminal_input_close(t); /* a PTY agent reads end of file at once, as a pipe's does */
         if (r >= 0 && copy_stdin && !p->stdin_null) {
                 c->in_how = classify(0, O_RDONLY, &c->in_fd, &c->in_own);
                 if (c->in_how == HOW_POLL || c->in_how == HOW_SOCKET) {
@@ -299,6 +319,18 @@ int glove_cli_terminal_attach(sd_event *loop, struct glove_terminal *t, const st
         }
         *out = c;
         return 0;
+}
+
+void glove_cli_terminal_on_write_error(struct glove_cli_terminal *c, void (*fn)(void *userdata, int fd, int errnum),
+                                       void *userdata) {
+        c->write_error = fn;
+        c->write_error_userdata = userdata;
+}
+
+int glove_cli_terminal_write_errno(const struct glove_cli_terminal *c, int *fd) {
+        if (fd)
+                *fd = c ? c->first_fd : 0;
+        return c ? c->first_errno : 0;
 }
 
 void glove_cli_terminal_resize(struct glove_cli_terminal *c) {

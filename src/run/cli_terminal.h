@@ -44,6 +44,15 @@ void glove_cli_terminal_probe(struct glove_cli_terminal_probe *p);
 int glove_cli_terminal_attach(sd_event *loop, struct glove_terminal *t, const struct glove_cli_terminal_probe *p,
                               bool copy_stdin, struct glove_cli_terminal **out, struct glove_error *err);
 
+/* fn runs (on the loop) the first time a write to Glove's stdout (fd 1) or
+ * stderr (fd 2) fails, with the errno; that stream's further output is
+ * discarded. */
+void glove_cli_terminal_on_write_error(struct glove_cli_terminal *c, void (*fn)(void *userdata, int fd, int errnum),
+                                       void *userdata);
+
+/* The errno of the first failed write (0: none), and its descriptor. */
+int glove_cli_terminal_write_errno(const struct glove_cli_terminal *c, int *fd);
+
 /* The outer window size changed (SIGWINCH): copies it to the PTY. */
 void glove_cli_terminal_resize(struct glove_cli_terminal *c);
 

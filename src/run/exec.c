@@ -40,7 +40,24 @@ struct exec_run {
         struct glove_session_outcome outcome;
         bool ended;
         struct glove_error err;          /* Glove's own failure while the session ran */
+        struct glove_error out_err;      /* Glove's stdout or stderr failed (output.write) */
 };
+
+/* Glove's stdout or stderr cannot take the agent's output any more. A
+ * reader that went away (EPIPE) is what a pipeline's writer meets: the agent
+ * gets SIGPIPE, as it would writing to that pipe itself. Anything else (a
+ * full disk, an I/O error) would lose output silently: the agent is
+ * stopped and Glove fails with output.write. */
+static void on_write_error(void *userdata, int fd, int errnum) {
+        struct exec_run *x = userdata;
+        if (errnum == EPIPE) {
+                (void)glove_session_signal(x->session, SIGPIPE);
+                return;
+        }
+        glove_error_set(&x->out_err, errnum, "output.write", "writing the agent's output to %s: %s; the agent was stopped",
+                        fd == 1 ? "stdout" : "stderr", strerror(errnum));
+        glove_session_stop(x->session, 0);
+}
 
 static void on_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
         (void)s;
@@ -137,6 +154,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, true, &x->term, err);
         if (r < 0)
                 return r;
+        glove_cli_terminal_on_write_error(x->term, on_write_error, x);
         r = sd_event_loop(x->loop);
         if (r < 0)
                 return glove_error_set(err, -r, "exec.event_loop", "event loop: %s", strerror(-r));
@@ -153,7 +171,10 @@ static int finish(struct exec_run *x, bool mid_line) {
         if (o->limit != GLOVE_CGROUP_LIMIT_NONE && mid_line)
                 fputc('\n', stderr); /* the limit message starts on its own line */
         struct glove_run_status st;
-        glove_front_status(o, opts->program[0], !o->audit_failed, &st);
+        bool out_failed = glove_error_is_set(&x->out_err);
+        glove_front_status(o, opts->program[0], !o->audit_failed && !out_failed, &st);
+        if (out_failed && !o->audit_failed)
+                st.exit_code = glove_launch_fail(&x->out_err);
         if (glove_error_is_set(&o->error))
                 fprintf(stderr, "glove: warning: %s: %s\n", o->error.code, o->error.message);
         int status = st.exit_code;

@@ -40,6 +40,7 @@ struct glove_terminal {
         size_t in_len;
         bool in_closing, in_dead;
         bool in_refused;            /* input was refused: tell clients when there is room */
+        char in_last;               /* last byte queued, '\n' before any */
         /* Transcript ring. */
         char *ring;
         size_t ring_cap, ring_head, ring_len;
@@ -69,6 +70,7 @@ int glove_terminal_new(const struct glove_terminal_config *cfg, struct glove_ter
         t->ring_cap = ring;
         t->child[0] = t->child[1] = t->child[2] = -1;
         t->in_fd = -1;
+        t->in_last = '\n';
         t->out[0] = (struct stream){.t = t, .fd = -1, .id = 1};
         t->out[1] = (struct stream){.t = t, .fd = -1, .id = 2};
         if (cfg->mode == GLOVE_TERMINAL_PTY) {
@@ -463,15 +465,45 @@ ssize_t glove_terminal_input(struct glove_terminal *t, const void *buf, size_t n
         }
         memcpy(t->inq + t->in_len, buf, n);
         t->in_len += n;
+        if (n > 0)
+                t->in_last = ((const char *)buf)[n - 1];
         if (t->started)
                 flush_input(t);
         update_events(t);
         return (ssize_t)n;
 }
 
-void glove_terminal_input_close(struct glove_terminal *t) {
-        if (t->cfg.mode == GLOVE_TERMINAL_PTY || t->in_closing)
+/* A terminal has no end of input of its own: what ends a reader's input is
+ * the line discipline's end-of-file character (VEOF, ^D by default) at the
+ * start of a line, as a user typing ^D gives it. In canonical mode it is
+ * queued once, or twice when the last byte queued was not a newline (the
+ * first ends the pending line, the second gives end of file); in raw mode
+ * there is nothing to send. */
+static void pty_input_eof(struct glove_terminal *t) {
+        struct termios tio;
+        int fd = t->out[0].fd;
+        if (fd < 0 || t->in_dead || tcgetattr(fd, &tio) < 0 || !(tio.c_lflag & ICANON) || tio.c_cc[VEOF] == _POSIX_VDISABLE)
                 return;
+        char eof[2] = {(char)tio.c_cc[VEOF], (char)tio.c_cc[VEOF]};
+        size_t n = t->in_last == '\n' ? 1 : 2;
+        if (t->in_len + n <= GLOVE_TERMINAL_INPUT_MAX) {
+                memcpy(t->inq + t->in_len, eof, n);
+                t->in_len += n;
+                t->in_last = '\n';
+        }
+        if (t->started)
+                flush_input(t);
+        update_events(t);
+}
+
+void glove_terminal_input_close(struct glove_terminal *t) {
+        if (t->in_closing)
+                return;
+        if (t->cfg.mode == GLOVE_TERMINAL_PTY) {
+                t->in_closing = true;
+                pty_input_eof(t);
+                return;
+        }
         t->in_closing = true;
         if (t->started || t->in_len == 0)
                 flush_input(t);
