@@ -132,7 +132,7 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
                                        path, GLOVE_ENV_HOME);
         /* The invoker's own runtime directory (ssh-agent, gpg-agent, D-Bus,
          * gloved's socket) likewise. */
-        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        const char *xdg = set->runtime_dir;
         if (xdg && xdg[0] == '/' && glove_path_is_beneath(norm, xdg))
                 return glove_error_set(err, EPERM, "grant.restricted",
                                        "%s: $XDG_RUNTIME_DIR (%s) holds the invoker's service sockets and cannot be granted",

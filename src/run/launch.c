@@ -57,6 +57,7 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
         glove_grant_set_init(&l->grants);
         if (!getcwd(l->cwd, sizeof(l->cwd)))
                 return glove_error_set(err, errno, "exec.cwd", "cannot determine the working directory: %s", strerror(errno));
+        l->grants.runtime_dir = getenv("XDG_RUNTIME_DIR");
         for (size_t i = 0; i < opts->n_grants; i++) {
                 int r = glove_grant_set_add(&l->grants, opts->grants[i].path, opts->grants[i].mode, opts->grants[i].workspace,
                                             l->cwd, err);

@@ -45,6 +45,10 @@ struct glove_grant {
 struct glove_grant_set {
         struct glove_grant items[GLOVE_GRANTS_MAX];
         size_t count;
+        /* The invoker's runtime directory ($XDG_RUNTIME_DIR: its service
+         * sockets), refused as a grant like /run; set by the front end, which
+         * reads the environment (NULL: none). Borrowed. */
+        const char *runtime_dir;
 };
 
 /* Initializes an empty set. */

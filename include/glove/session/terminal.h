@@ -134,7 +134,9 @@ void glove_terminal_client_hold(struct glove_terminal_client *c, bool hold);
 ssize_t glove_terminal_input(struct glove_terminal *t, const void *buf, size_t n);
 
 /* Input ends: pipes: the agent sees end of file once the queue is written;
- * PTY: nothing (a terminal has no end of input; send ^D). */
+ * PTY: the line discipline's end-of-file character (VEOF) is queued, twice
+ * after a partial line, in canonical mode only (raw mode has no end of
+ * input). Input queued after this is refused (-EPIPE). */
 void glove_terminal_input_close(struct glove_terminal *t);
 
 /* PTY: sets the window size (the kernel signals the agent's foreground
