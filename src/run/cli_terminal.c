@@ -79,6 +79,7 @@ void glove_cli_terminal_probe(struct glove_cli_terminal_probe *p) {
         if (fstat(0, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) /* Linux's null device */
                 p->stdin_null = true;
         p->stdin_tty = isatty(0);
+        p->stdout_tty = isatty(1);
         if (p->stdin_tty && tcgetattr(0, &p->modes) == 0)
                 p->have_modes = true;
         struct winsize ws;

@@ -33,6 +33,7 @@ struct glove_cli_terminal;
 struct glove_cli_terminal_probe {
         bool stdin_null;
         bool stdin_tty;
+        bool stdout_tty;
         bool have_modes;
         struct termios modes;
         unsigned short rows, cols;

@@ -41,6 +41,8 @@ struct exec_run {
         bool ended;
         struct glove_error err;          /* Glove's own failure while the session ran */
         struct glove_error out_err;      /* Glove's stdout or stderr failed (output.write) */
+        int stop_signal;                 /* a stop signal ended the run: Glove exits 128+N */
+        unsigned interrupts;             /* SIGINT, SIGTERM, SIGHUP received */
 };
 
 /* Glove's stdout or stderr cannot take the agent's output any more. A
@@ -98,11 +100,27 @@ static void on_exited(struct glove_session *s, const struct glove_session_outcom
 static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
         (void)src;
         struct exec_run *x = userdata;
-        if (si->ssi_signo == SIGWINCH && glove_terminal_is_pty(glove_session_terminal(x->session))) {
+        int sig = (int)si->ssi_signo;
+        if (sig == SIGWINCH && glove_terminal_is_pty(glove_session_terminal(x->session))) {
                 glove_cli_terminal_resize(x->term); /* the kernel signals the agent */
                 return 0;
         }
-        (void)glove_session_signal(x->session, (int)si->ssi_signo);
+        if (glove_launch_is_stop_signal(sig)) {
+                if (!x->stop_signal)
+                        x->stop_signal = sig;
+                glove_session_stop(x->session, 0);
+                return 0;
+        }
+        /* The first interrupt is the agent's to handle; a second one (the
+         * operator pressing ^C again, a supervisor's repeated SIGTERM) stops
+         * the sandbox whatever the agent does with it. */
+        if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && ++x->interrupts >= 2) {
+                if (!x->stop_signal)
+                        x->stop_signal = sig;
+                glove_session_stop(x->session, 0);
+                return 0;
+        }
+        (void)glove_session_signal(x->session, sig);
         return 0;
 }
 
@@ -124,7 +142,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .envp = x->launch->env.envp,
                 .grants = &x->launch->grants,
                 .seccomp = &glove_seccomp_prebuilt,
-                .terminal = opts->tty || probe.stdin_tty ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES,
+                /* A PTY merges stdout and stderr and turns \n into \r\n: only
+                 * when both ends are a terminal (or asked for), never for
+                 * output redirected to a file. */
+                .terminal = opts->tty || (probe.stdin_tty && probe.stdout_tty) ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES,
                 .tty_modes = probe.have_modes ? &probe.modes : NULL,
                 .rows = probe.rows,
                 .cols = probe.cols,
@@ -172,9 +193,18 @@ static int finish(struct exec_run *x, bool mid_line) {
                 fputc('\n', stderr); /* the limit message starts on its own line */
         struct glove_run_status st;
         bool out_failed = glove_error_is_set(&x->out_err);
+        if (x->stop_signal && o->stopped && !out_failed) {
+                char sigtext[64];
+                snprintf(sigtext, sizeof(sigtext), "%s", strsignal(x->stop_signal));
+                glove_error_set(&x->out_err, EINTR, "exec.stopped", "Glove received signal %d (%s); the agent was stopped",
+                                x->stop_signal, sigtext);
+                out_failed = true;
+        }
         glove_front_status(o, opts->program[0], !o->audit_failed && !out_failed, &st);
-        if (out_failed && !o->audit_failed)
-                st.exit_code = glove_launch_fail(&x->out_err);
+        if (out_failed && !o->audit_failed) {
+                (void)glove_launch_fail(&x->out_err);
+                st.exit_code = x->stop_signal && o->stopped ? 128 + x->stop_signal : GLOVE_EXIT_FAILURE;
+        }
         if (glove_error_is_set(&o->error))
                 fprintf(stderr, "glove: warning: %s: %s\n", o->error.code, o->error.message);
         int status = st.exit_code;
@@ -183,7 +213,7 @@ static int finish(struct exec_run *x, bool mid_line) {
                 glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
                 return glove_launch_fail(&err);
         }
-        if (opts->status_json && glove_run_status_write(x->launch->status_dirfd, x->launch->status_name, &st, &err) < 0)
+        if (opts->status_json && glove_run_status_write(x->launch->status_dirfd, x->launch->status_name, opts->status_json, &st, &err) < 0)
                 return glove_launch_fail(&err);
         if (x->launch->audit.fd >= 0) {
                 _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&o->sandbox, status, st.wall_time_ms);

@@ -40,7 +40,8 @@ const char glove_exec_help[] =
         "  --output-limit BYTES  bytes the program may write to stdout/stderr\n"
         "  --status-json FILE  write the terminal status (exit code, limit, usage);\n"
         "                      FILE must lie outside every grant\n"
-        "  --tty               give the program a terminal (default when stdin is one)\n"
+        "  --tty               give the program a terminal (default when stdin and\n"
+        "                      stdout are both terminals)\n"
         "                    A breached limit kills the whole tree; Glove exits 137.\n"
         "\n"
         "Audited egress (offline without these; docs/egress.md):\n"
@@ -80,8 +81,8 @@ const char glove_run_help[] =
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
-        "  --output-limit BYTES, --status-json FILE, --tty, --egress-allow HOST[:PORT],\n"
-        "  --egress-allow-private\n"
+        "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
+        "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
@@ -246,7 +247,7 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         r = parse_number("--memory", optarg, true, 1ULL << 20, 1ULL << 44, &opts->memory_bytes, err);
                         break;
                 case OPT_PIDS:
-                        r = parse_number("--pids", optarg, false, 1, 4194304, &opts->pids, err);
+                        r = parse_number("--pids", optarg, false, 2, 4194304, &opts->pids, err);
                         break;
                 case OPT_WALL_TIME:
                         r = parse_number("--wall-time", optarg, false, 1, 7ULL * 24 * 3600 * 1000, &opts->wall_time_ms, err);
@@ -263,6 +264,9 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->status_json = optarg;
                         break;
                 case OPT_TTY:
+                        if (run)
+                                return glove_error_set(err, EINVAL, "usage.tty_run",
+                                                       "--tty: glove run's agent talks MCP on its stdin and stdout, which cannot be a terminal");
                         opts->tty = true;
                         break;
                 case OPT_EGRESS_ALLOW:

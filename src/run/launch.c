@@ -16,6 +16,7 @@
 extern char **environ;
 
 const int glove_launch_forwarded_signals[7] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+const int glove_launch_stop_signals[7] = {SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGIO, SIGPWR, SIGSYS};
 
 int glove_launch_fail(const struct glove_error *err) {
         fprintf(stderr, "glove: %s: %s\n", err->code ? err->code : "glove.error", err->message);
@@ -116,6 +117,8 @@ void glove_launch_block_signals(sigset_t *mask) {
         sigaddset(mask, SIGCHLD);
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_forwarded_signals); i++)
                 sigaddset(mask, glove_launch_forwarded_signals[i]);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_stop_signals); i++)
+                sigaddset(mask, glove_launch_stop_signals[i]);
         sigprocmask(SIG_BLOCK, mask, NULL);
         signal(SIGPIPE, SIG_IGN);
         signal(SIGXFSZ, SIG_IGN); /* an over-limit audit append fails with EFBIG instead */
@@ -144,6 +147,8 @@ int glove_launch_signals_add(struct glove_launch_signals *s, sd_event *loop, sd_
         sigemptyset(&set);
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_forwarded_signals); i++)
                 sigaddset(&set, glove_launch_forwarded_signals[i]);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_stop_signals); i++)
+                sigaddset(&set, glove_launch_stop_signals[i]);
         s->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         if (s->fd < 0)
                 return -errno;
@@ -175,4 +180,11 @@ int glove_launch_outcome_status(const struct glove_sandbox_outcome *o, const cha
                 fprintf(stderr, "glove: sandbox.lost: %s\n", o->detail);
                 return GLOVE_EXIT_FAILURE;
         }
+}
+
+bool glove_launch_is_stop_signal(int sig) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(glove_launch_stop_signals); i++)
+                if (glove_launch_stop_signals[i] == sig)
+                        return true;
+        return false;
 }

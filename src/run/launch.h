@@ -6,6 +6,7 @@
  * agent's outcome into Glove's exit status. Internal to the run module. */
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
@@ -17,6 +18,10 @@
 
 /* Signals forwarded to the agent (issue "glove exec", Lifecycle). */
 extern const int glove_launch_forwarded_signals[7];
+/* Signals whose default would kill Glove outright (leaving the terminal raw
+ * and the run cgroup behind): taken on the loop too, and they stop the
+ * agent instead; Glove then exits 128+N. */
+extern const int glove_launch_stop_signals[7];
 
 struct glove_launch {
         char cwd[4096];
@@ -63,6 +68,9 @@ void glove_launch_signals_free(struct glove_launch_signals *s);
 /* Glove's exit status for the agent's outcome, printing the one-line reason
  * to stderr where there is one. */
 int glove_launch_outcome_status(const struct glove_sandbox_outcome *o, const char *program);
+
+/* True for a signal of glove_launch_stop_signals. */
+bool glove_launch_is_stop_signal(int sig);
 
 /* Prints "glove: CODE: MESSAGE" and returns GLOVE_EXIT_FAILURE. */
 int glove_launch_fail(const struct glove_error *err);

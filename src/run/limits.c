@@ -24,20 +24,20 @@ json_t *glove_run_status_json(const struct glove_run_status *st) {
                          "output_bytes", (json_int_t)st->output_bytes);
 }
 
-int glove_run_status_write(int dirfd, const char *path, const struct glove_run_status *st, struct glove_error *err) {
+int glove_run_status_write(int dirfd, const char *path, const char *shown, const struct glove_run_status *st, struct glove_error *err) {
         _cleanup_json_ json_t *j = glove_run_status_json(st);
         _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         if (!text)
                 return glove_error_set(err, ENOMEM, "status.write", "cannot encode the status");
         struct stat existing;
         if (fstatat(dirfd, path, &existing, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(existing.st_mode))
-                return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", path);
+                return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", shown);
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
                 return glove_error_set(err, ENOMEM, "status.write", "out of memory");
         _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return glove_error_set(err, errno, "status.write", "--status-json %s: %s", path, strerror(errno));
+                return glove_error_set(err, errno, "status.write", "--status-json %s: %s", shown, strerror(errno));
         int r = glove_fd_write_all(fd, text, strlen(text));
         if (r == 0)
                 r = glove_fd_write_all(fd, "\n", 1);
@@ -45,7 +45,7 @@ int glove_run_status_write(int dirfd, const char *path, const struct glove_run_s
                 r = -errno;
         if (r < 0) {
                 unlinkat(dirfd, tmp, 0);
-                return glove_error_set(err, -r, "status.write", "--status-json %s: %s", path, strerror(-r));
+                return glove_error_set(err, -r, "status.write", "--status-json %s: %s", shown, strerror(-r));
         }
         return 0;
 }

@@ -409,7 +409,7 @@ static int run_finish(struct run *r) {
                 status = st.exit_code = glove_launch_fail(&r->err);
         else
                 status = st.exit_code;
-        if (r->opts.status_json && glove_run_status_write(r->launch.status_dirfd, r->launch.status_name, &st, &err) < 0)
+        if (r->opts.status_json && glove_run_status_write(r->launch.status_dirfd, r->launch.status_name, r->opts.status_json, &st, &err) < 0)
                 status = glove_launch_fail(&err);
         if (r->launch.audit.fd >= 0 && !(r->err.code && strncmp(r->err.code, "audit.", 6) == 0)) {
                 _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&o->sandbox, status, st.wall_time_ms);

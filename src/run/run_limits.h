@@ -32,5 +32,7 @@ json_t *glove_run_status_json(const struct glove_run_status *st);
 
 /* Writes the status object as name inside the pinned directory dirfd
  * (created 0600, replaced atomically via a temporary file there; the final
- * name must not be a directory). Errors: "status.write". */
-int glove_run_status_write(int dirfd, const char *name, const struct glove_run_status *st, struct glove_error *err);
+ * name must not be a directory). shown is the path as the user gave it, for
+ * messages. Errors: "status.write", "status.file_type". */
+int glove_run_status_write(int dirfd, const char *name, const char *shown, const struct glove_run_status *st,
+                           struct glove_error *err);

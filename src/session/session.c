@@ -215,8 +215,8 @@ static void final_usage(struct glove_session *s) {
                 o->cpu_time_ms = cs.cpu_usage_ns / 1000000;
                 o->peak_memory_bytes = cs.memory_peak_bytes;
                 enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &cs);
-                if (b != GLOVE_CGROUP_LIMIT_NONE && o->limit == GLOVE_CGROUP_LIMIT_NONE)
-                        o->limit = b;
+                if (b != GLOVE_CGROUP_LIMIT_NONE && b != GLOVE_CGROUP_LIMIT_CPU_TIME && o->limit == GLOVE_CGROUP_LIMIT_NONE)
+                        o->limit = b; /* as at the reap: CPU time only when Glove stopped it */
         } else if (s->have_rusage) {
                 const struct rusage *ru = &s->rusage;
                 o->cpu_time_ms = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
@@ -364,6 +364,12 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
         if (s->cg && glove_cgroup_stats(s->cg, &s->final_stats, NULL) == 0) {
                 s->have_final_stats = true;
                 s->final_breach = glove_cgroup_breach(s->cg, &s->final_stats);
+                /* After the fact only what the kernel enforced counts (an OOM
+                 * kill, a fork refused at pids.max): CPU time is Glove's to
+                 * enforce, and an agent that ended on its own between two
+                 * readings was not stopped by it. */
+                if (s->final_breach == GLOVE_CGROUP_LIMIT_CPU_TIME)
+                        s->final_breach = GLOVE_CGROUP_LIMIT_NONE;
                 if (s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->phase != PHASE_SPAWNING)
                         s->out.limit = s->final_breach;
         }
@@ -578,8 +584,12 @@ int glove_session_release(struct glove_session *s, struct glove_error *err) {
                 return r;
         s->out.released = true;
         s->phase = PHASE_RUNNING;
-        r = sd_event_add_time_relative(s->loop, &s->poll_timer, CLOCK_MONOTONIC, GLOVE_SESSION_POLL_MS * 1000ULL, 1000, on_poll,
-                                       s);
+        /* The first reading comes at the wall-time limit when that is
+         * sooner than the poll interval (a one-shot deadline, not a tick). */
+        uint64_t first_us = GLOVE_SESSION_POLL_MS * 1000ULL;
+        if (s->limits.wall_time_ms && s->limits.wall_time_ms * 1000ULL < first_us)
+                first_us = s->limits.wall_time_ms * 1000ULL;
+        r = sd_event_add_time_relative(s->loop, &s->poll_timer, CLOCK_MONOTONIC, first_us, 1000, on_poll, s);
         if (r < 0) {
                 glove_sandbox_kill(&s->sb); /* no limit watch: never run unwatched */
                 return glove_error_set(err, -r, "session.event_loop", "event loop: %s", strerror(-r));

@@ -35,3 +35,52 @@ load helpers
         expect_status 0
         expect_line "glove=141"
 }
+
+@test "signals: a second SIGTERM stops an agent that ignores the first (Glove exits 143)" {
+        local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err
+        spawn_glove "$out" "$err" -- /bin/sh -c 'trap "" TERM INT HUP; echo up; sleep 30; echo survived'
+        wait_for "$out" '^up$' 10 || fail "the agent did not start"
+        kill -TERM "$GPID"
+        sleep 0.3
+        kill -TERM "$GPID"
+        wait_exit "$GPID" 10 || fail "glove did not stop"
+        [ "$WSTATUS" -eq 143 ] || fail "expected 143, got $WSTATUS; stderr: $(cat "$err")"
+        ! grep -q survived "$out" || fail "the agent survived"
+        grep -q "exec.stopped" "$err" || fail "no exec.stopped line: $(cat "$err")"
+}
+
+@test "signals: SIGALRM to Glove stops the agent and leaves no run cgroup behind (142)" {
+        local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err
+        spawn_glove "$out" "$err" -- /bin/sh -c 'echo up; sleep 30'
+        wait_for "$out" '^up$' 10 || fail "the agent did not start"
+        kill -ALRM "$GPID"
+        wait_exit "$GPID" 10 || fail "glove did not stop"
+        [ "$WSTATUS" -eq 142 ] || fail "expected 142, got $WSTATUS; stderr: $(cat "$err")"
+        if [ -d /sys/fs/cgroup/pids ]; then
+                ! find /sys/fs/cgroup -maxdepth 3 -name "glove-$GPID-*" 2>/dev/null | grep -q . || fail "a run cgroup was left behind"
+        fi
+}
+
+@test "limits: --wall-time below the poll interval is enforced at its value" {
+        gx --wall-time 20 -- /bin/sleep 1
+        [ "$status" -eq 137 ] || fail "expected 137, got $status: $stderr"
+        [[ "$stderr" == *"limits.wall_time"* ]] || fail "the limit was not named: $stderr"
+}
+
+@test "limits: --pids 1 is refused (the sandbox's init and the agent are two); glove run --tty is refused" {
+        gx --pids 1 -- /bin/true
+        expect_glove_error 125
+        run --separate-stderr timeout --foreground 20 "$GLOVE" run --tty --upstream u=/bin/true -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = usage.tty_run ] || fail "expected usage.tty_run: $stderr"
+}
+
+@test "limits: an agent that ends on its own between two CPU readings is not reported as stopped by --cpu-time" {
+        gx --cpu-time 1 --status-json "$BATS_TEST_TMPDIR/s.json" -- /bin/sh -c 'echo hi'
+        if [ "$status" -eq 125 ] && [[ "$stderr" == *cgroup.not_delegated* ]]; then
+                skip "no delegated cgroup for uid $(id -u): --cpu-time needs one"
+        fi
+        expect_status 0
+        expect_line hi
+        "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["limit"] is None and s["exit_code"] == 0, s' "$BATS_TEST_TMPDIR/s.json"
+}
