@@ -20,6 +20,7 @@
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "glove/base/error.h"
@@ -167,7 +168,41 @@ int glove_sandbox_lockdown(const struct sock_fprog *prog) {
         return r;
 }
 
+/* The PTY slave Glove opened belongs to the host's devpts mount: whoever
+ * holds a descriptor opened there can fchmod or fchown the host's
+ * /dev/pts/N (a root invoker's agent passes the owner check), opening the
+ * agent's terminal to every local user. The same terminal reopened through
+ * the read-only bind at /dev/console refuses every metadata change (EROFS),
+ * also through /proc/self/fd. PID 1 swaps its 0, 1 and 2 for that before the
+ * agent exists, so no descriptor of the host mount reaches it. */
+static int reopen_tty(void) {
+        int fd = open("/dev/console", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct stat was, now;
+        if (fstat(0, &was) < 0 || fstat(fd, &now) < 0 || !S_ISCHR(now.st_mode) || was.st_rdev != now.st_rdev) {
+                close(fd);
+                return -EXDEV;
+        }
+        for (int i = 0; i < 3; i++)
+                if (dup2(fd, i) < 0) {
+                        int e = errno;
+                        close(fd);
+                        return -e;
+                }
+        close(fd);
+        return 0;
+}
+
 __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd) {
+        if (cfg->controlling_tty) {
+                int t = reopen_tty();
+                if (t < 0) {
+                        glove_report_send(report_fd, REPORT_SETUP_FAILED, -t, "sandbox.tty",
+                                          "cannot reopen the terminal through /dev/console");
+                        _exit(1);
+                }
+        }
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, SIGCHLD);

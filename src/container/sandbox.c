@@ -48,7 +48,7 @@ static const char *const child_codes[] = {
         "path.open",        "path.relative",  "path.symlink",        "sandbox.argv",    "sandbox.cgroupns",
         "sandbox.clone",    "sandbox.close_range", "sandbox.fork",   "sandbox.hostname", "sandbox.idmap",
         "sandbox.pipe",     "sandbox.privileges", "sandbox.release", "sandbox.setsid",  "sandbox.setup",
-        "sandbox.stdio",    "sandbox.userns",
+        "sandbox.stdio",    "sandbox.tty",    "sandbox.userns",
 };
 
 const char *glove_report_code_lookup(const char *code) {

@@ -366,3 +366,21 @@ os.write(1, b"LAST")'
         run --separate-stderr timeout --foreground 30 "$GLOVE" exec -- /bin/sh -c 'tty; ls /dev/console 2>&1 || true' </dev/null
         [[ "$output" == *"not a tty"* ]] || fail "expected no terminal: $output"
 }
+
+@test "terminal: the agent cannot change the mode or owner of its PTY (the host's /dev/pts node stays as it was)" {
+        pty -- --wall-time 15000 -- "$PY" -c '
+import os
+for what, f in (("fchmod", lambda: os.fchmod(0, 0o666)), ("chmod", lambda: os.chmod("/proc/self/fd/1", 0o666)),
+                ("fchown", lambda: os.fchown(2, os.getuid(), os.getgid()))):
+    try:
+        f(); print(what, "succeeded")
+    except OSError as e:
+        print(what, "refused:", e.strerror)
+print("mode", oct(os.fstat(0).st_mode & 0o777))'
+        strip_warning
+        expect_status 0
+        expect_line "fchmod refused: Read-only file system"
+        expect_line "chmod refused: Read-only file system"
+        expect_line "fchown refused: Read-only file system"
+        expect_no_line "mode 0o666"
+}
