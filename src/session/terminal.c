@@ -470,6 +470,9 @@ ssize_t glove_terminal_input(struct glove_terminal *t, const void *buf, size_t n
         if (t->started)
                 flush_input(t);
         update_events(t);
+        /* The write above may have emptied the queue at once: then no
+         * writability event will come to say there is room again. */
+        notify_input_room(t);
         return (ssize_t)n;
 }
 

@@ -81,7 +81,9 @@ struct glove_terminal_client_ops {
         void (*ended)(void *userdata);
         /* The input queue, which refused bytes before, has room again (half
          * of it free), or input can no longer be taken (then
-         * glove_terminal_input answers -EPIPE). Optional. */
+         * glove_terminal_input answers -EPIPE). May run from inside
+         * glove_terminal_input (the queue emptied at once); a client should
+         * only schedule its next write from here. Optional. */
         void (*input_room)(void *userdata);
 };
 
