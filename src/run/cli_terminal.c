@@ -24,6 +24,10 @@ enum how {
         HOW_DIRECT,     /* never blocks: a regular file or a character device such as /dev/null */
         HOW_POLL,       /* a private non-blocking description (pipe, FIFO, terminal) */
         HOW_SOCKET,     /* the original descriptor with MSG_DONTWAIT */
+        HOW_READY,      /* a pipe, FIFO or terminal that cannot be reopened (another user's):
+                         * the original, blocking descriptor, used only when poll(2) says it
+                         * is ready and for one call of at most `chunk` bytes, which then
+                         * cannot block */
 };
 
 struct out {
@@ -31,6 +35,7 @@ struct out {
         int fd;                  /* what is written to */
         bool own;                /* fd is a private reopen, closed here */
         enum how how;
+        size_t chunk;            /* HOW_READY: bytes one write may take without blocking */
         bool broken;             /* a write failed: the rest is discarded */
         sd_event_source *src;
         char *pending;           /* GLOVE_TERMINAL_CHUNK bytes */
@@ -91,7 +96,7 @@ void glove_cli_terminal_probe(struct glove_cli_terminal_probe *p) {
 
 /* How fd (0, 1 or 2) is used without blocking the loop or changing the
  * shared description. */
-static enum how classify(int fd, int flags, int *use, bool *own) {
+static enum how classify(int fd, int flags, int *use, bool *own, size_t *chunk) {
         struct stat st;
         *use = fd;
         *own = false;
@@ -111,7 +116,11 @@ static enum how classify(int fd, int flags, int *use, bool *own) {
                 *own = true;
                 return HOW_POLL;
         }
-        return HOW_DIRECT; /* cannot reopen: plain (blocking) use, as before */
+        /* Cannot reopen (a pipe of another user's): readiness first. A pipe
+         * that polls writable has a free page (PIPE_BUF bytes); a terminal
+         * at least its wake-up threshold (256 bytes). */
+        *chunk = isatty(fd) ? 256 : 4096;
+        return S_ISFIFO(st.st_mode) || isatty(fd) ? HOW_READY : HOW_DIRECT;
 }
 
 static void out_hold_update(struct glove_cli_terminal *c) {
@@ -121,11 +130,23 @@ static void out_hold_update(struct glove_cli_terminal *c) {
         glove_terminal_client_hold(c->client, hold);
 }
 
+/* HOW_READY: true when one call on fd will not block; a hang-up or error
+ * counts as ready (the call then fails and says why). */
+static bool ready(int fd, short events) {
+        struct pollfd pfd = {.fd = fd, .events = events};
+        return poll(&pfd, 1, 0) > 0;
+}
+
 /* Writes from pending; returns true when all of it is written. */
 static bool out_flush(struct out *o) {
         while (o->off < o->len) {
                 ssize_t n;
-                if (o->how == HOW_SOCKET)
+                if (o->how == HOW_READY) {
+                        if (!ready(o->fd, POLLOUT))
+                                return false;
+                        size_t want = o->len - o->off < o->chunk ? o->len - o->off : o->chunk;
+                        n = write(o->fd, o->pending + o->off, want);
+                } else if (o->how == HOW_SOCKET)
                         n = send(o->fd, o->pending + o->off, o->len - o->off, MSG_DONTWAIT | MSG_NOSIGNAL);
                 else
                         n = write(o->fd, o->pending + o->off, o->len - o->off);
@@ -232,6 +253,11 @@ static void input_push(struct glove_cli_terminal *c) {
                 if (c->in_eof)
                         return;
                 ssize_t n;
+                if (c->in_how == HOW_READY && !ready(c->in_fd, POLLIN)) {
+                        if (c->in_src)
+                                (void)sd_event_source_set_enabled(c->in_src, SD_EVENT_ON);
+                        return;
+                }
                 if (c->in_how == HOW_SOCKET)
                         n = recv(c->in_fd, c->inbuf, sizeof(c->inbuf), MSG_DONTWAIT);
                 else
@@ -267,8 +293,8 @@ static int on_in_readable(sd_event_source *src, int fd, uint32_t revents, void *
 static int out_init(struct glove_cli_terminal *c, struct out *o, int fd, struct glove_error *err) {
         o->c = c;
         o->last = '\n';
-        o->how = classify(fd, O_WRONLY, &o->fd, &o->own);
-        if (o->how == HOW_POLL || o->how == HOW_SOCKET) {
+        o->how = classify(fd, O_WRONLY, &o->fd, &o->own, &o->chunk);
+        if (o->how == HOW_POLL || o->how == HOW_SOCKET || o->how == HOW_READY) {
                 o->pending = malloc(GLOVE_TERMINAL_CHUNK);
                 if (!o->pending)
                         return glove_error_set(err, ENOMEM, "terminal.alloc", "out of memory");
@@ -296,8 +322,9 @@ int glove_cli_terminal_attach(sd_event *loop, struct glove_terminal *t, const st
         if (r >= 0 && copy_stdin && p->stdin_null)
                 glove_terminal_input_close(t); /* a PTY agent reads end of file at once, as a pipe's does */
         if (r >= 0 && copy_stdin && !p->stdin_null) {
-                c->in_how = classify(0, O_RDONLY, &c->in_fd, &c->in_own);
-                if (c->in_how == HOW_POLL || c->in_how == HOW_SOCKET) {
+                size_t chunk = 0;
+                c->in_how = classify(0, O_RDONLY, &c->in_fd, &c->in_own, &chunk);
+                if (c->in_how == HOW_POLL || c->in_how == HOW_SOCKET || c->in_how == HOW_READY) {
                         r = sd_event_add_io(loop, &c->in_src, c->in_fd, EPOLLIN, on_in_readable, c);
                         if (r < 0)
                                 glove_error_set(err, -r, "terminal.event_loop", "event loop: %s", strerror(-r));

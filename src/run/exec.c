@@ -64,7 +64,7 @@ static void on_write_error(void *userdata, int fd, int errnum) {
 static void on_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
         (void)s;
         (void)userdata;
-        fprintf(stderr, "glove: warning: %s: %s\n", w->code, w->message);
+        glove_launch_say("glove: warning: %s: %s\n", w->code, w->message);
 }
 
 /* The perimeter is built and nothing of the agent ran: the launch record
@@ -190,7 +190,7 @@ static int finish(struct exec_run *x, bool mid_line) {
         if (glove_error_is_set(&x->err) && !o->released)
                 return glove_launch_fail(&x->err); /* the launch record could not be written */
         if (o->limit != GLOVE_CGROUP_LIMIT_NONE && mid_line)
-                fputc('\n', stderr); /* the limit message starts on its own line */
+                glove_launch_say("\n"); /* the limit message starts on its own line */
         struct glove_run_status st;
         bool out_failed = glove_error_is_set(&x->out_err);
         if (x->stop_signal && o->stopped && !out_failed) {
@@ -206,7 +206,7 @@ static int finish(struct exec_run *x, bool mid_line) {
                 st.exit_code = x->stop_signal && o->stopped ? 128 + x->stop_signal : GLOVE_EXIT_FAILURE;
         }
         if (glove_error_is_set(&o->error))
-                fprintf(stderr, "glove: warning: %s: %s\n", o->error.code, o->error.message);
+                glove_launch_say("glove: warning: %s: %s\n", o->error.code, o->error.message);
         int status = st.exit_code;
         struct glove_error err = {0};
         if (o->audit_failed) {
@@ -264,7 +264,7 @@ int glove_exec_main(int argc, char **argv) {
                 /* Output still pending after the session's own drain was cut
                  * is dropped at once: the drain already waited. */
                 if (x.outcome.output_cut)
-                        fprintf(stderr, "glove: warning: drain.timeout: output still open after the agent ended; dropping the rest\n");
+                        glove_launch_say("glove: warning: drain.timeout: output still open after the agent ended; dropping the rest\n");
                 glove_cli_terminal_free(x.term, x.outcome.output_cut ? 0 : EXEC_FLUSH_MS);
                 x.term = NULL;
                 status = finish(&x, mid_line);

@@ -2,6 +2,8 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -12,14 +14,48 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/time.h"
 
 extern char **environ;
 
 const int glove_launch_forwarded_signals[7] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 const int glove_launch_stop_signals[7] = {SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGIO, SIGPWR, SIGSYS};
 
+/* What is left of the time Glove's own lines may wait for room on stderr,
+ * in ms, for the whole process. */
+static int say_budget_ms = GLOVE_LAUNCH_SAY_WAIT_MS;
+
+void glove_launch_say(const char *fmt, ...) {
+        char line[1024]; /* under PIPE_BUF: one write after POLLOUT never blocks */
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+        size_t off = 0;
+        while (off < len) {
+                struct pollfd pfd = {.fd = 2, .events = POLLOUT};
+                uint64_t t0 = glove_time_monotonic_ms();
+                int p = poll(&pfd, 1, say_budget_ms);
+                uint64_t spent = glove_time_monotonic_ms() - t0;
+                say_budget_ms = spent >= (uint64_t)say_budget_ms ? 0 : say_budget_ms - (int)spent;
+                if (p < 0 && errno == EINTR)
+                        continue;
+                if (p <= 0 || (pfd.revents & (POLLERR | POLLNVAL)))
+                        return; /* nobody takes it: dropped rather than hang */
+                ssize_t w = write(2, line + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return;
+                off += (size_t)w;
+        }
+}
+
 int glove_launch_fail(const struct glove_error *err) {
-        fprintf(stderr, "glove: %s: %s\n", err->code ? err->code : "glove.error", err->message);
+        glove_launch_say("glove: %s: %s\n", err->code ? err->code : "glove.error", err->message);
         return GLOVE_EXIT_FAILURE;
 }
 
@@ -37,6 +73,7 @@ static int pin_status(const char *path, struct glove_launch *l, struct glove_err
                                           "grant.exposes_status_file", err);
         if (r < 0)
                 return r;
+        bool same_name = l->audit.fd >= 0 && l->audit.path && strcmp(canonical, l->audit.path) == 0;
         char *slash = strrchr(canonical, '/');
         l->status_name = strdup(slash + 1);
         *slash = '\0';
@@ -46,8 +83,14 @@ static int pin_status(const char *path, struct glove_launch *l, struct glove_err
         /* The file is replaced by rename: only a regular file (or nothing)
          * may be there, never a device, a directory or a link. */
         struct stat st;
-        if (fstatat(l->status_dirfd, l->status_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        bool exists = fstatat(l->status_dirfd, l->status_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (exists && !S_ISREG(st.st_mode))
                 return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", path);
+        /* The status file replaces what is there: never the audit log (by
+         * name or through a hard link), whose history would be lost. */
+        if (l->audit.fd >= 0 && (same_name || (exists && st.st_dev == l->audit.dev && st.st_ino == l->audit.ino)))
+                return glove_error_set(err, EINVAL, "status.is_audit_log",
+                                       "--status-json %s is the audit log; the status would replace its records", path);
         return 0;
 }
 
@@ -166,18 +209,18 @@ int glove_launch_outcome_status(const struct glove_sandbox_outcome *o, const cha
         case GLOVE_SANDBOX_EXITED:
                 return o->value;
         case GLOVE_SANDBOX_SIGNALED:
-                fprintf(stderr, "glove: agent.signal: %s was killed by signal %d (%s)\n", program, o->value, strsignal(o->value));
+                glove_launch_say("glove: agent.signal: %s was killed by signal %d (%s)\n", program, o->value, strsignal(o->value));
                 return 128 + o->value;
         case GLOVE_SANDBOX_EXEC_FAILED:
                 if (o->value == ENOENT) {
-                        fprintf(stderr, "glove: exec.not_found: %s (not found in the sandbox's PATH or file system)\n", o->detail);
+                        glove_launch_say("glove: exec.not_found: %s (not found in the sandbox's PATH or file system)\n", o->detail);
                         return GLOVE_EXIT_NOT_FOUND;
                 }
-                fprintf(stderr, "glove: exec.cannot_execute: %s\n", o->detail);
+                glove_launch_say("glove: exec.cannot_execute: %s\n", o->detail);
                 return GLOVE_EXIT_CANNOT_EXECUTE;
         case GLOVE_SANDBOX_LOST:
         default:
-                fprintf(stderr, "glove: sandbox.lost: %s\n", o->detail);
+                glove_launch_say("glove: sandbox.lost: %s\n", o->detail);
                 return GLOVE_EXIT_FAILURE;
         }
 }

@@ -72,5 +72,16 @@ int glove_launch_outcome_status(const struct glove_sandbox_outcome *o, const cha
 /* True for a signal of glove_launch_stop_signals. */
 bool glove_launch_is_stop_signal(int sig);
 
+/* How long, in all, Glove's own lines may wait for room on its stderr (ms). */
+#define GLOVE_LAUNCH_SAY_WAIT_MS 2000
+
+/*
+ * Writes one of Glove's own lines (printf format) to stderr. A stderr that
+ * nobody reads (a full pipe) cannot hold Glove: the lines of the whole
+ * process wait GLOVE_LAUNCH_SAY_WAIT_MS at most, then are dropped. Lines
+ * are cut at 1023 bytes.
+ */
+void glove_launch_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Prints "glove: CODE: MESSAGE" and returns GLOVE_EXIT_FAILURE. */
 int glove_launch_fail(const struct glove_error *err);

@@ -267,7 +267,7 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
 static void on_session_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
         (void)s;
         (void)userdata;
-        fprintf(stderr, "glove: warning: %s: %s\n", w->code, w->message);
+        glove_launch_say("glove: warning: %s: %s\n", w->code, w->message);
 }
 
 static void on_session_ready(struct glove_session *s, void *userdata) {
@@ -404,7 +404,7 @@ static int run_finish(struct run *r) {
         /* When Glove itself failed, its own reason is the one line printed. */
         glove_front_status(o, r->opts.program[0], r->status < 0, &st);
         if (r->status < 0 && glove_error_is_set(&o->error))
-                fprintf(stderr, "glove: warning: %s: %s\n", o->error.code, o->error.message);
+                glove_launch_say("glove: warning: %s: %s\n", o->error.code, o->error.message);
         if (r->status >= 0)
                 status = st.exit_code = glove_launch_fail(&r->err);
         else
@@ -452,7 +452,7 @@ int glove_run_main(int argc, char **argv) {
                 return GLOVE_EXIT_FAILURE;
         _cleanup_free_ struct run *r = calloc(1, sizeof(*r));
         if (!r) {
-                fputs("glove: out of memory\n", stderr);
+                glove_launch_say("glove: out of memory\n");
                 return GLOVE_EXIT_FAILURE;
         }
         struct glove_error err = {0};

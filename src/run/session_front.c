@@ -63,7 +63,7 @@ void glove_front_status(const struct glove_session_outcome *o, const char *progr
                 st->limit = glove_cgroup_limit_name(o->limit);
                 st->exit_code = 137;
                 if (report)
-                        fprintf(stderr, "glove: limits.%s: %s exceeded its %s limit; the whole sandbox was killed\n", st->limit,
+                        glove_launch_say("glove: limits.%s: %s exceeded its %s limit; the whole sandbox was killed\n", st->limit,
                                 program, st->limit);
                 return;
         }

@@ -84,3 +84,34 @@ load helpers
         expect_line hi
         "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["limit"] is None and s["exit_code"] == 0, s' "$BATS_TEST_TMPDIR/s.json"
 }
+
+@test "output: a stderr nobody reads cannot hold Glove after a limit killed the agent (it exits, 137)" {
+        run --separate-stderr "$PY" - "$GLOVE" <<'PYEOF'
+import os, subprocess, sys
+r, w = os.pipe()  # stdout and stderr on one pipe that nobody reads
+p = subprocess.Popen([sys.argv[1], "exec", "--wall-time", "1000", "--", "/bin/sh", "-c", "head -c 200000 /dev/zero; sleep 30"],
+                     stdout=w, stderr=w, stdin=subprocess.DEVNULL)
+os.close(w)
+try:
+    print("exit", p.wait(timeout=60))
+except subprocess.TimeoutExpired:
+    p.kill(); p.wait(); print("hung")
+PYEOF
+        expect_status 0
+        expect_output "exit 137"
+}
+
+@test "output: --status-json naming the audit log (or a hard link to it) is refused before anything runs" {
+        local log=$BATS_TEST_TMPDIR/audit.jsonl
+        gx --audit-log "$log" -- /bin/true
+        expect_status 0
+        local before; before=$(wc -l <"$log")
+        gx --audit-log "$log" --status-json "$log" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = status.is_audit_log ] || fail "expected status.is_audit_log: $stderr"
+        ln "$log" "$BATS_TEST_TMPDIR/link.json"
+        gx --audit-log "$log" --status-json "$BATS_TEST_TMPDIR/link.json" -- /bin/true
+        expect_glove_error 125
+        [ "$(wc -l <"$log")" -ge "$before" ] || fail "the audit log lost records"
+        "$PY" -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$log" || fail "the audit log is no longer JSON lines"
+}
