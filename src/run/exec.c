@@ -158,18 +158,20 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited, .warning = on_warning};
-        r = sd_event_new(&x->loop);
-        if (r < 0) {
-                glove_net_policy_free(&egress);
-                return glove_error_set(err, -r, "exec.event_loop", "sd_event_new: %s", strerror(-r));
-        }
-        r = glove_launch_signals_add(&x->signals, x->loop, on_signal, x);
-        if (r < 0) {
-                glove_net_policy_free(&egress);
-                return glove_error_set(err, -r, "exec.event_loop", "signals: %s", strerror(-r));
-        }
-        r = glove_session_start(x->loop, &d, &ops, x, &x->session, err);
+        /* The clone first: PID 1 builds the perimeter on another core while
+         * this thread creates the loop (the first sd-event call loads
+         * libsystemd). */
+        r = glove_session_spawn(&d, &ops, x, &x->session, err);
         glove_net_policy_free(&egress);
+        if (r < 0)
+                return r;
+        r = sd_event_new(&x->loop);
+        if (r < 0)
+                return glove_error_set(err, -r, "exec.event_loop", "sd_event_new: %s", strerror(-r));
+        r = glove_launch_signals_add(&x->signals, x->loop, on_signal, x);
+        if (r < 0)
+                return glove_error_set(err, -r, "exec.event_loop", "signal source: %s", strerror(-r));
+        r = glove_session_attach(x->session, x->loop, err);
         if (r < 0)
                 return r;
         r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, true, &x->term, err);

@@ -477,13 +477,12 @@ static int make_cgroup(struct glove_session *s, const struct glove_session_desc 
         return 0;
 }
 
-int glove_session_start(sd_event *loop, const struct glove_session_desc *d, const struct glove_session_ops *ops, void *userdata,
+int glove_session_spawn(const struct glove_session_desc *d, const struct glove_session_ops *ops, void *userdata,
                         struct glove_session **out, struct glove_error *err) {
         *out = NULL;
         struct glove_session *s = calloc(1, sizeof(*s));
         if (!s)
                 return glove_error_set(err, ENOMEM, "session.alloc", "out of memory");
-        s->loop = loop;
         s->ops = *ops;
         s->userdata = userdata;
         s->limits = d->limits;
@@ -557,13 +556,6 @@ int glove_session_start(sd_event *loop, const struct glove_session_desc *d, cons
                 s->cfg.controlling_tty = glove_terminal_is_pty(s->term);
                 r = glove_sandbox_spawn_start(&s->cfg, &s->sb, err);
         }
-        if (r >= 0) {
-                r = sd_event_add_io(loop, &s->child_src, s->sb.pidfd, EPOLLIN, on_child, s);
-                if (r >= 0)
-                        r = sd_event_add_io(loop, &s->report_src, s->sb.report_fd, EPOLLIN, on_report, s);
-                if (r < 0)
-                        glove_error_set(err, -r, "session.event_loop", "event loop: %s", strerror(-r));
-        }
         if (r < 0) {
                 session_free_now(s);
                 return r;
@@ -571,6 +563,28 @@ int glove_session_start(sd_event *loop, const struct glove_session_desc *d, cons
         s->phase = PHASE_SPAWNING;
         *out = s;
         return 0;
+}
+
+int glove_session_attach(struct glove_session *s, sd_event *loop, struct glove_error *err) {
+        if (s->loop)
+                return glove_error_set(err, EALREADY, "session.event_loop", "the session is already on a loop");
+        s->loop = loop;
+        int r = sd_event_add_io(loop, &s->child_src, s->sb.pidfd, EPOLLIN, on_child, s);
+        if (r >= 0)
+                r = sd_event_add_io(loop, &s->report_src, s->sb.report_fd, EPOLLIN, on_report, s);
+        if (r < 0)
+                return glove_error_set(err, -r, "session.event_loop", "event loop: %s", strerror(-r));
+        return 0;
+}
+
+int glove_session_start(sd_event *loop, const struct glove_session_desc *d, const struct glove_session_ops *ops, void *userdata,
+                        struct glove_session **out, struct glove_error *err) {
+        int r = glove_session_spawn(d, ops, userdata, out, err);
+        if (r >= 0 && (r = glove_session_attach(*out, loop, err)) < 0) {
+                glove_session_free(*out);
+                *out = NULL;
+        }
+        return r;
 }
 
 int glove_session_release(struct glove_session *s, struct glove_error *err) {

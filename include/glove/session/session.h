@@ -174,6 +174,22 @@ struct glove_session_ops {
 int glove_session_start(sd_event *loop, const struct glove_session_desc *desc, const struct glove_session_ops *ops,
                         void *userdata, struct glove_session **out, struct glove_error *err);
 
+/*
+ * glove_session_start in two steps, for a caller that wants the clone as
+ * early as possible: glove_session_spawn does everything up to and
+ * including the clone of PID 1 (which then builds its perimeter on its own)
+ * and touches no loop; glove_session_attach adds the session's event
+ * sources to loop, once. Nothing of the session happens until it is
+ * attached (the ready report waits in its pipe). glove exec spawns first
+ * and creates its loop (loading libsystemd, about 0.7 ms) while PID 1
+ * builds the perimeter. Errors as glove_session_start; attach:
+ * "session.event_loop". A session that was spawned and never attached is
+ * freed with glove_session_free (kills and reaps PID 1).
+ */
+int glove_session_spawn(const struct glove_session_desc *desc, const struct glove_session_ops *ops, void *userdata,
+                        struct glove_session **out, struct glove_error *err);
+int glove_session_attach(struct glove_session *s, sd_event *loop, struct glove_error *err);
+
 /* Lets the agent start (after ops.ready). Returns 0 or -errno
  * ("sandbox.release"; -EALREADY when already released, -EAGAIN before ready). */
 int glove_session_release(struct glove_session *s, struct glove_error *err);
