@@ -17,6 +17,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 #include "glove/base/time.h"
+#include "glove/session/session.h"
 
 
 enum how {
@@ -193,10 +194,17 @@ static void on_output(void *userdata, int stream, const void *buf, size_t n) {
         if (out_flush(o))
                 return;
         if (!o->src && sd_event_add_io(c->loop, &o->src, o->fd, EPOLLOUT, on_out_writable, o) < 0) {
-                /* No event source: finish the write blocking (as a plain pump would). */
+                /* No event source: finish the write within the drain bound,
+                 * else drop it (never an unbounded wait on the loop). */
                 struct pollfd pfd = {.fd = o->fd, .events = POLLOUT};
-                while (!out_flush(o) && poll(&pfd, 1, -1) >= 0)
-                        ;
+                uint64_t deadline = glove_time_monotonic_ms() + GLOVE_SESSION_DRAIN_MS;
+                while (!out_flush(o)) {
+                        uint64_t now = glove_time_monotonic_ms();
+                        if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) < 0) {
+                                out_failed(o, ETIMEDOUT);
+                                break;
+                        }
+                }
                 return;
         }
         (void)sd_event_source_set_enabled(o->src, SD_EVENT_ON);

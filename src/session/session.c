@@ -422,10 +422,7 @@ static int on_report(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 static void session_free_now(struct glove_session *s) {
         release_sources(s);
-        if (!s->reaped && s->sb.pid > 0)
-                glove_sandbox_destroy(&s->sb); /* kills and reaps: the only blocking path */
-        else
-                glove_sandbox_destroy(&s->sb);
+        glove_sandbox_destroy(&s->sb); /* unreaped PID 1: killed and reaped, the only blocking path */
         glove_session_egress_stop(&s->egress);
         if (s->cg) {
                 (void)glove_cgroup_destroy(s->cg, NULL);

@@ -144,3 +144,16 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
                 --protocol 1999-01-01 --expect-protocol 2025-11-25 id-types inflight-bound 1100
         expect_adversarial_pass
 }
+
+@test "run: what the agent writes on its MCP channel counts towards --output-limit (137, terminal_output)" {
+        gr --upstream "py=$PY,$UPY" --output-limit 20000 --status-json "$BATS_TEST_TMPDIR/s.json" -- "$PY" -c '
+import sys, time
+line = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"x\":\"%s\"}}\n" % ("y" * 200)
+for _ in range(1000):
+    sys.stdout.write(line)
+sys.stdout.flush()
+time.sleep(30)'
+        [ "$status" -eq 137 ] || { show_run; fail "expected 137"; }
+        [[ "$stderr" == *"limits.terminal_output"* ]] || fail "the limit was not named: $stderr"
+        "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["limit"] == "terminal_output", s' "$BATS_TEST_TMPDIR/s.json"
+}
