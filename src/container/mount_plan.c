@@ -222,6 +222,9 @@ static int add_host(struct glove_mount_plan *plan, const char *host, const char 
                 ssize_t n = readlink(host, target, sizeof(target) - 1);
                 if (n < 0)
                         return glove_error_set(err, errno, "mount.clone", "readlink %s: %s", host, strerror(errno));
+                if ((size_t)n >= sizeof(target) - 1)
+                        return glove_error_set(err, ENAMETOOLONG, "mount.clone", "readlink %s: the target is longer than %zu bytes",
+                                               host, sizeof(target) - 2);
                 target[n] = '\0';
                 return add_link(plan, dest, target, code, err);
         }

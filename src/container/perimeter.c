@@ -272,7 +272,7 @@ static int mount_fresh(struct exec_ctx *c, const char *dest, const char *fstype,
 /* Re-opens a grant in this mount namespace and checks it is the object Glove
  * pinned; a swapped component fails here rather than redirecting a mount. */
 static int clone_grant(const struct glove_mount_entry *e, const char *path, int *tree, struct glove_error *err) {
-        int fd = -1;
+        _cleanup_close_ int fd = -1;
         int r = glove_fd_open_nofollow(path, O_PATH, &fd, err);
         if (r < 0) {
                 glove_error_prefix(err, "grant changed after it was checked");
@@ -399,18 +399,22 @@ static int write_existing(struct exec_ctx *c, const struct glove_mount_entry *e,
  * not mount: the same inode is bound at /dev/console so that ttyname() finds
  * it (glibc matches device and inode when the /proc link does not resolve). */
 static int bind_tty(struct exec_ctx *c, int tty_fd, const char *dest, uint64_t attrs, struct glove_error *err) {
+        /* Fail closed: PID 1 reopens the agent's terminal through this bind
+         * (so the agent cannot change the host node), and it must exist. */
         char proc[64], path[GLOVE_PATH_MAX];
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tty_fd);
         ssize_t n = readlink(proc, path, sizeof(path) - 1);
-        if (n <= 0 || path[0] != '/')
-                return 0; /* not a path we can reach: leave ttyname() failing */
+        if (n <= 0 || (size_t)n >= sizeof(path) - 1 || path[0] != '/')
+                return glove_error_set(err, n < 0 ? errno : ENOENT, "mount.attach", "the terminal has no path to bind at /%s", dest);
         path[n] = '\0';
         int tree = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
         if (tree < 0)
-                return 0;
+                return glove_error_set(err, errno, "mount.attach", "cannot clone the terminal %s: %s", path, glove_errno_text(errno));
         struct stat a, b;
-        if (fstat(tree, &a) < 0 || fstat(tty_fd, &b) < 0 || a.st_rdev != b.st_rdev || a.st_ino != b.st_ino)
-                return 0; /* the path no longer names this PTY */
+        if (fstat(tree, &a) < 0 || fstat(tty_fd, &b) < 0 || a.st_rdev != b.st_rdev || a.st_ino != b.st_ino) {
+                close(tree);
+                return glove_error_set(err, ESTALE, "mount.attach", "%s no longer names the agent's terminal", path);
+        }
         return attach(c, tree, dest, false, attrs, err);
 }
 

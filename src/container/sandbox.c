@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "glove/container/sandbox.h"
+#include "glove/container/mount_plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -284,8 +285,9 @@ int glove_sandbox_spawn_start(const struct glove_sandbox_config *cfg, struct glo
                 return glove_error_set(err, EINVAL, "sandbox.clone", "no mount plan");
         uid_t ouid = geteuid();
         gid_t ogid = getegid();
-        sb->uid_map = (struct glove_sandbox_idmap){ouid == 0 ? GLOVE_SANDBOX_ROOT_INSIDE_ID : ouid, ouid, 1};
-        sb->gid_map = (struct glove_sandbox_idmap){ogid == 0 ? GLOVE_SANDBOX_ROOT_INSIDE_ID : ogid, ogid, 1};
+        /* The same mapping the plan's passwd entry and HOME were built for. */
+        sb->uid_map = (struct glove_sandbox_idmap){glove_mount_plan_inside_id(ouid), ouid, 1};
+        sb->gid_map = (struct glove_sandbox_idmap){glove_mount_plan_inside_id(ogid), ogid, 1};
         sb->argv = argv_dup(cfg->argv);
         if (!sb->argv)
                 return glove_error_set(err, ENOMEM, "sandbox.clone", "out of memory copying the agent's argv");

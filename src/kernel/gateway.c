@@ -108,9 +108,12 @@ static void maybe_finish(struct glove_kernel_gateway *gw) {
                 return;
         for (size_t i = 0; i < gw->n_ups; i++)
                 if (glove_mcp_upstream_pid(gw->ups[i].u) > 0) {
-                        if (!gw->grace_timer)
-                                sd_event_add_time_relative(gw->event, &gw->grace_timer, CLOCK_MONOTONIC,
-                                                           GLOVE_KERNEL_GATEWAY_GRACE_USEC, 1000, on_grace_timeout, gw);
+                        if (!gw->grace_timer &&
+                            sd_event_add_time_relative(gw->event, &gw->grace_timer, CLOCK_MONOTONIC,
+                                                       GLOVE_KERNEL_GATEWAY_GRACE_USEC, 1000, on_grace_timeout, gw) < 0) {
+                                gw->grace_timer = NULL;
+                                signal_upstreams(gw, SIGKILL); /* no grace without a timer: never wait forever */
+                        }
                         return;
                 }
         gw->finished = true;

@@ -162,8 +162,12 @@ int gw_on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void *use
         if (n == -EAGAIN)
                 return 0;
         /* The caller may count the channel towards a limit. */
-        if (n > 0 && gw->cfg.agent_bytes && !gw->cfg.agent_bytes(gw->cfg.userdata, (size_t)n))
+        if (n > 0 && gw->cfg.agent_bytes && !gw->cfg.agent_bytes(gw->cfg.userdata, (size_t)n)) {
+                /* Over the limit (the agent is being killed): read no more,
+                 * or the buffer would grow on every wake-up until then. */
+                gw->agent_out_src = sd_event_source_disable_unref(gw->agent_out_src);
                 return 0;
+        }
         for (;;) {
                 const char *line;
                 size_t len;

@@ -48,9 +48,12 @@ static void call_timeout(struct glove_kernel_gateway *gw, struct glove_kernel_ca
                 gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_TIMEOUT, "the upstream did not answer in time", "upstream_timeout",
                                rule);
         }
-        json_t *params = json_pack("{s:I,s:s}", "requestId", (json_int_t)c->upstream_id, "reason", "timeout");
-        glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/cancelled", params));
+        /* Finished before the send: a send that finds the upstream dead
+         * fails its calls at once, and this one must not be among them. */
+        int64_t upstream_id = c->upstream_id;
         call_finish(gw, c, c->cancelled ? "cancelled" : "timeout");
+        json_t *params = json_pack("{s:I,s:s}", "requestId", (json_int_t)upstream_id, "reason", "timeout");
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/cancelled", params));
 }
 
 int gw_on_call_timer(sd_event_source *s, uint64_t usec, void *userdata) {

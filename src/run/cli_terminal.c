@@ -61,7 +61,6 @@ struct glove_cli_terminal {
         struct termios saved;
         void (*write_error)(void *userdata, int fd, int errnum);
         void *write_error_userdata;
-        int first_errno, first_fd; /* the first failed write to 1 or 2 */
 };
 
 /* A write to Glove's stdout or stderr failed: the rest of that stream is
@@ -71,10 +70,6 @@ static void out_failed(struct out *o, int errnum) {
         o->broken = true;
         o->off = o->len = 0;
         int fd = o == &c->out[0] ? 1 : 2;
-        if (!c->first_errno) {
-                c->first_errno = errnum ? errnum : EIO;
-                c->first_fd = fd;
-        }
         if (c->write_error)
                 c->write_error(c->write_error_userdata, fd, errnum ? errnum : EIO);
 }
@@ -361,12 +356,6 @@ void glove_cli_terminal_on_write_error(struct glove_cli_terminal *c, void (*fn)(
                                        void *userdata) {
         c->write_error = fn;
         c->write_error_userdata = userdata;
-}
-
-int glove_cli_terminal_write_errno(const struct glove_cli_terminal *c, int *fd) {
-        if (fd)
-                *fd = c ? c->first_fd : 0;
-        return c ? c->first_errno : 0;
 }
 
 void glove_cli_terminal_resize(struct glove_cli_terminal *c) {

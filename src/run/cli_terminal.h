@@ -51,9 +51,6 @@ int glove_cli_terminal_attach(sd_event *loop, struct glove_terminal *t, const st
 void glove_cli_terminal_on_write_error(struct glove_cli_terminal *c, void (*fn)(void *userdata, int fd, int errnum),
                                        void *userdata);
 
-/* The errno of the first failed write (0: none), and its descriptor. */
-int glove_cli_terminal_write_errno(const struct glove_cli_terminal *c, int *fd);
-
 /* The outer window size changed (SIGWINCH): copies it to the PTY. */
 void glove_cli_terminal_resize(struct glove_cli_terminal *c);
 

@@ -258,8 +258,10 @@ int glove_exec_main(int argc, char **argv) {
         struct exec_run x = {.opts = opts, .launch = l, .signals = {.fd = -1}};
         int status;
         if (run_session(&x, &err) < 0) {
-                glove_session_free(x.session);
+                /* The client first: it detaches from the session's terminal. */
                 glove_cli_terminal_free(x.term, 0);
+                x.term = NULL;
+                glove_session_free(x.session);
                 status = glove_launch_fail(&err);
         } else {
                 bool mid_line = glove_cli_terminal_mid_line(x.term);

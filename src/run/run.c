@@ -87,25 +87,6 @@ static int run_audit(struct run *r, const char *event, json_t *fields) {
         return rr;
 }
 
-/* Puts the command-line flag before a message of a lower module that starts
- * with the offending value (DESIGN.md: flag names live in the CLI). */
-static int with_flag(struct glove_error *err, const char *flag) {
-        if (err->errnum != ENOMEM) {
-                char msg[GLOVE_ERROR_MESSAGE_MAX];
-                memcpy(msg, err->message, sizeof(msg));
-                size_t n = strlen(flag);
-                if (n + 1 < sizeof(err->message)) {
-                        memcpy(err->message, flag, n);
-                        err->message[n] = ' ';
-                        size_t room = sizeof(err->message) - n - 2;
-                        size_t len = strnlen(msg, room);
-                        memcpy(err->message + n + 1, msg, len);
-                        err->message[n + 1 + len] = '\0';
-                }
-        }
-        return -err->errnum;
-}
-
 /* ------------------------------------------------------------------ options to specs */
 
 static int setup_policy(struct run *r, struct glove_error *err) {
@@ -145,14 +126,19 @@ static int setup_specs(struct run *r, struct glove_error *err) {
                 struct glove_mcp_upstream_spec *s = &r->specs[r->n_specs];
                 int rr = glove_mcp_upstream_spec_parse(o->upstreams[i], env, s, err);
                 r->n_specs++;
-                if (rr < 0)
-                        return strcmp(err->code, "upstream.bad_spec") == 0 ? with_flag(err, "--upstream") : rr;
+                if (rr < 0) {
+                        if (strcmp(err->code, "upstream.bad_spec") == 0)
+                                glove_error_prepend_word(err, "--upstream");
+                        return rr;
+                }
                 for (size_t k = 0; k + 1 < r->n_specs; k++)
                         if (strcmp(r->specs[k].name, s->name) == 0)
                                 return glove_error_set(err, EINVAL, "upstream.duplicate", "upstream name %s given twice", s->name);
                 rr = glove_mcp_upstream_spec_build_env(s, env, o->upstream_env, o->n_upstream_env, err);
-                if (rr < 0)
-                        return with_flag(err, "--upstream-env");
+                if (rr < 0) {
+                        glove_error_prepend_word(err, "--upstream-env");
+                        return rr;
+                }
         }
         for (size_t i = 0; i < o->n_upstream_env; i++) {
                 const char *colon = strchr(o->upstream_env[i], ':');
