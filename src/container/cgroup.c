@@ -424,7 +424,7 @@ static int kill_round(struct cg_dir *d, bool *empty) {
         }
         r = cg_file_read_pids(d->fd, &second, &n2);
         for (size_t i = 0; i < n1; i++) {
-                if (r == 0 && first[i] > 0 && bsearch(&first[i], second, n2, sizeof(*second), cmp_pid)) {
+                if (r == 0 && n2 > 0 && first[i] > 0 && bsearch(&first[i], second, n2, sizeof(*second), cmp_pid)) {
                         if (fds[i] >= 0)
                                 (void)sys_pidfd_send_signal(fds[i], SIGKILL);
                         else if (no_pidfd)
