@@ -22,10 +22,15 @@
 
 #define SECRET_FILE_MAX 128
 
+/* Notifications held back while call() waited for its response. */
+#define PENDING_MAX 4096
+
 struct glove_control_client {
         int fd;
         uint64_t timeout_ms;
         int64_t next_id;
+        struct glove_buffer in;   /* received bytes not yet framed */
+        json_t *pending;          /* array of notifications read by call(), oldest first */
 };
 
 static int wait_fd(int fd, short events, uint64_t deadline_ms, struct glove_error *err) {
@@ -63,50 +68,106 @@ static int send_all(struct glove_control_client *c, const uint8_t *p, size_t len
         return 0;
 }
 
-static int recv_exact(struct glove_control_client *c, uint8_t *p, size_t len, uint64_t deadline,
-                      struct glove_error *err) {
-        while (len) {
-                ssize_t n = recv(c->fd, p, len, MSG_DONTWAIT);
-                if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        int r = wait_fd(c->fd, POLLIN, deadline, err);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (n <= 0)
-                        return glove_error_set(err, ECONNRESET, "client.closed", "gloved closed the connection");
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
+/* Receives what is there into c->in without blocking. Returns 0 (maybe
+ * nothing), or -ECONNRESET at end of file or a receive error. */
+static int recv_some(struct glove_control_client *c, struct glove_error *err) {
+        size_t room = c->in.max - c->in.len;
+        if (room > 65536)
+                room = 65536;
+        if (room == 0)
+                return glove_error_set(err, EPROTO, "client.protocol", "gloved sent an oversized frame");
+        if (glove_buffer_reserve(&c->in, room) < 0)
+                return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");
+        ssize_t n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return 0;
+        if (n <= 0)
+                return glove_error_set(err, ECONNRESET, "client.closed", "gloved closed the connection");
+        glove_buffer_commit(&c->in, (size_t)n);
+        return 1;
 }
 
-/* Sends one request and reads one response object (new reference). */
-static int exchange(struct glove_control_client *c, json_t *req, json_t **resp, struct glove_error *err) {
+/* Takes one complete frame off c->in: 1 with *frame (new reference), 0 when
+ * incomplete, negative on a framing error. */
+static int take_frame(struct glove_control_client *c, json_t **frame, struct glove_error *err) {
+        const uint8_t *payload;
+        size_t plen, flen;
+        struct glove_error e = { 0 };
+        int r = glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e);
+        if (r < 0)
+                return glove_error_set(err, EPROTO, "client.protocol", "gloved broke the framing: %s", e.message);
+        if (r == 0)
+                return 0;
+        r = glove_json_decode_strict(payload, plen, GLOVE_CONTROL_FRAME_MAX, GLOVE_JSON_OBJECT_ONLY, frame, &e);
+        glove_buffer_consume(&c->in, flen);
+        if (r < 0)
+                return glove_error_set(err, EPROTO, "client.protocol", "gloved sent an invalid frame: %s", e.message);
+        return 1;
+}
+
+/* The next frame off the socket before deadline_ms (monotonic): 1 with
+ * *frame, 0 at the deadline, negative on error. */
+static int read_frame(struct glove_control_client *c, uint64_t deadline_ms, json_t **frame, struct glove_error *err) {
+        for (;;) {
+                int r = take_frame(c, frame, err);
+                if (r != 0)
+                        return r;
+                r = recv_some(c, err);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                uint64_t now = glove_time_monotonic_ms();
+                if (now >= deadline_ms)
+                        return 0;
+                struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                uint64_t wait = deadline_ms - now;
+                int n = poll(&p, 1, wait > INT32_MAX ? INT32_MAX : (int)wait);
+                if (n < 0 && errno != EINTR)
+                        return glove_error_set(err, errno, "client.protocol", "poll: %s", strerror(errno));
+        }
+}
+
+static bool is_notification(const json_t *frame) {
+        return !json_object_get(frame, "id") && json_is_string(json_object_get(frame, "method"));
+}
+
+/* Encodes and sends one message within the per-call timeout. */
+static int send_message(struct glove_control_client *c, json_t *msg, struct glove_error *err) {
         _cleanup_buffer_ struct glove_buffer out;
         glove_buffer_init(&out, GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX);
+        int r = glove_control_frame_encode(msg, &out, err);
+        if (r == 0)
+                r = send_all(c, out.data, out.len, glove_time_monotonic_ms() + c->timeout_ms, err);
+        return r;
+}
+
+/* Sends one request and reads frames until its response (new reference);
+ * notifications read meanwhile are kept for glove_control_client_next. */
+static int exchange(struct glove_control_client *c, json_t *req, json_t **resp, struct glove_error *err) {
         uint64_t deadline = glove_time_monotonic_ms() + c->timeout_ms;
-        int r = glove_control_frame_encode(req, &out, err);
-        if (r == 0)
-                r = send_all(c, out.data, out.len, deadline, err);
-        uint8_t prefix[GLOVE_CONTROL_FRAME_PREFIX];
-        if (r == 0)
-                r = recv_exact(c, prefix, sizeof(prefix), deadline, err);
+        int r = send_message(c, req, err);
         if (r < 0)
                 return r;
-        uint32_t n = ((uint32_t)prefix[0] << 24) | ((uint32_t)prefix[1] << 16) | ((uint32_t)prefix[2] << 8) | prefix[3];
-        if (n == 0 || n > GLOVE_CONTROL_FRAME_MAX)
-                return glove_error_set(err, EPROTO, "client.protocol", "gloved sent a frame of %u bytes", n);
-        _cleanup_free_ uint8_t *payload = malloc(n);
-        if (!payload)
-                return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");
-        r = recv_exact(c, payload, n, deadline, err);
-        if (r < 0)
-                return r;
-        struct glove_error e = { 0 };
-        if (glove_json_decode_strict(payload, n, GLOVE_CONTROL_FRAME_MAX, GLOVE_JSON_OBJECT_ONLY, resp, &e) < 0)
-                return glove_error_set(err, EPROTO, "client.protocol", "gloved sent an invalid frame: %s", e.message);
-        return 0;
+        for (;;) {
+                json_t *f = NULL;
+                r = read_frame(c, deadline, &f, err);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return glove_error_set(err, ETIMEDOUT, "client.timeout", "gloved did not answer in time");
+                if (!is_notification(f)) {
+                        *resp = f;
+                        return 0;
+                }
+                if (json_array_size(c->pending) >= PENDING_MAX) {
+                        json_decref(f);
+                        return glove_error_set(err, EPROTO, "client.protocol",
+                                               "more than %d notifications while waiting for a response", PENDING_MAX);
+                }
+                if (json_array_append_new(c->pending, f) < 0)
+                        return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");
+        }
 }
 
 static void fill_remote(const json_t *error, struct glove_control_remote_error *remote) {
@@ -142,6 +203,51 @@ int glove_control_client_call(struct glove_control_client *c, const char *method
                 return glove_error_set(err, EPROTO, "client.protocol", "gloved sent an unexpected response");
         *result = json_incref(res);
         return 0;
+}
+
+int glove_control_client_send(struct glove_control_client *c, const char *method, json_t *params, int64_t *id,
+                              struct glove_error *err) {
+        if (!c || !method)
+                return glove_error_set(err, EINVAL, "client.invalid_argument", "no client or method");
+        json_int_t n = c->next_id++;
+        _cleanup_json_ json_t *req = json_pack("{s:I,s:s,s:o}", "id", n, "method", method, "params",
+                                               params ? json_incref(params) : json_object());
+        if (!req)
+                return glove_error_set(err, ENOMEM, "client.invalid_argument", "cannot build the request");
+        int r = send_message(c, req, err);
+        if (r < 0)
+                return r;
+        if (id)
+                *id = n;
+        return 0;
+}
+
+int glove_control_client_next(struct glove_control_client *c, uint64_t timeout_ms, json_t **frame,
+                              struct glove_error *err) {
+        *frame = NULL;
+        if (json_array_size(c->pending) > 0) {
+                *frame = json_incref(json_array_get(c->pending, 0));
+                json_array_remove(c->pending, 0);
+                return 1;
+        }
+        uint64_t now = glove_time_monotonic_ms();
+        uint64_t deadline = timeout_ms > UINT64_MAX - now ? UINT64_MAX : now + timeout_ms;
+        return read_frame(c, deadline, frame, err);
+}
+
+int glove_control_client_fd(const struct glove_control_client *c) {
+        return c ? c->fd : -1;
+}
+
+bool glove_control_client_buffered(const struct glove_control_client *c) {
+        if (!c)
+                return false;
+        if (json_array_size(c->pending) > 0)
+                return true;
+        const uint8_t *payload;
+        size_t plen, flen;
+        struct glove_error e = { 0 };
+        return glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e) != 0;
 }
 
 static int read_secret(const char *runtime_dir, char hex[65], struct glove_error *err) {
@@ -201,6 +307,12 @@ int glove_control_client_open(const char *runtime_dir, uint64_t timeout_ms, stru
         c->fd = -1;
         c->timeout_ms = timeout_ms;
         c->next_id = 1;
+        glove_buffer_init(&c->in, GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX);
+        c->pending = json_array();
+        if (!c->pending) {
+                glove_control_client_close(c);
+                return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");
+        }
         char hex[65];
         int r = read_secret(runtime_dir, hex, err);
         if (r == 0)
@@ -232,5 +344,7 @@ void glove_control_client_close(struct glove_control_client *c) {
                 return;
         if (c->fd >= 0)
                 close(c->fd);
+        glove_buffer_free(&c->in);
+        json_decref(c->pending);
         free(c);
 }

@@ -17,6 +17,10 @@
 #include "glove/base/fd.h"
 #include "glove/control/client.h"
 #include "glove/control/store.h"
+#include "ctl_internal.h"
+
+#define usage_error ctl_usage_error
+#define shown ctl_shown
 
 static const char usage_text[] =
         "Usage: glove ctl [--runtime-dir DIR] [--json] [--timeout-ms MS] COMMAND\n"
@@ -33,25 +37,29 @@ static const char usage_text[] =
         "  receipts [--after N] [--limit N]   page through the receipt journal\n"
         "  receipts-ack --sequence N --head-mac HEX\n"
         "                                     acknowledge delivery up to the exact head\n"
+        "  start ID                           start a created session (answers its state if started)\n"
+        "  attach ID [--no-stdin]             show the transcript and live output; type into the session\n"
+        "                                     (on a terminal: raw mode, Ctrl-] d detaches, Ctrl-] Ctrl-]\n"
+        "                                     sends Ctrl-]); exits with the session's status\n"
+        "  write-stdin ID [--data TEXT]       send TEXT, or standard input (at most 65536 bytes)\n"
+        "  resize ID ROWS COLS                set the session's terminal size (1..10000 each)\n"
+        "  signal ID NAME                     send a signal: HUP INT QUIT TERM KILL USR1 USR2 CONT\n"
+        "                                     STOP WINCH (with or without SIG)\n"
+        "  stop ID [--grace MS]               SIGTERM, then SIGKILL after MS (0..600000, default 5000)\n"
+        "  cleanup ID                         remove what an ended session's cleanup policies say\n"
+        "  sessions                           every session with its state and age\n"
         "\n"
         "Options:\n"
         "  --runtime-dir DIR   where gloved.sock and bootstrap-secret are (default $XDG_RUNTIME_DIR/glove)\n"
-        "  --json              print the raw result as one line of JSON\n"
+        "  --json              print the raw result as one line of JSON (attach: the attach result,\n"
+        "                      then every notification gloved pushes, one line each)\n"
         "  --timeout-ms MS     give up after MS milliseconds per call (default 30000)\n"
         "  -h, --help          show this help\n"
         "\n"
-        "Exit status: 0 success, 1 refused by gloved, 125 gloved unreachable or usage error.\n";
+        "Exit status: 0 success, 1 refused by gloved, 125 gloved unreachable or usage error;\n"
+        "attach: the session's exit status (128+N for signal N) when it ended, 0 on detach.\n";
 
-struct ctl {
-        const char *runtime_dir;
-        bool json;
-        uint64_t timeout_ms;
-        const char *cmd;
-        char **args; /* command arguments */
-        int nargs;
-};
-
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+int ctl_usage_error(const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         fprintf(stderr, "glove: usage.ctl: ");
@@ -66,7 +74,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
  * peer cannot send escape sequences to the operator's terminal. Returns one
  * of 8 rotating static buffers (so up to 8 may appear in one printf); a
  * string longer than fits is cut and ends in "...". */
-static const char *shown(const char *s) {
+const char *ctl_shown(const char *s) {
         static char bufs[8][1024];
         static unsigned next;
         char *out = bufs[next++ % 8];
@@ -91,14 +99,20 @@ static const char *shown(const char *s) {
         return out;
 }
 
-static int failure(const struct glove_error *e) {
+int ctl_failure(const struct glove_error *e) {
         fprintf(stderr, "glove: %s: %s\n", e->code, e->message);
         return GLOVE_CONTROL_CTL_EXIT_FAILURE;
 }
 
-static int refused(const struct glove_control_remote_error *r) {
+int ctl_refused(const struct glove_control_remote_error *r) {
         fprintf(stderr, "glove: %s: %s\n", shown(r->code), shown(r->message));
         return GLOVE_CONTROL_CTL_EXIT_REFUSED;
+}
+
+int ctl_print_json(const json_t *v) {
+        _cleanup_free_ char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+        printf("%s\n", s ? s : "{}");
+        return s ? 0 : GLOVE_CONTROL_CTL_EXIT_FAILURE;
 }
 
 /* Reads a plan file (at most GLOVE_CONTROL_STORE_PLAN_MAX bytes after one
@@ -307,6 +321,9 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
 }
 
 static int run(const struct ctl *c) {
+        int handled = ctl_session_run(c);
+        if (handled >= 0)
+                return handled;
         const char *method = NULL;
         _cleanup_json_ json_t *params = NULL;
         int r = build(c, &method, &params);
@@ -315,14 +332,14 @@ static int run(const struct ctl *c) {
         struct glove_error err = { 0 };
         _cleanup_client_ struct glove_control_client *cl = NULL;
         if (glove_control_client_open(c->runtime_dir, c->timeout_ms, &cl, &err) < 0)
-                return failure(&err);
+                return ctl_failure(&err);
         _cleanup_json_ json_t *result = NULL;
         struct glove_control_remote_error remote;
         r = glove_control_client_call(cl, method, params, &result, &remote, &err);
         if (r < 0)
-                return failure(&err);
+                return ctl_failure(&err);
         if (r == 1) {
-                r = refused(&remote);
+                r = ctl_refused(&remote);
                 if (remote.data && strcmp(remote.code, "plan.invalid") == 0) {
                         size_t i;
                         json_t *reason;

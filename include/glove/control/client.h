@@ -16,6 +16,7 @@
  *   client.invalid_argument, client.no_memory
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -53,6 +54,41 @@ int glove_control_client_open(const char *runtime_dir, uint64_t timeout_ms, stru
  */
 int glove_control_client_call(struct glove_control_client *c, const char *method, json_t *params, json_t **result,
                               struct glove_control_remote_error *remote, struct glove_error *err);
+
+/*
+ * Sends {"id":N,"method":method,"params":params} (params borrowed; NULL
+ * means {}) without waiting for the response; *id (may be NULL) receives N,
+ * so the caller can match the response read later with
+ * glove_control_client_next. The send itself must complete within the
+ * client's timeout. Returns 0 or a negative errno with err set
+ * (client.closed, client.timeout, client.invalid_argument, frame.*).
+ */
+int glove_control_client_send(struct glove_control_client *c, const char *method, json_t *params, int64_t *id,
+                              struct glove_error *err);
+
+/*
+ * Reads the next frame from gloved, a response (has "id") or a pushed
+ * notification ({"method","params"} without "id"), waiting at most
+ * timeout_ms milliseconds (0: only what has already arrived). Notifications
+ * that glove_control_client_call read while it waited for its own response
+ * come first, in arrival order (it keeps at most 4096; more is
+ * client.protocol). Returns 1 with *frame (a new reference, the whole
+ * decoded object; not otherwise checked), 0 when no complete frame came
+ * within the timeout (*frame NULL), or a negative errno with err set
+ * (client.closed, client.protocol, client.no_memory).
+ */
+int glove_control_client_next(struct glove_control_client *c, uint64_t timeout_ms, json_t **frame,
+                              struct glove_error *err);
+
+/* The connection's socket, for poll(POLLIN) by a caller that multiplexes it
+ * with other descriptors (borrowed: do not read, write or close it). A
+ * frame may already be buffered without the socket being readable: check
+ * glove_control_client_buffered first. */
+int glove_control_client_fd(const struct glove_control_client *c);
+
+/* True when glove_control_client_next would return a frame without reading
+ * the socket (a held notification or a complete buffered frame). */
+bool glove_control_client_buffered(const struct glove_control_client *c);
 
 /* Closes the connection and frees c (NULL allowed). */
 void glove_control_client_close(struct glove_control_client *c);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Internal to glove ctl (ctl.c, ctl_session.c, ctl_attach.c); see ctl.h. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "glove/base/error.h"
+#include "glove/control/client.h"
+
+/* Largest write_stdin payload, decoded bytes (the protocol's bound). */
+#define CTL_STDIN_MAX 65536
+
+struct ctl {
+        const char *runtime_dir;
+        bool json;
+        uint64_t timeout_ms;
+        const char *cmd;
+        char **args; /* command arguments */
+        int nargs;
+};
+
+/* "glove: usage.ctl: ...; see glove ctl --help" on stderr; returns 125. */
+__attribute__((format(printf, 1, 2))) int ctl_usage_error(const char *fmt, ...);
+/* A string from gloved made safe for a terminal (see ctl.c). */
+const char *ctl_shown(const char *s);
+/* "glove: CODE: MESSAGE" on stderr; return 125 / 1. */
+int ctl_failure(const struct glove_error *e);
+int ctl_refused(const struct glove_control_remote_error *r);
+/* Prints v as one line of compact JSON with sorted keys; 0 or 125. */
+int ctl_print_json(const json_t *v);
+
+/* Runs the session commands (start, attach, write-stdin, resize, signal,
+ * stop, cleanup, sessions). Returns -1 when c->cmd is none of them, else
+ * the exit status. */
+int ctl_session_run(const struct ctl *c);
+
+/* glove ctl attach (ctl_attach.c). */
+int ctl_attach_run(const struct ctl *c, const char *session_id, bool no_stdin);
+
+/* Base64 (RFC 4648, standard alphabet, padded). ctl_b64_encode writes
+ * 4*ceil(n/3) bytes and a NUL to out (caller sizes it); ctl_b64_decode
+ * decodes strictly into out (at least 3*len/4 bytes) and returns the length,
+ * or -EINVAL. */
+void ctl_b64_encode(const uint8_t *in, size_t n, char *out);
+ssize_t ctl_b64_decode(const char *in, size_t len, uint8_t *out);
