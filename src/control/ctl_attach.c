@@ -194,7 +194,30 @@ static int flush_input(struct attach *a, struct glove_error *err) {
         return r;
 }
 
-/* The exit status for a session that ended, from its termination; prints
+/* The session's terminal receipt (receipts_page at receipt_sequence), a new
+ * reference, or NULL when it cannot be had. */
+static json_t *fetch_receipt(const struct attach *a, const json_t *info) {
+        json_t *seq = json_object_get(info, "receipt_sequence");
+        if (!a->cl || !json_is_integer(seq) || json_integer_value(seq) < 1)
+                return NULL;
+        _cleanup_json_ json_t *p = json_pack("{s:I,s:I}", "after_sequence", json_integer_value(seq) - 1, "limit", 1);
+        _cleanup_json_ json_t *res = NULL;
+        struct glove_control_remote_error remote;
+        struct glove_error err = { 0 };
+        if (!p || glove_control_client_call(a->cl, "receipts_page", p, &res, &remote, &err) != 0) {
+                json_decref(remote.data);
+                return NULL;
+        }
+        json_t *e = json_object_get(json_array_get(json_object_get(res, "envelopes"), 0), "envelope");
+        const char *sid = json_string_value(json_object_get(e, "session_id"));
+        if (!sid || strcmp(sid, a->id) != 0)
+                return NULL;
+        json_t *r = json_object_get(e, "receipt");
+        return json_is_object(r) ? json_incref(r) : NULL;
+}
+
+/* The exit status for a session that ended, from its termination (and the
+ * exit code of its terminal receipt when the notification has none); prints
  * the final status on stderr. */
 static int ended_status(const struct attach *a, const json_t *info) {
         const json_t *t = json_object_get(info, "termination");
@@ -203,6 +226,9 @@ static int ended_status(const struct attach *a, const json_t *info) {
         const json_t *code = json_object_get(info, "exit_code");
         if (!json_is_integer(code))
                 code = json_object_get(t, "exit_code");
+        _cleanup_json_ json_t *receipt = NULL;
+        if (!json_is_integer(code) && !json_is_integer(sig) && (receipt = fetch_receipt(a, info)) != NULL)
+                code = json_object_get(receipt, "exit_code");
         const char *state = json_string_value(json_object_get(info, "state"));
         int status;
         if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 128)
