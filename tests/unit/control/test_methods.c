@@ -108,7 +108,7 @@ static void test_base_service(void **state) {
         assert_true(json_is_false(json_object_get(caps, "lifecycle_operational")));
         assert_int_equal(json_array_size(json_object_get(caps, "managed_runtime_ids")), 0);
         assert_int_equal(json_array_size(json_object_get(caps, "resource_mechanisms")), 0);
-        assert_int_equal(json_integer_value(json_object_get(caps, "adapter_schema_version")), 0);
+        assert_int_equal(json_integer_value(json_object_get(caps, "agent_runtime_adapter_schema_version")), 0);
         assert_int_equal(json_integer_value(json_object_get(caps, "refinement_evaluation_protocol_schema_version")), 0);
         assert_true(json_is_null(json_object_get(caps, "policy_revision")));
 
