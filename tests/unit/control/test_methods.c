@@ -167,7 +167,7 @@ static void test_policy_and_store(void **state) {
         load_policy_and_store(f);
         _cleanup_json_ json_t *caps = glove_control_capabilities(&f->c);
         static const char *const all[] = { "authenticate",  "capabilities",   "receipts_page", "receipts_ack",
-                                           "validate_plan", "create_session", "session_status", NULL };
+                                           "validate_plan", "create_session", "session_status", "list_sessions", NULL };
         expect_methods(caps, all);
         assert_int_equal(json_integer_value(json_array_get(json_object_get(caps, "plan_schema_versions"), 0)), 1);
         assert_int_equal(json_integer_value(json_object_get(caps, "session_store_schema_version")), 1);
