@@ -11,11 +11,16 @@
 #include "glove/base/json.h"
 
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
+#include "glove/control/runtime.h"
 #include "glove/supervisor/plan.h"
 #include "glove/supervisor/policy.h"
+#include "glove/supervisor/policy_query.h"
 #endif
 
-enum need { NEED_NOTHING, NEED_RECEIPTS, NEED_POLICY, NEED_STORE };
+enum need { NEED_NOTHING, NEED_RECEIPTS, NEED_POLICY, NEED_STORE, NEED_RUNTIME };
+
+/* The connection of the request being dispatched (attach streams). */
+static struct glove_control_conn *current_conn;
 
 typedef json_t *(*handler_fn)(struct glove_control_components *c, const struct glove_control_request *req);
 
@@ -218,6 +223,143 @@ static json_t *do_receipts_ack(struct glove_control_components *c, const struct 
         return glove_control_response_result(req->id, json_pack("{s:I}", "acknowledged_sequence", (json_int_t)seq));
 }
 
+/* ---- managed sessions ---- */
+
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+static const char *const id_keys[] = { "session_id", NULL };
+static const char *const stdin_keys[] = { "data_b64", "session_id", NULL };
+static const char *const resize_keys[] = { "cols", "rows", "session_id", NULL };
+static const char *const signal_keys[] = { "session_id", "signal", NULL };
+static const char *const stop_keys[] = { "grace_ms", "session_id", NULL };
+
+static json_t *answer(const struct glove_control_request *req, int r, json_t *result, const struct glove_error *e) {
+        if (r < 0) {
+                json_decref(result);
+                return from_error(req, e);
+        }
+        return glove_control_response_result(req->id, result);
+}
+
+static int get_id(const struct glove_control_request *req, const char *const *keys, const char **id,
+                  struct glove_error *e) {
+        int r = glove_json_check_keys(req->params, keys, "$.params", e);
+        if (r == 0)
+                r = glove_json_get_string(req->params, "session_id", "$.params", GLOVE_CONTROL_ID_MAX, id, e);
+        return r;
+}
+
+static json_t *do_start_session(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_control_runtime_start(c->runtime, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_attach(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        if (!current_conn)
+                return error_response(req, "invalid_params", "attach needs a connection", NULL);
+        int r = glove_control_runtime_attach(c->runtime, current_conn, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_detach(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_control_runtime_detach(c->runtime, current_conn, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_write_stdin(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id, *text;
+        json_t *res = NULL;
+        if (get_id(req, stdin_keys, &id, &e) < 0 ||
+            glove_json_get_string(req->params, "data_b64", "$.params", GLOVE_CONTROL_FRAME_MAX, &text, &e) < 0)
+                return invalid_params(req, &e);
+        _cleanup_free_ uint8_t *data = NULL;
+        size_t n = 0;
+        size_t tl = json_string_length(json_object_get(req->params, "data_b64"));
+        int r = glove_control_base64_decode(text, tl, GLOVE_CONTROL_RUNTIME_STDIN_MAX, &data, &n);
+        if (r == -EMSGSIZE)
+                return error_response(req, "stdin.too_large", "write_stdin takes at most 65536 bytes per call",
+                                      json_pack("{s:i}", "max_bytes", GLOVE_CONTROL_RUNTIME_STDIN_MAX));
+        if (r < 0)
+                return error_response(req, "invalid_params", "data_b64 is not base64",
+                                      json_pack("{s:s}", "reason", "json.invalid_base64"));
+        r = glove_control_runtime_write_stdin(c->runtime, id, data, n, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_resize(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        int64_t rows, cols;
+        json_t *res = NULL;
+        if (get_id(req, resize_keys, &id, &e) < 0 ||
+            glove_json_get_int(req->params, "rows", "$.params", 1, GLOVE_CONTROL_RUNTIME_WINSIZE_MAX, &rows, &e) < 0 ||
+            glove_json_get_int(req->params, "cols", "$.params", 1, GLOVE_CONTROL_RUNTIME_WINSIZE_MAX, &cols, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_control_runtime_resize(c->runtime, id, (unsigned)rows, (unsigned)cols, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_signal(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id, *name;
+        json_t *res = NULL;
+        if (get_id(req, signal_keys, &id, &e) < 0 ||
+            glove_json_get_string(req->params, "signal", "$.params", 16, &name, &e) < 0) {
+                if (json_is_string(json_object_get(req->params, "signal")) && glove_json_check_keys(req->params, signal_keys, "$.params", &e) == 0)
+                        return error_response(req, "signal.unknown", "unknown signal name", NULL);
+                return invalid_params(req, &e);
+        }
+        int r = glove_control_runtime_signal(c->runtime, id, name, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_stop_session(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        int64_t grace = GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS;
+        json_t *res = NULL;
+        if (get_id(req, stop_keys, &id, &e) < 0 ||
+            (json_object_get(req->params, "grace_ms") &&
+             glove_json_get_int(req->params, "grace_ms", "$.params", 0, GLOVE_CONTROL_RUNTIME_GRACE_MAX_MS, &grace, &e) < 0))
+                return invalid_params(req, &e);
+        int r = glove_control_runtime_stop(c->runtime, id, (uint64_t)grace, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_cleanup_session(struct glove_control_components *c, const struct glove_control_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_control_runtime_cleanup(c->runtime, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_list_sessions(struct glove_control_components *c, const struct glove_control_request *req) {
+        static const char *const none[] = { NULL };
+        struct glove_error e = { 0 };
+        if (glove_json_check_keys(req->params, none, "$.params", &e) < 0)
+                return invalid_params(req, &e);
+        return glove_control_response_result(req->id, glove_control_runtime_list(c->store));
+}
+#endif
+
 static json_t *do_authenticate(struct glove_control_components *c, const struct glove_control_request *req) {
         (void)c;
         return error_response(req, "auth.already_authenticated", "this connection is already authenticated", NULL);
@@ -231,6 +373,17 @@ static const struct method methods[] = {
         { "validate_plan", NEED_POLICY, do_validate_plan },
         { "create_session", NEED_STORE, do_create_session },
         { "session_status", NEED_STORE, do_session_status },
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        { "list_sessions", NEED_STORE, do_list_sessions },
+        { "start_session", NEED_RUNTIME, do_start_session },
+        { "attach", NEED_RUNTIME, do_attach },
+        { "detach", NEED_RUNTIME, do_detach },
+        { "write_stdin", NEED_RUNTIME, do_write_stdin },
+        { "resize", NEED_RUNTIME, do_resize },
+        { "signal", NEED_RUNTIME, do_signal },
+        { "stop_session", NEED_RUNTIME, do_stop_session },
+        { "cleanup_session", NEED_RUNTIME, do_cleanup_session },
+#endif
 };
 
 static bool available(const struct glove_control_components *c, const struct method *m) {
@@ -243,6 +396,12 @@ static bool available(const struct glove_control_components *c, const struct met
                 return GLOVE_CONTROL_HAVE_SUPERVISOR && c->policy != NULL;
         case NEED_STORE:
                 return GLOVE_CONTROL_HAVE_SUPERVISOR && c->policy != NULL && c->store != NULL;
+        case NEED_RUNTIME:
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+                return c->policy != NULL && c->store != NULL && glove_control_runtime_operational(c->runtime);
+#else
+                return false;
+#endif
         }
         return false;
 }
@@ -262,18 +421,37 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
         bool plans = glove_control_method_advertised(c, "validate_plan");
         bool store = glove_control_method_advertised(c, "create_session");
         json_t *revision = json_null();
+        bool lifecycle = glove_control_method_advertised(c, "start_session");
+        json_t *runtimes = NULL, *mech = NULL, *missing = NULL;
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         if (c->policy)
                 revision = json_integer(glove_supervisor_policy_revision(c->policy));
+        if (lifecycle)
+                runtimes = glove_supervisor_policy_managed_runtime_ids(c->policy);
+        if (c->runtime) {
+                mech = glove_control_runtime_mechanisms(c->runtime);
+                missing = glove_control_runtime_mechanisms_missing(c->runtime);
+        }
 #endif
-        return json_pack("{s:i,s:b,s:[],s:o,s:o,s:o,s:i,s:i,s:i,s:[],s:s,s:i,s:s}", "adapter_schema_version", 0,
-                         "lifecycle_operational", 0, "managed_runtime_ids", "methods", names, "plan_schema_versions",
+        return json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
+                         "agent_runtime_adapter_schema_version", 0, "lifecycle_operational", lifecycle,
+                         "managed_runtime_ids", runtimes ? runtimes : json_array(), "methods", names,
+                         "plan_schema_versions",
                          plans ? json_pack("[i]", GLOVE_CONTROL_PLAN_SCHEMA_VERSION) : json_array(),
                          "policy_revision", revision, "protocol_version", GLOVE_CONTROL_PROTOCOL_VERSION,
                          "receipt_schema_version", c->receipts ? GLOVE_CONTROL_RECEIPT_SCHEMA_VERSION : 0,
-                         "refinement_evaluation_protocol_schema_version", 0, "resource_mechanisms", "service",
-                         "gloved", "session_store_schema_version", store ? GLOVE_CONTROL_STORE_SCHEMA_VERSION : 0,
-                         "version", GLOVE_VERSION);
+                         "refinement_evaluation_protocol_schema_version", 0, "resource_mechanisms",
+                         mech ? mech : json_array(), "resource_mechanisms_missing", missing ? missing : json_array(),
+                         "service", "gloved", "session_store_schema_version",
+                         store ? GLOVE_CONTROL_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);
+}
+
+json_t *glove_control_dispatch_conn(struct glove_control_components *c, struct glove_control_conn *conn,
+                                    const struct glove_control_request *req) {
+        current_conn = conn;
+        json_t *r = glove_control_dispatch(c, req);
+        current_conn = NULL;
+        return r;
 }
 
 json_t *glove_control_dispatch(struct glove_control_components *c, const struct glove_control_request *req) {

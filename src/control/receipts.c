@@ -35,6 +35,7 @@ struct glove_control_receipts {
         size_t n, cap;
         uint64_t acked;
         uint64_t torn_bytes, torn_offset;
+        uint64_t reserved_bytes, reserved_records; /* capacity promised to running sessions */
         int dirfd;
 };
 
@@ -272,7 +273,29 @@ int glove_control_receipts_append(struct glove_control_receipts *r, const char *
 }
 
 bool glove_control_receipts_has_room(const struct glove_control_receipts *r, size_t bytes) {
-        return glove_control_journal_has_room(r->journal, bytes);
+        if (bytes == 0 || bytes > GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE || !glove_control_journal_has_room(r->journal, bytes))
+                return false;
+        uint64_t records = glove_control_journal_records(r->journal) + r->reserved_records + 1;
+        uint64_t size = glove_control_journal_size(r->journal) + r->reserved_bytes + bytes +
+                        (r->reserved_records + 1) * GLOVE_CONTROL_JOURNAL_RECORD_OVERHEAD;
+        return records <= r->fmt.max_records && size <= r->fmt.max_bytes;
+}
+
+int glove_control_receipts_reserve(struct glove_control_receipts *r, size_t bytes, struct glove_error *err) {
+        if (!glove_control_receipts_has_room(r, bytes))
+                return glove_error_set(err, ENOSPC, "start.receipts_full",
+                                       "the receipt journal has no room for this session's receipt "
+                                       "(%llu records and %llu bytes reserved by running sessions)",
+                                       (unsigned long long)r->reserved_records, (unsigned long long)r->reserved_bytes);
+        r->reserved_records++;
+        r->reserved_bytes += bytes;
+        return 0;
+}
+
+void glove_control_receipts_unreserve(struct glove_control_receipts *r, size_t bytes) {
+        if (r->reserved_records)
+                r->reserved_records--;
+        r->reserved_bytes = r->reserved_bytes >= bytes ? r->reserved_bytes - bytes : 0;
 }
 
 uint64_t glove_control_receipts_head(const struct glove_control_receipts *r, uint8_t mac[32]) {

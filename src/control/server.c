@@ -20,11 +20,25 @@
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
 #include "glove/control/frame.h"
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+#include "glove/control/runtime.h"
+#define HAVE_RUNTIME(o) ((o)->components && (o)->components->runtime)
+#else
+#define HAVE_RUNTIME(o) false
+#define glove_control_runtime_conn_closed(rt, c) ((void)(rt), (void)(c))
+#define glove_control_runtime_set_loop(rt, ev) ((void)(rt), (void)(ev))
+#define glove_control_runtime_shutdown(rt) ((void)(rt))
+#endif
 
 #define READ_CHUNK (64u * 1024)
 #define ACCEPT_BATCH 64
 #define IN_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
-#define OUT_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
+#define RESP_MAX (GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX)
+/* Room past the pushed-frame bound for the last notice of an attachment
+ * that is dropped (session_detached, session_ended: small frames). */
+#define PUSH_SLACK (16u * 1024)
+/* One response plus GLOVE_CONTROL_PUSH_MAX of pushed frames (server.h). */
+#define OUT_MAX (RESP_MAX + GLOVE_CONTROL_PUSH_MAX + PUSH_SLACK)
 /* Buffered frames answered per wakeup of one connection before the loop
  * turns to the others, so pipelined requests share the loop fairly
  * (documented in server.h and docs/control-protocol.md). */
@@ -32,21 +46,24 @@
 
 struct server;
 
-struct conn {
+struct glove_control_conn {
         struct server *srv;
-        struct conn *prev, *next;
+        struct glove_control_conn *prev, *next;
         int fd;
         sd_event_source *io, *timer;
         struct glove_buffer in, out;
         bool authed, closing;
         bool eof;       /* the peer's end of file (or a read error) was seen: read no more */
+        size_t resp_end; /* out bytes up to the end of the pending response (0: none pending) */
+        size_t resp_len; /* length of that response frame */
+        unsigned attachments; /* attach streams held by the runtime: no idle deadline */
         uint64_t accepted_us, frame_start_us, write_start_us, activity_us;
 };
 
 struct server {
         sd_event *ev;
         const struct glove_control_server_options *o;
-        struct conn *conns;
+        struct glove_control_conn *conns;
         unsigned n_conns;
 };
 
@@ -56,8 +73,10 @@ static uint64_t now_us(struct server *s) {
         return t;
 }
 
-static void conn_free(struct conn *c) {
+static void conn_free(struct glove_control_conn *c) {
         struct server *s = c->srv;
+        if (HAVE_RUNTIME(s->o))
+                glove_control_runtime_conn_closed(s->o->components->runtime, c);
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -75,12 +94,15 @@ static void conn_free(struct conn *c) {
 }
 
 /* Queues msg (stolen) as a frame; on encoding failure queues a fixed error. */
-static void queue(struct conn *c, json_t *msg) {
+static void queue(struct glove_control_conn *c, json_t *msg) {
         struct glove_error e = { 0 };
-        if (c->out.len == 0)
+        size_t before = c->out.len;
+        if (c->resp_end == 0)
                 c->write_start_us = now_us(c->srv);
         if (msg && glove_control_frame_encode(msg, &c->out, &e) == 0) {
                 json_decref(msg);
+                c->resp_end = c->out.len;
+                c->resp_len = c->out.len - before;
                 return;
         }
         json_decref(msg);
@@ -90,17 +112,19 @@ static void queue(struct conn *c, json_t *msg) {
         uint8_t prefix[4] = { 0, 0, 0, (uint8_t)(sizeof(fallback) - 1) };
         glove_buffer_append(&c->out, prefix, sizeof(prefix));
         glove_buffer_append(&c->out, fallback, sizeof(fallback) - 1);
+        c->resp_end = c->out.len;
+        c->resp_len = c->out.len - before;
         c->closing = true;
 }
 
-static void refuse(struct conn *c, json_t *id, const char *code, const char *message) {
+static void refuse(struct glove_control_conn *c, json_t *id, const char *code, const char *message) {
         queue(c, glove_control_response_error(id, code, message, NULL));
         c->closing = true;
 }
 
 static const char *const auth_keys[] = { "secret", NULL };
 
-static void authenticate(struct conn *c, const struct glove_control_request *req) {
+static void authenticate(struct glove_control_conn *c, const struct glove_control_request *req) {
         struct glove_error e = { 0 };
         const char *hex;
         uint8_t secret[GLOVE_CONTROL_SECRET_LEN];
@@ -117,7 +141,7 @@ static void authenticate(struct conn *c, const struct glove_control_request *req
                                                                   "service", "gloved")));
 }
 
-static void handle(struct conn *c, const uint8_t *payload, size_t len) {
+static void handle(struct glove_control_conn *c, const uint8_t *payload, size_t len) {
         struct glove_error e = { 0 };
         struct glove_control_request req;
         _cleanup_json_ json_t *root = NULL;
@@ -125,12 +149,12 @@ static void handle(struct conn *c, const uint8_t *payload, size_t len) {
                 return refuse(c, glove_control_request_id(root), e.code, e.message);
         if (!c->authed)
                 return authenticate(c, &req);
-        queue(c, glove_control_dispatch(c->srv->o->components, &req));
+        queue(c, glove_control_dispatch_conn(c->srv->o->components, c, &req));
 }
 
 /* True when the input buffer starts with a whole frame, or with a prefix
  * already known to be bad: either way the next serve() has work to do. */
-static bool frame_ready(const struct conn *c) {
+static bool frame_ready(const struct glove_control_conn *c) {
         struct glove_error e = { 0 };
         const uint8_t *payload;
         size_t plen, flen;
@@ -140,7 +164,7 @@ static bool frame_ready(const struct conn *c) {
 /* Handles the first buffered frame when it is whole: queues its response (or
  * a refusal, which marks the connection closing) and consumes its bytes.
  * Returns 1 when a frame was handled, 0 when no whole frame is buffered. */
-static int answer_one(struct conn *c) {
+static int answer_one(struct glove_control_conn *c) {
         struct glove_error e = { 0 };
         const uint8_t *payload;
         size_t plen, flen;
@@ -160,7 +184,7 @@ static int answer_one(struct conn *c) {
 }
 
 /* Returns -1 when the connection must close now. */
-static int flush(struct conn *c) {
+static int flush(struct glove_control_conn *c) {
         while (c->out.len) {
                 ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0 && errno == EINTR)
@@ -170,6 +194,7 @@ static int flush(struct conn *c) {
                 if (n <= 0)
                         return -1;
                 glove_buffer_consume(&c->out, (size_t)n);
+                c->resp_end = c->resp_end > (size_t)n ? c->resp_end - (size_t)n : 0;
                 c->activity_us = now_us(c->srv);
         }
         return c->closing ? -1 : 0;
@@ -185,8 +210,8 @@ static int flush(struct conn *c) {
  * the next wakeup, after other connections had their turn). Returns -1 when
  * the connection must close now.
  */
-static int serve(struct conn *c) {
-        for (unsigned i = 0; i < FRAMES_PER_WAKEUP && c->out.len == 0 && !c->closing; i++) {
+static int serve(struct glove_control_conn *c) {
+        for (unsigned i = 0; i < FRAMES_PER_WAKEUP && c->resp_end == 0 && !c->closing; i++) {
                 if (!answer_one(c))
                         return 0;
                 if (flush(c) < 0)
@@ -196,7 +221,7 @@ static int serve(struct conn *c) {
 }
 
 /* Returns -1 on end of file or error. */
-static int fill(struct conn *c) {
+static int fill(struct glove_control_conn *c) {
         for (;;) {
                 size_t room = c->in.max - c->in.len;
                 if (room == 0)
@@ -221,16 +246,19 @@ static int fill(struct conn *c) {
         }
 }
 
-static uint64_t deadline(const struct conn *c) {
+static uint64_t deadline(const struct glove_control_conn *c) {
         const struct glove_control_server_options *o = c->srv->o;
         uint64_t client = o->client_timeout_ms * 1000, d = UINT64_MAX;
         if (!c->authed)
                 d = c->accepted_us + client;
-        if (c->out.len && c->write_start_us + client < d)
+        if (c->resp_end && c->write_start_us + client < d)
                 d = c->write_start_us + client;
+        /* Pushed frames only: the peer must keep taking them. */
+        if (c->out.len && !c->resp_end && c->activity_us + client < d)
+                d = c->activity_us + client;
         if (c->in.len && c->frame_start_us + client < d)
                 d = c->frame_start_us + client;
-        if (c->authed && !c->in.len && !c->out.len)
+        if (c->authed && !c->in.len && !c->out.len && !c->attachments)
                 d = c->activity_us + o->idle_timeout_ms * 1000;
         return d;
 }
@@ -241,12 +269,15 @@ static uint64_t deadline(const struct conn *c) {
  * must take the response before the next frame is handled. Otherwise the
  * connection reads (EPOLLIN) unless it is closing or saw end of file.
  */
-static int rearm(struct conn *c) {
+static int rearm(struct glove_control_conn *c) {
         uint32_t ev = 0;
-        if (c->out.len || (!c->closing && frame_ready(c)))
+        bool ready = !c->closing && frame_ready(c);
+        if (c->out.len || ready)
                 ev = EPOLLOUT;
-        else if (!c->closing && !c->eof)
-                ev = EPOLLIN;
+        /* Pushed frames pending do not stop reading: a detach must get
+         * through while output streams. */
+        if (!c->resp_end && !ready && !c->closing && !c->eof)
+                ev |= EPOLLIN;
         if (sd_event_source_set_io_events(c->io, ev) < 0)
                 return -1;
         if (sd_event_source_set_time(c->timer, deadline(c)) < 0 ||
@@ -260,10 +291,10 @@ static int rearm(struct conn *c) {
 static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         (void)src;
         (void)fd;
-        struct conn *c = userdata;
+        struct glove_control_conn *c = userdata;
         if ((revents & EPOLLOUT) && flush(c) < 0)
                 goto drop;
-        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->out.len == 0 && !c->closing && !c->eof &&
+        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->resp_end == 0 && !c->closing && !c->eof &&
             fill(c) < 0)
                 c->eof = true;
         if (serve(c) < 0)
@@ -285,7 +316,7 @@ drop:
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void)src;
         (void)usec;
-        struct conn *c = userdata;
+        struct glove_control_conn *c = userdata;
         /* A whole frame still buffered waits for the peer to read the
          * previous responses: that is a send stall, not a frame one. */
         fprintf(stderr, "gloved: connection dropped: %s deadline passed\n",
@@ -293,6 +324,39 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
                            : (c->out.len || frame_ready(c) ? "send" : (c->in.len ? "frame" : "idle")));
         conn_free(c);
         return 0;
+}
+
+int glove_control_conn_push(struct glove_control_conn *c, json_t *msg, bool last) {
+        struct glove_error e = { 0 };
+        if (!msg)
+                return -ENOMEM;
+        if (c->closing) {
+                json_decref(msg);
+                return -EPIPE;
+        }
+        size_t pushed = c->out.len - (c->resp_end ? c->resp_len : 0);
+        size_t before = c->out.len;
+        size_t bound = GLOVE_CONTROL_PUSH_MAX + (last ? PUSH_SLACK : 0);
+        int r = glove_control_frame_encode(msg, &c->out, &e);
+        json_decref(msg);
+        if (r < 0)
+                return r;
+        if (pushed + (c->out.len - before) > bound) {
+                c->out.len = before; /* taken back: over the bound */
+                return -ENOBUFS;
+        }
+        if (rearm(c) < 0)
+                c->closing = true;
+        return 0;
+}
+
+void glove_control_conn_attachments(struct glove_control_conn *c, int delta) {
+        if (delta < 0 && c->attachments < (unsigned)-delta)
+                c->attachments = 0;
+        else
+                c->attachments = (unsigned)((int)c->attachments + delta);
+        if (rearm(c) < 0)
+                c->closing = true;
 }
 
 static void accept_one(struct server *s, int fd) {
@@ -310,7 +374,7 @@ static void accept_one(struct server *s, int fd) {
                 close(fd);
                 return;
         }
-        struct conn *c = calloc(1, sizeof(*c));
+        struct glove_control_conn *c = calloc(1, sizeof(*c));
         if (!c) {
                 close(fd);
                 return;
@@ -363,6 +427,8 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
                 return glove_error_set(err, errno, "server.event", "sigprocmask: %s", strerror(errno));
         sd_event_source *lsrc = NULL, *sterm = NULL, *sint = NULL;
         int r = sd_event_new(&s.ev);
+        if (r >= 0 && HAVE_RUNTIME(o))
+                glove_control_runtime_set_loop(o->components->runtime, s.ev);
         if (r >= 0)
                 r = sd_event_add_io(s.ev, &lsrc, o->listen_fd, EPOLLIN, on_listen, &s);
         if (r >= 0)
@@ -376,6 +442,8 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
         }
         while (s.conns)
                 conn_free(s.conns);
+        if (HAVE_RUNTIME(o))
+                glove_control_runtime_shutdown(o->components->runtime);
         sd_event_source_disable_unref(lsrc);
         sd_event_source_disable_unref(sterm);
         sd_event_source_disable_unref(sint);

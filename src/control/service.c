@@ -3,6 +3,7 @@
 #include "glove/control/service.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -28,7 +29,10 @@
 #include "glove/control/store.h"
 
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
+#include "glove/container/cgroup.h"
+#include "glove/control/runtime.h"
 #include "glove/supervisor/policy.h"
+#include "glove/supervisor/prepare.h"
 #endif
 
 #define SOCKET_NAME "gloved.sock"
@@ -48,6 +52,9 @@ static const char usage_text[] =
         "  --session-policy FILE    protected policy: enables validate_plan\n"
         "  --session-store FILE     session journal: enables create_session, session_status\n"
         "                           (needs --session-policy)\n"
+        "  --materialization-root DIR  managed sessions: enables start_session, attach, ...\n"
+        "                           (needs --session-policy and --session-store, and a\n"
+        "                           delegated cgroup to be operational)\n"
         "  --receipt-anchor HEX     64-hex anchor the receipt chain starts from\n"
         "  --client-timeout-ms MS   authentication, frame and send deadline (default 5000)\n"
         "  --idle-timeout-ms MS     idle authenticated connection deadline (default 600000)\n"
@@ -109,7 +116,8 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
         return set_path(dst, joined, env, err);
 }
 
-enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN };
+enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
+       OPT_MROOT };
 
 static int parse_one(int opt, const char *v, struct glove_control_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -123,6 +131,8 @@ static int parse_one(int opt, const char *v, struct glove_control_service_option
                 return set_path(&o->session_policy, v, "--session-policy", err);
         case OPT_STORE:
                 return set_path(&o->session_store, v, "--session-store", err);
+        case OPT_MROOT:
+                return set_path(&o->materialization_root, v, "--materialization-root", err);
         case OPT_ANCHOR:
                 if (!v || glove_digest_hex_decode(v, strlen(v), o->anchor, sizeof(o->anchor), NULL) < 0)
                         return glove_error_set(err, EINVAL, "usage.bad_value",
@@ -152,6 +162,7 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
                 { "client-timeout-ms", required_argument, NULL, OPT_CLIENT_TO },
                 { "idle-timeout-ms", required_argument, NULL, OPT_IDLE_TO },
                 { "max-connections", required_argument, NULL, OPT_MAXCONN },
+                { "materialization-root", required_argument, NULL, OPT_MROOT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -184,6 +195,9 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
         if (o->session_store && !o->session_policy)
                 return glove_error_set(err, EINVAL, "usage.store_needs_policy",
                                        "--session-store needs --session-policy (sessions are validated plans)");
+        if (o->materialization_root && (!o->session_policy || !o->session_store))
+                return glove_error_set(err, EINVAL, "usage.root_needs_store",
+                                       "--materialization-root needs --session-policy and --session-store");
 #if !GLOVE_CONTROL_HAVE_SUPERVISOR
         if (o->session_policy)
                 return glove_error_set(err, EINVAL, "usage.not_built",
@@ -201,6 +215,7 @@ void glove_control_service_options_free(struct glove_control_service_options *o)
         free(o->state_dir);
         free(o->session_policy);
         free(o->session_store);
+        free(o->materialization_root);
         *o = (struct glove_control_service_options){ 0 };
 }
 
@@ -214,6 +229,13 @@ struct service {
         struct glove_control_store *store;
         struct glove_control_receipts *receipts;
         uint8_t secret[GLOVE_CONTROL_SECRET_LEN];
+        int mroot_fd;
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        struct glove_control_runtime *runtime;
+        struct glove_supervisor_runtime_config cfg;
+        struct glove_error retained_why;
+        const char *restricted[4];
+#endif
 };
 
 static int take_lock(int dirfd, const char *dir, int *out, struct glove_error *err) {
@@ -279,6 +301,55 @@ static int open_socket(struct service *s, const char *dir, struct glove_error *e
         return 0;
 }
 
+static int64_t realtime_ms(void) {
+        return glove_time_realtime_ms();
+}
+
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+/* The managed runtime: the materialization root (0700, the service user's),
+ * the retained mechanism's probe and the cgroup probe. Without a delegated
+ * cgroup the runtime is constructed but not operational (one line says why). */
+static int make_runtime(struct service *s, const struct glove_control_service_options *o, uid_t uid,
+                        struct glove_error *err) {
+        int r = glove_control_dir_open_private(o->materialization_root, uid, true, &s->mroot_fd, err);
+        if (r < 0)
+                return r;
+        s->cfg.retained_available = glove_supervisor_retained_probe(&s->retained_why);
+        if (!s->cfg.retained_available)
+                fprintf(stderr, "gloved: retained_write is unavailable: %s: %s\n", s->retained_why.code,
+                        s->retained_why.message);
+        s->restricted[0] = o->runtime_dir;
+        s->restricted[1] = o->state_dir;
+        s->restricted[2] = o->materialization_root;
+        s->restricted[3] = NULL;
+        s->cfg.policy = s->policy;
+        s->cfg.materialization_root = o->materialization_root;
+        s->cfg.materialization_root_fd = s->mroot_fd;
+        s->cfg.restricted = s->restricted;
+        s->cfg.retained_why = s->cfg.retained_available ? NULL : &s->retained_why;
+        s->cfg.agent_uid = uid;
+        s->cfg.agent_gid = getegid();
+        struct glove_cgroup_probe probe;
+        struct glove_error cgerr = { 0 };
+        int cr = glove_cgroup_probe(&probe, &cgerr);
+        struct glove_control_runtime_options ro = {
+                .config = &s->cfg,
+                .policy = s->policy,
+                .store = s->store,
+                .receipts = s->receipts,
+                .now_ms = realtime_ms,
+                .cgroup = &probe,
+                .cgroup_error = cr < 0 ? cr : 0,
+                .cgroup_why = &cgerr,
+        };
+        r = glove_control_runtime_new(&ro, &s->runtime, err);
+        if (r == 0 && !glove_control_runtime_operational(s->runtime))
+                fprintf(stderr, "gloved: managed sessions are not operational: %s\n",
+                        glove_control_runtime_why(s->runtime));
+        return r;
+}
+#endif
+
 static int start(struct service *s, const struct glove_control_service_options *o, struct glove_error *err) {
         uid_t uid = geteuid();
         int r = glove_control_dir_open_private(o->runtime_dir, uid, true, &s->runtime_fd, err);
@@ -317,6 +388,10 @@ static int start(struct service *s, const struct glove_control_service_options *
                                         "(%llu bytes at offset %llu); earlier receipts are intact\n",
                                 (unsigned long long)torn, (unsigned long long)off);
         }
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        if (r == 0 && o->materialization_root)
+                r = make_runtime(s, o, uid, err);
+#endif
         if (r == 0)
                 r = write_secret(s, o->runtime_dir, err);
         if (r == 0)
@@ -333,6 +408,11 @@ static void stop(struct service *s) {
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        glove_control_runtime_free(s->runtime);
+#endif
+        if (s->mroot_fd >= 0)
+                close(s->mroot_fd);
         glove_control_receipts_close(s->receipts);
         glove_control_store_close(s->store);
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
@@ -341,17 +421,17 @@ static void stop(struct service *s) {
         explicit_bzero(s->secret, sizeof(s->secret));
 }
 
-static int64_t realtime_ms(void) {
-        return glove_time_realtime_ms();
-}
-
 int glove_control_service_run(const struct glove_control_service_options *o, struct glove_error *err) {
-        struct service s = { .runtime_fd = -1, .state_fd = -1, .runtime_lock = -1, .state_lock = -1, .listen_fd = -1 };
+        struct service s = { .runtime_fd = -1, .state_fd = -1, .runtime_lock = -1, .state_lock = -1, .listen_fd = -1,
+                             .mroot_fd = -1 };
         int r = start(&s, o, err);
         if (r == 0) {
                 struct glove_control_components comp = {
                         .policy = s.policy, .store = s.store, .receipts = s.receipts, .now_ms = realtime_ms
                 };
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+                comp.runtime = s.runtime;
+#endif
                 struct glove_control_server_options so = {
                         .listen_fd = s.listen_fd,
                         .uid = geteuid(),
@@ -374,6 +454,9 @@ int glove_control_service_main(int argc, char **argv) {
         struct glove_control_service_options o;
         struct glove_error err = { 0 };
         umask(0077);
+        /* A write to a pipe whose reader left fails with EPIPE (the session
+         * engine's requirement; sockets use MSG_NOSIGNAL anyway). */
+        signal(SIGPIPE, SIG_IGN);
         if (glove_fd_ensure_std() < 0)
                 return 1;
         int r = glove_control_service_parse_args(argc, argv, &o, &err);

@@ -483,6 +483,10 @@ const struct glove_control_session *glove_control_store_find_key(const struct gl
         return idempotency_key ? lookup(st, &st->by_key, idempotency_key) : NULL;
 }
 
+const struct glove_control_session *glove_control_store_at(const struct glove_control_store *st, size_t i) {
+        return i < st->n ? st->sessions[i] : NULL;
+}
+
 size_t glove_control_store_sessions(const struct glove_control_store *st) {
         return st->n;
 }

@@ -93,6 +93,7 @@ struct conn {
         char address[GLOVE_NET_ADDRESS_TEXT_MAX];
         char head[GLOVE_NET_HEAD_MAX];
         size_t head_got, head_len;
+        bool private_ok; /* the matched rules let this destination be private */
 };
 
 static void emit(struct conn *c, enum glove_net_egress_phase phase, enum glove_net_egress_reason reason, int status) {
@@ -183,7 +184,7 @@ static bool check_address(struct conn *c, const struct sockaddr *sa, socklen_t l
                           struct destinations *d) {
         if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
                 return true; /* never connected to */
-        if (glove_net_address_class_is_private(glove_net_address_classify(sa)) && !c->r->policy.allow_private) {
+        if (glove_net_address_class_is_private(glove_net_address_classify(sa)) && !c->private_ok) {
                 note_address(c, sa);
                 return false;
         }
@@ -445,6 +446,7 @@ static void serve(struct conn *c) {
                 return deny(c, reason, status);
         if (!glove_net_policy_allows(&c->r->policy, &h.host, h.port))
                 return deny(c, GLOVE_NET_EGRESS_NOT_ALLOWED, 403);
+        c->private_ok = glove_net_policy_allows_private(&c->r->policy, &h.host, h.port);
         struct destinations *d = calloc(1, sizeof(*d));
         if (!d)
                 return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);

@@ -302,13 +302,21 @@ static bool rule_equal(const struct glove_net_rule *a, const struct glove_net_ru
 }
 
 int glove_net_policy_add(struct glove_net_policy *p, const char *text, struct glove_error *err) {
+        return glove_net_policy_add_rule(p, text, false, err);
+}
+
+int glove_net_policy_add_rule(struct glove_net_policy *p, const char *text, bool allow_private,
+                              struct glove_error *err) {
         struct glove_net_rule r;
         int ret = glove_net_rule_parse(text, &r, err);
         if (ret < 0)
                 return ret;
+        r.allow_private = allow_private;
         for (size_t i = 0; i < p->n_rules; i++)
-                if (rule_equal(&p->rules[i], &r))
+                if (rule_equal(&p->rules[i], &r)) {
+                        p->rules[i].allow_private = p->rules[i].allow_private || allow_private;
                         return 0;
+                }
         if (p->n_rules >= GLOVE_NET_RULES_MAX)
                 return glove_error_set(err, E2BIG, "egress.too_many_rules",
                                        "more than %d rules", GLOVE_NET_RULES_MAX);
@@ -338,6 +346,18 @@ bool glove_net_policy_allows(const struct glove_net_policy *p, const struct glov
                              uint16_t port) {
         for (size_t i = 0; p && i < p->n_rules; i++)
                 if (glove_net_rule_matches(&p->rules[i], host, port))
+                        return true;
+        return false;
+}
+
+bool glove_net_policy_allows_private(const struct glove_net_policy *p, const struct glove_net_host *host,
+                                     uint16_t port) {
+        if (!p)
+                return false;
+        if (p->allow_private)
+                return true;
+        for (size_t i = 0; i < p->n_rules; i++)
+                if (p->rules[i].allow_private && glove_net_rule_matches(&p->rules[i], host, port))
                         return true;
         return false;
 }

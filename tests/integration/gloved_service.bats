@@ -140,7 +140,7 @@ mode_of() { stat -c %a "$1"; }
 
         start_gloved "$T/c" --session-policy "$T/p/policy.json" --session-store "$T/p/s.journal"
         ctl --json capabilities
-        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-3:]==["validate_plan","create_session","session_status"], c; assert c["session_store_schema_version"]==1 and c["lifecycle_operational"] is False and c["resource_mechanisms"]==[]' "$output" ||
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-3:]==["create_session","session_status","list_sessions"], c; assert c["session_store_schema_version"]==1 and c["lifecycle_operational"] is False and c["resource_mechanisms"]==[]' "$output" ||
                 fail "store capabilities"
 }
 

@@ -33,6 +33,9 @@
 #include "glove/control/store.h"
 
 struct glove_supervisor_policy;
+struct glove_control_runtime;
+/* A connection of the server (server.h), for attach streams. */
+struct glove_control_conn;
 
 /* Protocol schema version reported by capabilities. */
 #define GLOVE_CONTROL_PROTOCOL_VERSION 1
@@ -47,6 +50,7 @@ struct glove_control_components {
         const struct glove_supervisor_policy *policy; /* NULL without --session-policy */
         struct glove_control_store *store;            /* NULL without --session-store */
         struct glove_control_receipts *receipts;      /* never NULL in gloved */
+        struct glove_control_runtime *runtime;        /* NULL without --materialization-root */
         int64_t (*now_ms)(void);                      /* Unix milliseconds; tests may fake it */
 };
 
@@ -72,3 +76,8 @@ json_t *glove_control_capabilities(const struct glove_control_components *c);
  * the server, before dispatch).
  */
 json_t *glove_control_dispatch(struct glove_control_components *c, const struct glove_control_request *req);
+
+/* As glove_control_dispatch, for a request that arrived on connection conn
+ * (attach streams are bound to it; NULL: attach is invalid_params). */
+json_t *glove_control_dispatch_conn(struct glove_control_components *c, struct glove_control_conn *conn,
+                                    const struct glove_control_request *req);

@@ -93,9 +93,20 @@ int glove_control_receipts_open(const struct glove_control_receipts_options *opt
 int glove_control_receipts_append(struct glove_control_receipts *r, const char *kind, const char *session_id,
                                   const json_t *receipt, int64_t now_ms, uint64_t *seq, struct glove_error *err);
 
-/* True when an envelope of about bytes bytes still fits (capacity
- * reservation before launch). */
+/* True when an envelope of bytes bytes (1..GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE)
+ * still fits beside every reservation made so far. */
 bool glove_control_receipts_has_room(const struct glove_control_receipts *r, size_t bytes);
+
+/*
+ * Reserves room for one future envelope of at most bytes bytes (a managed
+ * session reserves its terminal receipt before it starts): the record count
+ * and the byte bound of the journal then keep room for it whatever else is
+ * appended. Returns 0, or -ENOSPC "start.receipts_full". Every reservation
+ * is given back with glove_control_receipts_unreserve (with the same bytes),
+ * normally just before the receipt it was made for is appended.
+ */
+int glove_control_receipts_reserve(struct glove_control_receipts *r, size_t bytes, struct glove_error *err);
+void glove_control_receipts_unreserve(struct glove_control_receipts *r, size_t bytes);
 
 /*
  * Builds the receipts_page result: the envelopes with sequence > after, in

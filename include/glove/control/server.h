@@ -33,13 +33,26 @@
  *     authenticated connection is closed after idle_timeout_ms. Expiry
  *     closes only that connection.
  *   - at most max_connections at once; further ones are accepted and closed.
+ *   - pushed frames (notifications without an id, the attach streams of
+ *     the managed runtime) share the connection's output queue with the
+ *     responses, in the order they were queued; at most
+ *     GLOVE_CONTROL_PUSH_MAX bytes of them may be pending besides the one
+ *     response (glove_control_conn_push refuses more, and the runtime then
+ *     drops the attachment); while only pushed frames are pending the
+ *     connection is still read and answered, and the peer must keep taking
+ *     them (no progress for client_timeout_ms closes it); a connection that
+ *     holds attachments has no idle deadline; a connection that closes
+ *     detaches its attachments (glove_control_runtime_conn_closed).
  * SIGTERM and SIGINT end the loop cleanly (connections closed, return 0).
  * sd_notify("READY=1") is sent when the loop starts and "STOPPING=1" when it
  * ends (no-ops outside systemd).
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <jansson.h>
 
 #include "glove/base/error.h"
 #include "glove/control/methods.h"
@@ -48,6 +61,8 @@
 #define GLOVE_CONTROL_CLIENT_TIMEOUT_MS_DEFAULT 5000
 #define GLOVE_CONTROL_IDLE_TIMEOUT_MS_DEFAULT 600000
 #define GLOVE_CONTROL_MAX_CONNECTIONS_DEFAULT 256
+/* Pushed frames pending per connection at most, bytes. */
+#define GLOVE_CONTROL_PUSH_MAX (1024u * 1024)
 
 struct glove_control_server_options {
         int listen_fd;                          /* listening AF_UNIX stream socket, O_NONBLOCK (borrowed) */
@@ -66,3 +81,18 @@ struct glove_control_server_options {
  * up or failed).
  */
 int glove_control_server_run(const struct glove_control_server_options *opts, struct glove_error *err);
+
+/*
+ * Queues msg (stolen; NULL is -ENOMEM) as a pushed frame on connection c
+ * (a notification: no id) and arms c for writing. Never sends or closes
+ * inline, so it is safe from any callback on the loop. last allows a small
+ * slack past the bound for the final notice of a dropped attachment.
+ * Returns 0; -ENOBUFS when GLOVE_CONTROL_PUSH_MAX bytes of pushed frames
+ * would be exceeded (nothing queued); -EPIPE when c is closing; the
+ * frame.h codes' errno when msg cannot be encoded.
+ */
+int glove_control_conn_push(struct glove_control_conn *c, json_t *msg, bool last);
+
+/* Counts attachments held on c (delta +1 or -1): a connection with any has
+ * no idle deadline. */
+void glove_control_conn_attachments(struct glove_control_conn *c, int delta);

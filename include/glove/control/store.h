@@ -151,6 +151,9 @@ const struct glove_control_session *glove_control_store_find(const struct glove_
 const struct glove_control_session *glove_control_store_find_key(const struct glove_control_store *store,
                                                                  const char *idempotency_key);
 
+/* The i-th session in creation order (i < glove_control_store_sessions), or NULL. */
+const struct glove_control_session *glove_control_store_at(const struct glove_control_store *store, size_t i);
+
 /* Number of sessions, and of journal records. */
 size_t glove_control_store_sessions(const struct glove_control_store *store);
 uint64_t glove_control_store_records(const struct glove_control_store *store);

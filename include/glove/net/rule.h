@@ -84,6 +84,9 @@ struct glove_net_rule {
         struct glove_net_host host;
         bool subdomains; /* written with a leading '.': names strictly below host */
         uint16_t port;   /* 1..65535 */
+        bool allow_private; /* this rule's destinations may resolve to private
+                             * addresses (a managed session's egress target with
+                             * allow_private); false from glove_net_rule_parse */
 };
 
 /* The allow list of one run plus the private-range switch. */
@@ -139,6 +142,21 @@ int glove_net_policy_copy(struct glove_net_policy *dst, const struct glove_net_p
  * classes: the relay checks those after resolving. */
 bool glove_net_policy_allows(const struct glove_net_policy *p, const struct glove_net_host *host,
                              uint16_t port);
+
+/*
+ * As glove_net_policy_add, with the rule's own allow_private flag: only
+ * destinations matched by a rule with the flag (or every destination when
+ * p->allow_private) may resolve to private addresses, so one target's
+ * allow_private does not widen the others. Adding a rule equal to one
+ * present ORs the flags. Same returns and codes as glove_net_policy_add.
+ */
+int glove_net_policy_add_rule(struct glove_net_policy *p, const char *text, bool allow_private,
+                              struct glove_error *err);
+
+/* True when host:port may be reached at a private address: p->allow_private,
+ * or some rule of p that matches host:port has allow_private. */
+bool glove_net_policy_allows_private(const struct glove_net_policy *p, const struct glove_net_host *host,
+                                     uint16_t port);
 
 /* Frees the rules; p is an empty policy again (allow_private is kept). */
 void glove_net_policy_free(struct glove_net_policy *p);

@@ -108,7 +108,7 @@ static void test_base_service(void **state) {
         assert_true(json_is_false(json_object_get(caps, "lifecycle_operational")));
         assert_int_equal(json_array_size(json_object_get(caps, "managed_runtime_ids")), 0);
         assert_int_equal(json_array_size(json_object_get(caps, "resource_mechanisms")), 0);
-        assert_int_equal(json_integer_value(json_object_get(caps, "adapter_schema_version")), 0);
+        assert_int_equal(json_integer_value(json_object_get(caps, "agent_runtime_adapter_schema_version")), 0);
         assert_int_equal(json_integer_value(json_object_get(caps, "refinement_evaluation_protocol_schema_version")), 0);
         assert_true(json_is_null(json_object_get(caps, "policy_revision")));
 
@@ -167,7 +167,7 @@ static void test_policy_and_store(void **state) {
         load_policy_and_store(f);
         _cleanup_json_ json_t *caps = glove_control_capabilities(&f->c);
         static const char *const all[] = { "authenticate",  "capabilities",   "receipts_page", "receipts_ack",
-                                           "validate_plan", "create_session", "session_status", NULL };
+                                           "validate_plan", "create_session", "session_status", "list_sessions", NULL };
         expect_methods(caps, all);
         assert_int_equal(json_integer_value(json_array_get(json_object_get(caps, "plan_schema_versions"), 0)), 1);
         assert_int_equal(json_integer_value(json_object_get(caps, "session_store_schema_version")), 1);

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The managed-session runtime of gloved (issue 9; spec session-policy.md,
+ * "Durable identity", "Filesystem and launch binding", "Receipts and
+ * recovery"; docs/control-protocol.md, "Managed sessions").
+ *
+ * A registry of the sessions gloved runs, on the server's sd-event loop
+ * (one thread; nothing here is thread-safe). Lifecycle of one session, every
+ * transition durable in the session store before its effect:
+ *
+ *   start   the stored plan is validated again against the frozen policy
+ *           and the clock (plan.expired, plan.invalid); a start authorization
+ *           is minted (128-bit random nonce bound to the session id, both
+ *           plan digests and the policy digest, valid 60 s, single use); room
+ *           for the terminal receipt is reserved (start.receipts_full);
+ *           created -> preparing; glove_supervisor_launch_prepare (blocking,
+ *           on the loop thread: mkfs, loop, mount); preparing -> starting;
+ *           glove_session_spawn (PTY terminal, cgroup required, PID 1 held)
+ *           and attach to the loop.
+ *   ready   the authorization is checked and consumed; the cgroup identity
+ *           joins the launch binding and its digest is computed;
+ *           starting -> running is appended and synced; then the agent is
+ *           released. No instruction of the agent runs before that.
+ *   end     the terminal receipt is built and appended (synced), then
+ *           running/stopping -> exited (or -> failed), then the
+ *           materializations are released. Any failure before running ends
+ *           in failed with a receipt whose termination is start_failed and
+ *           the code, and nothing made is left behind.
+ *
+ * Bounds: GLOVE_CONTROL_RUNTIME_SESSIONS_MAX live sessions (runtime.busy);
+ * GLOVE_CONTROL_RUNTIME_ATTACH_PER_CONN attachments per connection and
+ * GLOVE_TERMINAL_CLIENTS_MAX per session (attach.too_many); write_stdin
+ * GLOVE_CONTROL_RUNTIME_STDIN_MAX decoded bytes per call (stdin.too_large).
+ * An attachment whose connection has GLOVE_CONTROL_PUSH_MAX bytes of pushed
+ * frames pending is dropped (session_detached, client_too_slow): the session
+ * and the other clients never wait for it.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "glove/base/error.h"
+#include "glove/container/cgroup.h"
+#include "glove/control/receipts.h"
+#include "glove/control/store.h"
+
+#define GLOVE_CONTROL_RUNTIME_SESSIONS_MAX 64
+#define GLOVE_CONTROL_RUNTIME_ATTACH_PER_CONN 8
+#define GLOVE_CONTROL_RUNTIME_STDIN_MAX 65536
+/* Ended sessions whose transcript and final state are kept for attach. */
+#define GLOVE_CONTROL_RUNTIME_ENDED_MAX 256
+/* Receipt room reserved per session, bytes (the largest envelope). */
+#define GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE
+/* Lifetime of a start authorization, milliseconds. */
+#define GLOVE_CONTROL_RUNTIME_AUTH_TTL_MS 60000
+/* stop_session grace: default and bound, milliseconds. */
+#define GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS 5000
+#define GLOVE_CONTROL_RUNTIME_GRACE_MAX_MS 600000
+/* resize: rows and cols bounds. */
+#define GLOVE_CONTROL_RUNTIME_WINSIZE_MAX 10000
+
+struct glove_control_runtime;
+struct glove_control_conn;
+struct glove_supervisor_runtime_config;
+struct glove_supervisor_policy;
+
+struct glove_control_runtime_options {
+        const struct glove_supervisor_runtime_config *config; /* borrowed */
+        const struct glove_supervisor_policy *policy;         /* borrowed */
+        struct glove_control_store *store;                    /* borrowed */
+        struct glove_control_receipts *receipts;              /* borrowed */
+        int64_t (*now_ms)(void);                              /* Unix milliseconds */
+        /* The cgroup probe's result: only with a usable backend is the
+         * runtime operational. */
+        const struct glove_cgroup_probe *cgroup;
+        int cgroup_error;                                     /* 0 or the probe's -errno */
+        const struct glove_error *cgroup_why;                 /* the probe's error when not usable */
+        /* Audit records of the egress proxy: a per-session file under the
+         * materialization root when true, none when false. */
+        bool audit_files;
+};
+
+/* Constructs the runtime. *out owned by the caller (glove_control_runtime_free).
+ * Errors: runtime.no_memory. */
+int glove_control_runtime_new(const struct glove_control_runtime_options *o, struct glove_control_runtime **out,
+                              struct glove_error *err);
+
+/* True when lifecycle methods may be advertised (a delegated cgroup). */
+bool glove_control_runtime_operational(const struct glove_control_runtime *rt);
+
+/* Why not operational (static or owned by rt), "" when operational. */
+const char *glove_control_runtime_why(const struct glove_control_runtime *rt);
+
+/* capabilities: {"limit","mechanism"} for the limits enforced and
+ * {"limit","reason"} for those that are not (new references). */
+json_t *glove_control_runtime_mechanisms(const struct glove_control_runtime *rt);
+json_t *glove_control_runtime_mechanisms_missing(const struct glove_control_runtime *rt);
+
+/* The server's loop (set once, before any session starts). */
+void glove_control_runtime_set_loop(struct glove_control_runtime *rt, sd_event *loop);
+
+/* Connection conn is closing: its attachments are dropped (no frame pushed). */
+void glove_control_runtime_conn_closed(struct glove_control_runtime *rt, struct glove_control_conn *conn);
+
+/* The loop ends: every live session is killed, its receipt (termination
+ * lost, code service.stopped) appended and the failed transition recorded;
+ * materializations released. Idempotent. */
+void glove_control_runtime_shutdown(struct glove_control_runtime *rt);
+
+void glove_control_runtime_free(struct glove_control_runtime *rt);
+
+/*
+ * The methods (docs/control-protocol.md). Each returns 0 with *result a new
+ * reference to the result object, or -errno with err's code one of:
+ * session.not_found, session.terminal, session.not_running,
+ * session.not_terminal, plan.expired, plan.invalid, start.receipts_full,
+ * runtime.busy, runtime.no_loop, launch.*, materialize.*, cgroup.*,
+ * sandbox.*, attach.too_many, stdin.too_large, stdin.full,
+ * signal.unknown, journal.*, receipts.*, internal.
+ */
+int glove_control_runtime_start(struct glove_control_runtime *rt, const char *session_id, json_t **result,
+                                struct glove_error *err);
+int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_control_conn *conn,
+                                 const char *session_id, json_t **result, struct glove_error *err);
+int glove_control_runtime_detach(struct glove_control_runtime *rt, struct glove_control_conn *conn,
+                                 const char *session_id, json_t **result, struct glove_error *err);
+int glove_control_runtime_write_stdin(struct glove_control_runtime *rt, const char *session_id, const void *data,
+                                      size_t len, json_t **result, struct glove_error *err);
+int glove_control_runtime_resize(struct glove_control_runtime *rt, const char *session_id, unsigned rows,
+                                 unsigned cols, json_t **result, struct glove_error *err);
+int glove_control_runtime_signal(struct glove_control_runtime *rt, const char *session_id, const char *signame,
+                                 json_t **result, struct glove_error *err);
+int glove_control_runtime_stop(struct glove_control_runtime *rt, const char *session_id, uint64_t grace_ms,
+                               json_t **result, struct glove_error *err);
+int glove_control_runtime_cleanup(struct glove_control_runtime *rt, const char *session_id, json_t **result,
+                                  struct glove_error *err);
+/* list_sessions (needs only the store). */
+json_t *glove_control_runtime_list(const struct glove_control_store *store);
+
+/* ---- pure parts (runtime_wire.c), for unit tests ---- */
+
+/* The signal of one of the ten names "SIGHUP", "SIGINT", "SIGQUIT",
+ * "SIGTERM", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGSTOP",
+ * "SIGWINCH"; -1 for anything else. */
+int glove_control_signal_parse(const char *name);
+
+/* Base64 (RFC 4648, with padding). encode: a new NUL-terminated string
+ * (NULL on ENOMEM). decode: 0 with *out malloc'd (n bytes), -EINVAL for
+ * text that is not canonical base64, -EMSGSIZE when it would exceed max. */
+char *glove_control_base64_encode(const void *data, size_t n);
+int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n);
+
+enum glove_control_termination {
+        GLOVE_CONTROL_TERM_EXIT,
+        GLOVE_CONTROL_TERM_SIGNAL,
+        GLOVE_CONTROL_TERM_LIMIT,
+        GLOVE_CONTROL_TERM_STOPPED,
+        GLOVE_CONTROL_TERM_START_FAILED,
+        GLOVE_CONTROL_TERM_LOST,
+};
+
+/* What a terminal receipt says (see docs/control-protocol.md). */
+struct glove_control_receipt_facts {
+        const char *session_id;
+        const char *controller_plan_digest, *plan_content_digest; /* 64 hex */
+        const json_t *launch_binding;          /* borrowed; NULL: {} */
+        const char *launch_binding_digest;     /* 64 hex; NULL: computed from launch_binding */
+        int64_t started_at_ms;                 /* -1: null (never released) */
+        int64_t ended_at_ms;
+        enum glove_control_termination termination;
+        int signal;                            /* SIGNAL, STOPPED (0: none) */
+        const char *limit;                     /* LIMIT: the plan's limit name */
+        const char *code;                      /* START_FAILED, LOST: a stable code (NULL: none) */
+        int exit_code;                         /* -1: null */
+        uint64_t cpu_time_ms, disk_bytes, output_bytes, peak_memory_bytes, wall_time_ms;
+};
+
+/* "exit", "signal", "limit", "stopped", "start_failed", "lost". */
+const char *glove_control_termination_name(enum glove_control_termination t);
+
+/* The plan's limit name for a cgroup/session limit: "cpu_time_ms",
+ * "memory_bytes", "pids", "wall_time_ms", "terminal_output_bytes"; NULL for
+ * NONE. (disk_bytes comes from the disk-full flag, not from this enum.) */
+const char *glove_control_limit_plan_name(enum glove_cgroup_limit limit);
+
+/* "exited" for exit/signal/limit/stopped, "failed" for start_failed/lost. */
+const char *glove_control_termination_state(enum glove_control_termination t);
+
+/* SHA-256 of the canonical encoding of v as 64 hex + NUL. Returns 0 or -errno. */
+int glove_control_json_digest(const json_t *v, char out[65], struct glove_error *err);
+
+/* The receipt object (new reference; NULL on ENOMEM or a canonical-encoding
+ * failure):
+ *   {"controller_plan_digest","ended_at_ms","exit_code":INT|null,
+ *    "launch_binding":{...},"launch_binding_digest","plan_content_digest",
+ *    "receipt_schema_version":1,"session_id","started_at_ms":INT|null,
+ *    "state":"exited|failed","termination":{"kind",("signal"),("limit"),("code")},
+ *    "usage":{"cpu_time_ms","disk_bytes","output_bytes","peak_memory_bytes","wall_time_ms"}} */
+json_t *glove_control_receipt_build(const struct glove_control_receipt_facts *f);

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Managed-session launch preparation (issue 9, "Materializations" and "The
+ * launch comes only from policy"; spec session-policy.md, "Filesystem and
+ * launch binding", the write-mode and materialization paragraphs;
+ * docs/session-policy.md, "Materializations").
+ *
+ * gloved turns a stored, already validated plan into a launch: the argv and
+ * environment of the runtime template, the plan's six limits, the egress
+ * policy named by the plan, and the materializations of its path grants.
+ * Host paths are resolved by descriptor, component by component from "/",
+ * never following a symbolic link; what is mounted and what the launch
+ * binding records is the identity (dev, ino, mount id) of the resolved
+ * descriptor.
+ *
+ * Materialization root layout (ROOT = cfg->materialization_root):
+ *   ROOT/images/SESSION/ALIAS.ext4   retained images (0600, exactly max_bytes)
+ *   ROOT/mounts/SESSION/ALIAS        host mount points of attached images (0700)
+ *
+ * Stable error codes (struct glove_error.code; the message names the alias
+ * or path, never a secret):
+ *   materialize.symlink        a component of a host path is a symbolic link (-ELOOP)
+ *   materialize.missing        a host path (or a component) does not exist (-ENOENT)
+ *   materialize.file_type      a host path is neither a directory nor a regular file (-EINVAL)
+ *   materialize.restricted     a host path is, or overlaps, /proc, /sys, /dev, /run or
+ *                              one of cfg->restricted (-EPERM)
+ *   materialize.overlap        two resolved host paths of one launch overlap (-EINVAL)
+ *   materialize.resolve        any other failure opening a host path (-errno)
+ *   materialize.root_full      the materialization root has no room for an image (-ENOSPC)
+ *   materialize.image          creating or sizing an image failed otherwise (-errno)
+ *   materialize.mkfs           mkfs.ext4 failed (-EIO; message carries its bounded output)
+ *   materialize.loop           attaching a loop device failed (-errno)
+ *   materialize.mount          mounting an image on the host failed (-errno)
+ *   launch.direct_write        a path grant asks for direct_write (-EPERM)
+ *   launch.retained_unavailable  a retained_write grant while the retained mechanism
+ *                              was not constructed; the message says why (-EOPNOTSUPP)
+ *   launch.template_not_launchable  the template has no launch, or uses runtime
+ *                              discovery (not supported yet) (-EINVAL)
+ *   launch.invalid_plan        the plan bytes do not decode against the policy (the
+ *                              caller is expected to have validated them) (-EINVAL)
+ *   launch.invalid_argument    NULL or malformed arguments (-EINVAL)
+ *   launch.no_memory           (-ENOMEM)
+ * Codes of glove_mount_plan_add_* (container/mount_plan.h) pass through from
+ * glove_supervisor_launch_add_mounts.
+ *
+ * Threading: none of these functions is thread-safe for one launch; distinct
+ * launches may be prepared concurrently (each session has its own paths).
+ * glove_supervisor_launch_prepare and glove_supervisor_cleanup block (file
+ * creation, mkfs as a waited-for child, mount(2)).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "glove/base/error.h"
+#include "glove/supervisor/policy.h"
+
+struct glove_mount_plan;
+struct glove_session_limits;
+struct glove_net_policy;
+
+/* Largest mkfs.ext4 output kept for an error message, in bytes. */
+#define GLOVE_SUPERVISOR_MKFS_OUTPUT_MAX 1024
+/* Most extra restricted paths in glove_supervisor_runtime_config.restricted. */
+#define GLOVE_SUPERVISOR_RESTRICTED_MAX 16
+/* The HOME given to the agent unless the template's environment sets one. */
+#define GLOVE_SUPERVISOR_AGENT_HOME "/home/agent"
+/* TERM given to the agent unless the template's environment sets one. */
+#define GLOVE_SUPERVISOR_DEFAULT_TERM "xterm-256color"
+
+/*
+ * Built once at gloved start; every pointer is borrowed and must outlive each
+ * launch prepared with it.
+ *   policy                   the frozen policy the plans were validated against
+ *   materialization_root     absolute path, verified by the caller to be a
+ *                            directory of mode 0700 owned by the service user
+ *   materialization_root_fd  an O_DIRECTORY (O_PATH allowed) descriptor of it;
+ *                            every file under the root is made relative to it
+ *   restricted               NULL-terminated list (at most
+ *                            GLOVE_SUPERVISOR_RESTRICTED_MAX) of absolute host
+ *                            paths no alias may be, contain or be contained in
+ *                            (gloved's runtime dir, state dir, the
+ *                            materialization root); may be NULL
+ *   retained_available       glove_supervisor_retained_probe() returned true
+ *   retained_why             when not available: why (code and message), copied
+ *                            into launch.retained_unavailable's message; may be NULL
+ *   agent_uid, agent_gid     the agent's ids OUTSIDE the sandbox (the service
+ *                            user's uid/gid): owner of a retained image's root
+ *                            directory and of the copied trees' files
+ */
+struct glove_supervisor_runtime_config {
+        const struct glove_supervisor_policy *policy;
+        const char *materialization_root;
+        int materialization_root_fd;
+        const char *const *restricted;
+        bool retained_available;
+        const struct glove_error *retained_why;
+        uid_t agent_uid;
+        gid_t agent_gid;
+};
+
+/*
+ * Probes the retained mechanism (retained_write images): mkfs.ext4 exists at
+ * /usr/sbin/mkfs.ext4 or /sbin/mkfs.ext4 (symbolic links resolved), the
+ * resolved binary and its directory are owned by root and not writable by
+ * group or others; /dev/loop-control opens O_RDWR; the process may mount
+ * (effective uid 0 and CAP_SYS_ADMIN effective). Returns true, or false with
+ * why in *why (may be NULL): codes retained.no_mkfs, retained.mkfs_unsafe,
+ * retained.no_loop_control, retained.no_mount_capability. Cheap; no state.
+ */
+bool glove_supervisor_retained_probe(struct glove_error *why);
+
+/* One prepared launch; opaque, owned by the caller (glove_supervisor_launch_free). */
+struct glove_supervisor_launch;
+
+/*
+ * Resolves plan[0..plan_len) (canonical bytes, already validated by
+ * glove_supervisor_plan_validate against cfg->policy) for session_id (an
+ * identifier, docs/session-policy.md "Identifiers") into *out:
+ *   argv   the template's executable_path then its arguments
+ *   envp   the template's environment, plus HOME=/home/agent unless it sets
+ *          HOME, plus TERM=xterm-256color unless it sets TERM
+ *   limits the plan's six limits
+ *   egress the plan's egress_policy_id through the policy's egress_policies:
+ *          no targets -> NULL (offline); else one rule per host:port with
+ *          that target's allow_private
+ *   mounts read_only_paths and the executable (when outside /usr) as
+ *          read-only pinned binds at the same path; per path grant:
+ *          read -> read-only pinned bind at the alias's target_path;
+ *          ephemeral_write+copy -> a tmpfs of exactly max_bytes filled by a
+ *          copy of the host directory (create_policy empty_directory: empty);
+ *          retained_write -> ROOT/images/SESSION/ALIAS.ext4 created (O_EXCL,
+ *          0600, fallocate'd to exactly max_bytes), mkfs.ext4'ed, attached to
+ *          a loop device (LO_FLAGS_AUTOCLEAR), mounted nosuid,nodev at
+ *          ROOT/mounts/SESSION/ALIAS, bound read-write at target_path. Images
+ *          are per session: an image already present for this session is
+ *          refused (materialize.image, -EEXIST), never reused or replaced.
+ *          direct_write -> launch.direct_write.
+ * Every host path is resolved as described above (codes materialize.*).
+ * On failure *out is NULL and nothing made is left behind (mounts
+ * unmounted, loops detached, fresh images and directories removed).
+ * Returns 0 or -errno with err set (codes above).
+ */
+int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                                    const char *plan, size_t plan_len, struct glove_supervisor_launch **out,
+                                    struct glove_error *err);
+
+/* NULL-terminated argv and envp, borrowed from l (valid until free). */
+char *const *glove_supervisor_launch_argv(const struct glove_supervisor_launch *l);
+char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *l);
+
+/* The plan's six limits (units as struct glove_session_limits). */
+void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_session_limits *out);
+
+/* Moves the egress policy out of l: NULL when offline or already taken; the
+ * caller owns the result (glove_net_policy_free, then free). */
+struct glove_net_policy *glove_supervisor_launch_take_egress(struct glove_supervisor_launch *l);
+
+/* The agent's working directory inside the sandbox: the target of the first
+ * writable grant, else of the first grant, else NULL (HOME). Borrowed. */
+const char *glove_supervisor_launch_cwd(const struct glove_supervisor_launch *l);
+
+/*
+ * The add_mounts hook of struct glove_session_desc (launch = the launch):
+ * adds the launch's pinned binds and trees to plan. Returns 0 or the -errno
+ * and err of glove_mount_plan_add_*.
+ */
+int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *launch, struct glove_error *err);
+
+/*
+ * The launch binding so far: a new reference to a JSON object of integers,
+ * strings, booleans, arrays and objects only (canonical-encodable; members
+ * are sorted when encoded), NULL on allocation failure:
+ *   {"argv":[...], "environment_names":[...sorted, unique],
+ *    "limits":{"cpu_time_ms","disk_bytes","memory_bytes","pids",
+ *              "terminal_output_bytes","wall_time_ms"},
+ *    "mounts":[{"target":PATH,"kind":"read_bind|ephemeral_tmpfs|retained_image|
+ *               read_only_path|executable","read_only":BOOL,
+ *               "source":{"dev":N,"ino":N,"mnt_id":N} (absent for an empty tree),
+ *               "alias":ID (grants),"max_bytes":N (trees and images)}],
+ *    "materializations":[{"alias":ID,"kind":"retained_image","image":{"dev":N,"ino":N,"size":N},
+ *               "loop":{"device":"/dev/loopN","rdev":N},"mount":{"mnt_id":N}}],
+ *    "egress":{"policy_id":ID,"targets":["host:port",...]} (targets empty: offline),
+ *    "runtime_template_id":ID}
+ * The caller adds "cgroup" and "pid1".
+ */
+json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l);
+
+/*
+ * The session ended: unmounts the host mounts of retained images
+ * (MNT_DETACH; the loop devices go with autoclear) and closes the pinned
+ * descriptors. Images stay. Idempotent. Returns 0 or the first -errno
+ * (materialize.mount) after trying every mount.
+ */
+int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct glove_error *err);
+
+/* Releases (errors ignored) and frees l. NULL is a no-op. */
+void glove_supervisor_launch_free(struct glove_supervisor_launch *l);
+
+/*
+ * For a session no longer running: removes under the root what the plan's
+ * grants' cleanup policies say: retained images with cleanup_policy remove,
+ * every mount directory, and the session directories when empty; keeps
+ * retained images with retain. Detaches a leftover host mount first.
+ * Idempotent (a second call removes nothing more and succeeds). *removed and
+ * *kept (each may be NULL) get new JSON arrays of aliases, in plan order.
+ * Returns 0 or -errno (materialize.cleanup, launch.invalid_plan).
+ */
+int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                             const char *plan, size_t plan_len, json_t **removed, json_t **kept,
+                             struct glove_error *err);

@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The managed-session runtime of gloved: registry, lifecycle, attach
+ * streams, terminal receipts (see runtime.h). */
+#include "glove/control/runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/fd.h"
+#include "glove/base/json.h"
+#include "glove/container/grant.h"
+#include "glove/container/seccomp.h"
+#include "glove/control/server.h"
+#include "glove/net/rule.h"
+#include "glove/session/session.h"
+#include "glove/supervisor/plan.h"
+#include "glove/supervisor/prepare.h"
+
+struct rt_session;
+
+struct attachment {
+        struct rt_session *s;
+        struct glove_control_conn *conn;
+        struct glove_terminal_client *client;
+        struct attachment *next;
+};
+
+struct auth {
+        uint8_t nonce[16];
+        char session_id[GLOVE_CONTROL_ID_MAX + 1];
+        char controller_plan_digest[65], plan_content_digest[65], policy_digest[65];
+        int64_t expires_at_ms;
+        bool live;
+};
+
+struct rt_session {
+        struct glove_control_runtime *rt;
+        struct rt_session *next;
+        char id[GLOVE_CONTROL_ID_MAX + 1];
+        struct glove_supervisor_launch *launch;
+        struct glove_session *session;
+        json_t *binding;
+        char binding_digest[65];
+        int64_t started_at_ms; /* -1 until released */
+        struct auth auth;
+        bool live;             /* the engine session has not ended */
+        bool reserved;
+        bool stopping;
+        char fail_code[GLOVE_CONTROL_REASON_MAX + 1]; /* why on_ready stopped it */
+        struct attachment *att;
+        unsigned n_att;
+        /* After the end. */
+        uint8_t *transcript;
+        size_t transcript_len;
+        uint64_t receipt_seq;
+        json_t *termination;
+};
+
+struct glove_control_runtime {
+        struct glove_control_runtime_options o;
+        struct glove_cgroup_probe cgroup;
+        sd_event *loop;
+        struct rt_session *sessions;
+        unsigned live, ended;
+        bool operational;
+        char why[GLOVE_CGROUP_REASON_MAX * 2 + 64];
+};
+
+/* ---- construction ---- */
+
+int glove_control_runtime_new(const struct glove_control_runtime_options *o, struct glove_control_runtime **out,
+                              struct glove_error *err) {
+        struct glove_control_runtime *rt = calloc(1, sizeof(*rt));
+        *out = NULL;
+        if (!rt)
+                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        rt->o = *o;
+        if (o->cgroup)
+                rt->cgroup = *o->cgroup;
+        rt->operational = o->cgroup && o->cgroup_error == 0 && o->cgroup->backend != GLOVE_CGROUP_BACKEND_NONE;
+        if (!rt->operational)
+                snprintf(rt->why, sizeof(rt->why), "%s: %s",
+                         o->cgroup_why && o->cgroup_why->code ? o->cgroup_why->code : "cgroup.unavailable",
+                         o->cgroup_why && o->cgroup_why->message[0] ? o->cgroup_why->message
+                                                                     : "no delegated cgroup for run cgroups");
+        o = NULL;
+        *out = rt;
+        return 0;
+}
+
+bool glove_control_runtime_operational(const struct glove_control_runtime *rt) {
+        return rt && rt->operational;
+}
+
+const char *glove_control_runtime_why(const struct glove_control_runtime *rt) {
+        return rt->operational ? "" : rt->why;
+}
+
+static const char *const limit_names[] = { "cpu_time_ms",  "memory_bytes", "pids",
+                                           "wall_time_ms", "disk_bytes",   "terminal_output_bytes" };
+
+json_t *glove_control_runtime_mechanisms(const struct glove_control_runtime *rt) {
+        json_t *list = json_array();
+        const char *cg = rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2 ? "cgroup_v2" : "cgroup_v1";
+        for (size_t i = 0; list && i < 6; i++) {
+                const char *m = NULL;
+                if (i <= 2 && rt->operational)
+                        m = i == 0 ? (rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2 ? "cgroup_v2.cpu_stat_watch"
+                                                                                     : "cgroup_v1.cpuacct_watch")
+                                   : cg;
+                else if (i == 3)
+                        m = "supervisor_timer";
+                else if (i == 4)
+                        m = "tmpfs_size";
+                else if (i == 5)
+                        m = "terminal_relay_count";
+                if (m)
+                        json_array_append_new(list, json_pack("{s:s,s:s}", "limit", limit_names[i], "mechanism", m));
+        }
+        return list;
+}
+
+json_t *glove_control_runtime_mechanisms_missing(const struct glove_control_runtime *rt) {
+        json_t *list = json_array();
+        for (size_t i = 0; list && !rt->operational && i < 3; i++)
+                json_array_append_new(list, json_pack("{s:s,s:s}", "limit", limit_names[i], "reason", rt->why));
+        return list;
+}
+
+void glove_control_runtime_set_loop(struct glove_control_runtime *rt, sd_event *loop) {
+        rt->loop = loop;
+}
+
+/* ---- registry ---- */
+
+static struct rt_session *find(struct glove_control_runtime *rt, const char *id) {
+        for (struct rt_session *s = rt->sessions; s; s = s->next)
+                if (strcmp(s->id, id) == 0)
+                        return s;
+        return NULL;
+}
+
+static void session_entry_free(struct rt_session *s) {
+        glove_session_free(s->session);
+        glove_supervisor_launch_free(s->launch);
+        json_decref(s->binding);
+        json_decref(s->termination);
+        free(s->transcript);
+        free(s);
+}
+
+static void unlink_entry(struct glove_control_runtime *rt, struct rt_session *s) {
+        for (struct rt_session **p = &rt->sessions; *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        return;
+                }
+}
+
+/* Keeps at most GLOVE_CONTROL_RUNTIME_ENDED_MAX ended entries: the oldest
+ * ended one goes (its store record and receipt stay). */
+static void trim_ended(struct glove_control_runtime *rt) {
+        while (rt->ended > GLOVE_CONTROL_RUNTIME_ENDED_MAX) {
+                struct rt_session *last = NULL;
+                for (struct rt_session *s = rt->sessions; s; s = s->next)
+                        if (!s->live && !s->n_att)
+                                last = s;
+                if (!last)
+                        return;
+                unlink_entry(rt, last);
+                session_entry_free(last);
+                rt->ended--;
+        }
+}
+
+static const struct glove_control_session *stored(struct glove_control_runtime *rt, const char *id,
+                                                  struct glove_error *err) {
+        const struct glove_control_session *st = glove_control_store_find(rt->o.store, id);
+        if (!st)
+                glove_error_set(err, ENOENT, "session.not_found", "no session %s", id);
+        return st;
+}
+
+static int transition(struct glove_control_runtime *rt, const char *id, enum glove_control_session_state to,
+                      const char *reason, struct glove_error *err) {
+        bool appended;
+        return glove_control_store_transition(rt->o.store, id, to, reason, rt->o.now_ms(), &appended, err);
+}
+
+static json_t *state_result(struct glove_control_runtime *rt, const char *id) {
+        const struct glove_control_session *st = glove_control_store_find(rt->o.store, id);
+        return json_pack("{s:s,s:s}", "session_id", id, "state",
+                         st ? glove_control_session_state_name(st->state) : "unknown");
+}
+
+/* ---- attach streams ---- */
+
+static void attachment_drop(struct attachment *a, const char *reason) {
+        struct rt_session *s = a->s;
+        for (struct attachment **p = &s->att; *p; p = &(*p)->next)
+                if (*p == a) {
+                        *p = a->next;
+                        break;
+                }
+        s->n_att--;
+        glove_terminal_detach(a->client);
+        if (reason)
+                (void)glove_control_conn_push(a->conn,
+                                              json_pack("{s:s,s:{s:s,s:s}}", "method", "session_detached", "params",
+                                                        "session_id", s->id, "reason", reason),
+                                              true);
+        glove_control_conn_attachments(a->conn, -1);
+        free(a);
+}
+
+static void on_client_output(void *userdata, int stream, const void *buf, size_t n) {
+        (void)stream;
+        struct attachment *a = userdata;
+        char *text = glove_control_base64_encode(buf, n);
+        json_t *msg = text ? json_pack("{s:s,s:{s:s,s:s}}", "method", "session_output", "params", "session_id", a->s->id,
+                                       "data_b64", text)
+                           : NULL;
+        free(text);
+        int r = glove_control_conn_push(a->conn, msg, false);
+        if (r == -ENOBUFS)
+                attachment_drop(a, "client_too_slow");
+        else if (r < 0)
+                attachment_drop(a, NULL);
+}
+
+static const struct glove_terminal_client_ops client_ops = { .output = on_client_output };
+
+void glove_control_runtime_conn_closed(struct glove_control_runtime *rt, struct glove_control_conn *conn) {
+        for (struct rt_session *s = rt->sessions; s; s = s->next)
+                for (struct attachment *a = s->att, *next; a; a = next) {
+                        next = a->next;
+                        if (a->conn == conn)
+                                attachment_drop(a, NULL);
+                }
+}
+
+static unsigned conn_attachments(struct glove_control_runtime *rt, struct glove_control_conn *conn) {
+        unsigned n = 0;
+        for (struct rt_session *s = rt->sessions; s; s = s->next)
+                for (struct attachment *a = s->att; a; a = a->next)
+                        n += a->conn == conn;
+        return n;
+}
+
+/* ---- the end of a session ---- */
+
+static void end_notify(struct rt_session *s, const char *state) {
+        while (s->att) {
+                struct attachment *a = s->att;
+                (void)glove_control_conn_push(a->conn,
+                                              json_pack("{s:s,s:{s:s,s:s,s:I,s:O}}", "method", "session_ended", "params",
+                                                        "session_id", s->id, "state", state, "receipt_sequence",
+                                                        (json_int_t)s->receipt_seq, "termination",
+                                                        s->termination ? s->termination : json_null()),
+                                              true);
+                attachment_drop(a, NULL);
+        }
+}
+
+/* Appends the receipt, records the terminal transition, releases the
+ * materializations. f's termination decides exited or failed. */
+static void finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
+        struct glove_control_runtime *rt = s->rt;
+        struct glove_error e = { 0 };
+        const struct glove_control_session *st = glove_control_store_find(rt->o.store, s->id);
+        f->session_id = s->id;
+        f->controller_plan_digest = st->controller_plan_digest;
+        f->plan_content_digest = st->plan_content_digest;
+        f->launch_binding = s->binding;
+        f->launch_binding_digest = s->binding_digest[0] ? s->binding_digest : NULL;
+        f->ended_at_ms = rt->o.now_ms();
+        _cleanup_json_ json_t *receipt = glove_control_receipt_build(f);
+        if (s->reserved) {
+                glove_control_receipts_unreserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE);
+                s->reserved = false;
+        }
+        uint64_t seq = 0;
+        if (!receipt || glove_control_receipts_append(rt->o.receipts, "session.terminal", s->id, receipt, f->ended_at_ms,
+                                                      &seq, &e) < 0)
+                fprintf(stderr, "gloved: session %s: the terminal receipt could not be appended: %s: %s\n", s->id,
+                        e.code ? e.code : "receipts.io", e.message);
+        s->receipt_seq = seq;
+        json_decref(s->termination);
+        s->termination = receipt ? json_incref(json_object_get(receipt, "termination")) : NULL;
+        bool failed = f->termination == GLOVE_CONTROL_TERM_START_FAILED || f->termination == GLOVE_CONTROL_TERM_LOST;
+        const char *reason = f->code ? f->code : (failed ? "start_failed" : glove_control_termination_name(f->termination));
+        /* No receipt, no terminal state: a receipt-less "exited" would claim
+         * what cannot be verified; the session is failed instead. */
+        if (!seq)
+                failed = true, reason = "receipts.append_failed";
+        struct glove_error te = { 0 };
+        if (transition(rt, s->id, failed ? GLOVE_CONTROL_SESSION_FAILED : GLOVE_CONTROL_SESSION_EXITED, reason, &te) < 0)
+                fprintf(stderr, "gloved: session %s: the terminal transition could not be recorded: %s: %s\n", s->id,
+                        te.code, te.message);
+        if (s->launch) {
+                struct glove_error le = { 0 };
+                if (glove_supervisor_launch_release(s->launch, &le) < 0)
+                        fprintf(stderr, "gloved: session %s: %s: %s\n", s->id, le.code, le.message);
+        }
+        if (s->live) {
+                s->live = false;
+                rt->live--;
+                rt->ended++;
+        }
+        end_notify(s, failed ? "failed" : "exited");
+        trim_ended(rt);
+}
+
+static void keep_transcript(struct rt_session *s) {
+        struct glove_terminal *t = s->session ? glove_session_terminal(s->session) : NULL;
+        if (!t)
+                return;
+        uint8_t *buf = malloc(GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
+        if (!buf)
+                return;
+        s->transcript_len = glove_terminal_transcript(t, buf, GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
+        s->transcript = buf;
+}
+
+static void on_exited(struct glove_session *gs, const struct glove_session_outcome *o, void *userdata) {
+        (void)gs;
+        struct rt_session *s = userdata;
+        struct glove_control_receipt_facts f = {
+                .started_at_ms = s->started_at_ms,
+                .exit_code = -1,
+                .cpu_time_ms = o->cpu_time_ms,
+                .output_bytes = o->output_bytes,
+                .peak_memory_bytes = o->peak_memory_bytes,
+                .wall_time_ms = o->wall_time_ms,
+        };
+        const char *limit = glove_control_limit_plan_name(o->limit);
+        if (o->kind == GLOVE_SESSION_SETUP_FAILED || !o->released) {
+                f.termination = GLOVE_CONTROL_TERM_START_FAILED;
+                f.code = s->fail_code[0] ? s->fail_code
+                         : glove_error_is_set(&o->error) && o->error.code ? o->error.code
+                                                                          : "start.failed";
+                f.started_at_ms = -1;
+        } else if (limit) {
+                f.termination = GLOVE_CONTROL_TERM_LIMIT;
+                f.limit = limit;
+                f.signal = SIGKILL;
+        } else if (o->disk_full) {
+                f.termination = GLOVE_CONTROL_TERM_LIMIT;
+                f.limit = "disk_bytes";
+        } else if (o->kind == GLOVE_SESSION_EXEC_FAILED) {
+                f.termination = GLOVE_CONTROL_TERM_START_FAILED;
+                f.code = "launch.exec_failed";
+        } else if (o->kind == GLOVE_SESSION_LOST) {
+                f.termination = GLOVE_CONTROL_TERM_LOST;
+                f.code = "session.lost";
+        } else if (o->stopped || s->stopping) {
+                f.termination = GLOVE_CONTROL_TERM_STOPPED;
+                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : 0;
+                if (o->kind == GLOVE_SESSION_EXITED)
+                        f.exit_code = o->value;
+        } else if (o->kind == GLOVE_SESSION_SIGNALED) {
+                f.termination = GLOVE_CONTROL_TERM_SIGNAL;
+                f.signal = o->value;
+        } else {
+                f.termination = GLOVE_CONTROL_TERM_EXIT;
+                f.exit_code = o->value;
+        }
+        if (f.termination == GLOVE_CONTROL_TERM_LIMIT && o->kind == GLOVE_SESSION_EXITED)
+                f.exit_code = o->value;
+        if (f.termination == GLOVE_CONTROL_TERM_LIMIT && o->kind == GLOVE_SESSION_SIGNALED)
+                f.signal = o->value;
+        /* disk usage: the limit when the private tmpfs filled, else not measured (0) */
+        if (o->disk_full && s->binding) {
+                json_t *lim = json_object_get(s->binding, "limits");
+                f.disk_bytes = (uint64_t)json_integer_value(json_object_get(lim, "disk_bytes"));
+        }
+        keep_transcript(s);
+        s->auth.live = false;
+        finish(s, &f);
+        /* The engine session holds nothing but the transcript now (copied). */
+        struct glove_session *done = s->session;
+        s->session = NULL;
+        glove_session_free(done);
+}
+
+static void on_warning(struct glove_session *gs, const struct glove_error *w, void *userdata) {
+        (void)gs;
+        struct rt_session *s = userdata;
+        fprintf(stderr, "gloved: session %s: warning: %s: %s\n", s->id, w->code, w->message);
+}
+
+/* The cgroup identity of PID 1: {"path","inode"} from /proc/PID/cgroup and a
+ * stat of the run cgroup beside the probe's parent. */
+static json_t *cgroup_identity(struct rt_session *s, pid_t pid) {
+        char p[64], buf[4096];
+        snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
+        const char *want = s->rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2 ? "0::" : ":memory:";
+        char *line = strstr(buf, want);
+        if (!line)
+                return NULL;
+        line += strlen(want);
+        char *end = strchr(line, '\n');
+        if (end)
+                *end = '\0';
+        const char *base = strrchr(line, '/');
+        base = base ? base + 1 : line;
+        char dir[PATH_MAX + 64];
+        struct stat st;
+        snprintf(dir, sizeof(dir), "%s/%s", s->rt->cgroup.parent, base);
+        if (stat(dir, &st) < 0)
+                return json_pack("{s:s,s:n}", "path", line, "inode");
+        return json_pack("{s:s,s:I}", "path", line, "inode", (json_int_t)st.st_ino);
+}
+
+static void fail_start(struct rt_session *s, const struct glove_error *why) {
+        struct glove_control_receipt_facts f = {
+                .started_at_ms = -1,
+                .exit_code = -1,
+                .termination = GLOVE_CONTROL_TERM_START_FAILED,
+                .code = why && why->code ? why->code : "start.failed",
+        };
+        s->auth.live = false;
+        finish(s, &f);
+}
+
+static void on_ready(struct glove_session *gs, void *userdata) {
+        struct rt_session *s = userdata;
+        struct glove_control_runtime *rt = s->rt;
+        struct glove_error e = { 0 };
+        const struct glove_control_session *st = glove_control_store_find(rt->o.store, s->id);
+        /* The start authorization: minted for this session and these digests
+         * under this policy, still valid, used once. */
+        bool ok = s->auth.live && rt->o.now_ms() <= s->auth.expires_at_ms && strcmp(s->auth.session_id, s->id) == 0 &&
+                  strcmp(s->auth.controller_plan_digest, st->controller_plan_digest) == 0 &&
+                  strcmp(s->auth.plan_content_digest, st->plan_content_digest) == 0 &&
+                  strcmp(s->auth.policy_digest, glove_supervisor_policy_digest(rt->o.policy)) == 0;
+        s->auth.live = false;
+        explicit_bzero(s->auth.nonce, sizeof(s->auth.nonce));
+        if (!ok) {
+                glove_error_set(&e, EACCES, "start.authorization_expired",
+                                "the start authorization expired or does not match the session");
+                goto fail;
+        }
+        const struct glove_sandbox *sb = glove_session_sandbox(gs);
+        json_t *cg = sb ? cgroup_identity(s, sb->pid) : NULL;
+        if (!cg) {
+                glove_error_set(&e, EIO, "start.cgroup_identity", "the run cgroup of the session could not be read");
+                goto fail;
+        }
+        json_object_set_new(s->binding, "cgroup", cg);
+        if (glove_control_json_digest(s->binding, s->binding_digest, &e) < 0)
+                goto fail;
+        if (transition(rt, s->id, GLOVE_CONTROL_SESSION_RUNNING, "", &e) < 0)
+                goto fail;
+        s->started_at_ms = rt->o.now_ms();
+        if (glove_session_release(gs, &e) < 0) {
+                glove_session_stop(gs, 0);
+                return; /* the end comes through on_exited */
+        }
+        return;
+fail:
+        fprintf(stderr, "gloved: session %s: not released: %s: %s\n", s->id, e.code, e.message);
+        snprintf(s->fail_code, sizeof(s->fail_code), "%s", e.code ? e.code : "start.failed");
+        /* Killing before release ends in on_exited with released false:
+         * start_failed. Keep the code for the receipt. */
+        glove_session_stop(gs, 0);
+}
+
+static const struct glove_session_ops session_ops = { .ready = on_ready, .exited = on_exited, .warning = on_warning };
+
+/* ---- methods ---- */
+
+static int revalidate(struct glove_control_runtime *rt, const struct glove_control_session *st,
+                      struct glove_error *err) {
+        struct glove_plan_verdict v;
+        memset(&v, 0, sizeof(v));
+        int r = glove_supervisor_plan_validate(rt->o.policy, st->plan, st->plan_len, rt->o.now_ms(), &v, err);
+        if (r < 0)
+                return r;
+        if (v.valid)
+                return 0;
+        for (size_t i = 0; i < v.n_reasons; i++)
+                if (strcmp(v.reasons[i].code, "plan.expired") == 0)
+                        return glove_error_set(err, ETIMEDOUT, "plan.expired", "the plan expired; it never starts");
+        return glove_error_set(err, EINVAL, "plan.invalid", "the stored plan no longer satisfies the policy: %s",
+                               v.n_reasons ? v.reasons[0].code : "?");
+}
+
+static int mint(struct glove_control_runtime *rt, struct rt_session *s, const struct glove_control_session *st,
+                struct glove_error *err) {
+        struct auth *a = &s->auth;
+        int r = glove_digest_random(a->nonce, sizeof(a->nonce), err);
+        if (r < 0)
+                return r;
+        snprintf(a->session_id, sizeof(a->session_id), "%s", st->session_id);
+        memcpy(a->controller_plan_digest, st->controller_plan_digest, 65);
+        memcpy(a->plan_content_digest, st->plan_content_digest, 65);
+        snprintf(a->policy_digest, sizeof(a->policy_digest), "%s", glove_supervisor_policy_digest(rt->o.policy));
+        a->expires_at_ms = rt->o.now_ms() + GLOVE_CONTROL_RUNTIME_AUTH_TTL_MS;
+        a->live = true;
+        return 0;
+}
+
+int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id, json_t **result,
+                                struct glove_error *err) {
+        *result = NULL;
+        const struct glove_control_session *st = stored(rt, id, err);
+        if (!st)
+                return -ENOENT;
+        if (glove_control_session_state_terminal(st->state))
+                return glove_error_set(err, EINVAL, "session.terminal", "session %s is %s", id,
+                                       glove_control_session_state_name(st->state));
+        if (st->state != GLOVE_CONTROL_SESSION_CREATED || find(rt, id)) {
+                *result = state_result(rt, id); /* a retry answers the current state */
+                return *result ? 0 : -ENOMEM;
+        }
+        if (!rt->loop)
+                return glove_error_set(err, EAGAIN, "runtime.no_loop", "the service loop is not running");
+        if (rt->live >= GLOVE_CONTROL_RUNTIME_SESSIONS_MAX)
+                return glove_error_set(err, EBUSY, "runtime.busy", "%d sessions are running already",
+                                       GLOVE_CONTROL_RUNTIME_SESSIONS_MAX);
+        int r = revalidate(rt, st, err);
+        if (r < 0)
+                return r;
+        struct rt_session *s = calloc(1, sizeof(*s));
+        if (!s)
+                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        s->rt = rt;
+        s->started_at_ms = -1;
+        snprintf(s->id, sizeof(s->id), "%s", id);
+        if ((r = mint(rt, s, st, err)) < 0 ||
+            (r = glove_control_receipts_reserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE, err)) < 0) {
+                free(s);
+                return r;
+        }
+        s->reserved = true;
+        r = transition(rt, id, GLOVE_CONTROL_SESSION_PREPARING, "", err);
+        if (r < 0) {
+                glove_control_receipts_unreserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE);
+                free(s);
+                return r;
+        }
+        s->live = true;
+        rt->live++;
+        s->next = rt->sessions;
+        rt->sessions = s;
+        /* From here every failure is a failed session with a receipt. */
+        struct glove_error e = { 0 };
+        struct glove_net_policy *egress = NULL;
+        struct glove_grant_set grants;
+        glove_grant_set_init(&grants);
+        r = glove_supervisor_launch_prepare(rt->o.config, id, st->plan, st->plan_len, &s->launch, &e);
+        if (r >= 0 && !(s->binding = glove_supervisor_launch_binding(s->launch)))
+                r = glove_error_set(&e, ENOMEM, "runtime.no_memory", "out of memory");
+        if (r >= 0)
+                r = transition(rt, id, GLOVE_CONTROL_SESSION_STARTING, "", &e);
+        if (r >= 0) {
+                egress = glove_supervisor_launch_take_egress(s->launch);
+                struct glove_session_desc d = {
+                        .argv = glove_supervisor_launch_argv(s->launch),
+                        .envp = glove_supervisor_launch_envp(s->launch),
+                        .grants = &grants,
+                        .seccomp = &glove_seccomp_prebuilt,
+                        .cgroup_policy = GLOVE_SESSION_CGROUP_REQUIRED,
+                        .terminal = GLOVE_TERMINAL_PTY,
+                        .rows = 24,
+                        .cols = 80,
+                        .channel_stdin_fd = -1,
+                        .channel_stdout_fd = -1,
+                        .egress = egress,
+                        .audit = NULL,
+                        .parent_death_kill = false,
+#if GLOVE_CONTROL_HAVE_ADD_MOUNTS
+                        .add_mounts = glove_supervisor_launch_add_mounts,
+                        .add_mounts_ctx = s->launch,
+                        .cwd = glove_supervisor_launch_cwd(s->launch),
+#endif
+                };
+                glove_supervisor_launch_limits(s->launch, &d.limits);
+                r = glove_session_spawn(&d, &session_ops, s, &s->session, &e);
+                if (r >= 0 && (r = glove_session_attach(s->session, rt->loop, &e)) < 0) {
+                        glove_session_free(s->session);
+                        s->session = NULL;
+                }
+        }
+        if (egress) {
+                glove_net_policy_free(egress);
+                free(egress);
+        }
+        if (r < 0) {
+                fail_start(s, &e);
+                glove_supervisor_launch_free(s->launch);
+                s->launch = NULL;
+                *err = e;
+                return r;
+        }
+        *result = state_result(rt, id);
+        return *result ? 0 : -ENOMEM;
+}
+
+static struct rt_session *live_session(struct glove_control_runtime *rt, const char *id, struct glove_error *err) {
+        const struct glove_control_session *st = stored(rt, id, err);
+        if (!st)
+                return NULL;
+        struct rt_session *s = find(rt, id);
+        if (!s || !s->live || !s->session ||
+            (st->state != GLOVE_CONTROL_SESSION_RUNNING && st->state != GLOVE_CONTROL_SESSION_STOPPING)) {
+                glove_error_set(err, EINVAL, glove_control_session_state_terminal(st->state) ? "session.terminal"
+                                                                                              : "session.not_running",
+                                "session %s is %s", id, glove_control_session_state_name(st->state));
+                return NULL;
+        }
+        return s;
+}
+
+int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_control_conn *conn, const char *id,
+                                 json_t **result, struct glove_error *err) {
+        *result = NULL;
+        const struct glove_control_session *st = stored(rt, id, err);
+        if (!st)
+                return -ENOENT;
+        struct rt_session *s = find(rt, id);
+        const uint8_t *tr = NULL;
+        size_t tlen = 0;
+        _cleanup_free_ uint8_t *buf = NULL;
+        bool attach = s && s->live && s->session;
+        if (attach) {
+                for (struct attachment *a = s->att; a; a = a->next)
+                        if (a->conn == conn) {
+                                attach = false; /* already attached: the transcript again, no second stream */
+                                break;
+                        }
+        }
+        if (attach && (conn_attachments(rt, conn) >= GLOVE_CONTROL_RUNTIME_ATTACH_PER_CONN ||
+                       s->n_att >= GLOVE_TERMINAL_CLIENTS_MAX))
+                return glove_error_set(err, ENOSPC, "attach.too_many", "too many attachments");
+        if (s && s->session) {
+                buf = malloc(GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
+                if (!buf)
+                        return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+                tlen = glove_terminal_transcript(glove_session_terminal(s->session), buf, GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
+                tr = buf;
+        } else if (s) {
+                tr = s->transcript;
+                tlen = s->transcript_len;
+        }
+        bool attached = false;
+        if (attach) {
+                struct attachment *a = calloc(1, sizeof(*a));
+                if (!a)
+                        return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+                a->s = s;
+                a->conn = conn;
+                if (glove_terminal_attach(glove_session_terminal(s->session), &client_ops, a, false, &a->client) < 0) {
+                        free(a);
+                        return glove_error_set(err, ENOSPC, "attach.too_many", "the terminal has no room for a client");
+                }
+                a->next = s->att;
+                s->att = a;
+                s->n_att++;
+                glove_control_conn_attachments(conn, +1);
+                attached = true;
+        }
+        _cleanup_free_ char *text = glove_control_base64_encode(tr ? tr : (const uint8_t *)"", tlen);
+        if (!text)
+                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        *result = json_pack("{s:s,s:s,s:s,s:I,s:b}", "session_id", id, "state",
+                            glove_control_session_state_name(st->state), "transcript_b64", text, "transcript_bytes",
+                            (json_int_t)tlen, "attached", attached);
+        if (*result && s && !s->live && s->termination) {
+                json_object_set(*result, "termination", s->termination);
+                json_object_set_new(*result, "receipt_sequence", json_integer((json_int_t)s->receipt_seq));
+        }
+        return *result ? 0 : -ENOMEM;
+}
+
+int glove_control_runtime_detach(struct glove_control_runtime *rt, struct glove_control_conn *conn, const char *id,
+                                 json_t **result, struct glove_error *err) {
+        if (!stored(rt, id, err))
+                return -ENOENT;
+        struct rt_session *s = find(rt, id);
+        bool detached = false;
+        for (struct attachment *a = s ? s->att : NULL; a; a = a->next)
+                if (a->conn == conn) {
+                        attachment_drop(a, "detached");
+                        detached = true;
+                        break;
+                }
+        *result = json_pack("{s:b}", "detached", detached);
+        return *result ? 0 : -ENOMEM;
+}
+
+int glove_control_runtime_write_stdin(struct glove_control_runtime *rt, const char *id, const void *data, size_t len,
+                                      json_t **result, struct glove_error *err) {
+        struct rt_session *s = live_session(rt, id, err);
+        if (!s)
+                return -EINVAL;
+        if (len > GLOVE_CONTROL_RUNTIME_STDIN_MAX)
+                return glove_error_set(err, EMSGSIZE, "stdin.too_large", "at most %d bytes per write_stdin",
+                                       GLOVE_CONTROL_RUNTIME_STDIN_MAX);
+        ssize_t n = len ? glove_terminal_input(glove_session_terminal(s->session), data, len) : 0;
+        if (n < 0)
+                return glove_error_set(err, EPIPE, "session.not_running", "the agent's input is closed");
+        if (n == 0 && len)
+                return glove_error_set(err, EAGAIN, "stdin.full", "the input queue is full; retry later");
+        *result = json_pack("{s:I}", "accepted", (json_int_t)n);
+        return *result ? 0 : -ENOMEM;
+}
+
+int glove_control_runtime_resize(struct glove_control_runtime *rt, const char *id, unsigned rows, unsigned cols,
+                                 json_t **result, struct glove_error *err) {
+        struct rt_session *s = live_session(rt, id, err);
+        if (!s)
+                return -EINVAL;
+        int r = glove_terminal_resize(glove_session_terminal(s->session), rows, cols);
+        if (r < 0)
+                return glove_error_set(err, -r, "resize.failed", "the window size could not be set");
+        *result = json_object();
+        return *result ? 0 : -ENOMEM;
+}
+
+int glove_control_runtime_signal(struct glove_control_runtime *rt, const char *id, const char *name, json_t **result,
+                                 struct glove_error *err) {
+        int sig = glove_control_signal_parse(name);
+        if (sig < 0)
+                return glove_error_set(err, EINVAL, "signal.unknown", "unknown signal name");
+        struct rt_session *s = live_session(rt, id, err);
+        if (!s)
+                return -EINVAL;
+        (void)glove_session_signal(s->session, sig);
+        *result = json_object();
+        return *result ? 0 : -ENOMEM;
+}
+
+int glove_control_runtime_stop(struct glove_control_runtime *rt, const char *id, uint64_t grace_ms, json_t **result,
+                               struct glove_error *err) {
+        const struct glove_control_session *st = stored(rt, id, err);
+        if (!st)
+                return -ENOENT;
+        if (glove_control_session_state_terminal(st->state) || st->state == GLOVE_CONTROL_SESSION_STOPPING) {
+                *result = state_result(rt, id); /* idempotent */
+                return *result ? 0 : -ENOMEM;
+        }
+        struct rt_session *s = live_session(rt, id, err);
+        if (!s)
+                return -EINVAL;
+        int r = transition(rt, id, GLOVE_CONTROL_SESSION_STOPPING, "stop_session", err);
+        if (r < 0)
+                return r;
+        s->stopping = true;
+        glove_session_stop(s->session, grace_ms);
+        *result = state_result(rt, id);
+        return *result ? 0 : -ENOMEM;
+}
+
+int glove_control_runtime_cleanup(struct glove_control_runtime *rt, const char *id, json_t **result,
+                                  struct glove_error *err) {
+        const struct glove_control_session *st = stored(rt, id, err);
+        if (!st)
+                return -ENOENT;
+        if (!glove_control_session_state_terminal(st->state))
+                return glove_error_set(err, EBUSY, "session.not_terminal", "session %s is %s", id,
+                                       glove_control_session_state_name(st->state));
+        json_t *removed = NULL, *kept = NULL;
+        int r = glove_supervisor_cleanup(rt->o.config, id, st->plan, st->plan_len, &removed, &kept, err);
+        if (r < 0)
+                return r;
+        *result = json_pack("{s:o,s:o}", "removed", removed ? removed : json_array(), "kept", kept ? kept : json_array());
+        return *result ? 0 : -ENOMEM;
+}
+
+json_t *glove_control_runtime_list(const struct glove_control_store *store) {
+        json_t *list = json_array();
+        for (size_t i = 0; list && i < glove_control_store_sessions(store); i++) {
+                const struct glove_control_session *s = glove_control_store_at(store, i);
+                int64_t updated = s->n_history ? s->history[s->n_history - 1].at_ms : s->created_at_ms;
+                json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:I}", "session_id", s->session_id, "state",
+                                                      glove_control_session_state_name(s->state), "created_at_ms",
+                                                      (json_int_t)s->created_at_ms, "updated_at_ms",
+                                                      (json_int_t)updated));
+        }
+        return list ? json_pack("{s:o}", "sessions", list) : NULL;
+}
+
+/* ---- shutdown ---- */
+
+void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
+        if (!rt)
+                return;
+        for (struct rt_session *s = rt->sessions; s; s = s->next) {
+                if (!s->live)
+                        continue;
+                keep_transcript(s);
+                struct glove_session *gs = s->session;
+                s->session = NULL;
+                glove_session_free(gs); /* kills and reaps without calling ops */
+                struct glove_control_receipt_facts f = {
+                        .started_at_ms = s->started_at_ms,
+                        .exit_code = -1,
+                        .termination = GLOVE_CONTROL_TERM_LOST,
+                        .code = "service.stopped",
+                };
+                finish(s, &f);
+        }
+        rt->loop = NULL;
+}
+
+void glove_control_runtime_free(struct glove_control_runtime *rt) {
+        if (!rt)
+                return;
+        glove_control_runtime_shutdown(rt);
+        while (rt->sessions) {
+                struct rt_session *s = rt->sessions;
+                rt->sessions = s->next;
+                while (s->att)
+                        attachment_drop(s->att, NULL);
+                session_entry_free(s);
+        }
+        free(rt);
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pure parts of the managed runtime: signal names, base64, terminal
+ * receipts (see runtime.h). */
+#include "glove/control/runtime.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/json.h"
+#include "glove/control/methods.h"
+
+static const struct {
+        const char *name;
+        int sig;
+} signals[] = {
+        { "SIGHUP", SIGHUP },   { "SIGINT", SIGINT },   { "SIGQUIT", SIGQUIT }, { "SIGTERM", SIGTERM },
+        { "SIGKILL", SIGKILL }, { "SIGUSR1", SIGUSR1 }, { "SIGUSR2", SIGUSR2 }, { "SIGCONT", SIGCONT },
+        { "SIGSTOP", SIGSTOP }, { "SIGWINCH", SIGWINCH },
+};
+
+int glove_control_signal_parse(const char *name) {
+        for (size_t i = 0; name && i < sizeof(signals) / sizeof(signals[0]); i++)
+                if (strcmp(signals[i].name, name) == 0)
+                        return signals[i].sig;
+        return -1;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *glove_control_base64_encode(const void *data, size_t n) {
+        const uint8_t *p = data;
+        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t)p[i] << 16;
+                if (i + 1 < n)
+                        v |= (uint32_t)p[i + 1] << 8;
+                if (i + 2 < n)
+                        v |= p[i + 2];
+                *o++ = b64[(v >> 18) & 63];
+                *o++ = b64[(v >> 12) & 63];
+                *o++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+                *o++ = i + 2 < n ? b64[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+static int b64_value(char c) {
+        const char *p = c ? strchr(b64, c) : NULL;
+        return p ? (int)(p - b64) : -1;
+}
+
+int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n) {
+        *out = NULL;
+        *n = 0;
+        if (len % 4)
+                return -EINVAL;
+        size_t pad = len && text[len - 1] == '=' ? (len >= 2 && text[len - 2] == '=' ? 2 : 1) : 0;
+        size_t bytes = len / 4 * 3 - pad;
+        if (bytes > max)
+                return -EMSGSIZE;
+        uint8_t *buf = malloc(bytes ? bytes : 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t k = 0;
+        for (size_t i = 0; i < len; i += 4) {
+                int v[4];
+                for (int j = 0; j < 4; j++) {
+                        bool last = i + 4 == len;
+                        if (text[i + j] == '=' && last && j >= 4 - (int)pad) {
+                                v[j] = 0;
+                                continue;
+                        }
+                        v[j] = b64_value(text[i + j]);
+                        if (v[j] < 0) {
+                                free(buf);
+                                return -EINVAL;
+                        }
+                }
+                uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+                uint8_t tri[3] = { (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w };
+                size_t take = i + 4 == len ? 3 - pad : 3;
+                /* Canonical: the bits dropped by padding are zero. */
+                if ((pad == 1 && i + 4 == len && (v[2] & 3)) || (pad == 2 && i + 4 == len && (v[1] & 15))) {
+                        free(buf);
+                        return -EINVAL;
+                }
+                memcpy(buf + k, tri, take);
+                k += take;
+        }
+        *out = buf;
+        *n = k;
+        return 0;
+}
+
+const char *glove_control_termination_name(enum glove_control_termination t) {
+        static const char *const names[] = { "exit", "signal", "limit", "stopped", "start_failed", "lost" };
+        return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "lost";
+}
+
+const char *glove_control_termination_state(enum glove_control_termination t) {
+        return t == GLOVE_CONTROL_TERM_START_FAILED || t == GLOVE_CONTROL_TERM_LOST ? "failed" : "exited";
+}
+
+const char *glove_control_limit_plan_name(enum glove_cgroup_limit limit) {
+        switch (limit) {
+        case GLOVE_CGROUP_LIMIT_MEMORY:
+                return "memory_bytes";
+        case GLOVE_CGROUP_LIMIT_PIDS:
+                return "pids";
+        case GLOVE_CGROUP_LIMIT_CPU_TIME:
+                return "cpu_time_ms";
+        case GLOVE_CGROUP_LIMIT_WALL_TIME:
+                return "wall_time_ms";
+        case GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT:
+                return "terminal_output_bytes";
+        case GLOVE_CGROUP_LIMIT_NONE:
+                break;
+        }
+        return NULL;
+}
+
+int glove_control_json_digest(const json_t *v, char out[65], struct glove_error *err) {
+        _cleanup_free_ char *bytes = NULL;
+        size_t len = 0;
+        uint8_t d[GLOVE_DIGEST_SHA256_LEN];
+        int r = glove_json_encode_canonical(v, &bytes, &len, err);
+        if (r == 0)
+                r = glove_digest_sha256(bytes, len, d, err);
+        if (r == 0)
+                glove_digest_hex_encode(d, sizeof(d), out, 65);
+        return r;
+}
+
+json_t *glove_control_receipt_build(const struct glove_control_receipt_facts *f) {
+        struct glove_error e = { 0 };
+        _cleanup_json_ json_t *binding = f->launch_binding ? json_deep_copy(f->launch_binding) : json_object();
+        char digest[65];
+        if (!binding)
+                return NULL;
+        if (f->launch_binding_digest)
+                snprintf(digest, sizeof(digest), "%s", f->launch_binding_digest);
+        else if (glove_control_json_digest(binding, digest, &e) < 0)
+                return NULL;
+        json_t *term = json_pack("{s:s}", "kind", glove_control_termination_name(f->termination));
+        if (!term)
+                return NULL;
+        if ((f->termination == GLOVE_CONTROL_TERM_SIGNAL || f->termination == GLOVE_CONTROL_TERM_STOPPED) && f->signal > 0)
+                json_object_set_new(term, "signal", json_integer(f->signal));
+        if (f->termination == GLOVE_CONTROL_TERM_LIMIT && f->limit)
+                json_object_set_new(term, "limit", json_string(f->limit));
+        if (f->code && f->code[0])
+                json_object_set_new(term, "code", json_string(f->code));
+        return json_pack("{s:s,s:I,s:o,s:O,s:s,s:s,s:i,s:s,s:o,s:s,s:o,s:{s:I,s:I,s:I,s:I,s:I}}",
+                         "controller_plan_digest", f->controller_plan_digest, "ended_at_ms", (json_int_t)f->ended_at_ms,
+                         "exit_code", f->exit_code >= 0 ? json_integer(f->exit_code) : json_null(), "launch_binding",
+                         binding, "launch_binding_digest", digest, "plan_content_digest", f->plan_content_digest,
+                         "receipt_schema_version", GLOVE_CONTROL_RECEIPT_SCHEMA_VERSION, "session_id", f->session_id,
+                         "started_at_ms", f->started_at_ms >= 0 ? json_integer(f->started_at_ms) : json_null(),
+                         "state", glove_control_termination_state(f->termination), "termination", term, "usage",
+                         "cpu_time_ms", (json_int_t)f->cpu_time_ms, "disk_bytes", (json_int_t)f->disk_bytes,
+                         "output_bytes", (json_int_t)f->output_bytes, "peak_memory_bytes",
+                         (json_int_t)f->peak_memory_bytes, "wall_time_ms", (json_int_t)f->wall_time_ms);
+}

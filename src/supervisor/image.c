@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Retained ext4 images for managed sessions (issue 9, "retained_write";
+ * docs/session-policy.md, "Resolution and retained images").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/loop.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
+#include "glove/supervisor/prepare.h"
+#include "image.h"
+
+static const char *const mkfs_candidates[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
+
+/* Root-owned and not writable by group or others. */
+static bool root_safe(const struct stat *st) {
+        return st->st_uid == 0 && (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+static int dir_safe(const char *file, char *why, size_t cap) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", file);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                return -EINVAL;
+        if (slash == dir)
+                slash[1] = '\0';
+        else
+                *slash = '\0';
+        struct stat st;
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !root_safe(&st)) {
+                snprintf(why, cap, "%s: its directory %s is not root-owned or is writable by group or others", file, dir);
+                return -EPERM;
+        }
+        return 0;
+}
+
+int sv_mkfs_resolve(char out[PATH_MAX], struct glove_error *err) {
+        char why[PATH_MAX * 2 + 128] = "";
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(mkfs_candidates); i++) {
+                const char *cand = mkfs_candidates[i];
+                struct stat lst, st;
+                if (lstat(cand, &lst) < 0)
+                        continue;
+                char resolved[PATH_MAX];
+                if (!realpath(cand, resolved)) {
+                        snprintf(why, sizeof(why), "%s: cannot be resolved: %s", cand, strerror(errno));
+                        continue;
+                }
+                if (stat(resolved, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) {
+                        snprintf(why, sizeof(why), "%s: %s is not an executable regular file", cand, resolved);
+                        continue;
+                }
+                if (!root_safe(&st)) {
+                        snprintf(why, sizeof(why), "%s: %s is not root-owned or is writable by group or others", cand,
+                                 resolved);
+                        continue;
+                }
+                if (dir_safe(resolved, why, sizeof(why)) < 0 || dir_safe(cand, why, sizeof(why)) < 0)
+                        continue;
+                snprintf(out, PATH_MAX, "%s", resolved);
+                return 0;
+        }
+        if (why[0])
+                return glove_error_set(err, EPERM, "retained.mkfs_unsafe", "%s", why);
+        return glove_error_set(err, ENOENT, "retained.no_mkfs",
+                               "neither /usr/sbin/mkfs.ext4 nor /sbin/mkfs.ext4 exists (install e2fsprogs)");
+}
+
+/* PROC_USER_INIT_INO: the inode number of the initial user namespace. */
+#define SV_INIT_USER_NS_INO 4026531837ULL
+
+bool glove_supervisor_retained_probe(struct glove_error *why) {
+        char mkfs[PATH_MAX];
+        if (sv_mkfs_resolve(mkfs, why) < 0)
+                return false;
+        int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+                glove_error_set(why, errno, "retained.no_loop_control", "/dev/loop-control cannot be opened read-write: %s",
+                                strerror(errno));
+                return false;
+        }
+        close(fd);
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2] = { 0 };
+        bool cap = syscall(SYS_capget, &hdr, data) == 0 &&
+                   (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32)));
+        struct stat ns;
+        bool init_ns = stat("/proc/self/ns/user", &ns) == 0 && (unsigned long long)ns.st_ino == SV_INIT_USER_NS_INO;
+        if (geteuid() != 0 || !cap || !init_ns) {
+                glove_error_set(why, EPERM, "retained.no_mount_capability",
+                                "mounting an image needs effective uid 0 with CAP_SYS_ADMIN in the initial user "
+                                "namespace (euid %u, CAP_SYS_ADMIN %s, %s user namespace)",
+                                (unsigned)geteuid(), cap ? "effective" : "missing", init_ns ? "initial" : "a nested");
+                return false;
+        }
+        return true;
+}
+
+/* Runs mkfs.ext4 on image (absolute). Output kept bounded for the message. */
+static int run_mkfs(const char *image, uid_t uid, gid_t gid, struct glove_error *err) {
+        char mkfs[PATH_MAX];
+        int r = sv_mkfs_resolve(mkfs, err);
+        if (r < 0)
+                return glove_error_set(err, -r, "materialize.mkfs", "%s", err ? err->message : "mkfs.ext4 unusable");
+        char ext[64];
+        snprintf(ext, sizeof(ext), "root_owner=%u:%u,nodiscard", (unsigned)uid, (unsigned)gid);
+        char *const argv[] = { "mkfs.ext4", "-F", "-q", "-t", "ext4", "-m", "0", "-E", ext, (char *)image, NULL };
+        char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return glove_error_set(err, errno, "materialize.mkfs", "pipe: %s", strerror(errno));
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t at;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&at);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &all);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        pid_t pid;
+        r = posix_spawn(&pid, mkfs, &fa, &at, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        close(p[1]);
+        if (r != 0) {
+                close(p[0]);
+                return glove_error_set(err, r, "materialize.mkfs", "%s: cannot be executed: %s", mkfs, strerror(r));
+        }
+        char out[GLOVE_SUPERVISOR_MKFS_OUTPUT_MAX + 1];
+        size_t got = 0;
+        for (;;) {
+                char buf[512];
+                ssize_t n = read(p[0], buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                size_t take = (size_t)n;
+                if (take > GLOVE_SUPERVISOR_MKFS_OUTPUT_MAX - got)
+                        take = GLOVE_SUPERVISOR_MKFS_OUTPUT_MAX - got;
+                memcpy(out + got, buf, take);
+                got += take;
+        }
+        close(p[0]);
+        out[got] = '\0';
+        for (size_t i = 0; i < got; i++)
+                if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
+                        out[i] = ' ';
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return glove_error_set(err, errno, "materialize.mkfs", "waitpid: %s", strerror(errno));
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return glove_error_set(err, EIO, "materialize.mkfs", "%s failed (%s %d): %s", mkfs,
+                                       WIFEXITED(status) ? "exit status" : "signal",
+                                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out);
+        return 0;
+}
+
+/* Attaches image_fd to a free loop device with autoclear. *loop_fd holds
+ * the device open (closing it with no mount detaches it). */
+static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_image *img, struct glove_error *err) {
+        _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+        if (ctl < 0)
+                return glove_error_set(err, errno, "materialize.loop", "/dev/loop-control: %s", strerror(errno));
+        for (int attempt = 0; attempt < 64; attempt++) {
+                int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+                if (n < 0)
+                        return glove_error_set(err, errno, "materialize.loop", "LOOP_CTL_GET_FREE: %s", strerror(errno));
+                char dev[32];
+                snprintf(dev, sizeof(dev), "/dev/loop%d", n);
+                int fd = open(dev, O_RDWR | O_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == ENOENT || errno == ENXIO)
+                                continue; /* raced with a removal */
+                        return glove_error_set(err, errno, "materialize.loop", "%s: %s", dev, strerror(errno));
+                }
+                struct loop_config cfg = { .fd = (unsigned)image_fd, .info = { .lo_flags = LO_FLAGS_AUTOCLEAR } };
+                size_t nl = strnlen(name, sizeof(cfg.info.lo_file_name) - 1);
+                memcpy(cfg.info.lo_file_name, name, nl);
+                if (ioctl(fd, LOOP_CONFIGURE, &cfg) < 0) {
+                        int e = errno;
+                        close(fd);
+                        if (e == EBUSY)
+                                continue; /* another attacher took it first */
+                        return glove_error_set(err, e, "materialize.loop", "%s: LOOP_CONFIGURE: %s", dev, strerror(e));
+                }
+                struct stat st;
+                if (fstat(fd, &st) < 0) {
+                        int e = errno;
+                        close(fd);
+                        return glove_error_set(err, e, "materialize.loop", "%s: fstat: %s", dev, strerror(e));
+                }
+                snprintf(img->loop_device, sizeof(img->loop_device), "%s", dev);
+                img->loop_rdev = st.st_rdev;
+                *loop_fd = fd;
+                return 0;
+        }
+        return glove_error_set(err, EBUSY, "materialize.loop", "no free loop device after 64 attempts");
+}
+
+static int mkdir_open(int dirfd, const char *name, bool *created, int *out, struct glove_error *err) {
+        if (mkdirat(dirfd, name, 0700) == 0) {
+                if (created)
+                        *created = true;
+        } else if (errno != EEXIST) {
+                int e = errno;
+                return glove_error_set(err, e, e == ENOSPC || e == EDQUOT ? "materialize.root_full" : "materialize.image",
+                                       "%s: mkdir: %s", name, strerror(e));
+        }
+        int r = glove_fd_open_beneath(dirfd, name, O_PATH | O_DIRECTORY, out, NULL);
+        if (r < 0)
+                return glove_error_set(err, -r, "materialize.image", "%s: not a directory under the materialization root: %s",
+                                       name, strerror(-r));
+        return 0;
+}
+
+int sv_image_create(int root_fd, const char *root, const char *session, const char *alias, uint64_t size,
+                    uid_t uid, gid_t gid, struct sv_image *img, struct glove_error *err) {
+        *img = (struct sv_image){ .size = size };
+        char name[300], image_path[PATH_MAX];
+        snprintf(name, sizeof(name), "%s.ext4", alias);
+        if (snprintf(image_path, sizeof(image_path), "%s/images/%s/%s", root, session, name) >= (int)sizeof(image_path) ||
+            snprintf(img->mount_path, sizeof(img->mount_path), "%s/mounts/%s/%s", root, session, alias) >=
+                    (int)sizeof(img->mount_path))
+                return glove_error_set(err, ENAMETOOLONG, "materialize.image", "%s: path too long", alias);
+        _cleanup_close_ int images = -1, isess = -1, mounts = -1, msess = -1, mdir = -1, image = -1, loop = -1;
+        bool isess_new = false, msess_new = false, mdir_new = false, image_new = false;
+        int r = mkdir_open(root_fd, "images", NULL, &images, err);
+        if (r >= 0)
+                r = mkdir_open(images, session, &isess_new, &isess, err);
+        if (r < 0)
+                goto fail;
+        image = openat(isess, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (image < 0) {
+                int e = errno;
+                r = glove_error_set(err, e,
+                                    e == ENOSPC || e == EDQUOT ? "materialize.root_full" : "materialize.image",
+                                    e == EEXIST ? "%s: an image of this session already exists (images are never reused)"
+                                                : "%s: cannot create the image: %s",
+                                    alias, strerror(e));
+                goto fail;
+        }
+        image_new = true;
+        if (fchmod(image, 0600) < 0 || fallocate(image, 0, 0, (off_t)size) < 0) {
+                int e = errno;
+                r = glove_error_set(err, e,
+                                    e == ENOSPC || e == EDQUOT ? "materialize.root_full" : "materialize.image",
+                                    e == ENOSPC || e == EDQUOT
+                                            ? "%s: the materialization root has no room for an image of %llu bytes"
+                                            : "%s: cannot allocate an image of %llu bytes: %s",
+                                    alias, (unsigned long long)size, strerror(e));
+                goto fail;
+        }
+        r = run_mkfs(image_path, uid, gid, err);
+        if (r < 0)
+                goto fail;
+        /* mkfs never shrinks a file, but re-check: the whole size stays allocated. */
+        struct stat st;
+        if (fallocate(image, 0, 0, (off_t)size) < 0 || fstat(image, &st) < 0 || (uint64_t)st.st_size != size) {
+                int e = errno ? errno : EIO;
+                r = glove_error_set(err, e, e == ENOSPC ? "materialize.root_full" : "materialize.image",
+                                    "%s: the image is not %llu bytes after mkfs", alias, (unsigned long long)size);
+                goto fail;
+        }
+        img->image_dev = st.st_dev;
+        img->image_ino = st.st_ino;
+        r = loop_attach(image, name, &loop, img, err);
+        if (r < 0)
+                goto fail;
+        r = mkdir_open(root_fd, "mounts", NULL, &mounts, err);
+        if (r >= 0)
+                r = mkdir_open(mounts, session, &msess_new, &msess, err);
+        if (r >= 0)
+                r = mkdir_open(msess, alias, &mdir_new, &mdir, err);
+        if (r < 0)
+                goto fail;
+        char target[64];
+        snprintf(target, sizeof(target), "/proc/self/fd/%d", mdir);
+        if (mount(img->loop_device, target, "ext4", MS_NOSUID | MS_NODEV, NULL) < 0) {
+                int e = errno;
+                r = glove_error_set(err, e, "materialize.mount", "%s: mounting %s: %s", alias, img->loop_device, strerror(e));
+                goto fail;
+        }
+        img->mounted = true;
+        _cleanup_close_ int top = -1;
+        r = glove_fd_open_beneath(msess, alias, O_PATH | O_DIRECTORY, &top, NULL);
+        struct statx stx;
+        if (r < 0 || statx(top, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0 ||
+            makedev(stx.stx_dev_major, stx.stx_dev_minor) != img->loop_rdev) {
+                r = glove_error_set(err, r < 0 ? -r : EIO, "materialize.mount", "%s: the mounted image is not at %s", alias,
+                                    img->mount_path);
+                goto fail;
+        }
+        img->root_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        img->root_ino = stx.stx_ino;
+        img->mnt_id = stx.stx_mnt_id;
+        return 0; /* closing loop: the mount holds the device; autoclear detaches it after the last unmount */
+fail:
+        if (img->mounted) {
+                (void)umount2(img->mount_path, MNT_DETACH | UMOUNT_NOFOLLOW);
+                img->mounted = false;
+        }
+        if (loop >= 0) {
+                close(loop); /* autoclear: no mount, so the device detaches */
+                loop = -1;
+        }
+        if (mdir_new)
+                (void)unlinkat(msess, alias, AT_REMOVEDIR);
+        if (msess_new)
+                (void)unlinkat(mounts, session, AT_REMOVEDIR);
+        if (image_new)
+                (void)unlinkat(isess, name, 0);
+        if (isess_new)
+                (void)unlinkat(images, session, AT_REMOVEDIR);
+        return r;
+}
+
+int sv_image_release(struct sv_image *img, struct glove_error *err) {
+        if (!img->mounted)
+                return 0;
+        img->mounted = false;
+        if (umount2(img->mount_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+                return glove_error_set(err, errno, "materialize.mount", "%s: unmount: %s", img->mount_path,
+                                       strerror(errno));
+        return 0;
+}
+
+int sv_image_cleanup(int root_fd, const char *root, const char *session, const char *alias, bool remove_image,
+                     struct glove_error *err) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/mounts/%s/%s", root, session, alias);
+        if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+                return glove_error_set(err, errno, "materialize.cleanup", "%s: unmount: %s", path, strerror(errno));
+        char rel[PATH_MAX];
+        snprintf(rel, sizeof(rel), "mounts/%s/%s", session, alias);
+        if (unlinkat(root_fd, rel, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return glove_error_set(err, errno, "materialize.cleanup", "%s: %s", path, strerror(errno));
+        if (remove_image) {
+                snprintf(rel, sizeof(rel), "images/%s/%s.ext4", session, alias);
+                if (unlinkat(root_fd, rel, 0) < 0 && errno != ENOENT)
+                        return glove_error_set(err, errno, "materialize.cleanup", "%s/%s: %s", root, rel,
+                                               strerror(errno));
+        }
+        return 0;
+}
+
+void sv_image_cleanup_session(int root_fd, const char *session) {
+        char rel[PATH_MAX];
+        snprintf(rel, sizeof(rel), "mounts/%s", session);
+        (void)unlinkat(root_fd, rel, AT_REMOVEDIR);
+        snprintf(rel, sizeof(rel), "images/%s", session);
+        (void)unlinkat(root_fd, rel, AT_REMOVEDIR);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Internal to src/supervisor: retained ext4 images (image.c). Layout under the
+ * materialization root ROOT: images/SESSION/ALIAS.ext4, mounts/SESSION/ALIAS.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+
+struct sv_image {
+        char mount_path[4096];  /* absolute ROOT/mounts/SESSION/ALIAS */
+        uint64_t image_dev, image_ino, size;
+        char loop_device[32];   /* "/dev/loopN" */
+        uint64_t loop_rdev;
+        uint64_t root_dev, root_ino, mnt_id; /* the mounted file system's root */
+        bool mounted;
+};
+
+/* The mkfs.ext4 to run: /usr/sbin/mkfs.ext4 or /sbin/mkfs.ext4, symbolic
+ * links resolved, the binary and its directory (and the link's directory)
+ * owned by root and not group/other writable. Codes retained.no_mkfs,
+ * retained.mkfs_unsafe. */
+int sv_mkfs_resolve(char out[4096], struct glove_error *err);
+
+/*
+ * Creates ROOT/images/SESSION/ALIAS.ext4 (O_EXCL, 0600, fallocate'd to size
+ * bytes), formats it (root directory owned by uid:gid), attaches it to a
+ * free loop device (LO_FLAGS_AUTOCLEAR), mounts it nosuid,nodev at
+ * ROOT/mounts/SESSION/ALIAS (0700). On failure everything made is undone.
+ * Codes materialize.root_full, materialize.image, materialize.mkfs,
+ * materialize.loop, materialize.mount.
+ */
+int sv_image_create(int root_fd, const char *root, const char *session, const char *alias, uint64_t size,
+                    uid_t uid, gid_t gid, struct sv_image *img, struct glove_error *err);
+
+/* Detaches img's host mount (MNT_DETACH); the loop device goes with
+ * autoclear. Idempotent. */
+int sv_image_release(struct sv_image *img, struct glove_error *err);
+
+/* Cleanup of one alias of a session no longer running: detaches a leftover
+ * host mount, removes the mount directory, and the image when remove_image.
+ * Idempotent. */
+int sv_image_cleanup(int root_fd, const char *root, const char *session, const char *alias, bool remove_image,
+                     struct glove_error *err);
+
+/* Removes images/SESSION and mounts/SESSION when empty. */
+void sv_image_cleanup_session(int root_fd, const char *session);

@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Managed-session launch preparation (include/glove/supervisor/prepare.h;
+ * docs/session-policy.md, "Resolution and retained images").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
+#include "glove/base/json.h"
+#include "glove/base/path.h"
+#include "glove/container/mount_plan.h"
+#include "glove/net/rule.h"
+#include "glove/session/session.h"
+#include "glove/supervisor/prepare.h"
+#include "image.h"
+#include "internal.h"
+
+/* Until the container module provides them (issue 9, part A1), the pinned
+ * entries are declared weak so that this module links without them. */
+int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *dest, const char *source, dev_t dev,
+                                     ino_t ino, bool is_dir, bool read_only, const char *label,
+                                     struct glove_error *err) __attribute__((weak));
+int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, uint64_t size, uid_t uid, gid_t gid,
+                              const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err)
+        __attribute__((weak));
+
+enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
+static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
+                                                "executable" };
+
+struct sv_mount {
+        int kind;
+        char *target;      /* owned; the path inside the sandbox */
+        char *source;      /* owned; the host path; NULL for an empty tree */
+        const char *alias; /* borrowed from the policy; NULL for launch paths */
+        bool is_dir, read_only;
+        uint64_t dev, ino, mnt_id, max_bytes;
+        int fd;            /* the pinned descriptor (O_PATH), or -1 */
+        struct sv_image *img; /* retained: owned */
+};
+
+struct glove_supervisor_launch {
+        const struct glove_supervisor_runtime_config *cfg;
+        char *session_id;
+        const char *template_id, *egress_id; /* borrowed from the policy */
+        const struct sv_egress_policy *egress_policy;
+        char **argv, **envp;
+        size_t argc, envc;
+        struct glove_session_limits limits;
+        struct glove_net_policy *egress;
+        struct sv_mount *mounts;
+        size_t n_mounts, cap_mounts;
+        const char *cwd;
+};
+
+/* ---- resolution ---- */
+
+static const char *const restricted_roots[] = { "/dev", "/proc", "/run", "/sys" };
+
+static int check_restricted(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
+                            struct glove_error *err) {
+        if (strcmp(p, "/") == 0)
+                return glove_error_set(err, EPERM, "materialize.restricted", "%s: / would expose the whole host", what);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(restricted_roots); i++)
+                if (sv_paths_overlap(p, restricted_roots[i]))
+                        return glove_error_set(err, EPERM, "materialize.restricted", "%s: %s overlaps %s", what, p,
+                                               restricted_roots[i]);
+        for (size_t i = 0; cfg->restricted && cfg->restricted[i] && i < GLOVE_SUPERVISOR_RESTRICTED_MAX; i++)
+                if (sv_paths_overlap(p, cfg->restricted[i]))
+                        return glove_error_set(err, EPERM, "materialize.restricted",
+                                               "%s: %s overlaps %s, which holds gloved's own state", what, p,
+                                               cfg->restricted[i]);
+        if (cfg->materialization_root && sv_paths_overlap(p, cfg->materialization_root))
+                return glove_error_set(err, EPERM, "materialize.restricted",
+                                       "%s: %s overlaps the materialization root", what, p);
+        return 0;
+}
+
+/* Resolves host path p for what (an alias or "launch path") into m. */
+static int resolve(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
+                   struct sv_mount *m, struct glove_error *err) {
+        int r = check_restricted(cfg, what, p, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = -1;
+        r = glove_fd_open_nofollow(p, O_PATH, &fd, NULL);
+        if (r == -ELOOP)
+                return glove_error_set(err, ELOOP, "materialize.symlink",
+                                       "%s: a component of %s is a symbolic link (links are never followed)", what, p);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return glove_error_set(err, ENOENT, "materialize.missing", "%s: %s does not exist", what, p);
+        if (r < 0)
+                return glove_error_set(err, -r, "materialize.resolve", "%s: %s: %s", what, p, strerror(-r));
+        struct statx stx;
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_INO | STATX_MNT_ID, &stx) < 0)
+                return glove_error_set(err, errno, "materialize.resolve", "%s: %s: statx: %s", what, p, strerror(errno));
+        if (!S_ISDIR(stx.stx_mode) && !S_ISREG(stx.stx_mode))
+                return glove_error_set(err, EINVAL, "materialize.file_type",
+                                       "%s: %s is neither a directory nor a regular file", what, p);
+        m->source = strdup(p);
+        if (!m->source)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        m->is_dir = S_ISDIR(stx.stx_mode);
+        m->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        m->ino = stx.stx_ino;
+        m->mnt_id = stx.stx_mnt_id;
+        m->fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* ---- the launch ---- */
+
+static void mount_release(struct sv_mount *m) {
+        if (m->img)
+                (void)sv_image_release(m->img, NULL);
+        if (m->fd >= 0) {
+                close(m->fd);
+                m->fd = -1;
+        }
+}
+
+static void strv_free(char **v, size_t n) {
+        for (size_t i = 0; v && i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
+        if (!l)
+                return;
+        (void)glove_supervisor_launch_release(l, NULL);
+        for (size_t i = 0; i < l->n_mounts; i++) {
+                free(l->mounts[i].target);
+                free(l->mounts[i].source);
+                free(l->mounts[i].img);
+        }
+        free(l->mounts);
+        strv_free(l->argv, l->argc);
+        strv_free(l->envp, l->envc);
+        if (l->egress) {
+                glove_net_policy_free(l->egress);
+                free(l->egress);
+        }
+        free(l->session_id);
+        free(l);
+}
+
+static struct sv_mount *mount_new(struct glove_supervisor_launch *l, int kind, const char *target,
+                                  struct glove_error *err) {
+        if (l->n_mounts == l->cap_mounts) {
+                size_t cap = l->cap_mounts ? l->cap_mounts * 2 : 8;
+                struct sv_mount *n = realloc(l->mounts, cap * sizeof(*n));
+                if (!n)
+                        return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory"), NULL;
+                l->mounts = n;
+                l->cap_mounts = cap;
+        }
+        struct sv_mount *m = &l->mounts[l->n_mounts];
+        *m = (struct sv_mount){ .kind = kind, .fd = -1, .target = strdup(target) };
+        if (!m->target)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory"), NULL;
+        l->n_mounts++;
+        return m;
+}
+
+/* Undoes the last mount entry (a failed resolution). */
+static void mount_drop_last(struct glove_supervisor_launch *l) {
+        struct sv_mount *m = &l->mounts[--l->n_mounts];
+        mount_release(m);
+        free(m->target);
+        free(m->source);
+        free(m->img);
+}
+
+static int strv_push(char ***v, size_t *n, const char *s) {
+        char **nv = realloc(*v, (*n + 2) * sizeof(**v));
+        if (!nv)
+                return -ENOMEM;
+        *v = nv;
+        nv[*n] = strdup(s);
+        if (!nv[*n])
+                return -ENOMEM;
+        nv[++*n] = NULL;
+        return 0;
+}
+
+static bool env_has(const struct glove_supervisor_launch_template *t, const char *name) {
+        size_t n = strlen(name);
+        for (size_t i = 0; i < t->n_environment; i++)
+                if (strncmp(t->environment[i], name, n) == 0 && t->environment[i][n] == '=')
+                        return true;
+        return false;
+}
+
+static int launch_command(struct glove_supervisor_launch *l, const struct sv_template *t, struct glove_error *err) {
+        const struct glove_supervisor_launch_template *lt = &t->launch;
+        if (!t->has_launch || (lt->runtime_discovery && lt->runtime_discovery[0]) || !lt->executable_path ||
+            lt->executable_path[0] != '/')
+                return glove_error_set(err, EINVAL, "launch.template_not_launchable",
+                                       "runtime template %s has no pinned executable (a launch with executable_path)",
+                                       t->id);
+        int r = strv_push(&l->argv, &l->argc, lt->executable_path);
+        for (size_t i = 0; r >= 0 && i < lt->n_arguments; i++)
+                r = strv_push(&l->argv, &l->argc, lt->arguments[i]);
+        for (size_t i = 0; r >= 0 && i < lt->n_environment; i++)
+                r = strv_push(&l->envp, &l->envc, lt->environment[i]);
+        if (r >= 0 && !env_has(lt, "HOME"))
+                r = strv_push(&l->envp, &l->envc, "HOME=" GLOVE_SUPERVISOR_AGENT_HOME);
+        if (r >= 0 && !env_has(lt, "TERM"))
+                r = strv_push(&l->envp, &l->envc, "TERM=" GLOVE_SUPERVISOR_DEFAULT_TERM);
+        if (r < 0)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        return 0;
+}
+
+static int launch_paths(struct glove_supervisor_launch *l, const struct sv_template *t, struct glove_error *err) {
+        const struct glove_supervisor_launch_template *lt = &t->launch;
+        for (size_t i = 0; i < lt->n_read_only_paths; i++) {
+                struct sv_mount *m = mount_new(l, MK_RO_PATH, lt->read_only_paths[i], err);
+                if (!m)
+                        return -ENOMEM;
+                m->read_only = true;
+                int r = resolve(l->cfg, "read_only_paths", lt->read_only_paths[i], m, err);
+                if (r < 0) {
+                        mount_drop_last(l);
+                        return r;
+                }
+        }
+        const char *exe = lt->executable_path;
+        if (glove_path_is_beneath(exe, "/usr"))
+                return 0;
+        for (size_t i = 0; i < lt->n_read_only_paths; i++)
+                if (glove_path_is_beneath(exe, lt->read_only_paths[i]))
+                        return 0;
+        struct sv_mount *m = mount_new(l, MK_EXEC, exe, err);
+        if (!m)
+                return -ENOMEM;
+        m->read_only = true;
+        int r = resolve(l->cfg, "executable_path", exe, m, err);
+        if (r < 0) {
+                mount_drop_last(l);
+                return r;
+        }
+        if (m->is_dir) {
+                mount_drop_last(l);
+                return glove_error_set(err, EINVAL, "materialize.file_type", "executable_path: %s is a directory", exe);
+        }
+        return 0;
+}
+
+static int launch_egress(struct glove_supervisor_launch *l, const char *id, struct glove_error *err) {
+        const struct glove_supervisor_policy *p = l->cfg->policy;
+        l->egress_id = id;
+        for (size_t i = 0; i < p->n_egress; i++)
+                if (strcmp(p->egress[i].id, id) == 0)
+                        l->egress_policy = &p->egress[i];
+        if (!l->egress_policy || l->egress_policy->n_targets == 0)
+                return 0; /* offline */
+        l->egress = calloc(1, sizeof(*l->egress));
+        if (!l->egress)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        glove_net_policy_init(l->egress);
+        for (size_t i = 0; i < l->egress_policy->n_targets; i++) {
+                const struct sv_egress_target *tg = &l->egress_policy->targets[i];
+                char text[GLOVE_NET_RULE_TEXT_MAX + 8];
+                bool v6 = strchr(tg->host, ':') != NULL;
+                snprintf(text, sizeof(text), v6 ? "[%s]:%lld" : "%s:%lld", tg->host, (long long)tg->port);
+                struct glove_error e = { 0 };
+                int r = glove_net_policy_add_rule(l->egress, text, tg->allow_private, &e);
+                if (r < 0)
+                        return glove_error_set(err, -r, "launch.invalid_plan", "egress policy %s: target %s: %s", id, text,
+                                               e.message);
+        }
+        return 0;
+}
+
+static const struct sv_access_tuple *find_tuple(const struct sv_path_alias *al, int access, int materialization) {
+        for (size_t i = 0; i < al->n_access; i++)
+                if (al->access[i].access == access && al->access[i].materialization == materialization)
+                        return &al->access[i];
+        return NULL;
+}
+
+struct grant {
+        const char *alias;
+        int access, materialization, cleanup;
+        int64_t max_bytes;
+};
+
+static int bad_plan(struct glove_error *err, const char *what) {
+        return glove_error_set(err, EINVAL, "launch.invalid_plan", "the plan does not decode against the policy: %s",
+                               what);
+}
+
+static int decode_grant(const json_t *o, struct grant *g, struct glove_error *err) {
+        const char *acc = json_string_value(json_object_get(o, "access"));
+        const char *mat = json_string_value(json_object_get(o, "materialization"));
+        const char *cl = json_string_value(json_object_get(o, "cleanup_policy"));
+        g->alias = json_string_value(json_object_get(o, "alias"));
+        json_t *mb = json_object_get(o, "max_bytes");
+        g->access = acc ? sv_enum_find(&sv_access_names, acc) : -1;
+        g->materialization = mat ? sv_enum_find(&sv_materialization_names, mat) : -1;
+        g->cleanup = cl ? sv_enum_find(&sv_cleanup_names, cl) : -1;
+        if (!g->alias || g->access < 0 || g->materialization < 0 || g->cleanup < 0 || !json_is_integer(mb) ||
+            json_integer_value(mb) < 1)
+                return bad_plan(err, "a path grant");
+        g->max_bytes = json_integer_value(mb);
+        return 0;
+}
+
+static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g, struct glove_error *err) {
+        const struct glove_supervisor_runtime_config *cfg = l->cfg;
+        const struct sv_path_alias *al = sv_policy_alias(cfg->policy, g->alias);
+        const struct sv_access_tuple *tu = al ? find_tuple(al, g->access, g->materialization) : NULL;
+        if (!tu)
+                return bad_plan(err, "a path grant names no access tuple of its alias");
+        int kind;
+        switch (g->access) {
+        case SV_ACCESS_READ: kind = MK_READ_BIND; break;
+        case SV_ACCESS_EPHEMERAL_WRITE:
+                if (g->materialization != SV_MAT_COPY)
+                        return glove_error_set(err, EOPNOTSUPP, "launch.unsupported_materialization",
+                                               "%s: ephemeral_write is materialized by copy only", g->alias);
+                kind = MK_EPHEMERAL;
+                break;
+        case SV_ACCESS_RETAINED_WRITE:
+                if (!cfg->retained_available)
+                        return glove_error_set(err, EOPNOTSUPP, "launch.retained_unavailable",
+                                               "%s: retained_write needs the retained mechanism, which this gloved did "
+                                               "not construct: %s",
+                                               g->alias,
+                                               cfg->retained_why && cfg->retained_why->message[0]
+                                                       ? cfg->retained_why->message
+                                                       : "no retained_available");
+                kind = MK_RETAINED;
+                break;
+        case SV_ACCESS_DIRECT_WRITE:
+        default:
+                return glove_error_set(err, EPERM, "launch.direct_write",
+                                       "%s: direct_write is not supported by managed sessions", g->alias);
+        }
+        struct sv_mount *m = mount_new(l, kind, al->target_path, err);
+        if (!m)
+                return -ENOMEM;
+        m->alias = al->alias;
+        m->read_only = kind == MK_READ_BIND;
+        m->max_bytes = (uint64_t)g->max_bytes;
+        int r = 0;
+        bool empty = kind == MK_EPHEMERAL && tu->create_policy == SV_CREATE_EMPTY_DIRECTORY;
+        if (kind != MK_RETAINED && !empty) {
+                r = resolve(cfg, al->alias, al->host_path, m, err);
+                if (r >= 0 && kind == MK_EPHEMERAL && !m->is_dir)
+                        r = glove_error_set(err, EINVAL, "materialize.file_type",
+                                            "%s: %s is not a directory (a copy materializes a directory)", al->alias,
+                                            al->host_path);
+        } else if (kind == MK_RETAINED) {
+                /* The host path is still vetted, so that a policy path that
+                 * became restricted never reaches a session. */
+                r = check_restricted(cfg, al->alias, al->host_path, err);
+        }
+        if (r < 0) {
+                mount_drop_last(l);
+                return r;
+        }
+        /* Overlaps between the resolved aliases of this launch, by path and
+         * by identity (one directory reached by two paths). */
+        for (size_t i = 0; i + 1 < l->n_mounts; i++) {
+                const struct sv_mount *o = &l->mounts[i];
+                if (!o->alias || !o->source || !m->source)
+                        continue;
+                if (sv_paths_overlap(o->source, m->source) || (o->dev == m->dev && o->ino == m->ino)) {
+                        r = glove_error_set(err, EINVAL, "materialize.overlap", "%s: %s overlaps alias %s (%s)",
+                                            m->alias, m->source, o->alias, o->source);
+                        mount_drop_last(l);
+                        return r;
+                }
+        }
+        if (kind == MK_RETAINED) {
+                m->img = calloc(1, sizeof(*m->img));
+                if (!m->img) {
+                        mount_drop_last(l);
+                        return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+                }
+                r = sv_image_create(cfg->materialization_root_fd, cfg->materialization_root, l->session_id, al->alias,
+                                    m->max_bytes, cfg->agent_uid, cfg->agent_gid, m->img, err);
+                if (r < 0) {
+                        mount_drop_last(l);
+                        return r;
+                }
+                m->source = strdup(m->img->mount_path);
+                r = m->source ? glove_fd_open_nofollow(m->source, O_PATH | O_DIRECTORY, &m->fd, err) : -ENOMEM;
+                if (r < 0) {
+                        (void)sv_image_release(m->img, NULL);
+                        (void)sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, l->session_id,
+                                               al->alias, true, NULL);
+                        mount_drop_last(l);
+                        return glove_error_set(err, -r, "materialize.mount", "%s: the mounted image cannot be opened",
+                                               al->alias);
+                }
+                m->is_dir = true;
+                m->dev = m->img->root_dev;
+                m->ino = m->img->root_ino;
+                m->mnt_id = m->img->mnt_id;
+        }
+        if (!l->cwd && kind != MK_READ_BIND)
+                l->cwd = m->target;
+        return 0;
+}
+
+static int cmp_mount(const void *a, const void *b) {
+        return strcmp(((const struct sv_mount *)a)->target, ((const struct sv_mount *)b)->target);
+}
+
+static int get_limits(const json_t *root, struct glove_session_limits *out, struct glove_error *err) {
+        const json_t *lim = json_object_get(root, "limits");
+        uint64_t v[SV_LIMIT_COUNT];
+        for (size_t i = 0; i < SV_LIMIT_COUNT; i++) {
+                json_t *x = json_object_get(lim, sv_limit_names[i]);
+                if (!json_is_integer(x) || json_integer_value(x) < 1)
+                        return bad_plan(err, "limits");
+                v[i] = (uint64_t)json_integer_value(x);
+        }
+        *out = (struct glove_session_limits){
+                .cpu_time_ms = v[SV_LIMIT_CPU_TIME_MS],
+                .memory_bytes = v[SV_LIMIT_MEMORY_BYTES],
+                .pids = v[SV_LIMIT_PIDS],
+                .wall_time_ms = v[SV_LIMIT_WALL_TIME_MS],
+                .disk_bytes = v[SV_LIMIT_DISK_BYTES],
+                .terminal_output_bytes = v[SV_LIMIT_TERMINAL_OUTPUT_BYTES],
+        };
+        return 0;
+}
+
+static int check_args(const struct glove_supervisor_runtime_config *cfg, const char *session_id, const char *plan,
+                      struct glove_error *err) {
+        if (!cfg || !cfg->policy || !session_id || !sv_identifier_valid(session_id) || !plan ||
+            !cfg->materialization_root || cfg->materialization_root[0] != '/' || cfg->materialization_root_fd < 0)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument",
+                                       "a configuration, a session identifier and a plan are required");
+        return 0;
+}
+
+int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                                    const char *plan, size_t plan_len, struct glove_supervisor_launch **out,
+                                    struct glove_error *err) {
+        if (out)
+                *out = NULL;
+        int r = check_args(cfg, session_id, plan, err);
+        if (r < 0 || !out)
+                return r < 0 ? r : glove_error_set(err, EINVAL, "launch.invalid_argument", "out is NULL");
+        _cleanup_json_ json_t *root = NULL;
+        struct glove_error jerr = { 0 };
+        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, &jerr) < 0 || !json_is_object(root))
+                return bad_plan(err, "not a canonical JSON object");
+        const char *tid = json_string_value(json_object_get(root, "runtime_template_id"));
+        const char *eid = json_string_value(json_object_get(root, "egress_policy_id"));
+        const json_t *grants = json_object_get(root, "path_grants");
+        const struct sv_template *t = tid ? sv_policy_template(cfg->policy, tid) : NULL;
+        if (!t || !eid || !json_is_array(grants))
+                return bad_plan(err, "runtime_template_id, egress_policy_id or path_grants");
+        struct glove_supervisor_launch *l = calloc(1, sizeof(*l));
+        if (!l || !(l->session_id = strdup(session_id))) {
+                free(l);
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        }
+        l->cfg = cfg;
+        l->template_id = t->id;
+        r = get_limits(root, &l->limits, err);
+        if (r >= 0)
+                r = launch_command(l, t, err);
+        if (r >= 0)
+                r = launch_egress(l, eid, err);
+        /* Every grant's refusals that need no side effect come first, so a
+         * direct_write or unavailable retained grant makes no image. */
+        size_t n = json_array_size(grants);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                struct grant g;
+                r = decode_grant(json_array_get(grants, i), &g, err);
+                if (r >= 0 && g.access == SV_ACCESS_DIRECT_WRITE)
+                        r = glove_error_set(err, EPERM, "launch.direct_write",
+                                            "%s: direct_write is not supported by managed sessions", g.alias);
+                if (r >= 0 && g.access == SV_ACCESS_RETAINED_WRITE && !cfg->retained_available)
+                        r = launch_grant(l, &g, err); /* reports launch.retained_unavailable */
+        }
+        if (r >= 0)
+                r = launch_paths(l, t, err);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                struct grant g;
+                r = decode_grant(json_array_get(grants, i), &g, err);
+                if (r >= 0)
+                        r = launch_grant(l, &g, err);
+        }
+        if (r < 0) {
+                /* Undo: detach the fresh images' mounts and remove them. */
+                for (size_t i = 0; i < l->n_mounts; i++)
+                        if (l->mounts[i].img) {
+                                (void)sv_image_release(l->mounts[i].img, NULL);
+                                (void)sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root,
+                                                       l->session_id, l->mounts[i].alias, true, NULL);
+                        }
+                sv_image_cleanup_session(cfg->materialization_root_fd, l->session_id);
+                glove_supervisor_launch_free(l);
+                return r;
+        }
+        qsort(l->mounts, l->n_mounts, sizeof(*l->mounts), cmp_mount);
+        *out = l;
+        return 0;
+}
+
+char *const *glove_supervisor_launch_argv(const struct glove_supervisor_launch *l) {
+        return l ? l->argv : NULL;
+}
+
+char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *l) {
+        return l ? l->envp : NULL;
+}
+
+void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_session_limits *out) {
+        *out = l ? l->limits : (struct glove_session_limits){ 0 };
+}
+
+struct glove_net_policy *glove_supervisor_launch_take_egress(struct glove_supervisor_launch *l) {
+        return l ? TAKE_PTR(l->egress) : NULL;
+}
+
+const char *glove_supervisor_launch_cwd(const struct glove_supervisor_launch *l) {
+        if (!l)
+                return NULL;
+        if (l->cwd)
+                return l->cwd;
+        for (size_t i = 0; i < l->n_mounts; i++)
+                if (l->mounts[i].alias)
+                        return l->mounts[i].target;
+        return NULL;
+}
+
+int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *launch, struct glove_error *err) {
+        const struct glove_supervisor_launch *l = launch;
+        if (!plan || !l)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "a plan and a launch are required");
+        if (!glove_mount_plan_add_pinned_bind || !glove_mount_plan_add_tree)
+                return glove_error_set(err, ENOSYS, "launch.invalid_argument",
+                                       "this build has no pinned mount-plan entries");
+        uid_t uid = glove_mount_plan_inside_id(l->cfg->agent_uid);
+        gid_t gid = glove_mount_plan_inside_id(l->cfg->agent_gid);
+        for (size_t i = 0; i < l->n_mounts; i++) {
+                const struct sv_mount *m = &l->mounts[i];
+                int r;
+                if (m->kind == MK_EPHEMERAL)
+                        r = glove_mount_plan_add_tree(plan, m->target, m->max_bytes, uid, gid, m->source, m->dev, m->ino,
+                                                      "alias", err);
+                else
+                        r = glove_mount_plan_add_pinned_bind(plan, m->target, m->source, m->dev, m->ino, m->is_dir,
+                                                             m->read_only, m->alias ? "alias" : "launch path", err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- the launch binding ---- */
+
+static int add(json_t *o, const char *k, json_t *v) {
+        return v ? json_object_set_new(o, k, v) : -1;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l) {
+        if (!l)
+                return NULL;
+        _cleanup_json_ json_t *b = json_object();
+        json_t *argv = json_array(), *names = json_array(), *limits = json_object(), *mounts = json_array(),
+               *mats = json_array(), *egress = json_object(), *targets = json_array();
+        int r = add(b, "argv", argv) | add(b, "environment_names", names) | add(b, "limits", limits) |
+                add(b, "mounts", mounts) | add(b, "materializations", mats) | add(b, "egress", egress) |
+                add(egress, "targets", targets) | add(egress, "policy_id", json_string(l->egress_id)) |
+                add(b, "runtime_template_id", json_string(l->template_id));
+        if (r < 0 || !b)
+                return NULL;
+        for (size_t i = 0; i < l->argc; i++)
+                r |= json_array_append_new(argv, json_string(l->argv[i]));
+        const char **nv = calloc(l->envc + 1, sizeof(*nv));
+        if (!nv)
+                return NULL;
+        char buf[256];
+        for (size_t i = 0; i < l->envc; i++)
+                nv[i] = l->envp[i];
+        qsort(nv, l->envc, sizeof(*nv), cmp_str);
+        for (size_t i = 0; i < l->envc; i++) {
+                size_t n = strcspn(nv[i], "=");
+                json_t *s = json_stringn(nv[i], n);
+                r |= json_array_append_new(names, s);
+        }
+        free(nv);
+        const uint64_t lv[SV_LIMIT_COUNT] = {
+                [SV_LIMIT_CPU_TIME_MS] = l->limits.cpu_time_ms, [SV_LIMIT_MEMORY_BYTES] = l->limits.memory_bytes,
+                [SV_LIMIT_PIDS] = l->limits.pids, [SV_LIMIT_WALL_TIME_MS] = l->limits.wall_time_ms,
+                [SV_LIMIT_DISK_BYTES] = l->limits.disk_bytes,
+                [SV_LIMIT_TERMINAL_OUTPUT_BYTES] = l->limits.terminal_output_bytes,
+        };
+        for (size_t i = 0; i < SV_LIMIT_COUNT; i++)
+                r |= add(limits, sv_limit_names[i], json_integer((json_int_t)lv[i]));
+        for (size_t i = 0; i < l->n_mounts; i++) {
+                const struct sv_mount *m = &l->mounts[i];
+                json_t *o = json_object();
+                r |= json_array_append_new(mounts, o);
+                r |= add(o, "target", json_string(m->target)) | add(o, "kind", json_string(mount_kind_names[m->kind])) |
+                     add(o, "read_only", json_boolean(m->read_only));
+                if (m->source) {
+                        json_t *src = json_object();
+                        r |= add(o, "source", src) | add(src, "dev", json_integer((json_int_t)m->dev)) |
+                             add(src, "ino", json_integer((json_int_t)m->ino)) |
+                             add(src, "mnt_id", json_integer((json_int_t)m->mnt_id));
+                }
+                if (m->alias)
+                        r |= add(o, "alias", json_string(m->alias));
+                if (m->kind == MK_EPHEMERAL || m->kind == MK_RETAINED)
+                        r |= add(o, "max_bytes", json_integer((json_int_t)m->max_bytes));
+                if (m->img) {
+                        json_t *x = json_object(), *img = json_object(), *loop = json_object(), *mnt = json_object();
+                        r |= json_array_append_new(mats, x);
+                        r |= add(x, "alias", json_string(m->alias)) | add(x, "kind", json_string("retained_image")) |
+                             add(x, "image", img) | add(x, "loop", loop) | add(x, "mount", mnt) |
+                             add(img, "dev", json_integer((json_int_t)m->img->image_dev)) |
+                             add(img, "ino", json_integer((json_int_t)m->img->image_ino)) |
+                             add(img, "size", json_integer((json_int_t)m->img->size)) |
+                             add(loop, "device", json_string(m->img->loop_device)) |
+                             add(loop, "rdev", json_integer((json_int_t)m->img->loop_rdev)) |
+                             add(mnt, "mnt_id", json_integer((json_int_t)m->img->mnt_id));
+                }
+        }
+        for (size_t i = 0; l->egress_policy && i < l->egress_policy->n_targets; i++) {
+                const struct sv_egress_target *tg = &l->egress_policy->targets[i];
+                bool v6 = strchr(tg->host, ':') != NULL;
+                snprintf(buf, sizeof(buf), v6 ? "[%s]:%lld" : "%s:%lld", tg->host, (long long)tg->port);
+                r |= json_array_append_new(targets, json_string(buf));
+        }
+        if (r != 0)
+                return NULL;
+        return TAKE_PTR(b);
+}
+
+int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct glove_error *err) {
+        if (!l)
+                return 0;
+        int ret = 0;
+        for (size_t i = 0; i < l->n_mounts; i++) {
+                struct sv_mount *m = &l->mounts[i];
+                if (m->img) {
+                        int r = sv_image_release(m->img, ret < 0 ? NULL : err);
+                        if (r < 0 && ret == 0)
+                                ret = r;
+                }
+                if (m->fd >= 0) {
+                        close(m->fd);
+                        m->fd = -1;
+                }
+        }
+        return ret;
+}
+
+/* ---- cleanup ---- */
+
+int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                             const char *plan, size_t plan_len, json_t **removed, json_t **kept,
+                             struct glove_error *err) {
+        if (removed)
+                *removed = NULL;
+        if (kept)
+                *kept = NULL;
+        int r = check_args(cfg, session_id, plan, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_t *root = NULL;
+        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||
+            !json_is_array(json_object_get(root, "path_grants")))
+                return bad_plan(err, "not a canonical JSON object with path_grants");
+        _cleanup_json_ json_t *rm = json_array(), *kp = json_array();
+        if (!rm || !kp)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        const json_t *grants = json_object_get(root, "path_grants");
+        for (size_t i = 0; i < json_array_size(grants); i++) {
+                struct grant g;
+                r = decode_grant(json_array_get(grants, i), &g, err);
+                if (r < 0)
+                        return r;
+                if (!sv_identifier_valid(g.alias))
+                        return bad_plan(err, "an alias");
+                bool remove = g.cleanup == SV_CLEANUP_REMOVE;
+                if (g.access == SV_ACCESS_RETAINED_WRITE) {
+                        r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id,
+                                             g.alias, remove, err);
+                        if (r < 0)
+                                return r;
+                } else if (g.access != SV_ACCESS_EPHEMERAL_WRITE) {
+                        continue; /* read binds leave nothing on the host */
+                }
+                if (json_array_append_new(remove ? rm : kp, json_string(g.alias)) < 0)
+                        return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        }
+        sv_image_cleanup_session(cfg->materialization_root_fd, session_id);
+        if (removed)
+                *removed = TAKE_PTR(rm);
+        if (kept)
+                *kept = TAKE_PTR(kp);
+        return 0;
+}
