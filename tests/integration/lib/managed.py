@@ -50,7 +50,7 @@ def launch_digest(launch):
 def policy(src, out):
     p = json.load(open(src))
     for tid, script in TEMPLATES.items():
-        launch = {"executable_path": "/bin/sh", "arguments": ["-c", script],
+        launch = {"executable_path": "/usr/bin/dash", "arguments": ["-c", script],
                   "environment": ["PATH=/usr/bin:/bin", "TERM=xterm-256color"], "read_only_paths": []}
         p["runtime_templates"].append({
             "runtime_template_id": tid, "runtime_id": "codex", "adapter_command_digest": launch_digest(launch),
@@ -65,7 +65,7 @@ def policy(src, out):
 def plan(out, tid, off):
     policy_src = json.load(open(os.path.join(os.path.dirname(__file__), "gloved", "policy.json")))
     prof = next(r for r in policy_src["resource_profiles"] if r["profile_id"] == "interactive")
-    launch = {"executable_path": "/bin/sh", "arguments": ["-c", TEMPLATES[tid]],
+    launch = {"executable_path": "/usr/bin/dash", "arguments": ["-c", TEMPLATES[tid]],
               "environment": ["PATH=/usr/bin:/bin", "TERM=xterm-256color"], "read_only_paths": []}
     p = {"adapter_command_digest": launch_digest(launch), "egress_policy_id": "no-network",
          "expires_at_ms": int(time.time() * 1000) + off, "library_projections": [],
