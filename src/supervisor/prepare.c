@@ -51,7 +51,8 @@ struct sv_mount {
 struct glove_supervisor_launch {
         const struct glove_supervisor_runtime_config *cfg;
         char *session_id;
-        const char *template_id, *egress_id; /* borrowed from the policy */
+        const char *template_id;  /* borrowed from the policy */
+        char *egress_id;          /* owned */
         const struct sv_egress_policy *egress_policy;
         char **argv, **envp;
         size_t argc, envc;
@@ -151,6 +152,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
                 free(l->egress);
         }
         free(l->session_id);
+        free(l->egress_id);
         free(l);
 }
 
@@ -259,7 +261,9 @@ static int launch_paths(struct glove_supervisor_launch *l, const struct sv_templ
 
 static int launch_egress(struct glove_supervisor_launch *l, const char *id, struct glove_error *err) {
         const struct glove_supervisor_policy *p = l->cfg->policy;
-        l->egress_id = id;
+        l->egress_id = strdup(id);
+        if (!l->egress_id)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
         for (size_t i = 0; i < p->n_egress; i++)
                 if (strcmp(p->egress[i].id, id) == 0)
                         l->egress_policy = &p->egress[i];
