@@ -4,6 +4,7 @@
 /* Shared between the parent side (sandbox.c) and the child side (perimeter.c,
  * init.c) of the sandbox. Not a public interface. */
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,6 +34,19 @@ struct report {
  * read-only, grants' submounts checked) and changes into the plan's working
  * directory. Allocation-free; reads the plan only. */
 int glove_perimeter_build(const struct glove_sandbox_config *cfg, struct glove_error *err);
+
+/* Copies len bytes (fewer at end of file; SIZE_MAX: to the end) of the
+ * regular file in to out, through the kernel (sendfile) or a stack buffer:
+ * no allocation in the sandbox child. Returns 0 or -errno. */
+int glove_copy_fd(int in, int out, size_t len);
+
+/* Fills the fresh tmpfs of TREE entry e (root directory dst_root) with a
+ * copy of the directory src_root (tree_copy.c; the rules in mount_plan.h).
+ * Allocation-free, for the sandbox child. Neither descriptor is closed.
+ * Returns 0 or -errno: "materialize.copy", "materialize.quota_exceeded",
+ * "materialize.too_deep". */
+int glove_tree_copy(int src_root, int dst_root, const struct glove_mount_plan *plan, const struct glove_mount_entry *e,
+                    struct glove_error *err);
 
 /* PID 1 of the sandbox after release: drops privileges, installs the filter,
  * starts the agent and reports its outcome on report_fd. Never returns. */

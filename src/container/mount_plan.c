@@ -399,3 +399,71 @@ int glove_mount_plan_add_grants(struct glove_mount_plan *plan, const struct glov
         }
         return r;
 }
+
+/* Whether source is an absolute, lexically normal host path ("/" too). */
+static bool source_ok(const char *source) {
+        return source && (strcmp(source, "/") == 0 || dest_ok(source));
+}
+
+int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *dest, const char *source, dev_t dev,
+                                     ino_t ino, bool is_dir, bool read_only, const char *label, struct glove_error *err) {
+        if (!source_ok(source))
+                return glove_error_set(err, EINVAL, "mount.plan_dest", "pinned bind source %s is not an absolute, normal path",
+                                       source ? source : "(null)");
+        size_t count0 = plan->count, data0 = plan->data_len;
+        uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0);
+        int r = add_tree(plan, GLOVE_MOUNT_BIND, dest, source, GLOVE_MOUNT_F_GRANT | (is_dir ? GLOVE_MOUNT_F_DIR : 0), attrs,
+                         "grant.changed", err);
+        if (r == 0) {
+                struct glove_mount_entry *e = &plan->entries[plan->count - 1];
+                e->dev = dev;
+                e->ino = ino;
+                r = put_str(plan, label ? label : "pinned bind", &e->name, err);
+        }
+        if (r < 0) {
+                plan->count = count0;
+                plan->data_len = data0;
+        }
+        return r;
+}
+
+int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, uint64_t size, uid_t uid, gid_t gid,
+                              const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err) {
+        if (source && !source_ok(source))
+                return glove_error_set(err, EINVAL, "mount.plan_dest", "tree source %s is not an absolute, normal path", source);
+        if (size == 0 || size > GLOVE_MOUNT_TREE_SIZE_MAX)
+                return glove_error_set(err, EINVAL, "mount.plan_dest", "tree size %llu is not within 1..%llu bytes",
+                                       (unsigned long long)size, (unsigned long long)GLOVE_MOUNT_TREE_SIZE_MAX);
+        size_t count0 = plan->count, data0 = plan->data_len;
+        char opts[160];
+        snprintf(opts, sizeof(opts), "mode=0755,uid=%u,gid=%u,size=%llu", (unsigned)uid, (unsigned)gid,
+                 (unsigned long long)size);
+        /* The copy's failures carry their own codes; "mount.fresh" is the
+         * tmpfs mount's. */
+        int r = add_tree(plan, GLOVE_MOUNT_TREE, dest, source, GLOVE_MOUNT_F_DIR, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                         "mount.fresh", err);
+        if (r == 0) {
+                struct glove_mount_entry *e = &plan->entries[plan->count - 1];
+                e->size = size;
+                e->mode = 0755;
+                e->uid = uid;
+                e->gid = gid;
+                e->dev = dev;
+                e->ino = ino;
+                r = put_str(plan, opts, &e->options, err);
+                if (r == 0)
+                        r = put_str(plan, label ? label : "tree", &e->name, err);
+        }
+        if (r < 0) {
+                plan->count = count0;
+                plan->data_len = data0;
+        }
+        return r;
+}
+
+int glove_mount_plan_set_cwd(struct glove_mount_plan *plan, const char *cwd, struct glove_error *err) {
+        if (!source_ok(cwd))
+                return glove_error_set(err, EINVAL, "mount.plan_dest", "working directory %s is not an absolute, normal path",
+                                       cwd ? cwd : "(null)");
+        return put_str(plan, cwd, &plan->cwd, err);
+}

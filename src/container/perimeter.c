@@ -105,10 +105,7 @@ static int make_mountpoint(int root, const char *rel, bool is_dir, struct glove_
         }
 }
 
-/* Copies len bytes (fewer at end of file) of the regular file in to out,
- * through the kernel (sendfile) or a stack buffer: no allocation in the
- * sandbox child. Returns 0 or -errno. */
-static int copy_fd(int in, int out, size_t len) {
+int glove_copy_fd(int in, int out, size_t len) {
         size_t done = 0;
         bool use_sendfile = true;
         while (done < len) {
@@ -293,6 +290,40 @@ static int clone_grant(const struct glove_mount_entry *e, const char *path, int 
         return 0;
 }
 
+/* Re-opens a TREE's source directory like a grant (no link followed, the
+ * identity pinned by Glove) and opens it for reading. */
+static int open_tree_source(const struct glove_mount_entry *e, const char *path, int *dir, struct glove_error *err) {
+        _cleanup_close_ int fd = -1;
+        int r = glove_fd_open_nofollow(path, O_PATH, &fd, err);
+        if (r < 0) {
+                glove_error_prefix(err, "copy source changed after it was checked");
+                return r;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return glove_error_set(err, errno, "grant.changed", "%s: %s", path, glove_errno_text(errno));
+        if (st.st_dev != e->dev || st.st_ino != e->ino || !S_ISDIR(st.st_mode))
+                return glove_error_set(err, ESTALE, "grant.changed",
+                                       "%s was replaced between its check and its copy; refusing to copy it", path);
+        *dir = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (*dir < 0)
+                return glove_error_set(err, errno, "materialize.copy", "%s: %s", path, glove_errno_text(errno));
+        return 0;
+}
+
+/* A TREE: its tmpfs, then the copy into it (src: the source directory, or
+ * -1 for an empty tree). */
+static int make_tree(struct exec_ctx *c, const struct glove_mount_entry *e, const char *dest, int src, struct glove_error *err) {
+        int r = mount_fresh(c, dest, "tmpfs", e->attrs, glove_mount_plan_str(c->plan, e->options), err);
+        if (r < 0 || src < 0)
+                return r;
+        _cleanup_close_ int top = -1;
+        r = glove_fd_open_beneath(c->root, dest, O_RDONLY | O_DIRECTORY, &top, err);
+        if (r < 0)
+                return r;
+        return glove_tree_copy(src, top, c->plan, e, err);
+}
+
 /* Phase 1: the sources, while the host is reachable. src[i] is entry i's
  * detached tree or open file, or -1 (none, or an optional source that is
  * absent). */
@@ -311,6 +342,10 @@ static int open_sources(const struct glove_mount_plan *plan, int *src, struct gl
                         src[i] = sys_open_tree(AT_FDCWD, path, flags);
                         if (src[i] < 0 && !(errno == ENOENT && (e->flags & GLOVE_MOUNT_F_OPTIONAL)))
                                 return glove_error_set(err, errno, "mount.clone", "open_tree %s: %s", path, glove_errno_text(errno));
+                } else if (e->kind == GLOVE_MOUNT_TREE && e->source) {
+                        int r = open_tree_source(e, path, &src[i], err);
+                        if (r < 0)
+                                return r;
                 } else if (e->kind == GLOVE_MOUNT_COPY) {
                         int r = glove_fd_open_nofollow(path, O_RDONLY, &src[i], err);
                         if (r == -ENOENT && (e->flags & GLOVE_MOUNT_F_OPTIONAL))
@@ -330,7 +365,7 @@ static int write_new(struct exec_ctx *c, const struct glove_mount_entry *e, cons
         _cleanup_close_ int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, e->mode);
         if (fd < 0)
                 return glove_error_set(err, errno, e->code, "cannot write /%s: %s", dest, glove_errno_text(errno));
-        int r = src >= 0 ? copy_fd(src, fd, e->size)
+        int r = src >= 0 ? glove_copy_fd(src, fd, e->size)
                          : glove_fd_write_all(fd, glove_mount_plan_str(c->plan, e->bytes), e->bytes_len);
         if (r < 0)
                 return glove_error_set(err, -r, e->code, "cannot write /%s: %s", dest, glove_errno_text(-r));
@@ -456,6 +491,8 @@ static int run_entry(struct exec_ctx *c, const struct glove_sandbox_config *cfg,
                 return readonly(c, e, dest, err);
         case GLOVE_MOUNT_MASK:
                 return mask(c, e, dest, err);
+        case GLOVE_MOUNT_TREE:
+                return make_tree(c, e, dest, src, err);
         case GLOVE_MOUNT_TTY:
                 return cfg->controlling_tty && cfg->stdin_fd >= 0 ? bind_tty(c, cfg->stdin_fd, dest, e->attrs, err) : 0;
         }
@@ -521,12 +558,17 @@ static int check_mountinfo_line(const struct glove_mount_plan *plan, char *line,
                 const struct glove_mount_entry *e = &plan->entries[i];
                 if (e->kind != GLOVE_MOUNT_BIND || !(e->flags & GLOVE_MOUNT_F_GRANT) || !(e->flags & GLOVE_MOUNT_F_DIR))
                         continue;
+                /* Beneath the destination, where the clone was attached
+                 * (a grant's is its source; a pinned bind's may differ). */
+                char at[GLOVE_PATH_MAX + 1];
+                snprintf(at, sizeof(at), "/%s", glove_mount_plan_str(plan, e->dest));
                 const char *path = glove_mount_plan_str(plan, e->source);
-                if (glove_path_is_beneath(field[4], path))
+                const char *label = glove_mount_entry_label(plan, e);
+                if (glove_path_is_beneath(field[4], at))
                         return glove_error_set(err, EPERM, "grant.kernel_fs",
                                                "%s %s: %s beneath it is a %s mount, an interface to the "
                                                "host's kernel; grant the directories beside it instead",
-                                               e->label ? e->label : "grant", path, field[4], fstype);
+                                               label ? label : "grant", path, field[4], fstype);
         }
         return 0;
 }

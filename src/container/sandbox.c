@@ -46,6 +46,7 @@ static const char *const child_codes[] = {
         "mount.check",      "mount.clone",    "mount.dev",           "mount.etc",       "mount.file",      "mount.fresh",
         "mount.mountpoint", "mount.pivot",    "mount.private",       "mount.proc",      "mount.readonly",
         "mount.root",       "mount.setattr",  "mount.usr",           "path.escape",     "path.missing",
+        "materialize.copy", "materialize.quota_exceeded",            "materialize.too_deep",
         "path.open",        "path.relative",  "path.symlink",        "sandbox.argv",    "sandbox.cgroupns",
         "sandbox.clone",    "sandbox.close_range", "sandbox.fork",   "sandbox.hostname", "sandbox.idmap",
         "sandbox.pipe",     "sandbox.privileges", "sandbox.release", "sandbox.setsid",  "sandbox.setup",

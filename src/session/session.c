@@ -519,6 +519,10 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
         int r = glove_mount_plan_new(&mp, &s->plan, err);
         if (r >= 0 && d->grants)
                 r = glove_mount_plan_add_grants(s->plan, d->grants, err);
+        if (r >= 0 && d->add_mounts)
+                r = d->add_mounts(s->plan, d->add_mounts_ctx, err);
+        if (r >= 0 && d->cwd)
+                r = glove_mount_plan_set_cwd(s->plan, d->cwd, err);
         s->cfg.mounts = s->plan;
 
         if (r >= 0)

@@ -40,8 +40,10 @@
  *   BIND      a recursive clone of the host tree at source, attached with
  *             attrs (MOUNT_ATTR_*); OPTIONAL: skipped when the source is
  *             absent; GRANT: the identity (dev, ino) is re-checked in the
- *             child's namespace ("grant.changed") and the mounts beneath it
- *             are vetted after pivot_root ("grant.kernel_fs")
+ *             child's namespace ("grant.changed") and the mounts beneath its
+ *             destination are vetted after pivot_root ("grant.kernel_fs");
+ *             a grant's destination is its source, a pinned bind's may
+ *             differ
  *   COPY      the host regular file at source copied into a new file (mode):
  *             size bytes at most (its size when the plan was built; a file
  *             that grew since is cut there)
@@ -59,6 +61,12 @@
  *             existing file (opening it then fails); skipped when absent
  *   TTY       when the agent's stdin is a PTY, that PTY's inode bound
  *             read-only at the destination (so ttyname() finds it)
+ *   TREE      a fresh tmpfs of size bytes (root directory mode 0755, owner
+ *             uid/gid inside; nosuid, nodev), then, with a source, filled
+ *             by a copy of the host directory source (opened in phase 1
+ *             without following links and identity-checked like a grant,
+ *             "grant.changed") that never follows a link and allocates
+ *             nothing (glove_mount_plan_add_tree says what it copies)
  *
  * Bounds: at most GLOVE_MOUNT_PLAN_MAX entries and GLOVE_MOUNT_PLAN_DATA_MAX
  * bytes of paths, link targets, mount options and file contents together
@@ -88,6 +96,9 @@
 #define GLOVE_MOUNT_PLAN_DATA_MAX (4U << 20)
 /* Most bytes of one FILE or WRITE entry. */
 #define GLOVE_MOUNT_FILE_MAX (1U << 20)
+/* Most directories a TREE copy descends beneath its source
+ * ("materialize.too_deep" beyond). */
+#define GLOVE_MOUNT_TREE_DEPTH_MAX 64
 
 enum glove_mount_kind {
         GLOVE_MOUNT_BIND = 1,
@@ -101,6 +112,7 @@ enum glove_mount_kind {
         GLOVE_MOUNT_READONLY,
         GLOVE_MOUNT_MASK,
         GLOVE_MOUNT_TTY,
+        GLOVE_MOUNT_TREE,
 };
 
 /* Entry flags. */
@@ -112,16 +124,22 @@ struct glove_mount_entry {
         enum glove_mount_kind kind;
         uint32_t flags;           /* GLOVE_MOUNT_F_* */
         uint64_t attrs;           /* MOUNT_ATTR_* of the attached or fresh mount */
-        uint64_t size;            /* TMPFS: bytes, 0 for the default; COPY: bytes copied at most */
+        uint64_t size;            /* TMPFS: bytes, 0 for the default; COPY: bytes copied at most;
+                                   * TREE: bytes of the tmpfs */
         uint32_t mode;            /* TMPFS, FILE, COPY: permission bits */
+        uid_t uid;                /* TREE: owner inside of the root and of every copied entry */
+        gid_t gid;
         uint32_t dest;            /* offset in data: destination without its leading slash */
-        uint32_t source;          /* offset in data: BIND/COPY host path, SYMLINK target, or 0 */
+        uint32_t source;          /* offset in data: BIND/COPY/TREE host path, SYMLINK target, or 0
+                                   * (a TREE without a source) */
         uint32_t options;         /* offset in data: the mount options of TMPFS/PROC/DEVPTS, or 0 */
         uint32_t bytes;           /* offset in data: FILE/WRITE contents */
         uint32_t bytes_len;
         const char *code;         /* stable code of a failure (a static string) */
-        const char *label;        /* GRANT: the word naming it in messages (static) */
-        dev_t dev;                /* GRANT: identity pinned when it was resolved */
+        const char *label;        /* GRANT: the word naming it in messages (static), or NULL */
+        uint32_t name;            /* offset in data: the label of a pinned BIND or a TREE
+                                   * (copied), or 0 */
+        dev_t dev;                /* GRANT, TREE with a source: identity pinned when it was resolved */
         ino_t ino;
 };
 
@@ -185,6 +203,66 @@ int glove_mount_plan_add_file(struct glove_mount_plan *plan, const char *dest, c
 int glove_mount_plan_add_symlink(struct glove_mount_plan *plan, const char *dest, const char *target, struct glove_error *err);
 int glove_mount_plan_add_bind(struct glove_mount_plan *plan, const char *dest, const char *source, bool optional,
                               struct glove_error *err);
+
+/*
+ * A BIND of a host path the caller already resolved and pinned (its
+ * identity dev/ino), attached at dest, which may differ from source: a
+ * GRANT-flagged entry. In the child's namespace source (absolute) is
+ * re-opened without following any link (openat2 RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) and refused unless it still has that identity
+ * ("grant.changed"); the mounts beneath dest are vetted after pivot_root
+ * like a grant's ("grant.kernel_fs"). is_dir: source is a directory (else
+ * a regular file). read_only: ro, nosuid, nodev; else nosuid, nodev. label
+ * (copied; NULL: "pinned bind") names it in messages. Returns 0 or -errno:
+ * "mount.plan_dest" (-EINVAL: dest not absolute and normal, source not
+ * absolute), "mount.plan_too_large".
+ */
+int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *dest, const char *source, dev_t dev,
+                                     ino_t ino, bool is_dir, bool read_only, const char *label, struct glove_error *err);
+
+/*
+ * A TREE: a fresh tmpfs at dest of size bytes (1 ..
+ * GLOVE_MOUNT_TREE_SIZE_MAX; the kernel rounds it up to whole pages),
+ * nosuid and nodev, its root directory mode 0755 owned by uid/gid (ids
+ * inside the sandbox: the agent's). With source (absolute; NULL for an
+ * empty tree) the host directory with identity dev/ino is copied into it
+ * in the sandbox child before the agent starts:
+ *   regular files   content copied, mode & 0777 (setuid, setgid, sticky
+ *                   dropped); hard links become independent copies
+ *   directories     recreated, mode & 0777 | 0700
+ *   symbolic links  recreated with the same target text, never followed
+ *   FIFOs, sockets, devices   skipped (not created)
+ *   mount points    beneath source: refused ("materialize.copy"), a copy
+ *                   never crosses into another mount
+ *   owner           uid/gid; mtime (and atime) kept
+ *   depth           at most GLOVE_MOUNT_TREE_DEPTH_MAX directories beneath
+ *                   source ("materialize.too_deep")
+ * The tmpfs filling up (ENOSPC, EDQUOT) is "materialize.quota_exceeded";
+ * any other failure (an unreadable entry, a name the tmpfs refuses) is
+ * "materialize.copy"; messages name the entry by its path relative to
+ * source, prefixed with label (copied; NULL: "tree"). Source not a
+ * directory, or replaced since it was pinned: "grant.changed". Returns 0
+ * or -errno: "mount.plan_dest" (-EINVAL: dest, source not absolute, size
+ * out of range), "mount.plan_too_large".
+ */
+#define GLOVE_MOUNT_TREE_SIZE_MAX (UINT64_C(1) << 40)
+int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, uint64_t size, uid_t uid, gid_t gid,
+                              const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err);
+
+/*
+ * Sets the agent's working directory (absolute, lexically normal; "/"
+ * allowed), replacing the one the standard perimeter or the workspace grant
+ * chose. The child changes into it after pivot_root ("mount.chdir" when it
+ * does not exist there). Returns 0 or -errno ("mount.plan_dest",
+ * "mount.plan_too_large").
+ */
+int glove_mount_plan_set_cwd(struct glove_mount_plan *plan, const char *cwd, struct glove_error *err);
+
+/* The label of entry e for messages: a grant's word, a pinned bind's or
+ * tree's copied label, or NULL. */
+static inline const char *glove_mount_entry_label(const struct glove_mount_plan *plan, const struct glove_mount_entry *e) {
+        return e->label ? e->label : e->name ? plan->data + e->name : NULL;
+}
 
 /* The NUL-terminated string at offset off of plan's data (dest, source,
  * options; FILE bytes are NUL-terminated too). */

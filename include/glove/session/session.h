@@ -98,6 +98,21 @@ struct glove_session_desc {
                                                 * until ops.ready */
         char *const *envp;                     /* the agent's complete environment; borrowed until ready */
         const struct glove_grant_set *grants;  /* the mount perimeter's grants; borrowed until ready */
+        /* Called while the engine builds the mount plan (in glove_session_spawn,
+         * on the caller's thread), after the grants were added: appends the
+         * caller's own entries (gloved's materializations: pinned binds,
+         * trees; glove/container/mount_plan.h), which therefore come after
+         * and may mount over the standard perimeter and the grants. Returns
+         * 0 or -errno with err set; a failure fails the spawn with that
+         * error. The plan belongs to the session: the hook must not keep it.
+         * NULL for none. */
+        int (*add_mounts)(struct glove_mount_plan *plan, void *ctx, struct glove_error *err);
+        void *add_mounts_ctx;
+        /* The agent's working directory inside the sandbox (absolute,
+         * lexically normal; copied). NULL: the workspace grant, else HOME.
+         * When it does not exist inside, the spawn fails ("mount.chdir",
+         * through ops.exited). */
+        const char *cwd;
         const struct sock_fprog *seccomp;      /* the agent's filter (egress selects its own); borrowed */
         struct glove_session_limits limits;
         enum glove_session_cgroup_policy cgroup_policy;
@@ -169,7 +184,7 @@ struct glove_session_ops {
  * session's life. Returns 0 with *out owned by the caller (even when it will
  * fail later through ops.exited), or -errno with err set and nothing left
  * behind (codes: "cgroup.*", "terminal.*", "tty.open", "egress.*",
- * "sandbox.*").
+ * "sandbox.*", "mount.plan_*", the add_mounts hook's).
  */
 int glove_session_start(sd_event *loop, const struct glove_session_desc *desc, const struct glove_session_ops *ops,
                         void *userdata, struct glove_session **out, struct glove_error *err);

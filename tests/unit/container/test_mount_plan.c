@@ -84,6 +84,9 @@ static void test_entry_codes_are_child_codes(void **state) {
         assert_int_equal(glove_mount_plan_add_file(plan, "/x/f", "a", 1, 0644, &err), 0);
         assert_int_equal(glove_mount_plan_add_symlink(plan, "/x/l", "f", &err), 0);
         assert_int_equal(glove_mount_plan_add_bind(plan, "/x/b", "/usr", false, &err), 0);
+        assert_int_equal(glove_mount_plan_add_pinned_bind(plan, "/x/p", "/usr", 1, 2, true, true, "alias", &err), 0);
+        assert_int_equal(glove_mount_plan_add_tree(plan, "/x/t", 1 << 20, 1, 1, "/usr", 1, 2, "alias", &err), 0);
+        assert_int_equal(glove_mount_plan_add_tree(plan, "/x/e", 1 << 20, 1, 1, NULL, 0, 0, NULL, &err), 0);
         for (size_t i = 0; i < plan->count; i++) {
                 const char *code = plan->entries[i].code;
                 assert_non_null(code);
