@@ -24,15 +24,6 @@
 #include "image.h"
 #include "internal.h"
 
-/* Until the container module provides them (issue 9, part A1), the pinned
- * entries are declared weak so that this module links without them. */
-int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *dest, const char *source, dev_t dev,
-                                     ino_t ino, bool is_dir, bool read_only, const char *label,
-                                     struct glove_error *err) __attribute__((weak));
-int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, uint64_t size, uid_t uid, gid_t gid,
-                              const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err)
-        __attribute__((weak));
-
 enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
 static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
                                                 "executable" };
@@ -551,9 +542,6 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
         const struct glove_supervisor_launch *l = launch;
         if (!plan || !l)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "a plan and a launch are required");
-        if (!glove_mount_plan_add_pinned_bind || !glove_mount_plan_add_tree)
-                return glove_error_set(err, ENOSYS, "launch.invalid_argument",
-                                       "this build has no pinned mount-plan entries");
         uid_t uid = glove_mount_plan_inside_id(l->cfg->agent_uid);
         gid_t gid = glove_mount_plan_inside_id(l->cfg->agent_gid);
         for (size_t i = 0; i < l->n_mounts; i++) {
@@ -561,10 +549,14 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
                 int r;
                 if (m->kind == MK_EPHEMERAL)
                         r = glove_mount_plan_add_tree(plan, m->target, m->max_bytes, uid, gid, m->source, m->dev, m->ino,
-                                                      "alias", err);
+                                                      m->alias, err);
                 else
                         r = glove_mount_plan_add_pinned_bind(plan, m->target, m->source, m->dev, m->ino, m->is_dir,
-                                                             m->read_only, m->alias ? "alias" : "launch path", err);
+                                                             m->read_only,
+                                                             m->alias ? m->alias
+                                                             : m->kind == MK_EXEC ? "executable_path"
+                                                                                  : "read_only_paths",
+                                                             err);
                 if (r < 0)
                         return r;
         }

@@ -26,6 +26,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/json.h"
+#include "glove/container/mount_plan.h"
 #include "glove/net/rule.h"
 #include "glove/session/session.h"
 #include "glove/supervisor/launch.h"
@@ -316,6 +317,25 @@ static void test_binding(void **state) {
         assert_int_equal(json_integer_value(json_object_get(mount_at(b, "/workspace"), "max_bytes")), 3 << 20);
         assert_string_equal(json_string_value(json_object_get(mount_at(b, "/workspace"), "alias")), "work");
         assert_int_equal(json_array_size(json_object_get(b, "materializations")), 0);
+        /* The add_mounts hook adds one entry per mount, at the targets. */
+        struct glove_mount_plan_params pp = { .uid = getuid(), .gid = getgid() };
+        struct glove_mount_plan *mp = NULL;
+        assert_int_equal(glove_mount_plan_new(&pp, &mp, &err), 0);
+        size_t before = mp->count;
+        assert_int_equal(glove_supervisor_launch_add_mounts(mp, l, &err), 0);
+        assert_int_equal(mp->count, before + 4);
+        const char *dests[] = { ro + 1, "reference", "scratch", "workspace" };
+        for (size_t k = 0; k < 4; k++) {
+                const struct glove_mount_entry *e = NULL;
+                for (size_t i = before; i < mp->count; i++)
+                        if (strcmp(glove_mount_plan_str(mp, mp->entries[i].dest), dests[k]) == 0)
+                                e = &mp->entries[i];
+                assert_non_null(e);
+                assert_int_equal(e->kind == GLOVE_MOUNT_TREE, k >= 2);
+                if (k == 3)
+                        assert_int_equal(e->size, 3 << 20);
+        }
+        glove_mount_plan_free(mp);
         assert_int_equal(glove_supervisor_launch_release(l, &err), 0);
         assert_int_equal(glove_supervisor_launch_release(l, &err), 0); /* idempotent */
         glove_supervisor_launch_free(l);
