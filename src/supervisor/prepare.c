@@ -24,15 +24,6 @@
 #include "image.h"
 #include "internal.h"
 
-/* Until the container module provides them (issue 9, part A1), the pinned
- * entries are declared weak so that this module links without them. */
-int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *dest, const char *source, dev_t dev,
-                                     ino_t ino, bool is_dir, bool read_only, const char *label,
-                                     struct glove_error *err) __attribute__((weak));
-int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, uint64_t size, uid_t uid, gid_t gid,
-                              const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err)
-        __attribute__((weak));
-
 enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
 static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
                                                 "executable" };
@@ -51,7 +42,8 @@ struct sv_mount {
 struct glove_supervisor_launch {
         const struct glove_supervisor_runtime_config *cfg;
         char *session_id;
-        const char *template_id, *egress_id; /* borrowed from the policy */
+        const char *template_id;  /* borrowed from the policy */
+        char *egress_id;          /* owned */
         const struct sv_egress_policy *egress_policy;
         char **argv, **envp;
         size_t argc, envc;
@@ -151,6 +143,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
                 free(l->egress);
         }
         free(l->session_id);
+        free(l->egress_id);
         free(l);
 }
 
@@ -259,7 +252,9 @@ static int launch_paths(struct glove_supervisor_launch *l, const struct sv_templ
 
 static int launch_egress(struct glove_supervisor_launch *l, const char *id, struct glove_error *err) {
         const struct glove_supervisor_policy *p = l->cfg->policy;
-        l->egress_id = id;
+        l->egress_id = strdup(id);
+        if (!l->egress_id)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
         for (size_t i = 0; i < p->n_egress; i++)
                 if (strcmp(p->egress[i].id, id) == 0)
                         l->egress_policy = &p->egress[i];
@@ -547,9 +542,6 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
         const struct glove_supervisor_launch *l = launch;
         if (!plan || !l)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "a plan and a launch are required");
-        if (!glove_mount_plan_add_pinned_bind || !glove_mount_plan_add_tree)
-                return glove_error_set(err, ENOSYS, "launch.invalid_argument",
-                                       "this build has no pinned mount-plan entries");
         uid_t uid = glove_mount_plan_inside_id(l->cfg->agent_uid);
         gid_t gid = glove_mount_plan_inside_id(l->cfg->agent_gid);
         for (size_t i = 0; i < l->n_mounts; i++) {
@@ -557,10 +549,14 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
                 int r;
                 if (m->kind == MK_EPHEMERAL)
                         r = glove_mount_plan_add_tree(plan, m->target, m->max_bytes, uid, gid, m->source, m->dev, m->ino,
-                                                      "alias", err);
+                                                      m->alias, err);
                 else
                         r = glove_mount_plan_add_pinned_bind(plan, m->target, m->source, m->dev, m->ino, m->is_dir,
-                                                             m->read_only, m->alias ? "alias" : "launch path", err);
+                                                             m->read_only,
+                                                             m->alias ? m->alias
+                                                             : m->kind == MK_EXEC ? "executable_path"
+                                                                                  : "read_only_paths",
+                                                             err);
                 if (r < 0)
                         return r;
         }

@@ -237,6 +237,45 @@ static void test_match_table(void **state) {
         }
 }
 
+/* Per-rule allow_private: only the rule that carries it lets its
+ * destinations be private; adding an equal rule ORs the flags. */
+static void test_policy_rule_private(void **state) {
+        (void)state;
+        struct glove_net_policy p;
+        glove_net_policy_init(&p);
+        struct glove_net_host lo, ex;
+        assert_int_equal(glove_net_host_parse("127.0.0.1", 9, &lo, NULL), 0);
+        assert_int_equal(glove_net_host_parse("example.com", 11, &ex, NULL), 0);
+        struct glove_net_rule r;
+        assert_int_equal(glove_net_rule_parse("example.com", &r, NULL), 0);
+        assert_false(r.allow_private);
+        assert_int_equal(glove_net_policy_add_rule(&p, "127.0.0.1:8787", true, NULL), 0);
+        assert_int_equal(glove_net_policy_add_rule(&p, "example.com:443", false, NULL), 0);
+        assert_true(glove_net_policy_allows(&p, &lo, 8787));
+        assert_true(glove_net_policy_allows(&p, &ex, 443));
+        assert_true(glove_net_policy_allows_private(&p, &lo, 8787));
+        assert_false(glove_net_policy_allows_private(&p, &ex, 443));
+        assert_false(glove_net_policy_allows_private(&p, &lo, 8788)); /* no rule matches */
+        assert_int_equal(glove_net_policy_add_rule(&p, "example.com:443", true, NULL), 0);
+        assert_int_equal(p.n_rules, 2);
+        assert_true(glove_net_policy_allows_private(&p, &ex, 443));
+        assert_int_equal(glove_net_policy_add(&p, "example.com:443", NULL), 0); /* does not clear it */
+        assert_true(glove_net_policy_allows_private(&p, &ex, 443));
+        struct glove_net_policy copy;
+        assert_int_equal(glove_net_policy_copy(&copy, &p, NULL), 0);
+        assert_true(glove_net_policy_allows_private(&copy, &lo, 8787));
+        glove_net_policy_free(&copy);
+        glove_net_policy_free(&p);
+        /* The policy-wide switch (--egress-allow-private) still covers every rule. */
+        assert_int_equal(glove_net_policy_add(&p, "example.org", NULL), 0);
+        p.allow_private = true;
+        struct glove_net_host org;
+        assert_int_equal(glove_net_host_parse("example.org", 11, &org, NULL), 0);
+        assert_true(glove_net_policy_allows_private(&p, &org, 443));
+        glove_net_policy_free(&p);
+        assert_false(glove_net_policy_allows_private(NULL, &org, 443));
+}
+
 static void test_policy(void **state) {
         (void)state;
         struct glove_net_policy p;
@@ -286,6 +325,7 @@ int main(void) {
                 cmocka_unit_test(test_authority_table),
                 cmocka_unit_test(test_match_table),
                 cmocka_unit_test(test_policy),
+                cmocka_unit_test(test_policy_rule_private),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
