@@ -302,6 +302,11 @@ static void finish(struct rt_session *s, struct glove_control_receipt_facts *f) 
         if (!seq)
                 failed = true, reason = "receipts.append_failed";
         struct glove_error te = { 0 };
+        /* The chain is running → stopping → exited: an agent that ended on
+         * its own passes through stopping (reason "session.ended"). */
+        if (!failed && st->state == GLOVE_CONTROL_SESSION_RUNNING &&
+            transition(rt, s->id, GLOVE_CONTROL_SESSION_STOPPING, "session.ended", &te) < 0)
+                failed = true, reason = te.code ? te.code : "store.transition";
         if (transition(rt, s->id, failed ? GLOVE_CONTROL_SESSION_FAILED : GLOVE_CONTROL_SESSION_EXITED, reason, &te) < 0)
                 fprintf(stderr, "gloved: session %s: the terminal transition could not be recorded: %s: %s\n", s->id,
                         te.code, te.message);
