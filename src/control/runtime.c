@@ -588,11 +588,9 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
                         .egress = egress,
                         .audit = NULL,
                         .parent_death_kill = false,
-#if GLOVE_CONTROL_HAVE_ADD_MOUNTS
                         .add_mounts = glove_supervisor_launch_add_mounts,
                         .add_mounts_ctx = s->launch,
                         .cwd = glove_supervisor_launch_cwd(s->launch),
-#endif
                 };
                 glove_supervisor_launch_limits(s->launch, &d.limits);
                 r = glove_session_spawn(&d, &session_ops, s, &s->session, &e);

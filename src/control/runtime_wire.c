@@ -152,7 +152,9 @@ json_t *glove_control_receipt_build(const struct glove_control_receipt_facts *f)
         json_t *term = json_pack("{s:s}", "kind", glove_control_termination_name(f->termination));
         if (!term)
                 return NULL;
-        if ((f->termination == GLOVE_CONTROL_TERM_SIGNAL || f->termination == GLOVE_CONTROL_TERM_STOPPED) && f->signal > 0)
+        if ((f->termination == GLOVE_CONTROL_TERM_SIGNAL || f->termination == GLOVE_CONTROL_TERM_STOPPED ||
+             f->termination == GLOVE_CONTROL_TERM_LIMIT) &&
+            f->signal > 0)
                 json_object_set_new(term, "signal", json_integer(f->signal));
         if (f->termination == GLOVE_CONTROL_TERM_LIMIT && f->limit)
                 json_object_set_new(term, "limit", json_string(f->limit));

@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# gloved managed sessions: construction, capabilities, start refusals, and
+# (where the launch resolves) a session run to its receipt.
+
+load helpers
+load "$GLOVE_IT_LIB/gloved"
+
+SESSCTL="$LIB/sessctl.py"
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+        require_gloved
+        mkdir -p -m 700 "$T/gs"
+        "$PY" "$SESSCTL" policy "$GLOVED" "$T/policy.json" \
+                '["/usr/bin/python3","-c","import sys; print(\"hello managed\"); sys.exit(3)"]'
+}
+
+teardown() {
+        gloved_teardown
+        return 0
+}
+
+sc() { run --separate-stderr timeout --foreground -k 5 60 "$PY" "$SESSCTL" "$@"; }
+
+start_managed() {
+        start_gloved "$T/g" --session-policy "$T/policy.json" --session-store "$T/gs/sessions" \
+                --materialization-root "$T/mroot" "$@"
+}
+
+@test "gloved sessions: --materialization-root needs the policy and the store" {
+        gloved_fails --runtime-dir "$T/r" --state-dir "$T/s" --materialization-root "$T/m"
+        expect_status 2
+        [[ "$stderr" == *"usage.root_needs_store"* ]] || fail "expected usage.root_needs_store"
+}
+
+@test "gloved sessions: capabilities advertise lifecycle only with --materialization-root" {
+        start_gloved "$T/a" --session-policy "$T/policy.json" --session-store "$T/gs/sessions"
+        sc call "$RT" capabilities '{}'
+        expect_status 0
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is False and "start_session" not in c["methods"] and "list_sessions" in c["methods"] and c["agent_runtime_adapter_schema_version"]==0, c' "$output" || fail "$output"
+        sc call "$RT" start_session '{"session_id":"x"}'
+        [[ "$output" == *'"code":"method_not_found"'* ]] || fail "$output"
+        stop_gloved
+        start_managed
+        [ "$(stat -c %a "$T/mroot")" = 700 ] || fail "the materialization root is not 0700"
+        sc call "$RT" capabilities '{}'
+        if grep -q "managed sessions are not operational" "$GD_ERR"; then
+                "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is False and "start_session" not in c["methods"] and c["resource_mechanisms_missing"], c' "$output" || fail "$output"
+                skip "no delegated cgroup here: $(grep 'not operational' "$GD_ERR")"
+        fi
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is True and c["managed_runtime_ids"]==["pyrt"] and "attach" in c["methods"] and len(c["resource_mechanisms"])==6, c' "$output" || fail "$output"
+}
+
+@test "gloved sessions: a wrong materialization root is refused" {
+        mkdir -m 755 "$T/open"
+        gloved_fails --runtime-dir "$T/r" --state-dir "$T/s" --session-policy "$T/policy.json" \
+                --session-store "$T/gs/sessions" --materialization-root "$T/open"
+        expect_status 1
+        [[ "$stderr" == *"dirs.insecure"* ]] || fail "$stderr"
+}
+
+@test "gloved sessions: unknown session, expired plan, unknown signal, cleanup of a live state" {
+        start_managed
+        grep -q "not operational" "$GD_ERR" && skip "no delegated cgroup here"
+        sc call "$RT" start_session '{"session_id":"nope"}'
+        [[ "$output" == *'"code":"session.not_found"'* ]] || fail "$output"
+        "$PY" "$SESSCTL" plan "$T/short.json" '{}' 1500
+        sc create "$RT" short "$T/short.json"
+        [[ "$output" == *'"state":"created"'* ]] || fail "$output"
+        sleep 2 # the plan expires
+        sc call "$RT" start_session '{"session_id":"short"}'
+        [[ "$output" == *'"code":"plan.expired"'* ]] || fail "$output"
+        sc call "$RT" session_status '{"session_id":"short"}'
+        [[ "$output" == *'"state":"created"'* ]] || fail "an expired plan changed state: $output"
+        sc call "$RT" signal '{"session_id":"short","signal":"SIGSEGV"}'
+        [[ "$output" == *'"code":"signal.unknown"'* ]] || fail "$output"
+        sc call "$RT" cleanup_session '{"session_id":"short"}'
+        [[ "$output" == *'"code":"session.not_terminal"'* ]] || fail "$output"
+        sc call "$RT" write_stdin '{"session_id":"short","data_b64":"aGk="}'
+        [[ "$output" == *'"code":"session.not_running"'* ]] || fail "$output"
+        sc call "$RT" list_sessions '{}'
+        [[ "$output" == *'"session_id":"short"'* ]] || fail "$output"
+}
+
+@test "gloved sessions: start -> running -> exit with a verified receipt" {
+        start_managed
+        grep -q "not operational" "$GD_ERR" && skip "no delegated cgroup here"
+        "$PY" "$SESSCTL" plan "$T/plan.json" '{}'
+        sc create "$RT" s1 "$T/plan.json"
+        sc call "$RT" start_session '{"session_id":"s1"}'
+        echo "$output"
+        [[ "$output" == *'"result"'* ]] || fail "start failed: $output"
+        # Idempotent: a second start answers the current state.
+        sc call "$RT" start_session '{"session_id":"s1"}'
+        [[ "$output" == *'"result"'* ]] || fail "$output"
+        for _ in $(seq 100); do
+                sc call "$RT" session_status '{"session_id":"s1"}'
+                [[ "$output" == *'"state":"exited"'* ]] && break
+                sleep 0.1
+        done
+        [[ "$output" == *'"state":"exited"'* ]] || fail "$output"
+        sc watch "$RT" s1
+        [[ "$output" == *'hello managed'* ]] || fail "no transcript: $output"
+        sc call "$RT" receipts_page '{"after_sequence":0,"limit":10}'
+        "$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["result"]; r=p["envelopes"][-1]["envelope"]["receipt"]; assert r["state"]=="exited" and r["exit_code"]==3 and r["termination"]=={"kind":"exit"} and "cgroup" in r["launch_binding"], r' "$output" || fail "$output"
+        sc call "$RT" start_session '{"session_id":"s1"}'
+        [[ "$output" == *'"code":"session.terminal"'* ]] || fail "$output"
+}
