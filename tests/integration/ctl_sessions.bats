@@ -118,6 +118,11 @@ start_managed() {
                 --materialization-root "$T/mat"
         ctl --json capabilities
         expect_status 0
+        # Without delegated cgroups (uid 65534 here) the runtime is built
+        # but not operational: that report is tested in gloved_sessions.bats.
+        if [[ "$output" == *'"lifecycle_operational":false'* && "$output" == *cgroup.not_delegated* ]]; then
+                skip "cgroups are not delegated to uid $(id -u): managed sessions are not operational"
+        fi
         [[ "$output" == *'"start_session"'* ]] || fail "gloved does not advertise start_session: $output"
 }
 
