@@ -587,7 +587,10 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
                         .channel_stdout_fd = -1,
                         .egress = egress,
                         .audit = NULL,
-                        .parent_death_kill = false,
+                        /* The sandbox dies with gloved (its loop thread spawns):
+                         * an earlier gloved's sessions are recovered at start
+                         * (glove_control_runtime_recover); issue 10 keeps them. */
+                        .parent_death_kill = true,
                         .add_mounts = glove_supervisor_launch_add_mounts,
                         .add_mounts_ctx = s->launch,
                         .cwd = glove_supervisor_launch_cwd(s->launch),

@@ -342,7 +342,13 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 .cgroup_error = cr < 0 ? cr : 0,
                 .cgroup_why = &cgerr,
         };
-        r = glove_control_runtime_new(&ro, &s->runtime, err);
+        size_t recovered = 0;
+        r = glove_control_runtime_recover(&ro, &recovered, err);
+        if (recovered)
+                fprintf(stderr, "gloved: %zu session%s of an earlier gloved ended failed (service.restarted), "
+                                "each with its terminal receipt\n", recovered, recovered == 1 ? "" : "s");
+        if (r == 0)
+                r = glove_control_runtime_new(&ro, &s->runtime, err);
         if (r == 0 && !glove_control_runtime_operational(s->runtime))
                 fprintf(stderr, "gloved: managed sessions are not operational: %s\n",
                         glove_control_runtime_why(s->runtime));

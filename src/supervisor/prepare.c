@@ -713,3 +713,35 @@ int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, 
                 *kept = TAKE_PTR(kp);
         return 0;
 }
+
+int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                                       const char *plan, size_t plan_len, struct glove_error *err) {
+        int r = check_args(cfg, session_id, plan, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_t *root = NULL;
+        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||
+            !json_is_array(json_object_get(root, "path_grants")))
+                return bad_plan(err, "not a canonical JSON object with path_grants");
+        const json_t *grants = json_object_get(root, "path_grants");
+        for (size_t i = 0; i < json_array_size(grants); i++) {
+                struct grant g;
+                r = decode_grant(json_array_get(grants, i), &g, err);
+                if (r < 0)
+                        return r;
+                if (!sv_identifier_valid(g.alias))
+                        return bad_plan(err, "an alias");
+                if (g.access != SV_ACCESS_RETAINED_WRITE)
+                        continue;
+                /* sv_image_cleanup without removing the image: detach the
+                 * mount, remove its empty directory. */
+                r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id, g.alias,
+                                     false, err);
+                if (r < 0)
+                        return r;
+        }
+        char rel[PATH_MAX];
+        snprintf(rel, sizeof(rel), "mounts/%s", session_id);
+        (void)unlinkat(cfg->materialization_root_fd, rel, AT_REMOVEDIR);
+        return 0;
+}

@@ -307,3 +307,50 @@ INNER
         expect_status 1
         [[ "$stderr" == "verify_receipts: record 2: MAC"* ]] || fail "altered page: $stderr"
 }
+
+@test "ctl sessions: a SIGKILLed gloved takes its sandboxes with it; the next start ends each session failed with one receipt" {
+        start_managed
+        new_session r1 sh-sleep
+        ctl start r1
+        expect_status 0
+        local i
+        for i in $(seq 100); do [ "$(session_state r1)" = running ] && break; sleep 0.1; done
+        [ "$(session_state r1)" = running ] || fail "r1 did not reach running"
+        # The sandbox's PID 1 is gloved's child.
+        local pid1
+        pid1=$(pgrep -P "$GD_PID" | head -n1)
+        [ -n "$pid1" ] || fail "no sandbox process under gloved"
+        kill -KILL "$GD_PID"
+        wait_exit "$GD_PID" 10 || fail "gloved did not die"
+        for i in $(seq 100); do kill -0 "$pid1" 2>/dev/null || break; sleep 0.05; done
+        ! kill -0 "$pid1" 2>/dev/null || fail "the sandbox outlived gloved"
+        # What a killed gloved leaves in its runtime directory (start_gloved
+        # waits for these to appear).
+        rm -f "$RT/gloved.sock" "$RT/bootstrap-secret"
+        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
+                --materialization-root "$T/mat"
+        grep -q "1 session of an earlier gloved ended failed (service.restarted)" "$GD_ERR" ||
+                fail "no recovery line: $(cat "$GD_ERR")"
+        [ "$(session_state r1)" = failed ] || fail "r1 is not failed after the restart"
+        ctl --json session-status r1
+        expect_status 0
+        "$PY" -c 'import json,sys; h=json.loads(sys.argv[1])["history"]; assert h[-1]["to"]=="failed" and h[-1]["reason"]=="service.restarted", h' "$output" ||
+                fail "bad history: $output"
+        ctl --json receipts
+        expect_status 0
+        "$PY" -c '
+import json, sys
+p = json.loads(sys.argv[1])
+mine = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_id"] == "r1"]
+assert len(mine) == 1, mine
+r = mine[0]
+assert r["state"] == "failed" and r["termination"] == {"kind": "lost", "code": "service.restarted"}, r
+assert isinstance(r["started_at_ms"], int), r' "$output" || fail "bad receipt: $output"
+        printf '%s' "$output" | "$PY" "$VERIFY" --key "$ST/receipt.key" --anchor "$ZERO64" >/dev/null ||
+                fail "the receipt chain does not verify"
+        # A second restart finds nothing more to recover.
+        stop_gloved
+        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
+                --materialization-root "$T/mat"
+        ! grep -q "earlier gloved" "$GD_ERR" || fail "a session was recovered twice"
+}

@@ -86,6 +86,23 @@ struct glove_control_runtime_options {
         bool audit_files;
 };
 
+/*
+ * Start-up recovery (issue 9; spec session-policy.md, "Receipts and
+ * recovery"), before glove_control_runtime_new: every stored session an
+ * earlier gloved left in preparing, starting, running or stopping ran in a
+ * sandbox that died with that gloved (PID 1 has PR_SET_PDEATHSIG; sessions
+ * that outlive gloved are issue 10). Each gets, in this order: its
+ * retained images' host mounts detached (glove_supervisor_release_leftovers),
+ * its one terminal receipt (termination lost, code service.restarted,
+ * started_at_ms from the running transition) appended and synced, and the
+ * failed transition (reason service.restarted). No process is signalled.
+ * *recovered counts them. Returns 0, or the first -errno with err set
+ * (receipts.*, journal.*: that session and the later ones stay as they were
+ * and are tried again at the next start).
+ */
+int glove_control_runtime_recover(const struct glove_control_runtime_options *o, size_t *recovered,
+                                  struct glove_error *err);
+
 /* Constructs the runtime. *out owned by the caller (glove_control_runtime_free).
  * Errors: runtime.no_memory. */
 int glove_control_runtime_new(const struct glove_control_runtime_options *o, struct glove_control_runtime **out,

@@ -215,3 +215,17 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l);
 int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
                              const char *plan, size_t plan_len, json_t **removed, json_t **kept,
                              struct glove_error *err);
+
+/*
+ * Recovery at start (issue 9; spec session-policy.md, "Receipts and
+ * recovery"): an earlier gloved ended while session_id ran, and its sandbox
+ * died with it (PID 1 has PR_SET_PDEATHSIG). Detaches what that gloved had
+ * mounted on the host for the plan's retained grants (ROOT/mounts/SESSION/
+ * ALIAS, MNT_DETACH | UMOUNT_NOFOLLOW; the loop devices go with autoclear)
+ * and removes those empty mount directories. Images and everything the
+ * cleanup policies govern stay for cleanup_session. Idempotent: nothing
+ * mounted is not an error. Returns 0 or -errno (materialize.cleanup,
+ * launch.invalid_plan, launch.invalid_argument).
+ */
+int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                                       const char *plan, size_t plan_len, struct glove_error *err);

@@ -24,6 +24,8 @@ TEMPLATES = {
                 '[ "$l" = quit ] && exit 7; done; exit 0'),
     # Prints a line and exits 3 at once.
     "sh-exit3": "echo bye; exit 3",
+    # Prints "ready" and sleeps (a session that is still running).
+    "sh-sleep": "echo ready; exec sleep 300",
 }
 
 
