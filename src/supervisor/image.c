@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -264,6 +265,19 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
                 goto fail;
         }
         image_new = true;
+        /* The host file system keeps SV_IMAGE_RESERVE_BYTES free after the
+         * image: sessions cannot fill the disk gloved's journals live on. */
+        struct statvfs vfs;
+        if (fstatvfs(image, &vfs) == 0 &&
+            (uint64_t)vfs.f_bavail * vfs.f_frsize < size + (uint64_t)SV_IMAGE_RESERVE_BYTES) {
+                r = glove_error_set(err, ENOSPC, "materialize.root_full",
+                                    "%s: an image of %llu bytes would leave less than %llu MiB free under the "
+                                    "materialization root (%llu bytes available)",
+                                    alias, (unsigned long long)size,
+                                    (unsigned long long)(SV_IMAGE_RESERVE_BYTES >> 20),
+                                    (unsigned long long)vfs.f_bavail * vfs.f_frsize);
+                goto fail;
+        }
         if (fchmod(image, 0600) < 0 || fallocate(image, 0, 0, (off_t)size) < 0) {
                 int e = errno;
                 r = glove_error_set(err, e,

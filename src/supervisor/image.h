@@ -27,12 +27,17 @@ struct sv_image {
  * retained.mkfs_unsafe. */
 int sv_mkfs_resolve(char out[4096], struct glove_error *err);
 
+/* Bytes the materialization root's file system keeps free after an image
+ * is allocated (materialize.root_full otherwise). */
+#define SV_IMAGE_RESERVE_BYTES (64LL << 20)
+
 /*
  * Creates ROOT/images/SESSION/ALIAS.ext4 (O_EXCL, 0600, fallocate'd to size
  * bytes), formats it (root directory owned by uid:gid), attaches it to a
  * free loop device (LO_FLAGS_AUTOCLEAR), mounts it nosuid,nodev at
  * ROOT/mounts/SESSION/ALIAS (0700). On failure everything made is undone.
- * Codes materialize.root_full, materialize.image, materialize.mkfs,
+ * Codes materialize.root_full (also when fewer than SV_IMAGE_RESERVE_BYTES
+ * would stay free), materialize.image, materialize.mkfs,
  * materialize.loop, materialize.mount.
  */
 int sv_image_create(int root_fd, const char *root, const char *session, const char *alias, uint64_t size,
