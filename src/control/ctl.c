@@ -44,7 +44,7 @@ static const char usage_text[] =
         "  write-stdin ID [--data TEXT]       send TEXT, or standard input (at most 65536 bytes)\n"
         "  resize ID ROWS COLS                set the session's terminal size (1..10000 each)\n"
         "  signal ID NAME                     send a signal: HUP INT QUIT TERM KILL USR1 USR2 CONT\n"
-        "                                     STOP WINCH (with or without SIG)\n"
+        "                                     TSTP WINCH (with or without SIG)\n"
         "  stop ID [--grace MS]               SIGTERM, then SIGKILL after MS (0..600000, default 5000)\n"
         "  cleanup ID                         remove what an ended session's cleanup policies say\n"
         "  sessions                           every session with its state and age\n"

@@ -140,7 +140,7 @@ static int read_stdin(uint8_t *buf, size_t *len) {
         return 0;
 }
 
-static const char *const signal_names[] = { "HUP", "INT", "QUIT", "TERM", "KILL", "USR1", "USR2", "CONT", "STOP",
+static const char *const signal_names[] = { "HUP", "INT", "QUIT", "TERM", "KILL", "USR1", "USR2", "CONT", "TSTP",
                                             "WINCH" };
 
 /* Builds method and params of a session command other than attach. */
@@ -195,7 +195,7 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
                         k++;
                 if (k == n)
                         return ctl_usage_error("signal: unknown signal \"%s\" (one of HUP INT QUIT TERM KILL USR1 "
-                                               "USR2 CONT STOP WINCH)",
+                                               "USR2 CONT TSTP WINCH)",
                                                cl.pos[1]);
                 char full[16];
                 snprintf(full, sizeof(full), "SIG%s", name);

@@ -54,6 +54,7 @@ struct rt_session {
         bool live;             /* the engine session has not ended */
         bool reserved;
         bool stopping;
+        bool killed;           /* signal SIGKILL: the whole sandbox was killed */
         char fail_code[GLOVE_CONTROL_REASON_MAX + 1]; /* why on_ready stopped it */
         struct attachment *att;
         unsigned n_att;
@@ -363,14 +364,20 @@ static void on_exited(struct glove_session *gs, const struct glove_session_outco
         } else if (o->kind == GLOVE_SESSION_EXEC_FAILED) {
                 f.termination = GLOVE_CONTROL_TERM_START_FAILED;
                 f.code = "launch.exec_failed";
+        } else if (o->stopped || s->stopping) {
+                /* Killing the whole sandbox (no grace, or the grace ran
+                 * out) takes PID 1 with the agent: no agent outcome is
+                 * reported, and SIGKILL is what ended it. */
+                f.termination = GLOVE_CONTROL_TERM_STOPPED;
+                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : o->kind == GLOVE_SESSION_LOST ? SIGKILL : 0;
+                if (o->kind == GLOVE_SESSION_EXITED)
+                        f.exit_code = o->value;
+        } else if (o->kind == GLOVE_SESSION_LOST && s->killed) {
+                f.termination = GLOVE_CONTROL_TERM_SIGNAL;
+                f.signal = SIGKILL;
         } else if (o->kind == GLOVE_SESSION_LOST) {
                 f.termination = GLOVE_CONTROL_TERM_LOST;
                 f.code = "session.lost";
-        } else if (o->stopped || s->stopping) {
-                f.termination = GLOVE_CONTROL_TERM_STOPPED;
-                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : 0;
-                if (o->kind == GLOVE_SESSION_EXITED)
-                        f.exit_code = o->value;
         } else if (o->kind == GLOVE_SESSION_SIGNALED) {
                 f.termination = GLOVE_CONTROL_TERM_SIGNAL;
                 f.signal = o->value;
@@ -446,6 +453,10 @@ static void on_ready(struct glove_session *gs, void *userdata) {
         struct glove_control_runtime *rt = s->rt;
         struct glove_error e = { 0 };
         const struct glove_control_session *st = glove_control_store_find(rt->o.store, s->id);
+        if (s->fail_code[0]) { /* stop_session came first: never released */
+                glove_session_stop(gs, 0);
+                return;
+        }
         /* The start authorization: minted for this session and these digests
          * under this policy, still valid, used once. */
         bool ok = s->auth.live && rt->o.now_ms() <= s->auth.expires_at_ms && strcmp(s->auth.session_id, s->id) == 0 &&
@@ -746,6 +757,10 @@ int glove_control_runtime_signal(struct glove_control_runtime *rt, const char *i
         struct rt_session *s = live_session(rt, id, err);
         if (!s)
                 return -EINVAL;
+        /* SIGKILL cannot be forwarded by PID 1: it kills PID 1, and with it
+         * the whole sandbox; the receipt then says signal 9. */
+        if (sig == SIGKILL)
+                s->killed = true;
         (void)glove_session_signal(s->session, sig);
         *result = json_object();
         return *result ? 0 : -ENOMEM;
@@ -758,6 +773,17 @@ int glove_control_runtime_stop(struct glove_control_runtime *rt, const char *id,
                 return -ENOENT;
         if (glove_control_session_state_terminal(st->state) || st->state == GLOVE_CONTROL_SESSION_STOPPING) {
                 *result = state_result(rt, id); /* idempotent */
+                return *result ? 0 : -ENOMEM;
+        }
+        /* Before the agent was released: it never starts. The session ends
+         * failed (start_failed, start.stopped) once the sandbox is gone. */
+        struct rt_session *pre = find(rt, id);
+        if (pre && pre->live &&
+            (st->state == GLOVE_CONTROL_SESSION_PREPARING || st->state == GLOVE_CONTROL_SESSION_STARTING)) {
+                snprintf(pre->fail_code, sizeof(pre->fail_code), "start.stopped");
+                if (pre->session)
+                        glove_session_stop(pre->session, 0);
+                *result = state_result(rt, id);
                 return *result ? 0 : -ENOMEM;
         }
         struct rt_session *s = live_session(rt, id, err);

@@ -20,7 +20,7 @@ static const struct {
 } signals[] = {
         { "SIGHUP", SIGHUP },   { "SIGINT", SIGINT },   { "SIGQUIT", SIGQUIT }, { "SIGTERM", SIGTERM },
         { "SIGKILL", SIGKILL }, { "SIGUSR1", SIGUSR1 }, { "SIGUSR2", SIGUSR2 }, { "SIGCONT", SIGCONT },
-        { "SIGSTOP", SIGSTOP }, { "SIGWINCH", SIGWINCH },
+        { "SIGTSTP", SIGTSTP }, { "SIGWINCH", SIGWINCH },
 };
 
 int glove_control_signal_parse(const char *name) {

@@ -354,3 +354,57 @@ assert isinstance(r["started_at_ms"], int), r' "$output" || fail "bad receipt: $
                 --materialization-root "$T/mat"
         ! grep -q "earlier gloved" "$GD_ERR" || fail "a session was recovered twice"
 }
+
+# receipt_of ID: the session.terminal receipt of ID (one line of JSON).
+receipt_of() {
+        "$GLOVE" ctl --runtime-dir "$RT" --json receipts --limit 256 |
+                "$PY" -c 'import json,sys; r=[e["envelope"]["receipt"] for e in json.load(sys.stdin)["envelopes"] if e["envelope"]["session_id"]==sys.argv[1]]; assert len(r)==1, r; print(json.dumps(r[0]))' "$1"
+}
+
+# wait_state ID STATE: up to 10 s.
+wait_state() {
+        local i
+        for i in $(seq 100); do [ "$(session_state "$1")" = "$2" ] && return 0; sleep 0.1; done
+        return 1
+}
+
+@test "ctl sessions: a kill by the controller is receipted as what it was: stopped or signal 9, never lost" {
+        start_managed
+        new_session k1 sh-sleep
+        ctl start k1
+        wait_state k1 running || fail "k1 did not run"
+        ctl stop k1 --grace 0
+        expect_status 0
+        wait_state k1 exited || fail "k1 is $(session_state k1) after stop --grace 0"
+        "$PY" -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["state"]=="exited" and r["termination"]=={"kind":"stopped","signal":9}, r' "$(receipt_of k1)" ||
+                fail "bad receipt for a stop without grace: $(receipt_of k1)"
+        new_session k2 sh-sleep
+        ctl start k2
+        wait_state k2 running || fail "k2 did not run"
+        ctl signal k2 KILL
+        expect_status 0
+        wait_state k2 exited || fail "k2 is $(session_state k2) after SIGKILL"
+        "$PY" -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["state"]=="exited" and r["termination"]=={"kind":"signal","signal":9}, r' "$(receipt_of k2)" ||
+                fail "bad receipt for SIGKILL: $(receipt_of k2)"
+        # SIGSTOP would stop PID 1, not the agent: it is not offered.
+        ctl signal k2 STOP
+        expect_status 125
+        # A stop right after start is honoured whatever the state reached:
+        # before release the agent never starts (failed, start.stopped).
+        new_session k3 sh-sleep
+        ctl start k3
+        expect_status 0
+        ctl stop k3 --grace 0
+        expect_status 0
+        local i
+        for i in $(seq 100); do
+                case "$(session_state k3)" in exited | failed) break ;; esac
+                sleep 0.1
+        done
+        "$PY" -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert (r["state"], r["termination"]) in (("failed", {"kind": "start_failed", "code": "start.stopped"}),
+                                          ("exited", {"kind": "stopped", "signal": 9})), r' "$(receipt_of k3)" ||
+                fail "bad receipt for a stop during start: $(receipt_of k3)"
+}

@@ -163,7 +163,7 @@ json_t *glove_control_runtime_list(const struct glove_control_store *store);
 /* ---- pure parts (runtime_wire.c), for unit tests ---- */
 
 /* The signal of one of the ten names "SIGHUP", "SIGINT", "SIGQUIT",
- * "SIGTERM", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGSTOP",
+ * "SIGTERM", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGTSTP",
  * "SIGWINCH"; -1 for anything else. */
 int glove_control_signal_parse(const char *name);
 
