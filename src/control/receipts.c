@@ -344,6 +344,32 @@ int glove_control_receipts_page(const struct glove_control_receipts *r, uint64_t
         return *out ? 0 : glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
 }
 
+int glove_control_receipts_find(const struct glove_control_receipts *r, const char *kind, const char *session_id,
+                                uint64_t *seq, json_t **receipt) {
+        if (receipt)
+                *receipt = NULL;
+        char tail[GLOVE_CONTROL_ID_MAX + 32];
+        int tn = snprintf(tail, sizeof(tail), ",\"session_id\":\"%s\"}", session_id ? session_id : "");
+        if (!session_id || tn < 0 || (size_t)tn >= sizeof(tail))
+                return 0;
+        for (size_t i = r->n; i-- > 0;) {
+                const struct envelope *e = &r->env[i];
+                if (e->len < (size_t)tn || memcmp(e->bytes + e->len - tn, tail, (size_t)tn) != 0)
+                        continue;
+                _cleanup_json_ json_t *env = json_loadb(e->bytes, e->len, JSON_REJECT_DUPLICATES, NULL);
+                if (!env)
+                        return -ENOMEM;
+                const char *k = json_string_value(json_object_get(env, "kind"));
+                if (!k || strcmp(k, kind) != 0)
+                        continue;
+                *seq = i + 1;
+                if (receipt)
+                        *receipt = json_incref(json_object_get(env, "receipt"));
+                return 1;
+        }
+        return 0;
+}
+
 int glove_control_receipts_ack(struct glove_control_receipts *r, uint64_t sequence, const char *head_mac,
                                struct glove_error *err) {
         uint8_t head[32], m[32];

@@ -700,6 +700,15 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
         if (*result && s && !s->live && s->termination) {
                 json_object_set(*result, "termination", s->termination);
                 json_object_set_new(*result, "receipt_sequence", json_integer((json_int_t)s->receipt_seq));
+        } else if (*result && !s && glove_control_session_state_terminal(st->state)) {
+                /* Ended under an earlier gloved, or no longer kept in
+                 * memory: the receipt journal still says how. */
+                uint64_t seq = 0;
+                _cleanup_json_ json_t *rc = NULL;
+                if (glove_control_receipts_find(rt->o.receipts, "session.terminal", id, &seq, &rc) == 1 && rc) {
+                        json_object_set(*result, "termination", json_object_get(rc, "termination"));
+                        json_object_set_new(*result, "receipt_sequence", json_integer((json_int_t)seq));
+                }
         }
         return *result ? 0 : -ENOMEM;
 }

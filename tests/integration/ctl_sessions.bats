@@ -348,6 +348,9 @@ assert r["state"] == "failed" and r["termination"] == {"kind": "lost", "code": "
 assert isinstance(r["started_at_ms"], int), r' "$output" || fail "bad receipt: $output"
         printf '%s' "$output" | "$PY" "$VERIFY" --key "$ST/receipt.key" --anchor "$ZERO64" >/dev/null ||
                 fail "the receipt chain does not verify"
+        # attach on it: how it ended comes from the receipt journal.
+        run --separate-stderr timeout -k 5 30 "$GLOVE" ctl --runtime-dir "$RT" attach r1 --no-stdin
+        [[ "$stderr" == *lost* && "$stderr" == *service.restarted* ]] || fail "attach does not say how r1 ended: $stderr"
         # A second restart finds nothing more to recover.
         stop_gloved
         start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \

@@ -130,6 +130,16 @@ int glove_control_receipts_page(const struct glove_control_receipts *r, uint64_t
 int glove_control_receipts_ack(struct glove_control_receipts *r, uint64_t sequence, const char *head_mac,
                                struct glove_error *err);
 
+/*
+ * The last receipt of kind kind for session_id (an identifier: no escapes
+ * in its JSON form), found by the canonical envelope's last member
+ * ("session_id" sorts last): *seq its sequence, *receipt (may be NULL) a new
+ * reference to its "receipt" object. Returns 1 when found, 0 when not,
+ * -ENOMEM. Linear in the journal's records (a byte comparison each).
+ */
+int glove_control_receipts_find(const struct glove_control_receipts *r, const char *kind, const char *session_id,
+                                uint64_t *seq, json_t **receipt);
+
 /* The head: sequence (0 when empty) and MAC (the anchor when empty). */
 uint64_t glove_control_receipts_head(const struct glove_control_receipts *r, uint8_t mac[32]);
 
