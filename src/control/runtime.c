@@ -54,6 +54,7 @@ struct rt_session {
         bool live;             /* the engine session has not ended */
         bool reserved;
         bool stopping;
+        bool killed;           /* signal SIGKILL: gloved killed the whole sandbox */
         char fail_code[GLOVE_CONTROL_REASON_MAX + 1]; /* why on_ready stopped it */
         struct attachment *att;
         unsigned n_att;
@@ -363,14 +364,21 @@ static void on_exited(struct glove_session *gs, const struct glove_session_outco
         } else if (o->kind == GLOVE_SESSION_EXEC_FAILED) {
                 f.termination = GLOVE_CONTROL_TERM_START_FAILED;
                 f.code = "launch.exec_failed";
+        } else if (s->killed && o->kind != GLOVE_SESSION_EXITED) {
+                /* signal SIGKILL kills PID 1 and the whole sandbox: no
+                 * report of the agent comes back, and none is missing. */
+                f.termination = GLOVE_CONTROL_TERM_SIGNAL;
+                f.signal = SIGKILL;
+        } else if (o->stopped || s->stopping) {
+                /* Before "lost": a stop whose grace ran out kills PID 1,
+                 * which then reports nothing; that is the stop, not a loss. */
+                f.termination = GLOVE_CONTROL_TERM_STOPPED;
+                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : o->kind == GLOVE_SESSION_LOST ? SIGKILL : 0;
+                if (o->kind == GLOVE_SESSION_EXITED)
+                        f.exit_code = o->value;
         } else if (o->kind == GLOVE_SESSION_LOST) {
                 f.termination = GLOVE_CONTROL_TERM_LOST;
                 f.code = "session.lost";
-        } else if (o->stopped || s->stopping) {
-                f.termination = GLOVE_CONTROL_TERM_STOPPED;
-                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : 0;
-                if (o->kind == GLOVE_SESSION_EXITED)
-                        f.exit_code = o->value;
         } else if (o->kind == GLOVE_SESSION_SIGNALED) {
                 f.termination = GLOVE_CONTROL_TERM_SIGNAL;
                 f.signal = o->value;
@@ -743,7 +751,15 @@ int glove_control_runtime_signal(struct glove_control_runtime *rt, const char *i
         struct rt_session *s = live_session(rt, id, err);
         if (!s)
                 return -EINVAL;
-        (void)glove_session_signal(s->session, sig);
+        if (sig == SIGKILL) {
+                /* PID 1 forwards catchable signals to the agent; SIGKILL
+                 * cannot be forwarded (it would kill PID 1 alone and leave
+                 * the session "lost"): it kills the whole sandbox. */
+                s->killed = true;
+                glove_session_stop(s->session, 0);
+        } else {
+                (void)glove_session_signal(s->session, sig);
+        }
         *result = json_object();
         return *result ? 0 : -ENOMEM;
 }
