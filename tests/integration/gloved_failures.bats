@@ -435,3 +435,199 @@ assert a["termination"]["kind"] == "exit" and a["receipt_sequence"] >= 1, a
         restart_clean
         [ "$(status_field r1 's["state"]')" = created ] || fail "r1 not created after restart"
 }
+
+# ---------------------------------------------------------------- escape probes as managed sessions
+#
+# The probes of seccomp.bats, identity.bats, processes.bats, network.bats and
+# filesystem.bats, run by a launch template (/usr/bin/python3 probe.py OPS,
+# the agents directory as a read_only_paths entry) in a session started
+# through gloved; the same denials must come back.
+
+# probe_template ID ALIASES_CSV OP...: the JSON of a template running the probe.
+probe_template() {
+        "$PY" -c 'import json,sys; print(json.dumps({"id": sys.argv[1], "argv": ["/usr/bin/python3", sys.argv[3] + "/probe.py"] + sys.argv[4:], "read_only_paths": [sys.argv[3]], "aliases": [a for a in sys.argv[2].split(",") if a]}))' \
+                "$1" "$2" "$AGENTS" "${@:3}"
+}
+
+# sh_template ID SCRIPT: the JSON of a template running dash -c SCRIPT.
+sh_template() {
+        "$PY" -c 'import json,sys; print(json.dumps({"id": sys.argv[1], "argv": ["/usr/bin/dash", "-c", sys.argv[2]]}))' "$1" "$2"
+}
+
+# run_managed ID TEMPLATE GRANTS_JSON: creates and starts the session, waits
+# for its end and sets output/lines to what the agent printed (CR stripped);
+# MSTATE is the final state and MEND the session_ended notice.
+run_managed() {
+        new_fs "$1" "$2" "$3"
+        ctl start "$1"
+        expect_status 0
+        run --separate-stderr timeout -k 5 60 "$PY" "$SESSCTL" watch "$RT" "$1"
+        [ "$status" -eq 0 ] || fail "watch failed"
+        local raw=$output
+        "$PY" -c '
+import json, sys
+for l in sys.argv[1].splitlines():
+    if l.startswith("output "):
+        sys.stdout.write(json.loads(l[7:]).replace("\r", ""))' "$raw" >"$T/$1.out"
+        MEND=$(grep '^session_ended ' <<<"$raw" || true)
+        wait_state "$1" exited
+        output=$(cat "$T/$1.out")
+        mapfile -t lines <"$T/$1.out"
+}
+
+@test "gloved escape probes: seccomp denials and no network but AF_UNIX, in a managed session" {
+        local ops=() n
+        for n in mount umount2 pivot_root chroot fsopen fsconfig fsmount fspick move_mount open_tree mount_setattr \
+                unshare-newuser unshare-newns unshare-newnet unshare-newpid unshare-fs setns clone-newuser clone-newns \
+                clone-newpid clone-newnet clone-newipc clone-newuts clone-newcgroup keyctl add_key request_key bpf \
+                perf_event_open userfaultfd ptrace process_vm_readv process_vm_writev kexec_load acct swapon reboot; do
+                ops+=(sys "$n")
+        done
+        fs_gloved "{\"templates\":[$(probe_template p "" "${ops[@]}" sys clone3 sys clone-plain fork threads socket-all unix setuid0 sethostname evil)]}"
+        run_managed p1 p '[]'
+        for n in mount umount2 pivot_root chroot fsopen fsconfig fsmount fspick move_mount open_tree mount_setattr \
+                unshare-newuser unshare-newns unshare-newnet unshare-newpid unshare-fs setns clone-newuser clone-newns \
+                clone-newpid clone-newnet clone-newipc clone-newuts clone-newcgroup keyctl add_key request_key bpf \
+                perf_event_open userfaultfd ptrace process_vm_readv process_vm_writev kexec_load acct swapon reboot; do
+                expect_line "sys $n EPERM"
+        done
+        expect_line "sys clone3 ENOSYS"
+        # Positive controls: plain clone, fork, threads and AF_UNIX work.
+        expect_line "sys clone-plain ok"
+        expect_line "fork ok:7"
+        expect_line "threads ok:ran"
+        expect_line "socket-all attempts=180 not-eperm=0"
+        expect_line "unix ok:ping"
+        [[ "$output" == *$'\nsetuid0 EPERM\n'* || "$output" == *$'\nsetuid0 EINVAL\n'* ]] || fail "setuid(0) must fail"
+        expect_line "sethostname evil EPERM"
+        [[ "$MEND" == *'"kind":"exit"'* ]] || fail "the probe did not exit normally: $MEND"
+}
+
+@test "gloved escape probes: identity, /proc, host processes and interfaces, in a managed session" {
+        local m h hex
+        m="3000.$$$RANDOM$BATS_TEST_NUMBER"
+        sleep "$m" </dev/null >/dev/null 2>&1 3>&- &
+        h=$!
+        track_pid "$h"
+        hex=$(printf %s "$m" | od -An -tx1 | tr -d ' \n')
+        local script='grep -E "^(Cap|NoNewPrivs|Seccomp|Uid|Gid)" /proc/self/status; echo "init: $(tr "\0" " " </proc/1/cmdline)";
+                echo "pids: $(ls /proc | grep -E "^[0-9]+$" | sort -n | tr "\n" " ")";
+                echo "ifaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ")";
+                echo "hostname: $(cat /proc/sys/kernel/hostname)"'
+        fs_gloved "{\"templates\":[$(sh_template id "$script"),$(probe_template pr "" procscan "$hex" signal0 "$h" kill "$h" signal0 1)]}"
+        run_managed i1 id '[]'
+        local k
+        for k in CapInh CapPrm CapEff CapBnd CapAmb; do
+                expect_line "$(printf '%s:\t0000000000000000' "$k")"
+        done
+        expect_line "$(printf 'NoNewPrivs:\t1')"
+        expect_line "$(printf 'Seccomp:\t2')"
+        grep -qE $'^Uid:\t[1-9][0-9]*\t' "$T/i1.out" || fail "the agent's uid is 0 or missing"
+        [[ "$output" == *"init: glove-init"* ]] || fail "PID 1 is not glove-init"
+        local p pids
+        pids=$(sed -n 's/^pids: //p' "$T/i1.out")
+        for p in $pids; do
+                [ "$p" -le 10 ] || fail "pid $p inside looks like a host pid"
+        done
+        [[ " $pids " == *" 1 "* ]] || fail "no pid 1 inside"
+        expect_line "ifaces: lo "
+        expect_line "hostname: glove"
+        run_managed i2 pr '[]'
+        expect_line "procscan $hex none"
+        expect_line "signal0 $h ESRCH"
+        expect_line "kill $h ESRCH"
+        expect_line "signal0 1 ok"
+        running "$h" || fail "the host process was killed"
+}
+
+@test "gloved escape probes: host files and gloved's own state are invisible; read alias read-only; the copy never reaches the host" {
+        mkdir -p "$T/secret" "$T/ro" "$T/eph/sub"
+        echo "host-secret-$$" >"$T/secret/file"
+        echo "ro-content" >"$T/ro/file"
+        printf 'orig\n' >"$T/eph/f"
+        printf 'deep\n' >"$T/eph/sub/g"
+        ln -s "$T/secret/file" "$T/eph/esc"
+        ln -s /etc/hostname "$T/eph/etc-link"
+        chmod -R a+rX "$T/ro" "$T/eph"
+        (cd "$T/eph" && find . -printf '%p %m %s %l\n' | sort && cat f sub/g) >"$T/eph.before"
+        local st=$T/g/state rt=$T/g/run
+        local tpl
+        tpl=$(probe_template fsp "eph,ro" exists "$T/secret/file" read "$T/secret/file" exists "$st" exists "$st/receipt.key" \
+                exists "$rt" exists "$rt/bootstrap-secret" exists "$rt/gloved.sock" exists "$T/mat" exists "$T/cfg/policy.json" \
+                read /etc/shadow exists /root exists /sys exists /run list /home \
+                read /ro/file append /ro/file create /ro/new unlink /ro/file mkdir /ro/d chmod /ro/file 0777 \
+                read /eph/f append /eph/f create /eph/new unlink /eph/sub/g mkdir /eph/d read /eph/esc read /eph/etc-link \
+                chmod /eph/f 4755 exists "$T/eph" exists "$T/ro")
+        fs_gloved "{\"aliases\":[
+                {\"alias\":\"eph\",\"host_path\":\"$T/eph\",\"target_path\":\"/eph\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"max_bytes\":1048576}]},
+                {\"alias\":\"ro\",\"host_path\":\"$T/ro\",\"target_path\":\"/ro\",
+                 \"access\":[{\"access\":\"read\",\"materialization\":\"bind\",\"max_bytes\":1048576}]}],
+                \"templates\":[$tpl]}"
+        run_managed fs1 fsp '[{"alias":"eph","access":"ephemeral_write","materialization":"copy"},{"alias":"ro","access":"read","materialization":"bind"}]'
+        local p
+        for p in "$T/secret/file" "$st" "$st/receipt.key" "$rt" "$rt/bootstrap-secret" "$rt/gloved.sock" "$T/mat" \
+                "$T/cfg/policy.json" /root /sys /run "$T/eph" "$T/ro"; do
+                expect_line "exists $p no"
+        done
+        expect_line "read $T/secret/file ENOENT"
+        expect_line "read /etc/shadow ENOENT"
+        expect_line "list /home ok:agent"
+        expect_line "read /ro/file ok:ro-content"
+        expect_line "append /ro/file EROFS"
+        expect_line "create /ro/new EROFS"
+        expect_line "unlink /ro/file EROFS"
+        expect_line "mkdir /ro/d EROFS"
+        expect_line "chmod /ro/file 0777 EROFS"
+        # The copy is writable (positive control) and its links are never
+        # followed to the host: the secret's path does not exist inside.
+        expect_line "read /eph/f ok:orig"
+        expect_line "append /eph/f ok"
+        expect_line "create /eph/new ok"
+        expect_line "unlink /eph/sub/g ok"
+        expect_line "mkdir /eph/d ok"
+        expect_line "read /eph/esc ENOENT"
+        expect_line "read /eph/etc-link ok:glove"
+        # setuid bits are refused inside, as under glove exec (grants.bats).
+        expect_line "chmod /eph/f 4755 EPERM"
+        # The host: nothing changed, byte for byte.
+        (cd "$T/eph" && find . -printf '%p %m %s %l\n' | sort && cat f sub/g) >"$T/eph.after"
+        diff "$T/eph.before" "$T/eph.after" || fail "the host source of the copy changed"
+        [ "$(cat "$T/ro/file")" = ro-content ] && [ ! -e "$T/ro/new" ] || fail "the read alias changed on the host"
+        [ "$(cat "$T/secret/file")" = "host-secret-$$" ] || fail "the secret changed"
+        nothing_left fs1
+        ctl cleanup fs1
+        expect_status 0
+        nothing_left fs1
+}
+
+@test "gloved escape probes: a retained image holds the agent's writes, never the host path" {
+        mkdir -p "$T/keephost"
+        echo "host-only" >"$T/keephost/present"
+        local tpl
+        tpl=$(probe_template ret "keep" list /keep create /keep/new create-mode /keep/suid 4755 exists "$T/keephost" \
+                read /keep/new mkdir /keep/d create /keep/d/x)
+        fs_gloved "{\"aliases\":[{\"alias\":\"keep\",\"host_path\":\"$T/keephost\",\"target_path\":\"/keep\",
+                \"access\":[{\"access\":\"retained_write\",\"materialization\":\"snapshot\",\"max_bytes\":16777216}]}],
+                \"templates\":[$tpl]}"
+        need_retained
+        run_managed k1 ret '[{"alias":"keep","access":"retained_write","materialization":"snapshot","max_bytes":4194304}]'
+        # A fresh image: only ext4's lost+found, nothing of the host path.
+        expect_line "list /keep ok:lost+found"
+        expect_line "create /keep/new ok"
+        expect_line "exists $T/keephost no"
+        expect_line "mkdir /keep/d ok"
+        expect_line "create /keep/d/x ok"
+        # No setuid file can be left in the image for a later host mount.
+        expect_line "create-mode /keep/suid 4755 EPERM"
+        [ "$(ls -A "$T/keephost")" = present ] || fail "the host path changed: $(ls -A "$T/keephost")"
+        # The image is released (no mount, no loop) and kept.
+        grep -F -- "$T/mat/" /proc/self/mountinfo && fail "the image is still mounted on the host"
+        losetup -a | grep -F -- "$T/mat" && fail "the image is still attached to a loop device"
+        [ -f "$T/mat/images/k1/keep.ext4" ] || fail "the retained image is gone"
+        [ "$(stat -c %s "$T/mat/images/k1/keep.ext4")" -eq 4194304 ] || fail "the image is not exactly max_bytes"
+        ctl --json cleanup k1
+        expect_status 0
+        [[ "$output" == *'"kept":["keep"]'* ]] || fail "cleanup did not keep the image: $output"
+        verify_chain
+}
