@@ -54,7 +54,7 @@ struct rt_session {
         bool live;             /* the engine session has not ended */
         bool reserved;
         bool stopping;
-        bool killed;           /* signal SIGKILL: the whole sandbox was killed */
+        bool killed;           /* signal SIGKILL: gloved killed the whole sandbox */
         char fail_code[GLOVE_CONTROL_REASON_MAX + 1]; /* why on_ready stopped it */
         struct attachment *att;
         unsigned n_att;
@@ -364,17 +364,18 @@ static void on_exited(struct glove_session *gs, const struct glove_session_outco
         } else if (o->kind == GLOVE_SESSION_EXEC_FAILED) {
                 f.termination = GLOVE_CONTROL_TERM_START_FAILED;
                 f.code = "launch.exec_failed";
+        } else if (s->killed && o->kind != GLOVE_SESSION_EXITED) {
+                /* signal SIGKILL kills PID 1 and the whole sandbox: no
+                 * report of the agent comes back, and none is missing. */
+                f.termination = GLOVE_CONTROL_TERM_SIGNAL;
+                f.signal = SIGKILL;
         } else if (o->stopped || s->stopping) {
-                /* Killing the whole sandbox (no grace, or the grace ran
-                 * out) takes PID 1 with the agent: no agent outcome is
-                 * reported, and SIGKILL is what ended it. */
+                /* Before "lost": a stop whose grace ran out kills PID 1,
+                 * which then reports nothing; that is the stop, not a loss. */
                 f.termination = GLOVE_CONTROL_TERM_STOPPED;
                 f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : o->kind == GLOVE_SESSION_LOST ? SIGKILL : 0;
                 if (o->kind == GLOVE_SESSION_EXITED)
                         f.exit_code = o->value;
-        } else if (o->kind == GLOVE_SESSION_LOST && s->killed) {
-                f.termination = GLOVE_CONTROL_TERM_SIGNAL;
-                f.signal = SIGKILL;
         } else if (o->kind == GLOVE_SESSION_LOST) {
                 f.termination = GLOVE_CONTROL_TERM_LOST;
                 f.code = "session.lost";
@@ -766,11 +767,15 @@ int glove_control_runtime_signal(struct glove_control_runtime *rt, const char *i
         struct rt_session *s = live_session(rt, id, err);
         if (!s)
                 return -EINVAL;
-        /* SIGKILL cannot be forwarded by PID 1: it kills PID 1, and with it
-         * the whole sandbox; the receipt then says signal 9. */
-        if (sig == SIGKILL)
+        if (sig == SIGKILL) {
+                /* PID 1 forwards catchable signals to the agent; SIGKILL
+                 * cannot be forwarded (it would kill PID 1 alone and leave
+                 * the session "lost"): it kills the whole sandbox. */
                 s->killed = true;
-        (void)glove_session_signal(s->session, sig);
+                glove_session_stop(s->session, 0);
+        } else {
+                (void)glove_session_signal(s->session, sig);
+        }
         *result = json_object();
         return *result ? 0 : -ENOMEM;
 }
