@@ -260,8 +260,10 @@ static void on_client_output(void *userdata, int stream, const void *buf, size_t
         (void)stream;
         struct attachment *a = userdata;
         char *text = glove_control_base64_encode(buf, n);
-        json_t *msg = text ? json_pack("{s:s,s:{s:s,s:s}}", "method", "session_output", "params", "session_id", a->s->id,
-                                       "data_b64", text)
+        /* base64 is ASCII: no UTF-8 check of every byte (nocheck). */
+        json_t *data = text ? json_stringn_nocheck(text, strlen(text)) : NULL;
+        json_t *msg = data ? json_pack("{s:s,s:{s:s,s:o}}", "method", "session_output", "params", "session_id",
+                                       a->s->id, "data_b64", data)
                            : NULL;
         free(text);
         int r = glove_control_conn_push(a->conn, msg, false);
