@@ -135,7 +135,7 @@ void glove_control_runtime_free(struct glove_control_runtime *rt);
  * reference to the result object, or -errno with err's code one of:
  * session.not_found, session.terminal, session.not_running,
  * session.not_terminal, plan.expired, plan.invalid, start.receipts_full,
- * runtime.busy, runtime.no_loop, launch.*, materialize.*, cgroup.*,
+ * runtime.busy, runtime.no_loop, runtime.prepare_worker, launch.*, materialize.*, cgroup.*,
  * sandbox.*, attach.too_many, stdin.too_large, stdin.full,
  * signal.unknown, journal.*, receipts.*, internal.
  */
