@@ -18,7 +18,9 @@ glove build it belongs to:
   attach       a session writing 64 MiB to its PTY, read by one attached
                client (frames decoded from base64), against the same program
                writing the same bytes into a pipe read by this process:
-               MiB/s and the ratio (goal >= 0.5).
+               MiB/s and the ratio (goal >= 0.5); also a bare PTY read here.
+               A round whose client fell 1 MiB behind (client_too_slow) is
+               listed in "notes", not measured.
 
 Root only (managed sessions here need the run cgroups gloved delegates as
 root, and the retained mechanism's probe); otherwise it says so and exits 0.
@@ -409,6 +411,7 @@ def main():
     if os.getuid() != 0:
         print("bench: managed sessions: not root; skipped (the managed-session benchmark runs as root only)")
         return 0
+    os.makedirs(os.path.dirname(os.path.abspath(a.results)), exist_ok=True)
     gloved = os.path.join(os.path.abspath(a.build), "gloved")
     glove = os.path.join(os.path.abspath(a.build), "glove")
     common = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
