@@ -5,7 +5,10 @@
 # upstream (bench/mcp/mcp_bench.py, JSON lines in bench/results/mcp.jsonl);
 # then start-up with limits against without, and egress throughput through
 # the proxy against a direct loopback transfer (bench/limits_egress.py, JSON
-# lines in bench/results/limits-egress.jsonl).
+# lines in bench/results/limits-egress.jsonl); then managed sessions in
+# gloved, as root only: start_session to the first output byte against
+# `glove exec`, 32 sessions started at once, and attach throughput against a
+# direct pipe (bench/managed.py, JSON lines in bench/results/managed.jsonl).
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
@@ -136,4 +139,8 @@ bench/gloved.sh "$build" || rc=$?
 echo
 echo "== limits and egress: start-up with vs without a run cgroup; 256 MiB through the egress proxy vs direct"
 /usr/bin/python3 bench/limits_egress.py --glove "$glove" --results bench/results/limits-egress.jsonl || rc=$?
+
+echo
+echo "== managed sessions: start_session -> first byte vs glove exec; 32 at once; attach throughput vs a pipe (root only)"
+/usr/bin/python3 bench/managed.py --build "$build" --results bench/results/managed.jsonl || rc=$?
 exit $rc

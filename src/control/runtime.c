@@ -5,10 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +44,36 @@ struct auth {
         bool live;
 };
 
+/* One glove_supervisor_launch_prepare run on a worker thread. The loop
+ * thread fills the inputs and reads the results only after the job came back
+ * through the done list (the pool's mutex orders both); the worker touches
+ * nothing else. */
+struct prepare_job {
+        struct prepare_job *next;
+        struct rt_session *s; /* loop thread only */
+        const struct glove_supervisor_runtime_config *cfg;
+        char id[GLOVE_CONTROL_ID_MAX + 1];
+        char *plan; /* a copy of the stored plan */
+        size_t plan_len;
+        /* Results (the worker's). */
+        struct glove_supervisor_launch *launch;
+        int r;
+        struct glove_error err;
+};
+
+struct prepare_pool {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct prepare_job *queue, **queue_tail; /* FIFO, not yet taken */
+        struct prepare_job *done, **done_tail;   /* FIFO, finished */
+        pthread_t threads[GLOVE_CONTROL_RUNTIME_PREPARE_WORKERS];
+        unsigned n_threads, idle, queued;
+        bool quit;
+        int efd; /* eventfd: a job finished */
+        sd_event_source *src;
+        bool up;
+};
+
 struct rt_session {
         struct glove_control_runtime *rt;
         struct rt_session *next;
@@ -56,8 +89,11 @@ struct rt_session {
         bool stopping;
         bool killed;           /* signal SIGKILL: gloved killed the whole sandbox */
         char fail_code[GLOVE_CONTROL_REASON_MAX + 1]; /* why on_ready stopped it */
+        struct glove_audit_log audit;                 /* egress records (fd -1: none) */
         struct attachment *att;
         unsigned n_att;
+        struct prepare_job *job;  /* while the launch is prepared */
+        unsigned short rows, cols; /* a resize before the terminal exists */
         /* After the end. */
         uint8_t *transcript;
         size_t transcript_len;
@@ -73,6 +109,7 @@ struct glove_control_runtime {
         unsigned live, ended;
         bool operational;
         char why[GLOVE_CGROUP_REASON_MAX * 2 + 64];
+        struct prepare_pool pool;
 };
 
 /* ---- construction ---- */
@@ -151,6 +188,7 @@ static struct rt_session *find(struct glove_control_runtime *rt, const char *id)
 
 static void session_entry_free(struct rt_session *s) {
         glove_session_free(s->session);
+        glove_audit_close(&s->audit);
         glove_supervisor_launch_free(s->launch);
         json_decref(s->binding);
         json_decref(s->termination);
@@ -226,8 +264,10 @@ static void on_client_output(void *userdata, int stream, const void *buf, size_t
         (void)stream;
         struct attachment *a = userdata;
         char *text = glove_control_base64_encode(buf, n);
-        json_t *msg = text ? json_pack("{s:s,s:{s:s,s:s}}", "method", "session_output", "params", "session_id", a->s->id,
-                                       "data_b64", text)
+        /* base64 is ASCII: no UTF-8 check of every byte (nocheck). */
+        json_t *data = text ? json_stringn_nocheck(text, strlen(text)) : NULL;
+        json_t *msg = data ? json_pack("{s:s,s:{s:s,s:o}}", "method", "session_output", "params", "session_id",
+                                       a->s->id, "data_b64", data)
                            : NULL;
         free(text);
         int r = glove_control_conn_push(a->conn, msg, false);
@@ -531,6 +571,276 @@ static int mint(struct glove_control_runtime *rt, struct rt_session *s, const st
         return 0;
 }
 
+/* ---- the prepare workers ----
+ *
+ * glove_supervisor_launch_prepare blocks (alias resolution, mkfs.ext4 as a
+ * child, loop devices, mounts): it runs on at most
+ * GLOVE_CONTROL_RUNTIME_PREPARE_WORKERS threads, started on demand and kept
+ * until shutdown. A worker calls prepare on its job's own copies (id, plan)
+ * with the immutable configuration (policy, materialization root fd) and
+ * nothing else of gloved; mkfs is waited for by its pid (gloved never waits
+ * for any child), every descriptor is O_CLOEXEC, and the sandbox spawn of the
+ * loop thread is safe beside other threads (sandbox.h, "Threads"). A finished
+ * job goes to the done list and the eventfd wakes the loop, which carries on
+ * with the start. Workers block every signal. */
+
+static void *prepare_worker(void *userdata) {
+        struct prepare_pool *p = userdata;
+        pthread_mutex_lock(&p->lock);
+        for (;;) {
+                while (!p->queue && !p->quit) {
+                        p->idle++;
+                        pthread_cond_wait(&p->cond, &p->lock);
+                        p->idle--;
+                }
+                if (!p->queue)
+                        break; /* quit, nothing taken */
+                struct prepare_job *j = p->queue;
+                p->queue = j->next;
+                if (!p->queue)
+                        p->queue_tail = &p->queue;
+                p->queued--;
+                j->next = NULL;
+                pthread_mutex_unlock(&p->lock);
+                j->r = glove_supervisor_launch_prepare(j->cfg, j->id, j->plan, j->plan_len, &j->launch, &j->err);
+                if (j->r >= 0 && !j->launch)
+                        j->r = glove_error_set(&j->err, EINVAL, "launch.invalid_argument", "no launch was made");
+                pthread_mutex_lock(&p->lock);
+                *p->done_tail = j;
+                p->done_tail = &j->next;
+                uint64_t one = 1;
+                (void)!write(p->efd, &one, sizeof(one)); /* a full counter still wakes the loop */
+        }
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+}
+
+static void prepared(struct rt_session *s, struct prepare_job *j);
+
+static int on_prepared(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        (void)src;
+        (void)revents;
+        struct glove_control_runtime *rt = userdata;
+        uint64_t n;
+        (void)!read(fd, &n, sizeof(n));
+        pthread_mutex_lock(&rt->pool.lock);
+        struct prepare_job *done = rt->pool.done;
+        rt->pool.done = NULL;
+        rt->pool.done_tail = &rt->pool.done;
+        pthread_mutex_unlock(&rt->pool.lock);
+        while (done) {
+                struct prepare_job *j = done;
+                done = j->next;
+                prepared(j->s, j);
+        }
+        return 0;
+}
+
+static int pool_up(struct glove_control_runtime *rt, struct glove_error *err) {
+        struct prepare_pool *p = &rt->pool;
+        if (p->up)
+                return 0;
+        p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (p->efd < 0)
+                return glove_error_set(err, errno, "runtime.prepare_worker", "eventfd: %s", strerror(errno));
+        int r = sd_event_add_io(rt->loop, &p->src, p->efd, EPOLLIN, on_prepared, rt);
+        if (r < 0) {
+                close(p->efd);
+                p->efd = -1;
+                return glove_error_set(err, -r, "runtime.prepare_worker", "sd_event_add_io: %s", strerror(-r));
+        }
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->cond, NULL);
+        p->queue = p->done = NULL;
+        p->queue_tail = &p->queue;
+        p->done_tail = &p->done;
+        p->n_threads = p->idle = p->queued = 0;
+        p->quit = false;
+        p->up = true;
+        return 0;
+}
+
+/* Queues j; starts a worker when every started one is busy. */
+static int pool_submit(struct glove_control_runtime *rt, struct prepare_job *j, struct glove_error *err) {
+        int r = pool_up(rt, err);
+        if (r < 0)
+                return r;
+        struct prepare_pool *p = &rt->pool;
+        pthread_mutex_lock(&p->lock);
+        j->next = NULL;
+        *p->queue_tail = j;
+        p->queue_tail = &j->next;
+        p->queued++;
+        if (p->queued > p->idle && p->n_threads < GLOVE_CONTROL_RUNTIME_PREPARE_WORKERS) {
+                pthread_attr_t attr;
+                sigset_t all, old;
+                sigfillset(&all);
+                pthread_attr_init(&attr);
+                (void)pthread_attr_setstacksize(&attr, GLOVE_CONTROL_RUNTIME_PREPARE_STACK);
+                pthread_sigmask(SIG_SETMASK, &all, &old);
+                int e = pthread_create(&p->threads[p->n_threads], &attr, prepare_worker, p);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                pthread_attr_destroy(&attr);
+                if (e == 0)
+                        p->n_threads++;
+                else if (p->n_threads == 0) {
+                        /* No worker at all: take the job back. */
+                        p->queue = NULL;
+                        p->queue_tail = &p->queue;
+                        p->queued = 0;
+                        pthread_mutex_unlock(&p->lock);
+                        return glove_error_set(err, e, "runtime.prepare_worker", "pthread_create: %s", strerror(e));
+                }
+                /* else: the started workers take it in turn */
+        }
+        pthread_cond_signal(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        return 0;
+}
+
+static void job_free(struct prepare_job *j) {
+        if (!j)
+                return;
+        glove_supervisor_launch_free(j->launch);
+        free(j->plan);
+        free(j);
+}
+
+/* Stops the workers: a queued job never runs; a running one is waited for
+ * (prepare is bounded: mkfs of the plan's images at most). Every session
+ * whose job was pending then fails with a receipt (start_failed,
+ * service.stopped); a launch a worker finished is freed (its mounts
+ * released; its images stay for cleanup_session, like any failed start). */
+static void pool_down(struct glove_control_runtime *rt) {
+        struct prepare_pool *p = &rt->pool;
+        if (!p->up)
+                return;
+        pthread_mutex_lock(&p->lock);
+        struct prepare_job *left = p->queue;
+        p->queue = NULL;
+        p->queue_tail = &p->queue;
+        p->queued = 0;
+        p->quit = true;
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        for (unsigned i = 0; i < p->n_threads; i++)
+                (void)pthread_join(p->threads[i], NULL);
+        p->n_threads = 0;
+        /* Only this thread now: the done jobs, then the ones never taken. */
+        struct prepare_job *lists[2] = { p->done, left };
+        p->done = NULL;
+        p->done_tail = &p->done;
+        for (size_t k = 0; k < 2; k++)
+                while (lists[k]) {
+                        struct prepare_job *j = lists[k];
+                        lists[k] = j->next;
+                        struct rt_session *s = j->s;
+                        s->job = NULL;
+                        job_free(j); /* releases what a finished prepare made */
+                        struct glove_error e = { 0 };
+                        glove_error_set(&e, ECANCELED, "service.stopped", "gloved stopped while the session was prepared");
+                        fail_start(s, &e);
+                }
+        sd_event_source_disable_unref(p->src);
+        p->src = NULL;
+        close(p->efd);
+        p->efd = -1;
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
+        p->up = false;
+}
+
+/* The egress audit log of s: ROOT/audit/SESSION.jsonl (0600, O_APPEND, a new
+ * file: sessions are never restarted). Kept by cleanup_session: it is the
+ * record of what the agent reached. Returns 0 or -errno (audit.open). */
+static int open_audit(struct rt_session *s, struct glove_error *err) {
+        const struct glove_supervisor_runtime_config *cfg = s->rt->o.config;
+        if (mkdirat(cfg->materialization_root_fd, "audit", 0700) < 0 && errno != EEXIST)
+                return glove_error_set(err, errno, "audit.open", "%s/audit: %s", cfg->materialization_root,
+                                       strerror(errno));
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/audit/%s.jsonl", cfg->materialization_root, s->id) >= (int)sizeof(path))
+                return glove_error_set(err, ENAMETOOLONG, "audit.open", "the audit log path is too long");
+        return glove_audit_open(path, "/", &s->audit, err);
+}
+
+/* Back on the loop thread with j's result: preparing -> starting, spawn,
+ * attach to the loop, and the attachments made while preparing join the
+ * terminal. Any failure: failed with a receipt. Frees j. */
+static void prepared(struct rt_session *s, struct prepare_job *j) {
+        struct glove_control_runtime *rt = s->rt;
+        struct glove_error e = { 0 };
+        s->job = NULL;
+        int r = j->r;
+        if (r < 0)
+                e = j->err;
+        else
+                s->launch = TAKE_PTR(j->launch);
+        job_free(j);
+        struct glove_net_policy *egress = NULL;
+        struct glove_grant_set grants;
+        glove_grant_set_init(&grants);
+        if (r >= 0 && s->fail_code[0]) /* stop_session while preparing: it never starts */
+                r = glove_error_set(&e, ECANCELED, "start.stopped", "stop_session came before the agent was released");
+        if (r >= 0 && !(s->binding = glove_supervisor_launch_binding(s->launch)))
+                r = glove_error_set(&e, ENOMEM, "runtime.no_memory", "out of memory");
+        if (r >= 0)
+                r = transition(rt, s->id, GLOVE_CONTROL_SESSION_STARTING, "", &e);
+        if (r >= 0) {
+                egress = glove_supervisor_launch_take_egress(s->launch);
+                if (egress)
+                        r = open_audit(s, &e);
+        }
+        if (r >= 0) {
+                struct glove_session_desc d = {
+                        .argv = glove_supervisor_launch_argv(s->launch),
+                        .envp = glove_supervisor_launch_envp(s->launch),
+                        .grants = &grants,
+                        .seccomp = &glove_seccomp_prebuilt,
+                        .cgroup_policy = GLOVE_SESSION_CGROUP_REQUIRED,
+                        .terminal = GLOVE_TERMINAL_PTY,
+                        .rows = s->rows ? s->rows : 24,
+                        .cols = s->cols ? s->cols : 80,
+                        .channel_stdin_fd = -1,
+                        .channel_stdout_fd = -1,
+                        .egress = egress,
+                        .audit = egress ? &s->audit : NULL,
+                        /* The sandbox dies with gloved (this loop thread spawns
+                         * it): an earlier gloved's sessions are recovered at
+                         * start (glove_control_runtime_recover); issue 10 keeps
+                         * them running. */
+                        .parent_death_kill = true,
+                        .add_mounts = glove_supervisor_launch_add_mounts,
+                        .add_mounts_ctx = s->launch,
+                        .cwd = glove_supervisor_launch_cwd(s->launch),
+                };
+                glove_supervisor_launch_limits(s->launch, &d.limits);
+                r = glove_session_spawn(&d, &session_ops, s, &s->session, &e);
+                if (r >= 0 && (r = glove_session_attach(s->session, rt->loop, &e)) < 0) {
+                        glove_session_free(s->session);
+                        s->session = NULL;
+                }
+        }
+        if (egress) {
+                glove_net_policy_free(egress);
+                free(egress);
+        }
+        if (r < 0) {
+                fprintf(stderr, "gloved: session %s: the start failed: %s: %s\n", s->id, e.code ? e.code : "start.failed",
+                        e.message);
+                fail_start(s, &e);
+                glove_supervisor_launch_free(s->launch);
+                s->launch = NULL;
+                return;
+        }
+        for (struct attachment *a = s->att, *next; a; a = next) {
+                next = a->next;
+                if (!a->client &&
+                    glove_terminal_attach(glove_session_terminal(s->session), &client_ops, a, false, &a->client) < 0)
+                        attachment_drop(a, "detached");
+        }
+}
+
 int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id, json_t **result,
                                 struct glove_error *err) {
         *result = NULL;
@@ -553,13 +863,28 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
         if (r < 0)
                 return r;
         struct rt_session *s = calloc(1, sizeof(*s));
-        if (!s)
+        struct prepare_job *j = calloc(1, sizeof(*j));
+        char *plan = malloc(st->plan_len + 1);
+        if (!s || !j || !plan) {
+                free(s);
+                free(j);
+                free(plan);
                 return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        }
+        memcpy(plan, st->plan, st->plan_len);
+        plan[st->plan_len] = '\0';
+        j->plan = plan;
+        j->plan_len = st->plan_len;
+        j->cfg = rt->o.config;
+        j->s = s;
+        snprintf(j->id, sizeof(j->id), "%s", id);
         s->rt = rt;
+        s->audit.fd = -1;
         s->started_at_ms = -1;
         snprintf(s->id, sizeof(s->id), "%s", id);
         if ((r = mint(rt, s, st, err)) < 0 ||
             (r = glove_control_receipts_reserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE, err)) < 0) {
+                job_free(j);
                 free(s);
                 return r;
         }
@@ -567,6 +892,7 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
         r = transition(rt, id, GLOVE_CONTROL_SESSION_PREPARING, "", err);
         if (r < 0) {
                 glove_control_receipts_unreserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE);
+                job_free(j);
                 free(s);
                 return r;
         }
@@ -574,54 +900,14 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
         rt->live++;
         s->next = rt->sessions;
         rt->sessions = s;
-        /* From here every failure is a failed session with a receipt. */
+        /* From here every failure is a failed session with a receipt. The
+         * answer is "preparing"; the rest continues in prepared(). */
+        s->job = j;
         struct glove_error e = { 0 };
-        struct glove_net_policy *egress = NULL;
-        struct glove_grant_set grants;
-        glove_grant_set_init(&grants);
-        r = glove_supervisor_launch_prepare(rt->o.config, id, st->plan, st->plan_len, &s->launch, &e);
-        if (r >= 0 && !(s->binding = glove_supervisor_launch_binding(s->launch)))
-                r = glove_error_set(&e, ENOMEM, "runtime.no_memory", "out of memory");
-        if (r >= 0)
-                r = transition(rt, id, GLOVE_CONTROL_SESSION_STARTING, "", &e);
-        if (r >= 0) {
-                egress = glove_supervisor_launch_take_egress(s->launch);
-                struct glove_session_desc d = {
-                        .argv = glove_supervisor_launch_argv(s->launch),
-                        .envp = glove_supervisor_launch_envp(s->launch),
-                        .grants = &grants,
-                        .seccomp = &glove_seccomp_prebuilt,
-                        .cgroup_policy = GLOVE_SESSION_CGROUP_REQUIRED,
-                        .terminal = GLOVE_TERMINAL_PTY,
-                        .rows = 24,
-                        .cols = 80,
-                        .channel_stdin_fd = -1,
-                        .channel_stdout_fd = -1,
-                        .egress = egress,
-                        .audit = NULL,
-                        /* The sandbox dies with gloved (its loop thread spawns):
-                         * an earlier gloved's sessions are recovered at start
-                         * (glove_control_runtime_recover); issue 10 keeps them. */
-                        .parent_death_kill = true,
-                        .add_mounts = glove_supervisor_launch_add_mounts,
-                        .add_mounts_ctx = s->launch,
-                        .cwd = glove_supervisor_launch_cwd(s->launch),
-                };
-                glove_supervisor_launch_limits(s->launch, &d.limits);
-                r = glove_session_spawn(&d, &session_ops, s, &s->session, &e);
-                if (r >= 0 && (r = glove_session_attach(s->session, rt->loop, &e)) < 0) {
-                        glove_session_free(s->session);
-                        s->session = NULL;
-                }
-        }
-        if (egress) {
-                glove_net_policy_free(egress);
-                free(egress);
-        }
-        if (r < 0) {
+        if ((r = pool_submit(rt, j, &e)) < 0) {
+                s->job = NULL;
+                job_free(j);
                 fail_start(s, &e);
-                glove_supervisor_launch_free(s->launch);
-                s->launch = NULL;
                 *err = e;
                 return r;
         }
@@ -654,7 +940,9 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
         const uint8_t *tr = NULL;
         size_t tlen = 0;
         _cleanup_free_ uint8_t *buf = NULL;
-        bool attach = s && s->live && s->session;
+        /* While the launch is prepared the attachment waits for the
+         * terminal (prepared() joins it, or the failure ends it). */
+        bool attach = s && s->live && (s->session || s->job);
         if (attach) {
                 for (struct attachment *a = s->att; a; a = a->next)
                         if (a->conn == conn) {
@@ -682,7 +970,8 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
                         return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
                 a->s = s;
                 a->conn = conn;
-                if (glove_terminal_attach(glove_session_terminal(s->session), &client_ops, a, false, &a->client) < 0) {
+                if (s->session &&
+                    glove_terminal_attach(glove_session_terminal(s->session), &client_ops, a, false, &a->client) < 0) {
                         free(a);
                         return glove_error_set(err, ENOSPC, "attach.too_many", "the terminal has no room for a client");
                 }
@@ -730,8 +1019,22 @@ int glove_control_runtime_detach(struct glove_control_runtime *rt, struct glove_
         return *result ? 0 : -ENOMEM;
 }
 
+/* A session gloved holds that is preparing or starting (its agent not yet
+ * released), else NULL. */
+static struct rt_session *early_session(struct glove_control_runtime *rt, const char *id) {
+        const struct glove_control_session *st = glove_control_store_find(rt->o.store, id);
+        struct rt_session *s = st ? find(rt, id) : NULL;
+        if (!s || !s->live ||
+            (st->state != GLOVE_CONTROL_SESSION_PREPARING && st->state != GLOVE_CONTROL_SESSION_STARTING))
+                return NULL;
+        return s;
+}
+
 int glove_control_runtime_write_stdin(struct glove_control_runtime *rt, const char *id, const void *data, size_t len,
                                       json_t **result, struct glove_error *err) {
+        if (early_session(rt, id))
+                return glove_error_set(err, EAGAIN, "stdin.full",
+                                       "session %s is not running yet: its input opens when it runs; retry later", id);
         struct rt_session *s = live_session(rt, id, err);
         if (!s)
                 return -EINVAL;
@@ -749,7 +1052,16 @@ int glove_control_runtime_write_stdin(struct glove_control_runtime *rt, const ch
 
 int glove_control_runtime_resize(struct glove_control_runtime *rt, const char *id, unsigned rows, unsigned cols,
                                  json_t **result, struct glove_error *err) {
-        struct rt_session *s = live_session(rt, id, err);
+        struct rt_session *s = early_session(rt, id);
+        if (s && !s->session) {
+                /* Preparing: the terminal is made with this size. */
+                s->rows = (unsigned short)rows;
+                s->cols = (unsigned short)cols;
+                *result = json_object();
+                return *result ? 0 : -ENOMEM;
+        }
+        if (!s)
+                s = live_session(rt, id, err);
         if (!s)
                 return -EINVAL;
         int r = glove_terminal_resize(glove_session_terminal(s->session), rows, cols);
@@ -846,6 +1158,7 @@ json_t *glove_control_runtime_list(const struct glove_control_store *store) {
 void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
         if (!rt)
                 return;
+        pool_down(rt);
         for (struct rt_session *s = rt->sessions; s; s = s->next) {
                 if (!s->live)
                         continue;

@@ -150,12 +150,12 @@ session_state() {
         ctl --json start s1
         expect_status 0
         [ "${#lines[@]}" -eq 1 ] || fail "--json must print one line"
-        "$PY" -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["session_id"]=="s1" and r["state"] in ("starting","running"), r' "$output" ||
+        "$PY" -c 'import json,sys; r=json.loads(sys.argv[1]); assert r["session_id"]=="s1" and r["state"] in ("preparing","starting","running"), r' "$output" ||
                 fail "bad start result"
         # A second start answers the current state.
         ctl start s1
         expect_status 0
-        [[ "$output" =~ ^session\ s1:\ (starting|running)$ ]] || fail "retry did not answer the state"
+        [[ "$output" =~ ^session\ s1:\ (preparing|starting|running)$ ]] || fail "retry did not answer the state"
         run --separate-stderr timeout -k 5 30 bash -c "printf 'hello\nquit\n' | '$GLOVE' ctl --runtime-dir '$RT' attach s1"
         expect_status 7
         [[ "$output" == *"got:hello"* ]] || fail "no echoed line in the output"

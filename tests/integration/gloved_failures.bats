@@ -186,8 +186,16 @@ start_fails() {
         ctl start "$1"
         START_ERR=$stderr
         if [ "$status" -eq 0 ]; then
-                # A failure inside the sandbox child (the copy) ends the
-                # session after start answered "starting".
+                # Preparation runs after start answered "preparing", and a
+                # failure inside the sandbox child (the copy) after
+                # "starting": the code is in the receipt and the store, the
+                # message on gloved's stderr.
+                local i
+                for i in $(seq 100); do
+                        START_ERR=$(grep -F "session $1: " "$GD_ERR" | grep -F "$2" || true)
+                        [ -n "$START_ERR" ] && break
+                        sleep 0.1
+                done
                 failed_cleanly "$1" "$2"
                 return
         fi

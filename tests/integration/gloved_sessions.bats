@@ -107,3 +107,56 @@ start_managed() {
         sc call "$RT" start_session '{"session_id":"s1"}'
         [[ "$output" == *'"code":"session.terminal"'* ]] || fail "$output"
 }
+
+@test "gloved sessions: start answers preparing at once; a stop right after 8 starts leaves each terminal with a receipt" {
+        start_managed
+        grep -q "not operational" "$GD_ERR" && skip "no delegated cgroup here"
+        "$PY" "$SESSCTL" plan "$T/plan.json" '{}'
+        for i in 1 2 3 4 5 6 7 8; do
+                sc create "$RT" "p$i" "$T/plan.json"
+                [[ "$output" == *'"state":"created"'* ]] || fail "$output"
+        done
+        # Eight starts pipelined on one connection, then SIGTERM at once: each
+        # answer is "preparing" (the launch is prepared off the loop thread),
+        # and gloved stops with some of them preparing, starting or running.
+        run "$PY" - "$RT" "$GD_PID" <<'PY'
+import json, os, signal, socket, struct, sys
+rt, pid = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.path.join(rt, "gloved.sock"))
+s.settimeout(30)
+def send(o):
+    b = json.dumps(o).encode()
+    s.sendall(struct.pack(">I", len(b)) + b)
+def exact(n):
+    buf = b""
+    while len(buf) < n:
+        c = s.recv(n - len(buf))
+        assert c, "EOF"
+        buf += c
+    return buf
+def read():
+    return json.loads(exact(struct.unpack(">I", exact(4))[0]))
+send({"id": 0, "method": "authenticate", "params": {"secret": open(rt + "/bootstrap-secret").read().strip()}})
+read()
+for i in range(1, 9):
+    send({"id": i, "method": "start_session", "params": {"session_id": "p%d" % i}})
+got = [read() for _ in range(8)]
+os.kill(pid, signal.SIGTERM)
+for r in got:
+    assert r.get("result", {}).get("state") == "preparing", r
+print("ok")
+PY
+        [ "$status" -eq 0 ] && [[ "$output" == *ok* ]] || fail "$output"
+        wait_exit "$GD_PID" 20 || fail "gloved did not stop"
+        start_managed
+        for i in 1 2 3 4 5 6 7 8; do
+                sc call "$RT" session_status "{\"session_id\":\"p$i\"}"
+                [[ "$output" == *'"state":"exited"'* || "$output" == *'"state":"failed"'* ]] ||
+                        fail "p$i is not terminal after the stop: $output"
+        done
+        sc call "$RT" receipts_page '{"after_sequence":0,"limit":100}'
+        "$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["result"]; ids=sorted(e["envelope"]["session_id"] for e in p["envelopes"] if e["envelope"]["kind"]=="session.terminal"); assert ids==["p%d"%i for i in range(1,9)], ids' "$output" ||
+                fail "not one terminal receipt per session: $output"
+        ! grep -q "$T/mroot" /proc/self/mountinfo || fail "a mount under the materialization root was left"
+}

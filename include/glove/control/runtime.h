@@ -7,18 +7,29 @@
  * recovery"; docs/control-protocol.md, "Managed sessions").
  *
  * A registry of the sessions gloved runs, on the server's sd-event loop
- * (one thread; nothing here is thread-safe). Lifecycle of one session, every
- * transition durable in the session store before its effect:
+ * (one thread; nothing here is thread-safe, except that the launch of a
+ * starting session is prepared on a worker thread, see "start"). Lifecycle
+ * of one session, every transition durable in the session store before its
+ * effect:
  *
  *   start   the stored plan is validated again against the frozen policy
  *           and the clock (plan.expired, plan.invalid); a start authorization
  *           is minted (128-bit random nonce bound to the session id, both
  *           plan digests and the policy digest, valid 60 s, single use); room
  *           for the terminal receipt is reserved (start.receipts_full);
- *           created -> preparing; glove_supervisor_launch_prepare (blocking,
- *           on the loop thread: mkfs, loop, mount); preparing -> starting;
- *           glove_session_spawn (PTY terminal, cgroup required, PID 1 held)
- *           and attach to the loop.
+ *           created -> preparing, and the answer is "preparing" at once;
+ *           glove_supervisor_launch_prepare (blocking: mkfs, loop, mount)
+ *           runs on one of GLOVE_CONTROL_RUNTIME_PREPARE_WORKERS worker
+ *           threads (started on demand, signals blocked) with copies of the
+ *           id and plan and the immutable configuration; its completion
+ *           comes back to the loop through an eventfd, where
+ *           preparing -> starting is appended and glove_session_spawn (PTY
+ *           terminal, cgroup required, PID 1 held) and the attach to the loop
+ *           follow. While preparing: attach waits for the terminal,
+ *           write_stdin answers stdin.full (retry), resize sets the size the
+ *           terminal is made with. Shutdown joins the workers (a running
+ *           prepare is waited for; a queued one never runs) and fails those
+ *           sessions with a receipt (start_failed, service.stopped).
  *   ready   the authorization is checked and consumed; the cgroup identity
  *           joins the launch binding and its digest is computed;
  *           starting -> running is appended and synced; then the agent is
@@ -52,6 +63,10 @@
 
 #define GLOVE_CONTROL_RUNTIME_SESSIONS_MAX 64
 #define GLOVE_CONTROL_RUNTIME_ATTACH_PER_CONN 8
+/* Threads that prepare launches (at most; started on demand), and the stack
+ * of each, bytes. */
+#define GLOVE_CONTROL_RUNTIME_PREPARE_WORKERS 4
+#define GLOVE_CONTROL_RUNTIME_PREPARE_STACK (512 * 1024)
 #define GLOVE_CONTROL_RUNTIME_STDIN_MAX 65536
 /* Ended sessions whose transcript and final state are kept for attach. */
 #define GLOVE_CONTROL_RUNTIME_ENDED_MAX 256
@@ -137,7 +152,7 @@ void glove_control_runtime_free(struct glove_control_runtime *rt);
  * reference to the result object, or -errno with err's code one of:
  * session.not_found, session.terminal, session.not_running,
  * session.not_terminal, plan.expired, plan.invalid, start.receipts_full,
- * runtime.busy, runtime.no_loop, launch.*, materialize.*, cgroup.*,
+ * runtime.busy, runtime.no_loop, runtime.prepare_worker, launch.*, materialize.*, cgroup.*,
  * sandbox.*, attach.too_many, stdin.too_large, stdin.full,
  * signal.unknown, journal.*, receipts.*, internal.
  */

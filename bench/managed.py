@@ -1,0 +1,455 @@
+#!/usr/bin/python3
+"""Managed-session benchmark driver (make bench: bench/run.sh calls it).
+
+Against gloved with the managed runtime (--materialization-root), next to the
+glove build it belongs to:
+
+  first_byte   start_session -> the first output byte of a managed session
+               (the request is sent, then attach at once; the byte is the
+               first of the transcript or of a session_output frame), against
+               `glove exec` of the same program reading its stdout pipe from
+               spawn; medians, p90 and the ratio (goal <= 1.5). Programs:
+               /usr/bin/printf and python3 -c 'print(1)'. The two are
+               interleaved round by round.
+  burst        32 sessions started at once (32 connections, each sends
+               start_session and attach back to back): sessions per second
+               from the first start sent to the 32nd session_ended (which
+               gloved pushes after the receipt is appended and synced).
+  attach       a session writing 64 MiB to its PTY, read by one attached
+               client (frames decoded from base64), against the same program
+               writing the same bytes into a pipe read by this process:
+               MiB/s and the ratio (goal >= 0.5); also a bare PTY read here.
+               A round whose client fell 1 MiB behind (client_too_slow) is
+               listed in "notes", not measured.
+
+Root only (managed sessions here need the run cgroups gloved delegates as
+root, and the retained mechanism's probe); otherwise it says so and exits 0.
+Prints the figures and appends JSON lines to the results file. Times are
+reported, never asserted.
+"""
+import argparse
+import base64
+import datetime
+import json
+import os
+import platform
+import select
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+SESSCTL = os.path.join(REPO, "tests", "integration", "lib", "sessctl.py")
+CD = "1" * 64
+MIB = 1 << 20
+WRITER = ("import os\nb=b'x'*65536\nn=%d\nwhile n>0:\n"
+          " k=os.write(1,b[:min(n,65536)])\n n-=k\n")
+
+
+def canon(o):
+    return json.dumps(o, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Conn:
+    """One authenticated control connection with a buffered frame reader."""
+
+    def __init__(self, rt):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(os.path.join(rt, "gloved.sock"))
+        self.s.settimeout(120)
+        self.buf = bytearray()
+        self.n = 0
+        secret = open(os.path.join(rt, "bootstrap-secret")).read().strip()
+        r = self.call("authenticate", {"secret": secret})
+        if "error" in r:
+            raise RuntimeError("authenticate: %s" % r)
+
+    def send(self, method, params):
+        self.n += 1
+        body = json.dumps({"id": self.n, "method": method, "params": params}).encode()
+        self.s.sendall(struct.pack(">I", len(body)) + body)
+        return self.n
+
+    def frame(self, block=True):
+        """The next frame, or None (block False and none complete; or EOF)."""
+        while True:
+            if len(self.buf) >= 4:
+                n = struct.unpack(">I", self.buf[:4])[0]
+                if len(self.buf) >= 4 + n:
+                    f = json.loads(bytes(self.buf[4:4 + n]))
+                    del self.buf[:4 + n]
+                    return f
+            if not block:
+                return None
+            c = self.s.recv(1 << 20)
+            if not c:
+                return None
+            self.buf += c
+
+    def fill(self):
+        """One recv into the buffer (after select); False at EOF."""
+        c = self.s.recv(1 << 20)
+        self.buf += c
+        return bool(c)
+
+    def call(self, method, params):
+        rid = self.send(method, params)
+        while True:
+            f = self.frame()
+            if f is None:
+                raise RuntimeError("gloved closed the connection")
+            if f.get("id") == rid:
+                return f
+
+    def close(self):
+        self.s.close()
+
+
+class Gloved:
+    def __init__(self, gloved, base, name, argv, limits):
+        self.base = os.path.join(base, name)
+        os.makedirs(self.base, mode=0o700)
+        self.rt = os.path.join(self.base, "run")
+        self.limits = limits
+        self.policy = os.path.join(self.base, "policy.json")
+        args = [sys.executable, SESSCTL, "policy", gloved, self.policy, json.dumps(argv)]
+        if limits:
+            args.append(json.dumps(limits))
+        subprocess.run(args, check=True, timeout=60)
+        self.digest = open(self.policy + ".digest").read()
+        self.err = open(os.path.join(self.base, "gloved.err"), "w")
+        self.proc = subprocess.Popen(
+            [gloved, "--runtime-dir", self.rt, "--state-dir", os.path.join(self.base, "state"),
+             "--session-policy", self.policy, "--session-store", os.path.join(self.base, "sessions"),
+             "--materialization-root", os.path.join(self.base, "mroot"), "--max-connections", "128"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                c = Conn(self.rt)
+                caps = c.call("capabilities", {})["result"]
+                c.close()
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("gloved did not start: " + open(self.err.name).read())
+                time.sleep(0.002)
+        if not caps.get("lifecycle_operational"):
+            self.stop()
+            raise RuntimeError("managed sessions are not operational here: " + open(self.err.name).read())
+        self.seq = 0
+
+    def plan(self):
+        from_defaults = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 60000,
+                         "disk_bytes": 16777216, "terminal_output_bytes": 1048576}
+        from_defaults.update(self.limits or {})
+        return canon({"adapter_command_digest": self.digest, "egress_policy_id": "no-network",
+                      "expires_at_ms": int(time.time() * 1000) + 100000, "library_projections": [],
+                      "limits": from_defaults, "path_grants": [], "policy_revision": 1, "runtime_id": "pyrt",
+                      "runtime_template_id": "py", "sandbox_backend": "linux_production", "schema_version": 1,
+                      "secret_handles": [], "tool_policy_id": "t"})
+
+    def create(self, conn):
+        self.seq += 1
+        sid = "b-%d" % self.seq
+        r = conn.call("create_session", {"session_id": sid, "idempotency_key": "k-" + sid,
+                                         "controller_plan_digest": CD, "plan": self.plan()})
+        if "error" in r:
+            raise RuntimeError("create_session: %s" % r)
+        return sid
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+
+
+def percentile(s, p):
+    s = sorted(s)
+    k = max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def summary(xs):
+    return {"median": round(statistics.median(xs), 2), "p90": round(percentile(xs, 90), 2),
+            "min": round(min(xs), 2), "max": round(max(xs), 2)}
+
+
+def session_run(conn, sid, want_bytes=1):
+    """Sends start_session and attach back to back; returns (ms to the first
+    output byte, ms to want_bytes of output, bytes seen, the end frame)."""
+    t0 = time.perf_counter_ns()
+    conn.send("start_session", {"session_id": sid})
+    conn.send("attach", {"session_id": sid})
+    first = full = None
+    got = 0
+    end = None
+    while end is None:
+        f = conn.frame()
+        if f is None:
+            raise RuntimeError("gloved closed the connection")
+        data = b""
+        if "error" in f:
+            raise RuntimeError("%s: %s" % (sid, f["error"]))
+        if f.get("method") == "session_output":
+            data = base64.b64decode(f["params"]["data_b64"])
+        elif "result" in f and "transcript_b64" in f["result"]:
+            data = base64.b64decode(f["result"]["transcript_b64"])
+            if not f["result"]["attached"]:
+                end = f["result"]
+        elif f.get("method") in ("session_ended", "session_detached"):
+            end = f
+        if data:
+            now = time.perf_counter_ns()
+            if first is None:
+                first = (now - t0) / 1e6
+            got += len(data)
+            if full is None and got >= want_bytes:
+                full = (now - t0) / 1e6
+    return first, full, got, end
+
+
+def exec_first_byte(glove, argv):
+    t0 = time.perf_counter_ns()
+    p = subprocess.Popen([glove, "exec", "--"] + argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    b = p.stdout.read(1)
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    p.stdout.read()
+    p.wait()
+    if not b:
+        raise RuntimeError("glove exec %s printed nothing (exit %d)" % (argv, p.returncode))
+    return ms
+
+
+def bench_first_byte(gloved, glove, base, name, argv, rounds):
+    g = Gloved(gloved, base, "fb-" + name, argv, None)
+    try:
+        conn = Conn(g.rt)
+        managed, direct = [], []
+        for r in range(rounds + 2):
+            sid = g.create(conn)
+            if r % 2 == 0:
+                e = exec_first_byte(glove, argv)
+                m = session_run(conn, sid)[0]
+            else:
+                m = session_run(conn, sid)[0]
+                e = exec_first_byte(glove, argv)
+            if m is None:
+                raise RuntimeError("%s: the managed session printed nothing" % name)
+            if r >= 2:  # two warm-up rounds
+                managed.append(m)
+                direct.append(e)
+        conn.close()
+    finally:
+        g.stop()
+    ms, ds = summary(managed), summary(direct)
+    return {"program": name, "argv": argv, "rounds": rounds, "managed_ms": ms, "glove_exec_ms": ds,
+            "ratio_median": round(ms["median"] / ds["median"], 2), "ratio_p90": round(ms["p90"] / ds["p90"], 2),
+            "goal_ratio_max": 1.5}
+
+
+def bench_burst(gloved, base, n, rounds):
+    g = Gloved(gloved, base, "burst", ["/usr/bin/printf", "x"], None)
+    rates, lasts = [], []
+    try:
+        for _ in range(rounds):
+            conns = [Conn(g.rt) for _ in range(n)]
+            sids = [g.create(c) for c in conns]
+            failed = 0
+            t0 = time.perf_counter_ns()
+            for c, sid in zip(conns, sids):
+                c.send("start_session", {"session_id": sid})
+                c.send("attach", {"session_id": sid})
+            pending = {c.s.fileno(): c for c in conns}
+            while pending:
+                ready, _, _ = select.select(list(pending), [], [], 120)
+                if not ready:
+                    raise RuntimeError("burst: no progress in 120 s")
+                for fd in ready:
+                    c = pending[fd]
+                    if not c.fill():
+                        raise RuntimeError("gloved closed a connection")
+                    while True:
+                        f = c.frame(block=False)
+                        if f is None:
+                            break
+                        if "error" in f:
+                            raise RuntimeError("burst: %s" % f["error"])
+                        res = f.get("result") or {}
+                        done = (f.get("method") == "session_ended" or
+                                ("transcript_b64" in res and not res.get("attached")))
+                        if done:
+                            st = (f.get("params") or res).get("state")
+                            failed += st != "exited"
+                            del pending[fd]
+                            break
+            s = (time.perf_counter_ns() - t0) / 1e9
+            rates.append(n / s)
+            lasts.append(s * 1000)
+            if failed:
+                raise RuntimeError("burst: %d of %d sessions did not exit cleanly" % (failed, n))
+            for c in conns:
+                c.close()
+    finally:
+        g.stop()
+    return {"sessions": n, "rounds": rounds, "sessions_per_s": summary(rates),
+            "first_start_to_last_receipt_ms": summary(lasts)}
+
+
+def pipe_throughput(nbytes):
+    t0 = time.perf_counter_ns()
+    p = subprocess.Popen(["/usr/bin/python3", "-c", WRITER % nbytes], stdout=subprocess.PIPE)
+    first = None
+    got = 0
+    while True:
+        b = os.read(p.stdout.fileno(), 1 << 20)
+        if not b:
+            break
+        if first is None:
+            first = time.perf_counter_ns()
+        got += len(b)
+    p.wait()
+    end = time.perf_counter_ns()
+    if got != nbytes:
+        raise RuntimeError("pipe: %d bytes, expected %d" % (got, nbytes))
+    return nbytes / MIB / ((end - first) / 1e9), (end - t0) / 1e6
+
+
+def pty_throughput(nbytes):
+    """The same writer on a pseudo-terminal read here directly (raw mode):
+    what the PTY alone costs, before gloved's relay, base64 and framing."""
+    import pty
+    import tty
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    p = subprocess.Popen(["/usr/bin/python3", "-c", WRITER % nbytes], stdout=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    first = None
+    got = 0
+    while got < nbytes:
+        try:
+            b = os.read(master, 1 << 20)
+        except OSError:
+            break
+        if not b:
+            break
+        if first is None:
+            first = time.perf_counter_ns()
+        got += len(b)
+    end = time.perf_counter_ns()
+    p.wait()
+    os.close(master)
+    return nbytes / MIB / ((end - first) / 1e9) if got >= nbytes else None
+
+
+def bench_attach(gloved, base, mib, rounds):
+    nbytes = mib * MIB
+    limits = {"terminal_output_bytes": 2 * nbytes}
+    g = Gloved(gloved, base, "attach", ["/usr/bin/python3", "-c", WRITER % nbytes], limits)
+    through, direct, ptys, notes = [], [], [], []
+    try:
+        conn = Conn(g.rt)
+        for r in range(rounds + 1):
+            sid = g.create(conn)
+            first, full, got, end = session_run(conn, sid, nbytes)
+            if got < nbytes or full is None:
+                notes.append("round %d: %d of %d bytes (%s)" % (r, got, nbytes, canon(end)[:200]))
+                continue
+            pmibs, _ = pipe_throughput(nbytes)
+            ptmibs = pty_throughput(nbytes)
+            if r >= 1:  # one warm-up round
+                through.append(nbytes / MIB / ((full - first) / 1e3))
+                direct.append(pmibs)
+                if ptmibs:
+                    ptys.append(ptmibs)
+        conn.close()
+    finally:
+        g.stop()
+    out = {"bytes": nbytes, "rounds": rounds, "notes": notes}
+    if through:
+        out.update({"attach_mib_per_s": summary(through), "pipe_mib_per_s": summary(direct),
+                    "ratio_median": round(statistics.median(through) / statistics.median(direct), 3),
+                    "goal_ratio_min": 0.5})
+    if through and ptys:
+        out.update({"pty_direct_mib_per_s": summary(ptys),
+                    "ratio_to_pty_median": round(statistics.median(through) / statistics.median(ptys), 3)})
+    return out
+
+
+def git_commit():
+    try:
+        c = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+        d = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        return c + ("-dirty" if d else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="the build directory (glove and gloved)")
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--rounds", type=int, default=30, help="first-byte rounds per program")
+    ap.add_argument("--burst", type=int, default=32)
+    ap.add_argument("--burst-rounds", type=int, default=3)
+    ap.add_argument("--mib", type=int, default=64)
+    ap.add_argument("--attach-rounds", type=int, default=3)
+    a = ap.parse_args()
+    if os.getuid() != 0:
+        print("bench: managed sessions: not root; skipped (the managed-session benchmark runs as root only)")
+        return 0
+    os.makedirs(os.path.dirname(os.path.abspath(a.results)), exist_ok=True)
+    gloved = os.path.join(os.path.abspath(a.build), "gloved")
+    glove = os.path.join(os.path.abspath(a.build), "glove")
+    common = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "commit": git_commit(), "kernel": platform.release(), "cpus": os.cpu_count(), "uid": os.getuid()}
+    base = tempfile.mkdtemp(prefix="glove-bench-managed.")
+    os.chmod(base, 0o700)
+    out = []
+    try:
+        for name, argv in (("printf", ["/usr/bin/printf", "x"]),
+                           ("python3", ["/usr/bin/python3", "-c", "print(1)"])):
+            r = bench_first_byte(gloved, glove, base, name, argv, a.rounds)
+            print("first byte, %-7s managed median %7.2f ms p90 %7.2f | glove exec median %7.2f ms p90 %7.2f | "
+                  "ratio %.2f (p90 %.2f; goal <= 1.5)" %
+                  (name, r["managed_ms"]["median"], r["managed_ms"]["p90"], r["glove_exec_ms"]["median"],
+                   r["glove_exec_ms"]["p90"], r["ratio_median"], r["ratio_p90"]))
+            out.append(("managed.first_byte", r))
+        r = bench_burst(gloved, base, a.burst, a.burst_rounds)
+        print("burst: %d sessions at once: median %.1f sessions/s (first start to last receipt %.0f ms median, "
+              "%.0f max)" % (r["sessions"], r["sessions_per_s"]["median"],
+                             r["first_start_to_last_receipt_ms"]["median"], r["first_start_to_last_receipt_ms"]["max"]))
+        out.append(("managed.burst", r))
+        r = bench_attach(gloved, base, a.mib, a.attach_rounds)
+        if "ratio_median" in r:
+            print("attach: %d MiB through gloved median %.1f MiB/s | direct pipe %.1f MiB/s | ratio %.3f (goal >= 0.5)"
+                  % (a.mib, r["attach_mib_per_s"]["median"], r["pipe_mib_per_s"]["median"], r["ratio_median"]))
+        if "ratio_to_pty_median" in r:
+            print("attach: the same bytes read straight from a PTY here: %.1f MiB/s (gloved / PTY %.3f)"
+                  % (r["pty_direct_mib_per_s"]["median"], r["ratio_to_pty_median"]))
+        for n in r["notes"]:
+            print("attach: " + n)
+        out.append(("managed.attach_throughput", r))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        with open(a.results, "a") as fh:
+            for name, r in out:
+                fh.write(json.dumps(dict(common, bench=name, **r), sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
