@@ -63,9 +63,9 @@ need_retained() {
         return 0
 }
 
-# new_fs ID TEMPLATE GRANTS_JSON [OFFSET_MS]: a plan, created (not started).
+# new_fs ID TEMPLATE GRANTS_JSON [OFFSET_MS [EGRESS_ID]]: a plan, created (not started).
 new_fs() {
-        "$PY" "$FS" plan "$T/cfg/$1.plan" "$T/cfg/policy.json" "$2" "$3" "${4:-60000}"
+        "$PY" "$FS" plan "$T/cfg/$1.plan" "$T/cfg/policy.json" "$2" "$3" "${4:-60000}" "${5:-no-network}"
         ctl create-session --session-id "$1" --idempotency-key "k-$1" --controller-digest "$CDIGEST" \
                 --plan "$T/cfg/$1.plan"
         expect_status 0
@@ -462,11 +462,11 @@ sh_template() {
         "$PY" -c 'import json,sys; print(json.dumps({"id": sys.argv[1], "argv": ["/usr/bin/dash", "-c", sys.argv[2]]}))' "$1" "$2"
 }
 
-# run_managed ID TEMPLATE GRANTS_JSON: creates and starts the session, waits
+# run_managed ID TEMPLATE GRANTS_JSON [EGRESS_ID]: creates and starts the session, waits
 # for its end and sets output/lines to what the agent printed (CR stripped);
 # MSTATE is the final state and MEND the session_ended notice.
 run_managed() {
-        new_fs "$1" "$2" "$3"
+        new_fs "$1" "$2" "$3" 60000 "${4:-no-network}"
         ctl start "$1"
         expect_status 0
         run --separate-stderr timeout -k 5 60 "$PY" "$SESSCTL" watch "$RT" "$1"
@@ -638,4 +638,40 @@ for l in sys.argv[1].splitlines():
         expect_status 0
         [[ "$output" == *'"kept":["keep"]'* ]] || fail "cleanup did not keep the image: $output"
         verify_chain
+}
+
+@test "gloved egress: a managed session reaches exactly its egress policy's targets, through the audited proxy" {
+        mkdir -p "$T/www"
+        echo "hello from the host" >"$T/www/index.txt"
+        "$PY" -u -m http.server --bind 127.0.0.1 0 --directory "$T/www" >"$T/www.log" 2>&1 3>&- &
+        track_pid $!
+        wait_for "$T/www.log" 'port [0-9]+' 10 || fail "the web server did not start"
+        local port other
+        port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/www.log" | head -n1)
+        other=$((port == 65535 ? port - 1 : port + 1))
+        local script="/usr/bin/curl -sS --max-time 10 --proxytunnel http://127.0.0.1:$port/index.txt; echo allowed_exit=\$?;
+/usr/bin/curl -sS --max-time 10 --proxytunnel -o /dev/null -w 'other_connect=%{http_connect}\n' http://127.0.0.1:$other/; echo done"
+        fs_gloved "{\"templates\":[$(sh_template web "$script")],\"egress\":[{\"policy_id\":\"web\",\"targets\":[{\"host\":\"127.0.0.1\",\"port\":$port,\"allow_private\":true}]}]}"
+        run_managed e1 web '[]' web
+        expect_line "hello from the host"
+        expect_line "allowed_exit=0"
+        expect_line "other_connect=403"
+        local log="$T/mat/audit/e1.jsonl"
+        [ -f "$log" ] || fail "no egress audit log at $log"
+        [ "$(stat -c %a "$log")" = 600 ] || fail "the audit log is not 0600"
+        "$PY" - "$log" "$port" "$other" <<'PYEOF' || fail "bad audit log: $(cat "$log")"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+eg = [r for r in recs if r["event"] == "egress"]
+port, other = int(sys.argv[2]), int(sys.argv[3])
+assert [r["phase"] for r in eg if r["port"] == port] == ["open", "close"], eg
+assert [(r["phase"], r["reason"]) for r in eg if r["port"] == other] == [("deny", "not_allowed")], eg
+PYEOF
+        # The receipt's launch binding names the policy and its target.
+        "$GLOVE" ctl --runtime-dir "$RT" --json receipts --limit 256 | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+r = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_id"] == "e1"][0]
+assert r["launch_binding"]["egress"] == {"policy_id": "web", "targets": ["127.0.0.1:" + sys.argv[1]]}, r["launch_binding"]["egress"]' "$port" ||
+                fail "the binding does not record the egress policy"
 }

@@ -16,7 +16,7 @@ digest (docs/digests.md).
         its path aliases and linux_production runtime templates (runtime
         "pyrt"). create_policy defaults to "never", cleanup_policy to
         "remove" for ephemeral_write and "retain" otherwise.
-    managed_fs.py plan OUT POLICY TEMPLATE_ID GRANTS_JSON [OFFSET_MS]
+    managed_fs.py plan OUT POLICY TEMPLATE_ID GRANTS_JSON [OFFSET_MS [EGRESS_POLICY_ID]]
         OUT: a canonical plan for that template of POLICY with the path
         grants GRANTS = [{"alias", "access", "materialization",
         "max_bytes"?}] (max_bytes defaults to the tuple's; cleanup_policy is
@@ -74,12 +74,19 @@ def policy(out, spec):
          "resource_profiles": [dict(profile_id="p0", **LIMITS)], "egress_policy_ids": ["no-network"],
          "tool_policy_ids": ["t"], "secret_handles": [],
          "egress_policies": [{"policy_id": "no-network", "targets": []}], "secret_mounts": []}
+    # SPEC "egress": [{"policy_id", "targets": [{"host", "port", "allow_private"}]}]
+    for e in spec.get("egress", []):
+        p["egress_policy_ids"].append(e["policy_id"])
+        p["egress_policies"].append({"policy_id": e["policy_id"],
+                                     "targets": sorted(e["targets"], key=lambda t: (t["host"].encode(), t["port"]))})
+    p["egress_policy_ids"].sort(key=lambda x: x.encode())
+    p["egress_policies"].sort(key=lambda x: x["policy_id"].encode())
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(p, f, indent=1)
 
 
-def plan(out, policy_file, tid, grants, off):
+def plan(out, policy_file, tid, grants, off, egress="no-network"):
     p = json.load(open(policy_file))
     t = next(x for x in p["runtime_templates"] if x["runtime_template_id"] == tid)
     pg = []
@@ -91,7 +98,7 @@ def plan(out, policy_file, tid, grants, off):
                    "materialization": g["materialization"], "max_bytes": g.get("max_bytes", tu["max_bytes"]),
                    "ttl_secs": 60})
     pg.sort(key=lambda x: x["alias"].encode())
-    doc = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": "no-network",
+    doc = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": egress,
            "expires_at_ms": int(time.time() * 1000) + off, "library_projections": [], "limits": dict(LIMITS),
            "path_grants": pg, "policy_revision": p["revision"], "runtime_id": "pyrt", "runtime_template_id": tid,
            "sandbox_backend": "linux_production", "schema_version": 1, "secret_handles": [], "tool_policy_id": "t"}
@@ -133,7 +140,7 @@ if __name__ == "__main__":
         policy(sys.argv[2], json.loads(sys.argv[3]))
     elif len(sys.argv) >= 6 and sys.argv[1] == "plan":
         plan(sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5]),
-             int(sys.argv[6]) if len(sys.argv) > 6 else 60000)
+             int(sys.argv[6]) if len(sys.argv) > 6 else 60000, sys.argv[7] if len(sys.argv) > 7 else "no-network")
     elif len(sys.argv) == 3 and sys.argv[1] == "fill-receipts":
         fill_receipts(sys.argv[2])
     else:
