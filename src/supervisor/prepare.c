@@ -669,6 +669,25 @@ int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct gl
 
 /* ---- cleanup ---- */
 
+/* The path_grants array of stored plan bytes (*root owns it). */
+static int plan_grants(const char *plan, size_t plan_len, json_t **root, const json_t **grants,
+                       struct glove_error *err) {
+        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, root, NULL) < 0 ||
+            !json_is_array(json_object_get(*root, "path_grants")))
+                return bad_plan(err, "not a canonical JSON object with path_grants");
+        *grants = json_object_get(*root, "path_grants");
+        return 0;
+}
+
+/* Grant i of a stored plan's path_grants, its alias an identifier (it names
+ * directories under the root). */
+static int stored_grant(const json_t *grants, size_t i, struct grant *g, struct glove_error *err) {
+        int r = decode_grant(json_array_get(grants, i), g, err);
+        if (r < 0)
+                return r;
+        return sv_identifier_valid(g->alias) ? 0 : bad_plan(err, "an alias");
+}
+
 int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
                              const char *plan, size_t plan_len, json_t **removed, json_t **kept,
                              struct glove_error *err) {
@@ -680,20 +699,16 @@ int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, 
         if (r < 0)
                 return r;
         _cleanup_json_ json_t *root = NULL;
-        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||
-            !json_is_array(json_object_get(root, "path_grants")))
-                return bad_plan(err, "not a canonical JSON object with path_grants");
+        const json_t *grants = NULL;
+        if ((r = plan_grants(plan, plan_len, &root, &grants, err)) < 0)
+                return r;
         _cleanup_json_ json_t *rm = json_array(), *kp = json_array();
         if (!rm || !kp)
                 return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
-        const json_t *grants = json_object_get(root, "path_grants");
         for (size_t i = 0; i < json_array_size(grants); i++) {
                 struct grant g;
-                r = decode_grant(json_array_get(grants, i), &g, err);
-                if (r < 0)
+                if ((r = stored_grant(grants, i, &g, err)) < 0)
                         return r;
-                if (!sv_identifier_valid(g.alias))
-                        return bad_plan(err, "an alias");
                 bool remove = g.cleanup == SV_CLEANUP_REMOVE;
                 if (g.access == SV_ACCESS_RETAINED_WRITE) {
                         r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id,
@@ -720,17 +735,13 @@ int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_con
         if (r < 0)
                 return r;
         _cleanup_json_ json_t *root = NULL;
-        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||
-            !json_is_array(json_object_get(root, "path_grants")))
-                return bad_plan(err, "not a canonical JSON object with path_grants");
-        const json_t *grants = json_object_get(root, "path_grants");
+        const json_t *grants = NULL;
+        if ((r = plan_grants(plan, plan_len, &root, &grants, err)) < 0)
+                return r;
         for (size_t i = 0; i < json_array_size(grants); i++) {
                 struct grant g;
-                r = decode_grant(json_array_get(grants, i), &g, err);
-                if (r < 0)
+                if ((r = stored_grant(grants, i, &g, err)) < 0)
                         return r;
-                if (!sv_identifier_valid(g.alias))
-                        return bad_plan(err, "an alias");
                 if (g.access != SV_ACCESS_RETAINED_WRITE)
                         continue;
                 /* sv_image_cleanup without removing the image: detach the
