@@ -280,13 +280,13 @@ int cg_create(const struct glove_cgroup_limits *limits, const struct cg_options 
         r = make_name(cg->name);
         if (r < 0)
                 glove_error_set(err, -r, "cgroup.create", "getrandom: %s", strerror(-r));
-        /* Leftovers of a Glove killed with SIGKILL: every run makes its
-         * directories in all sites together, so the first site tells which
-         * names to remove from all of them (one directory read per run). */
+        /* Leftovers of a Glove killed with SIGKILL, in every site: a
+         * leftover can be gone from one hierarchy and still be in another
+         * (its processes left one before the other, or an earlier sweep
+         * removed it from the first only), so each site is read. */
         struct sweep sw = {.n = 0};
-        if (plan.nsites > 0)
-                sweep_scan(plan.sites[0].fd, &sw);
         for (size_t i = 0; r == 0 && i < plan.nsites; i++) {
+                sweep_scan(plan.sites[i].fd, &sw);
                 sweep_remove(plan.sites[i].fd, &sw);
                 if (plan.sites[i].enable_controllers)
                         r = cg_v2_enable_controllers(plan.sites[i].fd, plan.sites[i].roles, plan.sites[i].path, err);

@@ -456,6 +456,35 @@ sys.exit(7)'
         expect_no_run_cgroup
 }
 
+@test "limits: a leftover run cgroup that is gone from some hierarchies is still removed from the others" {
+        need_cgroups
+        local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err dirs d i busy keep
+        for keep in first last; do
+                spawn_glove "$out" "$err" --wall-time 20000 -- /bin/sh -c 'echo up; exec sleep 30'
+                wait_for "$out" '^up$' 10
+                kill -KILL "$GPID"
+                wait_exit "$GPID" 10
+                mapfile -t dirs < <(run_cgroups "$GPID")
+                [ "${#dirs[@]}" -ge 1 ] || fail "no glove-$GPID-* cgroup was left by the SIGKILL (nothing to test)"
+                for ((i = 0; i < 200; i++)); do
+                        busy=0
+                        for d in "${dirs[@]}"; do [ -s "$d/cgroup.procs" ] && busy=1; done
+                        [ "$busy" -eq 0 ] && break
+                        sleep 0.05
+                done
+                [ "$busy" -eq 0 ] || fail "the sandbox of the killed glove is still running in ${dirs[*]}"
+                # Only one hierarchy keeps it (the first or the last listed),
+                # as after a sweep that was cut short.
+                local k=0
+                [ "$keep" = last ] && k=$((${#dirs[@]} - 1))
+                for i in "${!dirs[@]}"; do [ "$i" -eq "$k" ] || rmdir "${dirs[$i]}"; done
+                gxs -- /bin/true
+                expect_status 0
+                GLOVE_PID=$GPID
+                expect_no_run_cgroup
+        done
+}
+
 # ------------------------------------------------------------ nothing survives
 
 @test "limits: nothing survives Glove: background children are dead after a normal exit and after a breach" {
