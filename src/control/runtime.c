@@ -363,14 +363,17 @@ static void on_exited(struct glove_session *gs, const struct glove_session_outco
         } else if (o->kind == GLOVE_SESSION_EXEC_FAILED) {
                 f.termination = GLOVE_CONTROL_TERM_START_FAILED;
                 f.code = "launch.exec_failed";
+        } else if (o->stopped || s->stopping) {
+                /* After the grace the whole sandbox is killed, PID 1 first:
+                 * it then reports no outcome of the agent (LOST), yet the
+                 * signal that ended the session is known: ours, SIGKILL. */
+                f.termination = GLOVE_CONTROL_TERM_STOPPED;
+                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : o->kind == GLOVE_SESSION_LOST ? SIGKILL : 0;
+                if (o->kind == GLOVE_SESSION_EXITED)
+                        f.exit_code = o->value;
         } else if (o->kind == GLOVE_SESSION_LOST) {
                 f.termination = GLOVE_CONTROL_TERM_LOST;
                 f.code = "session.lost";
-        } else if (o->stopped || s->stopping) {
-                f.termination = GLOVE_CONTROL_TERM_STOPPED;
-                f.signal = o->kind == GLOVE_SESSION_SIGNALED ? o->value : 0;
-                if (o->kind == GLOVE_SESSION_EXITED)
-                        f.exit_code = o->value;
         } else if (o->kind == GLOVE_SESSION_SIGNALED) {
                 f.termination = GLOVE_CONTROL_TERM_SIGNAL;
                 f.signal = o->value;
