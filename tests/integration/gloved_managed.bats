@@ -60,11 +60,20 @@ new_py() {
         expect_status 0
 }
 
-# start_py_session ID TEMPLATE PROFILE: creates and starts it.
+# start_py_session ID TEMPLATE PROFILE: creates and starts it, and waits
+# until it is past starting (write_stdin answers session.not_running before
+# the running transition).
 start_py_session() {
         new_py "$@"
         ctl start "$1"
         expect_status 0
+        local idx s
+        for ((idx = 0; idx < 300; idx++)); do
+                s=$(state "$1")
+                [[ "$s" == created || "$s" == preparing || "$s" == starting ]] || return 0
+                sleep 0.1
+        done
+        fail "session $1 is still $s"
 }
 
 # sc ARGS...: sessctl.py ARGS..., captured by bats run.
