@@ -15,6 +15,11 @@
         attach, then prints "attach <result>", the decoded output as one
         "output <json string>" line, and the final notice; stops at
         session_ended or session_detached.
+    sessctl.py slow RT ID READY GO
+        A client that attaches and then reads nothing: sends attach, creates
+        READY, waits (at most 120 s) for GO to exist, then reads everything
+        and prints "slow output_frames=N last=EVENT", EVENT being
+        session_detached:REASON, session_ended or EOF.
 """
 import base64, json, os, socket, struct, subprocess, sys, time
 
@@ -132,11 +137,36 @@ def main():
         plan = open(sys.argv[4]).read()
         print(canon(call(s, "create_session", {"session_id": sys.argv[3], "idempotency_key": "k-" + sys.argv[3],
                                                "controller_plan_digest": CD, "plan": plan})))
+    elif cmd == "slow":
+        send(s, {"id": 1, "method": "attach", "params": {"session_id": sys.argv[3]}})
+        open(sys.argv[4], "w").close()
+        for _ in range(1200):
+            if os.path.exists(sys.argv[5]):
+                break
+            time.sleep(0.1)
+        n, last = 0, "EOF"
+        while True:
+            try:
+                m = read(s)
+            except OSError:
+                m = None
+            if m is None:
+                break
+            meth = m.get("method")
+            if meth == "session_output":
+                n += 1
+            elif meth == "session_detached":
+                last = "session_detached:" + m["params"]["reason"]
+                break
+            elif meth == "session_ended":
+                last = "session_ended"
+                break
+        print("slow output_frames=%d last=%s" % (n, last))
     elif cmd == "watch":
         r = call(s, "attach", {"session_id": sys.argv[3]})
         print("attach " + canon(r))
         res = r.get("result", {})
-        out = base64.b64decode(res.get("transcript_b64", ""))
+        out = bytearray(base64.b64decode(res.get("transcript_b64", "")))
         if res.get("attached"):
             while True:
                 m = read(s)
