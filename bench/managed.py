@@ -28,10 +28,13 @@ glove build it belongs to:
                the attach client's wall time from its spawn to its exit
                (which waits for the terminal receipt). A round whose client
                fell 1 MiB behind (client_too_slow) is listed in "notes", not
-               measured. What bounds the figure: the PTY itself (the kernel's
-               line discipline hands a reader a few KiB per read; the pipe is
-               an order of magnitude faster), then gloved's relay (base64
-               makes 4/3 the bytes, one frame per relayed chunk).
+               measured, and another is tried (3 x rounds at most). What
+               bounds the figure: the PTY itself (the kernel's line
+               discipline hands a reader a few KiB per read; the pipe is an
+               order of magnitude faster), then gloved's relay (base64 makes
+               4/3 the bytes, one frame per relayed chunk), then whether the
+               client keeps up: the session never waits, so on a busy host a
+               client descheduled for a few ms is dropped.
 
 Root only (managed sessions here need the run cgroups gloved delegates as
 root, and the retained mechanism's probe); otherwise it says so and exits 0.
@@ -318,9 +321,21 @@ def bench_burst(gloved, base, n, rounds):
             "first_start_to_last_receipt_ms": summary(lasts)}
 
 
+def pipe_big(fd):
+    """Gives a pipe 1 MiB of room (as much as the kernel allows), so that a
+    reader here descheduled for a moment does not stall its writer at once;
+    done for the direct pipe and for the attach client's output alike."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), MIB)
+    except OSError:
+        pass
+
+
 def pipe_throughput(nbytes):
     t0 = time.perf_counter_ns()
     p = subprocess.Popen(["/usr/bin/python3", "-c", WRITER % nbytes], stdout=subprocess.PIPE)
+    pipe_big(p.stdout.fileno())
     first = None
     got = 0
     while True:
@@ -367,6 +382,7 @@ def ctl_attach_throughput(glove, g, conn, sid, nbytes):
     p.stdin.write(b"go\n")
     p.stdin.close()
     fd = p.stdout.fileno()
+    pipe_big(fd)
     first = full = None
     got = 0
     while True:
@@ -395,15 +411,20 @@ def bench_attach(gloved, glove, build, base, mib, rounds):
     through, walls, direct, ptys, notes = [], [], [], [], []
     try:
         conn = Conn(g.rt)
-        for r in range(rounds + 1):
+        # One warm-up round, then rounds measured; a dropped round
+        # (client_too_slow) is noted and another tried, 3 * rounds at most.
+        r = measured = 0
+        while measured < rounds + 1 and r < 3 * (rounds + 1):
+            r += 1
             sid = g.create(conn)
             mibs, wall, note = ctl_attach_throughput(glove, g, conn, sid, nbytes)
             if note:
                 notes.append("round %d: %s" % (r, note))
                 continue
+            measured += 1
             pmibs, _ = pipe_throughput(nbytes)
             ptmibs = pty_throughput(build, nbytes)
-            if r >= 1:  # one warm-up round
+            if measured > 1:  # after the warm-up round
                 through.append(mibs)
                 walls.append(wall)
                 direct.append(pmibs)
@@ -411,7 +432,8 @@ def bench_attach(gloved, glove, build, base, mib, rounds):
         conn.close()
     finally:
         g.stop()
-    out = {"bytes": nbytes, "rounds": rounds, "notes": notes, "client": "glove ctl attach (C)",
+    out = {"bytes": nbytes, "rounds": rounds, "notes": notes, "dropped_rounds": len(notes),
+           "client": "glove ctl attach (C)",
            "pty_reader": "glove-bench-pty-read (C)"}
     if through:
         out.update({"attach_mib_per_s": summary(through), "attach_client_wall_ms": summary(walls),
