@@ -8,7 +8,8 @@
 # lines in bench/results/limits-egress.jsonl); then managed sessions in
 # gloved, as root only: start_session to the first output byte against
 # `glove exec`, 32 sessions started at once, and attach throughput against a
-# direct pipe (bench/managed.py, JSON lines in bench/results/managed.jsonl).
+# direct pipe and a bare PTY read by C (bench/managed.py, JSON lines in
+# bench/results/managed.jsonl).
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
@@ -141,6 +142,6 @@ echo "== limits and egress: start-up with vs without a run cgroup; 256 MiB throu
 /usr/bin/python3 bench/limits_egress.py --glove "$glove" --results bench/results/limits-egress.jsonl || rc=$?
 
 echo
-echo "== managed sessions: start_session -> first byte vs glove exec; 32 at once; attach throughput vs a pipe (root only)"
+echo "== managed sessions: start_session -> first byte vs glove exec; 32 at once; attach throughput (glove ctl attach) vs a pipe and a bare PTY (root only)"
 /usr/bin/python3 bench/managed.py --build "$build" --results bench/results/managed.jsonl || rc=$?
 exit $rc

@@ -21,6 +21,8 @@
 #include "glove/control/frame.h"
 
 #define SECRET_FILE_MAX 128
+/* Bytes asked of one recv at most. */
+#define RECV_CHUNK (256u * 1024)
 
 /* Notifications held back while call() waited for its response. */
 #define PENDING_MAX 4096
@@ -72,8 +74,8 @@ static int send_all(struct glove_control_client *c, const uint8_t *p, size_t len
  * nothing), or -ECONNRESET at end of file or a receive error. */
 static int recv_some(struct glove_control_client *c, struct glove_error *err) {
         size_t room = c->in.max - c->in.len;
-        if (room > 65536)
-                room = 65536;
+        if (room > RECV_CHUNK)
+                room = RECV_CHUNK;
         if (room == 0)
                 return glove_error_set(err, EPROTO, "client.protocol", "gloved sent an oversized frame");
         if (glove_buffer_reserve(&c->in, room) < 0)
@@ -248,6 +250,25 @@ bool glove_control_client_buffered(const struct glove_control_client *c) {
         size_t plen, flen;
         struct glove_error e = { 0 };
         return glove_control_frame_next(c->in.data, c->in.len, &payload, &plen, &flen, &e) != 0;
+}
+
+int glove_control_client_receive(struct glove_control_client *c, struct glove_error *err) {
+        return recv_some(c, err);
+}
+
+int glove_control_client_peek_raw(const struct glove_control_client *c, size_t offset, const uint8_t **payload,
+                                  size_t *payload_len, size_t *frame_len, struct glove_error *err) {
+        struct glove_error e = { 0 };
+        if (json_array_size(c->pending) > 0 || offset > c->in.len)
+                return 0;
+        int r = glove_control_frame_next(c->in.data + offset, c->in.len - offset, payload, payload_len, frame_len, &e);
+        if (r < 0)
+                return glove_error_set(err, EPROTO, "client.protocol", "gloved broke the framing: %s", e.message);
+        return r;
+}
+
+void glove_control_client_consume_raw(struct glove_control_client *c, size_t n) {
+        (void)glove_buffer_consume(&c->in, n > c->in.len ? c->in.len : n);
 }
 
 static int read_secret(const char *runtime_dir, char hex[65], struct glove_error *err) {

@@ -24,6 +24,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/time.h"
 #include "glove/control/client.h"
+#include "glove/control/frame.h"
 #include "glove/control/ctl.h"
 #include "ctl_internal.h"
 
@@ -33,6 +34,8 @@
 #define DETACH_KEY 'd'
 /* How long to wait before offering stdin again after stdin.full, ms. */
 #define STDIN_RETRY_MS 20
+/* Decoded output held at once: the largest frame's base64, decoded. */
+#define CTL_OUT_MAX (GLOVE_CONTROL_FRAME_MAX / 4 * 3)
 
 struct attach {
         const struct ctl *ctl;
@@ -49,7 +52,7 @@ struct attach {
         size_t inflight_len;
         uint64_t retry_at_ms;
         char *b64;          /* scratch for encoding */
-        uint8_t *out;       /* scratch for decoding */
+        uint8_t *out;       /* scratch for decoding, CTL_OUT_MAX bytes */
 };
 
 static struct termios saved_termios;
@@ -105,7 +108,7 @@ static int write_b64(struct attach *a, const char *b64) {
         /* Decode in pieces of 64 KiB of text. */
         while (len) {
                 size_t n = len > 65536 ? 65536 : len;
-                ssize_t d = ctl_b64_decode(b64, n, a->out);
+                ssize_t d = glove_control_base64_decode_into(b64, n, a->out);
                 if (d < 0) {
                         fprintf(stderr, "glove: client.protocol: gloved sent output that is not base64\n");
                         return -EPROTO;
@@ -309,6 +312,54 @@ static int handle_frame(struct attach *a, json_t *f) {
         return -1;
 }
 
+/*
+ * The fast path for output: the session_output frames at the front of the
+ * receive buffer whose bytes are exactly what gloved writes for this session
+ * ({"method":"session_output","params":{"data_b64":"B64","session_id":"ID"}},
+ * glove_control_frame_encode_output) are decoded from their bytes, without
+ * JSON decoding, and written out; they are consumed together. Anything else
+ * (another frame, another form, text that is not base64) stops it and goes
+ * the general way. Returns -1 to go on, else the exit status.
+ */
+static int fast_output(struct attach *a) {
+        static const char head[] = "{\"method\":\"session_output\",\"params\":{\"data_b64\":\"";
+        static const char mid[] = "\",\"session_id\":\"";
+        if (a->ctl->json)
+                return -1;
+        size_t idlen = strlen(a->id), off = 0;
+        int status = -1;
+        for (;;) {
+                const uint8_t *p;
+                size_t plen, flen;
+                struct glove_error e = { 0 };
+                if (glove_control_client_peek_raw(a->cl, off, &p, &plen, &flen, &e) != 1)
+                        break;
+                size_t fixed = sizeof(head) - 1 + sizeof(mid) - 1 + idlen + 3;
+                if (plen < fixed || memcmp(p, head, sizeof(head) - 1) != 0)
+                        break;
+                const uint8_t *end = p + plen - (sizeof(mid) - 1 + idlen + 3);
+                if (memcmp(end, mid, sizeof(mid) - 1) != 0 || memcmp(end + sizeof(mid) - 1, a->id, idlen) != 0 ||
+                    memcmp(end + sizeof(mid) - 1 + idlen, "\"}}", 3) != 0)
+                        break;
+                const char *b64 = (const char *)p + sizeof(head) - 1;
+                size_t len = (size_t)(end - (const uint8_t *)b64);
+                if (len / 4 * 3 > CTL_OUT_MAX)
+                        break;
+                ssize_t d = glove_control_base64_decode_into(b64, len, a->out);
+                if (d < 0)
+                        break; /* the general way says what is wrong */
+                off += flen;
+                int r = write_out(a->out, (size_t)d);
+                if (r < 0) {
+                        fprintf(stderr, "glove: ctl.stdout: cannot write the output: %s\n", strerror(-r));
+                        status = GLOVE_CONTROL_CTL_EXIT_FAILURE;
+                        break;
+                }
+        }
+        glove_control_client_consume_raw(a->cl, off);
+        return status;
+}
+
 static int on_signal(struct attach *a, int sfd) {
         struct signalfd_siginfo si;
         if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
@@ -332,7 +383,12 @@ static int loop(struct attach *a, int sfd) {
                 if (flush_input(a, &err) < 0)
                         break;
                 json_t *f = NULL;
-                while (glove_control_client_buffered(a->cl)) {
+                for (;;) {
+                        int fst = fast_output(a);
+                        if (fst >= 0)
+                                return fst;
+                        if (!glove_control_client_buffered(a->cl))
+                                break;
                         int r = glove_control_client_next(a->cl, 0, &f, &err);
                         if (r < 0)
                                 goto fail;
@@ -365,17 +421,10 @@ static int loop(struct attach *a, int sfd) {
                         if (read_input(a, &err) < 0)
                                 break;
                 }
-                if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        int r = glove_control_client_next(a->cl, 0, &f, &err);
-                        if (r < 0)
-                                break;
-                        if (r == 1) {
-                                int st = handle_frame(a, f);
-                                json_decref(f);
-                                if (st >= 0)
-                                        return st;
-                        }
-                }
+                /* What arrives is handled at the top of the loop (the
+                 * output fast path first). */
+                if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && glove_control_client_receive(a->cl, &err) < 0)
+                        break;
         }
 fail:
         restore_terminal();
@@ -433,7 +482,7 @@ int ctl_attach_run(const struct ctl *c, const char *session_id, bool no_stdin) {
         };
         _cleanup_free_ uint8_t *pend = a.pend = malloc(CTL_STDIN_MAX);
         _cleanup_free_ char *b64 = a.b64 = malloc(CTL_STDIN_MAX / 3 * 4 + 8);
-        _cleanup_free_ uint8_t *out = a.out = malloc(65536);
+        _cleanup_free_ uint8_t *out = a.out = malloc(CTL_OUT_MAX);
         if (!pend || !b64 || !out)
                 return GLOVE_CONTROL_CTL_EXIT_FAILURE;
         sigset_t set, old;

@@ -263,14 +263,20 @@ static void attachment_drop(struct attachment *a, const char *reason) {
 static void on_client_output(void *userdata, int stream, const void *buf, size_t n) {
         (void)stream;
         struct attachment *a = userdata;
-        char *text = glove_control_base64_encode(buf, n);
-        /* base64 is ASCII: no UTF-8 check of every byte (nocheck). */
-        json_t *data = text ? json_stringn_nocheck(text, strlen(text)) : NULL;
-        json_t *msg = data ? json_pack("{s:s,s:{s:s,s:o}}", "method", "session_output", "params", "session_id",
-                                       a->s->id, "data_b64", data)
-                           : NULL;
-        free(text);
-        int r = glove_control_conn_push(a->conn, msg, false);
+        /* Encoded straight into the connection's output queue (the bytes
+         * jansson would give: glove_control_frame_encode_output). */
+        int r = glove_control_conn_push_output(a->conn, a->s->id, buf, n);
+        if (r == -EINVAL) {
+                /* An id JSON would escape (never one of the store's): the
+                 * generic encoder. base64 is ASCII: no UTF-8 check (nocheck). */
+                char *text = glove_control_base64_encode(buf, n);
+                json_t *data = text ? json_stringn_nocheck(text, strlen(text)) : NULL;
+                json_t *msg = data ? json_pack("{s:s,s:{s:s,s:o}}", "method", "session_output", "params",
+                                               "session_id", a->s->id, "data_b64", data)
+                                   : NULL;
+                free(text);
+                r = glove_control_conn_push(a->conn, msg, false);
+        }
         if (r == -ENOBUFS)
                 attachment_drop(a, "client_too_slow");
         else if (r < 0)

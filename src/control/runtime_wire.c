@@ -12,6 +12,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
+#include "glove/control/frame.h"
 #include "glove/control/methods.h"
 
 static const struct {
@@ -30,31 +31,11 @@ int glove_control_signal_parse(const char *name) {
         return -1;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 char *glove_control_base64_encode(const void *data, size_t n) {
-        const uint8_t *p = data;
-        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t)p[i] << 16;
-                if (i + 1 < n)
-                        v |= (uint32_t)p[i + 1] << 8;
-                if (i + 2 < n)
-                        v |= p[i + 2];
-                *o++ = b64[(v >> 18) & 63];
-                *o++ = b64[(v >> 12) & 63];
-                *o++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-                *o++ = i + 2 < n ? b64[v & 63] : '=';
-        }
-        *o = '\0';
+        char *out = malloc(GLOVE_CONTROL_BASE64_LEN(n) + 1);
+        if (out)
+                out[glove_control_base64_encode_into(data, n, out)] = '\0';
         return out;
-}
-
-static int b64_value(char c) {
-        const char *p = c ? strchr(b64, c) : NULL;
-        return p ? (int)(p - b64) : -1;
 }
 
 int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n) {
@@ -63,40 +44,18 @@ int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_
         if (len % 4)
                 return -EINVAL;
         size_t pad = len && text[len - 1] == '=' ? (len >= 2 && text[len - 2] == '=' ? 2 : 1) : 0;
-        size_t bytes = len / 4 * 3 - pad;
-        if (bytes > max)
+        if (len / 4 * 3 - pad > max)
                 return -EMSGSIZE;
-        uint8_t *buf = malloc(bytes ? bytes : 1);
+        uint8_t *buf = malloc(len ? len / 4 * 3 : 1);
         if (!buf)
                 return -ENOMEM;
-        size_t k = 0;
-        for (size_t i = 0; i < len; i += 4) {
-                int v[4];
-                for (int j = 0; j < 4; j++) {
-                        bool last = i + 4 == len;
-                        if (text[i + j] == '=' && last && j >= 4 - (int)pad) {
-                                v[j] = 0;
-                                continue;
-                        }
-                        v[j] = b64_value(text[i + j]);
-                        if (v[j] < 0) {
-                                free(buf);
-                                return -EINVAL;
-                        }
-                }
-                uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-                uint8_t tri[3] = { (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w };
-                size_t take = i + 4 == len ? 3 - pad : 3;
-                /* Canonical: the bits dropped by padding are zero. */
-                if ((pad == 1 && i + 4 == len && (v[2] & 3)) || (pad == 2 && i + 4 == len && (v[1] & 15))) {
-                        free(buf);
-                        return -EINVAL;
-                }
-                memcpy(buf + k, tri, take);
-                k += take;
+        ssize_t k = glove_control_base64_decode_into(text, len, buf);
+        if (k < 0) {
+                free(buf);
+                return -EINVAL;
         }
         *out = buf;
-        *n = k;
+        *n = (size_t)k;
         return 0;
 }
 

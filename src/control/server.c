@@ -326,6 +326,20 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* Takes back a pushed frame appended since before when it passes the bound;
+ * otherwise arms c for writing. */
+static int pushed_frame(struct glove_control_conn *c, size_t before, bool last) {
+        size_t pushed = before - (c->resp_end ? c->resp_len : 0);
+        size_t bound = GLOVE_CONTROL_PUSH_MAX + (last ? PUSH_SLACK : 0);
+        if (pushed + (c->out.len - before) > bound) {
+                c->out.len = before; /* taken back: over the bound */
+                return -ENOBUFS;
+        }
+        if (rearm(c) < 0)
+                c->closing = true;
+        return 0;
+}
+
 int glove_control_conn_push(struct glove_control_conn *c, json_t *msg, bool last) {
         struct glove_error e = { 0 };
         if (!msg)
@@ -334,20 +348,27 @@ int glove_control_conn_push(struct glove_control_conn *c, json_t *msg, bool last
                 json_decref(msg);
                 return -EPIPE;
         }
-        size_t pushed = c->out.len - (c->resp_end ? c->resp_len : 0);
         size_t before = c->out.len;
-        size_t bound = GLOVE_CONTROL_PUSH_MAX + (last ? PUSH_SLACK : 0);
         int r = glove_control_frame_encode(msg, &c->out, &e);
         json_decref(msg);
         if (r < 0)
                 return r;
-        if (pushed + (c->out.len - before) > bound) {
-                c->out.len = before; /* taken back: over the bound */
+        return pushed_frame(c, before, last);
+}
+
+int glove_control_conn_push_output(struct glove_control_conn *c, const char *session_id, const void *data, size_t n) {
+        struct glove_error e = { 0 };
+        if (c->closing)
+                return -EPIPE;
+        size_t before = c->out.len;
+        /* Refused before encoding when it cannot fit under the bound. */
+        size_t pushed = before - (c->resp_end ? c->resp_len : 0);
+        if (pushed + GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_BASE64_LEN(n) > GLOVE_CONTROL_PUSH_MAX)
                 return -ENOBUFS;
-        }
-        if (rearm(c) < 0)
-                c->closing = true;
-        return 0;
+        int r = glove_control_frame_encode_output(&c->out, session_id, data, n, &e);
+        if (r < 0)
+                return r;
+        return pushed_frame(c, before, false);
 }
 
 void glove_control_conn_attachments(struct glove_control_conn *c, int delta) {

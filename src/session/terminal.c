@@ -55,6 +55,10 @@ struct glove_terminal {
 
 static void update_events(struct glove_terminal *t);
 
+/* Reads and relayed chunks per wake-up of an output stream at most. */
+#define READS_PER_WAKEUP 64
+#define RELAYS_PER_WAKEUP 4
+
 int glove_terminal_new(const struct glove_terminal_config *cfg, struct glove_terminal **out, struct glove_error *err) {
         *out = NULL;
         size_t ring = cfg->transcript_bytes ? cfg->transcript_bytes : GLOVE_TERMINAL_TRANSCRIPT_DEFAULT;
@@ -309,20 +313,39 @@ static int on_stream(sd_event_source *src, int fd, uint32_t revents, void *userd
         }
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 char buf[GLOVE_TERMINAL_CHUNK];
-                /* A few reads per wake-up, so one busy stream cannot starve
-                 * the loop; holds are honoured between them. */
-                for (int round = 0; round < 4 && t->holds == 0 && !s->eof; round++) {
-                        ssize_t n = read(fd, buf, sizeof(buf));
+                size_t have = 0;
+                /* Reads are gathered into one chunk before it is relayed: a
+                 * PTY gives at most a few KiB per read, and each relay is a
+                 * frame for every attached client, so larger relays cost
+                 * less per byte. At most READS_PER_WAKEUP reads and
+                 * RELAYS_PER_WAKEUP chunks per wake-up, so one busy stream
+                 * cannot starve the loop; what was read is always relayed
+                 * (before the end of the stream is handled), and holds are
+                 * honoured between relays. */
+                for (int reads = 0, relays = 0; reads < READS_PER_WAKEUP && relays < RELAYS_PER_WAKEUP && t->holds == 0 &&
+                                                !s->eof;
+                     reads++) {
+                        ssize_t n = read(fd, buf + have, sizeof(buf) - have);
                         if (n < 0 && errno == EINTR)
                                 continue;
                         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                                 break;
                         if (n <= 0) {
+                                if (have)
+                                        relay(t, s->id, buf, have);
+                                have = 0;
                                 stream_end(s); /* end of file, or EIO once every PTY slave is closed */
                                 break;
                         }
-                        relay(t, s->id, buf, (size_t)n);
+                        have += (size_t)n;
+                        if (have == sizeof(buf)) {
+                                relay(t, s->id, buf, have);
+                                have = 0;
+                                relays++;
+                        }
                 }
+                if (have)
+                        relay(t, s->id, buf, have);
         }
         update_events(t);
         return 0;

@@ -17,6 +17,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -89,6 +90,31 @@ int glove_control_client_fd(const struct glove_control_client *c);
 /* True when glove_control_client_next would return a frame without reading
  * the socket (a held notification or a complete buffered frame). */
 bool glove_control_client_buffered(const struct glove_control_client *c);
+
+/*
+ * One recv(2) without waiting, into the receive buffer (at most 256 KiB;
+ * the frames it completes are then buffered). Returns 1 when bytes came, 0
+ * when none were there, or a negative errno with err set (client.closed at
+ * end of file or on a receive error, client.protocol when the buffer holds
+ * a whole frame bound already, client.no_memory).
+ */
+int glove_control_client_receive(struct glove_control_client *c, struct glove_error *err);
+
+/*
+ * The raw payload of the whole frame that starts offset bytes into the
+ * receive buffer, not decoded (for a caller that recognizes a frame's exact
+ * bytes and so can skip its JSON decoding): 1 with *payload (borrowed, valid
+ * until the next call on c), *payload_len and *frame_len (prefix included;
+ * offset + *frame_len is where the next frame starts); 0 when no whole
+ * frame is there, or while notifications held by glove_control_client_call
+ * wait (they come first: read them with glove_control_client_next); a
+ * negative errno (client.protocol) when the framing is broken. Frames
+ * peeked are not consumed: glove_control_client_consume_raw(c, n) drops the
+ * first n buffered bytes (whole frames only, at most what is buffered).
+ */
+int glove_control_client_peek_raw(const struct glove_control_client *c, size_t offset, const uint8_t **payload,
+                                  size_t *payload_len, size_t *frame_len, struct glove_error *err);
+void glove_control_client_consume_raw(struct glove_control_client *c, size_t n);
 
 /* Closes the connection and frees c (NULL allowed). */
 void glove_control_client_close(struct glove_control_client *c);

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -61,6 +62,39 @@ int glove_control_frame_next(const void *data, size_t len, const uint8_t **paylo
  * buffer's own bound), frame.encode.
  */
 int glove_control_frame_encode(const json_t *msg, struct glove_buffer *out, struct glove_error *err);
+
+/* Characters of the padded base64 (RFC 4648) of n bytes. */
+#define GLOVE_CONTROL_BASE64_LEN(n) (((n) + 2) / 3 * 4)
+
+/*
+ * Writes the padded base64 (RFC 4648 alphabet) of data[0..n) to out, which
+ * has room for GLOVE_CONTROL_BASE64_LEN(n) bytes; no NUL is written.
+ * Returns the number of characters written.
+ */
+size_t glove_control_base64_encode_into(const void *data, size_t n, char *out);
+
+/*
+ * Decodes canonical padded base64 text[0..len) (len a multiple of 4; padding
+ * only in the last quantum; the bits padding drops are zero) into out, which
+ * has room for len / 4 * 3 bytes. Returns the bytes written, or -EINVAL for
+ * anything else (out then holds garbage).
+ */
+ssize_t glove_control_base64_decode_into(const char *text, size_t len, uint8_t *out);
+
+/*
+ * Appends one session_output notification as a frame to out, byte for byte
+ * what glove_control_frame_encode gives for
+ *   {"method":"session_output","params":{"data_b64":B64,"session_id":ID}}
+ * (sorted keys, no whitespace), without building JSON: B64 is the base64 of
+ * data[0..n), written straight into out. session_id must be 1..128 bytes
+ * that JSON writes verbatim (0x20..0x7e other than '"' and '\\'; the store's
+ * identifier charset is within it).
+ * Errors (out unchanged): frame.encode (-EINVAL: an id outside that set),
+ * frame.too_large (-EMSGSIZE: payload over GLOVE_CONTROL_FRAME_MAX or no
+ * room under out's bound), frame.encode (-ENOMEM).
+ */
+int glove_control_frame_encode_output(struct glove_buffer *out, const char *session_id, const void *data, size_t n,
+                                      struct glove_error *err);
 
 /* A parsed request; every pointer borrows from the decoded root. */
 struct glove_control_request {

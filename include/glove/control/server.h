@@ -93,6 +93,14 @@ int glove_control_server_run(const struct glove_control_server_options *opts, st
  */
 int glove_control_conn_push(struct glove_control_conn *c, json_t *msg, bool last);
 
+/*
+ * Queues one session_output notification for session_id carrying
+ * data[0..n) (borrowed) as a pushed frame on c, the same bytes
+ * glove_control_conn_push would queue for it
+ * (glove_control_frame_encode_output), with the same bound and results.
+ */
+int glove_control_conn_push_output(struct glove_control_conn *c, const char *session_id, const void *data, size_t n);
+
 /* Counts attachments held on c (delta +1 or -1): a connection with any has
  * no idle deadline. */
 void glove_control_conn_attachments(struct glove_control_conn *c, int delta);

@@ -182,6 +182,144 @@ static void test_encode_too_large(void **state) {
         assert_int_equal(out.len, 0);
 }
 
+/* A plain reference base64 (RFC 4648, padded), bit by bit, independent of
+ * the encoder under test. */
+static char *ref_base64(const uint8_t *p, size_t n) {
+        static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *out = malloc((n + 2) / 3 * 4 + 1);
+        size_t o = 0, bits = 0;
+        uint32_t acc = 0;
+        for (size_t i = 0; i < n; i++) {
+                acc = acc << 8 | p[i];
+                bits += 8;
+                while (bits >= 6) {
+                        bits -= 6;
+                        out[o++] = a[(acc >> bits) & 63];
+                }
+        }
+        if (bits)
+                out[o++] = a[(acc << (6 - bits)) & 63];
+        while (o % 4)
+                out[o++] = '=';
+        out[o] = '\0';
+        return out;
+}
+
+/* xorshift: reproducible pseudo-random bytes. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rnd(void) {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        return rng_state;
+}
+
+static void random_id(char *id, size_t len) {
+        static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        static const char rest[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-";
+        for (size_t i = 0; i < len; i++)
+                id[i] = i == 0 ? first[rnd() % (sizeof(first) - 1)] : rest[rnd() % (sizeof(rest) - 1)];
+        id[len] = '\0';
+}
+
+/* The direct session_output encoder gives exactly the frame jansson's
+ * canonical encoding (glove_control_frame_encode) gives, for random data of
+ * random lengths (every remainder mod 3, up to past 64 KiB) and random ids of
+ * the identifier charset (1..128 bytes). */
+static void test_output_frame_matches_jansson(void **state) {
+        (void)state;
+        _cleanup_buffer_ struct glove_buffer direct, ref;
+        glove_buffer_init(&direct, 4u << 20);
+        glove_buffer_init(&ref, 4u << 20);
+        uint8_t *data = malloc(70000);
+        assert_non_null(data);
+        for (int round = 0; round < 400; round++) {
+                size_t n = round < 12 ? (size_t)round : round % 7 == 0 ? 65536 - (size_t)(rnd() % 3) : rnd() % 70000;
+                for (size_t i = 0; i < n; i++)
+                        data[i] = (uint8_t)rnd();
+                char id[GLOVE_CONTROL_REQUEST_ID_MAX + 1];
+                random_id(id, 1 + rnd() % GLOVE_CONTROL_REQUEST_ID_MAX);
+                char *b64 = ref_base64(data, n);
+                _cleanup_json_ json_t *msg = json_pack("{s:s,s:{s:s,s:s}}", "method", "session_output", "params",
+                                                       "session_id", id, "data_b64", b64);
+                free(b64);
+                assert_non_null(msg);
+                glove_buffer_reset(&direct);
+                glove_buffer_reset(&ref);
+                /* Something already queued stays in front, untouched. */
+                assert_int_equal(glove_buffer_append(&direct, "q", 1), 0);
+                assert_int_equal(glove_buffer_append(&ref, "q", 1), 0);
+                assert_int_equal(glove_control_frame_encode(msg, &ref, NULL), 0);
+                assert_int_equal(glove_control_frame_encode_output(&direct, id, data, n, NULL), 0);
+                assert_int_equal(direct.len, ref.len);
+                assert_memory_equal(direct.data, ref.data, ref.len);
+        }
+        free(data);
+}
+
+static void test_output_frame_refusals(void **state) {
+        (void)state;
+        _cleanup_buffer_ struct glove_buffer out;
+        struct glove_error e = { 0 };
+        glove_buffer_init(&out, 1u << 20);
+        const char *bad[] = { "", "a\"b", "a\\b", "a\nb", "caf\xc3\xa9", "a\x7f" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                e = (struct glove_error){ 0 };
+                assert_int_equal(glove_control_frame_encode_output(&out, bad[i], "x", 1, &e), -EINVAL);
+                assert_string_equal(e.code, "frame.encode");
+                assert_int_equal(out.len, 0);
+        }
+        char longid[GLOVE_CONTROL_REQUEST_ID_MAX + 2];
+        memset(longid, 'a', sizeof(longid) - 1);
+        longid[sizeof(longid) - 1] = '\0';
+        assert_int_equal(glove_control_frame_encode_output(&out, longid, "x", 1, &e), -EINVAL);
+        /* Over the buffer's bound: frame.too_large, nothing appended. */
+        _cleanup_buffer_ struct glove_buffer small;
+        glove_buffer_init(&small, 100);
+        e = (struct glove_error){ 0 };
+        assert_int_equal(glove_control_frame_encode_output(&small, "s1", "0123456789012345678901234567890123456789", 40,
+                                                           &e),
+                         -EMSGSIZE);
+        assert_string_equal(e.code, "frame.too_large");
+        assert_int_equal(small.len, 0);
+        /* Over the frame bound. */
+        _cleanup_buffer_ struct glove_buffer big;
+        glove_buffer_init(&big, 4u << 20);
+        size_t n = GLOVE_CONTROL_FRAME_MAX / 4 * 3;
+        uint8_t *data = calloc(1, n);
+        e = (struct glove_error){ 0 };
+        assert_int_equal(glove_control_frame_encode_output(&big, "s1", data, n, &e), -EMSGSIZE);
+        assert_string_equal(e.code, "frame.too_large");
+        assert_int_equal(big.len, 0);
+        free(data);
+}
+
+/* The fast decoder inverts the reference encoding and refuses what is not
+ * canonical base64. */
+static void test_base64_decode(void **state) {
+        (void)state;
+        uint8_t data[300], back[300];
+        for (size_t n = 0; n < sizeof(data); n++) {
+                for (size_t i = 0; i < n; i++)
+                        data[i] = (uint8_t)rnd();
+                char *b64 = ref_base64(data, n);
+                char enc[GLOVE_CONTROL_BASE64_LEN(300)];
+                assert_int_equal(glove_control_base64_encode_into(data, n, enc), strlen(b64));
+                assert_memory_equal(enc, b64, strlen(b64));
+                assert_int_equal(glove_control_base64_decode_into(b64, strlen(b64), back), n);
+                assert_memory_equal(back, data, n);
+                free(b64);
+        }
+        const char *bad[] = { "A", "AAA", "A===", "====", "AB=A", "A=AA", "AB\"A", "AAAA====", "AB==AAAA", "AAB=",
+                              "AF==", "AA A" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(glove_control_base64_decode_into(bad[i], strlen(bad[i]), back), -EINVAL);
+        assert_int_equal(glove_control_base64_decode_into("AA\0A", 4, back), -EINVAL);
+        assert_int_equal(glove_control_base64_decode_into("AAE=", 4, back), 2);
+        assert_int_equal(glove_control_base64_decode_into("AQ==", 4, back), 1);
+        assert_int_equal(back[0], 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_next_needs_bytes),
@@ -192,6 +330,9 @@ int main(void) {
                 cmocka_unit_test(test_parse_rejections),
                 cmocka_unit_test(test_encode_round_trip),
                 cmocka_unit_test(test_encode_too_large),
+                cmocka_unit_test(test_output_frame_matches_jansson),
+                cmocka_unit_test(test_output_frame_refusals),
+                cmocka_unit_test(test_base64_decode),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
