@@ -333,7 +333,7 @@ assert got == want, got' "$o1" || fail "the output is not every line in order: $
         done
         wait "${pids[@]}" # not a bare wait: gloved is a child too
         for ((idx = 0; idx < 32; idx++)); do
-                grep -Eq "^session m$idx: (starting|running|stopping|exited)$" "$T/start.$idx" ||
+                grep -Eq "^session m$idx: (preparing|starting|running|stopping|exited)$" "$T/start.$idx" ||
                         fail "start m$idx: $(cat "$T/start.$idx")"
         done
         for ((idx = 0; idx < 32; idx++)); do
