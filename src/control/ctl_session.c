@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
@@ -325,7 +326,18 @@ int ctl_session_run(const struct ctl *c) {
                 return ctl_failure(&err);
         _cleanup_json_ json_t *result = NULL;
         struct glove_control_remote_error remote;
-        r = glove_control_client_call(cl, method, params, &result, &remote, &err);
+        /* write_stdin: a session still preparing or starting, or a full
+         * input queue, answers stdin.full with nothing taken; offer the
+         * bytes again every 20 ms until the timeout. */
+        uint64_t until = glove_time_monotonic_ms() + c->timeout_ms;
+        for (;;) {
+                r = glove_control_client_call(cl, method, params, &result, &remote, &err);
+                if (r != 1 || strcmp(method, "write_stdin") != 0 || strcmp(remote.code, "stdin.full") != 0 ||
+                    glove_time_monotonic_ms() + 20 >= until)
+                        break;
+                json_decref(remote.data);
+                (void)nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+        }
         if (r < 0)
                 return ctl_failure(&err);
         if (r == 1) {

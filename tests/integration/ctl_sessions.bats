@@ -411,3 +411,17 @@ assert (r["state"], r["termination"]) in (("failed", {"kind": "start_failed", "c
                                           ("exited", {"kind": "stopped", "signal": 9})), r' "$(receipt_of k3)" ||
                 fail "bad receipt for a stop during start: $(receipt_of k3)"
 }
+
+@test "ctl sessions: write-stdin right after start waits for the session's input to open" {
+        start_managed
+        local n
+        for n in 1 2 3 4; do
+                new_session w$n sh-echo
+                ctl start w$n
+                expect_status 0
+                # At once: the session is still preparing or starting.
+                ctl write-stdin w$n --data "quit"
+                expect_status 0
+                expect_output "accepted 4 bytes"
+        done
+}
