@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
@@ -269,7 +270,7 @@ static void on_client_output(void *userdata, int stream, const void *buf, size_t
         if (r == -EINVAL) {
                 /* An id JSON would escape (never one of the store's): the
                  * generic encoder. base64 is ASCII: no UTF-8 check (nocheck). */
-                char *text = glove_control_base64_encode(buf, n);
+                char *text = glove_base64_encode(buf, n);
                 json_t *data = text ? json_stringn_nocheck(text, strlen(text)) : NULL;
                 json_t *msg = data ? json_pack("{s:s,s:{s:s,s:o}}", "method", "session_output", "params",
                                                "session_id", a->s->id, "data_b64", data)
@@ -987,7 +988,7 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
                 glove_control_conn_attachments(conn, +1);
                 attached = true;
         }
-        _cleanup_free_ char *text = glove_control_base64_encode(tr ? tr : (const uint8_t *)"", tlen);
+        _cleanup_free_ char *text = glove_base64_encode(tr ? tr : (const uint8_t *)"", tlen);
         if (!text)
                 return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
         *result = json_pack("{s:s,s:s,s:s,s:I,s:b}", "session_id", id, "state",

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The pure parts of the managed runtime: signal names, base64, terminal
+/* The pure parts of the managed runtime: signal names, terminal
  * receipts (see runtime.h). */
 #include "glove/control/runtime.h"
 
@@ -29,34 +29,6 @@ int glove_control_signal_parse(const char *name) {
                 if (strcmp(signals[i].name, name) == 0)
                         return signals[i].sig;
         return -1;
-}
-
-char *glove_control_base64_encode(const void *data, size_t n) {
-        char *out = malloc(GLOVE_CONTROL_BASE64_LEN(n) + 1);
-        if (out)
-                out[glove_control_base64_encode_into(data, n, out)] = '\0';
-        return out;
-}
-
-int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n) {
-        *out = NULL;
-        *n = 0;
-        if (len % 4)
-                return -EINVAL;
-        size_t pad = len && text[len - 1] == '=' ? (len >= 2 && text[len - 2] == '=' ? 2 : 1) : 0;
-        if (len / 4 * 3 - pad > max)
-                return -EMSGSIZE;
-        uint8_t *buf = malloc(len ? len / 4 * 3 : 1);
-        if (!buf)
-                return -ENOMEM;
-        ssize_t k = glove_control_base64_decode_into(text, len, buf);
-        if (k < 0) {
-                free(buf);
-                return -EINVAL;
-        }
-        *out = buf;
-        *n = (size_t)k;
-        return 0;
 }
 
 const char *glove_control_termination_name(enum glove_control_termination t) {

@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/buffer.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
@@ -363,7 +364,7 @@ int glove_control_conn_push_output(struct glove_control_conn *c, const char *ses
         size_t before = c->out.len;
         /* Refused before encoding when it cannot fit under the bound. */
         size_t pushed = before - (c->resp_end ? c->resp_len : 0);
-        if (pushed + GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_BASE64_LEN(n) > GLOVE_CONTROL_PUSH_MAX)
+        if (pushed + GLOVE_CONTROL_FRAME_PREFIX + GLOVE_BASE64_LEN(n) > GLOVE_CONTROL_PUSH_MAX)
                 return -ENOBUFS;
         int r = glove_control_frame_encode_output(&c->out, session_id, data, n, &e);
         if (r < 0)

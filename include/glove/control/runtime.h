@@ -182,12 +182,6 @@ json_t *glove_control_runtime_list(const struct glove_control_store *store);
  * "SIGWINCH"; -1 for anything else. */
 int glove_control_signal_parse(const char *name);
 
-/* Base64 (RFC 4648, with padding). encode: a new NUL-terminated string
- * (NULL on ENOMEM). decode: 0 with *out malloc'd (n bytes), -EINVAL for
- * text that is not canonical base64, -EMSGSIZE when it would exceed max. */
-char *glove_control_base64_encode(const void *data, size_t n);
-int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n);
-
 enum glove_control_termination {
         GLOVE_CONTROL_TERM_EXIT,
         GLOVE_CONTROL_TERM_SIGNAL,

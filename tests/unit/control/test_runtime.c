@@ -26,30 +26,6 @@ static void test_signals(void **state) {
         assert_int_equal(glove_control_signal_parse(NULL), -1);
 }
 
-static void test_base64(void **state) {
-        (void)state;
-        const char *in[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
-        const char *want[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
-        for (size_t i = 0; i < 7; i++) {
-                char *e = glove_control_base64_encode(in[i], strlen(in[i]));
-                assert_string_equal(e, want[i]);
-                uint8_t *d;
-                size_t n;
-                assert_int_equal(glove_control_base64_decode(e, strlen(e), 100, &d, &n), 0);
-                assert_int_equal(n, strlen(in[i]));
-                if (n)
-                        assert_memory_equal(d, in[i], n);
-                free(d);
-                free(e);
-        }
-        uint8_t *d;
-        size_t n;
-        assert_int_equal(glove_control_base64_decode("Zm9", 3, 100, &d, &n), -EINVAL);
-        assert_int_equal(glove_control_base64_decode("Zm!v", 4, 100, &d, &n), -EINVAL);
-        assert_int_equal(glove_control_base64_decode("Zh==", 4, 100, &d, &n), -EINVAL); /* non-zero pad bits */
-        assert_int_equal(glove_control_base64_decode("Zm9vYmFy", 8, 5, &d, &n), -EMSGSIZE);
-}
-
 static void test_receipt(void **state) {
         (void)state;
         char cd[65], pd[65];
@@ -103,7 +79,6 @@ static void test_receipt(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_signals),
-                cmocka_unit_test(test_base64),
                 cmocka_unit_test(test_receipt),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
