@@ -294,6 +294,17 @@ static int handle_frame(struct attach *a, json_t *f) {
                         return GLOVE_CONTROL_CTL_EXIT_FAILURE;
                 return -1;
         }
+        if (strcmp(method, "session_output_gap") == 0) {
+                /* gloved skipped output this client did not take in time;
+                 * the session and the attachment go on. */
+                json_int_t skipped = json_integer_value(json_object_get(params, "skipped_bytes"));
+                if (!a->ctl->json)
+                        fprintf(stderr,
+                                "glove: %" JSON_INTEGER_FORMAT " bytes of output skipped: this client was too slow; "
+                                "the session continues%s",
+                                skipped, a->tty ? "\r\n" : "\n");
+                return -1;
+        }
         if (strcmp(method, "session_ended") == 0) {
                 restore_terminal();
                 return ended_status(a, params);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The pure parts of the managed runtime: signal names, terminal
+/* The pure parts of the managed runtime: signal names, the output skip
+ * state, terminal
  * receipts (see runtime.h). */
 #include "glove/control/runtime.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,22 @@ int glove_control_signal_parse(const char *name) {
                 if (strcmp(signals[i].name, name) == 0)
                         return signals[i].sig;
         return -1;
+}
+
+void glove_control_output_skip_add(struct glove_control_output_skip *k, size_t n) {
+        k->skipping = true;
+        k->skipped_bytes = (uint64_t)n > (uint64_t)INT64_MAX - k->skipped_bytes ? (uint64_t)INT64_MAX
+                                                                                 : k->skipped_bytes + n;
+}
+
+bool glove_control_output_skip_resumes(const struct glove_control_output_skip *k, size_t pending, size_t bound) {
+        return k->skipping && pending < bound / 2;
+}
+
+json_t *glove_control_output_gap_message(const char *session_id, uint64_t skipped_bytes) {
+        return json_pack("{s:s,s:{s:s,s:I}}", "method", "session_output_gap", "params", "session_id", session_id,
+                         "skipped_bytes",
+                         (json_int_t)(skipped_bytes > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : skipped_bytes));
 }
 
 const char *glove_control_termination_name(enum glove_control_termination t) {
