@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "glove/base/base64.h"
 #include "glove/net/relay.h"
 #include "glove/net/rule.h"
 #include "../src/net/internal.h"
@@ -155,8 +156,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static char good[GLOVE_NET_CREDENTIALS_MAX], other[GLOVE_NET_CREDENTIALS_MAX];
         if (!good[0]) {
-                CHECK(glove_net_base64_encode("glove:fuzztoken", 15, good, sizeof(good)) > 0);
-                CHECK(glove_net_base64_encode("glove:fuzztokeN", 15, other, sizeof(other)) > 0);
+                CHECK(glove_base64_encode_cstr("glove:fuzztoken", 15, good, sizeof(good)) > 0);
+                CHECK(glove_base64_encode_cstr("glove:fuzztokeN", 15, other, sizeof(other)) > 0);
         }
         if (size < 2)
                 return 0;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/time.h"
 #include "glove/control/client.h"
@@ -108,7 +109,7 @@ static int write_b64(struct attach *a, const char *b64) {
         /* Decode in pieces of 64 KiB of text. */
         while (len) {
                 size_t n = len > 65536 ? 65536 : len;
-                ssize_t d = glove_control_base64_decode_into(b64, n, a->out);
+                ssize_t d = glove_base64_decode_into(b64, n, a->out);
                 if (d < 0) {
                         fprintf(stderr, "glove: client.protocol: gloved sent output that is not base64\n");
                         return -EPROTO;
@@ -293,6 +294,17 @@ static int handle_frame(struct attach *a, json_t *f) {
                         return GLOVE_CONTROL_CTL_EXIT_FAILURE;
                 return -1;
         }
+        if (strcmp(method, "session_output_gap") == 0) {
+                /* gloved skipped output this client did not take in time;
+                 * the session and the attachment go on. */
+                json_int_t skipped = json_integer_value(json_object_get(params, "skipped_bytes"));
+                if (!a->ctl->json)
+                        fprintf(stderr,
+                                "glove: %" JSON_INTEGER_FORMAT " bytes of output skipped: this client was too slow; "
+                                "the session continues%s",
+                                skipped, a->tty ? "\r\n" : "\n");
+                return -1;
+        }
         if (strcmp(method, "session_ended") == 0) {
                 restore_terminal();
                 return ended_status(a, params);
@@ -345,7 +357,7 @@ static int fast_output(struct attach *a) {
                 size_t len = (size_t)(end - (const uint8_t *)b64);
                 if (len / 4 * 3 > CTL_OUT_MAX)
                         break;
-                ssize_t d = glove_control_base64_decode_into(b64, len, a->out);
+                ssize_t d = glove_base64_decode_into(b64, len, a->out);
                 if (d < 0)
                         break; /* the general way says what is wrong */
                 off += flen;

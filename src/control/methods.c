@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
@@ -290,7 +291,7 @@ static json_t *do_write_stdin(struct glove_control_components *c, const struct g
         _cleanup_free_ uint8_t *data = NULL;
         size_t n = 0;
         size_t tl = json_string_length(json_object_get(req->params, "data_b64"));
-        int r = glove_control_base64_decode(text, tl, GLOVE_CONTROL_RUNTIME_STDIN_MAX, &data, &n);
+        int r = glove_base64_decode(text, tl, GLOVE_CONTROL_RUNTIME_STDIN_MAX, &data, &n);
         if (r == -EMSGSIZE)
                 return error_response(req, "stdin.too_large", "write_stdin takes at most 65536 bytes per call",
                                       json_pack("{s:i}", "max_bytes", GLOVE_CONTROL_RUNTIME_STDIN_MAX));

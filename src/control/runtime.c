@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
@@ -33,6 +34,7 @@ struct attachment {
         struct rt_session *s;
         struct glove_control_conn *conn;
         struct glove_terminal_client *client;
+        struct glove_control_output_skip skip; /* output not queued: the queue was full */
         struct attachment *next;
 };
 
@@ -242,8 +244,23 @@ static json_t *state_result(struct glove_control_runtime *rt, const char *id) {
 
 /* ---- attach streams ---- */
 
+/* Pushes the session_output_gap of a skipping attachment (last: within the
+ * slack of a final notice) and ends the skip. Returns 0 or the push's error
+ * (the skip then goes on). */
+static int gap_push(struct attachment *a, bool last) {
+        if (!a->skip.skipping)
+                return 0;
+        int r = glove_control_conn_push(a->conn, glove_control_output_gap_message(a->s->id, a->skip.skipped_bytes),
+                                        last);
+        if (r == 0)
+                a->skip = (struct glove_control_output_skip){ 0 };
+        return r;
+}
+
 static void attachment_drop(struct attachment *a, const char *reason) {
         struct rt_session *s = a->s;
+        if (reason)
+                (void)gap_push(a, true);
         for (struct attachment **p = &s->att; *p; p = &(*p)->next)
                 if (*p == a) {
                         *p = a->next;
@@ -260,16 +277,39 @@ static void attachment_drop(struct attachment *a, const char *reason) {
         free(a);
 }
 
+/* A skipping attachment whose connection drained below half the bound
+ * pushes its gap and resumes. Returns false when a was dropped (a push
+ * failed otherwise than for room). */
+static bool attachment_resume(struct attachment *a) {
+        if (!glove_control_output_skip_resumes(&a->skip, glove_control_conn_pushed_pending(a->conn),
+                                               GLOVE_CONTROL_PUSH_MAX))
+                return true;
+        int r = gap_push(a, false);
+        if (r == -ENOBUFS) {
+                glove_control_conn_want_drain(a->conn);
+        } else if (r < 0) {
+                attachment_drop(a, NULL);
+                return false;
+        }
+        return true;
+}
+
 static void on_client_output(void *userdata, int stream, const void *buf, size_t n) {
         (void)stream;
         struct attachment *a = userdata;
+        if (a->skip.skipping && !attachment_resume(a))
+                return;
+        if (a->skip.skipping) {
+                glove_control_output_skip_add(&a->skip, n);
+                return;
+        }
         /* Encoded straight into the connection's output queue (the bytes
          * jansson would give: glove_control_frame_encode_output). */
         int r = glove_control_conn_push_output(a->conn, a->s->id, buf, n);
         if (r == -EINVAL) {
                 /* An id JSON would escape (never one of the store's): the
                  * generic encoder. base64 is ASCII: no UTF-8 check (nocheck). */
-                char *text = glove_control_base64_encode(buf, n);
+                char *text = glove_base64_encode(buf, n);
                 json_t *data = text ? json_stringn_nocheck(text, strlen(text)) : NULL;
                 json_t *msg = data ? json_pack("{s:s,s:{s:s,s:o}}", "method", "session_output", "params",
                                                "session_id", a->s->id, "data_b64", data)
@@ -277,10 +317,14 @@ static void on_client_output(void *userdata, int stream, const void *buf, size_t
                 free(text);
                 r = glove_control_conn_push(a->conn, msg, false);
         }
-        if (r == -ENOBUFS)
-                attachment_drop(a, "client_too_slow");
-        else if (r < 0)
+        if (r == -ENOBUFS) {
+                /* The queue is full: skip (never wait, never drop) until it
+                 * drains below half (glove_control_runtime_conn_drained). */
+                glove_control_output_skip_add(&a->skip, n);
+                glove_control_conn_want_drain(a->conn);
+        } else if (r < 0) {
                 attachment_drop(a, NULL);
+        }
 }
 
 static const struct glove_terminal_client_ops client_ops = { .output = on_client_output };
@@ -291,6 +335,15 @@ void glove_control_runtime_conn_closed(struct glove_control_runtime *rt, struct 
                         next = a->next;
                         if (a->conn == conn)
                                 attachment_drop(a, NULL);
+                }
+}
+
+void glove_control_runtime_conn_drained(struct glove_control_runtime *rt, struct glove_control_conn *conn) {
+        for (struct rt_session *s = rt->sessions; s; s = s->next)
+                for (struct attachment *a = s->att, *next; a; a = next) {
+                        next = a->next;
+                        if (a->conn == conn)
+                                (void)attachment_resume(a);
                 }
 }
 
@@ -307,6 +360,7 @@ static unsigned conn_attachments(struct glove_control_runtime *rt, struct glove_
 static void end_notify(struct rt_session *s, const char *state) {
         while (s->att) {
                 struct attachment *a = s->att;
+                (void)gap_push(a, true);
                 (void)glove_control_conn_push(a->conn,
                                               json_pack("{s:s,s:{s:s,s:s,s:I,s:O}}", "method", "session_ended", "params",
                                                         "session_id", s->id, "state", state, "receipt_sequence",
@@ -987,7 +1041,7 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
                 glove_control_conn_attachments(conn, +1);
                 attached = true;
         }
-        _cleanup_free_ char *text = glove_control_base64_encode(tr ? tr : (const uint8_t *)"", tlen);
+        _cleanup_free_ char *text = glove_base64_encode(tr ? tr : (const uint8_t *)"", tlen);
         if (!text)
                 return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
         *result = json_pack("{s:s,s:s,s:s,s:I,s:b}", "session_id", id, "state",

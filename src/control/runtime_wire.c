@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The pure parts of the managed runtime: signal names, base64, terminal
+/* The pure parts of the managed runtime: signal names, the output skip
+ * state, terminal
  * receipts (see runtime.h). */
 #include "glove/control/runtime.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,32 +33,20 @@ int glove_control_signal_parse(const char *name) {
         return -1;
 }
 
-char *glove_control_base64_encode(const void *data, size_t n) {
-        char *out = malloc(GLOVE_CONTROL_BASE64_LEN(n) + 1);
-        if (out)
-                out[glove_control_base64_encode_into(data, n, out)] = '\0';
-        return out;
+void glove_control_output_skip_add(struct glove_control_output_skip *k, size_t n) {
+        k->skipping = true;
+        k->skipped_bytes = (uint64_t)n > (uint64_t)INT64_MAX - k->skipped_bytes ? (uint64_t)INT64_MAX
+                                                                                 : k->skipped_bytes + n;
 }
 
-int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n) {
-        *out = NULL;
-        *n = 0;
-        if (len % 4)
-                return -EINVAL;
-        size_t pad = len && text[len - 1] == '=' ? (len >= 2 && text[len - 2] == '=' ? 2 : 1) : 0;
-        if (len / 4 * 3 - pad > max)
-                return -EMSGSIZE;
-        uint8_t *buf = malloc(len ? len / 4 * 3 : 1);
-        if (!buf)
-                return -ENOMEM;
-        ssize_t k = glove_control_base64_decode_into(text, len, buf);
-        if (k < 0) {
-                free(buf);
-                return -EINVAL;
-        }
-        *out = buf;
-        *n = (size_t)k;
-        return 0;
+bool glove_control_output_skip_resumes(const struct glove_control_output_skip *k, size_t pending, size_t bound) {
+        return k->skipping && pending < bound / 2;
+}
+
+json_t *glove_control_output_gap_message(const char *session_id, uint64_t skipped_bytes) {
+        return json_pack("{s:s,s:{s:s,s:I}}", "method", "session_output_gap", "params", "session_id", session_id,
+                         "skipped_bytes",
+                         (json_int_t)(skipped_bytes > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : skipped_bytes));
 }
 
 const char *glove_control_termination_name(enum glove_control_termination t) {

@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/buffer.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
@@ -28,6 +29,7 @@
 #define glove_control_runtime_conn_closed(rt, c) ((void)(rt), (void)(c))
 #define glove_control_runtime_set_loop(rt, ev) ((void)(rt), (void)(ev))
 #define glove_control_runtime_shutdown(rt) ((void)(rt))
+#define glove_control_runtime_conn_drained(rt, c) ((void)(rt), (void)(c))
 #endif
 
 #define READ_CHUNK (64u * 1024)
@@ -54,6 +56,7 @@ struct glove_control_conn {
         struct glove_buffer in, out;
         bool authed, closing;
         bool eof;       /* the peer's end of file (or a read error) was seen: read no more */
+        bool want_drain; /* the runtime waits for the pushed frames to drain (want_drain) */
         size_t resp_end; /* out bytes up to the end of the pending response (0: none pending) */
         size_t resp_len; /* length of that response frame */
         unsigned attachments; /* attach streams held by the runtime: no idle deadline */
@@ -299,6 +302,11 @@ static int on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
                 c->eof = true;
         if (serve(c) < 0)
                 goto drop;
+        if (c->want_drain && !c->closing && glove_control_conn_pushed_pending(c) < GLOVE_CONTROL_PUSH_MAX / 2) {
+                c->want_drain = false;
+                if (HAVE_RUNTIME(c->srv->o))
+                        glove_control_runtime_conn_drained(c->srv->o->components->runtime, c);
+        }
         if (c->closing && c->out.len == 0)
                 goto drop;
         /* After end of file: close once every whole frame is answered and
@@ -363,12 +371,21 @@ int glove_control_conn_push_output(struct glove_control_conn *c, const char *ses
         size_t before = c->out.len;
         /* Refused before encoding when it cannot fit under the bound. */
         size_t pushed = before - (c->resp_end ? c->resp_len : 0);
-        if (pushed + GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_BASE64_LEN(n) > GLOVE_CONTROL_PUSH_MAX)
+        if (pushed + GLOVE_CONTROL_FRAME_PREFIX + GLOVE_BASE64_LEN(n) > GLOVE_CONTROL_PUSH_MAX)
                 return -ENOBUFS;
         int r = glove_control_frame_encode_output(&c->out, session_id, data, n, &e);
         if (r < 0)
                 return r;
         return pushed_frame(c, before, false);
+}
+
+size_t glove_control_conn_pushed_pending(const struct glove_control_conn *c) {
+        size_t resp = c->resp_end ? c->resp_len : 0;
+        return c->out.len > resp ? c->out.len - resp : 0;
+}
+
+void glove_control_conn_want_drain(struct glove_control_conn *c) {
+        c->want_drain = true;
 }
 
 void glove_control_conn_attachments(struct glove_control_conn *c, int delta) {

@@ -13,28 +13,6 @@
 #include "glove/base/digest.h"
 #include "internal.h"
 
-int glove_net_base64_encode(const void *in, size_t n, char *out, size_t out_size) {
-        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const uint8_t *p = in;
-        size_t need = (n + 2) / 3 * 4 + 1;
-        if (out_size < need)
-                return -ENOBUFS;
-        size_t o = 0;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t)p[i] << 16;
-                if (i + 1 < n)
-                        v |= (uint32_t)p[i + 1] << 8;
-                if (i + 2 < n)
-                        v |= p[i + 2];
-                out[o++] = alphabet[(v >> 18) & 63];
-                out[o++] = alphabet[(v >> 12) & 63];
-                out[o++] = i + 1 < n ? alphabet[(v >> 6) & 63] : '=';
-                out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
-        }
-        out[o] = '\0';
-        return (int)o;
-}
-
 size_t glove_net_head_end(const char *buf, size_t len) {
         for (size_t i = 0; i + 3 < len; i++)
                 if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')

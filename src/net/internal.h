@@ -25,10 +25,6 @@
 /* Stack of each relay thread. */
 #define GLOVE_NET_THREAD_STACK (512 * 1024)
 
-/* RFC 4648 section 4 base64 with padding of in[0..n) into out (out_size
- * bytes, NUL-terminated). Returns the length written, or -ENOBUFS. */
-int glove_net_base64_encode(const void *in, size_t n, char *out, size_t out_size);
-
 /* Length of the request head in buf[0..len) including its terminating blank
  * line ("\r\n\r\n"), or 0 when the head is not complete yet. */
 size_t glove_net_head_end(const char *buf, size_t len);

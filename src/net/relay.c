@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/time.h"
 #include "glove/net/proxy_env.h"
@@ -228,7 +229,7 @@ static int configure(struct glove_net_relay *r, const struct glove_net_relay_con
                 return ret;
         char plain[sizeof(GLOVE_NET_PROXY_USER ":") + GLOVE_NET_TOKEN_MAX];
         int n = snprintf(plain, sizeof(plain), GLOVE_NET_PROXY_USER ":%s", c->token);
-        ret = glove_net_base64_encode(plain, (size_t)n, r->credentials, sizeof(r->credentials));
+        ret = glove_base64_encode_cstr(plain, (size_t)n, r->credentials, sizeof(r->credentials));
         explicit_bzero(plain, sizeof(plain));
         if (ret < 0)
                 return glove_error_set(err, EINVAL, "egress.bad_token", "the proxy token is too long");

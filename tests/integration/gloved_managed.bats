@@ -42,7 +42,7 @@ start_py() {
         mkdir -m 700 -p "$T/cfg"
         "$PY" "$MANAGED" pypolicy "$T/cfg/policy.json" "$T/host"
         GD_ARGS=(--session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal"
-                --materialization-root "$T/mat")
+                --materialization-root "$T/mat" ${GLOVED_EXTRA[@]+"${GLOVED_EXTRA[@]}"})
         start_gloved "$T/g" "${GD_ARGS[@]}"
         ctl --json capabilities
         expect_status 0
@@ -276,18 +276,24 @@ assert got == want, got' "$o1" || fail "the output is not every line in order: $
         receipt_is a1 '.exit_code == 7'
 }
 
-@test "gloved managed: a client that attaches and never reads neither stalls the session nor another client" {
+@test "gloved managed: a slow client skips output (session_output_gap) and a client that never reads is closed; neither stalls the session nor another client" {
+        # A short send deadline, so that the client that never reads is
+        # closed soon; the trickling client keeps making progress.
+        GLOVED_EXTRA=(--client-timeout-ms 3000)
         start_py
         start_py_session b1 py-burst roomy
+        "$PY" -u "$SESSCTL" trickle "$RT" b1 "$T/tready" "$T/go" >"$T/trickle" 2>&1 &
+        local tpid=$!
+        track_pid "$tpid"
         "$PY" -u "$SESSCTL" slow "$RT" b1 "$T/ready" "$T/go" >"$T/slow" 2>&1 &
         local spid=$!
         track_pid "$spid"
         local idx
         for ((idx = 0; idx < 200; idx++)); do
-                [ -e "$T/ready" ] && break
+                [ -e "$T/ready" ] && [ -e "$T/tready" ] && break
                 sleep 0.1
         done
-        [ -e "$T/ready" ] || fail "the slow client did not attach"
+        [ -e "$T/ready" ] && [ -e "$T/tready" ] || fail "the slow clients did not attach"
         "$PY" -u "$SESSCTL" watch "$RT" b1 >"$T/fast" 2>&1 &
         local fpid=$!
         track_pid "$fpid"
@@ -297,22 +303,32 @@ assert got == want, got' "$o1" || fail "the output is not every line in order: $
         done
         [ "$idx" -lt 200 ] || fail "the other client did not attach"
         printf 'go\n' | "$GLOVE" ctl --runtime-dir "$RT" write-stdin b1 || fail "write-stdin failed"
-        # The session ends while the slow client has still read nothing.
+        # The session ends while one slow client trickles and the other has
+        # read nothing.
         wait_exit "$fpid" 60 || fail "the other client did not finish"
         local last
         last=$(tail -n 1 "$T/fast")
         [[ "$last" == "session_ended "*'"state":"exited"'* ]] || fail "the other client did not see the end: ${last:0:300}"
+        ! grep -q 'session_output_gap' "$T/fast" || fail "the other client had output skipped"
         wait_ended b1
         grep -q 'burst-done' "$T/fast" || fail "the other client missed output"
         receipt_is b1 '.termination.kind == "exit" and .exit_code == 0 and .usage.output_bytes > 4194304'
-        [ ! -s "$T/slow" ] || fail "the slow client finished early: $(cat "$T/slow")"
+        # The client that never reads is closed by the send deadline.
+        wait_for "$GD_ERR" 'connection dropped: send deadline passed' 30 || fail "the never-reading client was not closed"
+        [ ! -s "$T/slow" ] && [ ! -s "$T/trickle" ] || fail "a slow client finished early: $(cat "$T/slow" "$T/trickle")"
         touch "$T/go"
-        wait_exit "$spid" 60 || fail "the slow client did not finish"
-        local s
+        wait_exit "$spid" 60 || fail "the never-reading client did not finish"
+        wait_exit "$tpid" 60 || fail "the trickling client did not finish"
+        local s t
         s=$(cat "$T/slow")
-        [[ "$s" == *"last=session_detached:client_too_slow" || "$s" == *"last=EOF" ]] ||
-                fail "the slow client was neither dropped nor closed: $s"
-        echo "# slow client: $s" >&3
+        t=$(cat "$T/trickle")
+        echo "# never-reading client: $s; trickling client: $t" >&3
+        [[ "$s" == *"last=EOF" ]] || fail "the never-reading client was not closed: $s"
+        # The trickling client kept its attachment: it saw gaps (skipped
+        # bytes counted, each gap after output) and the end of the session.
+        [[ "$t" =~ gaps=([0-9]+)\ skipped=([-0-9]+)\ last=session_ended$ ]] || fail "the trickling client: $t"
+        [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[2]}" -gt 0 ] || fail "no output gap was reported: $t"
+        running "$GD_PID" || fail "gloved died"
 }
 
 # ---------------------------------------------------------------- 6 many

@@ -63,24 +63,6 @@ int glove_control_frame_next(const void *data, size_t len, const uint8_t **paylo
  */
 int glove_control_frame_encode(const json_t *msg, struct glove_buffer *out, struct glove_error *err);
 
-/* Characters of the padded base64 (RFC 4648) of n bytes. */
-#define GLOVE_CONTROL_BASE64_LEN(n) (((n) + 2) / 3 * 4)
-
-/*
- * Writes the padded base64 (RFC 4648 alphabet) of data[0..n) to out, which
- * has room for GLOVE_CONTROL_BASE64_LEN(n) bytes; no NUL is written.
- * Returns the number of characters written.
- */
-size_t glove_control_base64_encode_into(const void *data, size_t n, char *out);
-
-/*
- * Decodes canonical padded base64 text[0..len) (len a multiple of 4; padding
- * only in the last quantum; the bits padding drops are zero) into out, which
- * has room for len / 4 * 3 bytes. Returns the bytes written, or -EINVAL for
- * anything else (out then holds garbage).
- */
-ssize_t glove_control_base64_decode_into(const char *text, size_t len, uint8_t *out);
-
 /*
  * Appends one session_output notification as a frame to out, byte for byte
  * what glove_control_frame_encode gives for

@@ -45,8 +45,13 @@
  * GLOVE_TERMINAL_CLIENTS_MAX per session (attach.too_many); write_stdin
  * GLOVE_CONTROL_RUNTIME_STDIN_MAX decoded bytes per call (stdin.too_large).
  * An attachment whose connection has GLOVE_CONTROL_PUSH_MAX bytes of pushed
- * frames pending is dropped (session_detached, client_too_slow): the session
- * and the other clients never wait for it.
+ * frames pending skips output (nothing more is queued for it; the bytes are
+ * counted): the session and the other clients never wait for it. Once the
+ * connection's pending pushed frames fall below GLOVE_CONTROL_PUSH_MAX / 2
+ * (or before the attachment's session_ended or session_detached), one
+ * session_output_gap notice with the count is pushed and the output from
+ * then on is queued again. A client that takes nothing at all is closed by
+ * the server's send deadline (server.h), which drops its attachments.
  */
 
 #include <stdbool.h>
@@ -137,6 +142,11 @@ json_t *glove_control_runtime_mechanisms_missing(const struct glove_control_runt
 /* The server's loop (set once, before any session starts). */
 void glove_control_runtime_set_loop(struct glove_control_runtime *rt, sd_event *loop);
 
+/* The pushed frames on conn drained below half the bound after
+ * glove_control_conn_want_drain: its skipping attachments push their
+ * session_output_gap and resume. */
+void glove_control_runtime_conn_drained(struct glove_control_runtime *rt, struct glove_control_conn *conn);
+
 /* Connection conn is closing: its attachments are dropped (no frame pushed). */
 void glove_control_runtime_conn_closed(struct glove_control_runtime *rt, struct glove_control_conn *conn);
 
@@ -182,11 +192,28 @@ json_t *glove_control_runtime_list(const struct glove_control_store *store);
  * "SIGWINCH"; -1 for anything else. */
 int glove_control_signal_parse(const char *name);
 
-/* Base64 (RFC 4648, with padding). encode: a new NUL-terminated string
- * (NULL on ENOMEM). decode: 0 with *out malloc'd (n bytes), -EINVAL for
- * text that is not canonical base64, -EMSGSIZE when it would exceed max. */
-char *glove_control_base64_encode(const void *data, size_t n);
-int glove_control_base64_decode(const char *text, size_t len, size_t max, uint8_t **out, size_t *n);
+/*
+ * The skip state of one attachment whose output did not fit the bounded
+ * queue of its connection. skipped_bytes counts the output bytes not queued
+ * since the last gap notice (saturating at INT64_MAX, the largest JSON
+ * integer written).
+ */
+struct glove_control_output_skip {
+        bool skipping;
+        uint64_t skipped_bytes;
+};
+
+/* n bytes of output were not queued: k is skipping and counts them. */
+void glove_control_output_skip_add(struct glove_control_output_skip *k, size_t n);
+
+/* Whether k, skipping, resumes now that pending bytes of pushed frames are
+ * queued on its connection out of a bound of bound bytes: pending below
+ * bound / 2. False when k is not skipping. */
+bool glove_control_output_skip_resumes(const struct glove_control_output_skip *k, size_t pending, size_t bound);
+
+/* The notice {"method":"session_output_gap","params":{"session_id":ID,
+ * "skipped_bytes":N}} (a new reference; NULL on ENOMEM). */
+json_t *glove_control_output_gap_message(const char *session_id, uint64_t skipped_bytes);
 
 enum glove_control_termination {
         GLOVE_CONTROL_TERM_EXIT,

@@ -38,7 +38,8 @@
  *     responses, in the order they were queued; at most
  *     GLOVE_CONTROL_PUSH_MAX bytes of them may be pending besides the one
  *     response (glove_control_conn_push refuses more, and the runtime then
- *     drops the attachment); while only pushed frames are pending the
+ *     skips that attachment's output until the queue drains below half the
+ *     bound, glove_control_conn_want_drain); while only pushed frames are pending the
  *     connection is still read and answered, and the peer must keep taking
  *     them (no progress for client_timeout_ms closes it); a connection that
  *     holds attachments has no idle deadline; a connection that closes
@@ -100,6 +101,19 @@ int glove_control_conn_push(struct glove_control_conn *c, json_t *msg, bool last
  * (glove_control_frame_encode_output), with the same bound and results.
  */
 int glove_control_conn_push_output(struct glove_control_conn *c, const char *session_id, const void *data, size_t n);
+
+/* Bytes of pushed frames pending on c (not counting the pending response),
+ * 0..GLOVE_CONTROL_PUSH_MAX plus the last notices' slack. */
+size_t glove_control_conn_pushed_pending(const struct glove_control_conn *c);
+
+/*
+ * Asks for one call of glove_control_runtime_conn_drained(runtime, c) once
+ * the pushed frames pending on c fall below GLOVE_CONTROL_PUSH_MAX / 2. The
+ * call is made from the loop after c's socket took bytes, never inline;
+ * none is made when c closes first. Asking again before it is made changes
+ * nothing.
+ */
+void glove_control_conn_want_drain(struct glove_control_conn *c);
 
 /* Counts attachments held on c (delta +1 or -1): a connection with any has
  * no idle deadline. */

@@ -20,6 +20,12 @@
         READY, waits (at most 120 s) for GO to exist, then reads everything
         and prints "slow output_frames=N last=EVENT", EVENT being
         session_detached:REASON, session_ended or EOF.
+    sessctl.py trickle RT ID READY GO
+        A client that attaches and reads slowly (64 KiB every 50 ms, so its
+        connection keeps making progress) until GO exists, then reads at full
+        speed and prints "trickle output_frames=N gaps=G skipped=S last=EVENT",
+        S the sum of the session_output_gap skipped_bytes (-1 when a gap
+        arrived out of order: before any output, or twice in a row).
 """
 import base64, json, os, socket, struct, subprocess, sys, time
 
@@ -162,6 +168,61 @@ def main():
                 last = "session_ended"
                 break
         print("slow output_frames=%d last=%s" % (n, last))
+    elif cmd == "trickle":
+        send(s, {"id": 1, "method": "attach", "params": {"session_id": sys.argv[3]}})
+        open(sys.argv[4], "w").close()
+        early = bytearray()
+        for _ in range(2400):
+            if os.path.exists(sys.argv[5]):
+                break
+            s.settimeout(0.05)
+            try:
+                c = s.recv(65536)
+                if not c:
+                    break
+                early += c
+            except socket.timeout:
+                pass
+            time.sleep(0.05)
+        s.settimeout(60)
+        pos = [0]
+
+        def frame():
+            while len(early) - pos[0] < 4 or len(early) - pos[0] < 4 + struct.unpack(">I", early[pos[0]:pos[0] + 4])[0]:
+                try:
+                    c = s.recv(1 << 20)
+                except OSError:
+                    c = b""
+                if not c:
+                    return None
+                early.extend(c)
+            n = struct.unpack(">I", early[pos[0]:pos[0] + 4])[0]
+            m = json.loads(bytes(early[pos[0] + 4:pos[0] + 4 + n]))
+            pos[0] += 4 + n
+            return m
+        n, gaps, skipped, last, prev = 0, 0, 0, "EOF", "attach"
+        while True:
+            m = frame()
+            if m is None:
+                break
+            meth = m.get("method")
+            if meth == "session_output":
+                n += 1
+            elif meth == "session_output_gap":
+                gaps += 1
+                if prev != "session_output" or skipped < 0:
+                    skipped = -1
+                else:
+                    skipped += m["params"]["skipped_bytes"]
+            elif meth == "session_detached":
+                last = "session_detached:" + m["params"]["reason"]
+                break
+            elif meth == "session_ended":
+                last = "session_ended"
+                break
+            if meth:
+                prev = meth
+        print("trickle output_frames=%d gaps=%d skipped=%d last=%s" % (n, gaps, skipped, last))
     elif cmd == "watch":
         r = call(s, "attach", {"session_id": sys.argv[3]})
         print("attach " + canon(r))

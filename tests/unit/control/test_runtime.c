@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The pure parts of the managed runtime: signal names, base64, receipts. */
+/* The pure parts of the managed runtime: signal names, the output skip
+ * state, receipts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <cmocka.h>
 
 #include "glove/base/json.h"
+#include "glove/control/frame.h"
 #include "glove/control/runtime.h"
+#include "glove/control/server.h"
 
 static void test_signals(void **state) {
         (void)state;
@@ -26,28 +29,38 @@ static void test_signals(void **state) {
         assert_int_equal(glove_control_signal_parse(NULL), -1);
 }
 
-static void test_base64(void **state) {
+/* Skipping counts (saturating), resumes below half the bound only, and the
+ * gap notice is the documented canonical frame. */
+static void test_output_skip(void **state) {
         (void)state;
-        const char *in[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
-        const char *want[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
-        for (size_t i = 0; i < 7; i++) {
-                char *e = glove_control_base64_encode(in[i], strlen(in[i]));
-                assert_string_equal(e, want[i]);
-                uint8_t *d;
-                size_t n;
-                assert_int_equal(glove_control_base64_decode(e, strlen(e), 100, &d, &n), 0);
-                assert_int_equal(n, strlen(in[i]));
-                if (n)
-                        assert_memory_equal(d, in[i], n);
-                free(d);
-                free(e);
-        }
-        uint8_t *d;
-        size_t n;
-        assert_int_equal(glove_control_base64_decode("Zm9", 3, 100, &d, &n), -EINVAL);
-        assert_int_equal(glove_control_base64_decode("Zm!v", 4, 100, &d, &n), -EINVAL);
-        assert_int_equal(glove_control_base64_decode("Zh==", 4, 100, &d, &n), -EINVAL); /* non-zero pad bits */
-        assert_int_equal(glove_control_base64_decode("Zm9vYmFy", 8, 5, &d, &n), -EMSGSIZE);
+        struct glove_control_output_skip k = { 0 };
+        assert_false(glove_control_output_skip_resumes(&k, 0, GLOVE_CONTROL_PUSH_MAX));
+        glove_control_output_skip_add(&k, 1000);
+        glove_control_output_skip_add(&k, 24);
+        assert_true(k.skipping);
+        assert_true(k.skipped_bytes == 1024);
+        assert_false(glove_control_output_skip_resumes(&k, GLOVE_CONTROL_PUSH_MAX, GLOVE_CONTROL_PUSH_MAX));
+        assert_false(glove_control_output_skip_resumes(&k, GLOVE_CONTROL_PUSH_MAX / 2, GLOVE_CONTROL_PUSH_MAX));
+        assert_true(glove_control_output_skip_resumes(&k, GLOVE_CONTROL_PUSH_MAX / 2 - 1, GLOVE_CONTROL_PUSH_MAX));
+        assert_true(glove_control_output_skip_resumes(&k, 0, GLOVE_CONTROL_PUSH_MAX));
+        k.skipped_bytes = (uint64_t)INT64_MAX - 5;
+        glove_control_output_skip_add(&k, 100);
+        assert_true(k.skipped_bytes == (uint64_t)INT64_MAX);
+
+        json_t *m = glove_control_output_gap_message("s-1", 4194304);
+        assert_non_null(m);
+        struct glove_buffer out;
+        glove_buffer_init(&out, 4096);
+        assert_int_equal(glove_control_frame_encode(m, &out, NULL), 0);
+        static const char want[] =
+                "{\"method\":\"session_output_gap\",\"params\":{\"session_id\":\"s-1\",\"skipped_bytes\":4194304}}";
+        assert_int_equal(out.len, GLOVE_CONTROL_FRAME_PREFIX + sizeof(want) - 1);
+        assert_memory_equal(out.data + GLOVE_CONTROL_FRAME_PREFIX, want, sizeof(want) - 1);
+        glove_buffer_free(&out);
+        json_decref(m);
+        m = glove_control_output_gap_message("s-1", UINT64_MAX);
+        assert_true(json_integer_value(json_object_get(json_object_get(m, "params"), "skipped_bytes")) == INT64_MAX);
+        json_decref(m);
 }
 
 static void test_receipt(void **state) {
@@ -103,7 +116,7 @@ static void test_receipt(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_signals),
-                cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_output_skip),
                 cmocka_unit_test(test_receipt),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
