@@ -188,7 +188,7 @@ static int read_input(struct attach *a, struct glove_error *err) {
 static int flush_input(struct attach *a, struct glove_error *err) {
         if (a->inflight_id || a->pend_len == 0 || a->detaching || glove_time_monotonic_ms() < a->retry_at_ms)
                 return 0;
-        ctl_b64_encode(a->pend, a->pend_len, a->b64);
+        a->b64[glove_base64_encode_into(a->pend, a->pend_len, a->b64)] = '\0';
         _cleanup_json_ json_t *p = json_pack("{s:s,s:s}", "session_id", a->id, "data_b64", a->b64);
         if (!p)
                 return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");

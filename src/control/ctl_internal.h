@@ -43,9 +43,3 @@ int ctl_session_run(const struct ctl *c);
 /* glove ctl attach (ctl_attach.c). */
 int ctl_attach_run(const struct ctl *c, const char *session_id, bool no_stdin);
 
-/* Base64 (RFC 4648, standard alphabet, padded). ctl_b64_encode writes
- * 4*ceil(n/3) bytes and a NUL to out (caller sizes it); ctl_b64_decode
- * decodes strictly into out (at least 3*len/4 bytes) and returns the length,
- * or -EINVAL. */
-void ctl_b64_encode(const uint8_t *in, size_t n, char *out);
-ssize_t ctl_b64_decode(const char *in, size_t len, uint8_t *out);

@@ -7,60 +7,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/number.h"
 #include "glove/base/time.h"
 #include "glove/control/client.h"
 #include "glove/control/ctl.h"
 #include "ctl_internal.h"
-
-static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void ctl_b64_encode(const uint8_t *in, size_t n, char *out) {
-        size_t o = 0;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t)in[i] << 16;
-                if (i + 1 < n)
-                        v |= (uint32_t)in[i + 1] << 8;
-                if (i + 2 < n)
-                        v |= in[i + 2];
-                out[o++] = b64_alphabet[(v >> 18) & 63];
-                out[o++] = b64_alphabet[(v >> 12) & 63];
-                out[o++] = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=';
-                out[o++] = i + 2 < n ? b64_alphabet[v & 63] : '=';
-        }
-        out[o] = '\0';
-}
-
-static int b64_value(char ch) {
-        const char *p = ch ? strchr(b64_alphabet, ch) : NULL;
-        return p ? (int)(p - b64_alphabet) : -1;
-}
-
-ssize_t ctl_b64_decode(const char *in, size_t len, uint8_t *out) {
-        if (len % 4)
-                return -EINVAL;
-        size_t o = 0;
-        for (size_t i = 0; i < len; i += 4) {
-                bool last = i + 4 == len;
-                int pad = 0;
-                if (last && in[i + 3] == '=')
-                        pad = in[i + 2] == '=' ? 2 : 1;
-                int v[4];
-                for (int k = 0; k < 4; k++) {
-                        v[k] = k >= 4 - pad ? 0 : b64_value(in[i + k]);
-                        if (v[k] < 0)
-                                return -EINVAL;
-                }
-                uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-                out[o++] = (uint8_t)(x >> 16);
-                if (pad < 2)
-                        out[o++] = (uint8_t)(x >> 8);
-                if (pad < 1)
-                        out[o++] = (uint8_t)x;
-        }
-        return (ssize_t)o;
-}
 
 /* A command line "ID [POSITIONAL...] [--opt VALUE | --flag]..." split into
  * positionals and the values of the options allowed (NULL when absent;
@@ -225,7 +178,7 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
                 } else if ((r = read_stdin(buf, &len))) {
                         return r;
                 }
-                ctl_b64_encode(buf, len, b64);
+                b64[glove_base64_encode_into(buf, len, b64)] = '\0';
                 *method = "write_stdin";
                 *params = json_pack("{s:s,s:s}", "session_id", cl.pos[0], "data_b64", b64);
                 return 0;
