@@ -454,6 +454,11 @@ static void on_exited(struct glove_session *gs, const struct glove_session_outco
                          : glove_error_is_set(&o->error) && o->error.code ? o->error.code
                                                                           : "start.failed";
                 f.started_at_ms = -1;
+        } else if (o->audit_full) {
+                f.termination = GLOVE_CONTROL_TERM_LIMIT;
+                f.limit = "disk_bytes";
+                f.code = "egress.audit_full";
+                f.signal = SIGKILL;
         } else if (limit) {
                 f.termination = GLOVE_CONTROL_TERM_LIMIT;
                 f.limit = limit;
@@ -875,6 +880,10 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                         .cwd = glove_supervisor_launch_cwd(s->launch),
                 };
                 glove_supervisor_launch_limits(s->launch, &d.limits);
+                /* The egress audit log lives on the host: it counts against
+                 * the session's disk limit (an agent flooding the proxy with
+                 * refused requests could otherwise fill the host disk). */
+                d.audit_max_bytes = d.limits.disk_bytes;
                 r = glove_session_spawn(&d, &session_ops, s, &s->session, &e);
                 if (r >= 0 && (r = glove_session_attach(s->session, rt->loop, &e)) < 0) {
                         glove_session_free(s->session);

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ void glove_session_egress_init(struct glove_session_egress *e) {
         e->host_fd = e->sandbox_fd = -1;
         glove_net_policy_init(&e->policy);
         atomic_store(&e->audit_failed, false);
+        atomic_store(&e->audit_full, false);
 }
 
 /* In the helper process, forked by PID 1: nothing but the channel and the
@@ -84,7 +86,16 @@ static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
                                              ev->address_class, "bytes_up", (json_int_t)ev->bytes_up, "bytes_down",
                                              (json_int_t)ev->bytes_down, "duration_ms", (json_int_t)ev->duration_ms);
         struct glove_error err = {0};
-        if (!f || glove_audit_append(e->audit, "egress", f, &err) < 0) {
+        struct stat st;
+        bool full = false;
+        int r = f ? glove_audit_append(e->audit, "egress", f, &err) : -ENOMEM;
+        if (r == 0 && e->audit_max && fstat(e->audit->fd, &st) == 0 &&
+            (uint64_t)st.st_size > e->audit_base + e->audit_max) {
+                /* The record that passed the budget is kept; the session stops. */
+                full = true;
+                atomic_store(&e->audit_full, true);
+        }
+        if (r < 0 || full) {
                 /* Fail closed: the connection is refused and the session stops
                  * (pidfd_send_signal is safe from any thread). */
                 if (!atomic_exchange(&e->audit_failed, true) && e->sb)
@@ -100,6 +111,9 @@ int glove_session_egress_setup(struct glove_session_egress *e, struct glove_net_
         cfg->pid1_fd = -1;
         if (!policy)
                 return 0;
+        struct stat st;
+        if (audit && audit->fd >= 0 && fstat(audit->fd, &st) == 0)
+                e->audit_base = (uint64_t)st.st_size;
         e->policy = *policy; /* moved */
         glove_net_policy_init(policy);
         int r = glove_net_token_generate(e->token, err);

@@ -23,6 +23,9 @@ struct glove_session_egress {
         struct glove_audit_log *audit;         /* borrowed; may be NULL or fd -1 */
         struct glove_sandbox *sb;              /* to stop the agent when an audit append fails */
         atomic_bool audit_failed;
+        atomic_bool audit_full;                /* the audit budget was passed (audit_failed too) */
+        uint64_t audit_max;                    /* bytes the audit log may grow by; 0: no bound */
+        uint64_t audit_base;                   /* its size when the session started */
 };
 
 /* Empties e (no egress). */

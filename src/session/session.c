@@ -151,6 +151,8 @@ static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
         }
         if (atomic_load(&s->egress.audit_failed))
                 s->out.audit_failed = true;
+        if (atomic_load(&s->egress.audit_full))
+                s->out.audit_full = true;
         (void)sd_event_source_set_time_relative(src, next_us);
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 }
@@ -276,6 +278,8 @@ static void advance(struct glove_session *s) {
                 glove_session_egress_stop(&s->egress);
                 if (atomic_load(&s->egress.audit_failed))
                         s->out.audit_failed = true;
+                if (atomic_load(&s->egress.audit_full))
+                        s->out.audit_full = true;
                 final_usage(s);
                 s->teardown_deadline_us = glove_time_monotonic_us() + GLOVE_SESSION_TEARDOWN_MS * 1000ULL;
         }
@@ -361,6 +365,8 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
         }
         if (atomic_load(&s->egress.audit_failed))
                 s->out.audit_failed = true;
+        if (atomic_load(&s->egress.audit_full))
+                s->out.audit_full = true;
         if (s->cg && glove_cgroup_stats(s->cg, &s->final_stats, NULL) == 0) {
                 s->have_final_stats = true;
                 s->final_breach = glove_cgroup_breach(s->cg, &s->final_stats);
@@ -527,6 +533,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
 
         if (r >= 0)
                 r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
+        s->egress.audit_max = d->audit_max_bytes;
         if (r >= 0)
                 r = make_cgroup(s, d, &s->cfg, err);
         if (r >= 0) {

@@ -675,3 +675,22 @@ r = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_
 assert r["launch_binding"]["egress"] == {"policy_id": "web", "targets": ["127.0.0.1:" + sys.argv[1]]}, r["launch_binding"]["egress"]' "$port" ||
                 fail "the binding does not record the egress policy"
 }
+
+@test "gloved egress: the audit log counts against disk_bytes: a flood of refused requests stops the session" {
+        local script='n=0; while [ $n -lt 2000 ]; do /usr/bin/curl -s --max-time 5 --proxytunnel -o /dev/null http://127.0.0.1:9/; n=$((n+1)); done; echo survived'
+        fs_gloved "{\"templates\":[$(sh_template flood "$script")],\"limits\":{\"disk_bytes\":65536},\"egress\":[{\"policy_id\":\"web\",\"targets\":[{\"host\":\"127.0.0.1\",\"port\":8,\"allow_private\":true}]}]}"
+        new_fs a1 flood '[]' 60000 web
+        ctl start a1
+        expect_status 0
+        wait_state a1 exited 60
+        "$GLOVE" ctl --runtime-dir "$RT" --json receipts --limit 256 | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+r = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_id"] == "a1"][0]
+t = r["termination"]
+assert t["kind"] == "limit" and t["limit"] == "disk_bytes" and t["code"] == "egress.audit_full", t' ||
+                fail "the flood was not stopped by the audit budget"
+        local size
+        size=$(stat -c %s "$T/mat/audit/a1.jsonl")
+        [ "$size" -gt 65536 ] && [ "$size" -lt $((65536 + 4096)) ] || fail "the audit log is $size bytes"
+}

@@ -133,6 +133,10 @@ struct glove_session_desc {
          * NULL or have fd -1. An append that fails stops the agent
          * (fail closed; outcome.audit_failed). */
         struct glove_audit_log *audit;
+        /* Bytes the egress records may add to audit during the session; past
+         * them the agent is stopped as when an append fails
+         * (outcome.audit_failed and outcome.audit_full). 0: no bound. */
+        uint64_t audit_max_bytes;
         /* PID 1 dies with the thread that started it (a CLI); false for a
          * service whose sessions may outlive a thread or a restart. */
         bool parent_death_kill;
@@ -154,6 +158,7 @@ struct glove_session_outcome {
         bool disk_full;                        /* a private tmpfs was full at the end */
         bool stopped;                          /* glove_session_stop() ended it */
         bool audit_failed;                     /* an egress record could not be appended */
+        bool audit_full;                       /* ... because audit_max_bytes were passed */
         bool released;                         /* the agent was started */
         bool output_cut;                       /* output was still open GLOVE_SESSION_DRAIN_MS after
                                                 * PID 1 ended (a client held it, or a process

@@ -71,7 +71,8 @@ def policy(out, spec):
     templates.sort(key=lambda x: x["runtime_template_id"].encode())
     p = {"schema_version": 1, "revision": 1, "max_plan_ttl_ms": 120000, "runtime_templates": templates,
          "path_aliases": aliases, "library_projection_destinations": [],
-         "resource_profiles": [dict(profile_id="p0", **LIMITS)], "egress_policy_ids": ["no-network"],
+         "resource_profiles": [dict(profile_id="p0", **dict(LIMITS, **spec.get("limits", {})))],
+         "egress_policy_ids": ["no-network"],
          "tool_policy_ids": ["t"], "secret_handles": [],
          "egress_policies": [{"policy_id": "no-network", "targets": []}], "secret_mounts": []}
     # SPEC "egress": [{"policy_id", "targets": [{"host", "port", "allow_private"}]}]
@@ -99,7 +100,7 @@ def plan(out, policy_file, tid, grants, off, egress="no-network"):
                    "ttl_secs": 60})
     pg.sort(key=lambda x: x["alias"].encode())
     doc = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": egress,
-           "expires_at_ms": int(time.time() * 1000) + off, "library_projections": [], "limits": dict(LIMITS),
+           "expires_at_ms": int(time.time() * 1000) + off, "library_projections": [], "limits": {k: v for k, v in p["resource_profiles"][0].items() if k != "profile_id"},
            "path_grants": pg, "policy_revision": p["revision"], "runtime_id": "pyrt", "runtime_template_id": tid,
            "sandbox_backend": "linux_production", "schema_version": 1, "secret_handles": [], "tool_policy_id": "t"}
     with open(out, "w") as f:
