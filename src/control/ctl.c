@@ -247,7 +247,7 @@ static int command_options(const struct ctl *c, const char *const names[], const
 static int parse_count(const char *v, const char *name, json_int_t max, json_int_t *out) {
         uint64_t n;
         if (max < 0 || glove_number_parse_u64(v, 0, 0, (uint64_t)max, &n) < 0)
-                return usage_error("%s needs a non-negative integer", name);
+                return usage_error("%s needs an integer from 0 to %lld", name, (long long)max);
         *out = (json_int_t)n;
         return 0;
 }
