@@ -311,6 +311,22 @@ int glove_cgroup_create(const struct glove_cgroup_limits *limits, struct glove_c
         return cg_create(limits, &opts, out, err);
 }
 
+void glove_cgroup_sweep(void) {
+        struct cg_options opts = {.force = GLOVE_CGROUP_BACKEND_NONE,
+                                  .v2_controllers = CG_ROLE_MEMORY | CG_ROLE_PIDS | CG_ROLE_CPU};
+        struct cg_plan plan;
+        struct glove_cgroup_probe probe;
+        struct glove_error err = {0};
+        if (cg_plan_make(&plan, &opts, &probe, &err) == 0) {
+                struct sweep sw = {.n = 0};
+                for (size_t i = 0; i < plan.nsites; i++) {
+                        sweep_scan(plan.sites[i].fd, &sw);
+                        sweep_remove(plan.sites[i].fd, &sw);
+                }
+        }
+        cg_plan_clear(&plan);
+}
+
 void glove_cgroup_info(const struct glove_cgroup *cg, struct glove_cgroup_info *out) {
         *out = (struct glove_cgroup_info){
                 .backend = cg->backend,

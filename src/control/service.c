@@ -342,6 +342,8 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 .cgroup_error = cr < 0 ? cr : 0,
                 .cgroup_why = &cgerr,
         };
+        /* Run cgroups of an earlier gloved killed with SIGKILL. */
+        glove_cgroup_sweep();
         size_t recovered = 0;
         r = glove_control_runtime_recover(&ro, &recovered, err);
         if (recovered)

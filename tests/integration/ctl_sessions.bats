@@ -320,6 +320,9 @@ INNER
         local pid1
         pid1=$(pgrep -P "$GD_PID" | head -n1)
         [ -n "$pid1" ] || fail "no sandbox process under gloved"
+        local old=$GD_PID
+        [ -n "$(find /sys/fs/cgroup -maxdepth 4 -type d -name "glove-$old-*" 2>/dev/null)" ] ||
+                fail "no run cgroup of gloved $old while r1 runs (nothing to test)"
         kill -KILL "$GD_PID"
         wait_exit "$GD_PID" 10 || fail "gloved did not die"
         for i in $(seq 100); do kill -0 "$pid1" 2>/dev/null || break; sleep 0.05; done
@@ -331,6 +334,10 @@ INNER
                 --materialization-root "$T/mat"
         grep -q "1 session of an earlier gloved ended failed (service.restarted)" "$GD_ERR" ||
                 fail "no recovery line: $(cat "$GD_ERR")"
+        # Its run cgroups are gone at start, before any new session.
+        local left
+        left=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "glove-$old-*" 2>/dev/null)
+        [ -z "$left" ] || fail "run cgroups of the killed gloved are left: $left"
         [ "$(session_state r1)" = failed ] || fail "r1 is not failed after the restart"
         ctl --json session-status r1
         expect_status 0

@@ -224,6 +224,16 @@ int glove_cgroup_create(const struct glove_cgroup_limits *limits, struct glove_c
                         struct glove_error *err);
 
 /* Facts about cg; see struct glove_cgroup_info. */
+/*
+ * Removes the empty run cgroups of Glove processes that are gone (killed
+ * with SIGKILL before they removed their own), in every hierarchy a run
+ * cgroup would be made in, as glove_cgroup_create does before it creates
+ * one. For a service at start-up (gloved), so that leftovers do not wait for
+ * the next session. Best effort: a cgroup still holding a process, or one
+ * this user may not remove, stays. No error is reported.
+ */
+void glove_cgroup_sweep(void);
+
 void glove_cgroup_info(const struct glove_cgroup *cg, struct glove_cgroup_info *out);
 
 /* The absolute path of cg's directory number index (0 <= index < info.dirs),
