@@ -183,11 +183,37 @@ static bool run_cgroup_name(const char *name, pid_t *pid) {
         return true;
 }
 
+/* When this process started, as CLOCK_REALTIME seconds (0 when unknown):
+ * /proc/self/stat field 22 (clock ticks after boot) plus the boot time. */
+static int64_t self_start_realtime(void) {
+        char buf[1024];
+        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+                close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        unsigned long long ticks = 0;
+        /* After ")": field 3 (state) is the first; starttime is field 22. */
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                         &ticks) != 1)
+                return 0;
+        struct timespec rt, bt;
+        long hz = sysconf(_SC_CLK_TCK);
+        if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &rt) < 0 || clock_gettime(CLOCK_BOOTTIME, &bt) < 0)
+                return 0;
+        return (int64_t)rt.tv_sec - (int64_t)bt.tv_sec + (int64_t)(ticks / (unsigned long long)hz);
+}
+
 /* Leftover run cgroups found by sweep_scan (at most this many per run). */
 #define SWEEP_MAX 32
 
 struct sweep {
-        char names[SWEEP_MAX][GLOVE_CGROUP_NAME_MAX];
+        /* SWEEP_MAX leftovers of other pids, and room for those of this
+         * process's own (reused) pid, which are found even past the bound. */
+        char names[SWEEP_MAX + 4][GLOVE_CGROUP_NAME_MAX];
         size_t n;
 };
 
@@ -202,18 +228,31 @@ static void sweep_scan(int site_fd, struct sweep *sw) {
         if (fd < 0)
                 return;
         _Alignas(8) char buf[16384];
-        for (int rounds = 0; rounds < 4 && sw->n < SWEEP_MAX; rounds++) {
+        int64_t start = 0;
+        for (int rounds = 0; rounds < 4 && sw->n < SWEEP_MAX + 4; rounds++) {
                 long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
                 if (n <= 0)
                         break;
-                for (long off = 0; off < n && sw->n < SWEEP_MAX;) {
+                for (long off = 0; off < n && sw->n < SWEEP_MAX + 4;) {
                         struct dirent64 *e = (struct dirent64 *)(buf + off);
                         off += e->d_reclen;
                         pid_t pid;
                         if (e->d_type != DT_DIR || !run_cgroup_name(e->d_name, &pid))
                                 continue;
-                        if (kill(pid, 0) == 0 || errno != ESRCH)
-                                continue; /* alive (or not ours to judge) */
+                        if (pid == getpid()) {
+                                /* A leftover of an earlier process that had
+                                 * this pid: made before this one started
+                                 * (with a second of margin; this process's
+                                 * own run cgroups are never older). */
+                                struct stat st;
+                                if (start == 0 && (start = self_start_realtime()) == 0)
+                                        continue;
+                                if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                                    (int64_t)st.st_mtime >= start - 1)
+                                        continue;
+                        } else if (sw->n >= SWEEP_MAX || kill(pid, 0) == 0 || errno != ESRCH) {
+                                continue; /* alive (or not ours to judge), or the bound */
+                        }
                         size_t len = strlen(e->d_name);
                         if (len < GLOVE_CGROUP_NAME_MAX)
                                 memcpy(sw->names[sw->n++], e->d_name, len + 1);

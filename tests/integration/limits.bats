@@ -485,6 +485,45 @@ sys.exit(7)'
         done
 }
 
+@test "limits: a leftover run cgroup named with this glove's own (reused) pid is removed too" {
+        need_cgroups
+        is_root || skip "making stand-in leftovers in the host's cgroup hierarchies needs root"
+        # Stand-ins for leftovers of dead processes whose pids the next glove
+        # may get: glove-PID-<hex>, an hour old, for the next 900 pids, in
+        # every hierarchy a run cgroup is made in.
+        local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err h p last made=()
+        spawn_glove "$out" "$err" --wall-time 20000 -- /bin/sh -c 'echo up; exec sleep 30'
+        wait_for "$out" '^up$' 10
+        local hier=()
+        mapfile -t hier < <(run_cgroups "$GPID" | xargs -n1 dirname)
+        kill -TERM "$GPID"
+        wait_exit "$GPID" 10
+        [ "${#hier[@]}" -ge 1 ] || fail "no run cgroup hierarchy found"
+        last=$(cat /proc/sys/kernel/ns_last_pid)
+        "$PY" - "$last" 900 "${hier[@]}" >"$BATS_TEST_TMPDIR/made" <<'PYEOF'
+import os, sys, time
+last, n, hier = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+old = time.time() - 3600
+for p in range(last + 1, last + 1 + n):
+    for h in hier:
+        d = "%s/glove-%d-0123456789abcdef" % (h, p)
+        try:
+            os.mkdir(d)
+            os.utime(d, (old, old))
+            print(d)
+        except OSError:
+            pass
+PYEOF
+        spawn_glove "$out" "$err" -- /bin/true
+        wait_exit "$GPID" 10
+        local left
+        left=$(run_cgroups "$GPID")
+        mapfile -t made <"$BATS_TEST_TMPDIR/made"
+        for d in "${made[@]}"; do rmdir "$d" 2>/dev/null || true; done
+        [ "$GPID" -le $((last + 900)) ] || skip "the pid went past the stand-ins ($GPID)"
+        [ -z "$left" ] || fail "a leftover with glove's own pid $GPID is still there: $left"
+}
+
 # ------------------------------------------------------------ nothing survives
 
 @test "limits: nothing survives Glove: background children are dead after a normal exit and after a breach" {
