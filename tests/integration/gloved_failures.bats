@@ -128,7 +128,7 @@ nothing_left() {
         if grep -F -- "/$id/" /proc/self/mountinfo | grep -F -- "$T" >&2; then
                 fail "a mount of session $id is left"
         fi
-        if command -v losetup >/dev/null && losetup -a 2>/dev/null | grep -F -e "$T/mat" -e "$id/" >&2; then
+        if command -v losetup >/dev/null && losetup -a 2>/dev/null | grep -F -e "$T/mat/" >&2; then
                 fail "a loop device of ours is left"
         fi
         [ ! -e "$T/mat/images/$id" ] || fail "session $id's image directory is left: $(ls -la "$T/mat/images/$id")"

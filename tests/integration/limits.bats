@@ -153,7 +153,9 @@ expect_breach() {
 
 # run_cgroups PID: every run cgroup directory of the glove process PID, in
 # any hierarchy.
-run_cgroups() { find /sys/fs/cgroup -maxdepth 10 -type d -name "glove-$1-*" 2>/dev/null; }
+# Only directories of this user: a leftover of a root run with a pid an
+# unprivileged glove now has is not that glove's (nor removable by it).
+run_cgroups() { find /sys/fs/cgroup -maxdepth 10 -type d -name "glove-$1-*" -user "$(id -u)" 2>/dev/null; }
 
 expect_no_run_cgroup() {
         local left
