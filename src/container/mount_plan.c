@@ -435,9 +435,12 @@ int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, u
                 return glove_error_set(err, EINVAL, "mount.plan_dest", "tree size %llu is not within 1..%llu bytes",
                                        (unsigned long long)size, (unsigned long long)GLOVE_MOUNT_TREE_SIZE_MAX);
         size_t count0 = plan->count, data0 = plan->data_len;
-        char opts[160];
-        snprintf(opts, sizeof(opts), "mode=0755,uid=%u,gid=%u,size=%llu", (unsigned)uid, (unsigned)gid,
-                 (unsigned long long)size);
+        char opts[192];
+        /* Inodes bounded too (kernel memory the size does not count): one
+         * per 4 KiB of the size, at least GLOVE_MOUNT_TREE_INODES_MIN. */
+        uint64_t inodes = size / 4096 > GLOVE_MOUNT_TREE_INODES_MIN ? size / 4096 : GLOVE_MOUNT_TREE_INODES_MIN;
+        snprintf(opts, sizeof(opts), "mode=0755,uid=%u,gid=%u,size=%llu,nr_inodes=%llu", (unsigned)uid, (unsigned)gid,
+                 (unsigned long long)size, (unsigned long long)inodes);
         /* The copy's failures carry their own codes; "mount.fresh" is the
          * tmpfs mount's. */
         int r = add_tree(plan, GLOVE_MOUNT_TREE, dest, source, GLOVE_MOUNT_F_DIR, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,

@@ -144,9 +144,13 @@ static int send_message(struct glove_control_client *c, json_t *msg, struct glov
         return r;
 }
 
-/* Sends one request and reads frames until its response (new reference);
- * notifications read meanwhile are kept for glove_control_client_next. */
-static int exchange(struct glove_control_client *c, json_t *req, json_t **resp, struct glove_error *err) {
+/* Sends one request (id) and reads frames until its response (new
+ * reference); notifications read meanwhile are kept for
+ * glove_control_client_next, and the answers to earlier requests sent with
+ * glove_control_client_send and not read yet are dropped (a response with
+ * another integer id is not this request's). */
+static int exchange(struct glove_control_client *c, json_t *req, json_int_t id, json_t **resp,
+                    struct glove_error *err) {
         uint64_t deadline = glove_time_monotonic_ms() + c->timeout_ms;
         int r = send_message(c, req, err);
         if (r < 0)
@@ -159,6 +163,11 @@ static int exchange(struct glove_control_client *c, json_t *req, json_t **resp, 
                 if (r == 0)
                         return glove_error_set(err, ETIMEDOUT, "client.timeout", "gloved did not answer in time");
                 if (!is_notification(f)) {
+                        json_t *fid = json_object_get(f, "id");
+                        if (json_is_integer(fid) && json_integer_value(fid) != id) {
+                                json_decref(f);
+                                continue;
+                        }
                         *resp = f;
                         return 0;
                 }
@@ -191,7 +200,7 @@ int glove_control_client_call(struct glove_control_client *c, const char *method
         if (!req)
                 return glove_error_set(err, ENOMEM, "client.invalid_argument", "cannot build the request");
         _cleanup_json_ json_t *resp = NULL;
-        int r = exchange(c, req, &resp, err);
+        int r = exchange(c, req, id, &resp, err);
         if (r < 0)
                 return r;
         json_t *rid = json_object_get(resp, "id");

@@ -110,6 +110,7 @@ struct glove_control_runtime {
         struct rt_session *sessions;
         unsigned live, ended;
         bool operational;
+        bool shutting_down;    /* glove_control_runtime_shutdown walks the sessions */
         char why[GLOVE_CGROUP_REASON_MAX * 2 + 64];
         struct prepare_pool pool;
 };
@@ -123,6 +124,9 @@ int glove_control_runtime_new(const struct glove_control_runtime_options *o, str
         if (!rt)
                 return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
         rt->o = *o;
+        /* The probe and its error are the caller's locals: copied, not kept. */
+        rt->o.cgroup = NULL;
+        rt->o.cgroup_why = NULL;
         if (o->cgroup)
                 rt->cgroup = *o->cgroup;
         rt->operational = o->cgroup && o->cgroup_error == 0 && o->cgroup->backend != GLOVE_CGROUP_BACKEND_NONE;
@@ -208,11 +212,16 @@ static void unlink_entry(struct glove_control_runtime *rt, struct rt_session *s)
 
 /* Keeps at most GLOVE_CONTROL_RUNTIME_ENDED_MAX ended entries: the oldest
  * ended one goes (its store record and receipt stay). */
-static void trim_ended(struct glove_control_runtime *rt) {
+/* Frees the oldest ended entries past GLOVE_CONTROL_RUNTIME_ENDED_MAX, never
+ * keep (the entry a caller is still using) and nothing while shutdown walks
+ * the list. */
+static void trim_ended(struct glove_control_runtime *rt, const struct rt_session *keep) {
+        if (rt->shutting_down)
+                return;
         while (rt->ended > GLOVE_CONTROL_RUNTIME_ENDED_MAX) {
                 struct rt_session *last = NULL;
                 for (struct rt_session *s = rt->sessions; s; s = s->next)
-                        if (!s->live && !s->n_att)
+                        if (!s->live && !s->n_att && s != keep)
                                 last = s;
                 if (!last)
                         return;
@@ -422,7 +431,7 @@ static void finish(struct rt_session *s, struct glove_control_receipt_facts *f) 
                 rt->ended++;
         }
         end_notify(s, failed ? "failed" : "exited");
-        trim_ended(rt);
+        trim_ended(rt, s);
 }
 
 static void keep_transcript(struct rt_session *s) {
@@ -1228,6 +1237,7 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
         if (!rt)
                 return;
         pool_down(rt);
+        rt->shutting_down = true;
         for (struct rt_session *s = rt->sessions; s; s = s->next) {
                 if (!s->live)
                         continue;

@@ -118,8 +118,11 @@ bool glove_supervisor_retained_probe(struct glove_error *why) {
 static int run_mkfs(const char *image, uid_t uid, gid_t gid, struct glove_error *err) {
         char mkfs[PATH_MAX];
         int r = sv_mkfs_resolve(mkfs, err);
-        if (r < 0)
-                return glove_error_set(err, -r, "materialize.mkfs", "%s", err ? err->message : "mkfs.ext4 unusable");
+        if (r < 0) {
+                char why[sizeof(err->message)];
+                snprintf(why, sizeof(why), "%s", err ? err->message : "mkfs.ext4 unusable");
+                return glove_error_set(err, -r, "materialize.mkfs", "%s", why);
+        }
         char ext[64];
         snprintf(ext, sizeof(ext), "root_owner=%u:%u,nodiscard", (unsigned)uid, (unsigned)gid);
         char *const argv[] = { "mkfs.ext4", "-F", "-q", "-t", "ext4", "-m", "0", "-E", ext, (char *)image, NULL };
@@ -288,11 +291,22 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
                                     alias, (unsigned long long)size, strerror(e));
                 goto fail;
         }
+        /* Again once allocated: another session's image may have been
+         * allocated between the check above and ours (prepares run on
+         * several threads). */
+        if (fstatvfs(image, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < (uint64_t)SV_IMAGE_RESERVE_BYTES) {
+                r = glove_error_set(err, ENOSPC, "materialize.root_full",
+                                    "%s: after allocating the image less than %llu MiB stay free under the "
+                                    "materialization root",
+                                    alias, (unsigned long long)(SV_IMAGE_RESERVE_BYTES >> 20));
+                goto fail;
+        }
         r = run_mkfs(image_path, uid, gid, err);
         if (r < 0)
                 goto fail;
         /* mkfs never shrinks a file, but re-check: the whole size stays allocated. */
         struct stat st;
+        errno = 0;
         if (fallocate(image, 0, 0, (off_t)size) < 0 || fstat(image, &st) < 0 || (uint64_t)st.st_size != size) {
                 int e = errno ? errno : EIO;
                 r = glove_error_set(err, e, e == ENOSPC ? "materialize.root_full" : "materialize.image",

@@ -66,7 +66,7 @@ static int check_restricted(const struct glove_supervisor_runtime_config *cfg, c
                 if (sv_paths_overlap(p, restricted_roots[i]))
                         return glove_error_set(err, EPERM, "materialize.restricted", "%s: %s overlaps %s", what, p,
                                                restricted_roots[i]);
-        for (size_t i = 0; cfg->restricted && cfg->restricted[i] && i < GLOVE_SUPERVISOR_RESTRICTED_MAX; i++)
+        for (size_t i = 0; cfg->restricted && i < GLOVE_SUPERVISOR_RESTRICTED_MAX && cfg->restricted[i]; i++)
                 if (sv_paths_overlap(p, cfg->restricted[i]))
                         return glove_error_set(err, EPERM, "materialize.restricted",
                                                "%s: %s overlaps %s, which holds gloved's own state", what, p,
@@ -590,7 +590,8 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
         const char **nv = calloc(l->envc + 1, sizeof(*nv));
         if (!nv)
                 return NULL;
-        char buf[256];
+        /* host (GLOVE_POLICY_MAX_HOSTNAME), brackets, ":" and a port. */
+        char buf[GLOVE_POLICY_MAX_HOSTNAME + 16];
         for (size_t i = 0; i < l->envc; i++)
                 nv[i] = l->envp[i];
         qsort(nv, l->envc, sizeof(*nv), cmp_str);

@@ -246,6 +246,8 @@ int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *
  * out of range), "mount.plan_too_large".
  */
 #define GLOVE_MOUNT_TREE_SIZE_MAX (UINT64_C(1) << 40)
+/* A TREE's tmpfs holds at most max(size / 4096, this) inodes. */
+#define GLOVE_MOUNT_TREE_INODES_MIN 1024
 int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, uint64_t size, uid_t uid, gid_t gid,
                               const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err);
 

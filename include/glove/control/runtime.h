@@ -155,6 +155,8 @@ void glove_control_runtime_conn_closed(struct glove_control_runtime *rt, struct 
  * materializations released. Idempotent. */
 void glove_control_runtime_shutdown(struct glove_control_runtime *rt);
 
+/* Shuts down (glove_control_runtime_shutdown) and frees rt and every entry,
+ * transcripts included; NULL is a no-op. */
 void glove_control_runtime_free(struct glove_control_runtime *rt);
 
 /*
@@ -165,6 +167,15 @@ void glove_control_runtime_free(struct glove_control_runtime *rt);
  * runtime.busy, runtime.no_loop, runtime.prepare_worker, launch.*, materialize.*, cgroup.*,
  * sandbox.*, attach.too_many, stdin.too_large, stdin.full,
  * signal.unknown, journal.*, receipts.*, internal.
+ *
+ * Shapes and bounds: session_id is a store identifier (at most
+ * GLOVE_CONTROL_ID_MAX bytes); start answers at once with the state
+ * ("preparing" for a new start) and the launch continues on the prepare
+ * pool and the loop; conn is borrowed until glove_control_runtime_conn_closed
+ * for it; write_stdin takes len <= GLOVE_CONTROL_RUNTIME_STDIN_MAX bytes (data
+ * borrowed for the call); resize takes rows and cols in
+ * 1..GLOVE_CONTROL_RUNTIME_WINSIZE_MAX; stop takes grace_ms in
+ * 0..GLOVE_CONTROL_RUNTIME_GRACE_MAX_MS (milliseconds).
  */
 int glove_control_runtime_start(struct glove_control_runtime *rt, const char *session_id, json_t **result,
                                 struct glove_error *err);

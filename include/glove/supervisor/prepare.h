@@ -162,8 +162,9 @@ void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, str
  * caller owns the result (glove_net_policy_free, then free). */
 struct glove_net_policy *glove_supervisor_launch_take_egress(struct glove_supervisor_launch *l);
 
-/* The agent's working directory inside the sandbox: the target of the first
- * writable grant, else of the first grant, else NULL (HOME). Borrowed. */
+/* The agent's working directory inside the sandbox: the target of the
+ * first writable grant, else of the alias mount whose target sorts first,
+ * else NULL (HOME). Borrowed. */
 const char *glove_supervisor_launch_cwd(const struct glove_supervisor_launch *l);
 
 /*

@@ -570,7 +570,7 @@ static void test_plan_arguments(void **state) {
         assert_int_equal(glove_mount_plan_add_tree(plan, "/t", 1 << 20, 7, 8, "/src", 3, 4, "alias x", &err), 0);
         e = &plan->entries[plan->count - 1];
         assert_int_equal(e->kind, GLOVE_MOUNT_TREE);
-        assert_string_equal(glove_mount_plan_str(plan, e->options), "mode=0755,uid=7,gid=8,size=1048576");
+        assert_string_equal(glove_mount_plan_str(plan, e->options), "mode=0755,uid=7,gid=8,size=1048576,nr_inodes=1024");
         assert_string_equal(glove_mount_plan_str(plan, e->source), "/src");
         assert_string_equal(glove_mount_entry_label(plan, e), "alias x");
         assert_int_equal(glove_mount_plan_set_cwd(plan, "/t", NULL), 0);
