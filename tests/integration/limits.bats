@@ -59,6 +59,11 @@ can_create_cgroups() {
         return 1
 }
 
+# The moment the test started: run cgroups older than it are not its.
+setup() {
+        touch "$BATS_TEST_TMPDIR/.t0"
+}
+
 setup_file() {
         # Does Glove give this user a run cgroup? Ask it with a cgroup limit.
         local err rc=0
@@ -153,9 +158,12 @@ expect_breach() {
 
 # run_cgroups PID: every run cgroup directory of the glove process PID, in
 # any hierarchy.
-# Only directories of this user: a leftover of a root run with a pid an
-# unprivileged glove now has is not that glove's (nor removable by it).
-run_cgroups() { find /sys/fs/cgroup -maxdepth 10 -type d -name "glove-$1-*" -user "$(id -u)" 2>/dev/null; }
+# Only directories of this user made during this test: a leftover of an
+# earlier run whose pid this glove now has is not this glove's (a root
+# leftover cannot even be removed by an unprivileged glove).
+run_cgroups() {
+        find /sys/fs/cgroup -maxdepth 10 -type d -name "glove-$1-*" -user "$(id -u)" -newer "$BATS_TEST_TMPDIR/.t0" 2>/dev/null
+}
 
 expect_no_run_cgroup() {
         local left
@@ -519,7 +527,7 @@ PYEOF
         spawn_glove "$out" "$err" -- /bin/true
         wait_exit "$GPID" 10
         local left
-        left=$(run_cgroups "$GPID")
+        left=$(find /sys/fs/cgroup -maxdepth 10 -type d -name "glove-$GPID-*" 2>/dev/null) # the stand-ins are older than the test
         mapfile -t made <"$BATS_TEST_TMPDIR/made"
         for d in "${made[@]}"; do rmdir "$d" 2>/dev/null || true; done
         [ "$GPID" -le $((last + 900)) ] || skip "the pid went past the stand-ins ($GPID)"
