@@ -336,7 +336,7 @@ INNER
                 fail "no recovery line: $(cat "$GD_ERR")"
         # Its run cgroups are gone at start, before any new session.
         local left
-        left=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "glove-$old-*" 2>/dev/null)
+        left=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "glove-$old-*" 2>/dev/null || true)
         [ -z "$left" ] || fail "run cgroups of the killed gloved are left: $left"
         [ "$(session_state r1)" = failed ] || fail "r1 is not failed after the restart"
         ctl --json session-status r1
