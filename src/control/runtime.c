@@ -594,6 +594,26 @@ static void on_ready(struct glove_session *gs, void *userdata) {
         json_object_set_new(s->binding, "cgroup", cg);
         if (glove_control_json_digest(s->binding, s->binding_digest, &e) < 0)
                 goto fail;
+        /* The terminal receipt carries the binding: it must fit in one
+         * envelope with room for the rest, or the agent would run and end
+         * without a receipt. Checked before release. */
+        {
+                _cleanup_free_ char *enc = NULL;
+                size_t enc_len = 0;
+                if (glove_json_encode_canonical(s->binding, &enc, &enc_len, &e) < 0)
+                        goto fail;
+                if (enc_len > GLOVE_CONTROL_RUNTIME_BINDING_MAX) {
+                        glove_error_set(&e, EMSGSIZE, "start.binding_too_large",
+                                        "the launch binding is %zu bytes; a terminal receipt holds at most %u",
+                                        enc_len, (unsigned)GLOVE_CONTROL_RUNTIME_BINDING_MAX);
+                        /* The failed start's receipt must still fit: it names
+                         * the size instead of the binding. */
+                        json_decref(s->binding);
+                        s->binding = json_pack("{s:I}", "omitted_bytes", (json_int_t)enc_len);
+                        s->binding_digest[0] = '\0';
+                        goto fail;
+                }
+        }
         if (transition(rt, s->id, GLOVE_CONTROL_SESSION_RUNNING, "", &e) < 0)
                 goto fail;
         s->started_at_ms = rt->o.now_ms();

@@ -694,3 +694,17 @@ assert t["kind"] == "limit" and t["limit"] == "disk_bytes" and t["code"] == "egr
         size=$(stat -c %s "$T/mat/audit/a1.jsonl")
         [ "$size" -gt 65536 ] && [ "$size" -lt $((65536 + 4096)) ] || fail "the audit log is $size bytes"
 }
+
+@test "gloved failures: a launch binding too large for a receipt never starts (start.binding_too_large), and its receipt still fits" {
+        local t
+        t=$("$PY" -c 'import json; print(json.dumps({"id": "big", "argv": ["/usr/bin/dash", "-c", "echo ran", "x" * 60000]}))')
+        fs_gloved "{\"templates\":[$t]}"
+        new_fs b1 big '[]'
+        start_fails b1 start.binding_too_large
+        "$GLOVE" ctl --runtime-dir "$RT" --json receipts --limit 256 | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+r = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_id"] == "b1"][0]
+assert r["started_at_ms"] is None and r["launch_binding"]["omitted_bytes"] > 57344, r["launch_binding"]' ||
+                fail "the failed start's receipt does not say the binding was omitted"
+}

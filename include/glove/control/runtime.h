@@ -77,6 +77,11 @@
 #define GLOVE_CONTROL_RUNTIME_ENDED_MAX 256
 /* Receipt room reserved per session, bytes (the largest envelope). */
 #define GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE
+/* Largest launch binding, bytes of canonical JSON: the terminal receipt
+ * holds it within GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE (64 KiB), with room
+ * for the other fields. A larger one (a template with very long arguments)
+ * never starts: start.binding_too_large. */
+#define GLOVE_CONTROL_RUNTIME_BINDING_MAX (56u * 1024)
 /* Lifetime of a start authorization, milliseconds. */
 #define GLOVE_CONTROL_RUNTIME_AUTH_TTL_MS 60000
 /* stop_session grace: default and bound, milliseconds. */
