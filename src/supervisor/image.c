@@ -250,7 +250,7 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
             snprintf(img->mount_path, sizeof(img->mount_path), "%s/mounts/%s/%s", root, session, alias) >=
                     (int)sizeof(img->mount_path))
                 return glove_error_set(err, ENAMETOOLONG, "materialize.image", "%s: path too long", alias);
-        _cleanup_close_ int images = -1, isess = -1, mounts = -1, msess = -1, mdir = -1, image = -1, loop = -1;
+        _cleanup_close_ int images = -1, isess = -1, mounts = -1, msess = -1, mdir = -1, image = -1, loop = -1, top = -1;
         bool isess_new = false, msess_new = false, mdir_new = false, image_new = false;
         int r = mkdir_open(root_fd, "images", NULL, &images, err);
         if (r >= 0)
@@ -333,7 +333,6 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
                 goto fail;
         }
         img->mounted = true;
-        _cleanup_close_ int top = -1;
         r = glove_fd_open_beneath(msess, alias, O_PATH | O_DIRECTORY, &top, NULL);
         struct statx stx;
         if (r < 0 || statx(top, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0 ||
