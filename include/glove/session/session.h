@@ -237,6 +237,15 @@ const struct glove_sandbox *glove_session_sandbox(const struct glove_session *s)
  * For audit records, which name the variables and never their values. */
 char *const *glove_session_environment(const struct glove_session *s);
 
+/* The usage so far: cpu_time_ms and peak_memory_bytes from the limit
+ * watch's last cgroup reading (0 before the first or without a cgroup),
+ * output_bytes from the terminal, wall_time_ms since release (0 before).
+ * After ops.exited: the outcome's figures. */
+struct glove_session_usage {
+        uint64_t cpu_time_ms, peak_memory_bytes, output_bytes, wall_time_ms;
+};
+void glove_session_usage(const struct glove_session *s, struct glove_session_usage *out);
+
 /* Frees the session. Before ops.exited it kills the sandbox first and tears
  * down without calling ops (blocking at most until PID 1 is reaped); NULL is
  * fine. */

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The session keeper (issue "Sessions outlive gloved"; spec
+ * session-policy.md, "Receipts and recovery"; architecture.md, "Start and
+ * recover the child through the executor and reconciler"; docs/recovery.md).
+ *
+ * One small process per managed session, forked by gloved once the launch
+ * is prepared (after the "starting" transition) and never exec'd: it runs
+ * the session engine (session.h) on its own sd-event loop and so holds the
+ * PTY master, PID 1's pidfd, the transcript, the output accounting and the
+ * limit watch. gloved talks to it over an AF_UNIX SOCK_SEQPACKET channel; it
+ * comes and goes, the keeper stays. The sandbox's PID 1 is the keeper's
+ * child and dies with it (PR_SET_PDEATHSIG); the keeper does not die with
+ * gloved (own session, no death signal, nothing of gloved's open).
+ *
+ * Files, in DIR = MATERIALIZATION_ROOT/keepers (0700, the service user):
+ *   DIR/SESSION.sock    the keeper's listening socket (0600), bound by gloved
+ *                       before the fork; a restarted gloved connects here.
+ *                       The keeper accepts only a peer of its own uid
+ *                       (SO_PEERCRED), one connection at a time: a new one
+ *                       replaces the old.
+ *   DIR/SESSION.status  written by the keeper (a new file renamed over the
+ *                       old, mode 0600): canonical JSON
+ *                       {"boot_id","identity":IDENTITY|null,
+ *                        "keeper":{"pid","start_time"},"outcome":OUTCOME|null,
+ *                        "session_id","updated_at_ms","usage":USAGE,
+ *                        "version":1}
+ *                       at ready, at most once per second while the usage
+ *                       changes, and at the end with the outcome (fsynced,
+ *                       and the directory too) before ENDED is sent.
+ *   DIR/SESSION.log     the keeper's standard error (its rare diagnostics).
+ * gloved removes the three once the terminal receipt is recorded.
+ *
+ * Messages: one per SEQPACKET datagram, at most GLOVE_KEEPER_MSG_MAX bytes:
+ * one type byte, then the payload. JSON payloads are one object (jansson,
+ * canonical); unknown members are ignored (an upgraded gloved talks to an
+ * older keeper: "version" says which).
+ *
+ * gloved -> keeper
+ *   HELLO   'H' {"version":1}; the keeper answers STATE, then TRANSCRIPT,
+ *               then streams OUTPUT (and READY/ENDED when they come).
+ *   RELEASE 'R' (empty) the agent may start (after READY; again after a
+ *               re-adoption of a session recorded running but never
+ *               released). A second one is ignored.
+ *   INPUT   'I' bytes (1..GLOVE_KEEPER_INPUT_MAX) for the agent's terminal;
+ *               gloved never sends more than the credit it holds (STATE's
+ *               "input_credit" plus what CREDIT messages returned since).
+ *   RESIZE  'Z' {"rows":R,"cols":C} (1..65535)
+ *   SIGNAL  'S' {"signal":N} a catchable signal for the agent (through PID 1)
+ *   KILL    'K' (empty) SIGKILL for the whole sandbox (outcome "killed")
+ *   STOP    'T' {"grace_ms":N} SIGTERM, then SIGKILL after grace_ms
+ *               (outcome "stopping")
+ *   ABORT   'A' (empty) never release; kill the sandbox at once (outcome
+ *               "aborted"); for a start gloved can no longer complete
+ *   ACK     'E' (empty) after ENDED: the terminal receipt is recorded; the
+ *               keeper exits (status 0) at once
+ *
+ * keeper -> gloved
+ *   STATE      's' {"version":1,"keeper":{"pid","start_time"},
+ *                   "phase":"starting"|"ready"|"running"|"ended",
+ *                   "identity":IDENTITY|null,"output_offset":N,
+ *                   "input_credit":N,"input_closed":BOOL,
+ *                   "outcome":OUTCOME|null}
+ *   TRANSCRIPT 't' u64 offset (little-endian) of the first byte, then the
+ *                  transcript bytes kept (at most
+ *                  GLOVE_TERMINAL_TRANSCRIPT_DEFAULT): gloved replaces its
+ *                  copy with it
+ *   OUTPUT     'o' u64 offset (little-endian) of the first byte in the whole
+ *                  output stream, then 1..GLOVE_TERMINAL_CHUNK bytes
+ *   READY      'r' IDENTITY: PID 1 is ready and held
+ *   CREDIT     'c' {"bytes":N} input the terminal took (credit returned), or
+ *                  {"closed":true}: input is closed for good
+ *   WARNING    'w' {"code","message"}
+ *   ENDED      'e' OUTCOME: the session ended; the keeper holds no process,
+ *                  cgroup or PTY any more and waits for ACK (at most
+ *                  GLOVE_KEEPER_ACK_WAIT_MS while connected; without a
+ *                  connection it exits at once: the status file holds the
+ *                  outcome)
+ *
+ * IDENTITY {"boot_id":UUID,"cgroup":{"dir":ABS,"inode":N},
+ *           "keeper":{"pid":N,"start_time":N},"pid":N,"pid_start_time":N}
+ *   boot_id from /proc/sys/kernel/random/boot_id; start times are field 22
+ *   of /proc/PID/stat (clock ticks after boot); cgroup "dir" is the run
+ *   cgroup's directory (v2: the one; v1: the memory hierarchy's) and
+ *   "inode" its inode.
+ * USAGE    {"cpu_time_ms","output_bytes","peak_memory_bytes","wall_time_ms"}
+ * OUTCOME  {"kind":"exited"|"signaled"|"exec_failed"|"lost"|"setup_failed",
+ *           "value":N,"limit":NAME|null,"disk_full","stopped","audit_failed",
+ *           "audit_full","released","output_cut","killed","stopping",
+ *           "aborted" (booleans),"error_code":CODE|null,
+ *           "cpu_time_ms","peak_memory_bytes","output_bytes","wall_time_ms"}
+ *   limit is the plan's name (glove_control_limit_plan_name).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "glove/base/error.h"
+#include "glove/session/session.h"
+
+#define GLOVE_KEEPER_VERSION 1
+#define GLOVE_KEEPER_MSG_MAX (GLOVE_TERMINAL_CHUNK + 64)
+#define GLOVE_KEEPER_INPUT_MAX GLOVE_TERMINAL_INPUT_MAX
+#define GLOVE_KEEPER_ACK_WAIT_MS 10000
+/* Pending bytes queued towards gloved before the keeper holds the agent's
+ * output (glove_terminal_client_hold) until gloved reads. */
+#define GLOVE_KEEPER_QUEUE_MAX (1024 * 1024)
+/* A session never released within this of READY is stopped (start_failed). */
+#define GLOVE_KEEPER_RELEASE_WAIT_MS 60000
+/* How often the status file's usage is refreshed at most, ms. */
+#define GLOVE_KEEPER_STATUS_MS 1000
+
+enum glove_keeper_msg {
+        GLOVE_KEEPER_HELLO = 'H',
+        GLOVE_KEEPER_RELEASE = 'R',
+        GLOVE_KEEPER_INPUT = 'I',
+        GLOVE_KEEPER_RESIZE = 'Z',
+        GLOVE_KEEPER_SIGNAL = 'S',
+        GLOVE_KEEPER_KILL = 'K',
+        GLOVE_KEEPER_STOP = 'T',
+        GLOVE_KEEPER_ABORT = 'A',
+        GLOVE_KEEPER_ACK = 'E',
+        GLOVE_KEEPER_STATE = 's',
+        GLOVE_KEEPER_TRANSCRIPT = 't',
+        GLOVE_KEEPER_OUTPUT = 'o',
+        GLOVE_KEEPER_READY = 'r',
+        GLOVE_KEEPER_CREDIT = 'c',
+        GLOVE_KEEPER_WARNING = 'w',
+        GLOVE_KEEPER_ENDED = 'e',
+};
+
+/* What the keeper child is given (all in the forked memory; nothing is
+ * copied before use). */
+struct glove_keeper_args {
+        const char *session_id;
+        /* The complete description of the session; desc->audit (when not
+         * NULL) holds the egress audit descriptor the keeper keeps. */
+        const struct glove_session_desc *desc;
+        int channel_fd;   /* connected SOCK_SEQPACKET to this gloved */
+        int listen_fd;    /* bound and listening DIR/SESSION.sock */
+        int dir_fd;       /* O_DIRECTORY of DIR */
+        /* The run cgroup's parent in the hierarchy named in IDENTITY (the
+         * probe's), and whether it is v2. */
+        const char *cgroup_parent;
+        bool cgroup_v2;
+        int64_t (*now_ms)(void);
+};
+
+/*
+ * The keeper's whole life, in the child of fork(2) (called at once after it,
+ * on the only thread left). Never returns: _exit(0) after ACK or after the
+ * end without a connection; _exit(1) when the session could not even start
+ * (its ENDED, kind setup_failed, was still sent and written).
+ *
+ * First: a new session (setsid), the name "glove-keeper", an empty signal
+ * mask with SIGPIPE ignored and every other disposition the default,
+ * descriptors 0 and 1 on /dev/null and 2 on DIR/SESSION.log, and every other
+ * descriptor closed but the four it is given (moved to 3..6). Then the
+ * session starts on a new loop (glove_session_start with desc,
+ * parent_death_kill true: PID 1 dies with the keeper).
+ */
+_Noreturn void glove_keeper_run(const struct glove_keeper_args *a);
+
+/* Field 22 of /proc/PID/stat (start time, clock ticks after boot) into
+ * *out. Returns 0, -ESRCH when there is no such process, or -errno. */
+int glove_keeper_proc_start_time(pid_t pid, uint64_t *out);
+
+/* The boot id (/proc/sys/kernel/random/boot_id, 36 characters) into
+ * out[37]. Returns 0 or -errno. */
+int glove_keeper_boot_id(char out[37]);
