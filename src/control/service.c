@@ -343,15 +343,15 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 .cgroup_error = cr < 0 ? cr : 0,
                 .cgroup_why = &cgerr,
         };
-        /* Run cgroups of an earlier gloved killed with SIGKILL. */
-        glove_cgroup_sweep();
-        size_t recovered = 0;
-        r = glove_control_runtime_recover(&ro, &recovered, err);
-        if (recovered)
-                fprintf(stderr, "gloved: %zu session%s of an earlier gloved ended failed (service.restarted), "
-                                "each with its terminal receipt\n", recovered, recovered == 1 ? "" : "s");
+        r = glove_control_runtime_new(&ro, &s->runtime, err);
+        /* Sessions an earlier gloved left: adopted when their keeper and
+         * every identity match, else ended with their receipt (one line
+         * each on stderr); then the run cgroups of keepers that are gone. */
+        size_t acted = 0;
         if (r == 0)
-                r = glove_control_runtime_new(&ro, &s->runtime, err);
+                r = glove_control_runtime_reconcile(s->runtime, &acted, err);
+        if (acted)
+                fprintf(stderr, "gloved: reconciled %zu session%s of an earlier gloved\n", acted, acted == 1 ? "" : "s");
         if (r == 0 && !glove_control_runtime_operational(s->runtime))
                 fprintf(stderr, "gloved: managed sessions are not operational: %s\n",
                         glove_control_runtime_why(s->runtime));

@@ -185,7 +185,8 @@ static int run_mkfs(const char *image, uid_t uid, gid_t gid, struct glove_error 
 
 /* Attaches image_fd to a free loop device with autoclear. *loop_fd holds
  * the device open (closing it with no mount detaches it). */
-static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_image *img, struct glove_error *err) {
+static int loop_attach_flags(int image_fd, const char *name, uint32_t flags, int *loop_fd, struct sv_image *img,
+                             struct glove_error *err) {
         _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
         if (ctl < 0)
                 return glove_error_set(err, errno, "materialize.loop", "/dev/loop-control: %s", strerror(errno));
@@ -201,7 +202,7 @@ static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_i
                                 continue; /* raced with a removal */
                         return glove_error_set(err, errno, "materialize.loop", "%s: %s", dev, strerror(errno));
                 }
-                struct loop_config cfg = { .fd = (unsigned)image_fd, .info = { .lo_flags = LO_FLAGS_AUTOCLEAR } };
+                struct loop_config cfg = { .fd = (unsigned)image_fd, .info = { .lo_flags = LO_FLAGS_AUTOCLEAR | flags } };
                 size_t nl = strnlen(name, sizeof(cfg.info.lo_file_name) - 1);
                 memcpy(cfg.info.lo_file_name, name, nl);
                 if (ioctl(fd, LOOP_CONFIGURE, &cfg) < 0) {
@@ -223,6 +224,10 @@ static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_i
                 return 0;
         }
         return glove_error_set(err, EBUSY, "materialize.loop", "no free loop device after 64 attempts");
+}
+
+static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_image *img, struct glove_error *err) {
+        return loop_attach_flags(image_fd, name, 0, loop_fd, img, err);
 }
 
 static int mkdir_open(int dirfd, const char *name, bool *created, int *out, struct glove_error *err) {
@@ -400,4 +405,42 @@ void sv_image_cleanup_session(int root_fd, const char *session) {
         (void)unlinkat(root_fd, rel, AT_REMOVEDIR);
         snprintf(rel, sizeof(rel), "images/%s", session);
         (void)unlinkat(root_fd, rel, AT_REMOVEDIR);
+}
+
+int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_t ino, uint64_t size,
+                    struct glove_error *err) {
+        char rel[PATH_MAX], name[300];
+        snprintf(name, sizeof(name), "%s.ext4", alias);
+        if (snprintf(rel, sizeof(rel), "images/%s/%s", session, name) >= (int)sizeof(rel))
+                return glove_error_set(err, ENAMETOOLONG, "materialize.freeze", "%s: path too long", alias);
+        _cleanup_close_ int image = -1, mounts = -1, msess = -1, mdir = -1, loop = -1;
+        int r = glove_fd_open_beneath(root_fd, rel, O_RDONLY, &image, NULL);
+        if (r < 0)
+                return glove_error_set(err, -r, "materialize.freeze", "%s: the image is missing: %s", alias, strerror(-r));
+        /* The descriptor and quota checks: the recorded file, at most the
+         * recorded size. */
+        struct stat st;
+        if (fstat(image, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != ino || (uint64_t)st.st_size > size)
+                return glove_error_set(err, EPERM, "materialize.freeze",
+                                       "%s: the image is not the one recorded (inode or size differs): left alone", alias);
+        struct sv_image img = { 0 };
+        r = loop_attach_flags(image, name, LO_FLAGS_READ_ONLY, &loop, &img, err);
+        if (r < 0)
+                return r;
+        r = mkdir_open(root_fd, "mounts", NULL, &mounts, err);
+        if (r >= 0)
+                r = mkdir_open(mounts, session, NULL, &msess, err);
+        if (r >= 0)
+                r = mkdir_open(msess, alias, NULL, &mdir, err);
+        if (r < 0)
+                return r;
+        char target[64];
+        snprintf(target, sizeof(target), "/proc/self/fd/%d", mdir);
+        /* Read-only, and noload: the journal of an image whose host went
+         * down is not replayed (that would write); what is seen is what was
+         * on disk. */
+        if (mount(img.loop_device, target, "ext4", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "noload") < 0)
+                return glove_error_set(err, errno, "materialize.freeze", "%s: mounting %s read-only: %s", alias,
+                                       img.loop_device, strerror(errno));
+        return 0; /* closing loop: autoclear after the last unmount */
 }

@@ -53,5 +53,12 @@ int sv_image_release(struct sv_image *img, struct glove_error *err);
 int sv_image_cleanup(int root_fd, const char *root, const char *session, const char *alias, bool remove_image,
                      struct glove_error *err);
 
+/* After a host restart: re-attaches ROOT/images/SESSION/ALIAS.ext4 to a
+ * read-only loop device and mounts it read-only (nosuid, nodev, noexec,
+ * noload) at ROOT/mounts/SESSION/ALIAS, after checking that the file is the
+ * recorded one (inode ino) within the recorded size. materialize.freeze. */
+int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_t ino, uint64_t size,
+                    struct glove_error *err);
+
 /* Removes images/SESSION and mounts/SESSION when empty. */
 void sv_image_cleanup_session(int root_fd, const char *session);

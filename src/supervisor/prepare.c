@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -668,6 +669,18 @@ int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct gl
         return ret;
 }
 
+void glove_supervisor_launch_disown(struct glove_supervisor_launch *l) {
+        for (size_t i = 0; l && i < l->n_mounts; i++) {
+                struct sv_mount *m = &l->mounts[i];
+                if (m->img)
+                        m->img->mounted = false; /* stays mounted for the keeper and the next gloved */
+                if (m->fd >= 0) {
+                        close(m->fd);
+                        m->fd = -1;
+                }
+        }
+}
+
 /* ---- cleanup ---- */
 
 /* The path_grants array of stored plan bytes (*root owns it). */
@@ -756,4 +769,40 @@ int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_con
         snprintf(rel, sizeof(rel), "mounts/%s", session_id);
         (void)unlinkat(cfg->materialization_root_fd, rel, AT_REMOVEDIR);
         return 0;
+}
+
+int glove_supervisor_freeze_retained(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                                     const json_t *materializations, json_t **frozen, struct glove_error *err) {
+        *frozen = json_array();
+        if (!cfg || !session_id || !*frozen)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "a configuration and a session are required");
+        int ret = 0;
+        size_t i;
+        const json_t *m;
+        json_array_foreach(materializations, i, m) {
+                const char *kind = json_string_value(json_object_get(m, "kind"));
+                const char *alias = json_string_value(json_object_get(m, "alias"));
+                if (!kind || strcmp(kind, "retained_image") != 0 || !alias || !alias[0] || strchr(alias, '/') || strcmp(alias, ".") == 0 ||
+                    strcmp(alias, "..") == 0 || strlen(alias) > 255)
+                        continue;
+                const json_t *img = json_object_get(m, "image");
+                json_int_t ino = json_integer_value(json_object_get(img, "ino"));
+                json_int_t size = json_integer_value(json_object_get(img, "size"));
+                /* The old boot's mount, if this is no real restart (a
+                 * namespace that only looks like one), goes first. */
+                char rel[PATH_MAX];
+                snprintf(rel, sizeof(rel), "%s/mounts/%s/%s", cfg->materialization_root, session_id, alias);
+                (void)umount2(rel, MNT_DETACH | UMOUNT_NOFOLLOW);
+                struct glove_error e = { 0 };
+                if (sv_image_freeze(cfg->materialization_root_fd, session_id, alias, (uint64_t)ino, (uint64_t)size, &e) < 0) {
+                        if (ret == 0) {
+                                ret = -(e.errnum ? e.errnum : EIO);
+                                if (err)
+                                        *err = e;
+                        }
+                        continue;
+                }
+                json_array_append_new(*frozen, json_string(alias));
+        }
+        return ret;
 }

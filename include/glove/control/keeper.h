@@ -136,6 +136,10 @@ enum glove_keeper_msg {
  * copied before use). */
 struct glove_keeper_args {
         const char *session_id;
+        /* The file names' stem (STEM below stands for it where SESSION is
+         * written above): "k" and 32 hex of SHA-256(session id), so that a
+         * socket path fits sun_path whatever the id. */
+        const char *stem;
         /* The complete description of the session; desc->audit (when not
          * NULL) holds the egress audit descriptor the keeper keeps. */
         const struct glove_session_desc *desc;

@@ -87,6 +87,9 @@
 /* stop_session grace: default and bound, milliseconds. */
 #define GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS 5000
 #define GLOVE_CONTROL_RUNTIME_GRACE_MAX_MS 600000
+/* Bytes queued towards one keeper at most (input is bounded by its credit,
+ * GLOVE_KEEPER_INPUT_MAX; the rest are small control messages). */
+#define GLOVE_CONTROL_RUNTIME_KEEPER_QUEUE_MAX (256u * 1024)
 /* resize: rows and cols bounds. */
 #define GLOVE_CONTROL_RUNTIME_WINSIZE_MAX 10000
 
@@ -112,21 +115,24 @@ struct glove_control_runtime_options {
 };
 
 /*
- * Start-up recovery (issue 9; spec session-policy.md, "Receipts and
- * recovery"), before glove_control_runtime_new: every stored session an
- * earlier gloved left in preparing, starting, running or stopping ran in a
- * sandbox that died with that gloved (PID 1 has PR_SET_PDEATHSIG; sessions
- * that outlive gloved are issue 10). Each gets, in this order: its
- * retained images' host mounts detached (glove_supervisor_release_leftovers),
- * its one terminal receipt (termination lost, code service.restarted,
- * started_at_ms from the running transition) appended and synced, and the
- * failed transition (reason service.restarted). No process is signalled.
- * *recovered counts them. Returns 0, or the first -errno with err set
- * (receipts.*, journal.*: that session and the later ones stay as they were
- * and are tried again at the next start).
+ * Start-up reconciliation (issue 10; spec session-policy.md, "Receipts and
+ * recovery"; docs/recovery.md), after glove_control_runtime_new and before
+ * the loop runs: every stored session an earlier gloved left in preparing,
+ * starting, running or stopping is compared with the host, and either
+ * adopted (running or stopping, same boot, its keeper answers on its
+ * socket as the recorded pid and start time, PID 1's pid and start time and
+ * the run cgroup's inode as recorded: the session goes on, its keeper joins
+ * the loop in glove_control_runtime_set_loop) or ended with exactly one
+ * terminal receipt (none when the journal holds it already) and its
+ * terminal transition. A mismatch signals nothing. One stderr line per
+ * session ("gloved: reconcile: ID: CODE: ..."; codes in docs/recovery.md).
+ * Bounded: one pass over the store; per session a few /proc reads, one
+ * connect and no wait. *acted counts the sessions. Returns 0, or the first
+ * -errno with err set (reconcile.boot_id, receipts.*, journal.*: that
+ * session and the later ones stay as they were and are tried again at the
+ * next start).
  */
-int glove_control_runtime_recover(const struct glove_control_runtime_options *o, size_t *recovered,
-                                  struct glove_error *err);
+int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *acted, struct glove_error *err);
 
 /* Constructs the runtime. *out owned by the caller (glove_control_runtime_free).
  * Errors: runtime.no_memory. */

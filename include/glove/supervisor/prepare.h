@@ -217,6 +217,29 @@ int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, 
                              const char *plan, size_t plan_len, json_t **removed, json_t **kept,
                              struct glove_error *err);
 
+/* Lets go of l's materializations without releasing them: a freed l no
+ * longer detaches its retained images' host mounts (a keeper's sandbox still
+ * uses them; the gloved that sees the session end releases them with
+ * glove_supervisor_release_leftovers). Closes the pinned descriptors. NULL
+ * is fine. */
+void glove_supervisor_launch_disown(struct glove_supervisor_launch *l);
+
+/*
+ * After a host restart (spec session-policy.md, "Receipts and recovery":
+ * retained images are remounted and frozen before cleanup): for each
+ * retained image of materializations (the "materializations" array of a
+ * launch binding: {"alias","kind":"retained_image","image":{"ino","size"},
+ * ...}), a mount left at ROOT/mounts/SESSION/ALIAS is detached, then the
+ * image, when it is the recorded file (inode) within its recorded size, is
+ * attached to a read-only loop device and mounted read-only (nosuid, nodev,
+ * noexec, noload) there for inspection; cleanup_session removes it later.
+ * *frozen: a new array of the aliases mounted. Returns 0 or the first
+ * failure's -errno (materialize.freeze, materialize.loop); the other images
+ * are still tried.
+ */
+int glove_supervisor_freeze_retained(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
+                                     const json_t *materializations, json_t **frozen, struct glove_error *err);
+
 /*
  * Recovery at start (issue 9; spec session-policy.md, "Receipts and
  * recovery"): an earlier gloved ended while session_id ran, and its sandbox
