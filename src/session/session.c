@@ -57,6 +57,9 @@ struct glove_session {
         struct glove_cgroup_stats final_stats;
         bool have_final_stats;
         enum glove_cgroup_limit final_breach;  /* what final_stats show */
+        /* The limit watch's last reading (glove_session_usage). */
+        struct glove_cgroup_stats last_stats;
+        bool have_last_stats;
 
         struct glove_session_outcome out;
 };
@@ -144,6 +147,8 @@ static int on_poll(sd_event_source *src, uint64_t usec, void *userdata) {
         if (s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->cg) {
                 struct glove_cgroup_stats st;
                 if (glove_cgroup_stats(s->cg, &st, NULL) == 0) {
+                        s->last_stats = st;
+                        s->have_last_stats = true;
                         enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &st);
                         if (b != GLOVE_CGROUP_LIMIT_NONE)
                                 breach(s, b);
@@ -662,6 +667,30 @@ const struct glove_sandbox *glove_session_sandbox(const struct glove_session *s)
 
 char *const *glove_session_environment(const struct glove_session *s) {
         return s->env.envp;
+}
+
+void glove_session_usage(const struct glove_session *s, struct glove_session_usage *out) {
+        *out = (struct glove_session_usage){ 0 };
+        if (s->phase >= PHASE_TEARDOWN) {
+                /* final_usage() filled the outcome's figures. */
+                out->cpu_time_ms = s->out.cpu_time_ms;
+                out->peak_memory_bytes = s->out.peak_memory_bytes;
+                out->output_bytes = s->out.output_bytes;
+                out->wall_time_ms = s->out.wall_time_ms;
+                return;
+        }
+        const struct glove_cgroup_stats *st = s->have_final_stats  ? &s->final_stats
+                                              : s->have_last_stats ? &s->last_stats
+                                                                   : NULL;
+        if (st) {
+                out->cpu_time_ms = st->cpu_usage_ns / 1000000;
+                out->peak_memory_bytes = st->memory_peak_bytes;
+        }
+        out->output_bytes = s->term ? glove_terminal_output_bytes(s->term) : 0;
+        if (s->reaped)
+                out->wall_time_ms = s->out.wall_time_ms;
+        else if (s->out.released)
+                out->wall_time_ms = (glove_time_monotonic_us() - s->start_us) / 1000;
 }
 
 void glove_session_free(struct glove_session *s) {
