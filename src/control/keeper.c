@@ -65,6 +65,7 @@ struct qmsg {
 
 struct keeper {
         const char *id;
+        const char *stem;       /* the file names' (keeper.h) */
         sd_event *loop;
         struct glove_session_desc desc;
         struct glove_audit_log audit;
@@ -365,8 +366,8 @@ static int status_write(struct keeper *k, bool sync_dir) {
                 return -ENOMEM;
         }
         char tmp[NAME_MAX_KEEPER], name[NAME_MAX_KEEPER];
-        snprintf(tmp, sizeof(tmp), "%s.status.tmp", k->id);
-        snprintf(name, sizeof(name), "%s.status", k->id);
+        snprintf(tmp, sizeof(tmp), "%s.status.tmp", k->stem);
+        snprintf(name, sizeof(name), "%s.status", k->stem);
         int r = 0;
         _cleanup_close_ int fd = openat(FD_DIR, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -989,13 +990,13 @@ static json_t *start_failed_outcome(struct keeper *k, const struct glove_error *
 }
 
 _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
-        if (!a || !a->desc || !id_ok(a->session_id) || a->channel_fd < 0 || a->listen_fd < 0 || a->dir_fd < 0)
+        if (!a || !a->desc || !id_ok(a->session_id) || !a->stem || !id_ok(a->stem) || a->channel_fd < 0 || a->listen_fd < 0 || a->dir_fd < 0)
                 _exit(1);
         (void)setsid();
         (void)prctl(PR_SET_NAME, "glove-keeper", 0, 0, 0);
         reset_signals();
         bool have_audit = a->desc->audit && a->desc->audit->fd >= 0;
-        if (setup_fds(a, a->session_id) < 0)
+        if (setup_fds(a, a->stem) < 0)
                 _exit(1);
 
         /* The keeper's own copies (this is fork's copy of gloved's memory). */
@@ -1004,6 +1005,7 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 _exit(1);
         *k = (struct keeper){
                 .id = a->session_id,
+                .stem = a->stem,
                 .desc = *a->desc,
                 .cgroup_parent = a->cgroup_parent,
                 .cgroup_v2 = a->cgroup_v2,

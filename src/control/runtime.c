@@ -148,6 +148,8 @@ struct glove_control_runtime {
 };
 
 /* TEMPORARY until the store's runtime member lands. */
+#define STORE_RUNTIME(st) ((const char *)NULL)
+#define STORE_RUNTIME_LEN(st) ((size_t)0)
 static int glove_control_store_transition_runtime(struct glove_control_store *store, const char *id,
                                                   enum glove_control_session_state to, const char *reason,
                                                   int64_t now_ms, const char *runtime, size_t runtime_len,
@@ -737,17 +739,22 @@ static int keeper_addr(int dirfd, const char *stem, struct sockaddr_un *sa) {
 
 /* Removes a session's keeper files (after its receipt, or when it never
  * had a keeper that runs). */
-static void keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
+static void keeper_files_remove_keep_log(const struct glove_supervisor_runtime_config *cfg, const char *stem,
+                                         bool keep_log) {
         int dfd = openat(cfg->materialization_root_fd, "keepers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return;
-        static const char *const ext[] = { "sock", "status", "log", "binding" };
+        static const char *const ext[] = { "sock", "status", "binding", "log" };
         char name[64];
-        for (size_t i = 0; i < GLOVE_ELEMENTSOF(ext); i++) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(ext) - (keep_log ? 1 : 0); i++) {
                 snprintf(name, sizeof(name), "%s.%s", stem, ext[i]);
                 (void)unlinkat(dfd, name, 0);
         }
         close(dfd);
+}
+
+static void keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
+        keeper_files_remove_keep_log(cfg, stem, false);
 }
 
 /* ---- the end of a session ---- */
@@ -1024,14 +1031,21 @@ static void keeper_lost(struct rt_session *s) {
                 .peak_memory_bytes = jint(u, "peak_memory_bytes"),
                 .wall_time_ms = jint(u, "wall_time_ms"),
         };
-        fprintf(stderr, "gloved: session %s: keeper.lost: its keeper (pid %d) ended without an outcome\n", s->id,
-                (int)s->keeper_pid);
+        char rel[96];
+        snprintf(rel, sizeof(rel), "keepers/%s.log", s->stem);
+        _cleanup_free_ char *log = NULL;
+        size_t loglen = 0;
+        (void)glove_file_read_bounded(s->rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 4096,
+                                      &log, &loglen, NULL);
+        fprintf(stderr, "gloved: session %s: keeper.lost: its keeper (pid %d) ended without an outcome%s%.*s\n", s->id,
+                (int)s->keeper_pid, loglen ? "; its log: " : "", (int)loglen, log ? log : "");
         keep_transcript(s);
         free(s->mir);
         s->mir = NULL;
         s->auth.live = false;
         finish(s, &f);
-        keeper_files_remove(s->rt->o.config, s->stem);
+        /* Its log stays: why it died is worth reading. */
+        keeper_files_remove_keep_log(s->rt->o.config, s->stem, true);
         glove_cgroup_sweep();
 }
 
@@ -2104,7 +2118,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         const char *id = st->session_id;
         char stem[40];
         keeper_stem(id, stem);
-        _cleanup_json_ json_t *identity = st->runtime ? link_json((const uint8_t *)st->runtime, st->runtime_len) : NULL;
+        _cleanup_json_ json_t *identity = STORE_RUNTIME(st) ? link_json((const uint8_t *)STORE_RUNTIME(st), STORE_RUNTIME_LEN(st)) : NULL;
         uint64_t seq = 0;
         if (glove_control_receipts_find(rt->o.receipts, "session.terminal", id, &seq, NULL) == 1) {
                 /* gloved ended between the receipt and the terminal
