@@ -97,24 +97,26 @@ static bool scan_string(struct scan *s, const unsigned char **body, size_t *body
                 return not_canonical(s, "expected a string");
         *body = s->p;
         *escaped = false;
-        while (s->p < s->end) {
-                unsigned char c = *s->p;
+        for (;;) {
+                /* the run of bytes that stand for themselves */
+                const unsigned char *p = s->p, *end = s->end;
+                while (p < end && *p >= 0x20 && *p != '"' && *p != '\\')
+                        p++;
+                s->p = p;
+                if (p == end)
+                        return not_canonical(s, "unterminated string");
+                unsigned char c = *s->p++;
                 if (c == '"') {
-                        *body_len = (size_t)(s->p - *body);
-                        s->p++;
+                        *body_len = (size_t)(p - *body);
                         return true;
                 }
-                s->p++;
-                if (c == '\\') {
-                        unsigned char byte;
-                        if (!scan_escape(s, &byte))
-                                return false;
-                        *escaped = true;
-                } else if (c < 0x20) {
+                if (c != '\\')
                         return not_canonical(s, "a raw control character in a string");
-                }
+                unsigned char byte;
+                if (!scan_escape(s, &byte))
+                        return false;
+                *escaped = true;
         }
-        return not_canonical(s, "unterminated string");
 }
 
 /* The next decoded byte of a scanned string body; *p advances. */
