@@ -399,9 +399,9 @@ int glove_control_store_replay_bytes(const void *data, size_t len, struct glove_
 /* ---- runtime ---- */
 
 /* Appends record o. A record that replay would refuse is never written:
- * its bytes go through replay's recognizer first, and one it refuses (a
- * plan or runtime identity nested one level too deep for the record around
- * it) is refused with refuse_code. */
+ * one the encoder or replay's recognizer refuses (a plan or runtime identity
+ * nested as deep as the bound, which the record around it exceeds) is
+ * refused with refuse_code. */
 static int append_json(struct glove_control_store *st, json_t *o, const char *refuse_code, struct glove_error *err) {
         _cleanup_free_ char *bytes = NULL;
         size_t len = 0, members;
@@ -410,10 +410,12 @@ static int append_json(struct glove_control_store *st, json_t *o, const char *re
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         if (!st->journal)
                 return glove_error_set(err, EROFS, "store.read_only", "this store was replayed from memory");
-        int r = glove_json_encode_canonical(o, &bytes, &len, err);
+        int r = glove_json_encode_canonical(o, &bytes, &len, &e);
+        if (r == -ENOMEM)
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        if (r == 0)
+                r = glove_json_scan_canonical_object(bytes, len, len, NULL, 0, &members, &e);
         if (r < 0)
-                return r;
-        if (glove_json_scan_canonical_object(bytes, len, len, NULL, 0, &members, &e) < 0)
                 return glove_error_set(err, EINVAL, refuse_code, "the record would not replay: %s", e.message);
         r = glove_control_journal_append(st->journal, bytes, len, NULL, NULL, err);
         if (r == 0)
