@@ -16,14 +16,16 @@
  * Invariants besides memory safety: a replay either fails with a stable
  * store.* or journal.* code or yields a store whose record count equals the
  * records framed and whose every session is in a valid state with a
- * well-formed history. Built and run by scripts/fuzz.sh; seeds in
- * fuzz/corpus/journal_replay/.
+ * well-formed history, whose runtime identity, if any, came with its
+ * transition to running and is one canonical object. Built and run by
+ * scripts/fuzz.sh; seeds in fuzz/corpus/journal_replay/.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "glove/base/buffer.h"
+#include "glove/base/json.h"
 #include "glove/control/journal.h"
 #include "glove/control/store.h"
 
@@ -35,6 +37,20 @@ static void check_result(int r, const struct glove_error *e, struct glove_contro
         }
         if (glove_control_store_sessions(st) > glove_control_store_records(st))
                 abort();
+        /* A runtime identity only comes with the transition to running, and
+         * is the canonical encoding of one object within its bound. */
+        for (size_t i = 0; i < glove_control_store_sessions(st); i++) {
+                const struct glove_control_session *s = glove_control_store_at(st, i);
+                bool ran = false;
+                for (size_t h = 0; h < s->n_history; h++)
+                        ran |= s->history[h].to == GLOVE_CONTROL_SESSION_RUNNING;
+                if (!s->runtime)
+                        continue;
+                if (!ran || s->runtime_len > GLOVE_CONTROL_STORE_RUNTIME_MAX || strlen(s->runtime) != s->runtime_len ||
+                    glove_json_is_canonical(s->runtime, s->runtime_len, GLOVE_CONTROL_STORE_RUNTIME_MAX,
+                                            GLOVE_JSON_OBJECT_ONLY, NULL) != 1)
+                        abort();
+        }
 }
 
 static void replay_raw(const uint8_t *data, size_t size) {

@@ -156,7 +156,12 @@ bool glove_json_utf8_valid(const void *data, size_t len, size_t *bad_offset) {
         while (i < len) {
                 unsigned char c = p[i];
                 if (c < 0x80) {
-                        i++;
+                        /* ASCII runs, eight bytes at a time */
+                        uint64_t w;
+                        while (len - i >= sizeof(w) && (memcpy(&w, p + i, sizeof(w)), !(w & 0x8080808080808080ull)))
+                                i += sizeof(w);
+                        if (i < len && p[i] < 0x80)
+                                i++;
                         continue;
                 }
                 /* RFC 3629 section 4: the second byte's range depends on the

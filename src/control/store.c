@@ -10,6 +10,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
+#include "glove/base/json_scan.h"
 #include "index.h"
 
 #define RECORD_DOMAIN "glove.session-store.record.v1"
@@ -133,11 +134,29 @@ static struct glove_control_session *lookup(const struct glove_control_store *st
 static void session_free(struct glove_control_session *s) {
         if (s) {
                 free(s->plan);
+                free(s->runtime);
                 free(s);
         }
 }
 
 /* ---- replay ---- */
+
+/* Replay reads each record without building a JSON value: the recognizer of
+ * json_scan.h checks that the payload is canonical JSON and yields the
+ * spans of its top-level members, which are read here. Every record's
+ * string members are identifiers, digests, codes or state names, none of
+ * which has a character the canonical form escapes, so a string member
+ * holding an escape is malformed. The plan and the runtime identity are
+ * kept as the exact bytes of their canonical encoding. */
+
+/* More members than any record kind has. */
+#define RECORD_MEMBERS_MAX 9
+
+struct record {
+        struct glove_json_member_span m[RECORD_MEMBERS_MAX];
+        size_t n;
+        uint64_t seq;
+};
 
 static const char *const create_keys[] = { "controller_plan_digest", "created_at_ms", "idempotency_key", "kind",
                                            "plan", "plan_content_digest", "seq", "session_id", NULL };
@@ -147,76 +166,106 @@ static int bad(struct glove_error *err, uint64_t seq, const char *code, const ch
         return glove_error_set(err, EBADMSG, code, "session store record %llu: %s", (unsigned long long)seq, what);
 }
 
-/* The plan's canonical bytes inside a canonical create record: the record's
- * members are sorted, so the plan follows "kind":"create" and is followed by
- * the last ,"plan_content_digest": (the members after it, seq and
- * session_id, cannot contain a quote). A substring of canonical JSON that
- * is a whole member value is that value's canonical encoding, so the plan is
- * neither re-encoded nor copied through jansson. */
-static int plan_span(const char *rec, size_t len, const char **plan, size_t *plan_len) {
-        static const char start[] = "\"kind\":\"create\",\"plan\":";
-        static const char end[] = ",\"plan_content_digest\":\"";
-        const char *a = memmem(rec, len, start, sizeof(start) - 1);
-        if (!a)
-                return -EINVAL;
-        a += sizeof(start) - 1;
-        const char *b = NULL;
-        for (const char *p = a; (p = memmem(p, len - (size_t)(p - rec), end, sizeof(end) - 1)); p++)
-                b = p;
-        if (!b || b <= a)
-                return -EINVAL;
-        *plan = a;
-        *plan_len = (size_t)(b - a);
+static const struct glove_json_member_span *member(const struct record *rec, const char *key) {
+        size_t len = strlen(key);
+        for (size_t i = 0; i < rec->n; i++)
+                if (rec->m[i].key_len == len && memcmp(rec->m[i].key, key, len) == 0)
+                        return &rec->m[i];
+        return NULL;
+}
+
+/* Exactly the members of keys, and optional (may be NULL) or not. */
+static int check_members(const struct record *rec, const char *const keys[], const char *optional,
+                         struct glove_error *err) {
+        size_t found = 0;
+        for (size_t k = 0; keys[k]; k++) {
+                if (!member(rec, keys[k]))
+                        return glove_error_set(err, EBADMSG, "store.bad_record",
+                                               "session store record %llu: member %s is missing",
+                                               (unsigned long long)rec->seq, keys[k]);
+                found++;
+        }
+        if (optional && member(rec, optional))
+                found++;
+        if (found != rec->n)
+                return bad(err, rec->seq, "store.bad_record", "the record has a member its kind does not have");
         return 0;
 }
 
-static int replay_create(struct glove_control_store *st, const json_t *o, const char *rec, size_t len, uint64_t seq,
-                         struct glove_error *err) {
-        const char *id, *key, *cd, *pd;
+/* The string member key, without escapes and at most cap - 1 bytes, into
+ * buf (NUL-terminated). False when absent or otherwise. */
+static bool get_string(const struct record *rec, const char *key, char *buf, size_t cap) {
+        const struct glove_json_member_span *m = member(rec, key);
+        if (!m || m->value_len < 2 || m->value[0] != '"' || m->value_len - 2 >= cap ||
+            memchr(m->value + 1, '\\', m->value_len - 2))
+                return false;
+        memcpy(buf, m->value + 1, m->value_len - 2);
+        buf[m->value_len - 2] = '\0';
+        return true;
+}
+
+/* The integer member key, at least min (>= 0). The recognizer has checked
+ * that a number is an integer within int64. */
+static bool get_int(const struct record *rec, const char *key, int64_t min, int64_t *out) {
+        const struct glove_json_member_span *m = member(rec, key);
+        if (!m || m->value[0] < '0' || m->value[0] > '9')
+                return false; /* absent, another type, or negative */
+        int64_t v = 0;
+        for (size_t i = 0; i < m->value_len; i++)
+                v = v * 10 + (m->value[i] - '0');
+        *out = v;
+        return v >= min;
+}
+
+/* The object member key (its canonical bytes), or NULL. */
+static const struct glove_json_member_span *get_object(const struct record *rec, const char *key) {
+        const struct glove_json_member_span *m = member(rec, key);
+        return m && m->value[0] == '{' ? m : NULL;
+}
+
+static char *copy_bytes(const char *p, size_t len) {
+        char *c = malloc(len + 1);
+        if (c) {
+                memcpy(c, p, len);
+                c[len] = '\0';
+        }
+        return c;
+}
+
+static int replay_create(struct glove_control_store *st, const struct record *rec, struct glove_error *err) {
+        char id[GLOVE_CONTROL_ID_MAX + 1], key[GLOVE_CONTROL_ID_MAX + 1], cd[65], pd[65], hex[65];
         int64_t at;
-        json_t *plan;
-        struct glove_error e = { 0 };
-        if (glove_json_check_keys(o, create_keys, NULL, &e) < 0 ||
-            glove_json_get_string(o, "session_id", NULL, GLOVE_CONTROL_ID_MAX, &id, &e) < 0 ||
-            glove_json_get_string(o, "idempotency_key", NULL, GLOVE_CONTROL_ID_MAX, &key, &e) < 0 ||
-            glove_json_get_string(o, "controller_plan_digest", NULL, 64, &cd, &e) < 0 ||
-            glove_json_get_string(o, "plan_content_digest", NULL, 64, &pd, &e) < 0 ||
-            glove_json_get_int(o, "created_at_ms", NULL, 0, INT64_MAX, &at, &e) < 0 ||
-            glove_json_get_object(o, "plan", NULL, &plan, &e) < 0)
-                return bad(err, seq, "store.bad_record", e.message);
-        if (!glove_control_id_valid(id) || !glove_control_id_valid(key) || !glove_control_hex64_valid(cd) ||
-            !glove_control_hex64_valid(pd))
+        uint64_t seq = rec->seq;
+        int r = check_members(rec, create_keys, NULL, err);
+        if (r < 0)
+                return r;
+        const struct glove_json_member_span *plan = get_object(rec, "plan");
+        if (!get_string(rec, "session_id", id, sizeof(id)) || !get_string(rec, "idempotency_key", key, sizeof(key)) ||
+            !get_string(rec, "controller_plan_digest", cd, sizeof(cd)) ||
+            !get_string(rec, "plan_content_digest", pd, sizeof(pd)) || !glove_control_id_valid(id) ||
+            !glove_control_id_valid(key) || !glove_control_hex64_valid(cd) || !glove_control_hex64_valid(pd))
                 return bad(err, seq, "store.bad_record", "an identifier or digest is malformed");
+        if (!get_int(rec, "created_at_ms", 0, &at))
+                return bad(err, seq, "store.bad_record", "created_at_ms is not an integer >= 0");
+        if (!plan)
+                return bad(err, seq, "store.bad_record", "the plan is not an object");
         if (lookup(st, &st->by_id, id) || lookup(st, &st->by_key, key))
                 return bad(err, seq, "store.duplicate_session", "the session id or idempotency key already exists");
-        struct glove_control_session *s = calloc(1, sizeof(*s));
-        if (!s)
-                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
-        char hex[65];
-        const char *pb;
-        size_t pl;
-        int r = plan_span(rec, len, &pb, &pl);
-        if (r == 0 && (pl > GLOVE_CONTROL_STORE_PLAN_MAX || pl < 2 || pb[0] != '{'))
-                r = -EINVAL;
-        if (r == 0 && !(s->plan = malloc(pl + 1)))
-                r = -ENOMEM;
-        if (r < 0) {
-                session_free(s);
-                return bad(err, seq, "store.bad_record", "the plan is not an object within its bound");
-        }
-        memcpy(s->plan, pb, pl);
-        s->plan[pl] = '\0';
-        s->plan_len = pl;
-        (void)plan;
-        r = plan_digest(s->plan, s->plan_len, hex, err);
-        if (r == 0 && strcmp(hex, pd) != 0)
-                r = bad(err, seq, "store.digest_mismatch", "the plan does not hash to its plan_content_digest");
-        if (r < 0) {
-                session_free(s);
+        if (plan->value_len > GLOVE_CONTROL_STORE_PLAN_MAX)
+                return bad(err, seq, "store.bad_record", "the plan is larger than its bound");
+        r = plan_digest(plan->value, plan->value_len, hex, err);
+        if (r < 0)
                 return r;
+        if (strcmp(hex, pd) != 0)
+                return bad(err, seq, "store.digest_mismatch", "the plan does not hash to its plan_content_digest");
+        struct glove_control_session *s = calloc(1, sizeof(*s));
+        if (!s || !(s->plan = copy_bytes(plan->value, plan->value_len))) {
+                session_free(s);
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         }
-        snprintf(s->session_id, sizeof(s->session_id), "%s", id);
-        snprintf(s->idempotency_key, sizeof(s->idempotency_key), "%s", key);
+        s->plan_len = plan->value_len;
+        memcpy(s->session_id, id, sizeof(id));
+        memcpy(s->idempotency_key, key, sizeof(key));
         memcpy(s->controller_plan_digest, cd, 65);
         memcpy(s->plan_content_digest, pd, 65);
         s->created_at_ms = at;
@@ -239,26 +288,40 @@ static void record_transition(struct glove_control_session *s, enum glove_contro
         s->state = to;
 }
 
-static int replay_transition(struct glove_control_store *st, const json_t *o, uint64_t seq, struct glove_error *err) {
-        const char *id, *from, *to, *reason;
+static int replay_transition(struct glove_control_store *st, const struct record *rec, struct glove_error *err) {
+        char id[GLOVE_CONTROL_ID_MAX + 1], from[16], to[16], reason[GLOVE_CONTROL_REASON_MAX + 1];
         int64_t at;
+        uint64_t seq = rec->seq;
         struct glove_error e = { 0 };
         enum glove_control_session_state f, t;
-        if (glove_json_check_keys(o, transition_keys, NULL, &e) < 0 ||
-            glove_json_get_string(o, "session_id", NULL, GLOVE_CONTROL_ID_MAX, &id, &e) < 0 ||
-            glove_json_get_string(o, "from", NULL, 16, &from, &e) < 0 ||
-            glove_json_get_string(o, "to", NULL, 16, &to, &e) < 0 ||
-            glove_json_get_string(o, "reason", NULL, GLOVE_CONTROL_REASON_MAX, &reason, &e) < 0 ||
-            glove_json_get_int(o, "at_ms", NULL, 0, INT64_MAX, &at, &e) < 0 ||
-            glove_control_session_state_parse(from, &f, &e) < 0 || glove_control_session_state_parse(to, &t, &e) < 0)
-                return bad(err, seq, "store.bad_record", e.message);
+        int r = check_members(rec, transition_keys, "runtime", err);
+        if (r < 0)
+                return r;
+        if (!get_string(rec, "session_id", id, sizeof(id)) || !get_string(rec, "from", from, sizeof(from)) ||
+            !get_string(rec, "to", to, sizeof(to)) || !get_string(rec, "reason", reason, sizeof(reason)) ||
+            !get_int(rec, "at_ms", 0, &at) || glove_control_session_state_parse(from, &f, &e) < 0 ||
+            glove_control_session_state_parse(to, &t, &e) < 0)
+                return bad(err, seq, "store.bad_record", "a member is malformed");
         if (!reason_valid(reason))
                 return bad(err, seq, "store.bad_record", "the reason is not a stable code");
+        const struct glove_json_member_span *runtime = member(rec, "runtime");
+        if (runtime && t != GLOVE_CONTROL_SESSION_RUNNING)
+                return bad(err, seq, "store.bad_record", "a runtime identity on a transition to another state than running");
+        if (runtime && (runtime->value[0] != '{' || runtime->value_len > GLOVE_CONTROL_STORE_RUNTIME_MAX))
+                return bad(err, seq, "store.bad_record", "the runtime identity is not an object within its bound");
         struct glove_control_session *s = lookup(st, &st->by_id, id);
         if (!s)
                 return bad(err, seq, "store.unknown_session", "a transition of a session that was never created");
         if (s->state != f || glove_control_session_transition_check(f, t, &e) != 1)
                 return bad(err, seq, "store.bad_transition", "a transition the lifecycle does not allow");
+        if (runtime) {
+                char *copy = copy_bytes(runtime->value, runtime->value_len);
+                if (!copy)
+                        return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+                free(s->runtime);
+                s->runtime = copy;
+                s->runtime_len = runtime->value_len;
+        }
         record_transition(s, t, reason, at, seq);
         return 0;
 }
@@ -267,22 +330,26 @@ static int replay_record(void *userdata, uint64_t seq, const void *payload, size
                          const uint8_t tag[GLOVE_CONTROL_JOURNAL_TAG_LEN], struct glove_error *err) {
         (void)tag;
         struct glove_control_store *st = userdata;
-        _cleanup_json_ json_t *o = NULL;
+        struct record rec = { .seq = seq };
         struct glove_error e = { 0 };
-        const char *kind;
+        char kind[16];
         int64_t n;
-        if (glove_json_decode_canonical(payload, len, GLOVE_CONTROL_STORE_MAX_PAYLOAD, GLOVE_JSON_OBJECT_ONLY, &o, &e) <
-                    0 ||
-            glove_json_get_string(o, "kind", NULL, 16, &kind, &e) < 0 ||
-            glove_json_get_int(o, "seq", NULL, 1, INT64_MAX, &n, &e) < 0)
+        if (glove_json_scan_canonical_object(payload, len, GLOVE_CONTROL_STORE_MAX_PAYLOAD, rec.m,
+                                             RECORD_MEMBERS_MAX, &rec.n, &e) < 0)
                 return bad(err, seq, "store.bad_record", e.message);
+        if (rec.n > RECORD_MEMBERS_MAX)
+                return bad(err, seq, "store.bad_record", "the record has more members than any kind has");
+        if (!get_string(&rec, "kind", kind, sizeof(kind)))
+                return bad(err, seq, "store.bad_record", "kind is not a short string");
+        if (!get_int(&rec, "seq", 1, &n))
+                return bad(err, seq, "store.bad_record", "seq is not an integer >= 1");
         if ((uint64_t)n != seq)
                 return bad(err, seq, "store.sequence", "the record's seq is not its position in the journal");
         int r;
         if (strcmp(kind, "create") == 0)
-                r = replay_create(st, o, payload, len, seq, err);
+                r = replay_create(st, &rec, err);
         else if (strcmp(kind, "transition") == 0)
-                r = replay_transition(st, o, seq, err);
+                r = replay_transition(st, &rec, err);
         else
                 r = bad(err, seq, "store.bad_record", "unknown record kind");
         if (r == 0)
@@ -331,16 +398,25 @@ int glove_control_store_replay_bytes(const void *data, size_t len, struct glove_
 
 /* ---- runtime ---- */
 
-static int append_json(struct glove_control_store *st, json_t *o, struct glove_error *err) {
+/* Appends record o. A record that replay would refuse is never written:
+ * one the encoder or replay's recognizer refuses (a plan or runtime identity
+ * nested as deep as the bound, which the record around it exceeds) is
+ * refused with refuse_code. */
+static int append_json(struct glove_control_store *st, json_t *o, const char *refuse_code, struct glove_error *err) {
         _cleanup_free_ char *bytes = NULL;
-        size_t len = 0;
+        size_t len = 0, members;
+        struct glove_error e = { 0 };
         if (!o)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         if (!st->journal)
                 return glove_error_set(err, EROFS, "store.read_only", "this store was replayed from memory");
-        int r = glove_json_encode_canonical(o, &bytes, &len, err);
+        int r = glove_json_encode_canonical(o, &bytes, &len, &e);
+        if (r == -ENOMEM)
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        if (r == 0)
+                r = glove_json_scan_canonical_object(bytes, len, len, NULL, 0, &members, &e);
         if (r < 0)
-                return r;
+                return glove_error_set(err, EINVAL, refuse_code, "the record would not replay: %s", e.message);
         r = glove_control_journal_append(st->journal, bytes, len, NULL, NULL, err);
         if (r == 0)
                 st->records = glove_control_journal_records(st->journal);
@@ -419,7 +495,7 @@ int glove_control_store_create(struct glove_control_store *st, const struct glov
                 session_free(s);
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         }
-        r = append_json(st, o, err);
+        r = append_json(st, o, "store.invalid_plan", err);
         if (r < 0) {
                 session_free(s);
                 return r;
@@ -443,9 +519,40 @@ int glove_control_store_create(struct glove_control_store *st, const struct glov
         return 0;
 }
 
+/* The runtime identity of a transition: NULL, or one canonical object within
+ * its bounds, only on a transition to running. *out holds it decoded. */
+static int check_runtime(enum glove_control_session_state to, const char *runtime, size_t len, json_t **out,
+                         struct glove_error *err) {
+        struct glove_error e = { 0 };
+        *out = NULL;
+        if (!runtime)
+                return 0;
+        if (to != GLOVE_CONTROL_SESSION_RUNNING)
+                return glove_error_set(err, EINVAL, "store.invalid_runtime",
+                                       "a runtime identity is recorded only on the transition to running");
+        if (len > GLOVE_CONTROL_STORE_RUNTIME_MAX)
+                return glove_error_set(err, EINVAL, "store.invalid_runtime",
+                                       "the runtime identity is %zu bytes; the bound is %u", len,
+                                       GLOVE_CONTROL_STORE_RUNTIME_MAX);
+        if (glove_json_decode_canonical(runtime, len, GLOVE_CONTROL_STORE_RUNTIME_MAX, GLOVE_JSON_OBJECT_ONLY, out,
+                                        &e) < 0)
+                return glove_error_set(err, EINVAL, "store.invalid_runtime",
+                                       "the runtime identity is not a canonical JSON object: %s", e.message);
+        return 0;
+}
+
 int glove_control_store_transition(struct glove_control_store *st, const char *session_id,
                                    enum glove_control_session_state to, const char *reason, int64_t now_ms,
                                    bool *appended, struct glove_error *err) {
+        return glove_control_store_transition_runtime(st, session_id, to, reason, now_ms, NULL, 0, appended, err);
+}
+
+int glove_control_store_transition_runtime(struct glove_control_store *st, const char *session_id,
+                                           enum glove_control_session_state to, const char *reason,
+                                           int64_t now_ms, const char *runtime, size_t runtime_len,
+                                           bool *appended, struct glove_error *err) {
+        _cleanup_json_ json_t *identity = NULL;
+        _cleanup_free_ char *copy = NULL;
         *appended = false;
         if (!glove_control_id_valid(session_id))
                 return glove_error_set(err, EINVAL, "store.invalid_id", "malformed session id");
@@ -454,20 +561,32 @@ int glove_control_store_transition(struct glove_control_store *st, const char *s
                                        "a transition reason is 0..128 bytes of [a-z0-9._-]");
         if (now_ms < 0)
                 return glove_error_set(err, EINVAL, "store.invalid_id", "the transition time is before 1970");
+        int r = check_runtime(to, runtime, runtime_len, &identity, err);
+        if (r < 0)
+                return r;
         struct glove_control_session *s = lookup(st, &st->by_id, session_id);
         if (!s)
                 return glove_error_set(err, ENOENT, "session.not_found", "no session %s", session_id);
-        int r = glove_control_session_transition_check(s->state, to, err);
+        r = glove_control_session_transition_check(s->state, to, err);
         if (r <= 0)
                 return r;
+        if (runtime && !(copy = copy_bytes(runtime, runtime_len)))
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         uint64_t seq = st->records + 1;
         _cleanup_json_ json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I,s:s,s:s}", "at_ms", (json_int_t)now_ms, "from",
                                              glove_control_session_state_name(s->state), "kind", "transition",
                                              "reason", reason, "seq", (json_int_t)seq, "session_id", session_id, "to",
                                              glove_control_session_state_name(to));
-        r = append_json(st, o, err);
+        if (o && identity && json_object_set(o, "runtime", identity) < 0)
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        r = append_json(st, o, "store.invalid_runtime", err);
         if (r < 0)
                 return r;
+        if (copy) {
+                free(s->runtime);
+                s->runtime = TAKE_PTR(copy);
+                s->runtime_len = runtime_len;
+        }
         record_transition(s, to, reason, now_ms, seq);
         *appended = true;
         return 0;

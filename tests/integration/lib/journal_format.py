@@ -7,7 +7,8 @@ documented bytes are what gloved reads.
         Writes a session store PATH and its seal PATH.seal (mode 0600) holding
         one create record per argument.
 
-As a module: header(), record(), seal(), store_bytes(...).
+As a module: header(), record(), seal(), store_bytes(...), create_payload(...),
+transition_payload(...).
 """
 import hashlib
 import json
@@ -85,6 +86,24 @@ def create_payload(seq, session_id, key, controller, plan_bytes, created_at_ms=1
         "seq": seq,
         "session_id": session_id,
     })
+
+
+def transition_payload(seq, session_id, frm, to, at_ms, reason="", runtime=None):
+    """A transition record; runtime (a dict, only with to == "running") is
+    the session's runtime identity, stored as the record's "runtime"
+    member."""
+    rec = {
+        "at_ms": at_ms,
+        "from": frm,
+        "kind": "transition",
+        "reason": reason,
+        "seq": seq,
+        "session_id": session_id,
+        "to": to,
+    }
+    if runtime is not None:
+        rec["runtime"] = runtime
+    return canonical(rec)
 
 
 def write_private(path, data):

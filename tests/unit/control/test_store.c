@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "glove/base/digest.h"
+#include "glove/base/json.h"
 #include "glove/control/store.h"
 #include "helpers.h"
 
@@ -533,6 +534,189 @@ static void test_semantic_replay_errors(void **state) {
         glove_control_store_close(st);
 }
 
+/* ---- the runtime identity on the transition to running ---- */
+
+#define RUNTIME1 "{\"boot_id\":\"b\",\"keeper\":{\"pid\":7,\"socket\":\"keepers/s1.sock\"},\"pid\":42}"
+
+/* s1 moved to starting, ready for running. */
+static struct glove_control_store *open_starting(struct fixture *f) {
+        struct glove_control_store *st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(create(st, "s1", "k1", PLAN1, NULL, NULL), 0);
+        assert_int_equal(transition(st, "s1", GLOVE_CONTROL_SESSION_PREPARING, NULL), 0);
+        assert_int_equal(transition(st, "s1", GLOVE_CONTROL_SESSION_STARTING, NULL), 0);
+        return st;
+}
+
+static int run_with(struct glove_control_store *st, const char *id, enum glove_control_session_state to,
+                    const char *runtime, size_t len, bool *appended, struct glove_error *e) {
+        return glove_control_store_transition_runtime(st, id, to, "", NOW + 5, runtime, len, appended, e);
+}
+
+static void expect_invalid_runtime(struct glove_control_store *st, enum glove_control_session_state to,
+                                   const char *runtime, size_t len) {
+        struct glove_error e = { 0 };
+        bool appended = true;
+        uint64_t records = glove_control_store_records(st);
+        assert_int_equal(run_with(st, "s1", to, runtime, len, &appended, &e), -EINVAL);
+        assert_string_equal(e.code, "store.invalid_runtime");
+        assert_false(appended);
+        assert_int_equal(glove_control_store_records(st), records);
+        glove_error_clear(&e);
+}
+
+static void check_runtime(const struct glove_control_session *s) {
+        assert_int_equal(s->state, GLOVE_CONTROL_SESSION_RUNNING);
+        assert_non_null(s->runtime);
+        assert_int_equal(s->runtime_len, strlen(RUNTIME1));
+        assert_memory_equal(s->runtime, RUNTIME1, s->runtime_len + 1); /* with its NUL */
+}
+
+static void test_runtime_recorded_and_replayed(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = open_starting(f);
+        bool appended = false;
+        assert_null(glove_control_store_find(st, "s1")->runtime);
+        assert_int_equal(run_with(st, "s1", GLOVE_CONTROL_SESSION_RUNNING, RUNTIME1, strlen(RUNTIME1), &appended, NULL),
+                         0);
+        assert_true(appended);
+        check_runtime(glove_control_store_find(st, "s1"));
+        /* Asking for running again appends nothing and keeps the identity. */
+        assert_int_equal(run_with(st, "s1", GLOVE_CONTROL_SESSION_RUNNING, "{\"pid\":1}", 9, &appended, NULL), 0);
+        assert_false(appended);
+        check_runtime(glove_control_store_find(st, "s1"));
+        assert_int_equal(transition(st, "s1", GLOVE_CONTROL_SESSION_STOPPING, NULL), 0);
+        glove_control_store_close(st);
+
+        /* The record is in the documented format, member sorted in place. */
+        size_t len;
+        unsigned char *b = th_read(f->path, &len);
+        const char *rec = "{\"at_ms\":1764000000005,\"from\":\"starting\",\"kind\":\"transition\",\"reason\":\"\","
+                          "\"runtime\":" RUNTIME1 ",\"seq\":4,\"session_id\":\"s1\",\"to\":\"running\"}";
+        assert_non_null(memmem(b, len, rec, strlen(rec)));
+        /* Reopened, and replayed from memory: the same bytes; the later
+         * transition keeps them. */
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        const struct glove_control_session *s = glove_control_store_find(st, "s1");
+        assert_int_equal(s->state, GLOVE_CONTROL_SESSION_STOPPING);
+        assert_int_equal(s->runtime_len, strlen(RUNTIME1));
+        assert_memory_equal(s->runtime, RUNTIME1, s->runtime_len + 1);
+        glove_control_store_close(st);
+        struct glove_control_store *mem = NULL;
+        assert_int_equal(glove_control_store_replay_bytes(b, len, &mem, NULL), 0);
+        assert_memory_equal(glove_control_store_find(mem, "s1")->runtime, RUNTIME1, strlen(RUNTIME1) + 1);
+        glove_control_store_close(mem);
+        free(b);
+}
+
+static void test_runtime_refused_at_append(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = open_starting(f);
+        /* not on another state than running */
+        expect_invalid_runtime(st, GLOVE_CONTROL_SESSION_FAILED, RUNTIME1, strlen(RUNTIME1));
+        expect_invalid_runtime(st, GLOVE_CONTROL_SESSION_STOPPING, RUNTIME1, strlen(RUNTIME1));
+        /* not one canonical object */
+        static const char *const not_objects[] = { "[1]", "1", "\"x\"", "null", "{ \"a\":1}", "{\"b\":1,\"a\":2}",
+                                                   "{\"a\":1.5}", "{\"a\":1}{}", "", "{" };
+        for (size_t i = 0; i < sizeof(not_objects) / sizeof(not_objects[0]); i++)
+                expect_invalid_runtime(st, GLOVE_CONTROL_SESSION_RUNNING, not_objects[i], strlen(not_objects[i]));
+        /* the length is the caller's: bytes past it are not read */
+        expect_invalid_runtime(st, GLOVE_CONTROL_SESSION_RUNNING, RUNTIME1, strlen(RUNTIME1) - 1);
+        /* larger than the bound, by one byte */
+        static char big[GLOVE_CONTROL_STORE_RUNTIME_MAX + 2];
+        size_t n = GLOVE_CONTROL_STORE_RUNTIME_MAX + 1;
+        memset(big, 'x', n);
+        memcpy(big, "{\"a\":\"", 6);
+        memcpy(big + n - 2, "\"}", 2);
+        big[n] = '\0';
+        expect_invalid_runtime(st, GLOVE_CONTROL_SESSION_RUNNING, big, n);
+        /* nested as deep as the bound: the record around it would exceed it */
+        char deep[2 * GLOVE_JSON_MAX_DEPTH + 8];
+        size_t d = 5;
+        memcpy(deep, "{\"a\":", 5);
+        for (int i = 1; i < GLOVE_JSON_MAX_DEPTH; i++)
+                deep[d++] = '[';
+        for (int i = 1; i < GLOVE_JSON_MAX_DEPTH; i++)
+                deep[d++] = ']';
+        deep[d++] = '}';
+        expect_invalid_runtime(st, GLOVE_CONTROL_SESSION_RUNNING, deep, d);
+        assert_int_equal(glove_control_store_find(st, "s1")->state, GLOVE_CONTROL_SESSION_STARTING);
+        /* exactly the bound is accepted */
+        bool appended = false;
+        memcpy(big + n - 3, "\"}", 3);
+        assert_int_equal(run_with(st, "s1", GLOVE_CONTROL_SESSION_RUNNING, big, n - 1, &appended, NULL), 0);
+        assert_true(appended);
+        assert_int_equal(glove_control_store_find(st, "s1")->runtime_len, GLOVE_CONTROL_STORE_RUNTIME_MAX);
+        glove_control_store_close(st);
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_memory_equal(glove_control_store_find(st, "s1")->runtime, big, GLOVE_CONTROL_STORE_RUNTIME_MAX + 1);
+        glove_control_store_close(st);
+}
+
+static void test_runtime_replay_rules(void **state) {
+        struct fixture *f = *state;
+        char pd[65], create1[512], t[3][256], bad[GLOVE_CONTROL_STORE_RUNTIME_MAX + 512];
+        static const char *const names[] = { "created", "preparing", "starting", "running" };
+        sha_hex(PLAN1, pd);
+        snprintf(create1, sizeof(create1),
+                 "{\"controller_plan_digest\":\"" CDIGEST "\",\"created_at_ms\":1,\"idempotency_key\":\"k1\","
+                 "\"kind\":\"create\",\"plan\":%s,\"plan_content_digest\":\"%s\",\"seq\":1,\"session_id\":\"s1\"}",
+                 PLAN1, pd);
+        for (int i = 0; i < 2; i++)
+                snprintf(t[i], sizeof(t[i]),
+                         "{\"at_ms\":1,\"from\":\"%s\",\"kind\":\"transition\",\"reason\":\"\",\"seq\":%d,"
+                         "\"session_id\":\"s1\",\"to\":\"%s\"}",
+                         names[i], i + 2, names[i + 1]);
+        /* A fourth record: to (running or failed) from starting, with runtime value. */
+#define LAST(to, value)                                                                                          \
+        snprintf(bad, sizeof(bad),                                                                             \
+                 "{\"at_ms\":1,\"from\":\"starting\",\"kind\":\"transition\",\"reason\":\"\",\"runtime\":%s,"  \
+                 "\"seq\":4,\"session_id\":\"s1\",\"to\":\"%s\"}",                                            \
+                 value, to)
+        static char big[GLOVE_CONTROL_STORE_RUNTIME_MAX + 2];
+        size_t n = GLOVE_CONTROL_STORE_RUNTIME_MAX + 1;
+        memset(big, 'x', n);
+        memcpy(big, "{\"a\":\"", 6);
+        memcpy(big + n - 2, "\"}", 2);
+        struct {
+                const char *to, *value, *code;
+        } cases[] = {
+                { "running", RUNTIME1, NULL },    /* accepted */
+                { "failed", RUNTIME1, "store.bad_record" },
+                { "running", "[1]", "store.bad_record" },
+                { "running", "\"x\"", "store.bad_record" },
+                { "running", "7", "store.bad_record" },
+                { "running", "null", "store.bad_record" },
+                { "running", big, "store.bad_record" },
+                { "running", "{\"b\":1,\"a\":2}", "store.bad_record" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                LAST(cases[i].to, cases[i].value);
+                const char *p[] = { create1, t[0], t[1], bad };
+                unlink(f->path);
+                unlink(f->seal);
+                write_records(f, p, 4);
+                if (cases[i].code) {
+                        expect_refused(f, cases[i].code, "runtime case", i);
+                        continue;
+                }
+                struct glove_control_store *st = NULL;
+                assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+                check_runtime(glove_control_store_find(st, "s1"));
+                glove_control_store_close(st);
+        }
+        /* on a transition that is not the one to running */
+        snprintf(t[2], sizeof(t[2]),
+                 "{\"at_ms\":1,\"from\":\"created\",\"kind\":\"transition\",\"reason\":\"\",\"runtime\":{},"
+                 "\"seq\":2,\"session_id\":\"s1\",\"to\":\"preparing\"}");
+        const char *p[] = { create1, t[2] };
+        unlink(f->path);
+        unlink(f->seal);
+        write_records(f, p, 2);
+        expect_refused(f, "store.bad_record", "runtime on preparing", 0);
+#undef LAST
+}
+
 static void test_second_writer_refused(void **state) {
         struct fixture *f = *state;
         struct glove_control_store *a = NULL, *b = NULL;
@@ -555,6 +739,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_torn_tail_past_seal_is_recovered, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_semantic_replay_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_second_writer_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_recorded_and_replayed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_refused_at_append, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_replay_rules, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
