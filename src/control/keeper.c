@@ -1036,7 +1036,10 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 klog(k, "sd_event_new: %s", strerror(-r));
                 _exit(1);
         }
-        if ((r = fcntl(FD_LISTEN, F_SETFL, fcntl(FD_LISTEN, F_GETFL) | O_NONBLOCK)) < 0 ||
+        /* listen(2) here, not in gloved: a peer's SO_PEERCRED names the
+         * process that called it, and gloved checks that it is the keeper. */
+        if ((r = listen(FD_LISTEN, 4)) < 0 ||
+            (r = fcntl(FD_LISTEN, F_SETFL, fcntl(FD_LISTEN, F_GETFL) | O_NONBLOCK)) < 0 ||
             (r = sd_event_add_io(k->loop, &k->listen_src, FD_LISTEN, EPOLLIN, on_listen, k)) < 0)
                 klog(k, "the listening socket is not served: %s", strerror(r < 0 ? -r : errno));
         if ((r = conn_set(k, FD_CHANNEL)) < 0)

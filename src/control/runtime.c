@@ -147,18 +147,6 @@ struct glove_control_runtime {
         struct prepare_pool pool;
 };
 
-/* TEMPORARY until the store's runtime member lands. */
-#define STORE_RUNTIME(st) ((const char *)NULL)
-#define STORE_RUNTIME_LEN(st) ((size_t)0)
-static int glove_control_store_transition_runtime(struct glove_control_store *store, const char *id,
-                                                  enum glove_control_session_state to, const char *reason,
-                                                  int64_t now_ms, const char *runtime, size_t runtime_len,
-                                                  bool *appended, struct glove_error *err) {
-        (void)runtime;
-        (void)runtime_len;
-        return glove_control_store_transition(store, id, to, reason, now_ms, appended, err);
-}
-
 /* ---- construction ---- */
 
 int glove_control_runtime_new(const struct glove_control_runtime_options *o, struct glove_control_runtime **out,
@@ -1187,8 +1175,9 @@ static int keeper_spawn(struct rt_session *s, const struct glove_session_desc *d
         if (keeper_addr(dir, s->stem, &sa) < 0)
                 return glove_error_set(err, ENAMETOOLONG, "keeper.socket", "the keeper socket path is too long");
         _cleanup_close_ int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fchmodat(dir, name, 0600, 0) < 0 ||
-            listen(lfd, 4) < 0)
+        /* Bound here, listened on by the keeper: a connecting peer's
+         * SO_PEERCRED names the process that called listen(2). */
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fchmodat(dir, name, 0600, 0) < 0)
                 return glove_error_set(err, errno, "keeper.socket", "%s/keepers/%s: %s",
                                        rt->o.config->materialization_root, name, strerror(errno));
         int sv[2];
@@ -2118,7 +2107,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         const char *id = st->session_id;
         char stem[40];
         keeper_stem(id, stem);
-        _cleanup_json_ json_t *identity = STORE_RUNTIME(st) ? link_json((const uint8_t *)STORE_RUNTIME(st), STORE_RUNTIME_LEN(st)) : NULL;
+        _cleanup_json_ json_t *identity = st->runtime ? link_json((const uint8_t *)st->runtime, st->runtime_len) : NULL;
         uint64_t seq = 0;
         if (glove_control_receipts_find(rt->o.receipts, "session.terminal", id, &seq, NULL) == 1) {
                 /* gloved ended between the receipt and the terminal

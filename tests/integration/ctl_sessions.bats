@@ -319,7 +319,7 @@ INNER
         wait_state r1 running || fail "r1 did not reach running"
         # The sandbox's PID 1 is the keeper's child, not gloved's.
         local keeper pid1 i
-        keeper=$(pgrep -x glove-keeper | head -n1)
+        keeper=$(jq -r .keeper.pid "$T"/mat/keepers/*.status)
         [ -n "$keeper" ] || fail "no glove-keeper process while r1 runs"
         pid1=$(pgrep -P "$keeper" | head -n1)
         [ -n "$pid1" ] || fail "no sandbox process under the keeper"
