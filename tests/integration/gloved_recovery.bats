@@ -78,7 +78,8 @@ setup_rec() {
 }
 
 # gd_start [MATCH WHEN]: starts gloved on $T/g with GD_ARGS and waits until it
-# accepts (a socket that an earlier, killed gloved left does not count).
+# accepts (its "listening on" line: a socket that an earlier, killed gloved
+# left does not count).
 # With MATCH and WHEN (before|after|synced) the crash point is armed: gloved
 # SIGKILLs itself around its write to the session store that holds MATCH.
 # Each gloved gets its own stderr file, GD_ERR. Sets GD_PID, RT, ST.
@@ -98,14 +99,13 @@ gd_launch() {
         RT=$T/g/run ST=$T/g/state
         GD_N=$((GD_N + 1))
         GD_ERR=$T/g.gloved.err.$GD_N
-        local old
-        old=$(stat -c %i "$RT/gloved.sock" 2>/dev/null || echo none)
         "$@" --runtime-dir "$RT" --state-dir "$ST" "${GD_ARGS[@]}" 2>"$GD_ERR" </dev/null 3>&- &
         GD_PID=$!
         track_pid "$GD_PID"
+        echo "$GD_PID" >>"$T/snap.pids" # recovery.py: this test's gloved
         local idx
         for ((idx = 0; idx < 400; idx++)); do
-                if [ -S "$RT/gloved.sock" ] && [ "$(stat -c %i "$RT/gloved.sock")" != "$old" ] &&
+                if grep -q '^gloved: listening on ' "$GD_ERR" && [ -S "$RT/gloved.sock" ] &&
                         [ -f "$RT/bootstrap-secret" ]; then
                         return 0
                 fi
@@ -351,7 +351,7 @@ start_interrupted_case() {
         track_pid $!
         wait_seq c1 20
         local k1
-        k1=$("$PY" "$REC" keepers "$T/snap")
+        k1=$("$PY" "$REC" keepers "$T/snap" "$T/mat")
         [ -n "$k1" ] && [ "$(wc -l <<<"$k1")" -eq 1 ] || fail "expected one keeper, found: $k1"
         gd_kill
         wait_for "$T/watch.end" '^EOF$' 20 || fail "the attached client did not see gloved go"
@@ -363,7 +363,7 @@ start_interrupted_case() {
         gd_start
         reconciled c1 adopted
         [ "$(grep -c '^gloved: reconcile: ' "$GD_ERR")" -eq 1 ] || fail "the reconciler acted on more than c1: $(cat "$GD_ERR")"
-        [ "$("$PY" "$REC" keepers "$T/snap")" = "$k1" ] || fail "the keeper is not the same process"
+        [ "$("$PY" "$REC" keepers "$T/snap" "$T/mat")" = "$k1" ] || fail "the keeper is not the same process"
         wait_state c1 running
         count_ok c1 --min $((seen + 50)) --resize
         wait_state c1 exited
@@ -533,7 +533,7 @@ mismatch_case() {
         # Long enough for the keeper's status file to hold usage.
         wait_seq c1 150
         local k
-        k=$("$PY" "$REC" keepers "$T/snap")
+        k=$("$PY" "$REC" keepers "$T/snap" "$T/mat")
         [ -n "$k" ] && [ "$(wc -l <<<"$k")" -eq 1 ] || fail "expected one keeper, found: $k"
         gd_kill
         kill -KILL "$k"

@@ -31,14 +31,19 @@ Sessions (RT is gloved's runtime directory, ST its state directory):
         problem.
 
 Host state (processes named glove-keeper or glove-init, run cgroups
-glove-* in any hierarchy under /sys/fs/cgroup, mount points, loop devices):
+glove-PID-HEX in any hierarchy under /sys/fs/cgroup, mount points, loop
+devices), only this test's: FILE.pids lists the gloved PIDs it started (the
+bats file appends them); a keeper is the test's when its descriptors name a
+file under ROOT or ROOT/keepers/ID.status names it; a run cgroup when the PID
+in its name is one of those; a PID 1 when it is in such a cgroup. Another
+suite running on the host at the same time is neither counted nor touched.
     recovery.py snapshot FILE
         Writes what exists now (the state before the test).
     recovery.py leftovers FILE ROOT [--ns-pid PID] [--frozen-images] [--live ID]...
-        Everything that appeared since the snapshot and is still there:
-        a keeper or PID 1, a run cgroup (with its processes), a mount point
-        (anywhere; and under ROOT, the materialization root, in this
-        namespace and in PID's), a loop device backed by a file under ROOT,
+        Everything of the test's that appeared since the snapshot and is
+        still there: a keeper or PID 1, a run cgroup (with its processes), a
+        mount point (under ROOT, the materialization root, in this
+        namespace and in PID's; new ones beside ROOT in its parent), a loop device backed by a file under ROOT,
         a keeper file in ROOT/keepers. --frozen-images allows read-only
         mounts of read-only loop devices backed by ROOT/images/* (retained
         images re-attached after a host restart); --live ID allows the
@@ -51,9 +56,9 @@ glove-* in any hierarchy under /sys/fs/cgroup, mount points, loop devices):
         unmounted (deepest first) and every loop device backed by a file
         under ROOT detached. The files (images, keeper status files, empty
         mountpoints) stay, as they would on disk.
-    recovery.py keepers [FILE]
-        The PIDs of processes named glove-keeper (that appeared since the
-        snapshot FILE), one a line.
+    recovery.py keepers FILE ROOT
+        The PIDs of this test's processes named glove-keeper that appeared
+        since the snapshot FILE, one a line.
     recovery.py frozen IMAGE PID
         A read-only loop device backs IMAGE and is mounted read-only in
         PID's mount namespace (a retained image re-attached, frozen); exit 1
@@ -407,10 +412,72 @@ def under(path, root):
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def new_things(snap, root):
+def fd_links(pid):
+    out = []
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def our_pids(snapfile, root):
+    """The PIDs that are this test's: every gloved it started (FILE.pids,
+    one a line, appended by the bats file), every keeper whose descriptors
+    name a file under ROOT (its keepers/ID.log and ID.sock), and every
+    keeper a status file under ROOT/keepers names. Keepers seen are added
+    to FILE.pids, so that their cgroups are still known once they are gone.
+    Other glove processes on the host (another suite running at the same
+    time) are never counted, nor touched."""
+    pids = set()
+    path = snapfile + ".pids"
+    if os.path.exists(path):
+        pids |= {int(x) for x in open(path).read().split() if x.isdigit()}
+    kd = os.path.join(root, "keepers")
+    if os.path.isdir(kd):
+        for name in os.listdir(kd):
+            if name.endswith(".status"):
+                try:
+                    pids.add(int(json.load(open(os.path.join(kd, name)))["keeper"]["pid"]))
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass
+    seen = set()
+    for p in named_procs():
+        if p["comm"] == "glove-keeper" and any(under(l, root) for l in fd_links(p["pid"])):
+            seen.add(p["pid"])
+    if seen - pids:
+        with open(path, "a") as f:
+            f.write("".join("%d\n" % x for x in sorted(seen - pids)))
+    return pids | seen
+
+
+def cgroup_owner(c):
+    """The pid in a run cgroup's name (glove-PID-HEX), or 0."""
+    parts = os.path.basename(c).split("-")
+    return int(parts[1]) if len(parts) == 3 and parts[0] == "glove" and parts[1].isdigit() else 0
+
+
+def new_things(snap, root, snapfile):
+    """(processes, cgroups) of this test that appeared since the snapshot."""
+    ours = our_pids(snapfile, root)
+    cgroups = [c for c in run_cgroups() if c not in snap["cgroups"] and cgroup_owner(c) in ours]
+    names = {os.path.basename(c) for c in cgroups}
     old_procs = {tuple(x) for x in snap["procs"]}
-    procs = [p for p in named_procs() if (p["pid"], p["start"]) not in old_procs]
-    cgroups = [c for c in run_cgroups() if c not in snap["cgroups"]]
+    procs = []
+    for p in named_procs():
+        if (p["pid"], p["start"]) in old_procs:
+            continue
+        try:
+            cg = open("/proc/%d/cgroup" % p["pid"]).read()
+        except OSError:
+            continue
+        if p["pid"] in ours or any("/" + n in cg for n in names) or \
+                any(cgroup_owner(x.rsplit("/", 1)[-1]) in ours for x in cg.split()):
+            procs.append(p)
     return procs, cgroups
 
 
@@ -444,7 +511,7 @@ def cmd_leftovers(path, root, *opts):
     # to finish what it was doing (no time is asserted: this only polls).
     probs = []
     for _ in range(100):
-        procs, cgroups = new_things(snap, root)
+        procs, cgroups = new_things(snap, root, path)
         if not procs and not cgroups:
             break
         time.sleep(0.1)
@@ -467,11 +534,11 @@ def cmd_leftovers(path, root, *opts):
                 continue
             probs.append("%s: %s mount %s from %s (%s) is left" % (what, m["fstype"], m["point"], m["source"],
                                                                      m["opts"]))
-    old = set(snap["mounts"])
+    # Beside the root, in the test's own directory (another suite may
+    # mount elsewhere on this host at the same time).
+    old, test_dir = set(snap["mounts"]), os.path.dirname(root)
     for m in mountinfo():
-        if m["point"] not in old and not under(m["point"], root):
-            # Mount points of the test's own directories other than the root
-            # are not gloved's; everything else new is.
+        if m["point"] not in old and under(m["point"], test_dir) and not under(m["point"], root):
             probs.append("new mount %s (%s from %s) is left" % (m["point"], m["fstype"], m["source"]))
     kd = os.path.join(root, "keepers")
     if os.path.isdir(kd):
@@ -486,7 +553,7 @@ def cmd_leftovers(path, root, *opts):
 def cmd_simulate_reboot(path, root):
     snap = json.load(open(path))
     root = os.path.realpath(root)
-    procs, cgroups = new_things(snap, root)
+    procs, cgroups = new_things(snap, root, path)
     for p in procs:
         try:
             os.kill(p["pid"], signal.SIGKILL)
@@ -499,7 +566,7 @@ def cmd_simulate_reboot(path, root):
             except ProcessLookupError:
                 pass
     for _ in range(200):
-        if not any(cgroup_procs(c) for c in cgroups) and not new_things(snap, root)[0]:
+        if not any(cgroup_procs(c) for c in cgroups) and not new_things(snap, root, path)[0]:
             break
         time.sleep(0.05)
     for c in sorted(cgroups, key=len, reverse=True):
@@ -513,17 +580,18 @@ def cmd_simulate_reboot(path, root):
     for l in loops():
         if under(l["back"], root):
             subprocess.run(["losetup", "-d", l["name"]], capture_output=True)
-    procs, cgroups = new_things(snap, root)
+    procs, cgroups = new_things(snap, root, path)
     left = [m["point"] for m in mountinfo() if under(m["point"], root)]
     if procs or cgroups or left:
         die("simulate-reboot: still there: %s %s %s" % (procs, cgroups, left))
     print("rebooted")
 
 
-def cmd_keepers(path=None):
-    old = {tuple(x) for x in json.load(open(path))["procs"]} if path else set()
+def cmd_keepers(path, root):
+    old = {tuple(x) for x in json.load(open(path))["procs"]}
+    ours = our_pids(path, os.path.realpath(root))
     for p in named_procs():
-        if p["comm"] == "glove-keeper" and (p["pid"], p["start"]) not in old:
+        if p["comm"] == "glove-keeper" and (p["pid"], p["start"]) not in old and p["pid"] in ours:
             print(p["pid"])
 
 
