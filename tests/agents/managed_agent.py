@@ -14,6 +14,11 @@ needs no file inside the sandbox. MODE:
   noterm    ignores SIGTERM, prints "ready", sleeps
   term      exits 5 on SIGTERM, prints "ready", sleeps
   brief     prints "brief", sleeps 1 s, exits 0
+  count     writes /work/keep/count.txt when /work/keep exists, then prints
+            "seq N" (N = 1, 2, ...) every 20 ms until a line "quit" arrives
+            on its terminal, then "count-done N" and exits 0 (the recovery
+            tests: a gap in the numbers is output lost); a hang-up of its
+            terminal (SIGHUP) prints "hup" and exits 4
 """
 import errno, os, signal, sys, time
 
@@ -100,5 +105,25 @@ elif mode in ("noterm", "term"):
 elif mode == "brief":
     print("brief", flush=True)
     time.sleep(1)
+elif mode == "count":
+    import select
+    signal.signal(signal.SIGHUP, lambda *a: (os.write(1, b"hup\n"), os._exit(4)))
+    if os.path.isdir("/work/keep"):
+        with open("/work/keep/count.txt", "w") as f:
+            f.write("counting\n")
+            f.flush()
+            os.fsync(f.fileno())
+    n, buf = 0, b""
+    while n < 200000:
+        n += 1
+        os.write(1, b"seq %d\n" % n)
+        if select.select([0], [], [], 0.02)[0]:
+            c = os.read(0, 4096)
+            if not c:
+                break
+            buf += c
+            if b"quit" in buf.replace(b"\r", b"\n").split(b"\n"):
+                break
+    os.write(1, b"count-done %d\n" % n)
 else:
     sys.exit("unknown mode " + mode)

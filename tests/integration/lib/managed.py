@@ -92,7 +92,7 @@ def plan(out, tid, off):
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agents", "managed_agent.py")
 # template mode -> the aliases it may use
-PY_TEMPLATES = {"edit": ["keep", "ref", "src"], "many": ["keep", "src"]}
+PY_TEMPLATES = {"edit": ["keep", "ref", "src"], "many": ["keep", "src"], "count": ["keep", "ref", "src"]}
 for _m in ("cpu", "mem", "sleep", "fork", "flood", "disk", "burst", "echo", "noterm", "term", "brief"):
     PY_TEMPLATES[_m] = []
 PY_BASE = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 60000,

@@ -245,4 +245,5 @@ def main():
             print("output " + json.dumps(out.decode(errors="replace")))
 
 
-main()
+if __name__ == "__main__":
+    main()

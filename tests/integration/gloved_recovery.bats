@@ -1,0 +1,549 @@
+#!/usr/bin/env bats
+# Sessions outlive gloved (issue 10, "Tests"): gloved killed with SIGKILL at
+# each point of the lifecycle and restarted on the same directories; an
+# identity mismatch that must signal nothing; a host restart simulated by a
+# boot id bind-mounted in gloved's own mount namespace; a keeper killed while
+# gloved is down. After each: the right state for every session, exactly one
+# terminal receipt per ended session and a chain that verifies, nothing left
+# on the host (process, cgroup, mount, loop device, tmpfs, keeper file), and
+# a running agent whose output has no gap.
+#
+# The crash points are exact and need no back door in gloved: gloved runs
+# with the test shim build/glove-crashpoint.so (tests/integration/lib/
+# crashpoint.c) preloaded, which SIGKILLs gloved around the store write that
+# holds a given transition. The agent is tests/agents/managed_agent.py
+# "count" (numbered lines until "quit"); the host checks are
+# tests/integration/lib/recovery.py. Expected reconciler codes:
+# docs/recovery.md.
+
+load helpers
+load "$GLOVE_IT_LIB/gloved"
+
+MANAGED="$LIB/managed.py"
+REC="$LIB/recovery.py"
+CRASHPOINT="$(dirname "$GLOVE")/glove-crashpoint.so"
+# Loops count with "idx", never "i" (bats' run assigns a global i).
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+        require_gloved
+        GD_N=0
+}
+
+teardown() {
+        if [ -n "${GD_PID:-}" ] && running "$GD_PID"; then
+                kill -KILL "$GD_PID" 2>/dev/null || true
+                wait_exit "$GD_PID" 10 || true
+        fi
+        # Sessions outlive gloved: whatever this test started and left is
+        # taken away as a host restart would, so no later test sees it.
+        if [ -f "$T/snap" ]; then
+                "$PY" "$REC" simulate-reboot "$T/snap" "$T/mat" >&2 || true
+        fi
+        kill_tracked
+        if [ -n "${FIXTURE_CG:-}" ]; then
+                rmdir "$FIXTURE_CG" 2>/dev/null || true
+        fi
+        local f
+        for f in "$T"/g.gloved.err.*; do
+                [ -f "$f" ] && no_sanitizer_reports "$f"
+        done
+        return 0
+}
+
+# ------------------------------------------------------------ set-up
+
+# require_recovery: root (delegated cgroups, loop devices, mount namespaces)
+# and a managed runtime; skips saying why otherwise.
+require_recovery() {
+        is_root || skip "the recovery tests need root (loop devices, mount namespaces, cgroups to inspect); running as uid $(id -u)"
+        grep -q -- --materialization-root "$GLOVED" ||
+                skip "this gloved has no managed runtime (--materialization-root unknown)"
+        [ -f "$CRASHPOINT" ] || fail "the crash-point shim $CRASHPOINT is missing (meson builds glove-crashpoint.so)"
+}
+
+# setup_rec: host directories, the Python policy, the store and
+# materialization root, and a snapshot of the host (recovery.py snapshot).
+setup_rec() {
+        require_recovery
+        mkdir -p "$T/host/src/sub" "$T/host/ref" "$T/host/keep"
+        printf 'original a\n' >"$T/host/src/a.txt"
+        printf 'reference\n' >"$T/host/ref/r.txt"
+        chmod -R a+rX "$T/host"
+        mkdir -m 700 -p "$T/cfg"
+        "$PY" "$MANAGED" pypolicy "$T/cfg/policy.json" "$T/host"
+        GD_ARGS=(--session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal"
+                --materialization-root "$T/mat")
+        "$PY" "$REC" snapshot "$T/snap"
+}
+
+# gd_start [MATCH WHEN]: starts gloved on $T/g with GD_ARGS and waits until it
+# accepts (its "listening on" line: a socket that an earlier, killed gloved
+# left does not count).
+# With MATCH and WHEN (before|after|synced) the crash point is armed: gloved
+# SIGKILLs itself around its write to the session store that holds MATCH.
+# Each gloved gets its own stderr file, GD_ERR. Sets GD_PID, RT, ST.
+gd_start() {
+        local envs=()
+        if [ $# -ge 2 ]; then
+                envs=(LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH="$1" GLOVE_CRASH_WHEN="$2"
+                        GLOVE_CRASH_PATH=sessions.journal GLOVE_CRASH_REPORT="$T/crash.report"
+                        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+        fi
+        gd_launch env "${envs[@]}" "$GLOVED"
+}
+
+# gd_launch PROGRAM...: PROGRAM... --runtime-dir ... GD_ARGS, in the
+# background (PROGRAM execs gloved, so $! is gloved).
+gd_launch() {
+        RT=$T/g/run ST=$T/g/state
+        GD_N=$((GD_N + 1))
+        GD_ERR=$T/g.gloved.err.$GD_N
+        "$@" --runtime-dir "$RT" --state-dir "$ST" "${GD_ARGS[@]}" 2>"$GD_ERR" </dev/null 3>&- &
+        GD_PID=$!
+        track_pid "$GD_PID"
+        echo "$GD_PID" >>"$T/snap.pids" # recovery.py: this test's gloved
+        local idx
+        for ((idx = 0; idx < 400; idx++)); do
+                if grep -q '^gloved: listening on ' "$GD_ERR" && [ -S "$RT/gloved.sock" ] &&
+                        [ -f "$RT/bootstrap-secret" ]; then
+                        return 0
+                fi
+                running "$GD_PID" || fail "gloved exited during start-up: $(cat "$GD_ERR")"
+                sleep 0.025
+        done
+        fail "gloved did not listen within 10 s: $(cat "$GD_ERR")"
+}
+
+# gd_kill: SIGKILL to gloved (the keepers stay).
+gd_kill() {
+        kill -KILL "$GD_PID"
+        wait_exit "$GD_PID" 10 || fail "gloved survived SIGKILL"
+}
+
+# gd_crashed WHEN: gloved died of the armed crash point, at WHEN.
+gd_crashed() {
+        wait_exit "$GD_PID" 60 || fail "gloved never reached the crash point ($1)"
+        [ "$WSTATUS" -eq 137 ] || fail "gloved exited $WSTATUS, not of SIGKILL: $(cat "$GD_ERR")"
+        grep -q "^crashpoint: pid $GD_PID: $1: match 1 on fd [0-9]* (.*sessions.journal)\$" "$T/crash.report" ||
+                fail "the crash was not the armed point: $(cat "$T/crash.report" 2>&1)"
+}
+
+# new_session ID [TEMPLATE]: creates (does not start) a session (py-count).
+new_session() {
+        "$PY" "$MANAGED" pyplan "$T/cfg/policy.json" "$T/cfg/$1.plan" "${2:-py-count}" roomy
+        ctl create-session --session-id "$1" --idempotency-key "k-$1" --controller-digest "$CDIGEST" \
+                --plan "$T/cfg/$1.plan"
+        expect_status 0
+}
+
+# start_session ID: start_session; the answer is not checked (an armed
+# gloved may die before it answers).
+start_session() {
+        run --separate-stderr timeout --foreground -k 5 60 "$GLOVE" ctl --runtime-dir "$RT" start "$1"
+}
+
+# wait_state ID STATE[,STATE...] [SECONDS]
+wait_state() {
+        run --separate-stderr "$PY" "$REC" wait "$RT" "$@"
+        expect_status 0
+}
+
+# wait_seq ID N: until the session's transcript holds "seq N".
+wait_seq() {
+        local idx
+        for ((idx = 0; idx < 600; idx++)); do
+                "$PY" "$LIB/sessctl.py" call "$RT" attach "{\"session_id\":\"$1\"}" |
+                        jq -r '.result.transcript_b64 // ""' | base64 -d | tr '\r' '\n' | grep -qx "seq $2" && return 0
+                sleep 0.1
+        done
+        fail "session $1 never printed seq $2"
+}
+
+# reconciled ID CODE_REGEX: gloved's stderr has exactly one reconciler line
+# for ID with a code that matches (a retained image re-attached after a host
+# restart may add its own reconcile.frozen line).
+reconciled() {
+        local n
+        n=$(grep -Ec "^gloved: reconcile: $1: reconcile\.($2): ." "$GD_ERR" || true)
+        [ "$n" -eq 1 ] || fail "expected one reconcile.$2 line for $1, got $n: $(grep "reconcile: " "$GD_ERR")"
+}
+
+# receipts_ok ARGS...: recovery.py receipts $RT $ST ARGS...
+receipts_ok() {
+        run --separate-stderr "$PY" "$REC" receipts "$RT" "$ST" "$@"
+        expect_status 0
+}
+
+# receipt_is ID JQ-EXPR: the terminal receipt of ID satisfies the expression.
+receipt_is() {
+        local r
+        r=$("$PY" "$LIB/sessctl.py" call "$RT" receipts_page '{"after_sequence":0,"limit":256}' |
+                jq -c --arg id "$1" '.result.envelopes[].envelope | select(.session_id == $id) | .receipt')
+        [ -n "$r" ] || fail "no receipt for $1"
+        jq -e "$2" <<<"$r" >/dev/null || fail "receipt of $1 is not '$2': $(jq -c '{termination,exit_code,started_at_ms,usage}' <<<"$r")"
+}
+
+# nothing_left [ARGS...]: recovery.py leftovers with the snapshot.
+nothing_left() {
+        run --separate-stderr "$PY" "$REC" leftovers "$T/snap" "$T/mat" "$@"
+        expect_status 0
+}
+
+# count_ok ID [ARGS...]: the count agent's whole output is contiguous, it
+# ended when told to (recovery.py count), and its receipt says exit 0.
+count_ok() {
+        run --separate-stderr timeout --foreground -k 5 180 "$PY" "$REC" count "$RT" "$@"
+        expect_status 0
+        echo "# $1: $output" >&3
+}
+
+# ------------------------------------------------------------ the shim itself
+
+# cp_prog FILE WORDS...: a small program that writes each WORD (and a
+# newline) with write(2) to FILE; run with the shim preloaded.
+CP_PROG='
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+for w in sys.argv[2:]:
+    if w.startswith("pwrite:"):
+        os.pwrite(fd, (w[7:] + "\n").encode(), os.fstat(fd).st_size)
+    elif w.startswith("writev:"):
+        os.writev(fd, [b"v", (w[7:] + "\n").encode()])
+    elif w == "fork":
+        pid = os.fork()
+        if pid == 0:
+            os.write(fd, b"child MATCH\n")
+            os.execv("/usr/bin/env", ["env"])
+        _, st = os.waitpid(pid, 0)
+        os.write(fd, b"child status %d\n" % st)
+    else:
+        os.write(fd, (w + "\n").encode())
+'
+
+@test "crashpoint: SIGKILL before or after the matching write, after N skips, through pwrite and writev; unset: a pass-through" {
+        [ -f "$CRASHPOINT" ] || fail "the crash-point shim $CRASHPOINT is missing (meson builds glove-crashpoint.so)"
+        local f=$T/out
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=before \
+                GLOVE_CRASH_REPORT="$T/report" "$PY" -c "$CP_PROG" "$f" one xMATCHx three
+        expect_status 137
+        [ "$(cat "$f")" = one ] || fail "before: the file holds $(cat "$f")"
+        grep -Eq "^crashpoint: pid [0-9]+: before: match 1 on fd [0-9]+ \\($f\\)\$" "$T/report" ||
+                fail "no report line: $(cat "$T/report")"
+        rm -f "$f"
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=after \
+                "$PY" -c "$CP_PROG" "$f" one xMATCHx three
+        expect_status 137
+        [ "$(cat "$f")" = "$(printf 'one\nxMATCHx')" ] || fail "after: the file holds $(cat "$f")"
+        rm -f "$f"
+        # The default is after; GLOVE_CRASH_SKIP lets the first N pass.
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_SKIP=2 \
+                "$PY" -c "$CP_PROG" "$f" MATCH-1 MATCH-2 MATCH-3 four
+        expect_status 137
+        [ "$(cat "$f")" = "$(printf 'MATCH-1\nMATCH-2\nMATCH-3')" ] || fail "skip: the file holds $(cat "$f")"
+        rm -f "$f"
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=before \
+                "$PY" -c "$CP_PROG" "$f" one pwrite:MATCH three
+        expect_status 137
+        [ "$(cat "$f")" = one ] || fail "pwrite: the file holds $(cat "$f")"
+        rm -f "$f"
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=before \
+                "$PY" -c "$CP_PROG" "$f" one writev:MATCH three
+        expect_status 137
+        [ "$(cat "$f")" = one ] || fail "writev: the file holds $(cat "$f")"
+        rm -f "$f"
+        # synced: the bytes are written, and the process dies at their sync.
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=synced \
+                "$PY" -c "$CP_PROG"$'\nos.fsync(fd)\nos.write(fd, b"after sync\\n")' "$f" one MATCH three
+        expect_status 137
+        [ "$(cat "$f")" = "$(printf 'one\nMATCH\nthree')" ] || fail "synced: the file holds $(cat "$f")"
+        rm -f "$f"
+        # A write to another file than GLOVE_CRASH_PATH names is not a match.
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_PATH=elsewhere.journal \
+                "$PY" -c "$CP_PROG" "$f" one MATCH three
+        expect_status 0
+        [ "$(cat "$f")" = "$(printf 'one\nMATCH\nthree')" ] || fail "path: the file holds $(cat "$f")"
+        rm -f "$f"
+        # Unset: a pure pass-through.
+        run env LD_PRELOAD="$CRASHPOINT" "$PY" -c "$CP_PROG" "$f" one MATCH three
+        expect_status 0
+        [ "$(cat "$f")" = "$(printf 'one\nMATCH\nthree')" ] || fail "unset: the file holds $(cat "$f")"
+        # A typo in GLOVE_CRASH_WHEN disarms it rather than crash elsewhere.
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=befor "$PY" -c "$CP_PROG" "$T/o2" MATCH
+        expect_status 0
+}
+
+@test "crashpoint: a forked child never crashes and an exec'd program does not load the shim; the process that loaded it does" {
+        [ -f "$CRASHPOINT" ] || fail "the crash-point shim $CRASHPOINT is missing (meson builds glove-crashpoint.so)"
+        local f=$T/out
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=before GLOVE_CRASH_PATH=out \
+                GLOVE_CRASH_REPORT="$T/report" "$PY" -c "$CP_PROG" "$f" fork MATCH
+        expect_status 137
+        # The child wrote the matching bytes and lived (status 0); the
+        # parent then died before its own match.
+        [ "$(cat "$f")" = "$(printf 'child MATCH\nchild status 0')" ] || fail "the file holds $(cat "$f")"
+        # The exec'd env saw neither the trigger nor the shim.
+        [ "$(grep -c 'crashpoint' "$T/report")" -eq 1 ] || fail "report: $(cat "$T/report")"
+        run env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=MATCH GLOVE_CRASH_WHEN=before \
+                "$PY" -c 'import os; os.execv("/usr/bin/env", ["env"])'
+        expect_status 0
+        ! grep -Eq '^(GLOVE_CRASH_|LD_PRELOAD=.*glove-crashpoint)' <<<"$output" ||
+                fail "the environment kept the trigger: $(grep -E '^(GLOVE_CRASH_|LD_PRELOAD=)' <<<"$output")"
+}
+
+# ------------------------------------------------------------ crash points
+
+# start_interrupted_case MATCH: gloved dies before the store write that
+# holds MATCH, while a session starts; restarted, it ends the start failed
+# (start_failed, service.restarted), the agent never released, and nothing
+# is left.
+start_interrupted_case() {
+        setup_rec
+        gd_start "$1" before
+        new_session c1
+        start_session c1
+        gd_crashed before
+        gd_start
+        reconciled c1 start_interrupted
+        wait_state c1 failed
+        receipts_ok --exact c1=failed:start_failed:service.restarted
+        receipt_is c1 '.started_at_ms == null'
+        nothing_left
+}
+
+@test "gloved recovery: SIGKILL during preparing (materializations made, starting not recorded): start_failed, nothing left" {
+        start_interrupted_case '"to":"starting"'
+}
+
+@test "gloved recovery: SIGKILL before the durable running gate (keeper ready, running not recorded): aborted, start_failed, nothing left" {
+        start_interrupted_case '"to":"running"'
+}
+
+@test "gloved recovery: SIGKILL after the durable running gate: the session is re-adopted, released, and its output has no gap" {
+        setup_rec
+        gd_start '"to":"running"' synced
+        new_session c1
+        start_session c1
+        gd_crashed synced
+        gd_start
+        reconciled c1 'released|adopted'
+        wait_state c1 running
+        count_ok c1 --min 50 --resize
+        wait_state c1 exited
+        receipts_ok --exact c1=exited:exit:-
+        receipt_is c1 '.exit_code == 0 and .started_at_ms != null'
+        nothing_left
+}
+
+@test "gloved recovery: SIGKILL while running with an attached client: the agent never notices; created and ended sessions keep their state and one receipt" {
+        setup_rec
+        gd_start
+        new_session c0
+        new_session c2
+        start_session c2
+        count_ok c2 --min 3
+        wait_state c2 exited
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        "$PY" -u "$REC" watch "$RT" c1 "$T/watch" 2>"$T/watch.err" &
+        track_pid $!
+        wait_seq c1 20
+        local k1
+        k1=$("$PY" "$REC" keepers "$T/snap" "$T/mat")
+        [ -n "$k1" ] && [ "$(wc -l <<<"$k1")" -eq 1 ] || fail "expected one keeper, found: $k1"
+        gd_kill
+        wait_for "$T/watch.end" '^EOF$' 20 || fail "the attached client did not see gloved go"
+        run --separate-stderr "$PY" "$REC" seqcheck "$T/watch"
+        expect_status 0
+        local seen=${output#seqcheck ok last=}
+        # The agent goes on while gloved is down.
+        running "$k1" || fail "the keeper died with gloved"
+        gd_start
+        reconciled c1 adopted
+        [ "$(grep -c '^gloved: reconcile: ' "$GD_ERR")" -eq 1 ] || fail "the reconciler acted on more than c1: $(cat "$GD_ERR")"
+        [ "$("$PY" "$REC" keepers "$T/snap" "$T/mat")" = "$k1" ] || fail "the keeper is not the same process"
+        wait_state c1 running
+        count_ok c1 --min $((seen + 50)) --resize
+        wait_state c1 exited
+        wait_state c0 created
+        receipts_ok --exact c1=exited:exit:- c2=exited:exit:-
+        receipt_is c1 '.exit_code == 0'
+        nothing_left
+}
+
+@test "gloved recovery: SIGKILL during stop (stopping recorded): the stop completes after the restart, one receipt" {
+        setup_rec
+        gd_start '"to":"stopping"' synced
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        wait_seq c1 5
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" stop_session '{"session_id":"c1","grace_ms":20000}'
+        gd_crashed synced
+        gd_start
+        reconciled c1 'adopted|ended_while_down'
+        wait_state c1 exited
+        receipts_ok --exact c1=exited:stopped:-
+        receipt_is c1 '.termination.signal == 15'
+        nothing_left
+}
+
+@test "gloved recovery: SIGKILL after the receipt append, before the exited transition: exited, no second receipt" {
+        setup_rec
+        gd_start '"to":"exited"' before
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        wait_seq c1 5
+        printf 'quit\n' | "$GLOVE" ctl --runtime-dir "$RT" write-stdin c1 || true
+        gd_crashed before
+        gd_start
+        reconciled c1 receipt_present
+        wait_state c1 exited
+        receipts_ok --exact c1=exited:exit:-
+        receipt_is c1 '.exit_code == 0'
+        nothing_left
+}
+
+# ------------------------------------------------------------ identity
+
+# mismatch_case KEEPER_START: a fixture store (journal_format.py, the
+# store's own format) holds a session recorded running whose PID 1 is an
+# unrelated process with a wrong start time, in a cgroup whose inode is not
+# the recorded one, and whose keeper is another unrelated process with its
+# real start time (KEEPER_START=real: the keeper looks alive) or a wrong one.
+# Both processes record every signal they get; gloved must send none.
+mismatch_case() {
+        setup_rec
+        "$PY" "$REC" sigrec "$T/sig.pid" "$T/ready.pid" &
+        local a=$!
+        track_pid "$a"
+        "$PY" "$REC" sigrec "$T/sig.keeper" "$T/ready.keeper" &
+        local b=$!
+        track_pid "$b"
+        local idx
+        for ((idx = 0; idx < 200; idx++)); do
+                [ -e "$T/ready.pid" ] && [ -e "$T/ready.keeper" ] && break
+                sleep 0.05
+        done
+        [ -e "$T/ready.pid" ] && [ -e "$T/ready.keeper" ] || fail "the signal recorders did not start"
+        local cg dir ino
+        cg=$("$PY" "$REC" cgroup "recovery-fixture-$$-$BATS_TEST_NUMBER" "$a")
+        if [ "$cg" = none ]; then
+                dir=/sys/fs/cgroup/glove-fixture-absent ino=1
+        else
+                dir=${cg% *} ino=${cg#* }
+                FIXTURE_CG=$dir
+        fi
+        local ast bst
+        ast=$("$PY" "$REC" starttime "$a")
+        bst=$("$PY" "$REC" starttime "$b")
+        [ "$1" = real ] || bst=$((bst + 777))
+        "$PY" "$MANAGED" pyplan "$T/cfg/policy.json" "$T/cfg/m1.plan" py-sleep roomy
+        run --separate-stderr "$PY" "$REC" fixture "$T/cfg/sessions.journal" "$T/cfg/m1.plan" m1 \
+                --pid "$a" --pid-start-time $((ast + 1000)) --keeper-pid "$b" --keeper-start-time "$bst" \
+                --cgroup-dir "$dir" --cgroup-inode $((ino + 1000))
+        expect_status 0
+        gd_start
+        wait_state m1 failed
+        receipt_is m1 '.termination.kind == "lost"'
+        # Neither process got a signal, and both are alive.
+        for p in "$a" "$b"; do
+                local log=$T/sig.pid
+                [ "$p" = "$b" ] && log=$T/sig.keeper
+                run --separate-stderr "$PY" "$REC" signals "$p" "$log"
+                expect_status 0
+        done
+        if [ -n "${FIXTURE_CG:-}" ]; then
+                [ -d "$FIXTURE_CG" ] || fail "the recorded cgroup's directory (another inode) was removed"
+                grep -qx "$a" "$FIXTURE_CG/cgroup.procs" || fail "the unrelated process left its cgroup"
+        fi
+}
+
+@test "gloved recovery: identity mismatch (PID 1 reused, the cgroup replaced; the keeper pid alive): no signal to anything, failed identity.mismatch" {
+        require_recovery
+        mismatch_case real
+        reconciled m1 identity_mismatch
+        receipts_ok --exact m1=failed:lost:identity.mismatch
+        nothing_left
+}
+
+@test "gloved recovery: identity mismatch with the keeper's pid reused as well: no signal to anything, failed identity.mismatch" {
+        require_recovery
+        mismatch_case wrong
+        reconciled m1 identity_mismatch
+        receipts_ok --exact m1=failed:lost:identity.mismatch
+        nothing_left
+}
+
+# ------------------------------------------------------------ host restart
+
+@test "gloved recovery: boot id changed (a host restart): failed host_restarted, the retained image re-attached read-only, nothing else left" {
+        setup_rec
+        command -v unshare >/dev/null || skip "unshare (util-linux) is needed to give gloved its own boot id"
+        gd_start
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        wait_seq c1 5
+        gd_kill
+        # What a restart takes away: every process, cgroup, mount and loop
+        # device; the files stay.
+        run --separate-stderr "$PY" "$REC" simulate-reboot "$T/snap" "$T/mat"
+        expect_status 0
+        local img=$T/mat/images/c1/keep.ext4
+        [ -f "$img" ] || fail "no retained image at $img"
+        cat /proc/sys/kernel/random/uuid >"$T/boot_id"
+        ! cmp -s "$T/boot_id" /proc/sys/kernel/random/boot_id || fail "the new boot id is the old one"
+        # The second gloved, in its own mount namespace where boot_id differs.
+        gd_launch unshare -m --propagation private -- /bin/sh -c \
+                'mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"' sh "$T/boot_id" "$GLOVED"
+        [ "$(cat "/proc/$GD_PID/root/proc/sys/kernel/random/boot_id")" = "$(cat "$T/boot_id")" ] ||
+                fail "gloved does not see the new boot id"
+        reconciled c1 host_restarted
+        wait_state c1 failed
+        receipts_ok --exact c1=failed:lost:host_restarted
+        # The retained image is attached and mounted read-only, for inspection.
+        run --separate-stderr "$PY" "$REC" frozen "$img" "$GD_PID"
+        expect_status 0
+        nothing_left --ns-pid "$GD_PID" --frozen-images
+        # cleanup_session keeps it and takes the mount away.
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" cleanup_session '{"session_id":"c1"}'
+        expect_status 0
+        [ "$(jq -c .result.kept <<<"$output")" = '["keep"]' ] || fail "cleanup: $output"
+        [ -f "$img" ] || fail "cleanup removed the retained image"
+        nothing_left --ns-pid "$GD_PID"
+        if command -v debugfs >/dev/null; then
+                run debugfs -R 'cat /count.txt' "$img"
+                [[ "$output" == *counting* ]] || fail "the agent's file is not in the image: $output"
+        fi
+}
+
+# ------------------------------------------------------------ keeper lost
+
+@test "gloved recovery: the keeper killed while gloved is down: failed keeper.lost with its usage; cgroup, mounts and loop devices removed" {
+        setup_rec
+        gd_start
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        # Long enough for the keeper's status file to hold usage.
+        wait_seq c1 150
+        local k
+        k=$("$PY" "$REC" keepers "$T/snap" "$T/mat")
+        [ -n "$k" ] && [ "$(wc -l <<<"$k")" -eq 1 ] || fail "expected one keeper, found: $k"
+        gd_kill
+        kill -KILL "$k"
+        local idx
+        for ((idx = 0; idx < 200; idx++)); do
+                running "$k" || break
+                sleep 0.05
+        done
+        ! running "$k" || fail "the keeper survived SIGKILL"
+        gd_start
+        reconciled c1 keeper_lost
+        wait_state c1 failed
+        receipts_ok --exact --usage c1 c1=failed:lost:keeper.lost
+        nothing_left
+}
