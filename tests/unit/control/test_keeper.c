@@ -165,6 +165,7 @@ struct msg {
 };
 
 struct rig {
+        int marker;    /* a descriptor of the test's, inheritable: the keeper must not hold it */
         char dir[64];
         int dir_fd;
         int chan;      /* the test's end of the channel */
@@ -205,6 +206,8 @@ static void rig_start(struct rig *g, char **argv, bool input_closed) {
         struct glove_cgroup_probe probe;
         bool cg = glove_cgroup_probe(&probe, NULL) == 0 && probe.backend != GLOVE_CGROUP_BACKEND_NONE;
         glove_grant_set_init(&g->grants);
+        g->marker = openat(g->dir_fd, "marker", O_WRONLY | O_CREAT, 0600);
+        assert_true(g->marker >= 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -258,6 +261,8 @@ static void rig_free(struct rig *g) {
         static const char *const names[] = { "s-1.sock", "s-1.status", "s-1.log", "s-1.status.tmp" };
         for (size_t i = 0; i < 4; i++)
                 (void)unlinkat(g->dir_fd, names[i], 0);
+        close(g->marker);
+        (void)unlinkat(g->dir_fd, "marker", 0);
         close(g->dir_fd);
         rmdir(g->dir);
         glove_grant_set_clear(&g->grants);
@@ -400,6 +405,35 @@ static void check_identity(const json_t *id, pid_t keeper) {
         assert_true((uint64_t)jint(cg, "inode") == (uint64_t)s.st_ino);
 }
 
+/* The keeper's process: its own session, its name, 0 and 1 on /dev/null,
+ * 2 on the log, nothing of the test's (the marker). */
+static void check_process(struct rig *g) {
+        assert_int_equal(getsid(g->keeper), g->keeper);
+        char p[64], link[4096];
+        snprintf(p, sizeof(p), "/proc/%d/comm", (int)g->keeper);
+        _cleanup_free_ char *comm = NULL;
+        size_t n = 0;
+        assert_int_equal(glove_file_read_bounded(AT_FDCWD, p, 0, 64, &comm, &n, NULL), 0);
+        assert_string_equal(comm, "glove-keeper\n");
+        char log[128];
+        snprintf(log, sizeof(log), "%s/s-1.log", g->dir);
+        for (int fd = 0; fd < 3; fd++) {
+                snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)g->keeper, fd);
+                ssize_t l = readlink(p, link, sizeof(link) - 1);
+                assert_true(l > 0);
+                link[l] = '\0';
+                assert_string_equal(link, fd < 2 ? "/dev/null" : log);
+        }
+        struct stat mk;
+        assert_int_equal(fstat(g->marker, &mk), 0);
+        for (int fd = 3; fd < 1024; fd++) {
+                snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)g->keeper, fd);
+                struct stat st;
+                if (stat(p, &st) == 0 && st.st_dev == mk.st_dev && st.st_ino == mk.st_ino)
+                        fail_msg("the keeper holds the test's descriptor (as %d)", fd);
+        }
+}
+
 /* echo: HELLO, READY, status at ready, RELEASE, the output in order, ENDED,
  * the status at the end, ACK, exit 0. */
 static void test_keeper_echo(void **state) {
@@ -416,6 +450,7 @@ static void test_keeper_echo(void **state) {
         /* STATE said input_closed (pipes, closed from the start). */
         expect(g.chan, &m, 'r');
         check_identity(m.json, g.keeper);
+        check_process(&g);
         json_t *st = read_status(&g);
         assert_true(json_equal(json_object_get(st, "identity"), m.json));
         assert_true(json_is_null(json_object_get(st, "outcome")));
