@@ -187,8 +187,9 @@ static int64_t fixed_now(void) {
         return 1700000000000;
 }
 
-/* Forks a keeper running argv (pipes; input open unless input_closed). */
-static void rig_start(struct rig *g, char **argv, bool input_closed) {
+/* Forks a keeper running argv (pipes; input open unless input_closed;
+ * output_limit 0: 1 MiB). */
+static void rig_start_limit(struct rig *g, char **argv, bool input_closed, uint64_t output_limit) {
         memset(g, 0, sizeof(*g));
         snprintf(g->dir, sizeof(g->dir), "/tmp/glove-keeper-test-XXXXXX");
         assert_non_null(mkdtemp(g->dir));
@@ -223,7 +224,8 @@ static void rig_start(struct rig *g, char **argv, bool input_closed) {
                         .channel_stdout_fd = -1,
                         .cgroup_policy = GLOVE_SESSION_CGROUP_OPTIONAL,
                         .limits = { .cpu_time_ms = 60000, .memory_bytes = 512ULL << 20, .pids = 64,
-                                    .disk_bytes = 16 << 20, .terminal_output_bytes = 1 << 20 },
+                                    .disk_bytes = 16 << 20,
+                                    .terminal_output_bytes = output_limit ? output_limit : 1 << 20 },
                 };
                 struct glove_keeper_args a = {
                         .session_id = "s-1",
@@ -241,6 +243,10 @@ static void rig_start(struct rig *g, char **argv, bool input_closed) {
         close(ch.fd[1]);
         close(lfd);
         g->chan = ch.fd[0];
+}
+
+static void rig_start(struct rig *g, char **argv, bool input_closed) {
+        rig_start_limit(g, argv, input_closed, 0);
 }
 
 /* Waits for the keeper's exit; returns its status (exit code, or 1000+sig). */
@@ -652,12 +658,59 @@ static void test_keeper_end_unconnected(void **state) {
         rig_free(&g);
 }
 
+/* A gloved that does not read for a while loses nothing: the keeper holds
+ * the agent's output while its queue is full (instead of dropping the
+ * connection or the bytes), and every byte up to the output limit arrives
+ * in order. */
+static void test_keeper_slow_reader(void **state) {
+        (void)state;
+        if (!userns_available()) {
+                print_message("skipped: user namespaces are not available to this user\n");
+                skip();
+        }
+        static char *argv[] = { "/usr/bin/yes", "0123456789abcdef", NULL };
+        const uint64_t limit = 8u << 20; /* well past GLOVE_KEEPER_QUEUE_MAX */
+        struct rig g;
+        rig_start_limit(&g, argv, true, limit);
+        struct msg m = { 0 };
+        (void)hello(g.chan, &m, g.keeper, "starting", "ready");
+        expect(g.chan, &m, 'r');
+        send_msg(g.chan, 'R', NULL, 0);
+        /* Not reading for a moment lets the queue fill up (the checks
+         * below hold however long it is). */
+        usleep(500 * 1000);
+        uint64_t off = 0;
+        static const char line[] = "0123456789abcdef\n";
+        for (;;) {
+                if (!recv_msg(g.chan, &m))
+                        fail_msg("the connection ended at offset %llu", (unsigned long long)off);
+                if (m.type == 'e')
+                        break;
+                if (m.type != 'o')
+                        continue;
+                if (u64le(m.data) != off)
+                        fail_msg("output at %llu where %llu was expected", (unsigned long long)u64le(m.data),
+                                 (unsigned long long)off);
+                for (size_t i = 8; i < m.len; i++)
+                        if (m.data[i] != (uint8_t)line[(off + i - 8) % (sizeof(line) - 1)])
+                                fail_msg("byte %llu differs", (unsigned long long)(off + i - 8));
+                off += m.len - 8;
+        }
+        assert_true(off == limit);
+        assert_string_equal(jstr(m.json, "limit"), "terminal_output_bytes");
+        send_msg(g.chan, 'E', NULL, 0);
+        assert_int_equal(rig_wait(&g), 0);
+        json_decref(m.json);
+        rig_free(&g);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_stat),       cmocka_unit_test(test_proc_start_time),
                 cmocka_unit_test(test_boot_id),          cmocka_unit_test(test_parse_cgroup),
                 cmocka_unit_test(test_keeper_echo),      cmocka_unit_test(test_keeper_reconnect),
                 cmocka_unit_test(test_keeper_abort),     cmocka_unit_test(test_keeper_end_unconnected),
+                cmocka_unit_test(test_keeper_slow_reader),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
