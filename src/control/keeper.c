@@ -48,8 +48,10 @@ enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6 };
 /* A peer that lets this much pile up unread loses its connection (output
  * is held at GLOVE_KEEPER_QUEUE_MAX; the rest are control messages). */
 #define QUEUE_HARD_MAX (2u * GLOVE_KEEPER_QUEUE_MAX)
-/* Largest diagnostic line. */
+/* Largest diagnostic line, and the most lines written (a peer sending
+ * nonsense without end cannot fill the disk through the log). */
 #define LOG_LINE_MAX 1024
+#define LOG_LINES_MAX 1000
 /* File names in DIR: SESSION + the longest suffix. */
 #define NAME_MAX_KEEPER (GLOVE_CONTROL_ID_MAX + 16)
 
@@ -102,6 +104,7 @@ struct keeper {
 
         sd_event_source *release_timer, *status_timer, *ack_timer;
         struct glove_session_usage written; /* the usage in the status file */
+        unsigned log_lines;
         uint8_t rx[GLOVE_KEEPER_MSG_MAX];   /* one message from gloved */
 };
 
@@ -110,7 +113,17 @@ struct keeper {
  * Formatted into a stack buffer and written with one write(2): no stdio
  * (a FILE lock held by another of gloved's threads at fork time would
  * never be released here). */
-__attribute__((format(printf, 2, 3))) static void klog(const struct keeper *k, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void klog(struct keeper *k, const char *fmt, ...) {
+        if (k->log_lines > LOG_LINES_MAX)
+                return;
+        if (k->log_lines++ == LOG_LINES_MAX) {
+                char last[256];
+                int n = snprintf(last, sizeof(last), "glove-keeper: %s: %d lines: further diagnostics are dropped\n", k->id,
+                                 LOG_LINES_MAX);
+                if (n > 0 && n < (int)sizeof(last))
+                        (void)!write(STDERR_FILENO, last, (size_t)n);
+                return;
+        }
         char line[LOG_LINE_MAX];
         int n = snprintf(line, sizeof(line), "glove-keeper: %s: ", k->id);
         if (n < 0 || n >= (int)sizeof(line) - 1)
@@ -368,7 +381,9 @@ static int status_write(struct keeper *k, bool sync_dir) {
         snprintf(tmp, sizeof(tmp), "%s.status.tmp", k->id);
         snprintf(name, sizeof(name), "%s.status", k->id);
         int r = 0;
-        _cleanup_close_ int fd = openat(FD_DIR, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* A new file each time (whatever a crash left under the name goes). */
+        (void)unlinkat(FD_DIR, tmp, 0);
+        _cleanup_close_ int fd = openat(FD_DIR, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 r = -errno;
         if (r == 0)

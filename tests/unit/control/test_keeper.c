@@ -183,6 +183,10 @@ static bool userns_available(void) {
         return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* The desc's transcript size in the next keeper (a bound passed makes the
+ * start fail). */
+static size_t rig_transcript_bytes;
+
 static int64_t fixed_now(void) {
         return 1700000000000;
 }
@@ -220,6 +224,7 @@ static void rig_start_limit(struct rig *g, char **argv, bool input_closed, uint6
                         .seccomp = &glove_seccomp_prebuilt,
                         .terminal = GLOVE_TERMINAL_PIPES,
                         .input_closed = input_closed,
+                        .transcript_bytes = rig_transcript_bytes,
                         .channel_stdin_fd = -1,
                         .channel_stdout_fd = -1,
                         .cgroup_policy = GLOVE_SESSION_CGROUP_OPTIONAL,
@@ -704,6 +709,31 @@ static void test_keeper_slow_reader(void **state) {
         rig_free(&g);
 }
 
+/* A session that cannot even start: ENDED says setup_failed with the
+ * engine's code, the status file too, and the keeper exits 1 after ACK. */
+static void test_keeper_start_failed(void **state) {
+        (void)state;
+        static char *argv[] = { "/bin/echo", "never", NULL };
+        struct rig g;
+        rig_transcript_bytes = GLOVE_TERMINAL_TRANSCRIPT_MAX + 1;
+        rig_start(&g, argv, true);
+        rig_transcript_bytes = 0;
+        struct msg m = { 0 };
+        assert_true(hello(g.chan, &m, g.keeper, "ended", "ended") == 0);
+        expect(g.chan, &m, 'e');
+        assert_string_equal(jstr(m.json, "kind"), "setup_failed");
+        assert_string_equal(jstr(m.json, "error_code"), "terminal.config");
+        assert_false(jbool(m.json, "released"));
+        json_t *st = read_status(&g);
+        assert_true(json_equal(json_object_get(st, "outcome"), m.json));
+        assert_true(json_is_null(json_object_get(st, "identity")));
+        json_decref(st);
+        send_msg(g.chan, 'E', NULL, 0);
+        assert_int_equal(rig_wait(&g), 1);
+        json_decref(m.json);
+        rig_free(&g);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_stat),       cmocka_unit_test(test_proc_start_time),
@@ -711,6 +741,7 @@ int main(void) {
                 cmocka_unit_test(test_keeper_echo),      cmocka_unit_test(test_keeper_reconnect),
                 cmocka_unit_test(test_keeper_abort),     cmocka_unit_test(test_keeper_end_unconnected),
                 cmocka_unit_test(test_keeper_slow_reader),
+                cmocka_unit_test(test_keeper_start_failed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
