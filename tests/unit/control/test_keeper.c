@@ -709,6 +709,50 @@ static void test_keeper_slow_reader(void **state) {
         rig_free(&g);
 }
 
+/* While the agent runs, the status file follows its usage (refreshed while
+ * it changes); KILL ends it. */
+static void test_keeper_status_while_running(void **state) {
+        (void)state;
+        if (!userns_available()) {
+                print_message("skipped: user namespaces are not available to this user\n");
+                skip();
+        }
+        static char *argv[] = { "/bin/sh", "-c", "echo x; exec sleep 60", NULL };
+        struct rig g;
+        rig_start(&g, argv, true);
+        struct msg m = { 0 };
+        (void)hello(g.chan, &m, g.keeper, "starting", "ready");
+        expect(g.chan, &m, 'r');
+        /* With a run cgroup the limit watch's readings show too. */
+        bool cgroup = !json_is_null(json_object_get(m.json, "cgroup"));
+        send_msg(g.chan, 'R', NULL, 0);
+        expect(g.chan, &m, 'o');
+        assert_int_equal(m.len, 8 + 2);
+        bool seen = false;
+        for (int i = 0; i < WAIT_MS / 50 && !seen; i++) {
+                json_t *st = read_status(&g);
+                const json_t *u = json_object_get(st, "usage");
+                seen = jint(u, "output_bytes") == 2 && jint(u, "wall_time_ms") > 0 &&
+                       (!cgroup || jint(u, "peak_memory_bytes") > 0);
+                if (seen)
+                        assert_true(json_is_null(json_object_get(st, "outcome")));
+                json_decref(st);
+                if (!seen)
+                        usleep(50 * 1000);
+        }
+        assert_true(seen);
+        send_msg(g.chan, 'K', NULL, 0);
+        do
+                assert_true(recv_msg(g.chan, &m));
+        while (m.type != 'e');
+        assert_true(jbool(m.json, "killed"));
+        assert_true(jint(m.json, "wall_time_ms") > 0);
+        send_msg(g.chan, 'E', NULL, 0);
+        assert_int_equal(rig_wait(&g), 0);
+        json_decref(m.json);
+        rig_free(&g);
+}
+
 /* A session that cannot even start: ENDED says setup_failed with the
  * engine's code, the status file too, and the keeper exits 1 after ACK. */
 static void test_keeper_start_failed(void **state) {
@@ -742,6 +786,7 @@ int main(void) {
                 cmocka_unit_test(test_keeper_abort),     cmocka_unit_test(test_keeper_end_unconnected),
                 cmocka_unit_test(test_keeper_slow_reader),
                 cmocka_unit_test(test_keeper_start_failed),
+                cmocka_unit_test(test_keeper_status_while_running),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
