@@ -675,6 +675,7 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 _exit(1);
         (void)setsid();
         (void)prctl(PR_SET_NAME, "glove-keeper", 0, 0, 0);
+        (void)!chdir("/"); /* pins no directory of gloved's */
         reset_signals();
         bool have_audit = a->desc->audit && a->desc->audit->fd >= 0;
         if (setup_fds(a, a->session_id) < 0)
