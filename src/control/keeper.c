@@ -14,6 +14,9 @@
  * ACK (bounded), or exit at once when no gloved is connected. gloved going
  * away never stops the session; the keeper going away kills it (PID 1's
  * death signal).
+ *
+ * This file: the process, the session and its files; keeper_conn.c: the
+ * channel; keeper_proc.c: the readings of /proc.
  */
 #include "glove/control/keeper.h"
 
@@ -41,241 +44,14 @@
 #include "glove/control/store.h"
 #include "keeper_internal.h"
 
-/* Where the descriptors go (keeper.h: "moved to 3..6"). */
-enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6 };
-/* Messages read from one connection per wake-up at most. */
-#define READS_PER_WAKEUP 64
-/* A peer that lets this much pile up unread loses its connection (output
- * is held at GLOVE_KEEPER_QUEUE_MAX; the rest are control messages). */
-#define QUEUE_HARD_MAX (2u * GLOVE_KEEPER_QUEUE_MAX)
-/* Largest diagnostic line. */
-#define LOG_LINE_MAX 1024
-/* File names in DIR: SESSION + the longest suffix. */
-#define NAME_MAX_KEEPER (GLOVE_CONTROL_ID_MAX + 16)
-
-enum phase { PH_STARTING, PH_READY, PH_RUNNING, PH_ENDED };
-
 static const char *const phase_names[] = { "starting", "ready", "running", "ended" };
-
-struct qmsg {
-        struct qmsg *next;
-        size_t len;
-        uint8_t data[];
-};
-
-struct keeper {
-        const char *id;
-        const char *stem;       /* the file names' (keeper.h) */
-        sd_event *loop;
-        struct glove_session_desc desc;
-        struct glove_audit_log audit;
-        const char *cgroup_parent;
-        bool cgroup_v2;
-        int64_t (*now_ms)(void);
-        char boot_id[37];
-        pid_t pid;
-        uint64_t start_time;
-
-        /* The one connection to gloved (-1: none). */
-        int conn_fd;
-        unsigned conn_gen;    /* changes whenever the connection does */
-        bool greeted;         /* a HELLO came on it */
-        sd_event_source *conn_src, *listen_src;
-        struct qmsg *q_head, **q_tail;
-        size_t q_bytes;
-
-        /* The session. */
-        struct glove_session *s;
-        struct glove_terminal_client *client;
-        bool held;
-        enum phase phase;
-        bool killed, stopping, aborted;
-        const char *fail_code;  /* the keeper's reason for a start that failed */
-        uint64_t out_off;       /* bytes of output relayed so far */
-        json_t *identity, *outcome;
-        int exit_status;
-
-        /* Input: bytes gloved sent that the terminal has not taken yet. */
-        uint8_t in_buf[GLOVE_KEEPER_INPUT_MAX];
-        size_t in_len;
-        bool input_closed, closed_told;
-        sd_event_source *input_defer;
-
-        sd_event_source *release_timer, *status_timer, *ack_timer;
-        struct glove_session_usage written; /* the usage in the status file */
-        uint8_t rx[GLOVE_KEEPER_MSG_MAX];   /* one message from gloved */
-};
-
-/* ---- diagnostics (DIR/SESSION.log on descriptor 2) ----
- *
- * Formatted into a stack buffer and written with one write(2): no stdio
- * (a FILE lock held by another of gloved's threads at fork time would
- * never be released here). */
-__attribute__((format(printf, 2, 3))) static void klog(const struct keeper *k, const char *fmt, ...) {
-        char line[LOG_LINE_MAX];
-        int n = snprintf(line, sizeof(line), "glove-keeper: %s: ", k->id);
-        if (n < 0 || n >= (int)sizeof(line) - 1)
-                n = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-        va_end(ap);
-        if (m < 0)
-                m = 0;
-        size_t len = (size_t)n + ((size_t)m < sizeof(line) - (size_t)n - 1 ? (size_t)m : sizeof(line) - (size_t)n - 2);
-        line[len++] = '\n';
-        (void)!write(STDERR_FILENO, line, len);
-}
 
 static json_t *json_u64(uint64_t v) {
         return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
-static int64_t now_ms(const struct keeper *k) {
+static int64_t now_ms(const struct glove_keeper *k) {
         return k->now_ms ? k->now_ms() : glove_time_realtime_ms();
-}
-
-/* ---- the connection and its send queue ---- */
-
-static void conn_close(struct keeper *k);
-static _Noreturn void finish_exit(struct keeper *k);
-
-static void update_conn_events(struct keeper *k) {
-        if (k->conn_src)
-                (void)sd_event_source_set_io_events(k->conn_src, EPOLLIN | (k->q_head ? EPOLLOUT : 0));
-}
-
-/* Output is held while the queue is over its bound and resumes below half
- * of it. */
-static void update_hold(struct keeper *k) {
-        bool hold = k->conn_fd >= 0 && k->q_bytes > GLOVE_KEEPER_QUEUE_MAX;
-        if (k->held && k->q_bytes > GLOVE_KEEPER_QUEUE_MAX / 2 && k->conn_fd >= 0)
-                hold = true;
-        if (hold != k->held && k->client) {
-                glove_terminal_client_hold(k->client, hold);
-                k->held = hold;
-        }
-}
-
-static void queue_drop(struct keeper *k) {
-        while (k->q_head) {
-                struct qmsg *m = k->q_head;
-                k->q_head = m->next;
-                free(m);
-        }
-        k->q_tail = &k->q_head;
-        k->q_bytes = 0;
-}
-
-/* The connection is gone (or replaced). After the end nothing is left to
- * do: the status file holds the outcome. */
-static void conn_lost(struct keeper *k, const char *why) {
-        if (k->conn_fd < 0)
-                return;
-        klog(k, "connection closed: %s", why);
-        conn_close(k);
-        if (k->phase == PH_ENDED)
-                finish_exit(k);
-}
-
-/* Sends what the queue holds, in order. Returns 0, or -EPIPE when the
- * connection was lost. */
-static int queue_flush(struct keeper *k) {
-        while (k->q_head) {
-                struct qmsg *m = k->q_head;
-                ssize_t n = send(k->conn_fd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        break;
-                if (n < 0) {
-                        conn_lost(k, strerror(errno));
-                        return -EPIPE;
-                }
-                k->q_head = m->next;
-                if (!k->q_head)
-                        k->q_tail = &k->q_head;
-                k->q_bytes -= m->len;
-                free(m);
-        }
-        update_conn_events(k);
-        update_hold(k);
-        return 0;
-}
-
-/*
- * Sends one message of type and the concatenation of the iovecs. Directly
- * when nothing waits before it, else (and on EAGAIN) queued. No connection:
- * nothing happens. Returns 0, or -EPIPE when the connection was lost (then
- * nothing was sent).
- */
-static int conn_sendv(struct keeper *k, uint8_t type, const struct iovec *iov, size_t n_iov) {
-        if (k->conn_fd < 0)
-                return -EPIPE;
-        struct iovec all[4] = { { .iov_base = &type, .iov_len = 1 } };
-        size_t len = 1;
-        for (size_t i = 0; i < n_iov && i < 3; i++) {
-                all[i + 1] = iov[i];
-                len += iov[i].iov_len;
-        }
-        if (len > GLOVE_KEEPER_MSG_MAX) {
-                klog(k, "message '%c' of %zu bytes not sent: over %d", type, len, GLOVE_KEEPER_MSG_MAX);
-                return 0;
-        }
-        if (!k->q_head) {
-                struct msghdr mh = { .msg_iov = all, .msg_iovlen = 1 + (n_iov < 3 ? n_iov : 3) };
-                for (;;) {
-                        ssize_t r = sendmsg(k->conn_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-                        if (r >= 0)
-                                return 0;
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN || errno == EWOULDBLOCK)
-                                break;
-                        conn_lost(k, strerror(errno));
-                        return -EPIPE;
-                }
-        }
-        if (k->q_bytes + len > QUEUE_HARD_MAX) {
-                conn_lost(k, "gloved does not read (send queue over its bound)");
-                return -EPIPE;
-        }
-        struct qmsg *m = malloc(sizeof(*m) + len);
-        if (!m) {
-                conn_lost(k, "out of memory for the send queue");
-                return -EPIPE;
-        }
-        m->next = NULL;
-        m->len = len;
-        size_t off = 0;
-        for (size_t i = 0; i < 1 + (n_iov < 3 ? n_iov : 3); i++) {
-                memcpy(m->data + off, all[i].iov_base, all[i].iov_len);
-                off += all[i].iov_len;
-        }
-        *k->q_tail = m;
-        k->q_tail = &m->next;
-        k->q_bytes += len;
-        update_conn_events(k);
-        update_hold(k);
-        return 0;
-}
-
-static int conn_send(struct keeper *k, uint8_t type, const void *payload, size_t len) {
-        struct iovec v = { .iov_base = (void *)payload, .iov_len = len };
-        return conn_sendv(k, type, &v, len ? 1 : 0);
-}
-
-/* One JSON object as canonical bytes. v is consumed. */
-static int conn_send_json(struct keeper *k, uint8_t type, json_t *v) {
-        _cleanup_json_ json_t *own = v;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        struct glove_error e = { 0 };
-        if (!own || glove_json_encode_canonical(own, &text, &len, &e) < 0) {
-                klog(k, "message '%c' not sent: %s", type, own ? e.message : "out of memory");
-                return 0;
-        }
-        return conn_send(k, type, text, len);
 }
 
 /* ---- outcome, state, status ---- */
@@ -296,7 +72,7 @@ static const char *kind_name(enum glove_session_outcome_kind kind) {
         return "setup_failed";
 }
 
-static json_t *outcome_json(const struct keeper *k, const struct glove_session_outcome *o) {
+static json_t *outcome_json(const struct glove_keeper *k, const struct glove_session_outcome *o) {
         const char *limit = glove_control_limit_plan_name(o->limit);
         /* A start that failed in the engine keeps the engine's code; the
          * keeper's own reason comes next; then a teardown problem. */
@@ -322,7 +98,7 @@ static json_t *outcome_json(const struct keeper *k, const struct glove_session_o
         return v;
 }
 
-static json_t *keeper_json(const struct keeper *k) {
+static json_t *keeper_json(const struct glove_keeper *k) {
         json_t *v = json_pack("{s:i}", "pid", (int)k->pid);
         if (v)
                 json_object_set_new(v, "start_time", json_u64(k->start_time));
@@ -340,7 +116,7 @@ static json_t *usage_json(const struct glove_session_usage *u) {
         return v;
 }
 
-static void usage_now(const struct keeper *k, struct glove_session_usage *u) {
+static void usage_now(const struct glove_keeper *k, struct glove_session_usage *u) {
         if (k->s) {
                 glove_session_usage(k->s, u);
                 return;
@@ -350,7 +126,7 @@ static void usage_now(const struct keeper *k, struct glove_session_usage *u) {
 
 /* Writes DIR/SESSION.status: a new file, fsynced, renamed over the old;
  * with sync_dir the directory is fsynced too. Returns 0 or -errno (logged). */
-static int status_write(struct keeper *k, bool sync_dir) {
+static int status_write(struct glove_keeper *k, bool sync_dir) {
         struct glove_session_usage u;
         usage_now(k, &u);
         json_t *v = json_pack("{s:s,s:O,s:o,s:O,s:s,s:I,s:o,s:i}", "boot_id", k->boot_id, "identity",
@@ -362,14 +138,16 @@ static int status_write(struct keeper *k, bool sync_dir) {
         size_t len = 0;
         struct glove_error e = { 0 };
         if (!own || glove_json_encode_canonical(own, &text, &len, &e) < 0) {
-                klog(k, "status not written: %s", own ? e.message : "out of memory");
+                glove_keeper_log(k, "status not written: %s", own ? e.message : "out of memory");
                 return -ENOMEM;
         }
         char tmp[NAME_MAX_KEEPER], name[NAME_MAX_KEEPER];
         snprintf(tmp, sizeof(tmp), "%s.status.tmp", k->stem);
         snprintf(name, sizeof(name), "%s.status", k->stem);
         int r = 0;
-        _cleanup_close_ int fd = openat(FD_DIR, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* A new file each time (whatever a crash left under the name goes). */
+        (void)unlinkat(FD_DIR, tmp, 0);
+        _cleanup_close_ int fd = openat(FD_DIR, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 r = -errno;
         if (r == 0)
@@ -381,7 +159,7 @@ static int status_write(struct keeper *k, bool sync_dir) {
         if (r == 0 && sync_dir && fsync(FD_DIR) < 0)
                 r = -errno;
         if (r < 0) {
-                klog(k, "status not written: %s", strerror(-r));
+                glove_keeper_log(k, "status not written: %s", strerror(-r));
                 if (fd >= 0)
                         (void)unlinkat(FD_DIR, tmp, 0);
                 return r;
@@ -392,7 +170,7 @@ static int status_write(struct keeper *k, bool sync_dir) {
 
 static int on_status_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void)usec;
-        struct keeper *k = userdata;
+        struct glove_keeper *k = userdata;
         if (k->phase == PH_ENDED)
                 return sd_event_source_set_enabled(src, SD_EVENT_OFF);
         struct glove_session_usage u;
@@ -403,17 +181,17 @@ static int on_status_timer(sd_event_source *src, uint64_t usec, void *userdata) 
         return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
 }
 
-static size_t input_credit(const struct keeper *k) {
+static size_t input_credit(const struct glove_keeper *k) {
         return k->input_closed ? 0 : sizeof(k->in_buf) - k->in_len;
 }
 
-static void send_state(struct keeper *k) {
+static void send_state(struct glove_keeper *k) {
         json_t *v = json_pack("{s:i,s:o,s:s,s:O,s:I,s:I,s:b,s:O}", "version", GLOVE_KEEPER_VERSION, "keeper",
                               keeper_json(k), "phase", phase_names[k->phase], "identity",
                               k->identity ? k->identity : json_null(), "output_offset", (json_int_t)k->out_off,
                               "input_credit", (json_int_t)input_credit(k), "input_closed", k->input_closed, "outcome",
                               k->outcome ? k->outcome : json_null());
-        (void)conn_send_json(k, GLOVE_KEEPER_STATE, v);
+        (void)glove_keeper_send_json(k, GLOVE_KEEPER_STATE, v);
 }
 
 static void put_u64le(uint8_t out[8], uint64_t v) {
@@ -421,10 +199,10 @@ static void put_u64le(uint8_t out[8], uint64_t v) {
                 out[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void send_transcript(struct keeper *k) {
+static void send_transcript(struct glove_keeper *k) {
         _cleanup_free_ uint8_t *buf = malloc(GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
         if (!buf) {
-                conn_lost(k, "out of memory for the transcript");
+                glove_keeper_conn_lost(k, "out of memory for the transcript");
                 return;
         }
         struct glove_terminal *t = k->s ? glove_session_terminal(k->s) : NULL;
@@ -434,32 +212,32 @@ static void send_transcript(struct keeper *k) {
         uint8_t off[8];
         put_u64le(off, k->out_off - n);
         struct iovec v[2] = { { .iov_base = off, .iov_len = 8 }, { .iov_base = buf + 0, .iov_len = n } };
-        (void)conn_sendv(k, GLOVE_KEEPER_TRANSCRIPT, v, n ? 2 : 1);
+        (void)glove_keeper_sendv(k, GLOVE_KEEPER_TRANSCRIPT, v, n ? 2 : 1);
 }
 
 /* ---- the end ---- */
 
-static _Noreturn void finish_exit(struct keeper *k) {
+_Noreturn void glove_keeper_exit(struct glove_keeper *k) {
         _exit(k->exit_status);
 }
 
 static int on_ack_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void)src;
         (void)usec;
-        struct keeper *k = userdata;
-        klog(k, "no ACK within %d ms: exiting (the status file holds the outcome)", GLOVE_KEEPER_ACK_WAIT_MS);
-        finish_exit(k);
+        struct glove_keeper *k = userdata;
+        glove_keeper_log(k, "no ACK within %d ms: exiting (the status file holds the outcome)", GLOVE_KEEPER_ACK_WAIT_MS);
+        glove_keeper_exit(k);
 }
 
-static void send_closed(struct keeper *k) {
+static void send_closed(struct glove_keeper *k) {
         if (k->closed_told)
                 return;
         k->closed_told = true;
-        (void)conn_send_json(k, GLOVE_KEEPER_CREDIT, json_pack("{s:b}", "closed", 1));
+        (void)glove_keeper_send_json(k, GLOVE_KEEPER_CREDIT, json_pack("{s:b}", "closed", 1));
 }
 
 /* The session ended with o (NULL: it never started, e.g. its error). */
-static void ended(struct keeper *k, json_t *outcome) {
+static void ended(struct glove_keeper *k, json_t *outcome) {
         k->phase = PH_ENDED;
         k->outcome = outcome;
         k->input_closed = true;
@@ -468,38 +246,38 @@ static void ended(struct keeper *k, json_t *outcome) {
         k->status_timer = sd_event_source_disable_unref(k->status_timer);
         k->input_defer = sd_event_source_disable_unref(k->input_defer);
         if (!outcome)
-                klog(k, "the outcome could not be encoded (out of memory)");
+                glove_keeper_log(k, "the outcome could not be encoded (out of memory)");
         (void)status_write(k, true);
         if (k->greeted) {
                 send_closed(k);
-                (void)conn_send_json(k, GLOVE_KEEPER_ENDED, json_incref(k->outcome));
+                (void)glove_keeper_send_json(k, GLOVE_KEEPER_ENDED, json_incref(k->outcome));
         }
         if (k->conn_fd < 0)
-                finish_exit(k);
+                glove_keeper_exit(k);
         if (sd_event_add_time_relative(k->loop, &k->ack_timer, CLOCK_MONOTONIC, GLOVE_KEEPER_ACK_WAIT_MS * 1000ULL, 1000,
                                        on_ack_timer, k) < 0)
-                finish_exit(k);
+                glove_keeper_exit(k);
 }
 
 static void on_exited(struct glove_session *s, const struct glove_session_outcome *o, void *userdata) {
         (void)s;
-        struct keeper *k = userdata;
+        struct glove_keeper *k = userdata;
         ended(k, outcome_json(k, o));
 }
 
 static void on_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
         (void)s;
-        struct keeper *k = userdata;
-        klog(k, "warning: %s: %s", w->code, w->message);
+        struct glove_keeper *k = userdata;
+        glove_keeper_log(k, "warning: %s: %s", w->code, w->message);
         if (k->greeted)
-                (void)conn_send_json(k, GLOVE_KEEPER_WARNING,
+                (void)glove_keeper_send_json(k, GLOVE_KEEPER_WARNING,
                                      json_pack("{s:s,s:s}", "code", w->code ? w->code : "session.warning", "message",
                                                w->message));
 }
 
 /* Ends the start: the agent never runs (killing before release ends in
  * on_exited with released false). */
-static void fail_start(struct keeper *k, const char *code) {
+static void fail_start(struct glove_keeper *k, const char *code) {
         if (!k->fail_code)
                 k->fail_code = code;
         if (k->s)
@@ -511,15 +289,15 @@ static void fail_start(struct keeper *k, const char *code) {
 static int on_release_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void)src;
         (void)usec;
-        struct keeper *k = userdata;
+        struct glove_keeper *k = userdata;
         if (k->phase == PH_READY) {
-                klog(k, "not released within %d ms of ready: stopped", GLOVE_KEEPER_RELEASE_WAIT_MS);
+                glove_keeper_log(k, "not released within %d ms of ready: stopped", GLOVE_KEEPER_RELEASE_WAIT_MS);
                 fail_start(k, "start.release_timeout");
         }
         return 0;
 }
 
-static json_t *identity_json(struct keeper *k, pid_t pid, struct glove_error *e) {
+static json_t *identity_json(struct glove_keeper *k, pid_t pid, struct glove_error *e) {
         uint64_t st = 0;
         int r = glove_keeper_proc_start_time(pid, &st);
         if (r < 0) {
@@ -542,13 +320,13 @@ static json_t *identity_json(struct keeper *k, pid_t pid, struct glove_error *e)
 }
 
 static void on_ready(struct glove_session *s, void *userdata) {
-        struct keeper *k = userdata;
+        struct glove_keeper *k = userdata;
         struct glove_error e = { 0 };
         k->phase = PH_READY;
         const struct glove_sandbox *sb = glove_session_sandbox(s);
         k->identity = sb ? identity_json(k, sb->pid, &e) : NULL;
         if (!k->identity) {
-                klog(k, "not released: %s: %s", e.code ? e.code : "start.identity", e.message);
+                glove_keeper_log(k, "not released: %s: %s", e.code ? e.code : "start.identity", e.message);
                 fail_start(k, e.code ? e.code : "start.identity");
                 return;
         }
@@ -560,23 +338,23 @@ static void on_ready(struct glove_session *s, void *userdata) {
                 return; /* being stopped already: never released, no READY */
         if (sd_event_add_time_relative(k->loop, &k->release_timer, CLOCK_MONOTONIC,
                                        GLOVE_KEEPER_RELEASE_WAIT_MS * 1000ULL, 1000, on_release_timer, k) < 0) {
-                klog(k, "no release timer: stopped");
+                glove_keeper_log(k, "no release timer: stopped");
                 fail_start(k, "keeper.event_loop");
                 return;
         }
         if (k->greeted)
-                (void)conn_send_json(k, GLOVE_KEEPER_READY, json_incref(k->identity));
+                (void)glove_keeper_send_json(k, GLOVE_KEEPER_READY, json_incref(k->identity));
 }
 
-static void do_release(struct keeper *k) {
+static void do_release(struct glove_keeper *k) {
         if (k->phase == PH_RUNNING || k->phase == PH_ENDED)
                 return; /* a second one is ignored */
         if (k->phase != PH_READY) {
-                klog(k, "RELEASE before READY ignored");
+                glove_keeper_log(k, "RELEASE before READY ignored");
                 return;
         }
         if (k->aborted || k->stopping || k->killed || k->fail_code) {
-                klog(k, "RELEASE ignored: the session is being stopped");
+                glove_keeper_log(k, "RELEASE ignored: the session is being stopped");
                 return;
         }
         struct glove_error e = { 0 };
@@ -584,7 +362,7 @@ static void do_release(struct keeper *k) {
         if (r == -EALREADY)
                 return;
         if (r < 0) {
-                klog(k, "release failed: %s: %s", e.code ? e.code : "sandbox.release", e.message);
+                glove_keeper_log(k, "release failed: %s: %s", e.code ? e.code : "sandbox.release", e.message);
                 fail_start(k, e.code ? e.code : "sandbox.release");
                 return;
         }
@@ -596,17 +374,17 @@ static void do_release(struct keeper *k) {
 
 static void on_output(void *userdata, int stream, const void *buf, size_t n) {
         (void)stream;
-        struct keeper *k = userdata;
+        struct glove_keeper *k = userdata;
         uint8_t off[8];
         put_u64le(off, k->out_off);
         k->out_off += n;
         if (!k->greeted)
                 return; /* kept in the transcript only */
         struct iovec v[2] = { { .iov_base = off, .iov_len = 8 }, { .iov_base = (void *)buf, .iov_len = n } };
-        (void)conn_sendv(k, GLOVE_KEEPER_OUTPUT, v, 2);
+        (void)glove_keeper_sendv(k, GLOVE_KEEPER_OUTPUT, v, 2);
 }
 
-static void input_closed(struct keeper *k) {
+static void input_closed(struct glove_keeper *k) {
         k->input_closed = true;
         k->in_len = 0;
         if (k->greeted)
@@ -615,7 +393,7 @@ static void input_closed(struct keeper *k) {
 
 /* Hands the buffered input to the terminal as far as it takes it; the
  * bytes taken go back to gloved as credit. */
-static void input_feed(struct keeper *k) {
+static void input_feed(struct glove_keeper *k) {
         if (k->input_closed || !k->s)
                 return;
         size_t taken = 0;
@@ -632,7 +410,7 @@ static void input_feed(struct keeper *k) {
                 taken += (size_t)n;
         }
         if (taken && k->greeted && !k->input_closed)
-                (void)conn_send_json(k, GLOVE_KEEPER_CREDIT, json_pack("{s:I}", "bytes", (json_int_t)taken));
+                (void)glove_keeper_send_json(k, GLOVE_KEEPER_CREDIT, json_pack("{s:I}", "bytes", (json_int_t)taken));
 }
 
 static int on_input_defer(sd_event_source *src, void *userdata) {
@@ -644,7 +422,7 @@ static int on_input_defer(sd_event_source *src, void *userdata) {
 /* May run inside glove_terminal_input: the next feed comes from a fresh
  * event. */
 static void on_input_room(void *userdata) {
-        struct keeper *k = userdata;
+        struct glove_keeper *k = userdata;
         if (k->input_defer)
                 (void)sd_event_source_set_enabled(k->input_defer, SD_EVENT_ONESHOT);
 }
@@ -654,28 +432,28 @@ static const struct glove_terminal_client_ops client_ops = { .output = on_output
 /* ---- messages from gloved ---- */
 
 /* The payload as one JSON object, or NULL (logged). A new reference. */
-static json_t *payload_object(struct keeper *k, uint8_t type, const uint8_t *p, size_t n) {
+static json_t *payload_object(struct glove_keeper *k, uint8_t type, const uint8_t *p, size_t n) {
         json_t *v = NULL;
         struct glove_error e = { 0 };
         if (glove_json_decode_strict(p, n, GLOVE_KEEPER_MSG_MAX, GLOVE_JSON_OBJECT_ONLY, &v, &e) < 0) {
-                klog(k, "message '%c' ignored: %s: %s", type, e.code, e.message);
+                glove_keeper_log(k, "message '%c' ignored: %s: %s", type, e.code, e.message);
                 return NULL;
         }
         return v;
 }
 
 /* An integer member in [min, max], or false (logged). */
-static bool payload_int(struct keeper *k, uint8_t type, const json_t *v, const char *key, int64_t min, int64_t max,
+static bool payload_int(struct glove_keeper *k, uint8_t type, const json_t *v, const char *key, int64_t min, int64_t max,
                         int64_t *out) {
         struct glove_error e = { 0 };
         if (glove_json_get_int(v, key, "$", min, max, out, &e) < 0) {
-                klog(k, "message '%c' ignored: %s: %s", type, e.code, e.message);
+                glove_keeper_log(k, "message '%c' ignored: %s: %s", type, e.code, e.message);
                 return false;
         }
         return true;
 }
 
-static void on_hello(struct keeper *k, const uint8_t *p, size_t n) {
+static void on_hello(struct glove_keeper *k, const uint8_t *p, size_t n) {
         _cleanup_json_ json_t *v = payload_object(k, GLOVE_KEEPER_HELLO, p, n);
         int64_t version;
         if (!v || !payload_int(k, GLOVE_KEEPER_HELLO, v, "version", 1, INT32_MAX, &version))
@@ -688,23 +466,23 @@ static void on_hello(struct keeper *k, const uint8_t *p, size_t n) {
                 send_transcript(k);
         /* Then what the phase already said on an earlier connection. */
         if (k->conn_gen == gen && k->phase == PH_READY && k->identity && k->release_timer)
-                (void)conn_send_json(k, GLOVE_KEEPER_READY, json_incref(k->identity));
+                (void)glove_keeper_send_json(k, GLOVE_KEEPER_READY, json_incref(k->identity));
         if (k->conn_gen == gen && k->phase == PH_ENDED)
-                (void)conn_send_json(k, GLOVE_KEEPER_ENDED, json_incref(k->outcome));
+                (void)glove_keeper_send_json(k, GLOVE_KEEPER_ENDED, json_incref(k->outcome));
 }
 
-static void on_input_msg(struct keeper *k, const uint8_t *p, size_t n) {
+static void on_input_msg(struct glove_keeper *k, const uint8_t *p, size_t n) {
         if (n == 0 || n > GLOVE_KEEPER_INPUT_MAX) {
-                klog(k, "INPUT of %zu bytes ignored: 1..%d", n, GLOVE_KEEPER_INPUT_MAX);
+                glove_keeper_log(k, "INPUT of %zu bytes ignored: 1..%d", n, GLOVE_KEEPER_INPUT_MAX);
                 return;
         }
         if (k->input_closed)
                 return; /* gloved learns it from CREDIT {"closed":true} */
         if (n > sizeof(k->in_buf) - k->in_len) {
                 /* More than the credit: refused whole, never cut. */
-                klog(k, "INPUT of %zu bytes refused: only %zu of credit", n, sizeof(k->in_buf) - k->in_len);
+                glove_keeper_log(k, "INPUT of %zu bytes refused: only %zu of credit", n, sizeof(k->in_buf) - k->in_len);
                 if (k->greeted)
-                        (void)conn_send_json(k, GLOVE_KEEPER_WARNING,
+                        (void)glove_keeper_send_json(k, GLOVE_KEEPER_WARNING,
                                              json_pack("{s:s,s:s}", "code", "keeper.input_over_credit", "message",
                                                        "input past the credit was refused"));
                 return;
@@ -714,7 +492,7 @@ static void on_input_msg(struct keeper *k, const uint8_t *p, size_t n) {
         input_feed(k);
 }
 
-static void on_resize(struct keeper *k, const uint8_t *p, size_t n) {
+static void on_resize(struct glove_keeper *k, const uint8_t *p, size_t n) {
         _cleanup_json_ json_t *v = payload_object(k, GLOVE_KEEPER_RESIZE, p, n);
         int64_t rows, cols;
         if (!v || !payload_int(k, GLOVE_KEEPER_RESIZE, v, "rows", 1, 65535, &rows) ||
@@ -724,23 +502,23 @@ static void on_resize(struct keeper *k, const uint8_t *p, size_t n) {
                 return;
         int r = glove_terminal_resize(glove_session_terminal(k->s), (unsigned)rows, (unsigned)cols);
         if (r < 0)
-                klog(k, "RESIZE %lldx%lld: %s", (long long)rows, (long long)cols, strerror(-r));
+                glove_keeper_log(k, "RESIZE %lldx%lld: %s", (long long)rows, (long long)cols, strerror(-r));
 }
 
-static void on_signal_msg(struct keeper *k, const uint8_t *p, size_t n) {
+static void on_signal_msg(struct glove_keeper *k, const uint8_t *p, size_t n) {
         _cleanup_json_ json_t *v = payload_object(k, GLOVE_KEEPER_SIGNAL, p, n);
         int64_t sig;
         if (!v || !payload_int(k, GLOVE_KEEPER_SIGNAL, v, "signal", 1, SIGRTMAX, &sig))
                 return;
         if (sig == SIGKILL || sig == SIGSTOP) {
-                klog(k, "SIGNAL %lld ignored: not catchable (KILL kills the sandbox)", (long long)sig);
+                glove_keeper_log(k, "SIGNAL %lld ignored: not catchable (KILL kills the sandbox)", (long long)sig);
                 return;
         }
         if (k->s && k->phase != PH_ENDED)
                 (void)glove_session_signal(k->s, (int)sig);
 }
 
-static void on_stop_msg(struct keeper *k, const uint8_t *p, size_t n) {
+static void on_stop_msg(struct glove_keeper *k, const uint8_t *p, size_t n) {
         _cleanup_json_ json_t *v = payload_object(k, GLOVE_KEEPER_STOP, p, n);
         int64_t grace;
         if (!v || !payload_int(k, GLOVE_KEEPER_STOP, v, "grace_ms", 0, GLOVE_CONTROL_RUNTIME_GRACE_MAX_MS, &grace))
@@ -752,7 +530,7 @@ static void on_stop_msg(struct keeper *k, const uint8_t *p, size_t n) {
                 glove_session_stop(k->s, (uint64_t)grace);
 }
 
-static void on_message(struct keeper *k, const uint8_t *m, size_t len) {
+void glove_keeper_on_message(struct glove_keeper *k, const uint8_t *m, size_t len) {
         uint8_t type = m[0];
         const uint8_t *p = m + 1;
         size_t n = len - 1;
@@ -794,113 +572,16 @@ static void on_message(struct keeper *k, const uint8_t *m, size_t len) {
                 break;
         case GLOVE_KEEPER_ACK:
                 if (empty && k->phase == PH_ENDED)
-                        finish_exit(k);
+                        glove_keeper_exit(k);
                 if (empty)
-                        klog(k, "ACK before the end ignored");
+                        glove_keeper_log(k, "ACK before the end ignored");
                 break;
         default:
-                klog(k, "unknown message type 0x%02x (%zu bytes) ignored", type, len);
+                glove_keeper_log(k, "unknown message type 0x%02x (%zu bytes) ignored", type, len);
                 return;
         }
         if (!empty)
-                klog(k, "message '%c' with a payload (%zu bytes) ignored", type, n);
-}
-
-static int on_conn(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        (void)src;
-        struct keeper *k = userdata;
-        unsigned gen = k->conn_gen;
-        if ((revents & EPOLLOUT) && queue_flush(k) < 0)
-                return 0;
-        if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-                return 0;
-        uint8_t *buf = k->rx;
-        for (int i = 0; i < READS_PER_WAKEUP && k->conn_gen == gen; i++) {
-                ssize_t n = recv(fd, buf, GLOVE_KEEPER_MSG_MAX, MSG_DONTWAIT | MSG_TRUNC);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        break;
-                if (n < 0) {
-                        conn_lost(k, strerror(errno));
-                        break;
-                }
-                if (n == 0) {
-                        /* Every message has a type byte: 0 is the end. */
-                        conn_lost(k, "end of file");
-                        break;
-                }
-                if ((size_t)n > GLOVE_KEEPER_MSG_MAX) {
-                        klog(k, "message of %zd bytes refused: over %d", n, GLOVE_KEEPER_MSG_MAX);
-                        continue;
-                }
-                on_message(k, buf, (size_t)n);
-        }
-        return 0;
-}
-
-/* ---- connections ---- */
-
-static void conn_close(struct keeper *k) {
-        k->conn_src = sd_event_source_disable_unref(k->conn_src);
-        if (k->conn_fd >= 0)
-                close(k->conn_fd);
-        k->conn_fd = -1;
-        k->conn_gen++;
-        k->greeted = false;
-        k->closed_told = false;
-        queue_drop(k);
-        update_hold(k);
-}
-
-/* fd becomes the connection (the old one, if any, is closed). Returns 0
- * or -errno (fd closed). */
-static int conn_set(struct keeper *k, int fd) {
-        conn_close(k);
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        int r = sd_event_add_io(k->loop, &k->conn_src, fd, EPOLLIN, on_conn, k);
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
-        k->conn_fd = fd;
-        return 0;
-}
-
-static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        (void)src;
-        (void)revents;
-        struct keeper *k = userdata;
-        for (int i = 0; i < READS_PER_WAKEUP; i++) {
-                int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                if (c < 0) {
-                        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-                                klog(k, "accept: %s", strerror(errno));
-                        if (errno == EINTR || errno == ECONNABORTED)
-                                continue;
-                        return 0;
-                }
-                struct ucred cred;
-                socklen_t cl = sizeof(cred);
-                if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || cl != sizeof(cred) ||
-                    cred.uid != getuid()) {
-                        klog(k, "connection refused: the peer is not of uid %u", (unsigned)getuid());
-                        close(c);
-                        continue;
-                }
-                bool had = k->conn_fd >= 0;
-                int r = conn_set(k, c);
-                if (r < 0)
-                        klog(k, "connection dropped: %s", strerror(-r));
-                else if (had)
-                        klog(k, "a new connection (pid %d) replaced the old one", (int)cred.pid);
-        }
-        return 0;
+                glove_keeper_log(k, "message '%c' with a payload (%zu bytes) ignored", type, n);
 }
 
 /* ---- the process ---- */
@@ -980,7 +661,7 @@ static bool id_ok(const char *id) {
 static const struct glove_session_ops session_ops = { .ready = on_ready, .exited = on_exited, .warning = on_warning };
 
 /* glove_session_start failed: the outcome says so (setup_failed). */
-static json_t *start_failed_outcome(struct keeper *k, const struct glove_error *e) {
+static json_t *start_failed_outcome(struct glove_keeper *k, const struct glove_error *e) {
         struct glove_session_outcome o = { .kind = GLOVE_SESSION_SETUP_FAILED, .limit = GLOVE_CGROUP_LIMIT_NONE };
         if (glove_error_is_set(e))
                 o.error = *e;
@@ -994,16 +675,17 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 _exit(1);
         (void)setsid();
         (void)prctl(PR_SET_NAME, "glove-keeper", 0, 0, 0);
+        (void)!chdir("/"); /* pins no directory of gloved's */
         reset_signals();
         bool have_audit = a->desc->audit && a->desc->audit->fd >= 0;
         if (setup_fds(a, a->stem) < 0)
                 _exit(1);
 
         /* The keeper's own copies (this is fork's copy of gloved's memory). */
-        struct keeper *k = calloc(1, sizeof(*k)); /* lives until _exit */
+        struct glove_keeper *k = calloc(1, sizeof(*k)); /* lives until _exit */
         if (!k)
                 _exit(1);
-        *k = (struct keeper){
+        *k = (struct glove_keeper){
                 .id = a->session_id,
                 .stem = a->stem,
                 .desc = *a->desc,
@@ -1028,22 +710,22 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
         k->closed_told = k->input_closed;
         int r = glove_keeper_boot_id(k->boot_id);
         if (r < 0)
-                klog(k, "boot id unreadable: %s", strerror(-r));
+                glove_keeper_log(k, "boot id unreadable: %s", strerror(-r));
         if ((r = glove_keeper_proc_start_time(k->pid, &k->start_time)) < 0)
-                klog(k, "own start time unreadable: %s", strerror(-r));
+                glove_keeper_log(k, "own start time unreadable: %s", strerror(-r));
 
         if ((r = sd_event_new(&k->loop)) < 0) {
-                klog(k, "sd_event_new: %s", strerror(-r));
+                glove_keeper_log(k, "sd_event_new: %s", strerror(-r));
                 _exit(1);
         }
         /* listen(2) here, not in gloved: a peer's SO_PEERCRED names the
          * process that called it, and gloved checks that it is the keeper. */
         if ((r = listen(FD_LISTEN, 4)) < 0 ||
             (r = fcntl(FD_LISTEN, F_SETFL, fcntl(FD_LISTEN, F_GETFL) | O_NONBLOCK)) < 0 ||
-            (r = sd_event_add_io(k->loop, &k->listen_src, FD_LISTEN, EPOLLIN, on_listen, k)) < 0)
-                klog(k, "the listening socket is not served: %s", strerror(r < 0 ? -r : errno));
-        if ((r = conn_set(k, FD_CHANNEL)) < 0)
-                klog(k, "the channel is not served: %s", strerror(-r));
+            (r = sd_event_add_io(k->loop, &k->listen_src, FD_LISTEN, EPOLLIN, glove_keeper_on_listen, k)) < 0)
+                glove_keeper_log(k, "the listening socket is not served: %s", strerror(r < 0 ? -r : errno));
+        if ((r = glove_keeper_conn_set(k, FD_CHANNEL)) < 0)
+                glove_keeper_log(k, "the channel is not served: %s", strerror(-r));
         if ((r = sd_event_add_defer(k->loop, &k->input_defer, on_input_defer, k)) >= 0)
                 (void)sd_event_source_set_enabled(k->input_defer, SD_EVENT_OFF);
         else
@@ -1056,15 +738,15 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 r = glove_error_set(&e, -r, "keeper.event_loop", "event loop: %s", strerror(-r));
         if (r < 0) {
                 k->s = NULL;
-                klog(k, "the session could not start: %s: %s", e.code ? e.code : "start.failed", e.message);
+                glove_keeper_log(k, "the session could not start: %s: %s", e.code ? e.code : "start.failed", e.message);
                 k->exit_status = 1;
                 ended(k, start_failed_outcome(k, &e));
         } else if ((r = glove_terminal_attach(glove_session_terminal(k->s), &client_ops, k, false, &k->client)) < 0) {
                 k->client = NULL;
-                klog(k, "the terminal has no room for the keeper: %s", strerror(-r));
+                glove_keeper_log(k, "the terminal has no room for the keeper: %s", strerror(-r));
                 fail_start(k, "keeper.no_memory");
         }
         r = sd_event_loop(k->loop);
-        klog(k, "the event loop failed: %s", strerror(r < 0 ? -r : EIO));
+        glove_keeper_log(k, "the event loop failed: %s", strerror(r < 0 ? -r : EIO));
         _exit(1);
 }

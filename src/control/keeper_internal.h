@@ -7,8 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "glove/control/keeper.h"
+#include "glove/control/store.h"
 
 /* Largest /proc/PID/stat read, bytes (the line is a few hundred). */
 #define GLOVE_KEEPER_STAT_MAX 4096
@@ -48,3 +53,101 @@ int glove_keeper_parse_cgroup(const char *text, size_t len, bool v2, const char 
  * reference.
  */
 json_t *glove_keeper_cgroup_identity(pid_t pid, const char *parent, bool v2);
+
+/* ---- the keeper process (keeper.c, keeper_conn.c) ---- */
+
+/* Where the descriptors go (keeper.h: "moved to 3..6"). */
+/* Where the keeper's descriptors are (keeper.h: "moved to 3..6"). */
+enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6 };
+/* Messages read from one connection per wake-up at most. */
+#define READS_PER_WAKEUP 64
+/* A peer that lets this much pile up unread loses its connection (output
+ * is held at GLOVE_KEEPER_QUEUE_MAX; the rest are control messages). */
+#define QUEUE_HARD_MAX (2u * GLOVE_KEEPER_QUEUE_MAX)
+/* Largest diagnostic line, and the most lines written (a peer sending
+ * nonsense without end cannot fill the disk through the log). */
+#define LOG_LINE_MAX 1024
+#define LOG_LINES_MAX 1000
+/* File names in DIR: SESSION + the longest suffix. */
+#define NAME_MAX_KEEPER (GLOVE_CONTROL_ID_MAX + 16)
+
+enum glove_keeper_phase { PH_STARTING, PH_READY, PH_RUNNING, PH_ENDED };
+
+struct glove_keeper_msg_q {
+        struct glove_keeper_msg_q *next;
+        size_t len;
+        uint8_t data[];
+};
+
+struct glove_keeper {
+        const char *id;
+        const char *stem;      /* the file names' (keeper.h) */
+        sd_event *loop;
+        struct glove_session_desc desc;
+        struct glove_audit_log audit;
+        const char *cgroup_parent;
+        bool cgroup_v2;
+        int64_t (*now_ms)(void);
+        char boot_id[37];
+        pid_t pid;
+        uint64_t start_time;
+
+        /* The one connection to gloved (-1: none). */
+        int conn_fd;
+        unsigned conn_gen;    /* changes whenever the connection does */
+        bool greeted;         /* a HELLO came on it */
+        sd_event_source *conn_src, *listen_src;
+        struct glove_keeper_msg_q *q_head, **q_tail;
+        size_t q_bytes;
+
+        /* The session. */
+        struct glove_session *s;
+        struct glove_terminal_client *client;
+        bool held;
+        enum glove_keeper_phase phase;
+        bool killed, stopping, aborted;
+        const char *fail_code;  /* the keeper's reason for a start that failed */
+        uint64_t out_off;       /* bytes of output relayed so far */
+        json_t *identity, *outcome;
+        int exit_status;
+
+        /* Input: bytes gloved sent that the terminal has not taken yet. */
+        uint8_t in_buf[GLOVE_KEEPER_INPUT_MAX];
+        size_t in_len;
+        bool input_closed, closed_told;
+        sd_event_source *input_defer;
+
+        sd_event_source *release_timer, *status_timer, *ack_timer;
+        struct glove_session_usage written; /* the usage in the status file */
+        unsigned log_lines;
+        uint8_t rx[GLOVE_KEEPER_MSG_MAX];   /* one message from gloved */
+};
+
+/* A diagnostic line on descriptor 2 (DIR/SESSION.log), at most
+ * LOG_LINES_MAX of them. */
+__attribute__((format(printf, 2, 3))) void glove_keeper_log(struct glove_keeper *k, const char *fmt, ...);
+
+/* The end of the keeper: _exit with its status. */
+_Noreturn void glove_keeper_exit(struct glove_keeper *k);
+
+/* fd becomes the connection to gloved (the old one, if any, is closed).
+ * Returns 0 or -errno (fd closed). */
+int glove_keeper_conn_set(struct glove_keeper *k, int fd);
+
+/* The connection is gone: closed, its queue dropped; after the end the
+ * keeper exits. */
+void glove_keeper_conn_lost(struct glove_keeper *k, const char *why);
+
+/* Sends one message: type, then the iovecs' bytes (at most 3). Directly when
+ * nothing waits before it, else queued (bounded: past it the connection is
+ * lost). Returns 0, or -EPIPE without a connection or when it was lost. */
+int glove_keeper_sendv(struct glove_keeper *k, uint8_t type, const struct iovec *iov, size_t n_iov);
+
+/* One canonical JSON object as the payload; v is consumed (NULL: logged). */
+int glove_keeper_send_json(struct glove_keeper *k, uint8_t type, json_t *v);
+
+/* The listening socket's io handler (accept, SO_PEERCRED, replace). */
+int glove_keeper_on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+
+/* One message from gloved, m[0..len) with len >= 1 (keeper.c). */
+void glove_keeper_on_message(struct glove_keeper *k, const uint8_t *m, size_t len);
