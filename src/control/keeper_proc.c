@@ -70,6 +70,11 @@ int glove_keeper_proc_start_time(pid_t pid, uint64_t *out) {
         /* A process that exited between the open and the read reads empty. */
         if (n == 0)
                 return -ESRCH;
+        /* A zombie (or a dead task) is no process any more: it runs nothing
+         * and its pid is about to be free. */
+        const char *close_paren = memrchr(buf, ')', n);
+        if (close_paren && (size_t)(close_paren - buf) + 2 < n && (close_paren[2] == 'Z' || close_paren[2] == 'X'))
+                return -ESRCH;
         return glove_keeper_parse_stat(buf, n, out);
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
 #include "glove/base/json.h"
+#include "glove/base/time.h"
 #include "glove/container/grant.h"
 #include "glove/container/seccomp.h"
 #include "glove/control/keeper.h"
@@ -113,6 +115,7 @@ struct rt_session {
         uint64_t credit;          /* input bytes the keeper takes now */
         bool input_closed;
         bool ready, released, adopted, ended;
+        bool released_on_adopt;   /* adopted recorded running, never released: released then */
         struct mirror *mir;
         json_t *binding;
         char binding_digest[65];
@@ -620,8 +623,7 @@ static bool link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
                          * between the durable gate and the release): the
                          * gate passed, the agent starts now. */
                         s->ready = true;
-                        fprintf(stderr, "gloved: reconcile: %s: reconcile.released: recorded running, released now\n",
-                                s->id);
+                        s->released_on_adopt = true;
                         if (link_send(s, GLOVE_KEEPER_RELEASE, NULL, 0) == 0)
                                 s->released = true;
                         if (s->started_at_ms < 0)
@@ -678,11 +680,14 @@ static int on_link(sd_event_source *src, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* Puts s's keeper channel fd on the loop and says HELLO. */
+/* Puts s's keeper channel fd on the loop and (unless the reconciler did
+ * already) says HELLO. */
 static int link_attach(struct rt_session *s, struct glove_error *err) {
-        int r = sd_event_add_io(s->rt->loop, &s->ksrc, s->kfd, EPOLLIN, on_link, s);
+        int r = sd_event_add_io(s->rt->loop, &s->ksrc, s->kfd, EPOLLIN | (s->kq ? EPOLLOUT : 0), on_link, s);
         if (r < 0)
                 return glove_error_set(err, -r, "keeper.event_loop", "sd_event_add_io: %s", strerror(-r));
+        if (s->adopted)
+                return 0;
         r = link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION));
         if (r < 0)
                 return glove_error_set(err, -r, "keeper.channel", "the keeper's channel: %s", strerror(-r));
@@ -1069,6 +1074,10 @@ static void keeper_ready(struct rt_session *s, const json_t *id) {
         struct glove_control_runtime *rt = s->rt;
         struct glove_error e = { 0 };
         const struct glove_control_session *st = glove_control_store_find(rt->o.store, s->id);
+        /* A keeper repeats READY after each HELLO until released: the gate
+         * runs once, for the gloved that started the session. */
+        if (s->released || s->adopted)
+                return;
         s->ready = true;
         if (s->fail_code[0]) { /* stop_session came first: never released */
                 (void)link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
@@ -2017,14 +2026,50 @@ static int keeper_connect(const struct glove_supervisor_runtime_config *cfg, con
 
 /* Tells the keeper of a session that cannot go on to end what it holds
  * (ABORT: it kills its own PID 1 through its pidfd, never a pid). */
+/* Receives one keeper message within timeout_ms; its length, 0 at the
+ * end of the channel or the deadline, -errno. */
+static ssize_t link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r = poll(&p, 1, timeout_ms);
+        if (r <= 0)
+                return r < 0 ? -errno : 0;
+        ssize_t n = recv(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
+        if (n < 0)
+                return errno == EAGAIN ? 0 : -errno;
+        return n > (ssize_t)cap ? -EMSGSIZE : n;
+}
+
+/* Tells the keeper of a session that cannot go on to end what it holds
+ * (ABORT: it kills its own PID 1 through its pidfd, never a pid), waits
+ * for its ENDED (at most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS) and lets it
+ * go (ACK), so that it leaves no file behind once they are removed. */
 static void keeper_abort(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
         pid_t peer = 0;
-        int fd = keeper_connect(cfg, stem, &peer);
+        _cleanup_close_ int fd = keeper_connect(cfg, stem, &peer);
         if (fd < 0)
                 return;
+        static const char hello[] = "H{\"version\":1}";
         uint8_t m = GLOVE_KEEPER_ABORT;
+        if (send(fd, hello, sizeof(hello) - 1, MSG_NOSIGNAL) < 0 || send(fd, &m, 1, MSG_NOSIGNAL) < 0)
+                return;
+        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
+        for (;;) {
+                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
+                if (left <= 0)
+                        return;
+                ssize_t n = link_recv_wait(fd, link_buf, sizeof(link_buf), (int)left);
+                if (n <= 0 && n != -EMSGSIZE)
+                        return;
+                if (n > 0 && link_buf[0] == GLOVE_KEEPER_ENDED)
+                        break;
+                if (n > 0 && link_buf[0] == GLOVE_KEEPER_STATE) {
+                        _cleanup_json_ json_t *o = link_json(link_buf + 1, (size_t)n - 1);
+                        if (json_is_object(json_object_get(o, "outcome")))
+                                break;
+                }
+        }
+        m = GLOVE_KEEPER_ACK;
         (void)!send(fd, &m, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-        close(fd);
 }
 
 /* Whether the recorded identity's processes and cgroup are what the host
@@ -2096,6 +2141,34 @@ static int adopt(struct glove_control_runtime *rt, const struct glove_control_se
         s->next = rt->sessions;
         rt->sessions = s;
         rt->live++;
+        /* HELLO and its STATE now, so that the one line said is the right
+         * one; the transcript and the output that follow wait in the
+         * channel for the loop. */
+        if (link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION)) < 0) {
+                keeper_lost(s);
+                return 0;
+        }
+        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
+        for (;;) {
+                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
+                ssize_t got = left > 0 ? link_recv_wait(fd, link_buf, sizeof(link_buf), (int)left) : 0;
+                if (got == -EMSGSIZE)
+                        continue;
+                if (got <= 0) {
+                        /* Silent or gone: as a keeper that died. */
+                        keeper_lost(s);
+                        return 0;
+                }
+                bool state = link_buf[0] == GLOVE_KEEPER_STATE;
+                if (!link_message(s, link_buf, (size_t)got) || state)
+                        break;
+        }
+        if (!s->ended && s->stopping)
+                /* gloved ended after recording stopping, maybe before the
+                 * keeper heard of it: again (the first grace is not
+                 * recorded; the default one). */
+                (void)link_send_json(s, GLOVE_KEEPER_STOP,
+                                     json_pack("{s:I}", "grace_ms", (json_int_t)GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS));
         return 0;
 }
 
@@ -2181,10 +2254,20 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                         return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
                 }
                 int r = adopt(rt, st, identity, fd, err);
-                if (r == 0)
-                        reconcile_log(id, "reconcile.adopted", "keeper %d, PID 1 %d", (int)kpid,
-                                      (int)jint(identity, "pid"));
-                return r;
+                struct rt_session *s = r == 0 ? find(rt, id) : NULL;
+                if (!s)
+                        return r;
+                const char *code = json_string_value(json_object_get(s->termination, "code"));
+                if (s->ended)
+                        reconcile_log(id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
+                                                                                   : "reconcile.ended_while_down",
+                                      "the keeper %d held the end of the session (receipt %llu)", (int)kpid,
+                                      (unsigned long long)s->receipt_seq);
+                else if (s->released_on_adopt)
+                        reconcile_log(id, "reconcile.released", "recorded running but never released: released now");
+                else
+                        reconcile_log(id, "reconcile.adopted", "keeper %d, PID 1 %d", (int)kpid, (int)jint(identity, "pid"));
+                return 0;
         }
         if (fd >= 0)
                 close(fd);

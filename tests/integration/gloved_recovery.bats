@@ -146,7 +146,7 @@ start_session() {
 # wait_state ID STATE[,STATE...] [SECONDS]
 wait_state() {
         run --separate-stderr "$PY" "$REC" wait "$RT" "$@"
-        expect_status 0
+        [ "$status" -eq 0 ] || fail "$stderr; gloved said: $(cat "$GD_ERR"); receipts: $("$PY" "$LIB/sessctl.py" call "$RT" receipts_page '{}' | head -c 3000)"
 }
 
 # wait_seq ID N: until the session's transcript holds "seq N".

@@ -171,7 +171,8 @@ struct glove_keeper_args {
 _Noreturn void glove_keeper_run(const struct glove_keeper_args *a);
 
 /* Field 22 of /proc/PID/stat (start time, clock ticks after boot) into
- * *out. Returns 0, -ESRCH when there is no such process, or -errno. */
+ * *out. Returns 0, -ESRCH when there is no such process or it is a zombie
+ * (state Z or X), or -errno. */
 int glove_keeper_proc_start_time(pid_t pid, uint64_t *out);
 
 /* The boot id (/proc/sys/kernel/random/boot_id, 36 characters) into

@@ -90,6 +90,9 @@
 /* Bytes queued towards one keeper at most (input is bounded by its credit,
  * GLOVE_KEEPER_INPUT_MAX; the rest are small control messages). */
 #define GLOVE_CONTROL_RUNTIME_KEEPER_QUEUE_MAX (256u * 1024)
+/* How long the reconciler waits for one keeper's answer (STATE, or ENDED
+ * after ABORT), milliseconds. */
+#define GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS 3000
 /* resize: rows and cols bounds. */
 #define GLOVE_CONTROL_RUNTIME_WINSIZE_MAX 10000
 
