@@ -23,20 +23,27 @@
  *           threads (started on demand, signals blocked) with copies of the
  *           id and plan and the immutable configuration; its completion
  *           comes back to the loop through an eventfd, where
- *           preparing -> starting is appended and glove_session_spawn (PTY
- *           terminal, cgroup required, PID 1 held) and the attach to the loop
- *           follow. While preparing: attach waits for the terminal,
- *           write_stdin answers stdin.full (retry), resize sets the size the
- *           terminal is made with. Shutdown joins the workers (a running
- *           prepare is waited for; a queued one never runs) and fails those
- *           sessions with a receipt (start_failed, service.stopped).
- *   ready   the authorization is checked and consumed; the cgroup identity
- *           joins the launch binding and its digest is computed;
- *           starting -> running is appended and synced; then the agent is
- *           released. No instruction of the agent runs before that.
- *   end     the terminal receipt is built and appended (synced), then
- *           running/stopping -> exited (or -> failed), then the
- *           materializations are released. Any failure before running ends
+ *           preparing -> starting is appended and the session's keeper is
+ *           forked (glove/control/keeper.h, docs/recovery.md): it runs the
+ *           session engine (PTY terminal, cgroup required, PID 1 held) and
+ *           gloved talks to it over its channel. While preparing: attach
+ *           waits for output, resize sets the size the terminal is made
+ *           with, write_stdin answers stdin.full (retry). Shutdown joins
+ *           the workers (a running prepare is waited for; a queued one
+ *           never runs) and fails those sessions with a receipt
+ *           (start_failed, service.stopped).
+ *   ready   (the keeper's READY) the authorization is checked and
+ *           consumed; PID 1's start time and the cgroup identity are checked
+ *           and the latter joins the launch binding, whose digest is
+ *           computed; the binding is written to the keeper's directory;
+ *           starting -> running is appended and synced with the runtime
+ *           identity (boot id, keeper and PID 1 pids and start times, cgroup
+ *           directory and inode, materializations); then RELEASE. No
+ *           instruction of the agent runs before that.
+ *   end     (the keeper's ENDED, or its loss: keeper.lost) the terminal
+ *           receipt is built and appended (synced), then running/stopping
+ *           -> exited (or -> failed), then the materializations are
+ *           released and the keeper is let go (ACK) and its files removed. Any failure before running ends
  *           in failed with a receipt whose termination is start_failed and
  *           the code, and nothing made is left behind.
  *
@@ -164,9 +171,10 @@ void glove_control_runtime_conn_drained(struct glove_control_runtime *rt, struct
 /* Connection conn is closing: its attachments are dropped (no frame pushed). */
 void glove_control_runtime_conn_closed(struct glove_control_runtime *rt, struct glove_control_conn *conn);
 
-/* The loop ends: every live session is killed, its receipt (termination
- * lost, code service.stopped) appended and the failed transition recorded;
- * materializations released. Idempotent. */
+/* The loop ends: a released session goes on in its keeper (its channel is
+ * closed, its materializations stay; the next gloved adopts it); a session
+ * not yet released is told ABORT and fails with its receipt (start_failed,
+ * service.stopped), its materializations released. Idempotent. */
 void glove_control_runtime_shutdown(struct glove_control_runtime *rt);
 
 /* Shuts down (glove_control_runtime_shutdown) and frees rt and every entry,
