@@ -34,121 +34,7 @@
 #include "glove/session/session.h"
 #include "glove/supervisor/plan.h"
 #include "glove/supervisor/prepare.h"
-
-struct rt_session;
-
-struct attachment {
-        struct rt_session *s;
-        struct glove_control_conn *conn;
-        struct glove_terminal_client *client;
-        struct glove_control_output_skip skip; /* output not queued: the queue was full */
-        struct attachment *next;
-};
-
-struct auth {
-        uint8_t nonce[16];
-        char session_id[GLOVE_CONTROL_ID_MAX + 1];
-        char controller_plan_digest[65], plan_content_digest[65], policy_digest[65];
-        int64_t expires_at_ms;
-        bool live;
-};
-
-/* One glove_supervisor_launch_prepare run on a worker thread. The loop
- * thread fills the inputs and reads the results only after the job came back
- * through the done list (the pool's mutex orders both); the worker touches
- * nothing else. */
-struct prepare_job {
-        struct prepare_job *next;
-        struct rt_session *s; /* loop thread only */
-        const struct glove_supervisor_runtime_config *cfg;
-        char id[GLOVE_CONTROL_ID_MAX + 1];
-        char *plan; /* a copy of the stored plan */
-        size_t plan_len;
-        /* Results (the worker's). */
-        struct glove_supervisor_launch *launch;
-        int r;
-        struct glove_error err;
-};
-
-struct prepare_pool {
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        struct prepare_job *queue, **queue_tail; /* FIFO, not yet taken */
-        struct prepare_job *done, **done_tail;   /* FIFO, finished */
-        pthread_t threads[GLOVE_CONTROL_RUNTIME_PREPARE_WORKERS];
-        unsigned n_threads, idle, queued;
-        bool quit;
-        int efd; /* eventfd: a job finished */
-        sd_event_source *src;
-        bool up;
-};
-
-/* A message queued towards a keeper. */
-struct kmsg {
-        struct kmsg *next;
-        size_t len;
-        uint8_t data[];
-};
-
-/* gloved's copy of a keeper's transcript: the last bytes of the output,
- * and the output offset just past them. */
-struct mirror {
-        uint8_t buf[GLOVE_TERMINAL_TRANSCRIPT_DEFAULT];
-        size_t len, head; /* head: index of the oldest byte */
-        uint64_t end;
-};
-
-struct rt_session {
-        struct glove_control_runtime *rt;
-        struct rt_session *next;
-        char id[GLOVE_CONTROL_ID_MAX + 1];
-        struct glove_supervisor_launch *launch; /* NULL for a session adopted after a restart */
-        /* The keeper (glove/control/keeper.h): its channel, what is queued
-         * towards it, and the copy of its transcript. */
-        int kfd;                  /* -1: no keeper (yet, or any more) */
-        sd_event_source *ksrc;
-        struct kmsg *kq, **kq_tail;
-        size_t kq_bytes;
-        pid_t keeper_pid;
-        uint64_t keeper_start;
-        char stem[40];            /* keeper file names: DIR/STEM.{sock,status,log,binding} */
-        uint64_t credit;          /* input bytes the keeper takes now */
-        bool input_closed;
-        bool ready, released, adopted, ended;
-        bool released_on_adopt;   /* adopted recorded running, never released: released then */
-        struct mirror *mir;
-        json_t *binding;
-        char binding_digest[65];
-        int64_t started_at_ms; /* -1 until released */
-        struct auth auth;
-        bool live;             /* the engine session has not ended */
-        bool reserved;
-        bool stopping;
-        bool killed;           /* signal SIGKILL: gloved killed the whole sandbox */
-        char fail_code[GLOVE_CONTROL_REASON_MAX + 1]; /* why on_ready stopped it */
-        struct glove_audit_log audit;                 /* egress records (fd -1: none) */
-        struct attachment *att;
-        unsigned n_att;
-        struct prepare_job *job;  /* while the launch is prepared */
-        unsigned short rows, cols; /* a resize before the terminal exists */
-        /* After the end. */
-        uint8_t *transcript;
-        size_t transcript_len;
-        uint64_t receipt_seq;
-        json_t *termination;
-};
-
-struct glove_control_runtime {
-        struct glove_control_runtime_options o;
-        struct glove_cgroup_probe cgroup;
-        sd_event *loop;
-        struct rt_session *sessions;
-        unsigned live, ended;
-        bool operational;
-        bool shutting_down;    /* glove_control_runtime_shutdown walks the sessions */
-        char why[GLOVE_CGROUP_REASON_MAX * 2 + 64];
-        struct prepare_pool pool;
-};
+#include "runtime_internal.h"
 
 /* ---- construction ---- */
 
@@ -214,31 +100,29 @@ json_t *glove_control_runtime_mechanisms_missing(const struct glove_control_runt
         return list;
 }
 
-static int link_attach(struct rt_session *s, struct glove_error *err);
 
 void glove_control_runtime_set_loop(struct glove_control_runtime *rt, sd_event *loop) {
         rt->loop = loop;
         /* The keepers the reconciler adopted: on the loop, HELLO. */
         for (struct rt_session *s = rt->sessions; s; s = s->next) {
                 struct glove_error e = { 0 };
-                if (s->adopted && s->kfd >= 0 && !s->ksrc && link_attach(s, &e) < 0)
+                if (s->adopted && s->kfd >= 0 && !s->ksrc && rt_link_attach(s, &e) < 0)
                         fprintf(stderr, "gloved: session %s: %s: %s\n", s->id, e.code, e.message);
         }
 }
 
 /* ---- registry ---- */
 
-static struct rt_session *find(struct glove_control_runtime *rt, const char *id) {
+struct rt_session *rt_find(struct glove_control_runtime *rt, const char *id) {
         for (struct rt_session *s = rt->sessions; s; s = s->next)
                 if (strcmp(s->id, id) == 0)
                         return s;
         return NULL;
 }
 
-static void link_close(struct rt_session *s);
 
 static void session_entry_free(struct rt_session *s) {
-        link_close(s);
+        rt_link_close(s);
         free(s->mir);
         glove_audit_close(&s->audit);
         glove_supervisor_launch_free(s->launch);
@@ -349,7 +233,7 @@ static bool attachment_resume(struct attachment *a) {
         return true;
 }
 
-static void on_client_output(void *userdata, int stream, const void *buf, size_t n) {
+void rt_client_output(void *userdata, int stream, const void *buf, size_t n) {
         (void)stream;
         struct attachment *a = userdata;
         if (a->skip.skipping && !attachment_resume(a))
@@ -409,347 +293,6 @@ static unsigned conn_attachments(struct glove_control_runtime *rt, struct glove_
         return n;
 }
 
-/* ---- the keeper's transcript copy ---- */
-
-static void mirror_put(struct mirror *m, const uint8_t *p, size_t n) {
-        const size_t cap = sizeof(m->buf);
-        if (n >= cap) {
-                memcpy(m->buf, p + (n - cap), cap);
-                m->head = 0;
-                m->len = cap;
-                return;
-        }
-        size_t tail = (m->head + m->len) % cap;
-        for (size_t done = 0; done < n;) {
-                size_t k = cap - tail < n - done ? cap - tail : n - done;
-                memcpy(m->buf + tail, p + done, k);
-                done += k;
-                tail = (tail + k) % cap;
-        }
-        if (m->len + n > cap) {
-                m->head = (m->head + (m->len + n - cap)) % cap;
-                m->len = cap;
-        } else {
-                m->len += n;
-        }
-}
-
-static size_t mirror_copy(const struct mirror *m, uint8_t *out, size_t cap) {
-        size_t n = m->len < cap ? m->len : cap;
-        size_t start = (m->head + (m->len - n)) % sizeof(m->buf);
-        for (size_t done = 0; done < n;) {
-                size_t k = sizeof(m->buf) - start < n - done ? sizeof(m->buf) - start : n - done;
-                memcpy(out + done, m->buf + start, k);
-                done += k;
-                start = (start + k) % sizeof(m->buf);
-        }
-        return n;
-}
-
-/* ---- the keeper link (gloved's side of keeper.h) ---- */
-
-static void keeper_lost(struct rt_session *s);
-static void keeper_ended(struct rt_session *s, const json_t *outcome);
-static void keeper_ready(struct rt_session *s, const json_t *identity);
-
-static void link_close(struct rt_session *s) {
-        s->ksrc = sd_event_source_disable_unref(s->ksrc);
-        if (s->kfd >= 0)
-                close(s->kfd);
-        s->kfd = -1;
-        while (s->kq) {
-                struct kmsg *m = s->kq;
-                s->kq = m->next;
-                free(m);
-        }
-        s->kq_tail = &s->kq;
-        s->kq_bytes = 0;
-}
-
-/* Sends what is queued; 0, or -errno when the channel broke. */
-static int link_flush(struct rt_session *s) {
-        while (s->kq) {
-                struct kmsg *m = s->kq;
-                ssize_t n = send(s->kfd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        break;
-                if (n < 0)
-                        return -errno;
-                s->kq = m->next;
-                if (!s->kq)
-                        s->kq_tail = &s->kq;
-                s->kq_bytes -= m->len;
-                free(m);
-        }
-        if (s->ksrc)
-                (void)sd_event_source_set_io_events(s->ksrc, EPOLLIN | (s->kq ? EPOLLOUT : 0));
-        return 0;
-}
-
-/* Queues one message (type, payload) towards the keeper and sends what it
- * can. Returns 0, -ENOTCONN without a keeper, -ENOBUFS past
- * GLOVE_CONTROL_RUNTIME_KEEPER_QUEUE_MAX, -ENOMEM. */
-static int link_send(struct rt_session *s, char type, const void *payload, size_t len) {
-        if (s->kfd < 0)
-                return -ENOTCONN;
-        if (len + 1 > GLOVE_KEEPER_MSG_MAX)
-                return -EMSGSIZE;
-        if (s->kq_bytes + len + 1 > GLOVE_CONTROL_RUNTIME_KEEPER_QUEUE_MAX)
-                return -ENOBUFS;
-        struct kmsg *m = malloc(sizeof(*m) + len + 1);
-        if (!m)
-                return -ENOMEM;
-        m->next = NULL;
-        m->len = len + 1;
-        m->data[0] = (uint8_t)type;
-        if (len)
-                memcpy(m->data + 1, payload, len);
-        *s->kq_tail = m;
-        s->kq_tail = &m->next;
-        s->kq_bytes += m->len;
-        return link_flush(s) < 0 ? -EPIPE : 0;
-}
-
-static int link_send_json(struct rt_session *s, char type, json_t *o) {
-        _cleanup_json_ json_t *v = o;
-        _cleanup_free_ char *text = NULL;
-        size_t n = 0;
-        if (!v || glove_json_encode_canonical(v, &text, &n, NULL) < 0)
-                return -ENOMEM;
-        return link_send(s, type, text, n);
-}
-
-/* Output of the agent at offset off: into the copy, and to every attached
- * client; bytes the copy already holds (after a transcript) are skipped, a
- * hole (the keeper skipped them) is a gap for every client. */
-static void link_output(struct rt_session *s, uint64_t off, const uint8_t *p, size_t n) {
-        struct mirror *m = s->mir;
-        if (!m)
-                return;
-        if (off + n <= m->end)
-                return;
-        if (off < m->end) {
-                size_t k = (size_t)(m->end - off);
-                p += k;
-                n -= k;
-                off = m->end;
-        }
-        if (off > m->end) {
-                for (struct attachment *a = s->att; a; a = a->next)
-                        glove_control_output_skip_add(&a->skip, (size_t)(off - m->end));
-        }
-        mirror_put(m, p, n);
-        m->end = off + n;
-        for (struct attachment *a = s->att, *next; a; a = next) {
-                next = a->next;
-                on_client_output(a, 1, p, n);
-        }
-}
-
-static uint64_t le64(const uint8_t *p) {
-        uint64_t v = 0;
-        for (int i = 7; i >= 0; i--)
-                v = v << 8 | p[i];
-        return v;
-}
-
-static json_t *link_json(const uint8_t *p, size_t n) {
-        json_t *v = NULL;
-        if (glove_json_decode_strict(p, n, GLOVE_KEEPER_MSG_MAX, 0, &v, NULL) < 0 || !json_is_object(v)) {
-                json_decref(v);
-                return NULL;
-        }
-        return v;
-}
-
-static uint64_t jint(const json_t *o, const char *k) {
-        json_int_t v = json_integer_value(json_object_get(o, k));
-        return v > 0 ? (uint64_t)v : 0;
-}
-
-/* One message from the keeper. Returns false when s's link ended in it. */
-static bool link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
-        char type = (char)msg[0];
-        const uint8_t *p = msg + 1;
-        n--;
-        switch (type) {
-        case GLOVE_KEEPER_OUTPUT:
-                if (n > 8)
-                        link_output(s, le64(p), p + 8, n - 8);
-                return true;
-        case GLOVE_KEEPER_TRANSCRIPT:
-                if (n >= 8 && s->mir) {
-                        s->mir->len = s->mir->head = 0;
-                        mirror_put(s->mir, p + 8, n - 8);
-                        s->mir->end = le64(p) + (n - 8);
-                }
-                return true;
-        case GLOVE_KEEPER_CREDIT: {
-                _cleanup_json_ json_t *o = link_json(p, n);
-                if (o && json_is_true(json_object_get(o, "closed")))
-                        s->input_closed = true;
-                else if (o)
-                        s->credit += jint(o, "bytes");
-                if (s->credit > GLOVE_KEEPER_INPUT_MAX)
-                        s->credit = GLOVE_KEEPER_INPUT_MAX;
-                return true;
-        }
-        case GLOVE_KEEPER_WARNING: {
-                _cleanup_json_ json_t *o = link_json(p, n);
-                fprintf(stderr, "gloved: session %s: warning: %s: %s\n", s->id,
-                        o ? json_string_value(json_object_get(o, "code")) ?: "?" : "?",
-                        o ? json_string_value(json_object_get(o, "message")) ?: "" : "");
-                return true;
-        }
-        case GLOVE_KEEPER_STATE: {
-                _cleanup_json_ json_t *o = link_json(p, n);
-                if (!o)
-                        return true;
-                json_t *k = json_object_get(o, "keeper");
-                s->keeper_pid = (pid_t)jint(k, "pid");
-                s->keeper_start = jint(k, "start_time");
-                s->credit = jint(o, "input_credit");
-                s->input_closed = json_is_true(json_object_get(o, "input_closed"));
-                const json_t *out = json_object_get(o, "outcome");
-                if (json_is_object(out)) {
-                        keeper_ended(s, out);
-                        return false;
-                }
-                const char *phase = json_string_value(json_object_get(o, "phase"));
-                if (s->adopted && phase && strcmp(phase, "ready") == 0 && !s->released) {
-                        /* Recorded running, never released (gloved ended
-                         * between the durable gate and the release): the
-                         * gate passed, the agent starts now. */
-                        s->ready = true;
-                        s->released_on_adopt = true;
-                        if (link_send(s, GLOVE_KEEPER_RELEASE, NULL, 0) == 0)
-                                s->released = true;
-                        if (s->started_at_ms < 0)
-                                s->started_at_ms = s->rt->o.now_ms();
-                } else if (phase && strcmp(phase, "running") == 0) {
-                        s->ready = s->released = true;
-                }
-                return true;
-        }
-        case GLOVE_KEEPER_READY: {
-                _cleanup_json_ json_t *o = link_json(p, n);
-                keeper_ready(s, o);
-                return s->kfd >= 0;
-        }
-        case GLOVE_KEEPER_ENDED: {
-                _cleanup_json_ json_t *o = link_json(p, n);
-                keeper_ended(s, o);
-                return false;
-        }
-        default:
-                fprintf(stderr, "gloved: session %s: the keeper sent an unknown message (type %d)\n", s->id,
-                        (int)(unsigned char)type);
-                return true;
-        }
-}
-
-static uint8_t link_buf[GLOVE_KEEPER_MSG_MAX];
-
-static int on_link(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        (void)src;
-        struct rt_session *s = userdata;
-        if ((revents & EPOLLOUT) && link_flush(s) < 0) {
-                keeper_lost(s);
-                return 0;
-        }
-        /* A bounded number per wake-up: other sessions and clients run too. */
-        for (int i = 0; i < 64; i++) {
-                ssize_t n = recv(fd, link_buf, sizeof(link_buf), MSG_DONTWAIT | MSG_TRUNC);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        return 0;
-                if (n <= 0) {
-                        keeper_lost(s);
-                        return 0;
-                }
-                if ((size_t)n > sizeof(link_buf)) {
-                        fprintf(stderr, "gloved: session %s: a keeper message of %zd bytes was refused\n", s->id, n);
-                        continue;
-                }
-                if (!link_message(s, link_buf, (size_t)n))
-                        return 0;
-        }
-        return 0;
-}
-
-/* Puts s's keeper channel fd on the loop and (unless the reconciler did
- * already) says HELLO. */
-static int link_attach(struct rt_session *s, struct glove_error *err) {
-        int r = sd_event_add_io(s->rt->loop, &s->ksrc, s->kfd, EPOLLIN | (s->kq ? EPOLLOUT : 0), on_link, s);
-        if (r < 0)
-                return glove_error_set(err, -r, "keeper.event_loop", "sd_event_add_io: %s", strerror(-r));
-        if (s->adopted)
-                return 0;
-        r = link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION));
-        if (r < 0)
-                return glove_error_set(err, -r, "keeper.channel", "the keeper's channel: %s", strerror(-r));
-        return 0;
-}
-
-/* The keeper files' stem of a session id: "k" and 32 hex of its SHA-256
- * (a socket path must fit sun_path whatever the id's length). */
-static void keeper_stem(const char *id, char out[40]) {
-        uint8_t d[32];
-        out[0] = 'k';
-        if (glove_digest_sha256(id, strlen(id), d, NULL) < 0 || glove_digest_hex_encode(d, 16, out + 1, 39) < 0)
-                snprintf(out, 40, "k0");
-}
-
-/* Opens (making it 0700 when missing) ROOT/keepers. */
-static int keepers_dir(const struct glove_supervisor_runtime_config *cfg, struct glove_error *err) {
-        if (mkdirat(cfg->materialization_root_fd, "keepers", 0700) < 0 && errno != EEXIST)
-                return glove_error_set(err, errno, "keeper.dir", "%s/keepers: %s", cfg->materialization_root,
-                                       strerror(errno));
-        int fd = openat(cfg->materialization_root_fd, "keepers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return glove_error_set(err, errno, "keeper.dir", "%s/keepers: %s", cfg->materialization_root,
-                                       strerror(errno));
-        struct stat st;
-        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-                close(fd);
-                return glove_error_set(err, EPERM, "keeper.dir", "%s/keepers is not a 0700 directory of the service user",
-                                       cfg->materialization_root);
-        }
-        return fd;
-}
-
-/* sockaddr of DIR/STEM.sock reached through /proc/self/fd/DIRFD (short
- * whatever the root's length). */
-static int keeper_addr(int dirfd, const char *stem, struct sockaddr_un *sa) {
-        memset(sa, 0, sizeof(*sa));
-        sa->sun_family = AF_UNIX;
-        int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s.sock", dirfd, stem);
-        return n < 0 || (size_t)n >= sizeof(sa->sun_path) ? -ENAMETOOLONG : 0;
-}
-
-/* Removes a session's keeper files (after its receipt, or when it never
- * had a keeper that runs). */
-static void keeper_files_remove_keep_log(const struct glove_supervisor_runtime_config *cfg, const char *stem,
-                                         bool keep_log) {
-        int dfd = openat(cfg->materialization_root_fd, "keepers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return;
-        static const char *const ext[] = { "sock", "status", "binding", "log" };
-        char name[64];
-        for (size_t i = 0; i < GLOVE_ELEMENTSOF(ext) - (keep_log ? 1 : 0); i++) {
-                snprintf(name, sizeof(name), "%s.%s", stem, ext[i]);
-                (void)unlinkat(dfd, name, 0);
-        }
-        close(dfd);
-}
-
-static void keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
-        keeper_files_remove_keep_log(cfg, stem, false);
-}
-
 /* ---- the end of a session ---- */
 
 static void end_notify(struct rt_session *s, const char *state) {
@@ -768,7 +311,7 @@ static void end_notify(struct rt_session *s, const char *state) {
 
 /* Appends the receipt, records the terminal transition, releases the
  * materializations. f's termination decides exited or failed. */
-static void finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
+void rt_finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
         struct glove_control_runtime *rt = s->rt;
         struct glove_error e = { 0 };
         const struct glove_control_session *st = glove_control_store_find(rt->o.store, s->id);
@@ -821,7 +364,7 @@ static void finish(struct rt_session *s, struct glove_control_receipt_facts *f) 
 
 /* The cgroup identity of PID 1: {"path","inode"} from /proc/PID/cgroup and a
  * stat of the run cgroup beside the probe's parent. */
-static json_t *cgroup_identity(struct rt_session *s, pid_t pid) {
+json_t *rt_cgroup_identity(struct rt_session *s, pid_t pid) {
         char p[64], buf[4096];
         snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
         _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -847,7 +390,7 @@ static json_t *cgroup_identity(struct rt_session *s, pid_t pid) {
         return json_pack("{s:s,s:I}", "path", line, "inode", (json_int_t)st.st_ino);
 }
 
-static void fail_start(struct rt_session *s, const struct glove_error *why) {
+void rt_fail_start(struct rt_session *s, const struct glove_error *why) {
         struct glove_control_receipt_facts f = {
                 .started_at_ms = -1,
                 .exit_code = -1,
@@ -855,380 +398,7 @@ static void fail_start(struct rt_session *s, const struct glove_error *why) {
                 .code = why && why->code ? why->code : "start.failed",
         };
         s->auth.live = false;
-        finish(s, &f);
-}
-
-/* ---- the keeper's life seen from gloved ---- */
-
-static bool jbool(const json_t *o, const char *k) {
-        return json_is_true(json_object_get(o, k));
-}
-
-/* A stable code of the keeper's: 1..128 bytes of [a-z0-9._-]. */
-static bool reason_ok(const char *c) {
-        size_t n = strlen(c);
-        if (n == 0 || n > GLOVE_CONTROL_REASON_MAX)
-                return false;
-        return strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
-/* The receipt facts of a keeper's OUTCOME (keeper.h). */
-static void outcome_facts(struct rt_session *s, const json_t *o, struct glove_control_receipt_facts *f) {
-        *f = (struct glove_control_receipt_facts){
-                .started_at_ms = s->started_at_ms,
-                .exit_code = -1,
-                .cpu_time_ms = jint(o, "cpu_time_ms"),
-                .output_bytes = jint(o, "output_bytes"),
-                .peak_memory_bytes = jint(o, "peak_memory_bytes"),
-                .wall_time_ms = jint(o, "wall_time_ms"),
-        };
-        const char *kind = json_string_value(json_object_get(o, "kind"));
-        int value = (int)json_integer_value(json_object_get(o, "value"));
-        const char *limit = json_string_value(json_object_get(o, "limit"));
-        const char *error_code = json_string_value(json_object_get(o, "error_code"));
-        bool exited = kind && strcmp(kind, "exited") == 0, signaled = kind && strcmp(kind, "signaled") == 0,
-             lost = !kind || strcmp(kind, "lost") == 0;
-        /* The limit name is one the plan knows, or none. */
-        static const char *const known[] = { "cpu_time_ms", "memory_bytes", "pids", "wall_time_ms",
-                                             "terminal_output_bytes" };
-        const char *lim = NULL;
-        for (size_t i = 0; limit && i < GLOVE_ELEMENTSOF(known); i++)
-                if (strcmp(limit, known[i]) == 0)
-                        lim = known[i];
-        if (!kind || strcmp(kind, "setup_failed") == 0 || !jbool(o, "released")) {
-                f->termination = GLOVE_CONTROL_TERM_START_FAILED;
-                f->code = s->fail_code[0]                                    ? s->fail_code
-                          : jbool(o, "aborted")                              ? "start.aborted"
-                          : error_code && reason_ok(error_code) ? error_code
-                                                                             : "start.failed";
-                f->started_at_ms = -1;
-        } else if (jbool(o, "audit_full")) {
-                f->termination = GLOVE_CONTROL_TERM_LIMIT;
-                f->limit = "disk_bytes";
-                f->code = "egress.audit_full";
-                f->signal = SIGKILL;
-        } else if (lim) {
-                f->termination = GLOVE_CONTROL_TERM_LIMIT;
-                f->limit = lim;
-                f->signal = SIGKILL;
-        } else if (jbool(o, "disk_full")) {
-                f->termination = GLOVE_CONTROL_TERM_LIMIT;
-                f->limit = "disk_bytes";
-        } else if (kind && strcmp(kind, "exec_failed") == 0) {
-                f->termination = GLOVE_CONTROL_TERM_START_FAILED;
-                f->code = "launch.exec_failed";
-        } else if (jbool(o, "killed") && !exited) {
-                /* signal SIGKILL kills PID 1 and the whole sandbox: no
-                 * report of the agent comes back, and none is missing. */
-                f->termination = GLOVE_CONTROL_TERM_SIGNAL;
-                f->signal = SIGKILL;
-        } else if (jbool(o, "stopped") || jbool(o, "stopping") || s->stopping) {
-                /* Before "lost": a stop whose grace ran out kills PID 1,
-                 * which then reports nothing; that is the stop, not a loss. */
-                f->termination = GLOVE_CONTROL_TERM_STOPPED;
-                f->signal = signaled ? value : lost ? SIGKILL : 0;
-                if (exited)
-                        f->exit_code = value;
-        } else if (lost) {
-                f->termination = GLOVE_CONTROL_TERM_LOST;
-                f->code = "session.lost";
-        } else if (signaled) {
-                f->termination = GLOVE_CONTROL_TERM_SIGNAL;
-                f->signal = value;
-        } else {
-                f->termination = GLOVE_CONTROL_TERM_EXIT;
-                f->exit_code = value;
-        }
-        if (f->termination == GLOVE_CONTROL_TERM_LIMIT && exited)
-                f->exit_code = value;
-        if (f->termination == GLOVE_CONTROL_TERM_LIMIT && signaled)
-                f->signal = value;
-        /* disk usage: the limit when the private tmpfs filled, else not measured (0) */
-        if (jbool(o, "disk_full") && s->binding) {
-                json_t *l = json_object_get(s->binding, "limits");
-                f->disk_bytes = (uint64_t)json_integer_value(json_object_get(l, "disk_bytes"));
-        }
-}
-
-static void keep_transcript(struct rt_session *s) {
-        if (!s->mir || s->transcript)
-                return;
-        uint8_t *buf = malloc(GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
-        if (!buf)
-                return;
-        s->transcript_len = mirror_copy(s->mir, buf, GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
-        s->transcript = buf;
-}
-
-/* The session ended in its keeper (ENDED, or the status file's outcome):
- * the receipt, the terminal transition, then the keeper is let go and its
- * files removed. */
-static void keeper_ended(struct rt_session *s, const json_t *outcome) {
-        if (s->ended)
-                return;
-        s->ended = true;
-        struct glove_control_receipt_facts f;
-        if (outcome) {
-                outcome_facts(s, outcome, &f);
-        } else {
-                f = (struct glove_control_receipt_facts){ .started_at_ms = s->started_at_ms, .exit_code = -1,
-                                                          .termination = GLOVE_CONTROL_TERM_LOST,
-                                                          .code = "keeper.protocol" };
-        }
-        keep_transcript(s);
-        free(s->mir);
-        s->mir = NULL;
-        s->auth.live = false;
-        finish(s, &f);
-        /* ACK, best effort: the keeper also ends when the channel closes
-         * after its ENDED. */
-        (void)link_send(s, GLOVE_KEEPER_ACK, NULL, 0);
-        link_close(s);
-        keeper_files_remove(s->rt->o.config, s->stem);
-}
-
-/* Reads DIR/STEM.status (new reference, or NULL). */
-static json_t *status_read(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
-        char rel[96];
-        snprintf(rel, sizeof(rel), "keepers/%s.status", stem);
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-        if (glove_file_read_bounded(cfg->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 65536, &buf, &n, NULL) < 0)
-                return NULL;
-        return link_json((const uint8_t *)buf, n);
-}
-
-/* The keeper's channel ended before its ENDED: the keeper died. Its status
- * file says how the session ended, or what usage it last recorded (the
- * session is then lost: keeper.lost). Its sandbox died with it
- * (PR_SET_PDEATHSIG); the empty run cgroup goes with the sweep. */
-static void keeper_lost(struct rt_session *s) {
-        link_close(s);
-        if (s->ended)
-                return;
-        _cleanup_json_ json_t *status = status_read(s->rt->o.config, s->stem);
-        const json_t *out = json_object_get(status, "outcome");
-        if (json_is_object(out)) {
-                keeper_ended(s, out);
-                return;
-        }
-        s->ended = true;
-        const json_t *u = json_object_get(status, "usage");
-        struct glove_control_receipt_facts f = {
-                .started_at_ms = s->released ? s->started_at_ms : -1,
-                .exit_code = -1,
-                .termination = s->released ? GLOVE_CONTROL_TERM_LOST : GLOVE_CONTROL_TERM_START_FAILED,
-                .code = "keeper.lost",
-                .cpu_time_ms = jint(u, "cpu_time_ms"),
-                .output_bytes = jint(u, "output_bytes"),
-                .peak_memory_bytes = jint(u, "peak_memory_bytes"),
-                .wall_time_ms = jint(u, "wall_time_ms"),
-        };
-        char rel[96];
-        snprintf(rel, sizeof(rel), "keepers/%s.log", s->stem);
-        _cleanup_free_ char *log = NULL;
-        size_t loglen = 0;
-        (void)glove_file_read_bounded(s->rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 4096,
-                                      &log, &loglen, NULL);
-        fprintf(stderr, "gloved: session %s: keeper.lost: its keeper (pid %d) ended without an outcome%s%.*s\n", s->id,
-                (int)s->keeper_pid, loglen ? "; its log: " : "", (int)loglen, log ? log : "");
-        keep_transcript(s);
-        free(s->mir);
-        s->mir = NULL;
-        s->auth.live = false;
-        finish(s, &f);
-        /* Its log stays: why it died is worth reading. */
-        keeper_files_remove_keep_log(s->rt->o.config, s->stem, true);
-        glove_cgroup_sweep();
-}
-
-/* Writes DIR/STEM.binding (the launch binding, canonical JSON, 0600,
- * synced): an adopting gloved reads it back for the receipt. */
-static int binding_write(struct rt_session *s, struct glove_error *err) {
-        _cleanup_free_ char *text = NULL;
-        size_t n = 0;
-        int r = glove_json_encode_canonical(s->binding, &text, &n, err);
-        if (r < 0)
-                return r;
-        int dfd = keepers_dir(s->rt->o.config, err);
-        if (dfd < 0)
-                return dfd;
-        _cleanup_close_ int dir = dfd;
-        char name[64], tmp[72];
-        snprintf(name, sizeof(name), "%s.binding", s->stem);
-        snprintf(tmp, sizeof(tmp), "%s.binding.new", s->stem);
-        (void)unlinkat(dir, tmp, 0);
-        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return glove_error_set(err, errno, "keeper.binding", "%s: %s", tmp, strerror(errno));
-        if (glove_fd_write_all(fd, text, n) < 0 || fsync(fd) < 0 || renameat(dir, tmp, dir, name) < 0 || fsync(dir) < 0)
-                return glove_error_set(err, errno ? errno : EIO, "keeper.binding", "%s: %s", name, strerror(errno));
-        return 0;
-}
-
-/* READY: PID 1 is ready and held in its keeper. The same gate as before
- * the keeper: the start authorization, the cgroup identity in the binding,
- * the binding's size; then starting -> running with the runtime identity
- * (synced), and only then RELEASE. */
-static void keeper_ready(struct rt_session *s, const json_t *id) {
-        struct glove_control_runtime *rt = s->rt;
-        struct glove_error e = { 0 };
-        const struct glove_control_session *st = glove_control_store_find(rt->o.store, s->id);
-        /* A keeper repeats READY after each HELLO until released: the gate
-         * runs once, for the gloved that started the session. */
-        if (s->released || s->adopted)
-                return;
-        s->ready = true;
-        if (s->fail_code[0]) { /* stop_session came first: never released */
-                (void)link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
-                return;
-        }
-        bool ok = s->auth.live && rt->o.now_ms() <= s->auth.expires_at_ms && strcmp(s->auth.session_id, s->id) == 0 &&
-                  strcmp(s->auth.controller_plan_digest, st->controller_plan_digest) == 0 &&
-                  strcmp(s->auth.plan_content_digest, st->plan_content_digest) == 0 &&
-                  strcmp(s->auth.policy_digest, glove_supervisor_policy_digest(rt->o.policy)) == 0;
-        s->auth.live = false;
-        explicit_bzero(s->auth.nonce, sizeof(s->auth.nonce));
-        if (!ok) {
-                glove_error_set(&e, EACCES, "start.authorization_expired",
-                                "the start authorization expired or does not match the session");
-                goto fail;
-        }
-        pid_t pid = (pid_t)jint(id, "pid");
-        uint64_t start = 0;
-        if (!id || pid <= 0 || glove_keeper_proc_start_time(pid, &start) < 0 || start != jint(id, "pid_start_time")) {
-                glove_error_set(&e, EIO, "start.identity", "the keeper's PID 1 identity could not be confirmed");
-                goto fail;
-        }
-        json_t *cg = cgroup_identity(s, pid);
-        if (!cg || jint(cg, "inode") != jint(json_object_get(id, "cgroup"), "inode")) {
-                json_decref(cg);
-                glove_error_set(&e, EIO, "start.cgroup_identity", "the run cgroup of the session could not be read");
-                goto fail;
-        }
-        json_object_set_new(s->binding, "cgroup", cg);
-        if (glove_control_json_digest(s->binding, s->binding_digest, &e) < 0)
-                goto fail;
-        /* The terminal receipt carries the binding: it must fit in one
-         * envelope with room for the rest, or the agent would run and end
-         * without a receipt. Checked before release. */
-        {
-                _cleanup_free_ char *enc = NULL;
-                size_t enc_len = 0;
-                if (glove_json_encode_canonical(s->binding, &enc, &enc_len, &e) < 0)
-                        goto fail;
-                if (enc_len > GLOVE_CONTROL_RUNTIME_BINDING_MAX) {
-                        glove_error_set(&e, EMSGSIZE, "start.binding_too_large",
-                                        "the launch binding is %zu bytes; a terminal receipt holds at most %u",
-                                        enc_len, (unsigned)GLOVE_CONTROL_RUNTIME_BINDING_MAX);
-                        /* The failed start's receipt must still fit: it names
-                         * the size instead of the binding. */
-                        json_decref(s->binding);
-                        s->binding = json_pack("{s:I}", "omitted_bytes", (json_int_t)enc_len);
-                        s->binding_digest[0] = '\0';
-                        goto fail;
-                }
-        }
-        if (binding_write(s, &e) < 0)
-                goto fail;
-        {
-                char sock[64];
-                snprintf(sock, sizeof(sock), "keepers/%s.sock", s->stem);
-                _cleanup_json_ json_t *runtime = json_deep_copy(id);
-                json_t *k = json_object_get(runtime, "keeper");
-                json_t *mats = json_object_get(s->binding, "materializations");
-                _cleanup_free_ char *text = NULL;
-                size_t n = 0;
-                if (!runtime || !json_is_object(k) || json_object_set_new(k, "socket", json_string(sock)) < 0 ||
-                    json_object_set_new(runtime, "binding_digest", json_string(s->binding_digest)) < 0 ||
-                    json_object_set_new(runtime, "materializations", mats ? json_deep_copy(mats) : json_array()) < 0 ||
-                    glove_json_encode_canonical(runtime, &text, &n, &e) < 0) {
-                        if (!glove_error_is_set(&e))
-                                glove_error_set(&e, EINVAL, "start.identity", "the keeper's identity is malformed");
-                        goto fail;
-                }
-                bool appended;
-                if (glove_control_store_transition_runtime(rt->o.store, s->id, GLOVE_CONTROL_SESSION_RUNNING, "",
-                                                           rt->o.now_ms(), text, n, &appended, &e) < 0)
-                        goto fail;
-        }
-        s->started_at_ms = rt->o.now_ms();
-        if (link_send(s, GLOVE_KEEPER_RELEASE, NULL, 0) < 0) {
-                (void)link_send(s, GLOVE_KEEPER_KILL, NULL, 0);
-                return; /* the end comes through ENDED, or the keeper's loss */
-        }
-        s->released = true;
-        return;
-fail:
-        fprintf(stderr, "gloved: session %s: not released: %s: %s\n", s->id, e.code, e.message);
-        snprintf(s->fail_code, sizeof(s->fail_code), "%s", e.code ? e.code : "start.failed");
-        /* Aborting before release ends in ENDED with released false:
-         * start_failed. Keep the code for the receipt. */
-        (void)link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
-}
-
-/* Forks the keeper of s (double fork: the keeper is nobody's child here and
- * is never waited for by gloved) with the complete description d, and
- * links it. Returns 0 or -errno (keeper.*). */
-static int keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, struct glove_error *err) {
-        struct glove_control_runtime *rt = s->rt;
-        int dfd = keepers_dir(rt->o.config, err);
-        if (dfd < 0)
-                return dfd;
-        _cleanup_close_ int dir = dfd;
-        keeper_stem(s->id, s->stem);
-        char name[64];
-        snprintf(name, sizeof(name), "%s.sock", s->stem);
-        (void)unlinkat(dir, name, 0);
-        struct sockaddr_un sa;
-        if (keeper_addr(dir, s->stem, &sa) < 0)
-                return glove_error_set(err, ENAMETOOLONG, "keeper.socket", "the keeper socket path is too long");
-        _cleanup_close_ int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        /* Bound here, listened on by the keeper: a connecting peer's
-         * SO_PEERCRED names the process that called listen(2). */
-        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fchmodat(dir, name, 0600, 0) < 0)
-                return glove_error_set(err, errno, "keeper.socket", "%s/keepers/%s: %s",
-                                       rt->o.config->materialization_root, name, strerror(errno));
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                return glove_error_set(err, errno, "keeper.socket", "socketpair: %s", strerror(errno));
-        s->mir = calloc(1, sizeof(*s->mir));
-        if (!s->mir) {
-                close(sv[0]);
-                close(sv[1]);
-                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
-        }
-        struct glove_keeper_args a = {
-                .session_id = s->id,
-                .stem = s->stem,
-                .desc = d,
-                .channel_fd = sv[1],
-                .listen_fd = lfd,
-                .dir_fd = dir,
-                .cgroup_parent = rt->cgroup.parent,
-                .cgroup_v2 = rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2,
-                .now_ms = rt->o.now_ms,
-        };
-        pid_t p = fork();
-        if (p == 0) {
-                pid_t q = fork();
-                if (q != 0)
-                        _exit(q < 0 ? 1 : 0);
-                glove_keeper_run(&a);
-        }
-        int fe = errno;
-        close(sv[1]);
-        int status = 0;
-        if (p > 0)
-                while (waitpid(p, &status, 0) < 0 && errno == EINTR)
-                        ;
-        if (p < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                close(sv[0]);
-                (void)unlinkat(dir, name, 0);
-                return glove_error_set(err, p < 0 ? fe : EAGAIN, "keeper.fork", "the session keeper could not be started");
-        }
-        s->kfd = sv[0];
-        return link_attach(s, err);
+        rt_finish(s, &f);
 }
 
 /* ---- methods ---- */
@@ -1432,7 +602,7 @@ static void pool_down(struct glove_control_runtime *rt) {
                         job_free(j); /* releases what a finished prepare made */
                         struct glove_error e = { 0 };
                         glove_error_set(&e, ECANCELED, "service.stopped", "gloved stopped while the session was prepared");
-                        fail_start(s, &e);
+                        rt_fail_start(s, &e);
                 }
         sd_event_source_disable_unref(p->src);
         p->src = NULL;
@@ -1509,7 +679,7 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                  * the session's disk limit (an agent flooding the proxy with
                  * refused requests could otherwise fill the host disk). */
                 d.audit_max_bytes = d.limits.disk_bytes;
-                r = keeper_spawn(s, &d, &e);
+                r = rt_keeper_spawn(s, &d, &e);
                 /* The keeper holds the egress audit descriptor now. */
                 glove_audit_close(&s->audit);
         }
@@ -1522,13 +692,13 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                         e.message);
                 bool linked = s->kfd >= 0;
                 if (linked) /* the keeper is told to end what it started */
-                        (void)link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
-                link_close(s);
-                fail_start(s, &e);
+                        (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
+                rt_link_close(s);
+                rt_fail_start(s, &e);
                 glove_supervisor_launch_free(s->launch);
                 s->launch = NULL;
                 if (!linked)
-                        keeper_files_remove(rt->o.config, s->stem);
+                        rt_keeper_files_remove(rt->o.config, s->stem, false);
                 return;
         }
 }
@@ -1542,7 +712,7 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
         if (glove_control_session_state_terminal(st->state))
                 return glove_error_set(err, EINVAL, "session.terminal", "session %s is %s", id,
                                        glove_control_session_state_name(st->state));
-        if (st->state != GLOVE_CONTROL_SESSION_CREATED || find(rt, id)) {
+        if (st->state != GLOVE_CONTROL_SESSION_CREATED || rt_find(rt, id)) {
                 *result = state_result(rt, id); /* a retry answers the current state */
                 return *result ? 0 : -ENOMEM;
         }
@@ -1574,7 +744,7 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
         s->audit.fd = -1;
         s->kfd = -1;
         s->kq_tail = &s->kq;
-        keeper_stem(id, s->stem);
+        rt_keeper_stem(id, s->stem);
         s->started_at_ms = -1;
         snprintf(s->id, sizeof(s->id), "%s", id);
         if ((r = mint(rt, s, st, err)) < 0 ||
@@ -1602,7 +772,7 @@ int glove_control_runtime_start(struct glove_control_runtime *rt, const char *id
         if ((r = pool_submit(rt, j, &e)) < 0) {
                 s->job = NULL;
                 job_free(j);
-                fail_start(s, &e);
+                rt_fail_start(s, &e);
                 *err = e;
                 return r;
         }
@@ -1614,7 +784,7 @@ static struct rt_session *live_session(struct glove_control_runtime *rt, const c
         const struct glove_control_session *st = stored(rt, id, err);
         if (!st)
                 return NULL;
-        struct rt_session *s = find(rt, id);
+        struct rt_session *s = rt_find(rt, id);
         if (!s || !s->live || s->kfd < 0 ||
             (st->state != GLOVE_CONTROL_SESSION_RUNNING && st->state != GLOVE_CONTROL_SESSION_STOPPING)) {
                 glove_error_set(err, EINVAL, glove_control_session_state_terminal(st->state) ? "session.terminal"
@@ -1631,7 +801,7 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
         const struct glove_control_session *st = stored(rt, id, err);
         if (!st)
                 return -ENOENT;
-        struct rt_session *s = find(rt, id);
+        struct rt_session *s = rt_find(rt, id);
         const uint8_t *tr = NULL;
         size_t tlen = 0;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -1652,7 +822,7 @@ int glove_control_runtime_attach(struct glove_control_runtime *rt, struct glove_
                 buf = malloc(GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
                 if (!buf)
                         return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
-                tlen = mirror_copy(s->mir, buf, GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
+                tlen = rt_mirror_copy(s->mir, buf, GLOVE_TERMINAL_TRANSCRIPT_DEFAULT);
                 tr = buf;
         } else if (s) {
                 tr = s->transcript;
@@ -1697,7 +867,7 @@ int glove_control_runtime_detach(struct glove_control_runtime *rt, struct glove_
                                  json_t **result, struct glove_error *err) {
         if (!stored(rt, id, err))
                 return -ENOENT;
-        struct rt_session *s = find(rt, id);
+        struct rt_session *s = rt_find(rt, id);
         bool detached = false;
         for (struct attachment *a = s ? s->att : NULL; a; a = a->next)
                 if (a->conn == conn) {
@@ -1713,7 +883,7 @@ int glove_control_runtime_detach(struct glove_control_runtime *rt, struct glove_
  * released), else NULL. */
 static struct rt_session *early_session(struct glove_control_runtime *rt, const char *id) {
         const struct glove_control_session *st = glove_control_store_find(rt->o.store, id);
-        struct rt_session *s = st ? find(rt, id) : NULL;
+        struct rt_session *s = st ? rt_find(rt, id) : NULL;
         if (!s || !s->live ||
             (st->state != GLOVE_CONTROL_SESSION_PREPARING && st->state != GLOVE_CONTROL_SESSION_STARTING))
                 return NULL;
@@ -1736,7 +906,7 @@ int glove_control_runtime_write_stdin(struct glove_control_runtime *rt, const ch
         size_t n = len < s->credit ? len : (size_t)s->credit;
         if (n == 0 && len)
                 return glove_error_set(err, EAGAIN, "stdin.full", "the input queue is full; retry later");
-        if (n && link_send(s, GLOVE_KEEPER_INPUT, data, n) < 0)
+        if (n && rt_link_send(s, GLOVE_KEEPER_INPUT, data, n) < 0)
                 return glove_error_set(err, EAGAIN, "stdin.full", "the keeper's channel is full; retry later");
         s->credit -= n;
         *result = json_pack("{s:I}", "accepted", (json_int_t)n);
@@ -1757,7 +927,7 @@ int glove_control_runtime_resize(struct glove_control_runtime *rt, const char *i
                 s = live_session(rt, id, err);
         if (!s)
                 return -EINVAL;
-        int r = link_send_json(s, GLOVE_KEEPER_RESIZE, json_pack("{s:i,s:i}", "rows", (int)rows, "cols", (int)cols));
+        int r = rt_link_send_json(s, GLOVE_KEEPER_RESIZE, json_pack("{s:i,s:i}", "rows", (int)rows, "cols", (int)cols));
         if (r < 0)
                 return glove_error_set(err, -r, "resize.failed", "the window size could not be sent to the keeper");
         *result = json_object();
@@ -1777,9 +947,9 @@ int glove_control_runtime_signal(struct glove_control_runtime *rt, const char *i
                  * cannot be forwarded (it would kill PID 1 alone and leave
                  * the session "lost"): it kills the whole sandbox. */
                 s->killed = true;
-                (void)link_send(s, GLOVE_KEEPER_KILL, NULL, 0);
+                (void)rt_link_send(s, GLOVE_KEEPER_KILL, NULL, 0);
         } else {
-                (void)link_send_json(s, GLOVE_KEEPER_SIGNAL, json_pack("{s:i}", "signal", sig));
+                (void)rt_link_send_json(s, GLOVE_KEEPER_SIGNAL, json_pack("{s:i}", "signal", sig));
         }
         *result = json_object();
         return *result ? 0 : -ENOMEM;
@@ -1796,12 +966,12 @@ int glove_control_runtime_stop(struct glove_control_runtime *rt, const char *id,
         }
         /* Before the agent was released: it never starts. The session ends
          * failed (start_failed, start.stopped) once the sandbox is gone. */
-        struct rt_session *pre = find(rt, id);
+        struct rt_session *pre = rt_find(rt, id);
         if (pre && pre->live &&
             (st->state == GLOVE_CONTROL_SESSION_PREPARING || st->state == GLOVE_CONTROL_SESSION_STARTING)) {
                 snprintf(pre->fail_code, sizeof(pre->fail_code), "start.stopped");
                 if (pre->ready) /* held in its keeper: never released */
-                        (void)link_send(pre, GLOVE_KEEPER_ABORT, NULL, 0);
+                        (void)rt_link_send(pre, GLOVE_KEEPER_ABORT, NULL, 0);
                 *result = state_result(rt, id);
                 return *result ? 0 : -ENOMEM;
         }
@@ -1812,7 +982,7 @@ int glove_control_runtime_stop(struct glove_control_runtime *rt, const char *id,
         if (r < 0)
                 return r;
         s->stopping = true;
-        (void)link_send_json(s, GLOVE_KEEPER_STOP, json_pack("{s:I}", "grace_ms", (json_int_t)grace_ms));
+        (void)rt_link_send_json(s, GLOVE_KEEPER_STOP, json_pack("{s:I}", "grace_ms", (json_int_t)grace_ms));
         *result = state_result(rt, id);
         return *result ? 0 : -ENOMEM;
 }
@@ -1861,7 +1031,7 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                          * adopts it (docs/recovery.md). Its materializations
                          * stay mounted. */
                         glove_supervisor_launch_disown(s->launch);
-                        link_close(s);
+                        rt_link_close(s);
                         s->live = false;
                         rt->live--;
                         continue;
@@ -1869,8 +1039,8 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                 /* Not released: the start cannot complete without this
                  * gloved's authorization. The keeper is told to end it, and
                  * the session fails now with its receipt. */
-                (void)link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
-                link_close(s);
+                (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
+                rt_link_close(s);
                 s->ended = true;
                 struct glove_control_receipt_facts f = {
                         .started_at_ms = -1,
@@ -1878,7 +1048,7 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                         .termination = GLOVE_CONTROL_TERM_START_FAILED,
                         .code = "service.stopped",
                 };
-                finish(s, &f);
+                rt_finish(s, &f);
         }
         rt->loop = NULL;
 }
@@ -1897,433 +1067,3 @@ void glove_control_runtime_free(struct glove_control_runtime *rt) {
         free(rt);
 }
 
-/* ---- reconciliation at start (docs/recovery.md) ---- */
-
-static void reconcile_log(const char *id, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void reconcile_log(const char *id, const char *code, const char *fmt, ...) {
-        char msg[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "gloved: reconcile: %s: %s: %s\n", id, code, msg);
-}
-
-/* Where a recorded mount of a retained image still is what was recorded:
- * the mount at ROOT/mounts/SESSION/ALIAS has the recorded mount id, or
- * nothing is mounted there (the directory's mount is the root's). False
- * when something else is mounted there: it is left alone. */
-static bool mounts_match(const struct glove_supervisor_runtime_config *cfg, const char *id, const json_t *mats) {
-        struct statx root;
-        if (statx(cfg->materialization_root_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &root) < 0)
-                return false;
-        size_t i;
-        const json_t *m;
-        json_array_foreach(mats, i, m) {
-                const char *alias = json_string_value(json_object_get(m, "alias"));
-                if (!alias)
-                        continue;
-                char rel[PATH_MAX];
-                snprintf(rel, sizeof(rel), "mounts/%s/%s", id, alias);
-                struct statx x;
-                if (statx(cfg->materialization_root_fd, rel, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &x) < 0)
-                        continue; /* nothing there */
-                uint64_t want = jint(json_object_get(m, "mount"), "mnt_id");
-                if (x.stx_mnt_id != root.stx_mnt_id && x.stx_mnt_id != want)
-                        return false;
-        }
-        return true;
-}
-
-/* Ends a stored session the reconciler does not adopt: its receipt (unless
- * one is there already), the terminal transition, its host mounts released
- * when they are the ones recorded, its keeper files removed. */
-static int reconcile_end(struct glove_control_runtime *rt, const struct glove_control_session *st,
-                         const json_t *identity, struct glove_control_receipt_facts *f, const char *reason,
-                         struct glove_error *err) {
-        const struct glove_supervisor_runtime_config *cfg = rt->o.config;
-        struct glove_error le = { 0 };
-        const json_t *mats = json_object_get(identity, "materializations");
-        if (!mats || mounts_match(cfg, st->session_id, mats)) {
-                if (cfg && glove_supervisor_release_leftovers(cfg, st->session_id, st->plan, st->plan_len, &le) < 0)
-                        fprintf(stderr, "gloved: session %s: leftover mounts: %s: %s\n", st->session_id, le.code,
-                                le.message);
-        } else {
-                reconcile_log(st->session_id, "reconcile.materialization_mismatch",
-                              "a mount under the materialization root is not the one recorded: left alone");
-        }
-        bool appended;
-        bool failed = true;
-        if (f) {
-                f->session_id = st->session_id;
-                f->controller_plan_digest = st->controller_plan_digest;
-                f->plan_content_digest = st->plan_content_digest;
-                f->ended_at_ms = rt->o.now_ms();
-                _cleanup_json_ json_t *receipt = glove_control_receipt_build(f);
-                if (!receipt)
-                        return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory building a receipt");
-                int r = glove_control_receipts_append(rt->o.receipts, "session.terminal", st->session_id, receipt,
-                                                      f->ended_at_ms, NULL, err);
-                if (r < 0)
-                        return r;
-                failed = f->termination == GLOVE_CONTROL_TERM_START_FAILED || f->termination == GLOVE_CONTROL_TERM_LOST;
-        } else {
-                /* The receipt is there: its state decides. */
-                uint64_t seq = 0;
-                _cleanup_json_ json_t *rc = NULL;
-                if (glove_control_receipts_find(rt->o.receipts, "session.terminal", st->session_id, &seq, &rc) == 1)
-                        failed = !json_is_string(json_object_get(rc, "state")) ||
-                                 strcmp(json_string_value(json_object_get(rc, "state")), "exited") != 0;
-        }
-        int r = 0;
-        if (!failed && st->state == GLOVE_CONTROL_SESSION_RUNNING)
-                r = glove_control_store_transition(rt->o.store, st->session_id, GLOVE_CONTROL_SESSION_STOPPING,
-                                                   "session.ended", rt->o.now_ms(), &appended, err);
-        if (r == 0)
-                r = glove_control_store_transition(rt->o.store, st->session_id,
-                                                   failed ? GLOVE_CONTROL_SESSION_FAILED : GLOVE_CONTROL_SESSION_EXITED,
-                                                   reason, rt->o.now_ms(), &appended, err);
-        char stem[40];
-        keeper_stem(st->session_id, stem);
-        if (cfg)
-                keeper_files_remove(cfg, stem);
-        return r;
-}
-
-/* When the agent was released: the at_ms of the transition to running. */
-static int64_t released_at(const struct glove_control_session *s) {
-        for (size_t i = 0; i < s->n_history; i++)
-                if (s->history[i].to == GLOVE_CONTROL_SESSION_RUNNING)
-                        return s->history[i].at_ms;
-        return -1;
-}
-
-/* Connects to a keeper's socket; the peer must be of this uid. Returns the
- * descriptor (nonblocking), or -errno (-ENOENT, -ECONNREFUSED: no keeper
- * listens). *peer: the peer's pid. */
-static int keeper_connect(const struct glove_supervisor_runtime_config *cfg, const char *stem, pid_t *peer) {
-        _cleanup_close_ int dir = openat(cfg->materialization_root_fd, "keepers",
-                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dir < 0)
-                return -errno;
-        struct sockaddr_un sa;
-        if (keeper_addr(dir, stem, &sa) < 0)
-                return -ENAMETOOLONG;
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                return -errno;
-        struct ucred uc;
-        socklen_t len = sizeof(uc);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
-                return -errno;
-        if (uc.uid != geteuid())
-                return -EPERM;
-        *peer = uc.pid;
-        return TAKE_FD(fd);
-}
-
-/* Tells the keeper of a session that cannot go on to end what it holds
- * (ABORT: it kills its own PID 1 through its pidfd, never a pid). */
-/* Receives one keeper message within timeout_ms; its length, 0 at the
- * end of the channel or the deadline, -errno. */
-static ssize_t link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int r = poll(&p, 1, timeout_ms);
-        if (r <= 0)
-                return r < 0 ? -errno : 0;
-        ssize_t n = recv(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
-        if (n < 0)
-                return errno == EAGAIN ? 0 : -errno;
-        return n > (ssize_t)cap ? -EMSGSIZE : n;
-}
-
-/* Tells the keeper of a session that cannot go on to end what it holds
- * (ABORT: it kills its own PID 1 through its pidfd, never a pid), waits
- * for its ENDED (at most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS) and lets it
- * go (ACK), so that it leaves no file behind once they are removed. */
-static void keeper_abort(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
-        pid_t peer = 0;
-        _cleanup_close_ int fd = keeper_connect(cfg, stem, &peer);
-        if (fd < 0)
-                return;
-        static const char hello[] = "H{\"version\":1}";
-        uint8_t m = GLOVE_KEEPER_ABORT;
-        if (send(fd, hello, sizeof(hello) - 1, MSG_NOSIGNAL) < 0 || send(fd, &m, 1, MSG_NOSIGNAL) < 0)
-                return;
-        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
-        for (;;) {
-                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
-                if (left <= 0)
-                        return;
-                ssize_t n = link_recv_wait(fd, link_buf, sizeof(link_buf), (int)left);
-                if (n <= 0 && n != -EMSGSIZE)
-                        return;
-                if (n > 0 && link_buf[0] == GLOVE_KEEPER_ENDED)
-                        break;
-                if (n > 0 && link_buf[0] == GLOVE_KEEPER_STATE) {
-                        _cleanup_json_ json_t *o = link_json(link_buf + 1, (size_t)n - 1);
-                        if (json_is_object(json_object_get(o, "outcome")))
-                                break;
-                }
-        }
-        m = GLOVE_KEEPER_ACK;
-        (void)!send(fd, &m, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-/* Whether the recorded identity's processes and cgroup are what the host
- * has now. *why names the first difference. */
-static bool identity_live(const json_t *id, const char **why) {
-        uint64_t t = 0;
-        pid_t pid = (pid_t)jint(id, "pid");
-        if (pid <= 0 || glove_keeper_proc_start_time(pid, &t) < 0) {
-                *why = "PID 1 is gone";
-                return false;
-        }
-        if (t != jint(id, "pid_start_time")) {
-                *why = "PID 1's pid belongs to another process (start time differs)";
-                return false;
-        }
-        const json_t *cg = json_object_get(id, "cgroup");
-        const char *dir = json_string_value(json_object_get(cg, "dir"));
-        struct stat st;
-        if (!dir || stat(dir, &st) < 0 || (uint64_t)st.st_ino != jint(cg, "inode")) {
-                *why = "the run cgroup is gone or was replaced (inode differs)";
-                return false;
-        }
-        return true;
-}
-
-static int adopt(struct glove_control_runtime *rt, const struct glove_control_session *st, json_t *identity, int fd,
-                 struct glove_error *err) {
-        struct rt_session *s = calloc(1, sizeof(*s));
-        if (!s || !(s->mir = calloc(1, sizeof(*s->mir)))) {
-                free(s);
-                close(fd);
-                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
-        }
-        s->rt = rt;
-        s->audit.fd = -1;
-        s->kfd = fd;
-        s->kq_tail = &s->kq;
-        s->adopted = true;
-        s->live = true;
-        s->stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING;
-        s->started_at_ms = released_at(st);
-        snprintf(s->id, sizeof(s->id), "%s", st->session_id);
-        keeper_stem(st->session_id, s->stem);
-        const json_t *k = json_object_get(identity, "keeper");
-        s->keeper_pid = (pid_t)jint(k, "pid");
-        s->keeper_start = jint(k, "start_time");
-        /* The launch binding, as recorded before release (its digest is in
-         * the identity). */
-        char rel[96];
-        snprintf(rel, sizeof(rel), "keepers/%s.binding", s->stem);
-        _cleanup_free_ char *text = NULL;
-        size_t n = 0;
-        const char *want = json_string_value(json_object_get(identity, "binding_digest"));
-        if (glove_file_read_bounded(rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 256 * 1024,
-                                    &text, &n, NULL) == 0)
-                s->binding = link_json((const uint8_t *)text, n);
-        if (s->binding && (glove_control_json_digest(s->binding, s->binding_digest, NULL) < 0 || !want ||
-                           strcmp(s->binding_digest, want) != 0)) {
-                json_decref(s->binding);
-                s->binding = NULL;
-        }
-        if (!s->binding) {
-                reconcile_log(s->id, "reconcile.binding_unavailable",
-                              "the launch binding file is missing or does not match its recorded digest");
-                s->binding = json_pack("{s:s}", "omitted", "binding.unavailable");
-                s->binding_digest[0] = '\0';
-        }
-        s->reserved = glove_control_receipts_reserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE, NULL) == 0;
-        s->next = rt->sessions;
-        rt->sessions = s;
-        rt->live++;
-        /* HELLO and its STATE now, so that the one line said is the right
-         * one; the transcript and the output that follow wait in the
-         * channel for the loop. */
-        if (link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION)) < 0) {
-                keeper_lost(s);
-                return 0;
-        }
-        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
-        for (;;) {
-                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
-                ssize_t got = left > 0 ? link_recv_wait(fd, link_buf, sizeof(link_buf), (int)left) : 0;
-                if (got == -EMSGSIZE)
-                        continue;
-                if (got <= 0) {
-                        /* Silent or gone: as a keeper that died. */
-                        keeper_lost(s);
-                        return 0;
-                }
-                bool state = link_buf[0] == GLOVE_KEEPER_STATE;
-                if (!link_message(s, link_buf, (size_t)got) || state)
-                        break;
-        }
-        if (!s->ended && s->stopping)
-                /* gloved ended after recording stopping, maybe before the
-                 * keeper heard of it: again (the first grace is not
-                 * recorded; the default one). */
-                (void)link_send_json(s, GLOVE_KEEPER_STOP,
-                                     json_pack("{s:I}", "grace_ms", (json_int_t)GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS));
-        return 0;
-}
-
-/* One session an earlier gloved left non-terminal. Returns 0 or -errno
- * (receipts.*, journal.*). */
-static int reconcile_one(struct glove_control_runtime *rt, const struct glove_control_session *st, const char *boot,
-                         struct glove_error *err) {
-        const struct glove_supervisor_runtime_config *cfg = rt->o.config;
-        const char *id = st->session_id;
-        char stem[40];
-        keeper_stem(id, stem);
-        _cleanup_json_ json_t *identity = st->runtime ? link_json((const uint8_t *)st->runtime, st->runtime_len) : NULL;
-        uint64_t seq = 0;
-        if (glove_control_receipts_find(rt->o.receipts, "session.terminal", id, &seq, NULL) == 1) {
-                /* gloved ended between the receipt and the terminal
-                 * transition: never a second receipt. */
-                reconcile_log(id, "reconcile.receipt_present", "receipt %llu is there; the terminal transition is recorded",
-                              (unsigned long long)seq);
-                if (cfg)
-                        keeper_abort(cfg, stem);
-                return reconcile_end(rt, st, identity, NULL, "reconcile.receipt_present", err);
-        }
-        struct glove_control_receipt_facts f = { .started_at_ms = released_at(st), .exit_code = -1,
-                                                 .termination = GLOVE_CONTROL_TERM_LOST };
-        if (st->state == GLOVE_CONTROL_SESSION_PREPARING || st->state == GLOVE_CONTROL_SESSION_STARTING) {
-                if (cfg)
-                        keeper_abort(cfg, stem);
-                reconcile_log(id, "reconcile.start_interrupted", "gloved ended while the session was %s; it never started",
-                              glove_control_session_state_name(st->state));
-                f.termination = GLOVE_CONTROL_TERM_START_FAILED;
-                f.started_at_ms = -1;
-                f.code = "service.restarted";
-                return reconcile_end(rt, st, identity, &f, "service.restarted", err);
-        }
-        if (!identity || !cfg) {
-                reconcile_log(id, "reconcile.no_identity", "no runtime identity was recorded: its sandbox is not looked for");
-                f.code = "service.restarted";
-                return reconcile_end(rt, st, identity, &f, "service.restarted", err);
-        }
-        const char *rec_boot = json_string_value(json_object_get(identity, "boot_id"));
-        if (!rec_boot || strcmp(rec_boot, boot) != 0) {
-                reconcile_log(id, "reconcile.host_restarted", "recorded boot %s, this boot %s: nothing of it runs",
-                              rec_boot ? rec_boot : "?", boot);
-                json_t *frozen = NULL;
-                struct glove_error fe = { 0 };
-                if (glove_supervisor_freeze_retained(cfg, id, json_object_get(identity, "materializations"), &frozen,
-                                                     &fe) < 0)
-                        reconcile_log(id, fe.code ? fe.code : "materialize.freeze", "%s", fe.message);
-                for (size_t i = 0; i < json_array_size(frozen); i++)
-                        reconcile_log(id, "reconcile.frozen", "retained image %s mounted read-only for inspection",
-                                      json_string_value(json_array_get(frozen, i)));
-                json_decref(frozen);
-                f.code = "host_restarted";
-                /* The images stay mounted read-only: no release. */
-                bool appended;
-                f.session_id = id;
-                f.controller_plan_digest = st->controller_plan_digest;
-                f.plan_content_digest = st->plan_content_digest;
-                f.ended_at_ms = rt->o.now_ms();
-                _cleanup_json_ json_t *receipt = glove_control_receipt_build(&f);
-                int r = receipt ? glove_control_receipts_append(rt->o.receipts, "session.terminal", id, receipt,
-                                                                f.ended_at_ms, NULL, err)
-                                : glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
-                if (r == 0)
-                        r = glove_control_store_transition(rt->o.store, id, GLOVE_CONTROL_SESSION_FAILED, "host_restarted",
-                                                           f.ended_at_ms, &appended, err);
-                keeper_files_remove(cfg, stem);
-                return r;
-        }
-        const json_t *k = json_object_get(identity, "keeper");
-        pid_t kpid = (pid_t)jint(k, "pid");
-        uint64_t kstart = 0;
-        bool keeper_alive = kpid > 0 && glove_keeper_proc_start_time(kpid, &kstart) == 0;
-        bool keeper_same = keeper_alive && kstart == jint(k, "start_time");
-        pid_t peer = 0;
-        int fd = keeper_same ? keeper_connect(cfg, stem, &peer) : -ENOENT;
-        if (fd >= 0 && peer == kpid) {
-                const char *why = NULL;
-                if (!identity_live(identity, &why)) {
-                        close(fd);
-                        reconcile_log(id, "reconcile.identity_mismatch", "%s; nothing was signalled", why);
-                        f.code = "identity.mismatch";
-                        return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
-                }
-                int r = adopt(rt, st, identity, fd, err);
-                struct rt_session *s = r == 0 ? find(rt, id) : NULL;
-                if (!s)
-                        return r;
-                const char *code = json_string_value(json_object_get(s->termination, "code"));
-                if (s->ended)
-                        reconcile_log(id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
-                                                                                   : "reconcile.ended_while_down",
-                                      "the keeper %d held the end of the session (receipt %llu)", (int)kpid,
-                                      (unsigned long long)s->receipt_seq);
-                else if (s->released_on_adopt)
-                        reconcile_log(id, "reconcile.released", "recorded running but never released: released now");
-                else
-                        reconcile_log(id, "reconcile.adopted", "keeper %d, PID 1 %d", (int)kpid, (int)jint(identity, "pid"));
-                return 0;
-        }
-        if (fd >= 0)
-                close(fd);
-        if (keeper_alive && !keeper_same) {
-                reconcile_log(id, "reconcile.identity_mismatch",
-                              "the keeper's pid %d belongs to another process (start time differs); nothing was signalled",
-                              (int)kpid);
-                f.code = "identity.mismatch";
-                return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
-        }
-        if (keeper_same) {
-                reconcile_log(id, "reconcile.identity_mismatch",
-                              "the keeper %d lives but its socket does not answer as it; nothing was signalled", (int)kpid);
-                f.code = "identity.mismatch";
-                return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
-        }
-        /* The keeper is gone; its sandbox died with it. */
-        _cleanup_json_ json_t *status = status_read(cfg, stem);
-        const json_t *out = json_object_get(status, "outcome");
-        struct rt_session tmp = { .rt = rt, .started_at_ms = released_at(st),
-                                  .stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING };
-        if (json_is_object(out)) {
-                outcome_facts(&tmp, out, &f);
-                reconcile_log(id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
-                              glove_control_termination_name(f.termination));
-                return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
-        }
-        const json_t *u = json_object_get(status, "usage");
-        f.code = "keeper.lost";
-        f.cpu_time_ms = jint(u, "cpu_time_ms");
-        f.output_bytes = jint(u, "output_bytes");
-        f.peak_memory_bytes = jint(u, "peak_memory_bytes");
-        f.wall_time_ms = jint(u, "wall_time_ms");
-        reconcile_log(id, "reconcile.keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
-        return reconcile_end(rt, st, identity, &f, "keeper.lost", err);
-}
-
-int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *acted, struct glove_error *err) {
-        *acted = 0;
-        char boot[37] = "";
-        int r = glove_keeper_boot_id(boot);
-        if (r < 0)
-                return glove_error_set(err, -r, "reconcile.boot_id", "/proc/sys/kernel/random/boot_id: %s", strerror(-r));
-        size_t n = glove_control_store_sessions(rt->o.store);
-        for (size_t i = 0; i < n; i++) {
-                const struct glove_control_session *st = glove_control_store_at(rt->o.store, i);
-                if (!st || st->state == GLOVE_CONTROL_SESSION_CREATED || glove_control_session_state_terminal(st->state))
-                        continue;
-                r = reconcile_one(rt, st, boot, err);
-                if (r < 0) {
-                        glove_error_prefix(err, "session %s", st->session_id);
-                        return r;
-                }
-                (*acted)++;
-        }
-        /* Run cgroups whose keeper is gone (empty: the sandbox died with it). */
-        glove_cgroup_sweep();
-        return 0;
-}

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The start-up reconciler of gloved (runtime.h,
+ * glove_control_runtime_reconcile; docs/recovery.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "glove/base/base64.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/fd.h"
+#include "glove/base/json.h"
+#include "glove/base/time.h"
+#include "glove/container/grant.h"
+#include "glove/container/seccomp.h"
+#include "glove/control/keeper.h"
+#include "glove/control/server.h"
+#include "glove/net/rule.h"
+#include "glove/session/session.h"
+#include "glove/supervisor/plan.h"
+#include "glove/supervisor/prepare.h"
+
+#include "runtime_internal.h"
+
+/* ---- reconciliation at start (docs/recovery.md) ---- */
+
+static void reconcile_log(const char *id, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void reconcile_log(const char *id, const char *code, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "gloved: reconcile: %s: %s: %s\n", id, code, msg);
+}
+
+/* Where a recorded mount of a retained image still is what was recorded:
+ * the mount at ROOT/mounts/SESSION/ALIAS has the recorded mount id, or
+ * nothing is mounted there (the directory's mount is the root's). False
+ * when something else is mounted there: it is left alone. */
+static bool mounts_match(const struct glove_supervisor_runtime_config *cfg, const char *id, const json_t *mats) {
+        struct statx root;
+        if (statx(cfg->materialization_root_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &root) < 0)
+                return false;
+        size_t i;
+        const json_t *m;
+        json_array_foreach(mats, i, m) {
+                const char *alias = json_string_value(json_object_get(m, "alias"));
+                if (!alias)
+                        continue;
+                char rel[PATH_MAX];
+                snprintf(rel, sizeof(rel), "mounts/%s/%s", id, alias);
+                struct statx x;
+                if (statx(cfg->materialization_root_fd, rel, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &x) < 0)
+                        continue; /* nothing there */
+                uint64_t want = rt_jint(json_object_get(m, "mount"), "mnt_id");
+                if (x.stx_mnt_id != root.stx_mnt_id && x.stx_mnt_id != want)
+                        return false;
+        }
+        return true;
+}
+
+/* Ends a stored session the reconciler does not adopt: its receipt (unless
+ * one is there already), the terminal transition, its host mounts released
+ * when they are the ones recorded, its keeper files removed. */
+static int reconcile_end(struct glove_control_runtime *rt, const struct glove_control_session *st,
+                         const json_t *identity, struct glove_control_receipt_facts *f, const char *reason,
+                         struct glove_error *err) {
+        const struct glove_supervisor_runtime_config *cfg = rt->o.config;
+        struct glove_error le = { 0 };
+        const json_t *mats = json_object_get(identity, "materializations");
+        if (!mats || mounts_match(cfg, st->session_id, mats)) {
+                if (cfg && glove_supervisor_release_leftovers(cfg, st->session_id, st->plan, st->plan_len, &le) < 0)
+                        fprintf(stderr, "gloved: session %s: leftover mounts: %s: %s\n", st->session_id, le.code,
+                                le.message);
+        } else {
+                reconcile_log(st->session_id, "reconcile.materialization_mismatch",
+                              "a mount under the materialization root is not the one recorded: left alone");
+        }
+        bool appended;
+        bool failed = true;
+        if (f) {
+                f->session_id = st->session_id;
+                f->controller_plan_digest = st->controller_plan_digest;
+                f->plan_content_digest = st->plan_content_digest;
+                f->ended_at_ms = rt->o.now_ms();
+                _cleanup_json_ json_t *receipt = glove_control_receipt_build(f);
+                if (!receipt)
+                        return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory building a receipt");
+                int r = glove_control_receipts_append(rt->o.receipts, "session.terminal", st->session_id, receipt,
+                                                      f->ended_at_ms, NULL, err);
+                if (r < 0)
+                        return r;
+                failed = f->termination == GLOVE_CONTROL_TERM_START_FAILED || f->termination == GLOVE_CONTROL_TERM_LOST;
+        } else {
+                /* The receipt is there: its state decides. */
+                uint64_t seq = 0;
+                _cleanup_json_ json_t *rc = NULL;
+                if (glove_control_receipts_find(rt->o.receipts, "session.terminal", st->session_id, &seq, &rc) == 1)
+                        failed = !json_is_string(json_object_get(rc, "state")) ||
+                                 strcmp(json_string_value(json_object_get(rc, "state")), "exited") != 0;
+        }
+        int r = 0;
+        if (!failed && st->state == GLOVE_CONTROL_SESSION_RUNNING)
+                r = glove_control_store_transition(rt->o.store, st->session_id, GLOVE_CONTROL_SESSION_STOPPING,
+                                                   "session.ended", rt->o.now_ms(), &appended, err);
+        if (r == 0)
+                r = glove_control_store_transition(rt->o.store, st->session_id,
+                                                   failed ? GLOVE_CONTROL_SESSION_FAILED : GLOVE_CONTROL_SESSION_EXITED,
+                                                   reason, rt->o.now_ms(), &appended, err);
+        char stem[40];
+        rt_keeper_stem(st->session_id, stem);
+        if (cfg)
+                rt_keeper_files_remove(cfg, stem, false);
+        return r;
+}
+
+/* When the agent was released: the at_ms of the transition to running. */
+int64_t rt_released_at(const struct glove_control_session *s) {
+        for (size_t i = 0; i < s->n_history; i++)
+                if (s->history[i].to == GLOVE_CONTROL_SESSION_RUNNING)
+                        return s->history[i].at_ms;
+        return -1;
+}
+
+/* Whether the recorded identity's processes and cgroup are what the host
+ * has now. *why names the first difference. */
+static bool identity_live(const json_t *id, const char **why) {
+        uint64_t t = 0;
+        pid_t pid = (pid_t)rt_jint(id, "pid");
+        if (pid <= 0 || glove_keeper_proc_start_time(pid, &t) < 0) {
+                *why = "PID 1 is gone";
+                return false;
+        }
+        if (t != rt_jint(id, "pid_start_time")) {
+                *why = "PID 1's pid belongs to another process (start time differs)";
+                return false;
+        }
+        const json_t *cg = json_object_get(id, "cgroup");
+        const char *dir = json_string_value(json_object_get(cg, "dir"));
+        struct stat st;
+        if (!dir || stat(dir, &st) < 0 || (uint64_t)st.st_ino != rt_jint(cg, "inode")) {
+                *why = "the run cgroup is gone or was replaced (inode differs)";
+                return false;
+        }
+        return true;
+}
+
+static int adopt(struct glove_control_runtime *rt, const struct glove_control_session *st, json_t *identity, int fd,
+                 struct glove_error *err) {
+        struct rt_session *s = calloc(1, sizeof(*s));
+        if (!s || !(s->mir = calloc(1, sizeof(*s->mir)))) {
+                free(s);
+                close(fd);
+                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        }
+        s->rt = rt;
+        s->audit.fd = -1;
+        s->kfd = fd;
+        s->kq_tail = &s->kq;
+        s->adopted = true;
+        s->live = true;
+        s->stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING;
+        s->started_at_ms = rt_released_at(st);
+        snprintf(s->id, sizeof(s->id), "%s", st->session_id);
+        rt_keeper_stem(st->session_id, s->stem);
+        const json_t *k = json_object_get(identity, "keeper");
+        s->keeper_pid = (pid_t)rt_jint(k, "pid");
+        s->keeper_start = rt_jint(k, "start_time");
+        /* The launch binding, as recorded before release (its digest is in
+         * the identity). */
+        char rel[96];
+        snprintf(rel, sizeof(rel), "keepers/%s.binding", s->stem);
+        _cleanup_free_ char *text = NULL;
+        size_t n = 0;
+        const char *want = json_string_value(json_object_get(identity, "binding_digest"));
+        if (glove_file_read_bounded(rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 256 * 1024,
+                                    &text, &n, NULL) == 0)
+                s->binding = rt_json_object((const uint8_t *)text, n);
+        if (s->binding && (glove_control_json_digest(s->binding, s->binding_digest, NULL) < 0 || !want ||
+                           strcmp(s->binding_digest, want) != 0)) {
+                json_decref(s->binding);
+                s->binding = NULL;
+        }
+        if (!s->binding) {
+                reconcile_log(s->id, "reconcile.binding_unavailable",
+                              "the launch binding file is missing or does not match its recorded digest");
+                s->binding = json_pack("{s:s}", "omitted", "binding.unavailable");
+                s->binding_digest[0] = '\0';
+        }
+        s->reserved = glove_control_receipts_reserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE, NULL) == 0;
+        s->next = rt->sessions;
+        rt->sessions = s;
+        rt->live++;
+        /* HELLO and its STATE now, so that the one line said is the right
+         * one; the transcript and the output that follow wait in the
+         * channel for the loop. */
+        if (rt_link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION)) < 0) {
+                rt_keeper_lost(s);
+                return 0;
+        }
+        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
+        for (;;) {
+                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
+                ssize_t got = left > 0 ? rt_link_recv_wait(fd, rt_link_buf, sizeof(rt_link_buf), (int)left) : 0;
+                if (got == -EMSGSIZE)
+                        continue;
+                if (got <= 0) {
+                        /* Silent or gone: as a keeper that died. */
+                        rt_keeper_lost(s);
+                        return 0;
+                }
+                bool state = rt_link_buf[0] == GLOVE_KEEPER_STATE;
+                if (!rt_link_message(s, rt_link_buf, (size_t)got) || state)
+                        break;
+        }
+        if (!s->ended && s->stopping)
+                /* gloved ended after recording stopping, maybe before the
+                 * keeper heard of it: again (the first grace is not
+                 * recorded; the default one). */
+                (void)rt_link_send_json(s, GLOVE_KEEPER_STOP,
+                                     json_pack("{s:I}", "grace_ms", (json_int_t)GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS));
+        return 0;
+}
+
+/* One session an earlier gloved left non-terminal. Returns 0 or -errno
+ * (receipts.*, journal.*). */
+static int reconcile_one(struct glove_control_runtime *rt, const struct glove_control_session *st, const char *boot,
+                         struct glove_error *err) {
+        const struct glove_supervisor_runtime_config *cfg = rt->o.config;
+        const char *id = st->session_id;
+        char stem[40];
+        rt_keeper_stem(id, stem);
+        _cleanup_json_ json_t *identity = st->runtime ? rt_json_object((const uint8_t *)st->runtime, st->runtime_len) : NULL;
+        uint64_t seq = 0;
+        if (glove_control_receipts_find(rt->o.receipts, "session.terminal", id, &seq, NULL) == 1) {
+                /* gloved ended between the receipt and the terminal
+                 * transition: never a second receipt. */
+                reconcile_log(id, "reconcile.receipt_present", "receipt %llu is there; the terminal transition is recorded",
+                              (unsigned long long)seq);
+                if (cfg)
+                        rt_keeper_abort(cfg, stem);
+                return reconcile_end(rt, st, identity, NULL, "reconcile.receipt_present", err);
+        }
+        struct glove_control_receipt_facts f = { .started_at_ms = rt_released_at(st), .exit_code = -1,
+                                                 .termination = GLOVE_CONTROL_TERM_LOST };
+        if (st->state == GLOVE_CONTROL_SESSION_PREPARING || st->state == GLOVE_CONTROL_SESSION_STARTING) {
+                if (cfg)
+                        rt_keeper_abort(cfg, stem);
+                reconcile_log(id, "reconcile.start_interrupted", "gloved ended while the session was %s; it never started",
+                              glove_control_session_state_name(st->state));
+                f.termination = GLOVE_CONTROL_TERM_START_FAILED;
+                f.started_at_ms = -1;
+                f.code = "service.restarted";
+                return reconcile_end(rt, st, identity, &f, "service.restarted", err);
+        }
+        if (!identity || !cfg) {
+                reconcile_log(id, "reconcile.no_identity", "no runtime identity was recorded: its sandbox is not looked for");
+                f.code = "service.restarted";
+                return reconcile_end(rt, st, identity, &f, "service.restarted", err);
+        }
+        const char *rec_boot = json_string_value(json_object_get(identity, "boot_id"));
+        if (!rec_boot || strcmp(rec_boot, boot) != 0) {
+                reconcile_log(id, "reconcile.host_restarted", "recorded boot %s, this boot %s: nothing of it runs",
+                              rec_boot ? rec_boot : "?", boot);
+                json_t *frozen = NULL;
+                struct glove_error fe = { 0 };
+                if (glove_supervisor_freeze_retained(cfg, id, json_object_get(identity, "materializations"), &frozen,
+                                                     &fe) < 0)
+                        reconcile_log(id, fe.code ? fe.code : "materialize.freeze", "%s", fe.message);
+                for (size_t i = 0; i < json_array_size(frozen); i++)
+                        reconcile_log(id, "reconcile.frozen", "retained image %s mounted read-only for inspection",
+                                      json_string_value(json_array_get(frozen, i)));
+                json_decref(frozen);
+                f.code = "host_restarted";
+                /* The images stay mounted read-only: no release. */
+                bool appended;
+                f.session_id = id;
+                f.controller_plan_digest = st->controller_plan_digest;
+                f.plan_content_digest = st->plan_content_digest;
+                f.ended_at_ms = rt->o.now_ms();
+                _cleanup_json_ json_t *receipt = glove_control_receipt_build(&f);
+                int r = receipt ? glove_control_receipts_append(rt->o.receipts, "session.terminal", id, receipt,
+                                                                f.ended_at_ms, NULL, err)
+                                : glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+                if (r == 0)
+                        r = glove_control_store_transition(rt->o.store, id, GLOVE_CONTROL_SESSION_FAILED, "host_restarted",
+                                                           f.ended_at_ms, &appended, err);
+                rt_keeper_files_remove(cfg, stem, false);
+                return r;
+        }
+        const json_t *k = json_object_get(identity, "keeper");
+        pid_t kpid = (pid_t)rt_jint(k, "pid");
+        uint64_t kstart = 0;
+        bool keeper_alive = kpid > 0 && glove_keeper_proc_start_time(kpid, &kstart) == 0;
+        bool keeper_same = keeper_alive && kstart == rt_jint(k, "start_time");
+        pid_t peer = 0;
+        int fd = keeper_same ? rt_keeper_connect(cfg, stem, &peer) : -ENOENT;
+        if (fd >= 0 && peer == kpid) {
+                const char *why = NULL;
+                if (!identity_live(identity, &why)) {
+                        close(fd);
+                        reconcile_log(id, "reconcile.identity_mismatch", "%s; nothing was signalled", why);
+                        f.code = "identity.mismatch";
+                        return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
+                }
+                int r = adopt(rt, st, identity, fd, err);
+                struct rt_session *s = r == 0 ? rt_find(rt, id) : NULL;
+                if (!s)
+                        return r;
+                const char *code = json_string_value(json_object_get(s->termination, "code"));
+                if (s->ended)
+                        reconcile_log(id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.rt_keeper_lost"
+                                                                                   : "reconcile.ended_while_down",
+                                      "the keeper %d held the end of the session (receipt %llu)", (int)kpid,
+                                      (unsigned long long)s->receipt_seq);
+                else if (s->released_on_adopt)
+                        reconcile_log(id, "reconcile.released", "recorded running but never released: released now");
+                else
+                        reconcile_log(id, "reconcile.adopted", "keeper %d, PID 1 %d", (int)kpid, (int)rt_jint(identity, "pid"));
+                return 0;
+        }
+        if (fd >= 0)
+                close(fd);
+        if (keeper_alive && !keeper_same) {
+                reconcile_log(id, "reconcile.identity_mismatch",
+                              "the keeper's pid %d belongs to another process (start time differs); nothing was signalled",
+                              (int)kpid);
+                f.code = "identity.mismatch";
+                return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
+        }
+        if (keeper_same) {
+                reconcile_log(id, "reconcile.identity_mismatch",
+                              "the keeper %d lives but its socket does not answer as it; nothing was signalled", (int)kpid);
+                f.code = "identity.mismatch";
+                return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
+        }
+        /* The keeper is gone; its sandbox died with it. */
+        _cleanup_json_ json_t *status = rt_status_read(cfg, stem);
+        const json_t *out = json_object_get(status, "outcome");
+        struct rt_session tmp = { .rt = rt, .started_at_ms = rt_released_at(st),
+                                  .stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING };
+        if (json_is_object(out)) {
+                rt_outcome_facts(&tmp, out, &f);
+                reconcile_log(id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
+                              glove_control_termination_name(f.termination));
+                return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
+        }
+        const json_t *u = json_object_get(status, "usage");
+        f.code = "keeper.lost";
+        f.cpu_time_ms = rt_jint(u, "cpu_time_ms");
+        f.output_bytes = rt_jint(u, "output_bytes");
+        f.peak_memory_bytes = rt_jint(u, "peak_memory_bytes");
+        f.wall_time_ms = rt_jint(u, "wall_time_ms");
+        reconcile_log(id, "reconcile.rt_keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
+        return reconcile_end(rt, st, identity, &f, "keeper.lost", err);
+}
+
+int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *acted, struct glove_error *err) {
+        *acted = 0;
+        char boot[37] = "";
+        int r = glove_keeper_boot_id(boot);
+        if (r < 0)
+                return glove_error_set(err, -r, "reconcile.boot_id", "/proc/sys/kernel/random/boot_id: %s", strerror(-r));
+        size_t n = glove_control_store_sessions(rt->o.store);
+        for (size_t i = 0; i < n; i++) {
+                const struct glove_control_session *st = glove_control_store_at(rt->o.store, i);
+                if (!st || st->state == GLOVE_CONTROL_SESSION_CREATED || glove_control_session_state_terminal(st->state))
+                        continue;
+                r = reconcile_one(rt, st, boot, err);
+                if (r < 0) {
+                        glove_error_prefix(err, "session %s", st->session_id);
+                        return r;
+                }
+                (*acted)++;
+        }
+        /* Run cgroups whose keeper is gone (empty: the sandbox died with it). */
+        glove_cgroup_sweep();
+        return 0;
+}
