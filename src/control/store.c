@@ -17,6 +17,12 @@
 #define GENESIS_DOMAIN "glove.session-store.genesis.v1"
 
 struct glove_control_store {
+        /* glove_control_store_format with ctx = this store, so that the chain
+         * uses the store's digest context; outlives the journal. */
+        struct glove_control_journal_format fmt;
+        /* Reset and reused for every chain tag and plan digest: a context per
+         * record costs an allocation and an algorithm lookup each time. */
+        struct glove_digest_sha256 *digest;
         struct glove_control_journal *journal; /* NULL for an in-memory replay */
         struct glove_control_session **sessions;
         size_t n, cap;
@@ -24,15 +30,28 @@ struct glove_control_store {
         uint64_t records;
 };
 
+/* The store's digest context, reset; or, without a store (ctx NULL: the
+ * public format, used by tools and tests), a new one in *own. */
+static int digest_start(struct glove_control_store *st, struct glove_digest_sha256 **own,
+                        struct glove_digest_sha256 **d, struct glove_error *err) {
+        if (!st) {
+                int r = glove_digest_sha256_init(own, err);
+                *d = *own;
+                return r;
+        }
+        *d = st->digest;
+        return glove_digest_sha256_reset(st->digest, err);
+}
+
 static int store_chain(void *ctx, const uint8_t prev[GLOVE_CONTROL_JOURNAL_TAG_LEN], uint64_t seq,
                        const void *payload, size_t len, uint8_t out[GLOVE_CONTROL_JOURNAL_TAG_LEN],
                        struct glove_error *err) {
-        (void)ctx;
-        _cleanup_digest_sha256_ struct glove_digest_sha256 *d = NULL;
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *own = NULL;
+        struct glove_digest_sha256 *d = NULL;
         uint8_t num[12];
         glove_control_put_be64(num, seq);
         glove_control_put_be32(num + 8, (uint32_t)len);
-        int r = glove_digest_sha256_init(&d, err);
+        int r = digest_start(ctx, &own, &d, err);
         if (r == 0)
                 r = glove_digest_sha256_update(d, RECORD_DOMAIN, sizeof(RECORD_DOMAIN), err);
         if (r == 0)
@@ -101,9 +120,16 @@ static bool reason_valid(const char *s) {
         return true;
 }
 
-static int plan_digest(const void *plan, size_t len, char hex[65], struct glove_error *err) {
+static int plan_digest(struct glove_control_store *st, const void *plan, size_t len, char hex[65],
+                       struct glove_error *err) {
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *own = NULL;
+        struct glove_digest_sha256 *ctx = NULL;
         uint8_t d[GLOVE_DIGEST_SHA256_LEN];
-        int r = glove_digest_sha256(plan, len, d, err);
+        int r = digest_start(st, &own, &ctx, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(ctx, plan, len, err);
+        if (r == 0)
+                r = glove_digest_sha256_final(ctx, d, err);
         if (r < 0)
                 return r;
         return glove_digest_hex_encode(d, sizeof(d), hex, 65);
@@ -253,7 +279,7 @@ static int replay_create(struct glove_control_store *st, const struct record *re
                 return bad(err, seq, "store.duplicate_session", "the session id or idempotency key already exists");
         if (plan->value_len > GLOVE_CONTROL_STORE_PLAN_MAX)
                 return bad(err, seq, "store.bad_record", "the plan is larger than its bound");
-        r = plan_digest(plan->value, plan->value_len, hex, err);
+        r = plan_digest(st, plan->value, plan->value_len, hex, err);
         if (r < 0)
                 return r;
         if (strcmp(hex, pd) != 0)
@@ -357,18 +383,34 @@ static int replay_record(void *userdata, uint64_t seq, const void *payload, size
         return r;
 }
 
-int glove_control_store_open(const char *path, uid_t owner, struct glove_control_store **out,
-                             struct glove_control_journal_report *report, struct glove_error *err) {
+static int store_new(struct glove_control_store **out, struct glove_error *err) {
         struct glove_control_store *st = calloc(1, sizeof(*st));
         *out = NULL;
         if (!st)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        st->fmt = glove_control_store_format;
+        st->fmt.ctx = st;
+        int r = glove_digest_sha256_init(&st->digest, err);
+        if (r < 0) {
+                free(st);
+                return r;
+        }
+        *out = st;
+        return 0;
+}
+
+int glove_control_store_open(const char *path, uid_t owner, struct glove_control_store **out,
+                             struct glove_control_journal_report *report, struct glove_error *err) {
+        struct glove_control_store *st;
+        *out = NULL;
+        int r = store_new(&st, err);
+        if (r < 0)
+                return r;
         /* An incomplete last record past the seal was never answered (a
          * crash mid-append): it is kept in FILE.torn and cut, as for
          * receipts; one inside the sealed range refuses (journal.resized). */
         struct glove_control_journal_open_options o = { .path = path, .owner = owner, .recover_torn_tail = true };
-        int r = glove_control_journal_open(&glove_control_store_format, &o, replay_record, st, &st->journal, report,
-                                           err);
+        r = glove_control_journal_open(&st->fmt, &o, replay_record, st, &st->journal, report, err);
         if (r < 0) {
                 glove_error_prefix(err, "session store %s", path);
                 glove_control_store_close(st);
@@ -380,12 +422,13 @@ int glove_control_store_open(const char *path, uid_t owner, struct glove_control
 
 int glove_control_store_replay_bytes(const void *data, size_t len, struct glove_control_store **out,
                                      struct glove_error *err) {
-        struct glove_control_store *st = calloc(1, sizeof(*st));
+        struct glove_control_store *st;
         struct glove_control_journal_scan scan;
         *out = NULL;
-        if (!st)
-                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
-        int r = glove_control_journal_scan(&glove_control_store_format, data, len, replay_record, st, &scan, err);
+        int r = store_new(&st, err);
+        if (r < 0)
+                return r;
+        r = glove_control_journal_scan(&st->fmt, data, len, replay_record, st, &scan, err);
         if (r == 0 && scan.torn_bytes)
                 r = glove_error_set(err, EBADMSG, "journal.truncated", "the journal ends in an incomplete record");
         if (r < 0) {
@@ -453,7 +496,7 @@ static int check_plan(const struct glove_control_store_create *q, json_t **plan,
                                         &e) < 0)
                 return glove_error_set(err, EINVAL, "store.invalid_plan", "the plan is not a canonical JSON object: %s",
                                        e.message);
-        int r = plan_digest(q->plan, q->plan_len, hex, err);
+        int r = plan_digest(NULL, q->plan, q->plan_len, hex, err);
         if (r < 0)
                 return r;
         if (strcmp(hex, q->plan_content_digest) != 0)
@@ -623,5 +666,6 @@ void glove_control_store_close(struct glove_control_store *st) {
         glove_control_index_free(&st->by_id);
         glove_control_index_free(&st->by_key);
         glove_control_journal_close(st->journal);
+        glove_digest_sha256_free(st->digest);
         free(st);
 }
