@@ -317,3 +317,54 @@ int glove_json_scan_canonical_object(const void *data, size_t len, size_t max_by
         *n_members = n;
         return 0;
 }
+
+/* ---- reading members ---- */
+
+const struct glove_json_member_span *glove_json_span_find(const struct glove_json_member_span *members, size_t n,
+                                                          const char *key) {
+        size_t len = strlen(key);
+        for (size_t i = 0; i < n; i++)
+                if (members[i].key_len == len && memcmp(members[i].key, key, len) == 0)
+                        return &members[i];
+        return NULL;
+}
+
+bool glove_json_span_exact(const struct glove_json_member_span *members, size_t n, const char *const keys[],
+                           const char *optional, const char **what) {
+        size_t found = 0;
+        for (size_t k = 0; keys[k]; k++) {
+                if (!glove_json_span_find(members, n, keys[k])) {
+                        *what = keys[k];
+                        return false;
+                }
+                found++;
+        }
+        if (optional && glove_json_span_find(members, n, optional))
+                found++;
+        *what = NULL;
+        return found == n; /* keys are distinct: a surplus is a member not listed */
+}
+
+bool glove_json_span_plain_string(const struct glove_json_member_span *m, char *buf, size_t cap) {
+        if (!m || m->value_len < 2 || m->value[0] != '"' || m->value_len - 2 >= cap ||
+            memchr(m->value + 1, '\\', m->value_len - 2))
+                return false;
+        memcpy(buf, m->value + 1, m->value_len - 2);
+        buf[m->value_len - 2] = '\0';
+        return true;
+}
+
+bool glove_json_span_int(const struct glove_json_member_span *m, int64_t min, int64_t *out) {
+        if (!m || m->value[0] < '0' || m->value[0] > '9')
+                return false;
+        /* the scan checked -?(0|[1-9][0-9]*) within int64: no overflow */
+        int64_t v = 0;
+        for (size_t i = 0; i < m->value_len; i++)
+                v = v * 10 + (m->value[i] - '0');
+        *out = v;
+        return v >= min;
+}
+
+bool glove_json_span_is_object(const struct glove_json_member_span *m) {
+        return m && m->value[0] == '{';
+}

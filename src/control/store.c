@@ -193,60 +193,27 @@ static int bad(struct glove_error *err, uint64_t seq, const char *code, const ch
 }
 
 static const struct glove_json_member_span *member(const struct record *rec, const char *key) {
-        size_t len = strlen(key);
-        for (size_t i = 0; i < rec->n; i++)
-                if (rec->m[i].key_len == len && memcmp(rec->m[i].key, key, len) == 0)
-                        return &rec->m[i];
-        return NULL;
+        return glove_json_span_find(rec->m, rec->n, key);
 }
 
 /* Exactly the members of keys, and optional (may be NULL) or not. */
 static int check_members(const struct record *rec, const char *const keys[], const char *optional,
                          struct glove_error *err) {
-        size_t found = 0;
-        for (size_t k = 0; keys[k]; k++) {
-                if (!member(rec, keys[k]))
-                        return glove_error_set(err, EBADMSG, "store.bad_record",
-                                               "session store record %llu: member %s is missing",
-                                               (unsigned long long)rec->seq, keys[k]);
-                found++;
-        }
-        if (optional && member(rec, optional))
-                found++;
-        if (found != rec->n)
-                return bad(err, rec->seq, "store.bad_record", "the record has a member its kind does not have");
-        return 0;
+        const char *missing;
+        if (glove_json_span_exact(rec->m, rec->n, keys, optional, &missing))
+                return 0;
+        if (missing)
+                return glove_error_set(err, EBADMSG, "store.bad_record", "session store record %llu: member %s is missing",
+                                       (unsigned long long)rec->seq, missing);
+        return bad(err, rec->seq, "store.bad_record", "the record has a member its kind does not have");
 }
 
-/* The string member key, without escapes and at most cap - 1 bytes, into
- * buf (NUL-terminated). False when absent or otherwise. */
 static bool get_string(const struct record *rec, const char *key, char *buf, size_t cap) {
-        const struct glove_json_member_span *m = member(rec, key);
-        if (!m || m->value_len < 2 || m->value[0] != '"' || m->value_len - 2 >= cap ||
-            memchr(m->value + 1, '\\', m->value_len - 2))
-                return false;
-        memcpy(buf, m->value + 1, m->value_len - 2);
-        buf[m->value_len - 2] = '\0';
-        return true;
+        return glove_json_span_plain_string(member(rec, key), buf, cap);
 }
 
-/* The integer member key, at least min (>= 0). The recognizer has checked
- * that a number is an integer within int64. */
 static bool get_int(const struct record *rec, const char *key, int64_t min, int64_t *out) {
-        const struct glove_json_member_span *m = member(rec, key);
-        if (!m || m->value[0] < '0' || m->value[0] > '9')
-                return false; /* absent, another type, or negative */
-        int64_t v = 0;
-        for (size_t i = 0; i < m->value_len; i++)
-                v = v * 10 + (m->value[i] - '0');
-        *out = v;
-        return v >= min;
-}
-
-/* The object member key (its canonical bytes), or NULL. */
-static const struct glove_json_member_span *get_object(const struct record *rec, const char *key) {
-        const struct glove_json_member_span *m = member(rec, key);
-        return m && m->value[0] == '{' ? m : NULL;
+        return glove_json_span_int(member(rec, key), min, out);
 }
 
 static char *copy_bytes(const char *p, size_t len) {
@@ -265,7 +232,7 @@ static int replay_create(struct glove_control_store *st, const struct record *re
         int r = check_members(rec, create_keys, NULL, err);
         if (r < 0)
                 return r;
-        const struct glove_json_member_span *plan = get_object(rec, "plan");
+        const struct glove_json_member_span *plan = member(rec, "plan");
         if (!get_string(rec, "session_id", id, sizeof(id)) || !get_string(rec, "idempotency_key", key, sizeof(key)) ||
             !get_string(rec, "controller_plan_digest", cd, sizeof(cd)) ||
             !get_string(rec, "plan_content_digest", pd, sizeof(pd)) || !glove_control_id_valid(id) ||
@@ -273,7 +240,7 @@ static int replay_create(struct glove_control_store *st, const struct record *re
                 return bad(err, seq, "store.bad_record", "an identifier or digest is malformed");
         if (!get_int(rec, "created_at_ms", 0, &at))
                 return bad(err, seq, "store.bad_record", "created_at_ms is not an integer >= 0");
-        if (!plan)
+        if (!glove_json_span_is_object(plan))
                 return bad(err, seq, "store.bad_record", "the plan is not an object");
         if (lookup(st, &st->by_id, id) || lookup(st, &st->by_key, key))
                 return bad(err, seq, "store.duplicate_session", "the session id or idempotency key already exists");
@@ -333,7 +300,7 @@ static int replay_transition(struct glove_control_store *st, const struct record
         const struct glove_json_member_span *runtime = member(rec, "runtime");
         if (runtime && t != GLOVE_CONTROL_SESSION_RUNNING)
                 return bad(err, seq, "store.bad_record", "a runtime identity on a transition to another state than running");
-        if (runtime && (runtime->value[0] != '{' || runtime->value_len > GLOVE_CONTROL_STORE_RUNTIME_MAX))
+        if (runtime && (!glove_json_span_is_object(runtime) || runtime->value_len > GLOVE_CONTROL_STORE_RUNTIME_MAX))
                 return bad(err, seq, "store.bad_record", "the runtime identity is not an object within its bound");
         struct glove_control_session *s = lookup(st, &st->by_id, id);
         if (!s)
