@@ -89,6 +89,25 @@ static bool scan_escape(struct scan *s, unsigned char *byte) {
         return true;
 }
 
+/* Skips whole 8-byte words that hold no '"', no '\\' and no byte below
+ * 0x20 (bytes of 0x80 and above are plain: UTF-8 was checked before);
+ * the caller finishes byte by byte. Word tests as in "Bit Twiddling Hacks"
+ * (a byte of x is zero: (x - 0x01..) & ~x & 0x80..). */
+static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+        while (end - p >= 8) {
+                uint64_t x;
+                memcpy(&x, p, sizeof(x));
+                uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+                uint64_t special = ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) |
+                                   ((x - ones * 0x20) & ~x);
+                if (special & highs)
+                        break;
+                p += 8;
+        }
+        return p;
+}
+
 /* A string at s->p (the opening quote). Its body (between the quotes) is
  * stored in *body, *body_len; *escaped tells whether it holds an escape.
  * The text is already known to be valid UTF-8 without NUL bytes. */
@@ -99,7 +118,7 @@ static bool scan_string(struct scan *s, const unsigned char **body, size_t *body
         *escaped = false;
         for (;;) {
                 /* the run of bytes that stand for themselves */
-                const unsigned char *p = s->p, *end = s->end;
+                const unsigned char *p = skip_plain(s->p, s->end), *end = s->end;
                 while (p < end && *p >= 0x20 && *p != '"' && *p != '\\')
                         p++;
                 s->p = p;
