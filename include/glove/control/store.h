@@ -173,8 +173,9 @@ int glove_control_store_transition(struct glove_control_store *store, const char
  * GLOVE_JSON_MAX_DEPTH - 1) recorded as the record's "runtime" member and
  * then held, copied, in the session's runtime/runtime_len. Only for to ==
  * RUNNING: a runtime with another state, or bytes that are not one
- * canonical object within the bounds, is store.invalid_runtime, checked
- * before the session is looked up. A request for the state the
+ * canonical object within the bounds, is store.invalid_runtime (state,
+ * size and form are checked before the session is looked up, the nesting
+ * when the record is encoded; nothing is appended either way). A request for the state the
  * session is already in appends nothing and leaves the recorded runtime as
  * it is. runtime is borrowed for the call.
  */
