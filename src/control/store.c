@@ -161,6 +161,7 @@ static void session_free(struct glove_control_session *s) {
         if (s) {
                 free(s->plan);
                 free(s->runtime);
+                free(s->history);
                 free(s);
         }
 }
@@ -270,6 +271,14 @@ static int replay_create(struct glove_control_store *st, const struct record *re
         return r;
 }
 
+/* Room for s's history, allocated at its first transition. */
+static int history_room(struct glove_control_session *s, struct glove_error *err) {
+        if (!s->history && !(s->history = calloc(GLOVE_CONTROL_SESSION_HISTORY_MAX, sizeof(*s->history))))
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        return 0;
+}
+
+/* Appends to s's history (history_room succeeded) and moves it to to. */
 static void record_transition(struct glove_control_session *s, enum glove_control_session_state to,
                               const char *reason, int64_t at, uint64_t seq) {
         struct glove_control_session_transition *t = &s->history[s->n_history++];
@@ -307,6 +316,9 @@ static int replay_transition(struct glove_control_store *st, const struct record
                 return bad(err, seq, "store.unknown_session", "a transition of a session that was never created");
         if (s->state != f || glove_control_session_transition_check(f, t, &e) != 1)
                 return bad(err, seq, "store.bad_transition", "a transition the lifecycle does not allow");
+        r = history_room(s, err);
+        if (r < 0)
+                return r;
         if (runtime) {
                 char *copy = copy_bytes(runtime->value, runtime->value_len);
                 if (!copy)
@@ -579,6 +591,9 @@ int glove_control_store_transition_runtime(struct glove_control_store *st, const
                 return glove_error_set(err, ENOENT, "session.not_found", "no session %s", session_id);
         r = glove_control_session_transition_check(s->state, to, err);
         if (r <= 0)
+                return r;
+        r = history_room(s, err); /* before the record is durable */
+        if (r < 0)
                 return r;
         if (runtime && !(copy = copy_bytes(runtime, runtime_len)))
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");

@@ -100,7 +100,12 @@ struct glove_control_session {
         int64_t created_at_ms;                    /* Unix milliseconds */
         uint64_t created_seq;                     /* journal record of the create */
         enum glove_control_session_state state;
-        struct glove_control_session_transition history[GLOVE_CONTROL_SESSION_HISTORY_MAX];
+        /* history[0..n_history): NULL until the first transition, then room
+         * for GLOVE_CONTROL_SESSION_HISTORY_MAX entries. A session that never
+         * moved (the only kind a store full of sessions holds: the record
+         * bound counts creates and transitions together) costs a third as
+         * much memory, which is most of the page faults of a full replay. */
+        struct glove_control_session_transition *history;
         size_t n_history;
         /* The runtime identity recorded by the transition to running:
          * canonical JSON object bytes, NUL-terminated; NULL (and 0) when
@@ -159,7 +164,8 @@ int glove_control_store_create(struct glove_control_store *store, const struct g
  * state the session is already in appends nothing and returns 0 (*appended
  * false). reason is a stable code (0..128 bytes of [a-z0-9._-], "" allowed).
  * Errors: session.not_found, session.invalid_transition, session.terminal,
- * store.invalid_id, journal.*. Same as
+ * store.invalid_id, store.no_memory (the session's history, allocated at its
+ * first transition, before anything is appended), journal.*. Same as
  * glove_control_store_transition_runtime with runtime NULL.
  */
 int glove_control_store_transition(struct glove_control_store *store, const char *session_id,
