@@ -87,6 +87,14 @@ int glove_digest_sha256_final(struct glove_digest_sha256 *ctx,
         return 0;
 }
 
+int glove_digest_sha256_reset(struct glove_digest_sha256 *ctx, struct glove_error *err) {
+        /* A NULL type reuses the context's fetched digest (EVP_DigestInit_ex2(3)). */
+        if (EVP_DigestInit_ex2(ctx->md, NULL, NULL) != 1)
+                return crypto_failed(err, "SHA-256 init");
+        ctx->finished = false;
+        return 0;
+}
+
 void glove_digest_sha256_free(struct glove_digest_sha256 *ctx) {
         if (!ctx)
                 return;

@@ -89,6 +89,25 @@ static bool scan_escape(struct scan *s, unsigned char *byte) {
         return true;
 }
 
+/* Skips whole 8-byte words that hold no '"', no '\\' and no byte below
+ * 0x20 (bytes of 0x80 and above are plain: UTF-8 was checked before);
+ * the caller finishes byte by byte. Word tests as in "Bit Twiddling Hacks"
+ * (a byte of x is zero: (x - 0x01..) & ~x & 0x80..). */
+static const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+        while (end - p >= 8) {
+                uint64_t x;
+                memcpy(&x, p, sizeof(x));
+                uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+                uint64_t special = ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) |
+                                   ((x - ones * 0x20) & ~x);
+                if (special & highs)
+                        break;
+                p += 8;
+        }
+        return p;
+}
+
 /* A string at s->p (the opening quote). Its body (between the quotes) is
  * stored in *body, *body_len; *escaped tells whether it holds an escape.
  * The text is already known to be valid UTF-8 without NUL bytes. */
@@ -99,7 +118,7 @@ static bool scan_string(struct scan *s, const unsigned char **body, size_t *body
         *escaped = false;
         for (;;) {
                 /* the run of bytes that stand for themselves */
-                const unsigned char *p = s->p, *end = s->end;
+                const unsigned char *p = skip_plain(s->p, s->end), *end = s->end;
                 while (p < end && *p >= 0x20 && *p != '"' && *p != '\\')
                         p++;
                 s->p = p;
@@ -316,4 +335,55 @@ int glove_json_scan_canonical_object(const void *data, size_t len, size_t max_by
                                        (size_t)(s.p - p), s.what);
         *n_members = n;
         return 0;
+}
+
+/* ---- reading members ---- */
+
+const struct glove_json_member_span *glove_json_span_find(const struct glove_json_member_span *members, size_t n,
+                                                          const char *key) {
+        size_t len = strlen(key);
+        for (size_t i = 0; i < n; i++)
+                if (members[i].key_len == len && memcmp(members[i].key, key, len) == 0)
+                        return &members[i];
+        return NULL;
+}
+
+bool glove_json_span_exact(const struct glove_json_member_span *members, size_t n, const char *const keys[],
+                           const char *optional, const char **what) {
+        size_t found = 0;
+        for (size_t k = 0; keys[k]; k++) {
+                if (!glove_json_span_find(members, n, keys[k])) {
+                        *what = keys[k];
+                        return false;
+                }
+                found++;
+        }
+        if (optional && glove_json_span_find(members, n, optional))
+                found++;
+        *what = NULL;
+        return found == n; /* keys are distinct: a surplus is a member not listed */
+}
+
+bool glove_json_span_plain_string(const struct glove_json_member_span *m, char *buf, size_t cap) {
+        if (!m || m->value_len < 2 || m->value[0] != '"' || m->value_len - 2 >= cap ||
+            memchr(m->value + 1, '\\', m->value_len - 2))
+                return false;
+        memcpy(buf, m->value + 1, m->value_len - 2);
+        buf[m->value_len - 2] = '\0';
+        return true;
+}
+
+bool glove_json_span_int(const struct glove_json_member_span *m, int64_t min, int64_t *out) {
+        if (!m || m->value[0] < '0' || m->value[0] > '9')
+                return false;
+        /* the scan checked -?(0|[1-9][0-9]*) within int64: no overflow */
+        int64_t v = 0;
+        for (size_t i = 0; i < m->value_len; i++)
+                v = v * 10 + (m->value[i] - '0');
+        *out = v;
+        return v >= min;
+}
+
+bool glove_json_span_is_object(const struct glove_json_member_span *m) {
+        return m && m->value[0] == '{';
 }

@@ -17,6 +17,12 @@
 #define GENESIS_DOMAIN "glove.session-store.genesis.v1"
 
 struct glove_control_store {
+        /* glove_control_store_format with ctx = this store, so that the chain
+         * uses the store's digest context; outlives the journal. */
+        struct glove_control_journal_format fmt;
+        /* Reset and reused for every chain tag and plan digest: a context per
+         * record costs an allocation and an algorithm lookup each time. */
+        struct glove_digest_sha256 *digest;
         struct glove_control_journal *journal; /* NULL for an in-memory replay */
         struct glove_control_session **sessions;
         size_t n, cap;
@@ -24,15 +30,28 @@ struct glove_control_store {
         uint64_t records;
 };
 
+/* The store's digest context, reset; or, without a store (ctx NULL: the
+ * public format, used by tools and tests), a new one in *own. */
+static int digest_start(struct glove_control_store *st, struct glove_digest_sha256 **own,
+                        struct glove_digest_sha256 **d, struct glove_error *err) {
+        if (!st) {
+                int r = glove_digest_sha256_init(own, err);
+                *d = *own;
+                return r;
+        }
+        *d = st->digest;
+        return glove_digest_sha256_reset(st->digest, err);
+}
+
 static int store_chain(void *ctx, const uint8_t prev[GLOVE_CONTROL_JOURNAL_TAG_LEN], uint64_t seq,
                        const void *payload, size_t len, uint8_t out[GLOVE_CONTROL_JOURNAL_TAG_LEN],
                        struct glove_error *err) {
-        (void)ctx;
-        _cleanup_digest_sha256_ struct glove_digest_sha256 *d = NULL;
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *own = NULL;
+        struct glove_digest_sha256 *d = NULL;
         uint8_t num[12];
         glove_control_put_be64(num, seq);
         glove_control_put_be32(num + 8, (uint32_t)len);
-        int r = glove_digest_sha256_init(&d, err);
+        int r = digest_start(ctx, &own, &d, err);
         if (r == 0)
                 r = glove_digest_sha256_update(d, RECORD_DOMAIN, sizeof(RECORD_DOMAIN), err);
         if (r == 0)
@@ -101,9 +120,16 @@ static bool reason_valid(const char *s) {
         return true;
 }
 
-static int plan_digest(const void *plan, size_t len, char hex[65], struct glove_error *err) {
+static int plan_digest(struct glove_control_store *st, const void *plan, size_t len, char hex[65],
+                       struct glove_error *err) {
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *own = NULL;
+        struct glove_digest_sha256 *ctx = NULL;
         uint8_t d[GLOVE_DIGEST_SHA256_LEN];
-        int r = glove_digest_sha256(plan, len, d, err);
+        int r = digest_start(st, &own, &ctx, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(ctx, plan, len, err);
+        if (r == 0)
+                r = glove_digest_sha256_final(ctx, d, err);
         if (r < 0)
                 return r;
         return glove_digest_hex_encode(d, sizeof(d), hex, 65);
@@ -135,6 +161,7 @@ static void session_free(struct glove_control_session *s) {
         if (s) {
                 free(s->plan);
                 free(s->runtime);
+                free(s->history);
                 free(s);
         }
 }
@@ -167,60 +194,27 @@ static int bad(struct glove_error *err, uint64_t seq, const char *code, const ch
 }
 
 static const struct glove_json_member_span *member(const struct record *rec, const char *key) {
-        size_t len = strlen(key);
-        for (size_t i = 0; i < rec->n; i++)
-                if (rec->m[i].key_len == len && memcmp(rec->m[i].key, key, len) == 0)
-                        return &rec->m[i];
-        return NULL;
+        return glove_json_span_find(rec->m, rec->n, key);
 }
 
 /* Exactly the members of keys, and optional (may be NULL) or not. */
 static int check_members(const struct record *rec, const char *const keys[], const char *optional,
                          struct glove_error *err) {
-        size_t found = 0;
-        for (size_t k = 0; keys[k]; k++) {
-                if (!member(rec, keys[k]))
-                        return glove_error_set(err, EBADMSG, "store.bad_record",
-                                               "session store record %llu: member %s is missing",
-                                               (unsigned long long)rec->seq, keys[k]);
-                found++;
-        }
-        if (optional && member(rec, optional))
-                found++;
-        if (found != rec->n)
-                return bad(err, rec->seq, "store.bad_record", "the record has a member its kind does not have");
-        return 0;
+        const char *missing;
+        if (glove_json_span_exact(rec->m, rec->n, keys, optional, &missing))
+                return 0;
+        if (missing)
+                return glove_error_set(err, EBADMSG, "store.bad_record", "session store record %llu: member %s is missing",
+                                       (unsigned long long)rec->seq, missing);
+        return bad(err, rec->seq, "store.bad_record", "the record has a member its kind does not have");
 }
 
-/* The string member key, without escapes and at most cap - 1 bytes, into
- * buf (NUL-terminated). False when absent or otherwise. */
 static bool get_string(const struct record *rec, const char *key, char *buf, size_t cap) {
-        const struct glove_json_member_span *m = member(rec, key);
-        if (!m || m->value_len < 2 || m->value[0] != '"' || m->value_len - 2 >= cap ||
-            memchr(m->value + 1, '\\', m->value_len - 2))
-                return false;
-        memcpy(buf, m->value + 1, m->value_len - 2);
-        buf[m->value_len - 2] = '\0';
-        return true;
+        return glove_json_span_plain_string(member(rec, key), buf, cap);
 }
 
-/* The integer member key, at least min (>= 0). The recognizer has checked
- * that a number is an integer within int64. */
 static bool get_int(const struct record *rec, const char *key, int64_t min, int64_t *out) {
-        const struct glove_json_member_span *m = member(rec, key);
-        if (!m || m->value[0] < '0' || m->value[0] > '9')
-                return false; /* absent, another type, or negative */
-        int64_t v = 0;
-        for (size_t i = 0; i < m->value_len; i++)
-                v = v * 10 + (m->value[i] - '0');
-        *out = v;
-        return v >= min;
-}
-
-/* The object member key (its canonical bytes), or NULL. */
-static const struct glove_json_member_span *get_object(const struct record *rec, const char *key) {
-        const struct glove_json_member_span *m = member(rec, key);
-        return m && m->value[0] == '{' ? m : NULL;
+        return glove_json_span_int(member(rec, key), min, out);
 }
 
 static char *copy_bytes(const char *p, size_t len) {
@@ -239,7 +233,7 @@ static int replay_create(struct glove_control_store *st, const struct record *re
         int r = check_members(rec, create_keys, NULL, err);
         if (r < 0)
                 return r;
-        const struct glove_json_member_span *plan = get_object(rec, "plan");
+        const struct glove_json_member_span *plan = member(rec, "plan");
         if (!get_string(rec, "session_id", id, sizeof(id)) || !get_string(rec, "idempotency_key", key, sizeof(key)) ||
             !get_string(rec, "controller_plan_digest", cd, sizeof(cd)) ||
             !get_string(rec, "plan_content_digest", pd, sizeof(pd)) || !glove_control_id_valid(id) ||
@@ -247,13 +241,13 @@ static int replay_create(struct glove_control_store *st, const struct record *re
                 return bad(err, seq, "store.bad_record", "an identifier or digest is malformed");
         if (!get_int(rec, "created_at_ms", 0, &at))
                 return bad(err, seq, "store.bad_record", "created_at_ms is not an integer >= 0");
-        if (!plan)
+        if (!glove_json_span_is_object(plan))
                 return bad(err, seq, "store.bad_record", "the plan is not an object");
         if (lookup(st, &st->by_id, id) || lookup(st, &st->by_key, key))
                 return bad(err, seq, "store.duplicate_session", "the session id or idempotency key already exists");
         if (plan->value_len > GLOVE_CONTROL_STORE_PLAN_MAX)
                 return bad(err, seq, "store.bad_record", "the plan is larger than its bound");
-        r = plan_digest(plan->value, plan->value_len, hex, err);
+        r = plan_digest(st, plan->value, plan->value_len, hex, err);
         if (r < 0)
                 return r;
         if (strcmp(hex, pd) != 0)
@@ -277,6 +271,14 @@ static int replay_create(struct glove_control_store *st, const struct record *re
         return r;
 }
 
+/* Room for s's history, allocated at its first transition. */
+static int history_room(struct glove_control_session *s, struct glove_error *err) {
+        if (!s->history && !(s->history = calloc(GLOVE_CONTROL_SESSION_HISTORY_MAX, sizeof(*s->history))))
+                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        return 0;
+}
+
+/* Appends to s's history (history_room succeeded) and moves it to to. */
 static void record_transition(struct glove_control_session *s, enum glove_control_session_state to,
                               const char *reason, int64_t at, uint64_t seq) {
         struct glove_control_session_transition *t = &s->history[s->n_history++];
@@ -307,13 +309,16 @@ static int replay_transition(struct glove_control_store *st, const struct record
         const struct glove_json_member_span *runtime = member(rec, "runtime");
         if (runtime && t != GLOVE_CONTROL_SESSION_RUNNING)
                 return bad(err, seq, "store.bad_record", "a runtime identity on a transition to another state than running");
-        if (runtime && (runtime->value[0] != '{' || runtime->value_len > GLOVE_CONTROL_STORE_RUNTIME_MAX))
+        if (runtime && (!glove_json_span_is_object(runtime) || runtime->value_len > GLOVE_CONTROL_STORE_RUNTIME_MAX))
                 return bad(err, seq, "store.bad_record", "the runtime identity is not an object within its bound");
         struct glove_control_session *s = lookup(st, &st->by_id, id);
         if (!s)
                 return bad(err, seq, "store.unknown_session", "a transition of a session that was never created");
         if (s->state != f || glove_control_session_transition_check(f, t, &e) != 1)
                 return bad(err, seq, "store.bad_transition", "a transition the lifecycle does not allow");
+        r = history_room(s, err);
+        if (r < 0)
+                return r;
         if (runtime) {
                 char *copy = copy_bytes(runtime->value, runtime->value_len);
                 if (!copy)
@@ -357,18 +362,34 @@ static int replay_record(void *userdata, uint64_t seq, const void *payload, size
         return r;
 }
 
-int glove_control_store_open(const char *path, uid_t owner, struct glove_control_store **out,
-                             struct glove_control_journal_report *report, struct glove_error *err) {
+static int store_new(struct glove_control_store **out, struct glove_error *err) {
         struct glove_control_store *st = calloc(1, sizeof(*st));
         *out = NULL;
         if (!st)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        st->fmt = glove_control_store_format;
+        st->fmt.ctx = st;
+        int r = glove_digest_sha256_init(&st->digest, err);
+        if (r < 0) {
+                free(st);
+                return r;
+        }
+        *out = st;
+        return 0;
+}
+
+int glove_control_store_open(const char *path, uid_t owner, struct glove_control_store **out,
+                             struct glove_control_journal_report *report, struct glove_error *err) {
+        struct glove_control_store *st;
+        *out = NULL;
+        int r = store_new(&st, err);
+        if (r < 0)
+                return r;
         /* An incomplete last record past the seal was never answered (a
          * crash mid-append): it is kept in FILE.torn and cut, as for
          * receipts; one inside the sealed range refuses (journal.resized). */
         struct glove_control_journal_open_options o = { .path = path, .owner = owner, .recover_torn_tail = true };
-        int r = glove_control_journal_open(&glove_control_store_format, &o, replay_record, st, &st->journal, report,
-                                           err);
+        r = glove_control_journal_open(&st->fmt, &o, replay_record, st, &st->journal, report, err);
         if (r < 0) {
                 glove_error_prefix(err, "session store %s", path);
                 glove_control_store_close(st);
@@ -380,12 +401,13 @@ int glove_control_store_open(const char *path, uid_t owner, struct glove_control
 
 int glove_control_store_replay_bytes(const void *data, size_t len, struct glove_control_store **out,
                                      struct glove_error *err) {
-        struct glove_control_store *st = calloc(1, sizeof(*st));
+        struct glove_control_store *st;
         struct glove_control_journal_scan scan;
         *out = NULL;
-        if (!st)
-                return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
-        int r = glove_control_journal_scan(&glove_control_store_format, data, len, replay_record, st, &scan, err);
+        int r = store_new(&st, err);
+        if (r < 0)
+                return r;
+        r = glove_control_journal_scan(&st->fmt, data, len, replay_record, st, &scan, err);
         if (r == 0 && scan.torn_bytes)
                 r = glove_error_set(err, EBADMSG, "journal.truncated", "the journal ends in an incomplete record");
         if (r < 0) {
@@ -453,7 +475,7 @@ static int check_plan(const struct glove_control_store_create *q, json_t **plan,
                                         &e) < 0)
                 return glove_error_set(err, EINVAL, "store.invalid_plan", "the plan is not a canonical JSON object: %s",
                                        e.message);
-        int r = plan_digest(q->plan, q->plan_len, hex, err);
+        int r = plan_digest(NULL, q->plan, q->plan_len, hex, err);
         if (r < 0)
                 return r;
         if (strcmp(hex, q->plan_content_digest) != 0)
@@ -570,6 +592,9 @@ int glove_control_store_transition_runtime(struct glove_control_store *st, const
         r = glove_control_session_transition_check(s->state, to, err);
         if (r <= 0)
                 return r;
+        r = history_room(s, err); /* before the record is durable */
+        if (r < 0)
+                return r;
         if (runtime && !(copy = copy_bytes(runtime, runtime_len)))
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         uint64_t seq = st->records + 1;
@@ -623,5 +648,6 @@ void glove_control_store_close(struct glove_control_store *st) {
         glove_control_index_free(&st->by_id);
         glove_control_index_free(&st->by_key);
         glove_control_journal_close(st->journal);
+        glove_digest_sha256_free(st->digest);
         free(st);
 }

@@ -63,6 +63,14 @@ int glove_digest_sha256_update(struct glove_digest_sha256 *ctx, const void *data
 int glove_digest_sha256_final(struct glove_digest_sha256 *ctx,
                               uint8_t out[GLOVE_DIGEST_SHA256_LEN], struct glove_error *err);
 
+/*
+ * Starts ctx over as a new, empty SHA-256 computation, whatever state it is
+ * in (finished or not), keeping its allocation and its algorithm: cheaper
+ * than a new context for each of many short messages (no allocation, no
+ * algorithm lookup). Returns 0 or -EIO.
+ */
+int glove_digest_sha256_reset(struct glove_digest_sha256 *ctx, struct glove_error *err);
+
 /* Releases ctx (NULL allowed). */
 void glove_digest_sha256_free(struct glove_digest_sha256 *ctx);
 

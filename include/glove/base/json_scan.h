@@ -34,7 +34,9 @@
  * the codes for refused texts are coarser.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "glove/base/error.h"
 
@@ -58,3 +60,34 @@ struct glove_json_member_span {
 int glove_json_scan_canonical_object(const void *data, size_t len, size_t max_bytes,
                                      struct glove_json_member_span *members, size_t max_members,
                                      size_t *n_members, struct glove_error *err);
+
+/* Reading members of a scanned object (spans it reported). */
+
+/* The member whose key is exactly key (a key written without escapes), in
+ * members[0..n), or NULL. */
+const struct glove_json_member_span *glove_json_span_find(const struct glove_json_member_span *members, size_t n,
+                                                          const char *key);
+
+/*
+ * True when the members are exactly the keys listed in keys (NULL-ended)
+ * plus, when optional is not NULL, possibly optional. Otherwise false with
+ * *what set to the first key missing, or to NULL for a member not listed.
+ */
+bool glove_json_span_exact(const struct glove_json_member_span *members, size_t n, const char *const keys[],
+                           const char *optional, const char **what);
+
+/*
+ * Copies the value of m (may be NULL) into buf[0..cap) with a NUL when it is
+ * a string of at most cap - 1 bytes written without escapes (the strings
+ * Glove records hold, identifiers, digests, codes, are of that charset).
+ * False otherwise (absent, another type, an escape, too long).
+ */
+bool glove_json_span_plain_string(const struct glove_json_member_span *m, char *buf, size_t cap);
+
+/* The value of m (may be NULL) when it is an integer >= min (min >= 0):
+ * true with *out set, else false (absent, another type, negative, below
+ * min). */
+bool glove_json_span_int(const struct glove_json_member_span *m, int64_t min, int64_t *out);
+
+/* True when m (may be NULL) holds an object. */
+bool glove_json_span_is_object(const struct glove_json_member_span *m);

@@ -100,7 +100,12 @@ struct glove_control_session {
         int64_t created_at_ms;                    /* Unix milliseconds */
         uint64_t created_seq;                     /* journal record of the create */
         enum glove_control_session_state state;
-        struct glove_control_session_transition history[GLOVE_CONTROL_SESSION_HISTORY_MAX];
+        /* history[0..n_history): NULL until the first transition, then room
+         * for GLOVE_CONTROL_SESSION_HISTORY_MAX entries. A session that never
+         * moved (the only kind a store full of sessions holds: the record
+         * bound counts creates and transitions together) costs a third as
+         * much memory, which is most of the page faults of a full replay. */
+        struct glove_control_session_transition *history;
         size_t n_history;
         /* The runtime identity recorded by the transition to running:
          * canonical JSON object bytes, NUL-terminated; NULL (and 0) when
@@ -159,7 +164,8 @@ int glove_control_store_create(struct glove_control_store *store, const struct g
  * state the session is already in appends nothing and returns 0 (*appended
  * false). reason is a stable code (0..128 bytes of [a-z0-9._-], "" allowed).
  * Errors: session.not_found, session.invalid_transition, session.terminal,
- * store.invalid_id, journal.*. Same as
+ * store.invalid_id, store.no_memory (the session's history, allocated at its
+ * first transition, before anything is appended), journal.*. Same as
  * glove_control_store_transition_runtime with runtime NULL.
  */
 int glove_control_store_transition(struct glove_control_store *store, const char *session_id,
@@ -173,8 +179,9 @@ int glove_control_store_transition(struct glove_control_store *store, const char
  * GLOVE_JSON_MAX_DEPTH - 1) recorded as the record's "runtime" member and
  * then held, copied, in the session's runtime/runtime_len. Only for to ==
  * RUNNING: a runtime with another state, or bytes that are not one
- * canonical object within the bounds, is store.invalid_runtime, checked
- * before the session is looked up. A request for the state the
+ * canonical object within the bounds, is store.invalid_runtime (state,
+ * size and form are checked before the session is looked up, the nesting
+ * when the record is encoded; nothing is appended either way). A request for the state the
  * session is already in appends nothing and leaves the recorded runtime as
  * it is. runtime is borrowed for the call.
  */

@@ -73,6 +73,29 @@ static void test_sha256_incremental_matches_oneshot(void **state) {
         assert_memory_equal(d1, d2, sizeof(d1));
 }
 
+/* A reset context computes a fresh digest, after a final or midway. */
+static void test_sha256_reset(void **state) {
+        (void)state;
+        struct glove_error err = {0};
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *ctx = NULL;
+        uint8_t d[GLOVE_DIGEST_SHA256_LEN];
+        assert_int_equal(glove_digest_sha256_init(&ctx, &err), 0);
+        for (int round = 0; round < 3; round++) {
+                assert_int_equal(glove_digest_sha256_update(ctx, "xyz", 3, &err), 0);
+                if (round == 1) /* unfinished: the bytes so far are dropped */
+                        assert_int_equal(glove_digest_sha256_reset(ctx, &err), 0);
+                else
+                        assert_int_equal(glove_digest_sha256_final(ctx, d, &err), 0);
+                assert_int_equal(glove_digest_sha256_reset(ctx, &err), 0);
+                assert_int_equal(glove_digest_sha256_update(ctx, "abc", 3, &err), 0);
+                assert_int_equal(glove_digest_sha256_final(ctx, d, &err), 0);
+                assert_digest_hex(d, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+                assert_int_equal(glove_digest_sha256_reset(ctx, &err), 0);
+        }
+        assert_int_equal(glove_digest_sha256_final(ctx, d, &err), 0);
+        assert_digest_hex(d, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
 /* RFC 4231 section 4, test cases 1, 2 and 6. */
 static void test_hmac_sha256_rfc4231(void **state) {
         (void)state;
@@ -175,6 +198,7 @@ int main(void) {
                 cmocka_unit_test(test_sha256_vectors),
                 cmocka_unit_test(test_sha256_incremental),
                 cmocka_unit_test(test_sha256_incremental_matches_oneshot),
+                cmocka_unit_test(test_sha256_reset),
                 cmocka_unit_test(test_hmac_sha256_rfc4231),
                 cmocka_unit_test(test_hmac_rejects_empty_key),
                 cmocka_unit_test(test_hex_encode),

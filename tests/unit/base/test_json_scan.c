@@ -183,12 +183,51 @@ static void test_members_and_bounds(void **state) {
         assert_string_equal(e.code, "json.not_canonical");
 }
 
+static void test_span_readers(void **state) {
+        (void)state;
+        const char *t = "{\"a\":\"id-1\",\"b\":\"x\\\"y\",\"c\":42,\"d\":-1,\"e\":{},\"f\":[],\"g\":\"7\"}";
+        struct glove_json_member_span m[8];
+        size_t n = 0;
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_json_scan_canonical_object(t, strlen(t), MAX, m, 8, &n, &e), 0);
+        assert_int_equal(n, 7);
+        char buf[8];
+        int64_t v = 0;
+        assert_true(glove_json_span_plain_string(glove_json_span_find(m, n, "a"), buf, sizeof(buf)));
+        assert_string_equal(buf, "id-1");
+        assert_false(glove_json_span_plain_string(glove_json_span_find(m, n, "a"), buf, 4)); /* too long */
+        assert_false(glove_json_span_plain_string(glove_json_span_find(m, n, "b"), buf, sizeof(buf))); /* escape */
+        assert_false(glove_json_span_plain_string(glove_json_span_find(m, n, "c"), buf, sizeof(buf)));
+        assert_false(glove_json_span_plain_string(NULL, buf, sizeof(buf)));
+        assert_true(glove_json_span_int(glove_json_span_find(m, n, "c"), 0, &v));
+        assert_int_equal(v, 42);
+        assert_false(glove_json_span_int(glove_json_span_find(m, n, "c"), 43, &v));
+        assert_false(glove_json_span_int(glove_json_span_find(m, n, "d"), 0, &v));
+        assert_false(glove_json_span_int(glove_json_span_find(m, n, "g"), 0, &v));
+        assert_false(glove_json_span_int(glove_json_span_find(m, n, "zz"), 0, &v));
+        assert_true(glove_json_span_is_object(glove_json_span_find(m, n, "e")));
+        assert_false(glove_json_span_is_object(glove_json_span_find(m, n, "f")));
+        assert_false(glove_json_span_is_object(NULL));
+        const char *what = "x";
+        static const char *const all[] = { "a", "b", "c", "d", "e", "f", "g", NULL };
+        static const char *const most[] = { "a", "b", "c", "d", "e", "f", NULL };
+        static const char *const more[] = { "a", "b", "c", "d", "e", "f", "g", "h", NULL };
+        assert_true(glove_json_span_exact(m, n, all, NULL, &what));
+        assert_true(glove_json_span_exact(m, n, all, "h", &what));
+        assert_true(glove_json_span_exact(m, n, most, "g", &what));
+        assert_false(glove_json_span_exact(m, n, most, NULL, &what));
+        assert_null(what);
+        assert_false(glove_json_span_exact(m, n, more, NULL, &what));
+        assert_string_equal(what, "h");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table),
                 cmocka_unit_test(test_mutations),
                 cmocka_unit_test(test_depth_bound),
                 cmocka_unit_test(test_members_and_bounds),
+                cmocka_unit_test(test_span_readers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

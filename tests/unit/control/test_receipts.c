@@ -315,6 +315,87 @@ static void test_refusals(void **state) {
         free(key);
 }
 
+/* Writes a receipt journal holding one envelope, chained under the fixture's
+ * key from header's anchor, and its seal. */
+static void write_envelope(struct fixture *f, const uint8_t header[GLOVE_CONTROL_JOURNAL_HEADER_LEN],
+                           const char *env) {
+        static const char domain[] = "glove.receipt.envelope.v1";
+        size_t kl, n = strlen(env);
+        unsigned char *key = th_read(f->key, &kl);
+        unsigned char msg[1024], out[1024], seal[GLOVE_CONTROL_JOURNAL_SEAL_LEN] = { 0 };
+        uint8_t mac[32];
+        memcpy(msg, domain, sizeof(domain));
+        memcpy(msg + sizeof(domain), header + 32, 32);
+        memcpy(msg + sizeof(domain) + 32, env, n);
+        assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, sizeof(domain) + 32 + n, mac, NULL), 0);
+        memcpy(out, header, GLOVE_CONTROL_JOURNAL_HEADER_LEN);
+        size_t len = GLOVE_CONTROL_JOURNAL_HEADER_LEN;
+        glove_control_put_be32(out + len, (uint32_t)n);
+        memcpy(out + len + 4, env, n);
+        memcpy(out + len + 4 + n, mac, 32);
+        len += 4 + n + 32;
+        assert_int_equal(glove_control_journal_seal_slot(header, 1, len, mac, seal + GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE,
+                                                         NULL),
+                         0);
+        th_write(f->journal, out, len);
+        th_write(f->seal, seal, sizeof(seal));
+        free(key);
+}
+
+/* Replay refuses an envelope that is not exactly the documented canonical
+ * object, or whose sequence is not its position. */
+static void test_bad_envelopes_refused(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        glove_control_receipts_close(r);
+        size_t hl;
+        unsigned char *header = th_read(f->journal, &hl);
+        assert_int_equal(hl, GLOVE_CONTROL_JOURNAL_HEADER_LEN);
+        struct {
+                const char *env, *code;
+        } cases[] = {
+                { "{\"appended_at_ms\":1,\"kind\":\"resource.v1\",\"receipt\":{\"a\":1},\"sequence\":1,"
+                  "\"session_id\":\"s1\"}",
+                  NULL },
+                { "{\"appended_at_ms\":1,\"kind\":\"resource.v1\",\"receipt\":{\"a\":1},\"sequence\":1, "
+                  "\"session_id\":\"s1\"}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":1,\"extra\":0,\"kind\":\"resource.v1\",\"receipt\":{},\"sequence\":1,"
+                  "\"session_id\":\"s1\"}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":1,\"kind\":\"resource.v1\",\"receipt\":{},\"sequence\":1}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":1,\"kind\":\"resource.v1\",\"receipt\":[],\"sequence\":1,"
+                  "\"session_id\":\"s1\"}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":-1,\"kind\":\"resource.v1\",\"receipt\":{},\"sequence\":1,"
+                  "\"session_id\":\"s1\"}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":1,\"kind\":\"Bad\",\"receipt\":{},\"sequence\":1,\"session_id\":\"s1\"}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":1,\"kind\":\"resource.v1\",\"receipt\":{},\"sequence\":\"1\","
+                  "\"session_id\":\"s1\"}",
+                  "receipts.bad_record" },
+                { "{\"appended_at_ms\":1,\"kind\":\"resource.v1\",\"receipt\":{},\"sequence\":2,"
+                  "\"session_id\":\"s1\"}",
+                  "receipts.sequence" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct glove_error e = { 0 };
+                write_envelope(f, header, cases[i].env);
+                int rc = open_r(f, NULL, &r, &e);
+                if (!cases[i].code) {
+                        assert_int_equal(rc, 0);
+                        glove_control_receipts_close(r);
+                        continue;
+                }
+                if (rc == 0 || strcmp(e.code, cases[i].code) != 0)
+                        fail_msg("case %zu: expected %s, got %d %s", i, cases[i].code, rc, e.code ? e.code : "-");
+        }
+        free(header);
+}
+
 static void test_append_rejections(void **state) {
         struct fixture *f = *state;
         struct glove_control_receipts *r = NULL;
@@ -343,6 +424,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_ack_exact_head, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bad_envelopes_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_append_rejections, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
