@@ -617,7 +617,7 @@ static void keeper_ready(struct rt_session *s, const json_t *id) {
         json_t *cg = rt_cgroup_identity(s, pid);
         if (!cg || rt_jint(cg, "inode") != rt_jint(json_object_get(id, "cgroup"), "inode")) {
                 json_decref(cg);
-                glove_error_set(&e, EIO, "start.rt_cgroup_identity", "the run cgroup of the session could not be read");
+                glove_error_set(&e, EIO, "start.cgroup_identity", "the run cgroup of the session could not be read");
                 goto fail;
         }
         json_object_set_new(s->binding, "cgroup", cg);

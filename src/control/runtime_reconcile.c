@@ -323,7 +323,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                         return r;
                 const char *code = json_string_value(json_object_get(s->termination, "code"));
                 if (s->ended)
-                        reconcile_log(id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.rt_keeper_lost"
+                        reconcile_log(id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
                                                                                    : "reconcile.ended_while_down",
                                       "the keeper %d held the end of the session (receipt %llu)", (int)kpid,
                                       (unsigned long long)s->receipt_seq);
@@ -365,7 +365,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         f.output_bytes = rt_jint(u, "output_bytes");
         f.peak_memory_bytes = rt_jint(u, "peak_memory_bytes");
         f.wall_time_ms = rt_jint(u, "wall_time_ms");
-        reconcile_log(id, "reconcile.rt_keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
+        reconcile_log(id, "reconcile.keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
         return reconcile_end(rt, st, identity, &f, "keeper.lost", err);
 }
 
