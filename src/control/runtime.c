@@ -1039,8 +1039,10 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                 /* Not released: the start cannot complete without this
                  * gloved's authorization. The keeper is told to end it, and
                  * the session fails now with its receipt. */
-                (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
+                bool keeper = s->kfd >= 0;
                 rt_link_close(s);
+                if (keeper) /* waited for (bounded), so that it leaves no file */
+                        rt_keeper_abort(rt->o.config, s->stem);
                 s->ended = true;
                 struct glove_control_receipt_facts f = {
                         .started_at_ms = -1,
@@ -1049,6 +1051,8 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                         .code = "service.stopped",
                 };
                 rt_finish(s, &f);
+                if (keeper)
+                        rt_keeper_files_remove(rt->o.config, s->stem, false);
         }
         rt->loop = NULL;
 }

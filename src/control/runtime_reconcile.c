@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The start-up reconciler of gloved (runtime.h,
  * glove_control_runtime_reconcile; docs/recovery.md). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -369,6 +370,64 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         return reconcile_end(rt, st, identity, &f, "keeper.lost", err);
 }
 
+/* Keeper files no live session owns (a keeper that outlived its session's
+ * end by a crash between the terminal transition and its removal, a start
+ * aborted while gloved stopped): their keeper, when one still answers, is
+ * told ABORT and let go; the files go. One line per stem. */
+static void reconcile_orphans(struct glove_control_runtime *rt) {
+        const struct glove_supervisor_runtime_config *cfg = rt->o.config;
+        int dfd = cfg ? openat(cfg->materialization_root_fd, "keepers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (dfd < 0)
+                return;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return;
+        }
+        /* Bounded: the directory holds four files per session at most, and
+         * at most this many stems are looked at per start. */
+        char stems[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX * 4][40];
+        size_t n = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) && n < GLOVE_ELEMENTSOF(stems)) {
+                const char *dot = strchr(e->d_name, '.');
+                size_t len = dot ? (size_t)(dot - e->d_name) : 0;
+                if (len != 33 || e->d_name[0] != 'k')
+                        continue;
+                bool seen = false;
+                for (size_t i = 0; i < n && !seen; i++)
+                        seen = strncmp(stems[i], e->d_name, len) == 0;
+                if (seen)
+                        continue;
+                memcpy(stems[n], e->d_name, len);
+                stems[n++][len] = '\0';
+        }
+        closedir(d);
+        for (size_t i = 0; i < n; i++) {
+                bool live = false;
+                for (struct rt_session *s = rt->sessions; s && !live; s = s->next)
+                        live = s->live && strcmp(s->stem, stems[i]) == 0;
+                if (live)
+                        continue;
+                _cleanup_json_ json_t *status = rt_status_read(cfg, stems[i]);
+                const char *id = json_string_value(json_object_get(status, "session_id"));
+                const struct glove_control_session *st = id ? glove_control_store_find(rt->o.store, id) : NULL;
+                char want[40];
+                if (st) {
+                        rt_keeper_stem(st->session_id, want);
+                        if (strcmp(want, stems[i]) != 0)
+                                st = NULL; /* a status file that names another session: not trusted */
+                }
+                if (st && !glove_control_session_state_terminal(st->state))
+                        continue; /* a session the reconciler kept as it is (an error stopped it) */
+                rt_keeper_abort(cfg, stems[i]);
+                rt_keeper_files_remove(cfg, stems[i], false);
+                reconcile_log(st ? st->session_id : stems[i], "reconcile.orphan_removed",
+                              "keeper files of a session that is %s were removed",
+                              st ? glove_control_session_state_name(st->state) : "unknown");
+        }
+}
+
 int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *acted, struct glove_error *err) {
         *acted = 0;
         char boot[37] = "";
@@ -387,6 +446,7 @@ int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *ac
                 }
                 (*acted)++;
         }
+        reconcile_orphans(rt);
         /* Run cgroups whose keeper is gone (empty: the sandbox died with it). */
         glove_cgroup_sweep();
         return 0;
