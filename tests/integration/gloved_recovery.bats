@@ -547,3 +547,34 @@ mismatch_case() {
         receipts_ok --exact --usage c1 c1=failed:lost:keeper.lost
         nothing_left
 }
+
+@test "gloved recovery: a clean stop (SIGTERM) leaves a running session running; the next start adopts it, and attach, write_stdin, signal and the receipt work as before" {
+        setup_rec
+        gd_start
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        wait_seq c1 10
+        local k1
+        k1=$("$PY" "$REC" keepers "$T/snap" "$T/mat")
+        [ -n "$k1" ] && [ "$(wc -l <<<"$k1")" -eq 1 ] || fail "expected one keeper, found: $k1"
+        kill -TERM "$GD_PID"
+        wait_exit "$GD_PID" 20 || fail "gloved did not stop on SIGTERM"
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS on SIGTERM: $(cat "$GD_ERR")"
+        running "$k1" || fail "the keeper ended with a clean stop of gloved"
+        ! grep -q "receipt" "$GD_ERR" || fail "a clean stop wrote a receipt: $(cat "$GD_ERR")"
+        gd_start
+        reconciled c1 adopted
+        wait_state c1 running
+        # signal reaches the adopted agent (the count agent ignores
+        # SIGWINCH-like noise: SIGCONT does nothing visible), and the count
+        # still runs without a gap, then ends when told (write_stdin).
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" signal '{"session_id":"c1","signal":"SIGCONT"}'
+        expect_status 0
+        [[ "$output" == *'"result":{}'* ]] || fail "signal on an adopted session: $output"
+        count_ok c1 --min 20
+        wait_state c1 exited
+        receipts_ok --exact c1=exited:exit:-
+        receipt_is c1 '.exit_code == 0 and .started_at_ms != null'
+        nothing_left
+}
