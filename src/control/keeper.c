@@ -152,7 +152,12 @@ static int status_write(struct glove_keeper *k, bool sync_dir) {
                 r = -errno;
         if (r == 0)
                 r = glove_fd_write_all(fd, text, len);
-        if (r == 0 && fsync(fd) < 0)
+        /* Synced only at the end (sync_dir): the file must survive the
+         * keeper's and gloved's deaths, which the page cache does; after a
+         * host crash the boot id decides (host_restarted) and no status is
+         * read. The end's outcome is synced all the same, off the agent's
+         * path. */
+        if (r == 0 && sync_dir && fsync(fd) < 0)
                 r = -errno;
         if (r == 0 && renameat(FD_DIR, tmp, FD_DIR, name) < 0)
                 r = -errno;
@@ -330,12 +335,13 @@ static void on_ready(struct glove_session *s, void *userdata) {
                 fail_start(k, e.code ? e.code : "start.identity");
                 return;
         }
-        (void)status_write(k, false);
         if (sd_event_add_time_relative(k->loop, &k->status_timer, CLOCK_MONOTONIC, GLOVE_KEEPER_STATUS_MS * 1000ULL,
                                        1000, on_status_timer, k) < 0)
                 k->status_timer = NULL; /* the end still writes it */
-        if (k->aborted || k->stopping || k->killed)
+        if (k->aborted || k->stopping || k->killed) {
+                (void)status_write(k, false);
                 return; /* being stopped already: never released, no READY */
+        }
         if (sd_event_add_time_relative(k->loop, &k->release_timer, CLOCK_MONOTONIC,
                                        GLOVE_KEEPER_RELEASE_WAIT_MS * 1000ULL, 1000, on_release_timer, k) < 0) {
                 glove_keeper_log(k, "no release timer: stopped");
@@ -344,6 +350,8 @@ static void on_ready(struct glove_session *s, void *userdata) {
         }
         if (k->greeted)
                 (void)glove_keeper_send_json(k, GLOVE_KEEPER_READY, json_incref(k->identity));
+        /* After READY: gloved's gate does not wait for this file. */
+        (void)status_write(k, false);
 }
 
 static void do_release(struct glove_keeper *k) {

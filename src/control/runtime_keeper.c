@@ -556,8 +556,9 @@ void rt_keeper_lost(struct rt_session *s) {
         glove_cgroup_sweep();
 }
 
-/* Writes DIR/STEM.binding (the launch binding, canonical JSON, 0600,
- * synced): an adopting gloved reads it back for the receipt. */
+/* Writes DIR/STEM.binding (the launch binding, canonical JSON, 0600, a new
+ * file renamed over the old): an adopting gloved reads it back for the
+ * receipt. */
 static int binding_write(struct rt_session *s, struct glove_error *err) {
         _cleanup_free_ char *text = NULL;
         size_t n = 0;
@@ -575,7 +576,10 @@ static int binding_write(struct rt_session *s, struct glove_error *err) {
         _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return glove_error_set(err, errno, "keeper.binding", "%s: %s", tmp, strerror(errno));
-        if (glove_fd_write_all(fd, text, n) < 0 || fsync(fd) < 0 || renameat(dir, tmp, dir, name) < 0 || fsync(dir) < 0)
+        /* Not synced: an adopting gloved needs it after gloved's death (the
+         * page cache keeps it); after a host crash the session is
+         * host_restarted and its receipt carries no binding. */
+        if (glove_fd_write_all(fd, text, n) < 0 || renameat(dir, tmp, dir, name) < 0)
                 return glove_error_set(err, errno ? errno : EIO, "keeper.binding", "%s: %s", name, strerror(errno));
         return 0;
 }

@@ -29,9 +29,10 @@
  *                        "keeper":{"pid","start_time"},"outcome":OUTCOME|null,
  *                        "session_id","updated_at_ms","usage":USAGE,
  *                        "version":1}
- *                       at ready, at most once per second while the usage
- *                       changes, and at the end with the outcome (fsynced,
- *                       and the directory too) before ENDED is sent.
+ *                       just after READY, at most once per second while
+ *                       the usage changes, and at the end with the outcome
+ *                       (only this one fsynced, and the directory too)
+ *                       before ENDED is sent.
  *   DIR/SESSION.log     the keeper's standard error (its rare diagnostics).
  * gloved removes the three once the terminal receipt is recorded.
  *
