@@ -329,7 +329,7 @@ static void on_ready(struct glove_session *s, void *userdata) {
         struct glove_error e = { 0 };
         k->phase = PH_READY;
         const struct glove_sandbox *sb = glove_session_sandbox(s);
-        k->identity = sb ? identity_json(k, sb->pid, &e) : NULL;
+        k->identity = sb && !k->identity_unknown ? identity_json(k, sb->pid, &e) : NULL;
         if (!k->identity) {
                 glove_keeper_log(k, "not released: %s: %s", e.code ? e.code : "start.identity", e.message);
                 fail_start(k, e.code ? e.code : "start.identity");
@@ -636,8 +636,8 @@ static int setup_fds(const struct glove_keeper_args *a, const char *id) {
          * land on a descriptor still needed. */
         for (int i = 0; i < 4; i++) {
                 tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, 16) : -1;
-                if (src[i] >= 0 && tmp[i] < 0 && i < 3)
-                        return -1;
+                if (src[i] >= 0 && tmp[i] < 0)
+                        return -1; /* the audit log too: its number must be ours */
         }
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
@@ -655,8 +655,11 @@ static int setup_fds(const struct glove_keeper_args *a, const char *id) {
         if (move_to(tmp[0], FD_CHANNEL) < 0 || move_to(tmp[1], FD_LISTEN) < 0 || move_to(tmp[2], FD_DIR) < 0)
                 return -1;
         int last = FD_DIR;
-        if (tmp[3] >= 0 && move_to(tmp[3], FD_AUDIT) == FD_AUDIT)
+        if (tmp[3] >= 0) {
+                if (move_to(tmp[3], FD_AUDIT) != FD_AUDIT)
+                        return -1;
                 last = FD_AUDIT;
+        }
         close_from(last + 1);
         return 0;
 }
@@ -716,11 +719,17 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
         k->input_closed = k->desc.terminal == GLOVE_TERMINAL_STDERR ||
                           (k->desc.terminal == GLOVE_TERMINAL_PIPES && k->desc.input_closed);
         k->closed_told = k->input_closed;
+        /* Both are part of the identity a later gloved checks: without
+         * them the session never starts (an identity that cannot be
+         * verified would make a running session look like another boot's
+         * or another process's). */
         int r = glove_keeper_boot_id(k->boot_id);
         if (r < 0)
                 glove_keeper_log(k, "boot id unreadable: %s", strerror(-r));
-        if ((r = glove_keeper_proc_start_time(k->pid, &k->start_time)) < 0)
-                glove_keeper_log(k, "own start time unreadable: %s", strerror(-r));
+        int r2 = glove_keeper_proc_start_time(k->pid, &k->start_time);
+        if (r2 < 0)
+                glove_keeper_log(k, "own start time unreadable: %s", strerror(-r2));
+        k->identity_unknown = r < 0 || r2 < 0;
 
         if ((r = sd_event_new(&k->loop)) < 0) {
                 glove_keeper_log(k, "sd_event_new: %s", strerror(-r));
@@ -728,10 +737,10 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
         }
         /* listen(2) here, not in gloved: a peer's SO_PEERCRED names the
          * process that called it, and gloved checks that it is the keeper. */
-        if ((r = listen(FD_LISTEN, 4)) < 0 ||
-            (r = fcntl(FD_LISTEN, F_SETFL, fcntl(FD_LISTEN, F_GETFL) | O_NONBLOCK)) < 0 ||
+        if ((r = listen(FD_LISTEN, 4) < 0 ? -errno : 0) < 0 ||
+            (r = fcntl(FD_LISTEN, F_SETFL, fcntl(FD_LISTEN, F_GETFL) | O_NONBLOCK) < 0 ? -errno : 0) < 0 ||
             (r = sd_event_add_io(k->loop, &k->listen_src, FD_LISTEN, EPOLLIN, glove_keeper_on_listen, k)) < 0)
-                glove_keeper_log(k, "the listening socket is not served: %s", strerror(r < 0 ? -r : errno));
+                glove_keeper_log(k, "the listening socket is not served: %s", strerror(-r));
         if ((r = glove_keeper_conn_set(k, FD_CHANNEL)) < 0)
                 glove_keeper_log(k, "the channel is not served: %s", strerror(-r));
         if ((r = sd_event_add_defer(k->loop, &k->input_defer, on_input_defer, k)) >= 0)

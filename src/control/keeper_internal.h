@@ -82,6 +82,7 @@ struct glove_keeper_msg_q {
 struct glove_keeper {
         const char *id;
         const char *stem;      /* the file names' (keeper.h) */
+        bool identity_unknown; /* the boot id or the keeper's start time could not be read */
         sd_event *loop;
         struct glove_session_desc desc;
         struct glove_audit_log audit;

@@ -34,6 +34,7 @@
 #include "glove/session/session.h"
 #include "glove/supervisor/plan.h"
 #include "glove/supervisor/prepare.h"
+#include "keeper_internal.h"
 #include "runtime_internal.h"
 
 /* ---- construction ---- */
@@ -372,17 +373,21 @@ json_t *rt_cgroup_identity(struct rt_session *s, pid_t pid) {
         if (n <= 0)
                 return NULL;
         buf[n] = '\0';
-        const char *want = s->rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2 ? "0::" : ":memory:";
-        char *line = strstr(buf, want);
-        if (!line)
+        /* The keeper's reading of the same file (a v1 hierarchy whose
+         * controller list holds "memory", e.g. "4:cpu,memory:/..."). */
+        const char *path = NULL;
+        size_t path_len = 0;
+        if (glove_keeper_parse_cgroup(buf, (size_t)n, s->rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2, &path,
+                                      &path_len) < 0)
                 return NULL;
-        line += strlen(want);
-        char *end = strchr(line, '\n');
-        if (end)
-                *end = '\0';
+        char line[PATH_MAX];
+        if (path_len >= sizeof(line))
+                return NULL;
+        memcpy(line, path, path_len);
+        line[path_len] = '\0';
         const char *base = strrchr(line, '/');
         base = base ? base + 1 : line;
-        char dir[PATH_MAX + 64];
+        char dir[2 * PATH_MAX + 2];
         struct stat st;
         snprintf(dir, sizeof(dir), "%s/%s", s->rt->cgroup.parent, base);
         if (stat(dir, &st) < 0)
@@ -961,7 +966,13 @@ int glove_control_runtime_stop(struct glove_control_runtime *rt, const char *id,
         if (!st)
                 return -ENOENT;
         if (glove_control_session_state_terminal(st->state) || st->state == GLOVE_CONTROL_SESSION_STOPPING) {
-                *result = state_result(rt, id); /* idempotent */
+                /* Idempotent; a stop repeated while stopping is sent to the
+                 * keeper again (it may have missed the first). */
+                struct rt_session *again = st->state == GLOVE_CONTROL_SESSION_STOPPING ? rt_find(rt, id) : NULL;
+                if (again && again->live && again->kfd >= 0)
+                        (void)rt_link_send_json(again, GLOVE_KEEPER_STOP,
+                                                json_pack("{s:I}", "grace_ms", (json_int_t)grace_ms));
+                *result = state_result(rt, id);
                 return *result ? 0 : -ENOMEM;
         }
         /* Before the agent was released: it never starts. The session ends
@@ -1018,6 +1029,36 @@ json_t *glove_control_runtime_list(const struct glove_control_store *store) {
 
 /* ---- shutdown ---- */
 
+/* Waits, at most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS in all, for the ENDED
+ * of every live unreleased session's keeper (told ABORT), so that each is
+ * let go with nothing left behind; what arrives otherwise is dropped. */
+static void abort_wait(struct glove_control_runtime *rt) {
+        struct pollfd fds[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX];
+        struct rt_session *who[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX];
+        int64_t deadline = (int64_t)(glove_time_monotonic_us() / 1000) + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
+        for (;;) {
+                nfds_t n = 0;
+                for (struct rt_session *s = rt->sessions; s && n < GLOVE_ELEMENTSOF(fds); s = s->next)
+                        if (s->live && !s->released && !s->adopted && s->kfd >= 0 && !s->ended) {
+                                fds[n] = (struct pollfd){ .fd = s->kfd, .events = POLLIN | (s->kq ? POLLOUT : 0) };
+                                who[n++] = s;
+                        }
+                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
+                if (n == 0 || left <= 0 || poll(fds, n, (int)left) <= 0)
+                        return;
+                for (nfds_t i = 0; i < n; i++) {
+                        struct rt_session *s = who[i];
+                        if ((fds[i].revents & POLLOUT) && rt_link_flush(s) < 0)
+                                s->ended = true;
+                        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        ssize_t got = recv(s->kfd, rt_link_buf, sizeof(rt_link_buf), MSG_DONTWAIT | MSG_TRUNC);
+                        if (got <= 0 || (got > 0 && rt_link_buf[0] == GLOVE_KEEPER_ENDED))
+                                s->ended = true; /* its end (or the channel's): the receipt follows */
+                }
+        }
+}
+
 void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
         if (!rt)
                 return;
@@ -1037,12 +1078,19 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                         continue;
                 }
                 /* Not released: the start cannot complete without this
-                 * gloved's authorization. The keeper is told to end it, and
-                 * the session fails now with its receipt. */
+                 * gloved's authorization. Its keeper is told to end it (on
+                 * its channel), below all are waited for together. */
+                if (s->kfd >= 0)
+                        (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
+        }
+        abort_wait(rt);
+        for (struct rt_session *s = rt->sessions; s; s = s->next) {
+                if (!s->live || s->released || s->adopted)
+                        continue;
                 bool keeper = s->kfd >= 0;
+                if (keeper)
+                        (void)rt_link_send(s, GLOVE_KEEPER_ACK, NULL, 0);
                 rt_link_close(s);
-                if (keeper) /* waited for (bounded), so that it leaves no file */
-                        rt_keeper_abort(rt->o.config, s->stem);
                 s->ended = true;
                 struct glove_control_receipt_facts f = {
                         .started_at_ms = -1,

@@ -166,14 +166,17 @@ void rt_link_close(struct rt_session *s);
  * -EPIPE, -ENOMEM. rt_link_send_json takes o (canonical encoding). */
 int rt_link_send(struct rt_session *s, char type, const void *payload, size_t len);
 int rt_link_send_json(struct rt_session *s, char type, json_t *o);
+/* Sends what is queued towards s's keeper: 0, or -errno when the channel
+ * broke. */
+int rt_link_flush(struct rt_session *s);
 /* One message from s's keeper; false when s's channel ended in it. */
 bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n);
 /* s's channel on the loop (HELLO unless adopted, which said it already). */
 int rt_link_attach(struct rt_session *s, struct glove_error *err);
 /* The receive buffer of the loop thread (one message). */
 extern uint8_t rt_link_buf[GLOVE_KEEPER_MSG_MAX];
-/* One message within timeout_ms: its length, 0 at the end or the deadline,
- * -EMSGSIZE, -errno. */
+/* One message within timeout_ms: its length, 0 at the end of the channel,
+ * -ETIMEDOUT at the deadline, -EMSGSIZE, -errno. */
 ssize_t rt_link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms);
 /* A JSON object of n bytes (new reference), or NULL. */
 json_t *rt_json_object(const uint8_t *p, size_t n);

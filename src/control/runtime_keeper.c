@@ -93,7 +93,7 @@ void rt_link_close(struct rt_session *s) {
 }
 
 /* Sends what is queued; 0, or -errno when the channel broke. */
-static int link_flush(struct rt_session *s) {
+int rt_link_flush(struct rt_session *s) {
         while (s->kq) {
                 struct kmsg *m = s->kq;
                 ssize_t n = send(s->kfd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -122,7 +122,11 @@ int rt_link_send(struct rt_session *s, char type, const void *payload, size_t le
                 return -ENOTCONN;
         if (len + 1 > GLOVE_KEEPER_MSG_MAX)
                 return -EMSGSIZE;
-        if (s->kq_bytes + len + 1 > GLOVE_CONTROL_RUNTIME_KEEPER_QUEUE_MAX)
+        /* The bound holds back what a client may repeat (input, resize,
+         * signals); the one-shot commands that end or release a session
+         * always go. */
+        bool bounded = type == GLOVE_KEEPER_INPUT || type == GLOVE_KEEPER_RESIZE || type == GLOVE_KEEPER_SIGNAL;
+        if (bounded && s->kq_bytes + len + 1 > GLOVE_CONTROL_RUNTIME_KEEPER_QUEUE_MAX)
                 return -ENOBUFS;
         struct kmsg *m = malloc(sizeof(*m) + len + 1);
         if (!m)
@@ -135,7 +139,7 @@ int rt_link_send(struct rt_session *s, char type, const void *payload, size_t le
         *s->kq_tail = m;
         s->kq_tail = &m->next;
         s->kq_bytes += m->len;
-        return link_flush(s) < 0 ? -EPIPE : 0;
+        return rt_link_flush(s) < 0 ? -EPIPE : 0;
 }
 
 int rt_link_send_json(struct rt_session *s, char type, json_t *o) {
@@ -244,7 +248,12 @@ bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
                         return false;
                 }
                 const char *phase = json_string_value(json_object_get(o, "phase"));
-                if (s->adopted && phase && strcmp(phase, "ready") == 0 && !s->released) {
+                if (s->adopted && phase && strcmp(phase, "ready") == 0 && !s->released && s->stopping) {
+                        /* Recorded stopping before it was ever released:
+                         * it never starts. */
+                        s->ready = true;
+                        (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
+                } else if (s->adopted && phase && strcmp(phase, "ready") == 0 && !s->released) {
                         /* Recorded running, never released (gloved ended
                          * between the durable gate and the release): the
                          * gate passed, the agent starts now. */
@@ -281,7 +290,7 @@ uint8_t rt_link_buf[GLOVE_KEEPER_MSG_MAX];
 static int on_link(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         (void)src;
         struct rt_session *s = userdata;
-        if ((revents & EPOLLOUT) && link_flush(s) < 0) {
+        if ((revents & EPOLLOUT) && rt_link_flush(s) < 0) {
                 rt_keeper_lost(s);
                 return 0;
         }
@@ -292,6 +301,12 @@ static int on_link(sd_event_source *src, int fd, uint32_t revents, void *userdat
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                         return 0;
+                if (n < 0 && errno != ECONNRESET && errno != EPIPE && errno != ENOTCONN) {
+                        /* ENOBUFS, ENOMEM: not the keeper's end; the next
+                         * wake-up tries again. */
+                        fprintf(stderr, "gloved: session %s: reading its keeper: %s\n", s->id, strerror(errno));
+                        return 0;
+                }
                 if (n <= 0) {
                         rt_keeper_lost(s);
                         return 0;
@@ -362,7 +377,7 @@ void rt_keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, c
         int dfd = openat(cfg->materialization_root_fd, "keepers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return;
-        static const char *const ext[] = { "sock", "status", "binding", "log" };
+        static const char *const ext[] = { "sock", "status", "status.tmp", "binding", "binding.new", "log" };
         char name[64];
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(ext) - (keep_log ? 1 : 0); i++) {
                 snprintf(name, sizeof(name), "%s.%s", stem, ext[i]);
@@ -517,6 +532,13 @@ json_t *rt_status_read(const struct glove_supervisor_runtime_config *cfg, const 
  * session is then lost: keeper.lost). Its sandbox died with it
  * (PR_SET_PDEATHSIG); the empty run cgroup goes with the sweep. */
 void rt_keeper_lost(struct rt_session *s) {
+        /* Best effort: a keeper that still lives but whose channel broke
+         * ends its sandbox (through its pidfd) rather than running on
+         * unreachable. */
+        if (s->kfd >= 0) {
+                uint8_t kill_msg = GLOVE_KEEPER_KILL;
+                (void)!send(s->kfd, &kill_msg, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
         rt_link_close(s);
         if (s->ended)
                 return;
@@ -528,24 +550,36 @@ void rt_keeper_lost(struct rt_session *s) {
         }
         s->ended = true;
         const json_t *u = json_object_get(status, "usage");
+        bool ran = s->released || s->adopted; /* adopted: recorded running */
         struct glove_control_receipt_facts f = {
-                .started_at_ms = s->released ? s->started_at_ms : -1,
+                .started_at_ms = ran ? s->started_at_ms : -1,
                 .exit_code = -1,
-                .termination = s->released ? GLOVE_CONTROL_TERM_LOST : GLOVE_CONTROL_TERM_START_FAILED,
+                .termination = ran ? GLOVE_CONTROL_TERM_LOST : GLOVE_CONTROL_TERM_START_FAILED,
                 .code = "keeper.lost",
                 .cpu_time_ms = rt_jint(u, "cpu_time_ms"),
                 .output_bytes = rt_jint(u, "output_bytes"),
                 .peak_memory_bytes = rt_jint(u, "peak_memory_bytes"),
                 .wall_time_ms = rt_jint(u, "wall_time_ms"),
         };
+        /* The end of its log, printable bytes only. */
+        char log[1024];
+        size_t loglen = 0;
         char rel[96];
         snprintf(rel, sizeof(rel), "keepers/%s.log", s->stem);
-        _cleanup_free_ char *log = NULL;
-        size_t loglen = 0;
-        (void)glove_file_read_bounded(s->rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 4096,
-                                      &log, &loglen, NULL);
+        int lfd = openat(s->rt->o.config->materialization_root_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat lst;
+        if (lfd >= 0 && fstat(lfd, &lst) == 0 && S_ISREG(lst.st_mode)) {
+                off_t from = lst.st_size > (off_t)sizeof(log) - 1 ? lst.st_size - (off_t)sizeof(log) + 1 : 0;
+                ssize_t got = pread(lfd, log, sizeof(log) - 1, from);
+                loglen = got > 0 ? (size_t)got : 0;
+                for (size_t i = 0; i < loglen; i++)
+                        if ((unsigned char)log[i] < 0x20 || (unsigned char)log[i] > 0x7e)
+                                log[i] = log[i] == '\n' ? '|' : '?';
+        }
+        if (lfd >= 0)
+                close(lfd);
         fprintf(stderr, "gloved: session %s: keeper.lost: its keeper (pid %d) ended without an outcome%s%.*s\n", s->id,
-                (int)s->keeper_pid, loglen ? "; its log: " : "", (int)loglen, log ? log : "");
+                (int)s->keeper_pid, loglen ? "; the end of its log: " : "", (int)loglen, log);
         rt_keep_transcript(s);
         free(s->mir);
         s->mir = NULL;
@@ -579,8 +613,11 @@ static int binding_write(struct rt_session *s, struct glove_error *err) {
         /* Not synced: an adopting gloved needs it after gloved's death (the
          * page cache keeps it); after a host crash the session is
          * host_restarted and its receipt carries no binding. */
-        if (glove_fd_write_all(fd, text, n) < 0 || renameat(dir, tmp, dir, name) < 0)
-                return glove_error_set(err, errno ? errno : EIO, "keeper.binding", "%s: %s", name, strerror(errno));
+        if (glove_fd_write_all(fd, text, n) < 0 || renameat(dir, tmp, dir, name) < 0) {
+                int e = errno ? errno : EIO;
+                (void)unlinkat(dir, tmp, 0);
+                return glove_error_set(err, e, "keeper.binding", "%s: %s", name, strerror(e));
+        }
         return 0;
 }
 
@@ -610,6 +647,13 @@ static void keeper_ready(struct rt_session *s, const json_t *id) {
         if (!ok) {
                 glove_error_set(&e, EACCES, "start.authorization_expired",
                                 "the start authorization expired or does not match the session");
+                goto fail;
+        }
+        char boot[37] = "";
+        const char *id_boot = json_string_value(json_object_get(id, "boot_id"));
+        if (!id || glove_keeper_boot_id(boot) < 0 || !id_boot || strcmp(id_boot, boot) != 0 ||
+            !rt_jint(json_object_get(id, "keeper"), "start_time")) {
+                glove_error_set(&e, EIO, "start.identity", "the keeper's identity (boot id, start time) is incomplete");
                 goto fail;
         }
         pid_t pid = (pid_t)rt_jint(id, "pid");
@@ -784,7 +828,7 @@ ssize_t rt_link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms) {
         struct pollfd p = { .fd = fd, .events = POLLIN };
         int r = poll(&p, 1, timeout_ms);
         if (r <= 0)
-                return r < 0 ? -errno : 0;
+                return r < 0 ? -errno : -ETIMEDOUT;
         ssize_t n = recv(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
         if (n < 0)
                 return errno == EAGAIN ? 0 : -errno;

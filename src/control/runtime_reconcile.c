@@ -216,11 +216,13 @@ static int adopt(struct glove_control_runtime *rt, const struct glove_control_se
         int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
         for (;;) {
                 int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
-                ssize_t got = left > 0 ? rt_link_recv_wait(fd, rt_link_buf, sizeof(rt_link_buf), (int)left) : 0;
-                if (got == -EMSGSIZE)
+                ssize_t got = left > 0 ? rt_link_recv_wait(fd, rt_link_buf, sizeof(rt_link_buf), (int)left) : -ETIMEDOUT;
+                if (got == -EMSGSIZE || got == -EINTR)
                         continue;
+                if (got == -ETIMEDOUT || got == -EAGAIN)
+                        break; /* slow, not gone (verified above): its STATE comes on the loop */
                 if (got <= 0) {
-                        /* Silent or gone: as a keeper that died. */
+                        /* The channel ended: the keeper died just now. */
                         rt_keeper_lost(s);
                         return 0;
                 }
@@ -337,6 +339,21 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         if (fd >= 0)
                 close(fd);
         if (keeper_alive && !keeper_same) {
+                /* The keeper ended and its pid was reused: an outcome it
+                 * wrote (its own pid and start time in it) still says how
+                 * the session ended. */
+                _cleanup_json_ json_t *st_status = rt_status_read(cfg, stem);
+                const json_t *sk = json_object_get(st_status, "keeper");
+                const json_t *sout = json_object_get(st_status, "outcome");
+                if (json_is_object(sout) && rt_jint(sk, "pid") == (uint64_t)kpid &&
+                    rt_jint(sk, "start_time") == rt_jint(k, "start_time")) {
+                        struct rt_session tmp = { .rt = rt, .started_at_ms = rt_released_at(st),
+                                                  .stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING };
+                        rt_outcome_facts(&tmp, sout, &f);
+                        reconcile_log(id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
+                                      glove_control_termination_name(f.termination));
+                        return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
+                }
                 reconcile_log(id, "reconcile.identity_mismatch",
                               "the keeper's pid %d belongs to another process (start time differs); nothing was signalled",
                               (int)kpid);

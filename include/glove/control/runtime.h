@@ -137,7 +137,8 @@ struct glove_control_runtime_options {
  * terminal transition. A mismatch signals nothing. One stderr line per
  * session ("gloved: reconcile: ID: CODE: ..."; codes in docs/recovery.md).
  * Bounded: one pass over the store; per session a few /proc reads, one
- * connect and no wait. *acted counts the sessions. Returns 0, or the first
+ * connect and at most one wait of GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS for
+ * the keeper's answer. *acted counts the sessions. Returns 0, or the first
  * -errno with err set (reconcile.boot_id, receipts.*, journal.*: that
  * session and the later ones stay as they were and are tried again at the
  * next start).
