@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer runs of every fuzz/*.c target (DESIGN.md, "fuzzing").
 #
-#   scripts/fuzz.sh short [TARGET...]   each target for 10 s (make check; 8 targets,
-#                                       2 at a time: about 70 s with the builds)
+#   scripts/fuzz.sh short [TARGET...]   each target for 10 s (make check; 7 targets,
+#                                       2 at a time: about 60 s with the builds)
 #   scripts/fuzz.sh long  [TARGET...]   each target for FUZZ_SECONDS (default 600; make fuzz)
 #
 # Each target is built into build-fuzz/ with clang

@@ -471,10 +471,28 @@ int glove_json_encode_canonical(const json_t *v, char **out, size_t *out_len,
         return 0;
 }
 
+/* Texts up to this many bytes are compared without an allocation. */
+#define CANONICAL_COMPARE_STACK 4096
+
 /* Returns 1 when data equals v's canonical encoding, 0 when it differs
  * (first differing offset in *diff), negative on encoding failure. */
 static int compare_canonical(const void *data, size_t len, const json_t *v, size_t *diff,
                              struct glove_error *err) {
+        /* The common case, text that is canonical: one dump into a buffer
+         * of the text's size (jansson returns the size it needs, so a
+         * longer encoding is seen without being written whole). */
+        if (v && len <= CANONICAL_COMPARE_STACK) {
+                struct walk w = { .check_nul = true };
+                int r = walk_value(&w, v, err);
+                if (r < 0)
+                        return r;
+                char buf[CANONICAL_COMPARE_STACK];
+                size_t n = json_dumpb(v, buf, len, CANONICAL_DUMP_FLAGS);
+                if (n == len && memcmp(buf, data, len) == 0) {
+                        *diff = len;
+                        return 1;
+                }
+        }
         _cleanup_free_ char *canon = NULL;
         size_t canon_len = 0;
         int r = glove_json_encode_canonical(v, &canon, &canon_len, err);

@@ -14,7 +14,6 @@
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
 #include "glove/base/json.h"
-#include "glove/base/json_scan.h"
 #include "glove/control/dirs.h"
 #include "glove/control/store.h"
 
@@ -74,7 +73,6 @@ static bool kind_valid(const char *s) {
 }
 
 static const char *const envelope_keys[] = { "appended_at_ms", "kind", "receipt", "sequence", "session_id", NULL };
-#define ENVELOPE_MEMBERS 5
 
 static int keep(struct glove_control_receipts *r, const void *bytes, size_t len, const uint8_t mac[32],
                 struct glove_error *err) {
@@ -97,37 +95,25 @@ static int keep(struct glove_control_receipts *r, const void *bytes, size_t len,
         return 0;
 }
 
-/* Envelopes are read without building a JSON value, as the session store's
- * records are (json_scan.h: the same texts are canonical as for jansson).
- * The receipt itself is kept as the envelope's bytes. */
 static int replay_envelope(void *userdata, uint64_t seq, const void *payload, size_t len,
                            const uint8_t tag[GLOVE_CONTROL_JOURNAL_TAG_LEN], struct glove_error *err) {
         struct glove_control_receipts *r = userdata;
-        struct glove_json_member_span m[ENVELOPE_MEMBERS];
+        _cleanup_json_ json_t *o = NULL;
         struct glove_error e = { 0 };
-        char kind[GLOVE_CONTROL_RECEIPTS_KIND_MAX + 1], sid[GLOVE_CONTROL_ID_MAX + 1];
-        const char *missing;
-        size_t members;
+        const char *kind, *sid;
         int64_t n, at;
-        if (glove_json_scan_canonical_object(payload, len, GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE, m, ENVELOPE_MEMBERS,
-                                             &members, &e) < 0)
+        json_t *body;
+        if (glove_json_decode_canonical(payload, len, GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE, GLOVE_JSON_OBJECT_ONLY, &o,
+                                        &e) < 0 ||
+            glove_json_check_keys(o, envelope_keys, NULL, &e) < 0 ||
+            glove_json_get_int(o, "sequence", NULL, 1, INT64_MAX, &n, &e) < 0 ||
+            glove_json_get_int(o, "appended_at_ms", NULL, 0, INT64_MAX, &at, &e) < 0 ||
+            glove_json_get_string(o, "kind", NULL, GLOVE_CONTROL_RECEIPTS_KIND_MAX, &kind, &e) < 0 ||
+            glove_json_get_string(o, "session_id", NULL, GLOVE_CONTROL_ID_MAX, &sid, &e) < 0 ||
+            glove_json_get_object(o, "receipt", NULL, &body, &e) < 0)
                 return glove_error_set(err, EBADMSG, "receipts.bad_record", "receipt %llu: %s", (unsigned long long)seq,
                                        e.message);
-        if (members <= ENVELOPE_MEMBERS && !glove_json_span_exact(m, members, envelope_keys, NULL, &missing) &&
-            missing)
-                return glove_error_set(err, EBADMSG, "receipts.bad_record", "receipt %llu: member %s is missing",
-                                       (unsigned long long)seq, missing);
-        if (members != ENVELOPE_MEMBERS)
-                return glove_error_set(err, EBADMSG, "receipts.bad_record",
-                                       "receipt %llu: a member an envelope does not have", (unsigned long long)seq);
-        if (!glove_json_span_int(glove_json_span_find(m, members, "sequence"), 1, &n) ||
-            !glove_json_span_int(glove_json_span_find(m, members, "appended_at_ms"), 0, &at) ||
-            !glove_json_span_is_object(glove_json_span_find(m, members, "receipt")))
-                return glove_error_set(err, EBADMSG, "receipts.bad_record", "receipt %llu: a member is malformed",
-                                       (unsigned long long)seq);
-        if (!glove_json_span_plain_string(glove_json_span_find(m, members, "kind"), kind, sizeof(kind)) ||
-            !glove_json_span_plain_string(glove_json_span_find(m, members, "session_id"), sid, sizeof(sid)) ||
-            !kind_valid(kind) || !glove_control_id_valid(sid))
+        if (!kind_valid(kind) || !glove_control_id_valid(sid))
                 return glove_error_set(err, EBADMSG, "receipts.bad_record", "receipt %llu: malformed kind or session id",
                                        (unsigned long long)seq);
         if ((uint64_t)n != seq)

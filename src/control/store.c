@@ -10,7 +10,6 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
-#include "glove/base/json_scan.h"
 #include "index.h"
 
 #define RECORD_DOMAIN "glove.session-store.record.v1"
@@ -168,53 +167,38 @@ static void session_free(struct glove_control_session *s) {
 
 /* ---- replay ---- */
 
-/* Replay reads each record without building a JSON value: the recognizer of
- * json_scan.h checks that the payload is canonical JSON and yields the
- * spans of its top-level members, which are read here. Every record's
- * string members are identifiers, digests, codes or state names, none of
- * which has a character the canonical form escapes, so a string member
- * holding an escape is malformed. The plan and the runtime identity are
- * kept as the exact bytes of their canonical encoding. */
-
-/* More members than any record kind has. */
-#define RECORD_MEMBERS_MAX 9
-
-struct record {
-        struct glove_json_member_span m[RECORD_MEMBERS_MAX];
-        size_t n;
-        uint64_t seq;
-};
+/* Replay decodes every record with jansson, strictly and canonically
+ * (glove_json_decode_canonical: decode, re-encode, compare), except the plan
+ * of a create record, which is almost all of a store's bytes. A create
+ * record's members are sorted:
+ *
+ *   {"controller_plan_digest":HEX,"created_at_ms":INT,"idempotency_key":ID,
+ *    "kind":"create","plan":PLAN,"plan_content_digest":HEX,"seq":N,
+ *    "session_id":ID}
+ *
+ * The members before the plan (a hex digest, an integer, an identifier,
+ * "create") cannot hold the text ,"plan": and those after it (a hex digest,
+ * an integer, an identifier) cannot hold ,"plan_content_digest":" so PLAN is
+ * the bytes from just after the first ,"plan": to just before the last
+ * ,"plan_content_digest":" (plan_span). The rest of the record, with PLAN
+ * replaced by {} (the envelope), is decoded and checked as the whole record
+ * would be; the plan bytes are checked by their bound, their first and last
+ * byte, the absence of NUL, and their SHA-256 against plan_content_digest.
+ * They are not decoded or re-encoded here: whoever uses the plan decodes it
+ * strictly again (start_session revalidates it against the policy). */
 
 static const char *const create_keys[] = { "controller_plan_digest", "created_at_ms", "idempotency_key", "kind",
                                            "plan", "plan_content_digest", "seq", "session_id", NULL };
-static const char *const transition_keys[] = { "at_ms", "from", "kind", "reason", "seq", "session_id", "to", NULL };
+static const char *const transition_keys[] = { "at_ms", "from", "kind", "reason", "runtime", "seq",
+                                               "session_id", "to", NULL };
+
+#define CREATE_PREFIX "{\"controller_plan_digest\":\""
+#define PLAN_START ",\"plan\":"
+#define PLAN_END ",\"plan_content_digest\":\""
+#define ENVELOPE_MAX 1024 /* a create record without its plan: 8 keys, 2 digests, 2 ids, 2 integers */
 
 static int bad(struct glove_error *err, uint64_t seq, const char *code, const char *what) {
         return glove_error_set(err, EBADMSG, code, "session store record %llu: %s", (unsigned long long)seq, what);
-}
-
-static const struct glove_json_member_span *member(const struct record *rec, const char *key) {
-        return glove_json_span_find(rec->m, rec->n, key);
-}
-
-/* Exactly the members of keys, and optional (may be NULL) or not. */
-static int check_members(const struct record *rec, const char *const keys[], const char *optional,
-                         struct glove_error *err) {
-        const char *missing;
-        if (glove_json_span_exact(rec->m, rec->n, keys, optional, &missing))
-                return 0;
-        if (missing)
-                return glove_error_set(err, EBADMSG, "store.bad_record", "session store record %llu: member %s is missing",
-                                       (unsigned long long)rec->seq, missing);
-        return bad(err, rec->seq, "store.bad_record", "the record has a member its kind does not have");
-}
-
-static bool get_string(const struct record *rec, const char *key, char *buf, size_t cap) {
-        return glove_json_span_plain_string(member(rec, key), buf, cap);
-}
-
-static bool get_int(const struct record *rec, const char *key, int64_t min, int64_t *out) {
-        return glove_json_span_int(member(rec, key), min, out);
 }
 
 static char *copy_bytes(const char *p, size_t len) {
@@ -226,40 +210,106 @@ static char *copy_bytes(const char *p, size_t len) {
         return c;
 }
 
+/* The span of PLAN in a record that begins as a create record does (see
+ * above): true and *plan, *plan_len when both markers are found in order. */
+static bool plan_span(const char *rec, size_t len, const char **plan, size_t *plan_len) {
+        if (len < sizeof(CREATE_PREFIX) - 1 || memcmp(rec, CREATE_PREFIX, sizeof(CREATE_PREFIX) - 1) != 0)
+                return false;
+        const char *a = memmem(rec, len, PLAN_START, sizeof(PLAN_START) - 1);
+        if (!a)
+                return false;
+        a += sizeof(PLAN_START) - 1;
+        const char *b = NULL, *end = rec + len;
+        for (const char *p = a; p < end && (p = memmem(p, (size_t)(end - p), PLAN_END, sizeof(PLAN_END) - 1)); p++)
+                b = p;
+        if (!b)
+                return false;
+        *plan = a;
+        *plan_len = (size_t)(b - a);
+        return true;
+}
+
+/* A decoded record: o is the record, or its envelope when plan is set. */
+struct record {
+        json_t *o;
+        const char *plan; /* the plan's bytes inside the payload, or NULL */
+        size_t plan_len;
+        uint64_t seq;
+};
+
+/* Decodes payload into rec: the envelope and the plan span of a create
+ * record, or the whole record. */
+static int record_decode(const char *payload, size_t len, struct record *rec, struct glove_error *err) {
+        struct glove_error e = { 0 };
+        const char *plan;
+        size_t plan_len;
+        if (!plan_span(payload, len, &plan, &plan_len) || len - plan_len + 2 > ENVELOPE_MAX) {
+                if (glove_json_decode_canonical(payload, len, GLOVE_CONTROL_STORE_MAX_PAYLOAD, GLOVE_JSON_OBJECT_ONLY,
+                                                &rec->o, &e) < 0)
+                        return bad(err, rec->seq, "store.bad_record", e.message);
+                return 0;
+        }
+        char env[ENVELOPE_MAX];
+        size_t head = (size_t)(plan - payload), tail = len - head - plan_len;
+        memcpy(env, payload, head);
+        memcpy(env + head, "{}", 2);
+        memcpy(env + head + 2, plan + plan_len, tail);
+        if (glove_json_decode_canonical(env, head + 2 + tail, ENVELOPE_MAX, GLOVE_JSON_OBJECT_ONLY, &rec->o, &e) < 0)
+                return bad(err, rec->seq, "store.bad_record", e.message);
+        rec->plan = plan;
+        rec->plan_len = plan_len;
+        return 0;
+}
+
 static int replay_create(struct glove_control_store *st, const struct record *rec, struct glove_error *err) {
-        char id[GLOVE_CONTROL_ID_MAX + 1], key[GLOVE_CONTROL_ID_MAX + 1], cd[65], pd[65], hex[65];
+        const char *id, *key, *cd, *pd;
         int64_t at;
+        json_t *plan;
         uint64_t seq = rec->seq;
-        int r = check_members(rec, create_keys, NULL, err);
-        if (r < 0)
-                return r;
-        const struct glove_json_member_span *plan = member(rec, "plan");
-        if (!get_string(rec, "session_id", id, sizeof(id)) || !get_string(rec, "idempotency_key", key, sizeof(key)) ||
-            !get_string(rec, "controller_plan_digest", cd, sizeof(cd)) ||
-            !get_string(rec, "plan_content_digest", pd, sizeof(pd)) || !glove_control_id_valid(id) ||
-            !glove_control_id_valid(key) || !glove_control_hex64_valid(cd) || !glove_control_hex64_valid(pd))
+        struct glove_error e = { 0 };
+        _cleanup_free_ char *encoded = NULL;
+        if (glove_json_check_keys(rec->o, create_keys, NULL, &e) < 0 ||
+            glove_json_get_string(rec->o, "session_id", NULL, GLOVE_CONTROL_ID_MAX, &id, &e) < 0 ||
+            glove_json_get_string(rec->o, "idempotency_key", NULL, GLOVE_CONTROL_ID_MAX, &key, &e) < 0 ||
+            glove_json_get_string(rec->o, "controller_plan_digest", NULL, 64, &cd, &e) < 0 ||
+            glove_json_get_string(rec->o, "plan_content_digest", NULL, 64, &pd, &e) < 0 ||
+            glove_json_get_int(rec->o, "created_at_ms", NULL, 0, INT64_MAX, &at, &e) < 0 ||
+            glove_json_get_object(rec->o, "plan", NULL, &plan, &e) < 0)
+                return bad(err, seq, "store.bad_record", e.message);
+        if (!glove_control_id_valid(id) || !glove_control_id_valid(key) || !glove_control_hex64_valid(cd) ||
+            !glove_control_hex64_valid(pd))
                 return bad(err, seq, "store.bad_record", "an identifier or digest is malformed");
-        if (!get_int(rec, "created_at_ms", 0, &at))
-                return bad(err, seq, "store.bad_record", "created_at_ms is not an integer >= 0");
-        if (!glove_json_span_is_object(plan))
+        const char *pb = rec->plan;
+        size_t pl = rec->plan_len;
+        if (!pb) {
+                /* Decoded whole (plan_span found no plan): the plan is its
+                 * canonical encoding, as a substring of canonical JSON is. */
+                if (glove_json_encode_canonical(plan, &encoded, &pl, &e) < 0)
+                        return bad(err, seq, "store.bad_record", e.message);
+                pb = encoded;
+        }
+        if (pl < 2 || pb[0] != '{' || pb[pl - 1] != '}')
                 return bad(err, seq, "store.bad_record", "the plan is not an object");
         if (lookup(st, &st->by_id, id) || lookup(st, &st->by_key, key))
                 return bad(err, seq, "store.duplicate_session", "the session id or idempotency key already exists");
-        if (plan->value_len > GLOVE_CONTROL_STORE_PLAN_MAX)
+        if (pl > GLOVE_CONTROL_STORE_PLAN_MAX)
                 return bad(err, seq, "store.bad_record", "the plan is larger than its bound");
-        r = plan_digest(st, plan->value, plan->value_len, hex, err);
+        if (memchr(pb, '\0', pl))
+                return bad(err, seq, "store.bad_record", "the plan holds a NUL byte");
+        char hex[65];
+        int r = plan_digest(st, pb, pl, hex, err);
         if (r < 0)
                 return r;
         if (strcmp(hex, pd) != 0)
                 return bad(err, seq, "store.digest_mismatch", "the plan does not hash to its plan_content_digest");
         struct glove_control_session *s = calloc(1, sizeof(*s));
-        if (!s || !(s->plan = copy_bytes(plan->value, plan->value_len))) {
+        if (!s || !(s->plan = copy_bytes(pb, pl))) {
                 session_free(s);
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         }
-        s->plan_len = plan->value_len;
-        memcpy(s->session_id, id, sizeof(id));
-        memcpy(s->idempotency_key, key, sizeof(key));
+        s->plan_len = pl;
+        snprintf(s->session_id, sizeof(s->session_id), "%s", id);
+        snprintf(s->idempotency_key, sizeof(s->idempotency_key), "%s", key);
         memcpy(s->controller_plan_digest, cd, 65);
         memcpy(s->plan_content_digest, pd, 65);
         s->created_at_ms = at;
@@ -291,41 +341,46 @@ static void record_transition(struct glove_control_session *s, enum glove_contro
 }
 
 static int replay_transition(struct glove_control_store *st, const struct record *rec, struct glove_error *err) {
-        char id[GLOVE_CONTROL_ID_MAX + 1], from[16], to[16], reason[GLOVE_CONTROL_REASON_MAX + 1];
+        const char *id, *from, *to, *reason;
         int64_t at;
         uint64_t seq = rec->seq;
         struct glove_error e = { 0 };
         enum glove_control_session_state f, t;
-        int r = check_members(rec, transition_keys, "runtime", err);
-        if (r < 0)
-                return r;
-        if (!get_string(rec, "session_id", id, sizeof(id)) || !get_string(rec, "from", from, sizeof(from)) ||
-            !get_string(rec, "to", to, sizeof(to)) || !get_string(rec, "reason", reason, sizeof(reason)) ||
-            !get_int(rec, "at_ms", 0, &at) || glove_control_session_state_parse(from, &f, &e) < 0 ||
-            glove_control_session_state_parse(to, &t, &e) < 0)
-                return bad(err, seq, "store.bad_record", "a member is malformed");
+        _cleanup_free_ char *identity = NULL;
+        size_t identity_len = 0;
+        if (glove_json_check_keys(rec->o, transition_keys, NULL, &e) < 0 ||
+            glove_json_get_string(rec->o, "session_id", NULL, GLOVE_CONTROL_ID_MAX, &id, &e) < 0 ||
+            glove_json_get_string(rec->o, "from", NULL, 16, &from, &e) < 0 ||
+            glove_json_get_string(rec->o, "to", NULL, 16, &to, &e) < 0 ||
+            glove_json_get_string(rec->o, "reason", NULL, GLOVE_CONTROL_REASON_MAX, &reason, &e) < 0 ||
+            glove_json_get_int(rec->o, "at_ms", NULL, 0, INT64_MAX, &at, &e) < 0 ||
+            glove_control_session_state_parse(from, &f, &e) < 0 || glove_control_session_state_parse(to, &t, &e) < 0)
+                return bad(err, seq, "store.bad_record", e.message);
         if (!reason_valid(reason))
                 return bad(err, seq, "store.bad_record", "the reason is not a stable code");
-        const struct glove_json_member_span *runtime = member(rec, "runtime");
+        json_t *runtime = json_object_get(rec->o, "runtime");
         if (runtime && t != GLOVE_CONTROL_SESSION_RUNNING)
                 return bad(err, seq, "store.bad_record", "a runtime identity on a transition to another state than running");
-        if (runtime && (!glove_json_span_is_object(runtime) || runtime->value_len > GLOVE_CONTROL_STORE_RUNTIME_MAX))
-                return bad(err, seq, "store.bad_record", "the runtime identity is not an object within its bound");
+        if (runtime) {
+                /* The record is canonical, so the member's canonical
+                 * encoding is its bytes in the record. */
+                if (!json_is_object(runtime) || glove_json_encode_canonical(runtime, &identity, &identity_len, &e) < 0 ||
+                    identity_len > GLOVE_CONTROL_STORE_RUNTIME_MAX)
+                        return bad(err, seq, "store.bad_record",
+                                   "the runtime identity is not an object within its bound");
+        }
         struct glove_control_session *s = lookup(st, &st->by_id, id);
         if (!s)
                 return bad(err, seq, "store.unknown_session", "a transition of a session that was never created");
         if (s->state != f || glove_control_session_transition_check(f, t, &e) != 1)
                 return bad(err, seq, "store.bad_transition", "a transition the lifecycle does not allow");
-        r = history_room(s, err);
+        int r = history_room(s, err);
         if (r < 0)
                 return r;
-        if (runtime) {
-                char *copy = copy_bytes(runtime->value, runtime->value_len);
-                if (!copy)
-                        return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
+        if (identity) {
                 free(s->runtime);
-                s->runtime = copy;
-                s->runtime_len = runtime->value_len;
+                s->runtime = TAKE_PTR(identity);
+                s->runtime_len = identity_len;
         }
         record_transition(s, t, reason, at, seq);
         return 0;
@@ -337,22 +392,21 @@ static int replay_record(void *userdata, uint64_t seq, const void *payload, size
         struct glove_control_store *st = userdata;
         struct record rec = { .seq = seq };
         struct glove_error e = { 0 };
-        char kind[16];
+        const char *kind;
         int64_t n;
-        if (glove_json_scan_canonical_object(payload, len, GLOVE_CONTROL_STORE_MAX_PAYLOAD, rec.m,
-                                             RECORD_MEMBERS_MAX, &rec.n, &e) < 0)
+        int r = record_decode(payload, len, &rec, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_t *o = rec.o;
+        if (glove_json_get_string(o, "kind", NULL, 16, &kind, &e) < 0 ||
+            glove_json_get_int(o, "seq", NULL, 1, INT64_MAX, &n, &e) < 0)
                 return bad(err, seq, "store.bad_record", e.message);
-        if (rec.n > RECORD_MEMBERS_MAX)
-                return bad(err, seq, "store.bad_record", "the record has more members than any kind has");
-        if (!get_string(&rec, "kind", kind, sizeof(kind)))
-                return bad(err, seq, "store.bad_record", "kind is not a short string");
-        if (!get_int(&rec, "seq", 1, &n))
-                return bad(err, seq, "store.bad_record", "seq is not an integer >= 1");
         if ((uint64_t)n != seq)
                 return bad(err, seq, "store.sequence", "the record's seq is not its position in the journal");
-        int r;
         if (strcmp(kind, "create") == 0)
                 r = replay_create(st, &rec, err);
+        else if (rec.plan)
+                r = bad(err, seq, "store.bad_record", "a plan on a record that is not a create");
         else if (strcmp(kind, "transition") == 0)
                 r = replay_transition(st, &rec, err);
         else
@@ -420,13 +474,13 @@ int glove_control_store_replay_bytes(const void *data, size_t len, struct glove_
 
 /* ---- runtime ---- */
 
-/* Appends record o. A record that replay would refuse is never written:
- * one the encoder or replay's recognizer refuses (a plan or runtime identity
- * nested as deep as the bound, which the record around it exceeds) is
- * refused with refuse_code. */
+/* Appends record o. A record that replay would refuse is never written: one
+ * the canonical encoder refuses (a plan or runtime identity nested as deep
+ * as the bound, which the record around it exceeds; replay's decoder counts
+ * the same nesting) is refused with refuse_code. */
 static int append_json(struct glove_control_store *st, json_t *o, const char *refuse_code, struct glove_error *err) {
         _cleanup_free_ char *bytes = NULL;
-        size_t len = 0, members;
+        size_t len = 0;
         struct glove_error e = { 0 };
         if (!o)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
@@ -435,8 +489,6 @@ static int append_json(struct glove_control_store *st, json_t *o, const char *re
         int r = glove_json_encode_canonical(o, &bytes, &len, &e);
         if (r == -ENOMEM)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
-        if (r == 0)
-                r = glove_json_scan_canonical_object(bytes, len, len, NULL, 0, &members, &e);
         if (r < 0)
                 return glove_error_set(err, EINVAL, refuse_code, "the record would not replay: %s", e.message);
         r = glove_control_journal_append(st->journal, bytes, len, NULL, NULL, err);

@@ -25,23 +25,54 @@
  * is a random store id. Bounds: 64 MiB and 10 000 records (creates and
  * transitions together); the bound is an error (journal.full), never a drop.
  * "plan" is the plan object whose canonical encoding is the exact plan bytes
- * that were validated; replay re-encodes it and checks plan_content_digest.
+ * that were validated (create decodes them strictly and canonically), and
+ * plan_content_digest is their SHA-256.
  *
  * Replay is strict: the store refuses to open (and rewrites nothing) on any
  * journal.* error of journal.h (including journal.truncated for an
  * incomplete last record), or on a record that is not canonical JSON with
- * exactly the fields above (store.bad_record; so is a "runtime" member on a
+ * exactly the fields above (for a create record: apart from the plan's
+ * bytes, which are checked as said below) (store.bad_record; so is a
+ * "runtime" member on a
  * transition to another state than running, or one that is not an object
  * within its bound), whose seq is not its position
  * (store.sequence), that creates an existing session id or key
  * (store.duplicate_session), or that makes a transition the state machine
  * forbids or from a state the session is not in (store.bad_transition), or
  * whose session is unknown (store.unknown_session), or whose plan does not
- * hash to its plan_content_digest (store.digest_mismatch). Records are read
- * without building JSON values (glove/base/json_scan.h, which accepts
- * exactly the canonical texts jansson does); a full store (10 000 records,
- * about 11 MB of 1 KiB plans) replays in tens of milliseconds, most of it
- * the two SHA-256 passes (chain and plan digest) over the bytes.
+ * hash to its plan_content_digest (store.digest_mismatch).
+ *
+ * How replay reads a record: jansson decodes it strictly and checks that it
+ * is canonical by encoding it again and comparing the bytes
+ * (glove_json_decode_canonical) -- the whole record for a transition
+ * (the runtime identity with it), and for a create record everything but
+ * the plan. A create record's members are sorted, and those before "plan"
+ * (a digest, an integer, an identifier, "create") cannot contain the text
+ * ,"plan": nor those after it (a digest, an integer, an identifier) the
+ * text ,"plan_content_digest":" so the plan's bytes are those from just
+ * after the first ,"plan": to just before the last ,"plan_content_digest":"
+ * and the record without them, with {} in their place (the envelope, a few
+ * hundred bytes), is decoded and checked member by member exactly as the
+ * whole record would be. Since none of the envelope's strings can hold a
+ * quote, its "plan":{} is the plan member, so the record is exactly the
+ * checked envelope with the plan bytes as the plan's value. The plan bytes
+ * themselves are checked for their bound (store.bad_record above
+ * GLOVE_CONTROL_STORE_PLAN_MAX), for starting with '{' and ending with '}',
+ * for holding no NUL byte (store.bad_record) and for hashing to
+ * plan_content_digest (store.digest_mismatch); they are not decoded or
+ * re-encoded at replay. That is as strong as decoding them: the digest is
+ * the one create recorded over the canonical plan bytes it had validated,
+ * and the chain and the seal cover the whole record, so bytes other than
+ * those validated need a writer that recomputes digest, chain and seal,
+ * who could as well write any canonical plan (the chain is unkeyed: the
+ * state directory's owner and mode protect the store). And the plan is
+ * decoded strictly again wherever it is used: start_session validates it
+ * against the current policy before anything is launched, and cleanup and
+ * the reconciler decode it canonically through the supervisor. A record in which the
+ * two texts are not found, or whose envelope would be larger than any
+ * create's, is decoded whole. Replay of a full store (10 000 records,
+ * about 11 MB of 1 KiB plans) is two SHA-256 passes over the bytes (chain
+ * and plan digest) and 10 000 small jansson decodes.
  *
  * Runtime codes: store.invalid_id (a session id or idempotency key outside
  * the identifier charset), store.invalid_digest (not 64 lowercase hex),

@@ -534,6 +534,98 @@ static void test_semantic_replay_errors(void **state) {
         glove_control_store_close(st);
 }
 
+/* A create record with plan bytes plan[0..plan_len) hashed into its
+ * plan_content_digest (digest NULL) or with the given digest; envelope
+ * members as written by the store, with sep between "kind" and "plan". */
+static char *create_record(const char *plan, size_t plan_len, const char *digest, const char *sep) {
+        char hex[65];
+        if (!digest) {
+                uint8_t d[32];
+                assert_int_equal(glove_digest_sha256(plan, plan_len, d, NULL), 0);
+                glove_digest_hex_encode(d, 32, hex, 65);
+                digest = hex;
+        }
+        static const char head[] = "{\"controller_plan_digest\":\"" CDIGEST "\",\"created_at_ms\":1,"
+                                   "\"idempotency_key\":\"k1\",\"kind\":\"create\"";
+        char tail[160];
+        snprintf(tail, sizeof(tail), ",\"plan_content_digest\":\"%s\",\"seq\":1,\"session_id\":\"s1\"}", digest);
+        size_t n = strlen(head) + strlen(sep) + 8 + plan_len + strlen(tail);
+        char *r = malloc(n + 1);
+        assert_non_null(r);
+        snprintf(r, n + 1, "%s%s,\"plan\":", head, sep);
+        size_t at = strlen(r);
+        memcpy(r + at, plan, plan_len);
+        memcpy(r + at + plan_len, tail, strlen(tail) + 1);
+        return r;
+}
+
+/* Replay takes the plan's bytes from between the first ,"plan": and the last
+ * ,"plan_content_digest":" and checks the record around them with jansson:
+ * plans that hold those texts themselves replay byte for byte; plan bytes
+ * that are not an object, hold a NUL, exceed the bound or do not hash to
+ * the digest, and envelopes that are not canonical, are refused. */
+static void test_plan_bytes_at_replay(void **state) {
+        struct fixture *f = *state;
+        static const char *const good[] = {
+                "{\"a\":1,\"plan\":2}",
+                "{\"a\":1,\"plan_content_digest\":\"x\",\"seq\":1}",
+                "{\"a\":{\"b\":1,\"plan\":{\"c\":\",\\\"plan\\\":\"}},\"plan_content_digest\":\"" CDIGEST "\"}",
+        };
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                char *rec = create_record(good[i], strlen(good[i]), NULL, "");
+                const char *p[] = { rec };
+                unlink(f->path);
+                unlink(f->seal);
+                write_records(f, p, 1);
+                struct glove_control_store *st = NULL;
+                struct glove_error e = { 0 };
+                if (glove_control_store_open(f->path, geteuid(), &st, NULL, &e) < 0)
+                        fail_msg("good plan %zu refused: %s: %s", i, e.code, e.message);
+                const struct glove_control_session *s = glove_control_store_find(st, "s1");
+                assert_non_null(s);
+                assert_int_equal(s->plan_len, strlen(good[i]));
+                assert_memory_equal(s->plan, good[i], s->plan_len + 1);
+                glove_control_store_close(st);
+                free(rec);
+        }
+        static char big[GLOVE_CONTROL_STORE_PLAN_MAX + 2];
+        size_t n = GLOVE_CONTROL_STORE_PLAN_MAX + 1;
+        memset(big, 'x', n);
+        memcpy(big, "{\"a\":\"", 6);
+        memcpy(big + n - 2, "\"}", 2);
+        struct {
+                const char *plan;
+                size_t len;
+                const char *digest, *sep, *code;
+        } cases[] = {
+                { "[1]", 3, NULL, "", "store.bad_record" },
+                { "\"{}\"", 4, NULL, "", "store.bad_record" },
+                { "{\"a\":1", 6, NULL, "", "store.bad_record" },
+                { "{\"a\":\"\0\"}", 9, NULL, "", "store.bad_record" },
+                { big, n, NULL, "", "store.bad_record" },
+                { PLAN1, strlen(PLAN1), PD1, "", "store.digest_mismatch" },
+                { PLAN1, strlen(PLAN1), NULL, " ", "store.bad_record" },             /* envelope not canonical */
+                { PLAN1, strlen(PLAN1), NULL, ",\"x\":1", "store.bad_record" },      /* a member too many */
+                { PLAN1, strlen(PLAN1), "0123", "", "store.bad_record" },            /* a short digest */
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *rec = create_record(cases[i].plan, cases[i].len, cases[i].digest, cases[i].sep);
+                unlink(f->path);
+                unlink(f->seal);
+                struct glove_control_journal *j = NULL;
+                struct glove_control_journal_open_options o = { .path = f->path, .owner = geteuid() };
+                assert_int_equal(glove_control_journal_open(&glove_control_store_format, &o, NULL, NULL, &j, NULL, NULL),
+                                 0);
+                size_t len = strlen(rec);
+                if (cases[i].len != strlen(cases[i].plan)) /* a NUL inside: the record's length from its parts */
+                        len = strlen(rec) + strlen(rec + strlen(rec) + 1) + 1;
+                assert_int_equal(glove_control_journal_append(j, rec, len, NULL, NULL, NULL), 0);
+                glove_control_journal_close(j);
+                expect_refused(f, cases[i].code, "plan bytes case", i);
+                free(rec);
+        }
+}
+
 /* ---- the runtime identity on the transition to running ---- */
 
 #define RUNTIME1 "{\"boot_id\":\"b\",\"keeper\":{\"pid\":7,\"socket\":\"keepers/s1.sock\"},\"pid\":42}"
@@ -738,6 +830,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_grow_externally, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_torn_tail_past_seal_is_recovered, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_semantic_replay_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plan_bytes_at_replay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_second_writer_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_recorded_and_replayed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_refused_at_append, setup, teardown),
