@@ -102,7 +102,10 @@ struct rt_session {
         uint64_t credit;          /* input bytes the keeper takes now */
         bool input_closed;
         bool ready, released, adopted, ended;
-        bool released_on_adopt;   /* adopted recorded running, never released: released then */
+        bool released_on_adopt;
+        bool stated;              /* a STATE came on the current channel */
+        bool adopt_told;          /* the reconciler said its line */
+        unsigned reconnects;      /* channels re-opened to a keeper that lives */   /* adopted recorded running, never released: released then */
         struct mirror *mir;
         json_t *binding;
         char binding_digest[65];

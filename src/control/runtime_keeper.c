@@ -237,6 +237,7 @@ bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
                 _cleanup_json_ json_t *o = rt_json_object(p, n);
                 if (!o)
                         return true;
+                s->stated = true;
                 json_t *k = json_object_get(o, "keeper");
                 s->keeper_pid = (pid_t)rt_jint(k, "pid");
                 s->keeper_start = rt_jint(k, "start_time");
@@ -531,16 +532,42 @@ json_t *rt_status_read(const struct glove_supervisor_runtime_config *cfg, const 
  * file says how the session ended, or what usage it last recorded (the
  * session is then lost: keeper.lost). Its sandbox died with it
  * (PR_SET_PDEATHSIG); the empty run cgroup goes with the sweep. */
-void rt_keeper_lost(struct rt_session *s) {
-        /* Best effort: a keeper that still lives but whose channel broke
-         * ends its sandbox (through its pidfd) rather than running on
-         * unreachable. */
-        if (s->kfd >= 0) {
-                uint8_t kill_msg = GLOVE_KEEPER_KILL;
-                (void)!send(s->kfd, &kill_msg, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+/* The channel of s ended but its keeper may live (another peer of the
+ * service user connected to its socket and took its one connection): a
+ * new channel through the socket, when the peer is the keeper. Returns
+ * true when s is linked again. */
+static bool keeper_relink(struct rt_session *s) {
+        uint64_t start = 0;
+        if (s->ended || s->keeper_pid <= 0 || s->reconnects >= GLOVE_CONTROL_RUNTIME_RECONNECTS_MAX ||
+            glove_keeper_proc_start_time(s->keeper_pid, &start) < 0 || start != s->keeper_start)
+                return false;
+        s->reconnects++;
+        pid_t peer = 0;
+        int fd = rt_keeper_connect(s->rt->o.config, s->stem, &peer);
+        if (fd < 0 || peer != s->keeper_pid) {
+                if (fd >= 0)
+                        close(fd);
+                return false;
         }
+        s->kfd = fd;
+        s->stated = false;
+        if ((s->rt->loop && !s->ksrc && sd_event_add_io(s->rt->loop, &s->ksrc, fd, EPOLLIN, on_link, s) < 0) ||
+            rt_link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION)) < 0) {
+                rt_link_close(s);
+                return false;
+        }
+        fprintf(stderr, "gloved: session %s: keeper.relinked: its channel ended, the keeper (pid %d) lives: linked again\n",
+                s->id, (int)s->keeper_pid);
+        return true;
+}
+
+void rt_keeper_lost(struct rt_session *s) {
+        /* A keeper that lives is linked again (keeper_relink); only one
+         * that is gone (or cannot be reached as itself) ends the session. */
         rt_link_close(s);
         if (s->ended)
+                return;
+        if (keeper_relink(s))
                 return;
         _cleanup_json_ json_t *status = rt_status_read(s->rt->o.config, s->stem);
         const json_t *out = json_object_get(status, "outcome");
@@ -585,8 +612,8 @@ void rt_keeper_lost(struct rt_session *s) {
         s->mir = NULL;
         s->auth.live = false;
         rt_finish(s, &f);
-        /* Its log stays: why it died is worth reading. */
-        rt_keeper_files_remove(s->rt->o.config, s->stem, true);
+        /* Its log's end was quoted above; nothing stays. */
+        rt_keeper_files_remove(s->rt->o.config, s->stem, false);
         glove_cgroup_sweep();
 }
 

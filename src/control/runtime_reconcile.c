@@ -206,36 +206,10 @@ static int adopt(struct glove_control_runtime *rt, const struct glove_control_se
         s->next = rt->sessions;
         rt->sessions = s;
         rt->live++;
-        /* HELLO and its STATE now, so that the one line said is the right
-         * one; the transcript and the output that follow wait in the
-         * channel for the loop. */
-        if (rt_link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION)) < 0) {
+        /* HELLO now; the STATEs of all adopted keepers are awaited
+         * together (adopt_wait), so that the one line said is the right one. */
+        if (rt_link_send_json(s, GLOVE_KEEPER_HELLO, json_pack("{s:i}", "version", GLOVE_KEEPER_VERSION)) < 0)
                 rt_keeper_lost(s);
-                return 0;
-        }
-        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
-        for (;;) {
-                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
-                ssize_t got = left > 0 ? rt_link_recv_wait(fd, rt_link_buf, sizeof(rt_link_buf), (int)left) : -ETIMEDOUT;
-                if (got == -EMSGSIZE || got == -EINTR)
-                        continue;
-                if (got == -ETIMEDOUT || got == -EAGAIN)
-                        break; /* slow, not gone (verified above): its STATE comes on the loop */
-                if (got <= 0) {
-                        /* The channel ended: the keeper died just now. */
-                        rt_keeper_lost(s);
-                        return 0;
-                }
-                bool state = rt_link_buf[0] == GLOVE_KEEPER_STATE;
-                if (!rt_link_message(s, rt_link_buf, (size_t)got) || state)
-                        break;
-        }
-        if (!s->ended && s->stopping)
-                /* gloved ended after recording stopping, maybe before the
-                 * keeper heard of it: again (the first grace is not
-                 * recorded; the default one). */
-                (void)rt_link_send_json(s, GLOVE_KEEPER_STOP,
-                                     json_pack("{s:I}", "grace_ms", (json_int_t)GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS));
         return 0;
 }
 
@@ -320,21 +294,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                         f.code = "identity.mismatch";
                         return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
                 }
-                int r = adopt(rt, st, identity, fd, err);
-                struct rt_session *s = r == 0 ? rt_find(rt, id) : NULL;
-                if (!s)
-                        return r;
-                const char *code = json_string_value(json_object_get(s->termination, "code"));
-                if (s->ended)
-                        reconcile_log(id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
-                                                                                   : "reconcile.ended_while_down",
-                                      "the keeper %d held the end of the session (receipt %llu)", (int)kpid,
-                                      (unsigned long long)s->receipt_seq);
-                else if (s->released_on_adopt)
-                        reconcile_log(id, "reconcile.released", "recorded running but never released: released now");
-                else
-                        reconcile_log(id, "reconcile.adopted", "keeper %d, PID 1 %d", (int)kpid, (int)rt_jint(identity, "pid"));
-                return 0;
+                return adopt(rt, st, identity, fd, err); /* its line comes from adopt_wait */
         }
         if (fd >= 0)
                 close(fd);
@@ -445,6 +405,70 @@ static void reconcile_orphans(struct glove_control_runtime *rt) {
         }
 }
 
+/* The STATE of every keeper adopted in this pass, awaited together (at
+ * most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS in all; a keeper slower than
+ * that is adopted all the same: its STATE is read on the loop), then one
+ * line per adopted session. */
+static void adopt_wait(struct glove_control_runtime *rt) {
+        struct pollfd fds[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX];
+        struct rt_session *who[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX];
+        int64_t deadline = (int64_t)(glove_time_monotonic_us() / 1000) + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
+        for (;;) {
+                nfds_t n = 0;
+                for (struct rt_session *s = rt->sessions; s && n < GLOVE_ELEMENTSOF(fds); s = s->next)
+                        if (s->adopted && s->live && !s->stated && s->kfd >= 0) {
+                                fds[n] = (struct pollfd){ .fd = s->kfd, .events = POLLIN };
+                                who[n++] = s;
+                        }
+                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
+                if (n == 0 || left <= 0)
+                        break;
+                int pr = poll(fds, n, (int)left);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0)
+                        break;
+                for (nfds_t i = 0; i < n; i++) {
+                        struct rt_session *s = who[i];
+                        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        ssize_t got = recv(s->kfd, rt_link_buf, sizeof(rt_link_buf), MSG_DONTWAIT | MSG_TRUNC);
+                        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (got <= 0) {
+                                rt_keeper_lost(s); /* reconnects when it lives, else ends it */
+                                continue;
+                        }
+                        if ((size_t)got > sizeof(rt_link_buf))
+                                continue;
+                        (void)rt_link_message(s, rt_link_buf, (size_t)got);
+                }
+        }
+        for (struct rt_session *s = rt->sessions; s; s = s->next) {
+                if (!s->adopted || s->adopt_told)
+                        continue;
+                s->adopt_told = true;
+                const char *code = json_string_value(json_object_get(s->termination, "code"));
+                if (s->ended)
+                        reconcile_log(s->id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
+                                                                                      : "reconcile.ended_while_down",
+                                      "the keeper %d held the end of the session (receipt %llu)", (int)s->keeper_pid,
+                                      (unsigned long long)s->receipt_seq);
+                else if (s->released_on_adopt)
+                        reconcile_log(s->id, "reconcile.released", "recorded running but never released: released now");
+                else
+                        reconcile_log(s->id, "reconcile.adopted", "keeper %d%s", (int)s->keeper_pid,
+                                      s->stated ? "" : " (its state comes later: it is slow to answer)");
+                if (!s->ended && s->stopping)
+                        /* gloved ended after recording stopping, maybe before
+                         * the keeper heard of it: again (the first grace is
+                         * not recorded; the default one). */
+                        (void)rt_link_send_json(s, GLOVE_KEEPER_STOP,
+                                                json_pack("{s:I}", "grace_ms",
+                                                          (json_int_t)GLOVE_CONTROL_RUNTIME_GRACE_DEFAULT_MS));
+        }
+}
+
 int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *acted, struct glove_error *err) {
         *acted = 0;
         char boot[37] = "";
@@ -463,6 +487,7 @@ int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *ac
                 }
                 (*acted)++;
         }
+        adopt_wait(rt);
         reconcile_orphans(rt);
         /* Run cgroups whose keeper is gone (empty: the sandbox died with it). */
         glove_cgroup_sweep();

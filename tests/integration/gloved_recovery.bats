@@ -578,3 +578,56 @@ mismatch_case() {
         receipt_is c1 '.exit_code == 0 and .started_at_ms != null'
         nothing_left
 }
+
+@test "gloved recovery: another peer of the service user taking the keeper's one connection does not lose the session: gloved links again" {
+        setup_rec
+        gd_start
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        wait_seq c1 5
+        local sock
+        sock=$(ls "$T"/mat/keepers/*.sock)
+        [ -S "$sock" ] || fail "no keeper socket: $sock"
+        # Connect as the keeper's own uid (the only one the 0700 directory
+        # lets through): the keeper takes the new connection, gloved's ends.
+        "$PY" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+time.sleep(0.5)
+s.close()' "$sock"
+        for ((i = 0; i < 100; i++)); do
+                grep -q "keeper.relinked" "$GD_ERR" && break
+                sleep 0.05
+        done
+        grep -q "gloved: session c1: keeper.relinked: " "$GD_ERR" || fail "gloved did not link again: $(cat "$GD_ERR")"
+        wait_state c1 running
+        count_ok c1 --min 20
+        wait_state c1 exited
+        receipts_ok --exact c1=exited:exit:-
+        nothing_left
+}
+
+@test "gloved recovery: a keeper slow to answer (SIGSTOP) when gloved restarts is adopted all the same; its state comes on the loop" {
+        setup_rec
+        gd_start
+        new_session c1
+        start_session c1
+        wait_state c1 running
+        wait_seq c1 5
+        local k1
+        k1=$("$PY" "$REC" keepers "$T/snap" "$T/mat")
+        [ -n "$k1" ] && [ "$(wc -l <<<"$k1")" -eq 1 ] || fail "expected one keeper, found: $k1"
+        kill -STOP "$k1"
+        gd_kill
+        gd_start
+        kill -CONT "$k1"
+        reconciled c1 adopted
+        grep -q "reconcile: c1: reconcile.adopted: .*slow to answer" "$GD_ERR" || fail "not adopted as slow: $(cat "$GD_ERR")"
+        wait_state c1 running
+        count_ok c1 --min 20
+        wait_state c1 exited
+        receipts_ok --exact c1=exited:exit:-
+        nothing_left
+}

@@ -100,6 +100,9 @@
 /* How long the reconciler waits for one keeper's answer (STATE, or ENDED
  * after ABORT), milliseconds. */
 #define GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS 3000
+/* Channels re-opened at most to a keeper that lives after its channel
+ * ended (keeper.relinked). */
+#define GLOVE_CONTROL_RUNTIME_RECONNECTS_MAX 3
 /* resize: rows and cols bounds. */
 #define GLOVE_CONTROL_RUNTIME_WINSIZE_MAX 10000
 
