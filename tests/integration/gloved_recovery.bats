@@ -445,9 +445,30 @@ mismatch_case() {
                 --pid "$a" --pid-start-time $((ast + 1000)) --keeper-pid "$b" --keeper-start-time "$bst" \
                 --cgroup-dir "$dir" --cgroup-inode $((ino + 1000))
         expect_status 0
+        if [ "${2:-}" = outcome ]; then
+                # The recorded keeper wrote how the session ended before it
+                # went (its pid now reused by b): keeper.h's status file.
+                mkdir -m 700 -p "$T/mat" "$T/mat/keepers"; chmod 700 "$T/mat"
+                local stem
+                stem=k$(printf '%s' m1 | sha256sum | cut -c1-32)
+                "$PY" -c '
+import json, sys
+pid, start, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+o = {"boot_id": open("/proc/sys/kernel/random/boot_id").read().strip(), "identity": None,
+     "keeper": {"pid": pid, "start_time": start}, "session_id": "m1", "updated_at_ms": 0, "version": 1,
+     "usage": {"cpu_time_ms": 7, "output_bytes": 3, "peak_memory_bytes": 4096, "wall_time_ms": 900},
+     "outcome": {"kind": "exited", "value": 0, "limit": None, "released": True, "cpu_time_ms": 7,
+                 "output_bytes": 3, "peak_memory_bytes": 4096, "wall_time_ms": 900}}
+open(path, "w").write(json.dumps(o, sort_keys=True, separators=(",", ":")))' "$b" "$bst" "$T/mat/keepers/$stem.status"
+                chmod 600 "$T/mat/keepers/$stem.status"
+        fi
         gd_start
-        wait_state m1 failed
-        receipt_is m1 '.termination.kind == "lost"'
+        if [ "${2:-}" = outcome ]; then
+                wait_state m1 exited
+        else
+                wait_state m1 failed
+                receipt_is m1 '.termination.kind == "lost"'
+        fi
         # Neither process got a signal, and both are alive.
         for p in "$a" "$b"; do
                 local log=$T/sig.pid
@@ -474,6 +495,15 @@ mismatch_case() {
         mismatch_case wrong
         reconciled m1 identity_mismatch
         receipts_ok --exact m1=failed:lost:identity.mismatch
+        nothing_left
+}
+
+@test "gloved recovery: a keeper that ended while gloved was down, its pid reused since: the outcome it wrote counts, and nothing is signalled" {
+        require_recovery
+        mismatch_case wrong outcome
+        reconciled m1 ended_while_down
+        receipts_ok --exact m1=exited:exit:-
+        receipt_is m1 '.exit_code == 0 and .usage.wall_time_ms == 900'
         nothing_left
 }
 
