@@ -128,6 +128,8 @@ struct rt_session {
         json_t *termination;
 };
 
+struct rt_aborts;
+
 struct glove_control_runtime {
         struct glove_control_runtime_options o;
         struct glove_cgroup_probe cgroup;
@@ -138,6 +140,7 @@ struct glove_control_runtime {
         bool shutting_down;    /* glove_control_runtime_shutdown walks the sessions */
         char why[GLOVE_CGROUP_REASON_MAX * 2 + 64];
         struct prepare_pool pool;
+        struct rt_aborts *aborts;  /* during glove_control_runtime_reconcile only */
 };
 
 
@@ -203,5 +206,17 @@ int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, st
 /* Connects to DIR/STEM.sock; the peer must be of this uid: the descriptor
  * (nonblocking) and *peer, or -errno. */
 int rt_keeper_connect(const struct glove_supervisor_runtime_config *cfg, const char *stem, pid_t *peer);
-/* ABORT to the keeper of stem, its ENDED waited for (bounded), then ACK. */
-void rt_keeper_abort(const struct glove_supervisor_runtime_config *cfg, const char *stem);
+/* HELLO and ABORT to the keeper of stem through its socket: the channel,
+ * or -1 when no keeper of this uid answers. */
+int rt_keeper_abort_start(const struct glove_supervisor_runtime_config *cfg, const char *stem);
+/* The ENDED of each channel in fds[0..n) (told ABORT) awaited together, at
+ * most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS in all (n at most
+ * GLOVE_CONTROL_RUNTIME_ABORTS_MAX), then ACK and close; fds become -1. */
+void rt_keeper_abort_wait(int *fds, size_t n);
+/* The aborts one reconciliation pass collects (stems whose files go once
+ * their keepers ended). */
+struct rt_aborts {
+        int fd[GLOVE_CONTROL_RUNTIME_ABORTS_MAX];
+        char stem[GLOVE_CONTROL_RUNTIME_ABORTS_MAX][40];
+        size_t n;
+};

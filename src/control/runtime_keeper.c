@@ -862,36 +862,71 @@ ssize_t rt_link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms) {
         return n > (ssize_t)cap ? -EMSGSIZE : n;
 }
 
-/* Tells the keeper of a session that cannot go on to end what it holds
- * (ABORT: it kills its own PID 1 through its pidfd, never a pid), waits
- * for its ENDED (at most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS) and lets it
- * go (ACK), so that it leaves no file behind once they are removed. */
-void rt_keeper_abort(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
+/* Tells the keeper of stem (through its socket) to end what it holds:
+ * HELLO and ABORT (it kills its own PID 1 through its pidfd, never a pid).
+ * Returns the channel, or -1 when no keeper of this uid answers. */
+int rt_keeper_abort_start(const struct glove_supervisor_runtime_config *cfg, const char *stem) {
         pid_t peer = 0;
-        _cleanup_close_ int fd = rt_keeper_connect(cfg, stem, &peer);
+        int fd = rt_keeper_connect(cfg, stem, &peer);
         if (fd < 0)
-                return;
+                return -1;
         static const char hello[] = "H{\"version\":1}";
         uint8_t m = GLOVE_KEEPER_ABORT;
-        if (send(fd, hello, sizeof(hello) - 1, MSG_NOSIGNAL) < 0 || send(fd, &m, 1, MSG_NOSIGNAL) < 0)
-                return;
-        int64_t deadline = glove_time_monotonic_us() / 1000 + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
+        if (send(fd, hello, sizeof(hello) - 1, MSG_NOSIGNAL) < 0 || send(fd, &m, 1, MSG_NOSIGNAL) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+void rt_keeper_abort_wait(int *fds, size_t n) {
+        struct pollfd p[GLOVE_CONTROL_RUNTIME_ABORTS_MAX];
+        bool done[GLOVE_CONTROL_RUNTIME_ABORTS_MAX] = { false };
+        if (n > GLOVE_CONTROL_RUNTIME_ABORTS_MAX)
+                n = GLOVE_CONTROL_RUNTIME_ABORTS_MAX;
+        int64_t deadline = (int64_t)(glove_time_monotonic_us() / 1000) + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
         for (;;) {
+                nfds_t k = 0;
+                size_t idx[GLOVE_CONTROL_RUNTIME_ABORTS_MAX];
+                for (size_t i = 0; i < n; i++)
+                        if (fds[i] >= 0 && !done[i]) {
+                                p[k] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+                                idx[k++] = i;
+                        }
                 int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
-                if (left <= 0)
-                        return;
-                ssize_t n = rt_link_recv_wait(fd, rt_link_buf, sizeof(rt_link_buf), (int)left);
-                if (n <= 0 && n != -EMSGSIZE)
-                        return;
-                if (n > 0 && rt_link_buf[0] == GLOVE_KEEPER_ENDED)
+                if (k == 0 || left <= 0)
                         break;
-                if (n > 0 && rt_link_buf[0] == GLOVE_KEEPER_STATE) {
-                        _cleanup_json_ json_t *o = rt_json_object(rt_link_buf + 1, (size_t)n - 1);
-                        if (json_is_object(json_object_get(o, "outcome")))
-                                break;
+                int pr = poll(p, k, (int)left);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0)
+                        break;
+                for (nfds_t j = 0; j < k; j++) {
+                        if (!(p[j].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        size_t i = idx[j];
+                        ssize_t got = recv(fds[i], rt_link_buf, sizeof(rt_link_buf), MSG_DONTWAIT | MSG_TRUNC);
+                        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (got <= 0 || (size_t)got > sizeof(rt_link_buf)) {
+                                done[i] = got <= 0;
+                                continue;
+                        }
+                        if (rt_link_buf[0] == GLOVE_KEEPER_ENDED)
+                                done[i] = true;
+                        else if (rt_link_buf[0] == GLOVE_KEEPER_STATE) {
+                                _cleanup_json_ json_t *o = rt_json_object(rt_link_buf + 1, (size_t)got - 1);
+                                done[i] = json_is_object(json_object_get(o, "outcome"));
+                        }
                 }
         }
-        m = GLOVE_KEEPER_ACK;
-        (void)!send(fd, &m, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        for (size_t i = 0; i < n; i++) {
+                if (fds[i] < 0)
+                        continue;
+                uint8_t m = GLOVE_KEEPER_ACK;
+                (void)!send(fds[i], &m, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+                close(fds[i]);
+                fds[i] = -1;
+        }
 }
 

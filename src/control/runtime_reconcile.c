@@ -129,6 +129,35 @@ static int reconcile_end(struct glove_control_runtime *rt, const struct glove_co
         return r;
 }
 
+/* ABORT now to the keeper of stem, its end awaited with the others at the
+ * end of the pass (abort_finish). */
+static void abort_later(struct glove_control_runtime *rt, const char *stem) {
+        struct rt_aborts *a = rt->aborts;
+        int fd = rt->o.config ? rt_keeper_abort_start(rt->o.config, stem) : -1;
+        if (fd < 0)
+                return;
+        if (!a || a->n >= GLOVE_CONTROL_RUNTIME_ABORTS_MAX) {
+                /* No room: ABORT went; the keeper ends on its own. */
+                close(fd);
+                return;
+        }
+        a->fd[a->n] = fd;
+        snprintf(a->stem[a->n], sizeof(a->stem[a->n]), "%s", stem);
+        a->n++;
+}
+
+/* Every aborted keeper's end awaited together, then its files removed (a
+ * keeper may write its status as it ends). */
+static void abort_finish(struct glove_control_runtime *rt) {
+        struct rt_aborts *a = rt->aborts;
+        if (!a)
+                return;
+        rt_keeper_abort_wait(a->fd, a->n);
+        for (size_t i = 0; i < a->n; i++)
+                rt_keeper_files_remove(rt->o.config, a->stem[i], false);
+        a->n = 0;
+}
+
 /* When the agent was released: the at_ms of the transition to running. */
 int64_t rt_released_at(const struct glove_control_session *s) {
         for (size_t i = 0; i < s->n_history; i++)
@@ -229,14 +258,14 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                 reconcile_log(id, "reconcile.receipt_present", "receipt %llu is there; the terminal transition is recorded",
                               (unsigned long long)seq);
                 if (cfg)
-                        rt_keeper_abort(cfg, stem);
+                        abort_later(rt, stem);
                 return reconcile_end(rt, st, identity, NULL, "reconcile.receipt_present", err);
         }
         struct glove_control_receipt_facts f = { .started_at_ms = rt_released_at(st), .exit_code = -1,
                                                  .termination = GLOVE_CONTROL_TERM_LOST };
         if (st->state == GLOVE_CONTROL_SESSION_PREPARING || st->state == GLOVE_CONTROL_SESSION_STARTING) {
                 if (cfg)
-                        rt_keeper_abort(cfg, stem);
+                        abort_later(rt, stem);
                 reconcile_log(id, "reconcile.start_interrupted", "gloved ended while the session was %s; it never started",
                               glove_control_session_state_name(st->state));
                 f.termination = GLOVE_CONTROL_TERM_START_FAILED;
@@ -397,7 +426,7 @@ static void reconcile_orphans(struct glove_control_runtime *rt) {
                 }
                 if (st && !glove_control_session_state_terminal(st->state))
                         continue; /* a session the reconciler kept as it is (an error stopped it) */
-                rt_keeper_abort(cfg, stems[i]);
+                abort_later(rt, stems[i]);
                 rt_keeper_files_remove(cfg, stems[i], false);
                 reconcile_log(st ? st->session_id : stems[i], "reconcile.orphan_removed",
                               "keeper files of a session that is %s were removed",
@@ -475,6 +504,8 @@ int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *ac
         int r = glove_keeper_boot_id(boot);
         if (r < 0)
                 return glove_error_set(err, -r, "reconcile.boot_id", "/proc/sys/kernel/random/boot_id: %s", strerror(-r));
+        struct rt_aborts *aborts = calloc(1, sizeof(*aborts));
+        rt->aborts = aborts;
         size_t n = glove_control_store_sessions(rt->o.store);
         for (size_t i = 0; i < n; i++) {
                 const struct glove_control_session *st = glove_control_store_at(rt->o.store, i);
@@ -483,12 +514,18 @@ int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *ac
                 r = reconcile_one(rt, st, boot, err);
                 if (r < 0) {
                         glove_error_prefix(err, "session %s", st->session_id);
+                        abort_finish(rt);
+                        rt->aborts = NULL;
+                        free(aborts);
                         return r;
                 }
                 (*acted)++;
         }
         adopt_wait(rt);
         reconcile_orphans(rt);
+        abort_finish(rt);
+        rt->aborts = NULL;
+        free(aborts);
         /* Run cgroups whose keeper is gone (empty: the sandbox died with it). */
         glove_cgroup_sweep();
         return 0;

@@ -100,6 +100,10 @@
 /* How long the reconciler waits for one keeper's answer (STATE, or ENDED
  * after ABORT), milliseconds. */
 #define GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS 3000
+/* Keepers told ABORT by one reconciliation pass and awaited together, at
+ * most (a pass that finds more lets the rest end by their own release
+ * deadline: GLOVE_KEEPER_RELEASE_WAIT_MS). */
+#define GLOVE_CONTROL_RUNTIME_ABORTS_MAX 64
 /* Channels re-opened at most to a keeper that lives after its channel
  * ended (keeper.relinked). */
 #define GLOVE_CONTROL_RUNTIME_RECONNECTS_MAX 3
@@ -139,9 +143,10 @@ struct glove_control_runtime_options {
  * terminal receipt (none when the journal holds it already) and its
  * terminal transition. A mismatch signals nothing. One stderr line per
  * session ("gloved: reconcile: ID: CODE: ..."; codes in docs/recovery.md).
- * Bounded: one pass over the store; per session a few /proc reads, one
- * connect and at most one wait of GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS for
- * the keeper's answer. *acted counts the sessions. Returns 0, or the first
+ * Bounded: one pass over the store; per session a few /proc reads and one
+ * connect; the keepers' answers are awaited together, at most
+ * GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS for the adopted ones' STATEs and as
+ * much for the aborted ones' ENDEDs. *acted counts the sessions. Returns 0, or the first
  * -errno with err set (reconcile.boot_id, receipts.*, journal.*: that
  * session and the later ones stay as they were and are tried again at the
  * next start).
