@@ -1029,36 +1029,6 @@ json_t *glove_control_runtime_list(const struct glove_control_store *store) {
 
 /* ---- shutdown ---- */
 
-/* Waits, at most GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS in all, for the ENDED
- * of every live unreleased session's keeper (told ABORT), so that each is
- * let go with nothing left behind; what arrives otherwise is dropped. */
-static void abort_wait(struct glove_control_runtime *rt) {
-        struct pollfd fds[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX];
-        struct rt_session *who[GLOVE_CONTROL_RUNTIME_SESSIONS_MAX];
-        int64_t deadline = (int64_t)(glove_time_monotonic_us() / 1000) + GLOVE_CONTROL_RUNTIME_ABORT_WAIT_MS;
-        for (;;) {
-                nfds_t n = 0;
-                for (struct rt_session *s = rt->sessions; s && n < GLOVE_ELEMENTSOF(fds); s = s->next)
-                        if (s->live && !s->released && !s->adopted && s->kfd >= 0 && !s->ended) {
-                                fds[n] = (struct pollfd){ .fd = s->kfd, .events = POLLIN | (s->kq ? POLLOUT : 0) };
-                                who[n++] = s;
-                        }
-                int64_t left = deadline - (int64_t)(glove_time_monotonic_us() / 1000);
-                if (n == 0 || left <= 0 || poll(fds, n, (int)left) <= 0)
-                        return;
-                for (nfds_t i = 0; i < n; i++) {
-                        struct rt_session *s = who[i];
-                        if ((fds[i].revents & POLLOUT) && rt_link_flush(s) < 0)
-                                s->ended = true;
-                        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                                continue;
-                        ssize_t got = recv(s->kfd, rt_link_buf, sizeof(rt_link_buf), MSG_DONTWAIT | MSG_TRUNC);
-                        if (got <= 0 || (got > 0 && rt_link_buf[0] == GLOVE_KEEPER_ENDED))
-                                s->ended = true; /* its end (or the channel's): the receipt follows */
-                }
-        }
-}
-
 void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
         if (!rt)
                 return;
@@ -1077,19 +1047,26 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                         rt->live--;
                         continue;
                 }
-                /* Not released: the start cannot complete without this
-                 * gloved's authorization. Its keeper is told to end it (on
-                 * its channel), below all are waited for together. */
-                if (s->kfd >= 0)
-                        (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
         }
-        abort_wait(rt);
+        /* Not released: the start cannot complete without this gloved's
+         * authorization. Each keeper is told ABORT on its channel; their
+         * ends are awaited together (rt_keeper_abort_wait, which also lets
+         * them go), then each session fails with its receipt. */
+        int fds[GLOVE_CONTROL_RUNTIME_ABORTS_MAX];
+        size_t n = 0;
+        for (struct rt_session *s = rt->sessions; s; s = s->next) {
+                if (!s->live || s->released || s->adopted || s->kfd < 0 || n >= GLOVE_ELEMENTSOF(fds))
+                        continue;
+                if (rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0) < 0 || rt_link_flush(s) < 0 || s->kq)
+                        continue; /* not told: it ends by its release deadline */
+                s->ksrc = sd_event_source_disable_unref(s->ksrc);
+                fds[n++] = s->kfd;
+                s->kfd = -1; /* the wait closes it */
+        }
+        rt_keeper_abort_wait(fds, n);
         for (struct rt_session *s = rt->sessions; s; s = s->next) {
                 if (!s->live || s->released || s->adopted)
                         continue;
-                bool keeper = s->kfd >= 0;
-                if (keeper)
-                        (void)rt_link_send(s, GLOVE_KEEPER_ACK, NULL, 0);
                 rt_link_close(s);
                 s->ended = true;
                 struct glove_control_receipt_facts f = {
@@ -1099,8 +1076,7 @@ void glove_control_runtime_shutdown(struct glove_control_runtime *rt) {
                         .code = "service.stopped",
                 };
                 rt_finish(s, &f);
-                if (keeper)
-                        rt_keeper_files_remove(rt->o.config, s->stem, false);
+                rt_keeper_files_remove(rt->o.config, s->stem, false); /* none is fine */
         }
         rt->loop = NULL;
 }

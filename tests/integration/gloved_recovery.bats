@@ -661,3 +661,27 @@ s.close()' "$sock"
         receipts_ok --exact c1=exited:exit:-
         nothing_left
 }
+
+@test "gloved recovery: SIGTERM right after start_session, at whatever step the start is: a session that ran goes on and ends with its receipt, one that did not fails (service.stopped), nothing is left" {
+        setup_rec
+        local idx
+        for ((idx = 0; idx < 6; idx++)); do
+                gd_start
+                new_session "t$idx" py-brief
+                "$GLOVE" ctl --runtime-dir "$RT" start "t$idx" >/dev/null 2>&1 &
+                sleep "0.0$((idx * 15 / 10 + 1))"
+                kill -TERM "$GD_PID"
+                wait_exit "$GD_PID" 20 || fail "gloved did not stop on SIGTERM"
+        done
+        gd_start
+        local st
+        for ((idx = 0; idx < 6; idx++)); do
+                st=$("$PY" "$LIB/sessctl.py" call "$RT" session_status "{\"session_id\":\"t$idx\"}" | jq -r .result.state)
+                # created: the SIGTERM came before the start request was read.
+                [ "$st" = created ] && continue
+                wait_state "t$idx" exited,failed
+                receipt_is "t$idx" '(.state == "exited" and .exit_code == 0) or (.state == "failed" and .termination.code == "service.stopped")'
+        done
+        [ -z "$(ls -A "$T/mat/keepers" 2>/dev/null)" ] || fail "keeper files are left: $(ls "$T/mat/keepers")"
+        nothing_left
+}
