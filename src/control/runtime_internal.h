@@ -181,9 +181,6 @@ bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n);
 int rt_link_attach(struct rt_session *s, struct glove_error *err);
 /* The receive buffer of the loop thread (one message). */
 extern uint8_t rt_link_buf[GLOVE_KEEPER_MSG_MAX];
-/* One message within timeout_ms: its length, 0 at the end of the channel,
- * -ETIMEDOUT at the deadline, -EMSGSIZE, -errno. */
-ssize_t rt_link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms);
 /* A JSON object of n bytes (new reference), or NULL. */
 json_t *rt_json_object(const uint8_t *p, size_t n);
 /* Member k of o as a non-negative integer (0 when absent or negative). */

@@ -849,19 +849,6 @@ int rt_keeper_connect(const struct glove_supervisor_runtime_config *cfg, const c
 
 /* Tells the keeper of a session that cannot go on to end what it holds
  * (ABORT: it kills its own PID 1 through its pidfd, never a pid). */
-/* Receives one keeper message within timeout_ms; its length, 0 at the
- * end of the channel or the deadline, -errno. */
-ssize_t rt_link_recv_wait(int fd, uint8_t *buf, size_t cap, int timeout_ms) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int r = poll(&p, 1, timeout_ms);
-        if (r <= 0)
-                return r < 0 ? -errno : -ETIMEDOUT;
-        ssize_t n = recv(fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC);
-        if (n < 0)
-                return errno == EAGAIN ? 0 : -errno;
-        return n > (ssize_t)cap ? -EMSGSIZE : n;
-}
-
 /* Tells the keeper of stem (through its socket) to end what it holds:
  * HELLO and ABORT (it kills its own PID 1 through its pidfd, never a pid).
  * Returns the channel, or -1 when no keeper of this uid answers. */
