@@ -24,36 +24,10 @@
 #include "glove/supervisor/prepare.h"
 #include "image.h"
 #include "internal.h"
+#include "prepare_internal.h"
 
-enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
 static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
                                                 "executable" };
-
-struct sv_mount {
-        int kind;
-        char *target;      /* owned; the path inside the sandbox */
-        char *source;      /* owned; the host path; NULL for an empty tree */
-        const char *alias; /* borrowed from the policy; NULL for launch paths */
-        bool is_dir, read_only;
-        uint64_t dev, ino, mnt_id, max_bytes;
-        int fd;            /* the pinned descriptor (O_PATH), or -1 */
-        struct sv_image *img; /* retained: owned */
-};
-
-struct glove_supervisor_launch {
-        const struct glove_supervisor_runtime_config *cfg;
-        char *session_id;
-        const char *template_id;  /* borrowed from the policy */
-        char *egress_id;          /* owned */
-        const struct sv_egress_policy *egress_policy;
-        char **argv, **envp;
-        size_t argc, envc;
-        struct glove_session_limits limits;
-        struct glove_net_policy *egress;
-        struct sv_mount *mounts;
-        size_t n_mounts, cap_mounts;
-        const char *cwd;
-};
 
 /* ---- resolution ---- */
 
@@ -79,7 +53,7 @@ static int check_restricted(const struct glove_supervisor_runtime_config *cfg, c
 }
 
 /* Resolves host path p for what (an alias or "launch path") into m. */
-static int resolve(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
+int sv_launch_resolve(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
                    struct sv_mount *m, struct glove_error *err) {
         int r = check_restricted(cfg, what, p, err);
         if (r < 0)
@@ -148,7 +122,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
         free(l);
 }
 
-static struct sv_mount *mount_new(struct glove_supervisor_launch *l, int kind, const char *target,
+struct sv_mount *sv_launch_mount_new(struct glove_supervisor_launch *l, int kind, const char *target,
                                   struct glove_error *err) {
         if (l->n_mounts == l->cap_mounts) {
                 size_t cap = l->cap_mounts ? l->cap_mounts * 2 : 8;
@@ -167,7 +141,7 @@ static struct sv_mount *mount_new(struct glove_supervisor_launch *l, int kind, c
 }
 
 /* Undoes the last mount entry (a failed resolution). */
-static void mount_drop_last(struct glove_supervisor_launch *l) {
+void sv_launch_mount_drop_last(struct glove_supervisor_launch *l) {
         struct sv_mount *m = &l->mounts[--l->n_mounts];
         mount_release(m);
         free(m->target);
@@ -175,7 +149,7 @@ static void mount_drop_last(struct glove_supervisor_launch *l) {
         free(m->img);
 }
 
-static int strv_push(char ***v, size_t *n, const char *s) {
+int sv_strv_push(char ***v, size_t *n, const char *s) {
         char **nv = realloc(*v, (*n + 2) * sizeof(**v));
         if (!nv)
                 return -ENOMEM;
@@ -202,15 +176,15 @@ static int launch_command(struct glove_supervisor_launch *l, const struct sv_tem
                 return glove_error_set(err, EINVAL, "launch.template_not_launchable",
                                        "runtime template %s has no pinned executable (a launch with executable_path)",
                                        t->id);
-        int r = strv_push(&l->argv, &l->argc, lt->executable_path);
+        int r = sv_strv_push(&l->argv, &l->argc, lt->executable_path);
         for (size_t i = 0; r >= 0 && i < lt->n_arguments; i++)
-                r = strv_push(&l->argv, &l->argc, lt->arguments[i]);
+                r = sv_strv_push(&l->argv, &l->argc, lt->arguments[i]);
         for (size_t i = 0; r >= 0 && i < lt->n_environment; i++)
-                r = strv_push(&l->envp, &l->envc, lt->environment[i]);
+                r = sv_strv_push(&l->envp, &l->envc, lt->environment[i]);
         if (r >= 0 && !env_has(lt, "HOME"))
-                r = strv_push(&l->envp, &l->envc, "HOME=" GLOVE_SUPERVISOR_AGENT_HOME);
+                r = sv_strv_push(&l->envp, &l->envc, "HOME=" GLOVE_SUPERVISOR_AGENT_HOME);
         if (r >= 0 && !env_has(lt, "TERM"))
-                r = strv_push(&l->envp, &l->envc, "TERM=" GLOVE_SUPERVISOR_DEFAULT_TERM);
+                r = sv_strv_push(&l->envp, &l->envc, "TERM=" GLOVE_SUPERVISOR_DEFAULT_TERM);
         if (r < 0)
                 return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
         return 0;
@@ -219,13 +193,13 @@ static int launch_command(struct glove_supervisor_launch *l, const struct sv_tem
 static int launch_paths(struct glove_supervisor_launch *l, const struct sv_template *t, struct glove_error *err) {
         const struct glove_supervisor_launch_template *lt = &t->launch;
         for (size_t i = 0; i < lt->n_read_only_paths; i++) {
-                struct sv_mount *m = mount_new(l, MK_RO_PATH, lt->read_only_paths[i], err);
+                struct sv_mount *m = sv_launch_mount_new(l, MK_RO_PATH, lt->read_only_paths[i], err);
                 if (!m)
                         return -ENOMEM;
                 m->read_only = true;
-                int r = resolve(l->cfg, "read_only_paths", lt->read_only_paths[i], m, err);
+                int r = sv_launch_resolve(l->cfg, "read_only_paths", lt->read_only_paths[i], m, err);
                 if (r < 0) {
-                        mount_drop_last(l);
+                        sv_launch_mount_drop_last(l);
                         return r;
                 }
         }
@@ -235,17 +209,17 @@ static int launch_paths(struct glove_supervisor_launch *l, const struct sv_templ
         for (size_t i = 0; i < lt->n_read_only_paths; i++)
                 if (glove_path_is_beneath(exe, lt->read_only_paths[i]))
                         return 0;
-        struct sv_mount *m = mount_new(l, MK_EXEC, exe, err);
+        struct sv_mount *m = sv_launch_mount_new(l, MK_EXEC, exe, err);
         if (!m)
                 return -ENOMEM;
         m->read_only = true;
-        int r = resolve(l->cfg, "executable_path", exe, m, err);
+        int r = sv_launch_resolve(l->cfg, "executable_path", exe, m, err);
         if (r < 0) {
-                mount_drop_last(l);
+                sv_launch_mount_drop_last(l);
                 return r;
         }
         if (m->is_dir) {
-                mount_drop_last(l);
+                sv_launch_mount_drop_last(l);
                 return glove_error_set(err, EINVAL, "materialize.file_type", "executable_path: %s is a directory", exe);
         }
         return 0;
@@ -344,7 +318,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                 return glove_error_set(err, EPERM, "launch.direct_write",
                                        "%s: direct_write is not supported by managed sessions", g->alias);
         }
-        struct sv_mount *m = mount_new(l, kind, al->target_path, err);
+        struct sv_mount *m = sv_launch_mount_new(l, kind, al->target_path, err);
         if (!m)
                 return -ENOMEM;
         m->alias = al->alias;
@@ -353,7 +327,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         int r = 0;
         bool empty = kind == MK_EPHEMERAL && tu->create_policy == SV_CREATE_EMPTY_DIRECTORY;
         if (kind != MK_RETAINED && !empty) {
-                r = resolve(cfg, al->alias, al->host_path, m, err);
+                r = sv_launch_resolve(cfg, al->alias, al->host_path, m, err);
                 if (r >= 0 && kind == MK_EPHEMERAL && !m->is_dir)
                         r = glove_error_set(err, EINVAL, "materialize.file_type",
                                             "%s: %s is not a directory (a copy materializes a directory)", al->alias,
@@ -364,7 +338,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                 r = check_restricted(cfg, al->alias, al->host_path, err);
         }
         if (r < 0) {
-                mount_drop_last(l);
+                sv_launch_mount_drop_last(l);
                 return r;
         }
         /* Overlaps between the resolved aliases of this launch, by path and
@@ -376,20 +350,20 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                 if (sv_paths_overlap(o->source, m->source) || (o->dev == m->dev && o->ino == m->ino)) {
                         r = glove_error_set(err, EINVAL, "materialize.overlap", "%s: %s overlaps alias %s (%s)",
                                             m->alias, m->source, o->alias, o->source);
-                        mount_drop_last(l);
+                        sv_launch_mount_drop_last(l);
                         return r;
                 }
         }
         if (kind == MK_RETAINED) {
                 m->img = calloc(1, sizeof(*m->img));
                 if (!m->img) {
-                        mount_drop_last(l);
+                        sv_launch_mount_drop_last(l);
                         return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
                 }
                 r = sv_image_create(cfg->materialization_root_fd, cfg->materialization_root, l->session_id, al->alias,
                                     m->max_bytes, cfg->agent_uid, cfg->agent_gid, m->img, err);
                 if (r < 0) {
-                        mount_drop_last(l);
+                        sv_launch_mount_drop_last(l);
                         return r;
                 }
                 m->source = strdup(m->img->mount_path);
@@ -398,7 +372,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                         (void)sv_image_release(m->img, NULL);
                         (void)sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, l->session_id,
                                                al->alias, true, NULL);
-                        mount_drop_last(l);
+                        sv_launch_mount_drop_last(l);
                         return glove_error_set(err, -r, "materialize.mount", "%s: the mounted image cannot be opened",
                                                al->alias);
                 }

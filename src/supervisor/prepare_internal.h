@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/* A prepared launch's private shape, shared by the files of the launch
+ * preparation (prepare.c and the adapter, bundle and lease parts). */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "glove/session/session.h"
+#include "glove/supervisor/prepare.h"
+
+enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
+
+struct sv_mount {
+        int kind;
+        char *target;      /* owned; the path inside the sandbox */
+        char *source;      /* owned; the host path; NULL for an empty tree */
+        const char *alias; /* borrowed from the policy; NULL for launch paths */
+        bool is_dir, read_only;
+        uint64_t dev, ino, mnt_id, max_bytes;
+        int fd;            /* the pinned descriptor (O_PATH), or -1 */
+        struct sv_image *img; /* retained: owned */
+};
+
+struct glove_supervisor_launch {
+        const struct glove_supervisor_runtime_config *cfg;
+        char *session_id;
+        const char *template_id;  /* borrowed from the policy */
+        char *egress_id;          /* owned */
+        const struct sv_egress_policy *egress_policy;
+        char **argv, **envp;
+        size_t argc, envc;
+        struct glove_session_limits limits;
+        struct glove_net_policy *egress;
+        struct sv_mount *mounts;
+        size_t n_mounts, cap_mounts;
+        const char *cwd;
+};
+
+
+/* Resolves host path p (what names it in messages: an alias, "read_only_paths")
+ * into m by descriptor from "/", never following a link; checks the
+ * restricted roots. Fills m->source, is_dir, dev, ino, mnt_id, fd. Returns 0
+ * or -errno with err set (materialize.*, launch.no_memory). */
+int sv_launch_resolve(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
+                      struct sv_mount *m, struct glove_error *err);
+
+/* Appends a zeroed mount of kind at target (copied; fd -1) to l; NULL with
+ * err set (launch.no_memory) on allocation failure. */
+struct sv_mount *sv_launch_mount_new(struct glove_supervisor_launch *l, int kind, const char *target,
+                                     struct glove_error *err);
+
+/* Releases and removes the last mount appended. */
+void sv_launch_mount_drop_last(struct glove_supervisor_launch *l);
+
+/* Appends a copy of s to the NULL-terminated vector *v of *n entries.
+ * Returns 0 or -ENOMEM. */
+int sv_strv_push(char ***v, size_t *n, const char *s);
