@@ -373,3 +373,36 @@ int glove_bundle_load(int root_fd, const char *digest, uid_t owner, struct glove
         *out = b;
         return 0;
 }
+
+/* ---- the skills-projection digest ---- */
+
+static int put_u32(struct glove_digest_sha256 *h, uint32_t v, struct glove_error *err) {
+        uint8_t be[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
+        return glove_digest_sha256_update(h, be, sizeof(be), err);
+}
+
+static int put_str(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
+        size_t n = strlen(s);
+        int r = put_u32(h, (uint32_t)n, err);
+        return r < 0 ? r : glove_digest_sha256_update(h, s, n, err);
+}
+
+int glove_bundle_skills_digest(const char *skills_dir, const struct glove_bundle_skill_ref *skills, size_t n,
+                               char out[GLOVE_DIGEST_SHA256_HEX_LEN + 1], struct glove_error *err) {
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *h = NULL;
+        int r = glove_digest_sha256_init(&h, err);
+        r = r < 0 ? r : put_str(h, "glove.skills-projection", err);
+        r = r < 0 ? r : put_str(h, skills_dir, err);
+        r = r < 0 ? r : put_u32(h, (uint32_t)n, err);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = put_str(h, skills[i].key, err);
+                r = r < 0 ? r : put_str(h, skills[i].path, err);
+                r = r < 0 ? r : put_str(h, skills[i].content_digest, err);
+        }
+        uint8_t d[GLOVE_DIGEST_SHA256_LEN];
+        r = r < 0 ? r : glove_digest_sha256_final(h, d, err);
+        if (r < 0)
+                return r;
+        glove_digest_hex_encode(d, sizeof(d), out, GLOVE_DIGEST_SHA256_HEX_LEN + 1);
+        return 0;
+}

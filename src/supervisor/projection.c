@@ -13,15 +13,12 @@
 #include <string.h>
 
 #include "glove/base/cleanup.h"
-#include "glove/base/digest.h"
 #include "glove/container/mount_plan.h"
 #include "glove/supervisor/adapter.h"
 #include "glove/supervisor/bundle.h"
 #include "glove/supervisor/prepare.h"
 #include "internal.h"
 #include "prepare_internal.h"
-
-#define SKILLS_DOMAIN "glove.skills-projection"
 
 static int no_memory(struct glove_error *err) {
         return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
@@ -156,35 +153,17 @@ static int cmp_skill(const void *a, const void *b) {
         return strcmp(((const struct sv_skill *)a)->key, ((const struct sv_skill *)b)->key);
 }
 
-static int put_u32(struct glove_digest_sha256 *h, uint32_t v, struct glove_error *err) {
-        uint8_t be[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
-        return glove_digest_sha256_update(h, be, sizeof(be), err);
-}
-
-static int put_str(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
-        size_t n = strlen(s);
-        int r = put_u32(h, (uint32_t)n, err);
-        return r < 0 ? r : glove_digest_sha256_update(h, s, n, err);
-}
-
 /* docs/digests.md, "skills_projection_digest". */
 static int skills_digest(struct glove_supervisor_launch *l, struct glove_error *err) {
-        _cleanup_digest_sha256_ struct glove_digest_sha256 *h = NULL;
-        int r = glove_digest_sha256_init(&h, err);
-        r = r < 0 ? r : put_str(h, SKILLS_DOMAIN, err);
-        r = r < 0 ? r : put_str(h, l->skills_dir ? l->skills_dir : "", err);
-        r = r < 0 ? r : put_u32(h, (uint32_t)l->n_skills, err);
-        for (size_t i = 0; r >= 0 && i < l->n_skills; i++) {
-                r = put_str(h, l->skills[i].key, err);
-                r = r < 0 ? r : put_str(h, l->skills[i].path, err);
-                r = r < 0 ? r : put_str(h, l->skills[i].content_digest, err);
-        }
-        uint8_t d[GLOVE_DIGEST_SHA256_LEN];
-        r = r < 0 ? r : glove_digest_sha256_final(h, d, err);
-        if (r < 0)
-                return r;
-        glove_digest_hex_encode(d, sizeof(d), l->skills_digest, sizeof(l->skills_digest));
-        return 0;
+        struct glove_bundle_skill_ref *refs = calloc(l->n_skills ? l->n_skills : 1, sizeof(*refs));
+        if (!refs)
+                return no_memory(err);
+        for (size_t i = 0; i < l->n_skills; i++)
+                refs[i] = (struct glove_bundle_skill_ref){ l->skills[i].key, l->skills[i].path,
+                                                           l->skills[i].content_digest };
+        int r = glove_bundle_skills_digest(l->skills_dir ? l->skills_dir : "", refs, l->n_skills, l->skills_digest, err);
+        free(refs);
+        return r;
 }
 
 int sv_launch_projections(struct glove_supervisor_launch *l, const struct sv_template *t, const json_t *root,

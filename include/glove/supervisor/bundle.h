@@ -157,5 +157,24 @@ int glove_bundle_file_verify(int root_fd, const char *digest, int fd, const stru
 int glove_bundle_load(int root_fd, const char *digest, uid_t owner, struct glove_bundle **out,
                       struct glove_error *err);
 
+/* One expanded skill, as the skills-projection digest commits it. */
+struct glove_bundle_skill_ref {
+        const char *key;            /* the entry key */
+        const char *path;           /* <skills_dir>/<key>/SKILL.md inside the sandbox */
+        const char *content_digest; /* 64 lowercase hex */
+};
+
+/*
+ * The skills_projection_digest (docs/digests.md): SHA-256 over
+ * str("glove.skills-projection") || str(skills_dir) || u32(n) || for each
+ * skill in skills[0..n) (the caller sorts them by key bytes):
+ * str(key) || str(path) || str(content_digest); str(s) is a 4-byte
+ * big-endian length and the bytes. skills_dir is "" for a runtime that is no
+ * adapter. out gets 64 lowercase hex and a NUL. Returns 0 or -errno
+ * (digest.*).
+ */
+int glove_bundle_skills_digest(const char *skills_dir, const struct glove_bundle_skill_ref *skills, size_t n,
+                               char out[GLOVE_DIGEST_SHA256_HEX_LEN + 1], struct glove_error *err);
+
 /* Frees b (closing its descriptor). NULL is a no-op. */
 void glove_bundle_free(struct glove_bundle *b);

@@ -361,6 +361,33 @@ static void test_kind_names(void **state) {
         assert_false(glove_bundle_key_valid("a b"));
 }
 
+/* The vectors of docs/digests.md, from tests/vectors/skills_projection_vectors.py. */
+static void test_skills_digest_vectors(void **state) {
+        (void)state;
+        char out[65], rd[65], ld[65];
+        assert_int_equal(glove_bundle_skills_digest("", NULL, 0, out, NULL), 0);
+        assert_string_equal(out, "3efe24d8cff49c99fe4683b7b71751b4674cf158c9d0ac42c3e3fd2e50c47e03");
+        assert_int_equal(glove_bundle_skills_digest("/home/agent/.codex/skills", NULL, 0, out, NULL), 0);
+        assert_string_equal(out, "78f0eded62a59a91975421b18e2b7bd3ea88c1538dbaddba16eeb5b426f15f03");
+        sha_hex("# Review\nRead the diff twice.\n", strlen("# Review\nRead the diff twice.\n"), rd);
+        sha_hex("lint everything", 15, ld);
+        const struct glove_bundle_skill_ref two[] = {
+                { "lint", "/home/agent/.codex/skills/lint/SKILL.md", ld },
+                { "review", "/home/agent/.codex/skills/review/SKILL.md", rd },
+        };
+        assert_int_equal(glove_bundle_skills_digest("/home/agent/.codex/skills", two, 2, out, NULL), 0);
+        assert_string_equal(out, "0fabc57a9a2f942b5e6c15e7d684e8e5a62e3f6ba22878e8fc82247e30e403b6");
+        /* every field is committed: another path, digest or order differs */
+        const struct glove_bundle_skill_ref other[] = {
+                { "lint", "/home/agent/.codex/skills/lint/SKILL.md", ld },
+                { "review", "/home/agent/.codex/skills/review/SKILL.md", ld },
+        };
+        assert_int_equal(glove_bundle_skills_digest("/home/agent/.codex/skills", other, 2, out, NULL), 0);
+        assert_string_not_equal(out, "0fabc57a9a2f942b5e6c15e7d684e8e5a62e3f6ba22878e8fc82247e30e403b6");
+        assert_int_equal(glove_bundle_skills_digest("/home/agent/.claude/skills", two, 2, out, NULL), 0);
+        assert_string_not_equal(out, "0fabc57a9a2f942b5e6c15e7d684e8e5a62e3f6ba22878e8fc82247e30e403b6");
+}
+
 static int setup(void **state) {
         (void)state;
         char cwd[PATH_MAX];
@@ -389,6 +416,7 @@ int main(void) {
                 cmocka_unit_test(test_decode_valid),          cmocka_unit_test(test_decode_refusals),
                 cmocka_unit_test(test_load_valid),            cmocka_unit_test(test_load_refusals),
                 cmocka_unit_test(test_changed_while_checked), cmocka_unit_test(test_kind_names),
+                cmocka_unit_test(test_skills_digest_vectors),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
