@@ -202,6 +202,7 @@ static const char *json_code(const char *code) {
                 { "json.not_canonical", "bundle.not_canonical" }, { "json.duplicate_key", "bundle.duplicate_key" },
                 { "json.too_deep", "bundle.too_deep" },           { "json.invalid_utf8", "bundle.invalid_utf8" },
                 { "json.too_large", "bundle.too_large" },         { "json.no_memory", "bundle.no_memory" },
+                { "json.too_many_values", "bundle.too_many_entries" },
         };
         for (size_t i = 0; code && i < GLOVE_ELEMENTSOF(map); i++)
                 if (strcmp(code, map[i][0]) == 0)
@@ -215,7 +216,8 @@ int glove_bundle_decode(const void *data, size_t len, const char *what, struct g
         what = what ? what : "bundle";
         _cleanup_json_ json_t *root = NULL;
         struct glove_error je = { 0 };
-        int r = glove_json_decode_canonical(data, len, GLOVE_BUNDLE_MAX_BYTES, GLOVE_JSON_OBJECT_ONLY, &root, &je);
+        int r = glove_json_decode_canonical(data, len, GLOVE_BUNDLE_MAX_BYTES, GLOVE_JSON_OBJECT_ONLY | GLOVE_JSON_BOUND_VALUES,
+                                            &root, &je);
         if (r < 0)
                 return glove_error_set(err, -r, json_code(je.code), "%s: %s", what, je.message);
         char p[GLOVE_JSON_PATH_MAX];

@@ -53,7 +53,8 @@
  *                            its bounds (-EINVAL)
  *   bundle.schema_version    schema_version is not 1 (-EINVAL)
  *   bundle.invalid_hex       a digest member is not 64 lowercase hex (-EINVAL)
- *   bundle.too_many_entries  more than GLOVE_BUNDLE_MAX_ENTRIES entries (-E2BIG)
+ *   bundle.too_many_entries  more than GLOVE_BUNDLE_MAX_ENTRIES entries, or text that
+ *                            may hold more than GLOVE_JSON_MAX_VALUES values (-E2BIG)
  *   bundle.invalid_key       an entry key that is not a safe key (-EINVAL)
  *   bundle.duplicate_entry   two entries with the same key (-EINVAL)
  *   bundle.unknown_kind      a kind outside the five (fails closed) (-EINVAL)

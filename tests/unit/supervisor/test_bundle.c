@@ -176,6 +176,16 @@ static void test_decode_refusals(void **state) {
                 assert_string_equal(decode_code(t), i == 4 ? "bundle.wrong_type" : "bundle.invalid_key");
         }
         assert_string_equal(decode_code("[1]"), "bundle.malformed");
+        /* More values than the bound, refused before they are built. */
+        size_t cap = 16 + 3 * 100001;
+        char *many = malloc(cap);
+        assert_non_null(many);
+        size_t m = (size_t)snprintf(many, cap, "{\"entries\":[");
+        for (int i = 0; i < 100001; i++)
+                m += (size_t)snprintf(many + m, cap - m, "%s[]", i ? "," : "");
+        snprintf(many + m, cap - m, "]}");
+        assert_string_equal(decode_code(many), "bundle.too_many_entries");
+        free(many);
         assert_string_equal(decode_code("{\"entries\":[1.5]}"), "bundle.malformed");
         valid_text(t, sizeof(t));
         subst(t, sizeof(t), "be terse", "be \\u0000terse");
