@@ -630,12 +630,18 @@ static int move_to(int tmp, int want) {
 /* The descriptor layout of keeper.h. Returns 0, or -1 when a given
  * descriptor could not be kept (nothing can be reported yet). */
 static int setup_fds(const struct glove_keeper_args *a, const char *id) {
-        int src[4] = { a->channel_fd, a->listen_fd, a->dir_fd, a->desc->audit ? a->desc->audit->fd : -1 };
-        int tmp[4];
+        enum { N = 4 + GLOVE_KEEPER_HOLD_FDS_MAX, ABOVE = FD_HOLD_FIRST + GLOVE_KEEPER_HOLD_FDS_MAX };
+        size_t n_hold = a->hold_fds ? a->n_hold_fds : 0;
+        if (n_hold > GLOVE_KEEPER_HOLD_FDS_MAX)
+                return -1;
+        int src[N] = { a->channel_fd, a->listen_fd, a->dir_fd, a->desc->audit ? a->desc->audit->fd : -1 };
+        for (size_t i = 0; i < n_hold; i++)
+                src[4 + i] = a->hold_fds[i];
+        int tmp[N];
         /* First above every target and every standard number: no move can
          * land on a descriptor still needed. */
-        for (int i = 0; i < 4; i++) {
-                tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, 16) : -1;
+        for (size_t i = 0; i < 4 + n_hold; i++) {
+                tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, ABOVE) : -1;
                 if (src[i] >= 0 && tmp[i] < 0)
                         return -1; /* the audit log too: its number must be ours */
         }
@@ -659,6 +665,12 @@ static int setup_fds(const struct glove_keeper_args *a, const char *id) {
                 if (move_to(tmp[3], FD_AUDIT) != FD_AUDIT)
                         return -1;
                 last = FD_AUDIT;
+        }
+        for (size_t i = 0; i < n_hold; i++) {
+                int want = FD_HOLD_FIRST + (int)i;
+                if (tmp[4 + i] < 0 || move_to(tmp[4 + i], want) != want)
+                        return -1; /* a lease's lock must outlive gloved */
+                last = want;
         }
         close_from(last + 1);
         return 0;

@@ -93,6 +93,11 @@ struct glove_net_policy;
  *   agent_uid, agent_gid     the agent's ids OUTSIDE the sandbox (the service
  *                            user's uid/gid): owner of a retained image's root
  *                            directory and of the copied trees' files
+ *   lease_root, lease_root_fd  (C: credential leases, lease.h) the lease
+ *                            store, STATE_DIR/leases (0700, the service
+ *                            user's), and an O_DIRECTORY descriptor of it;
+ *                            lease_root NULL: no store (a plan with secret
+ *                            handles is lease.unavailable)
  */
 struct glove_supervisor_runtime_config {
         const struct glove_supervisor_policy *policy;
@@ -103,6 +108,9 @@ struct glove_supervisor_runtime_config {
         const struct glove_error *retained_why;
         uid_t agent_uid;
         gid_t agent_gid;
+        /* C: credential leases */
+        const char *lease_root;
+        int lease_root_fd;
 };
 
 /*
