@@ -245,6 +245,11 @@ static void send_closed(struct glove_keeper *k) {
 static void ended(struct glove_keeper *k, json_t *outcome) {
         k->phase = PH_ENDED;
         k->outcome = outcome;
+        /* Nothing runs in the sandbox any more: the lease locks go now, so
+         * that the handle is free by the time gloved records the end. */
+        for (size_t i = 0; i < k->n_hold; i++)
+                (void)close(FD_HOLD_FIRST + (int)i);
+        k->n_hold = 0;
         k->input_closed = true;
         k->in_len = 0;
         k->release_timer = sd_event_source_disable_unref(k->release_timer);
@@ -665,6 +670,8 @@ static int setup_fds(const struct glove_keeper_args *a, const char *id) {
                 if (move_to(tmp[3], FD_AUDIT) != FD_AUDIT)
                         return -1;
                 last = FD_AUDIT;
+        } else if (n_hold) {
+                (void)close(FD_AUDIT); /* gloved's, whatever it was: never kept */
         }
         for (size_t i = 0; i < n_hold; i++) {
                 int want = FD_HOLD_FIRST + (int)i;
@@ -715,6 +722,7 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 .cgroup_parent = a->cgroup_parent,
                 .cgroup_v2 = a->cgroup_v2,
                 .now_ms = a->now_ms,
+                .n_hold = a->hold_fds ? a->n_hold_fds : 0,
                 .pid = getpid(),
                 .conn_fd = -1,
                 .exit_status = 0,

@@ -89,6 +89,7 @@ struct glove_keeper {
         const char *cgroup_parent;
         bool cgroup_v2;
         int64_t (*now_ms)(void);
+        size_t n_hold;          /* descriptors held at FD_HOLD_FIRST.. (the lease locks) */
         char boot_id[37];
         pid_t pid;
         uint64_t start_time;

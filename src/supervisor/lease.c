@@ -409,10 +409,16 @@ int sv_launch_leases(struct glove_supervisor_launch *l, const json_t *root, cons
         return 0;
 }
 
-void sv_launch_leases_free(struct glove_supervisor_launch *l) {
-        for (size_t i = 0; i < l->n_leases; i++)
-                if (l->leases[i].lock_fd >= 0)
+void sv_launch_leases_unlock(struct glove_supervisor_launch *l) {
+        for (size_t i = 0; l && i < l->n_leases; i++)
+                if (l->leases[i].lock_fd >= 0) {
                         close(l->leases[i].lock_fd);
+                        l->leases[i].lock_fd = -1;
+                }
+}
+
+void sv_launch_leases_free(struct glove_supervisor_launch *l) {
+        sv_launch_leases_unlock(l);
         free(l->leases);
         l->leases = NULL;
         l->n_leases = 0;

@@ -644,6 +644,7 @@ int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct gl
                         m->fd = -1;
                 }
         }
+        sv_launch_leases_unlock(l);
         return ret;
 }
 
@@ -657,6 +658,7 @@ void glove_supervisor_launch_disown(struct glove_supervisor_launch *l) {
                         m->fd = -1;
                 }
         }
+        sv_launch_leases_unlock(l); /* the keeper holds the locks */
 }
 
 /* ---- cleanup ---- */

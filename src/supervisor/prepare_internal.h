@@ -76,6 +76,8 @@ struct sv_template;
  * err set (lease.*). */
 int sv_launch_leases(struct glove_supervisor_launch *l, const json_t *root, const struct sv_template *t,
                      struct glove_error *err);
+/* Closes l's lock descriptors (a keeper's copies hold on); idempotent. */
+void sv_launch_leases_unlock(struct glove_supervisor_launch *l);
 /* Closes the lock descriptors and frees l's leases. */
 void sv_launch_leases_free(struct glove_supervisor_launch *l);
 /* Adds "leases":[{"handle","target","version"}] (plan order) to binding b.

@@ -156,9 +156,10 @@ struct glove_keeper_args {
         const char *cgroup_parent;
         bool cgroup_v2;
         int64_t (*now_ms)(void);
-        /* Descriptors the keeper only holds until it exits (the credential
-         * leases' locks, supervisor/lease.h): moved to 7.. in order, at most
-         * GLOVE_KEEPER_HOLD_FDS_MAX. */
+        /* Descriptors the keeper only holds until its session has ended
+         * (the credential leases' locks, supervisor/lease.h): moved to 7..
+         * in order, at most GLOVE_KEEPER_HOLD_FDS_MAX, and closed when the
+         * sandbox is gone, before ENDED. */
         const int *hold_fds;
         size_t n_hold_fds;
 };
