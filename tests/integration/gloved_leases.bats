@@ -152,6 +152,8 @@ sha() { sha256sum | cut -d' ' -f1; }
         [[ "$OUT" == *"unreachable $T/g/state/leases ENOENT"* ]] || fail "the lease store is reachable inside: $OUT"
         [[ "$OUT" == *"unreachable $LEASE ENOENT"* ]] || fail "the lease directory is reachable inside: $OUT"
         [[ "$OUT" != *$'\n'"reachable "* ]] || fail "a host path is reachable: $OUT"
+        [[ "$OUT" == *"replace-refused EBUSY"*"unlink-refused EBUSY"* ]] ||
+                fail "the bound lease could be replaced or removed: $OUT"
         local v
         v=$(printf 'secret-1\n' | sha)
         [ "$(receipt_of r1 '.launch_binding.leases')" = "[{\"handle\":\"tok\",\"target\":\"$TARGET\",\"version\":\"$v\"}]" ] ||

@@ -13,7 +13,9 @@ managed.py's (docs/digests.md).
         "tok", expiring 60 s from now.
 
 The agent (AGENT), by MODE:
-  read    prints "token=CONTENT" of TARGET, then for SOURCE, LEASES and
+  read    prints "token=CONTENT" of TARGET, tries to rename a file over
+          TARGET and to unlink it ("replace-refused ERRNO", "unlink-refused
+          ERRNO" or "...-done"), then for SOURCE, LEASES and
           LEASES/tok "reachable P" or "unreachable P ERRNO"
   rotate  prints "token=CONTENT", rewrites TARGET in place (the way a CLI
           rewrites its auth file) to "rotated-from-CONTENT", prints "rotated"
@@ -39,6 +41,14 @@ mode, target = sys.argv[1], sys.argv[2]
 tok = open(target).read().strip()
 print("token=" + tok, flush=True)
 if mode == "read":
+    open("/home/agent/new-auth", "w").write("replaced\n")
+    for what, op in (("replace", lambda: os.rename("/home/agent/new-auth", target)),
+                     ("unlink", lambda: os.unlink(target))):
+        try:
+            op()
+            print(what + "-done")
+        except OSError as e:
+            print(what + "-refused " + errno.errorcode[e.errno])
     for p in os.environ["PROBE_PATHS"].split(":"):
         try:
             os.stat(p)
