@@ -58,6 +58,12 @@ static bool hex64_valid(const char *s) {
         return true;
 }
 
+/* A handle that can name a directory of the store: an identifier, and not
+ * "." or ".." (which identifiers allow). */
+static bool lease_name_ok(const char *h) {
+        return h && sv_identifier_valid(h) && strcmp(h, ".") != 0 && strcmp(h, "..") != 0;
+}
+
 static int store_err(struct glove_error *err, int e, const char *handle, const char *what) {
         return glove_error_set(err, e, "lease.store", "lease %s: %s: %s", handle, what, strerror(e));
 }
@@ -378,6 +384,9 @@ int sv_launch_leases(struct glove_supervisor_launch *l, const json_t *root, cons
                 const char *h = json_string_value(json_array_get(handles, i));
                 if (!h || !sv_identifier_valid(h))
                         return glove_error_set(err, EINVAL, "launch.invalid_plan", "a secret handle of the plan");
+                if (!lease_name_ok(h))
+                        return glove_error_set(err, EINVAL, "lease.store",
+                                               "secret handle %s cannot name a lease directory", h);
                 if (!find_mount(cfg->policy, h, t->runtime_id))
                         return glove_error_set(err, EINVAL, "lease.no_mount",
                                                "secret handle %s has no secret_mounts entry for runtime %s", h,
@@ -462,9 +471,13 @@ static bool handle_in_policy(const struct glove_supervisor_policy *p, const char
         return false;
 }
 
-/* Removes the regular files of dirfd (no recursion). */
-static void remove_files(int dirfd) {
-        int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+/* The files of a lease directory (lease.h) and their temporary names. */
+static const char *const lease_files[] = { "lock", "record", "live", ".record.tmp", ".live.tmp", NULL };
+
+/* Removes the versions (names of 64 hex digits, and their temporary
+ * names) in vfd; nothing else. */
+static void remove_versions(int vfd) {
+        int dfd = fcntl(vfd, F_DUPFD_CLOEXEC, 3);
         DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
         if (!d) {
                 if (dfd >= 0)
@@ -472,23 +485,37 @@ static void remove_files(int dirfd) {
                 return;
         }
         struct dirent *e;
-        while ((e = readdir(d)))
-                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                        (void)unlinkat(dirfd, e->d_name, 0);
+        while ((e = readdir(d))) {
+                char hex[HEX_LEN + 1];
+                const char *n = e->d_name;
+                if (n[0] == '.' && strlen(n) == HEX_LEN + 5 && strcmp(n + HEX_LEN + 1, ".tmp") == 0) {
+                        memcpy(hex, n + 1, HEX_LEN);
+                        hex[HEX_LEN] = '\0';
+                } else {
+                        snprintf(hex, sizeof(hex), "%s", n);
+                        if (strlen(n) != HEX_LEN)
+                                continue;
+                }
+                if (hex64_valid(hex))
+                        (void)unlinkat(vfd, n, 0);
+        }
         closedir(d);
 }
 
-/* Removes lease directory h (its lock held by the caller). */
+/* Removes lease directory h (its lock held by the caller): only the files a
+ * lease has; anything else there keeps the directory (lease.store). */
 static int remove_lease(int root, const char *h, struct glove_error *err) {
         _cleanup_close_ int dirfd = openat(root, h, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dirfd < 0)
                 return store_err(err, errno, h, "open");
         _cleanup_close_ int vfd = openat(dirfd, "versions", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (vfd >= 0) {
-                remove_files(vfd);
-                (void)unlinkat(dirfd, "versions", AT_REMOVEDIR);
+                remove_versions(vfd);
+                if (unlinkat(dirfd, "versions", AT_REMOVEDIR) < 0)
+                        return store_err(err, errno, h, "versions");
         }
-        remove_files(dirfd);
+        for (size_t i = 0; lease_files[i]; i++)
+                (void)unlinkat(dirfd, lease_files[i], 0);
         if (unlinkat(root, h, AT_REMOVEDIR) < 0)
                 return store_err(err, errno, h, "remove");
         return 0;
@@ -517,7 +544,7 @@ int glove_supervisor_lease_sweep(const struct glove_supervisor_runtime_config *c
         while ((e = readdir(d))) {
                 const char *h = e->d_name;
                 struct stat st;
-                if (!sv_identifier_valid(h) || handle_in_policy(cfg->policy, h) ||
+                if (!lease_name_ok(h) || handle_in_policy(cfg->policy, h) ||
                     fstatat(cfg->lease_root_fd, h, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                         continue;
                 _cleanup_close_ int dirfd = openat(cfg->lease_root_fd, h, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

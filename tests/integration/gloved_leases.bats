@@ -289,5 +289,9 @@ EOF
         restart_gloved
         grep -q "^gloved: lease.removed: tok: " "$GD_ERR" || fail "no lease.removed line: $(cat "$GD_ERR")"
         [ ! -e "$LEASE" ] || fail "the lease is left: $(ls -la "$LEASE")"
+        # Nothing else in the state directory went with it.
+        [ -f "$T/g/state/receipt.key" ] && [ -f "$T/g/state/receipts.journal" ] ||
+                fail "the sweep removed gloved's own state: $(ls -la "$T/g/state")"
+        [ -d "$T/g/state/leases" ] || fail "the lease store itself is gone"
         [ "$(cat "$SRC")" = secret-1 ] || fail "the operator's source was touched"
 }
