@@ -245,6 +245,11 @@ static void send_closed(struct glove_keeper *k) {
 static void ended(struct glove_keeper *k, json_t *outcome) {
         k->phase = PH_ENDED;
         k->outcome = outcome;
+        /* Nothing runs in the sandbox any more: the lease locks go now, so
+         * that the handle is free by the time gloved records the end. */
+        for (size_t i = 0; i < k->n_hold; i++)
+                (void)close(FD_HOLD_FIRST + (int)i);
+        k->n_hold = 0;
         k->input_closed = true;
         k->in_len = 0;
         k->release_timer = sd_event_source_disable_unref(k->release_timer);
@@ -630,12 +635,18 @@ static int move_to(int tmp, int want) {
 /* The descriptor layout of keeper.h. Returns 0, or -1 when a given
  * descriptor could not be kept (nothing can be reported yet). */
 static int setup_fds(const struct glove_keeper_args *a, const char *id) {
-        int src[4] = { a->channel_fd, a->listen_fd, a->dir_fd, a->desc->audit ? a->desc->audit->fd : -1 };
-        int tmp[4];
+        enum { N = 4 + GLOVE_KEEPER_HOLD_FDS_MAX, ABOVE = FD_HOLD_FIRST + GLOVE_KEEPER_HOLD_FDS_MAX };
+        size_t n_hold = a->hold_fds ? a->n_hold_fds : 0;
+        if (n_hold > GLOVE_KEEPER_HOLD_FDS_MAX)
+                return -1;
+        int src[N] = { a->channel_fd, a->listen_fd, a->dir_fd, a->desc->audit ? a->desc->audit->fd : -1 };
+        for (size_t i = 0; i < n_hold; i++)
+                src[4 + i] = a->hold_fds[i];
+        int tmp[N];
         /* First above every target and every standard number: no move can
          * land on a descriptor still needed. */
-        for (int i = 0; i < 4; i++) {
-                tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, 16) : -1;
+        for (size_t i = 0; i < 4 + n_hold; i++) {
+                tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, ABOVE) : -1;
                 if (src[i] >= 0 && tmp[i] < 0)
                         return -1; /* the audit log too: its number must be ours */
         }
@@ -659,6 +670,14 @@ static int setup_fds(const struct glove_keeper_args *a, const char *id) {
                 if (move_to(tmp[3], FD_AUDIT) != FD_AUDIT)
                         return -1;
                 last = FD_AUDIT;
+        } else if (n_hold) {
+                (void)close(FD_AUDIT); /* gloved's, whatever it was: never kept */
+        }
+        for (size_t i = 0; i < n_hold; i++) {
+                int want = FD_HOLD_FIRST + (int)i;
+                if (tmp[4 + i] < 0 || move_to(tmp[4 + i], want) != want)
+                        return -1; /* a lease's lock must outlive gloved */
+                last = want;
         }
         close_from(last + 1);
         return 0;
@@ -703,6 +722,7 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 .cgroup_parent = a->cgroup_parent,
                 .cgroup_v2 = a->cgroup_v2,
                 .now_ms = a->now_ms,
+                .n_hold = a->hold_fds ? a->n_hold_fds : 0,
                 .pid = getpid(),
                 .conn_fd = -1,
                 .exit_status = 0,

@@ -58,7 +58,7 @@ json_t *glove_keeper_cgroup_identity(pid_t pid, const char *parent, bool v2);
 
 /* Where the descriptors go (keeper.h: "moved to 3..6"). */
 /* Where the keeper's descriptors are (keeper.h: "moved to 3..6"). */
-enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6 };
+enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6, FD_HOLD_FIRST = 7 };
 /* Messages read from one connection per wake-up at most. */
 #define READS_PER_WAKEUP 64
 /* A peer that lets this much pile up unread loses its connection (output
@@ -89,6 +89,7 @@ struct glove_keeper {
         const char *cgroup_parent;
         bool cgroup_v2;
         int64_t (*now_ms)(void);
+        size_t n_hold;          /* descriptors held at FD_HOLD_FIRST.. (the lease locks) */
         char boot_id[37];
         pid_t pid;
         uint64_t start_time;

@@ -31,6 +31,7 @@
 #include "glove/control/server.h"
 #include "glove/net/rule.h"
 #include "glove/session/session.h"
+#include "glove/supervisor/lease.h"
 #include "glove/supervisor/plan.h"
 #include "glove/supervisor/prepare.h"
 
@@ -798,6 +799,11 @@ int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, st
                 .cgroup_v2 = rt->cgroup.backend == GLOVE_CGROUP_BACKEND_V2,
                 .now_ms = rt->o.now_ms,
         };
+        /* C: the credential leases' locks go with the keeper (lease.h). */
+        _Static_assert(GLOVE_LEASE_MAX_PER_LAUNCH <= GLOVE_KEEPER_HOLD_FDS_MAX, "a keeper holds every lease lock");
+        int hold[GLOVE_KEEPER_HOLD_FDS_MAX];
+        a.n_hold_fds = glove_supervisor_launch_lease_fds(s->launch, hold, GLOVE_KEEPER_HOLD_FDS_MAX);
+        a.hold_fds = hold;
         pid_t p = fork();
         if (p == 0) {
                 pid_t q = fork();

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include "glove/container/cgroup.h"
 #include "glove/control/runtime.h"
 #include "glove/supervisor/policy.h"
+#include "glove/supervisor/lease.h"
 #include "glove/supervisor/prepare.h"
 #endif
 
@@ -246,6 +248,8 @@ struct service {
         struct glove_supervisor_runtime_config cfg;
         struct glove_error retained_why;
         const char *restricted[5];
+        char lease_root[PATH_MAX]; /* C: credential leases */
+        int lease_fd;
 #endif
 };
 
@@ -333,6 +337,22 @@ static int open_bundle_root(struct service *s, const struct glove_control_servic
         return 0;
 }
 
+/* Leases whose handle left the policy go (one line each; a failure is only
+ * reported: the store stays as it was). */
+static void sweep_leases(const struct glove_supervisor_runtime_config *cfg) {
+        _cleanup_json_ json_t *removed = NULL, *kept = NULL;
+        struct glove_error e = { 0 };
+        if (glove_supervisor_lease_sweep(cfg, &removed, &kept, &e) < 0)
+                fprintf(stderr, "gloved: lease sweep: %s: %s\n", e.code, e.message);
+        size_t i;
+        json_t *h;
+        json_array_foreach(removed, i, h)
+                fprintf(stderr, "gloved: lease.removed: %s: its handle is no longer in the policy\n", json_string_value(h));
+        json_array_foreach(kept, i, h)
+                fprintf(stderr, "gloved: lease.kept: %s: no longer in the policy, but a live session holds it\n",
+                        json_string_value(h));
+}
+
 /* The managed runtime: the materialization root (0700, the service user's),
  * the retained mechanism's probe and the cgroup probe. Without a delegated
  * cgroup the runtime is constructed but not operational (one line says why). */
@@ -360,6 +380,16 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
         s->cfg.library_bundle_root_fd = -1;
         if (o->library_bundle_root && (r = open_bundle_root(s, o, uid, err)) < 0)
                 return r;
+        /* C: the credential lease store, STATE_DIR/leases (supervisor/lease.h). */
+        if ((size_t)snprintf(s->lease_root, sizeof(s->lease_root), "%s/" GLOVE_LEASE_DIR, o->state_dir) >=
+            sizeof(s->lease_root))
+                return glove_error_set(err, ENAMETOOLONG, "service.state_dir", "%s/" GLOVE_LEASE_DIR " is too long",
+                                       o->state_dir);
+        r = glove_control_dir_open_private(s->lease_root, uid, true, &s->lease_fd, err);
+        if (r < 0)
+                return r;
+        s->cfg.lease_root = s->lease_root;
+        s->cfg.lease_root_fd = s->lease_fd;
         struct glove_cgroup_probe probe;
         struct glove_error cgerr = { 0 };
         int cr = glove_cgroup_probe(&probe, &cgerr);
@@ -382,6 +412,8 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 r = glove_control_runtime_reconcile(s->runtime, &acted, err);
         if (acted)
                 fprintf(stderr, "gloved: reconciled %zu session%s of an earlier gloved\n", acted, acted == 1 ? "" : "s");
+        if (r == 0)
+                sweep_leases(&s->cfg);
         if (r == 0 && !glove_control_runtime_operational(s->runtime))
                 fprintf(stderr, "gloved: managed sessions are not operational: %s\n",
                         glove_control_runtime_why(s->runtime));
@@ -454,6 +486,10 @@ static void stop(struct service *s) {
                 close(s->mroot_fd);
         if (s->broot_fd >= 0)
                 close(s->broot_fd);
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+        if (s->lease_fd >= 0)
+                close(s->lease_fd);
+#endif
         glove_control_receipts_close(s->receipts);
         glove_control_store_close(s->store);
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
@@ -464,7 +500,11 @@ static void stop(struct service *s) {
 
 int glove_control_service_run(const struct glove_control_service_options *o, struct glove_error *err) {
         struct service s = { .runtime_fd = -1, .state_fd = -1, .runtime_lock = -1, .state_lock = -1, .listen_fd = -1,
-                             .mroot_fd = -1, .broot_fd = -1 };
+                             .mroot_fd = -1, .broot_fd = -1
+#if GLOVE_CONTROL_HAVE_SUPERVISOR
+                             , .lease_fd = -1
+#endif
+        };
         int r = start(&s, o, err);
         if (r == 0) {
                 struct glove_control_components comp = {

@@ -27,7 +27,7 @@
 #include "prepare_internal.h"
 
 static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
-                                                "executable", "library_bundle" };
+                                                "executable", "library_bundle", "lease" };
 
 /* ---- resolution ---- */
 
@@ -112,6 +112,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
         }
         free(l->mounts);
         sv_launch_projections_free(l);
+        sv_launch_leases_free(l);
         strv_free(l->argv, l->argc);
         strv_free(l->envp, l->envc);
         if (l->egress) {
@@ -472,6 +473,8 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
                 if (r >= 0)
                         r = launch_grant(l, &g, err);
         }
+        if (r >= 0) /* C: last, so that no other refusal touches the lease store */
+                r = sv_launch_leases(l, root, t, err);
         if (r < 0) {
                 /* Undo: detach the fresh images' mounts and remove them. */
                 for (size_t i = 0; i < l->n_mounts; i++)
@@ -534,9 +537,10 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
                         r = glove_mount_plan_add_pinned_bind(plan, m->target, m->source, m->dev, m->ino, m->is_dir,
                                                              m->read_only,
                                                              m->alias ? m->alias
-                                                             : m->kind == MK_EXEC ? "executable_path"
+                                                             : m->kind == MK_EXEC   ? "executable_path"
                                                              : m->kind == MK_BUNDLE ? "library_projections"
-                                                                                  : "read_only_paths",
+                                                             : m->kind == MK_LEASE  ? "secret_mounts"
+                                                                                    : "read_only_paths",
                                                              err);
                 if (r < 0)
                         return r;
@@ -564,7 +568,7 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
                 add(b, "mounts", mounts) | add(b, "materializations", mats) | add(b, "egress", egress) |
                 add(egress, "targets", targets) | add(egress, "policy_id", json_string(l->egress_id)) |
                 add(b, "runtime_template_id", json_string(l->template_id));
-        if (r < 0 || !b)
+        if (r < 0 || !b || sv_launch_leases_binding(l, b) < 0)
                 return NULL;
         for (size_t i = 0; i < l->argc; i++)
                 r |= json_array_append_new(argv, json_string(l->argv[i]));
@@ -647,6 +651,7 @@ int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct gl
                         m->fd = -1;
                 }
         }
+        sv_launch_leases_unlock(l);
         return ret;
 }
 
@@ -660,6 +665,7 @@ void glove_supervisor_launch_disown(struct glove_supervisor_launch *l) {
                         m->fd = -1;
                 }
         }
+        sv_launch_leases_unlock(l); /* the keeper holds the locks */
 }
 
 /* ---- cleanup ---- */

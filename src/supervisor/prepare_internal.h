@@ -12,7 +12,7 @@
 #include "glove/session/session.h"
 #include "glove/supervisor/prepare.h"
 
-enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC, MK_BUNDLE };
+enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC, MK_BUNDLE, MK_LEASE };
 
 struct sv_mount {
         int kind;
@@ -23,6 +23,13 @@ struct sv_mount {
         uint64_t dev, ino, mnt_id, max_bytes;
         int fd;            /* the pinned descriptor (O_PATH), or -1 */
         struct sv_image *img; /* retained: owned */
+};
+
+/* C: one credential lease of a launch (lease.c). */
+struct sv_lease {
+        const char *handle, *target; /* borrowed from the policy */
+        char version[65];            /* SHA-256 hex of the content mounted */
+        int lock_fd;                 /* holds LOCK_EX on LEASES/HANDLE/lock, or -1 */
 };
 
 struct glove_supervisor_launch {
@@ -45,6 +52,9 @@ struct glove_supervisor_launch {
         size_t n_skills;
         const char *skills_dir;            /* the adapter's (static), or NULL: not an adapter runtime */
         char skills_digest[65];
+        /* C: credential leases (lease.c) */
+        struct sv_lease *leases;
+        size_t n_leases;
 };
 
 /* One projection of the plan, as the binding commits it (all owned). */
@@ -104,3 +114,19 @@ void sv_launch_mount_drop_last(struct glove_supervisor_launch *l);
 /* Appends a copy of s to the NULL-terminated vector *v of *n entries.
  * Returns 0 or -ENOMEM. */
 int sv_strv_push(char ***v, size_t *n, const char *s);
+
+/* C: credential leases (lease.c; include/glove/supervisor/lease.h). */
+struct sv_template;
+/* Imports the lease of each secret handle of the plan (root: the decoded
+ * plan) for template t and appends its MK_LEASE mount (writable pinned bind
+ * of the live copy at the secret's target_path). Returns 0 or -errno with
+ * err set (lease.*). */
+int sv_launch_leases(struct glove_supervisor_launch *l, const json_t *root, const struct sv_template *t,
+                     struct glove_error *err);
+/* Closes l's lock descriptors (a keeper's copies hold on); idempotent. */
+void sv_launch_leases_unlock(struct glove_supervisor_launch *l);
+/* Closes the lock descriptors and frees l's leases. */
+void sv_launch_leases_free(struct glove_supervisor_launch *l);
+/* Adds "leases":[{"handle","target","version"}] (plan order) to binding b.
+ * Returns 0 or -1. */
+int sv_launch_leases_binding(const struct glove_supervisor_launch *l, json_t *b);

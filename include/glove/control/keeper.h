@@ -115,6 +115,8 @@
 #define GLOVE_KEEPER_RELEASE_WAIT_MS 60000
 /* How often the status file's usage is refreshed at most, ms. */
 #define GLOVE_KEEPER_STATUS_MS 1000
+/* Most descriptors a keeper holds for its session (glove_keeper_args.hold_fds). */
+#define GLOVE_KEEPER_HOLD_FDS_MAX 32
 
 enum glove_keeper_msg {
         GLOVE_KEEPER_HELLO = 'H',
@@ -154,6 +156,12 @@ struct glove_keeper_args {
         const char *cgroup_parent;
         bool cgroup_v2;
         int64_t (*now_ms)(void);
+        /* Descriptors the keeper only holds until its session has ended
+         * (the credential leases' locks, supervisor/lease.h): moved to 7..
+         * in order, at most GLOVE_KEEPER_HOLD_FDS_MAX, and closed when the
+         * sandbox is gone, before ENDED. */
+        const int *hold_fds;
+        size_t n_hold_fds;
 };
 
 /*
@@ -165,7 +173,8 @@ struct glove_keeper_args {
  * First: a new session (setsid), the name "glove-keeper", an empty signal
  * mask with SIGPIPE ignored and every other disposition the default,
  * descriptors 0 and 1 on /dev/null and 2 on DIR/SESSION.log, and every other
- * descriptor closed but the four it is given (moved to 3..6). Then the
+ * descriptor closed but the four it is given (moved to 3..6) and the held
+ * ones (moved to 7..). Then the
  * session starts on a new loop (glove_session_start with desc,
  * parent_death_kill true: PID 1 dies with the keeper).
  */

@@ -106,6 +106,11 @@ struct glove_net_policy;
  *                            (launch.bundles_unavailable)
  *   library_bundle_root_fd   an O_DIRECTORY descriptor of it (the pinned root;
  *                            bundles are opened relative to it only)
+ *   lease_root, lease_root_fd  (C: credential leases, lease.h) the lease
+ *                            store, STATE_DIR/leases (0700, the service
+ *                            user's), and an O_DIRECTORY descriptor of it;
+ *                            lease_root NULL: no store (a plan with secret
+ *                            handles is lease.unavailable)
  */
 struct glove_supervisor_runtime_config {
         const struct glove_supervisor_policy *policy;
@@ -118,6 +123,9 @@ struct glove_supervisor_runtime_config {
         gid_t agent_gid;
         const char *library_bundle_root;
         int library_bundle_root_fd;
+        /* C: credential leases */
+        const char *lease_root;
+        int lease_root_fd;
 };
 
 /*
@@ -197,12 +205,14 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
  *    "limits":{"cpu_time_ms","disk_bytes","memory_bytes","pids",
  *              "terminal_output_bytes","wall_time_ms"},
  *    "mounts":[{"target":PATH,"kind":"read_bind|ephemeral_tmpfs|retained_image|
- *               read_only_path|executable","read_only":BOOL,
+ *               read_only_path|executable|lease","read_only":BOOL,
  *               "source":{"dev":N,"ino":N,"mnt_id":N} (absent for an empty tree),
  *               "alias":ID (grants),"max_bytes":N (trees and images)}],
  *    "materializations":[{"alias":ID,"kind":"retained_image","image":{"dev":N,"ino":N,"size":N},
  *               "loop":{"device":"/dev/loopN","rdev":N},"mount":{"mnt_id":N}}],
  *    "egress":{"policy_id":ID,"targets":["host:port",...]} (targets empty: offline),
+ *    "leases":[{"handle":ID,"target":PATH,"version":HEX64}] (C: lease.h; plan
+ *               order; empty without secret handles; never content or source path),
  *    "runtime_template_id":ID}
  * The caller adds "cgroup" and "pid1".
  */
