@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "glove/control/ctl.h"
+#include "glove/host/doctor.h"
+#include "glove/host/setup.h"
 #include "glove/base/proctitle.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
@@ -20,6 +22,9 @@ static const char usage[] =
         "  run [OPTIONS] -- AGENT [ARG...]      run an MCP-client agent contained, mediating\n"
         "                                       its tool calls to upstream MCP servers\n"
         "  ctl [OPTIONS] COMMAND ...            talk to the local gloved control service\n"
+        "  setup [--path-root DIR]... [--json]  create this user's owner-only directories,\n"
+        "                                       receipt key and starter session policy\n"
+        "  doctor [--json]                      check this host for glove exec and gloved\n"
         "\n"
         "Options:\n"
         "  -h, --help      show this help (COMMAND --help for a command's options)\n"
@@ -46,6 +51,10 @@ int main(int argc, char **argv) {
                 return glove_run_main(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)
                 return glove_control_ctl_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "setup") == 0)
+                return glove_host_setup_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "doctor") == 0)
+                return glove_host_doctor_main(argc - 1, argv + 1);
         fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);
         return GLOVE_EXIT_FAILURE;
 }

@@ -122,19 +122,29 @@ static int replay_envelope(void *userdata, uint64_t seq, const void *payload, si
         return keep(r, payload, len, tag, err);
 }
 
-/* Reads the 32-byte key, or creates it when allowed. */
-static int load_key(struct glove_control_receipts *r, uid_t owner, struct glove_error *err) {
-        _cleanup_close_ int fd = openat(r->dirfd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+/* Reads the 32-byte key of dirfd into key, or creates it when it is absent,
+ * create is true and no journal exists (the one place a key is made: gloved's
+ * first start and glove setup both come here). */
+static int key_load(int dirfd, uid_t owner, bool create, uint8_t key[GLOVE_CONTROL_RECEIPTS_KEY_LEN], bool *created,
+                    struct glove_error *err) {
+        if (created)
+                *created = false;
+        _cleanup_close_ int fd = openat(dirfd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT) {
                 struct stat st;
-                if (fstatat(r->dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                if (fstatat(dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0)
                         return glove_error_set(err, ENOENT, "receipts.key_missing",
                                                "%s exists but %s does not; refusing to start a new chain over it",
                                                GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, GLOVE_CONTROL_RECEIPTS_KEY_FILE);
-                int rr = glove_digest_random(r->key, sizeof(r->key), err);
+                if (!create)
+                        return glove_error_set(err, ENOENT, "receipts.key_missing", "%s does not exist",
+                                               GLOVE_CONTROL_RECEIPTS_KEY_FILE);
+                int rr = glove_digest_random(key, GLOVE_CONTROL_RECEIPTS_KEY_LEN, err);
                 if (rr == 0)
-                        rr = glove_control_file_replace(r->dirfd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, r->key,
-                                                        sizeof(r->key), err);
+                        rr = glove_control_file_replace(dirfd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, key,
+                                                        GLOVE_CONTROL_RECEIPTS_KEY_LEN, err);
+                if (rr == 0 && created)
+                        *created = true;
                 return rr;
         }
         if (fd < 0)
@@ -145,10 +155,22 @@ static int load_key(struct glove_control_receipts *r, uid_t owner, struct glove_
                 return rr;
         struct stat st;
         if (fstat(fd, &st) < 0 || st.st_size != GLOVE_CONTROL_RECEIPTS_KEY_LEN ||
-            glove_fd_read_exact(fd, r->key, sizeof(r->key)) < 0)
+            glove_fd_read_exact(fd, key, GLOVE_CONTROL_RECEIPTS_KEY_LEN) < 0)
                 return glove_error_set(err, EINVAL, "receipts.key_insecure", "%s must hold exactly %d bytes",
                                        GLOVE_CONTROL_RECEIPTS_KEY_FILE, GLOVE_CONTROL_RECEIPTS_KEY_LEN);
         return 0;
+}
+
+static int load_key(struct glove_control_receipts *r, uid_t owner, struct glove_error *err) {
+        return key_load(r->dirfd, owner, true, r->key, NULL, err);
+}
+
+int glove_control_receipts_key_ensure(int state_dirfd, uid_t owner, bool create, bool *created,
+                                      struct glove_error *err) {
+        uint8_t key[GLOVE_CONTROL_RECEIPTS_KEY_LEN];
+        int rr = key_load(state_dirfd, owner, create, key, created, err);
+        explicit_bzero(key, sizeof(key));
+        return rr;
 }
 
 static const char *const ack_keys[] = { "head_mac", "sequence", NULL };

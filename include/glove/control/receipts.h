@@ -85,6 +85,22 @@ int glove_control_receipts_open(const struct glove_control_receipts_options *opt
                                 struct glove_control_receipts **out, struct glove_error *err);
 
 /*
+ * The receipt key alone, as glove_control_receipts_open reads or creates it
+ * (the same code; for `glove setup` and `glove doctor`): state_dirfd is the
+ * state directory, opened readable and already checked (dirs.h). When
+ * RECEIPT.key exists it must be a regular file owned by owner, mode 0600,
+ * one link, exactly GLOVE_CONTROL_RECEIPTS_KEY_LEN bytes
+ * (receipts.key_insecure otherwise). When it is absent and create is true
+ * and no receipt journal exists, 32 random bytes are written to it
+ * atomically with mode 0600 and *created (may be NULL) is set true. The key
+ * bytes are wiped before return. Errors: receipts.key_insecure (-EPERM,
+ * -EINVAL), receipts.key_missing (-ENOENT: absent and create is false, or a
+ * journal exists without it), dirs.write, digest.*.
+ */
+int glove_control_receipts_key_ensure(int state_dirfd, uid_t owner, bool create, bool *created,
+                                      struct glove_error *err);
+
+/*
  * Appends a receipt (internal API for the managed-session runtime): builds
  * the envelope from kind, session_id, receipt (a JSON object, borrowed) and
  * now_ms, and appends it durably. *seq (may be NULL) receives its sequence.
