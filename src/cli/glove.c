@@ -5,6 +5,7 @@
 
 #include "glove/control/ctl.h"
 #include "glove/base/proctitle.h"
+#include "glove/host/daemon.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
 #include "glove/run/run.h"
@@ -20,6 +21,7 @@ static const char usage[] =
         "  run [OPTIONS] -- AGENT [ARG...]      run an MCP-client agent contained, mediating\n"
         "                                       its tool calls to upstream MCP servers\n"
         "  ctl [OPTIONS] COMMAND ...            talk to the local gloved control service\n"
+        "  daemon COMMAND [OPTIONS]             install and control gloved as a systemd user service\n"
         "\n"
         "Options:\n"
         "  -h, --help      show this help (COMMAND --help for a command's options)\n"
@@ -46,6 +48,8 @@ int main(int argc, char **argv) {
                 return glove_run_main(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)
                 return glove_control_ctl_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "daemon") == 0)
+                return glove_host_daemon_main(argc - 1, argv + 1);
         fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);
         return GLOVE_EXIT_FAILURE;
 }
