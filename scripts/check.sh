@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make check: unit tests on both builds, then the integration suite (as root
 # and as an unprivileged user) against both binaries, then the package checks
-# (man pages against --help, completions, make install) on the normal build. Prints one closing line
-# "N passed, N failed[, N skipped]" and exits non-zero on any failure.
+# (man pages against --help, completions, make install) on the normal build.
+# Prints one closing line "N passed, N failed[, N skipped]" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

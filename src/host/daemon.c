@@ -106,7 +106,8 @@ static int resolve_gloved(const char *self_exe, char **out, struct glove_error *
                 return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
         }
         _cleanup_close_ int fd = -1;
-        int r = glove_fd_open_nofollow(path, O_PATH, &fd, err);
+        struct glove_error oe = { 0 };
+        int r = glove_fd_open_nofollow(path, O_PATH, &fd, &oe);
         if (r < 0)
                 return glove_error_set(err, -r, "daemon.no_gloved",
                                        "%s: gloved must be installed next to glove: %s", path, strerror(-r));
