@@ -593,17 +593,20 @@ static void unit_status(int dfd, const char *name, const char *expected, json_t 
         json_object_set_new(obj, "installed", json_boolean(installed));
         json_object_set_new(obj, "up_to_date", installed && expected ? json_boolean(strcmp(text, expected) == 0)
                                                                      : json_null());
-        const char *verbs[] = { "is-enabled", "is-active" };
-        const char *keys[] = { "enabled", "active" };
+        /* is-active answers for any unit name, so its silence means the
+         * manager could not be asked; is-enabled is silent for a unit the
+         * manager does not know. */
+        const char *verbs[] = { "is-active", "is-enabled" };
+        const char *keys[] = { "active", "enabled" };
         for (size_t i = 0; i < 2; i++) {
                 char out[GLOVE_HOST_SYSTEMCTL_OUTPUT_MAX], errout[GLOVE_HOST_SYSTEMCTL_OUTPUT_MAX];
                 const char *args[] = { "--user", verbs[i], name, NULL };
                 int r = systemctl(args, out, errout);
                 bool known = r >= 0 && out[0] && !strchr(out, '\n') && strlen(out) < 64;
                 json_object_set_new(obj, keys[i], json_string(known ? out : "unknown"));
-                if (!known && !why[0])
+                if (i == 0 && !known && !why[0])
                         snprintf(why, whycap, "%s", r < 0 ? strerror(-r) : errout[0] ? errout : "no answer");
-                if (i == 1 && known && strcmp(out, "active") == 0)
+                if (i == 0 && known && strcmp(out, "active") == 0)
                         *active = true;
         }
 }
