@@ -4,11 +4,18 @@
 #   make check   normal build + ASan/UBSan debug build; unit and integration tests
 #   make bench   start-up benchmarks (JSON lines under bench/results/)
 #   make fuzz    longer libFuzzer runs
+#   make install     meson install of build/: binaries, man pages, shell
+#                    completions, unit templates; PREFIX (default /usr/local)
+#                    and DESTDIR respected
+#   make uninstall   removes every file the last install wrote (meson's
+#                    install log, build/meson-logs/install-log.txt)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MESON      ?= meson
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 
-.PHONY: all deps build asan demo check unit integration bench fuzz clean
+.PHONY: all deps build asan demo check unit integration bench fuzz clean install uninstall
 
 all: build
 
@@ -38,6 +45,14 @@ bench: build
 
 fuzz: deps
 	@scripts/fuzz.sh long
+
+install: build
+	$(MESON) configure $(BUILD) -Dprefix=$(PREFIX)
+	ninja -C $(BUILD)
+	$(MESON) install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir "$(DESTDIR)")
+
+uninstall:
+	@scripts/uninstall.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -3,10 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "glove/base/proctitle.h"
 #include "glove/control/ctl.h"
+#include "glove/host/daemon.h"
 #include "glove/host/doctor.h"
 #include "glove/host/setup.h"
-#include "glove/base/proctitle.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
 #include "glove/run/run.h"
@@ -25,6 +26,7 @@ static const char usage[] =
         "  setup [--path-root DIR]... [--json]  create this user's owner-only directories,\n"
         "                                       receipt key and starter session policy\n"
         "  doctor [--json]                      check this host for glove exec and gloved\n"
+        "  daemon COMMAND [OPTIONS]             install and control gloved as a systemd user service\n"
         "\n"
         "Options:\n"
         "  -h, --help      show this help (COMMAND --help for a command's options)\n"
@@ -55,6 +57,8 @@ int main(int argc, char **argv) {
                 return glove_host_setup_main(argc - 1, argv + 1);
         if (strcmp(cmd, "doctor") == 0)
                 return glove_host_doctor_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "daemon") == 0)
+                return glove_host_daemon_main(argc - 1, argv + 1);
         fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);
         return GLOVE_EXIT_FAILURE;
 }
