@@ -7,6 +7,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
+#include "glove/supervisor/adapter.h"
 #include "glove/supervisor/launch.h"
 #include "internal.h"
 
@@ -135,6 +136,29 @@ static int check_environment(struct sv_ctx *c, const struct sv_strings *e, const
         return 0;
 }
 
+/* An adapter runtime's HOME and managed variable are Glove's (adapter.h):
+ * a template that sets either is refused. */
+static int check_managed_environment(struct sv_ctx *c, const struct sv_template *t, const struct sv_strings *e,
+                                     const char *path) {
+        const struct glove_supervisor_adapter *a = glove_supervisor_adapter_find(t->runtime_id);
+        if (!a)
+                return 0;
+        size_t managed = a->managed_env ? strcspn(a->managed_env, "=") : 0;
+        for (size_t i = 0; i < e->n; i++) {
+                size_t name = strcspn(e->v[i], "=");
+                bool home = name == 4 && strncmp(e->v[i], "HOME", 4) == 0;
+                if (!home && !(managed && name == managed && strncmp(e->v[i], a->managed_env, managed) == 0))
+                        continue;
+                char ep[GLOVE_JSON_PATH_MAX];
+                sv_path_index(ep, path, i);
+                return sv_fail(c, "policy.managed_environment", ep,
+                               "%.*s is set by Glove for the %s adapter (%s%s%s); remove it from the template",
+                               (int)name, e->v[i], a->runtime_id, "HOME=" GLOVE_SUPERVISOR_ADAPTER_HOME,
+                               a->managed_env ? ", " : "", a->managed_env ? a->managed_env : "");
+        }
+        return 0;
+}
+
 /* Host paths, no two overlapping; sorted when sorted is true. */
 static int check_path_list(struct sv_ctx *c, const struct sv_strings *l, const char *path, bool sorted) {
         for (size_t i = 0; i < l->n; i++) {
@@ -225,6 +249,8 @@ int sv_decode_launch(struct sv_ctx *c, const json_t *obj, const char *path, stru
         if (r >= 0)
                 r = check_environment(c, &t->environment, mp);
 
+        if (r >= 0)
+                r = check_managed_environment(c, t, &t->environment, mp);
         if (r >= 0)
                 r = sv_get_string_list(c, obj, "read_only_paths", path, true, GLOVE_LAUNCH_MAX_ITEMS,
                                        GLOVE_LAUNCH_MAX_PATH, &t->read_only_paths);

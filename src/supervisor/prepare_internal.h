@@ -6,7 +6,10 @@
 #include <stdint.h>
 
 #include "glove/session/session.h"
+#include "glove/supervisor/adapter.h"
 #include "glove/supervisor/prepare.h"
+
+struct sv_template;
 
 enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
 
@@ -34,6 +37,11 @@ struct glove_supervisor_launch {
         struct sv_mount *mounts;
         size_t n_mounts, cap_mounts;
         const char *cwd;
+        /* A: adapter and discovery (discovery.c) */
+        const struct glove_supervisor_adapter *adapter; /* NULL: not an adapter runtime */
+        char *exe_path;            /* owned; adapter runtimes: the file that runs (argv[0]) */
+        uint64_t exe_dev, exe_ino; /* its pinned identity (the MK_EXEC mount's) */
+        bool exe_discovered;       /* found by runtime_discovery */
 };
 
 
@@ -55,3 +63,23 @@ void sv_launch_mount_drop_last(struct glove_supervisor_launch *l);
 /* Appends a copy of s to the NULL-terminated vector *v of *n entries.
  * Returns 0 or -ENOMEM. */
 int sv_strv_push(char ***v, size_t *n, const char *s);
+
+/* ---- A: adapter and discovery (discovery.c) ---- */
+
+/* Sets l->adapter from t's runtime_id. For an adapter runtime, resolves the
+ * executable that runs: with runtime_discovery, searches t's
+ * executable_search_paths (prepare.h, "Native adapters and discovery");
+ * pinned, resolves executable_path. Either way adds its MK_EXEC mount
+ * (pinned, read-only, at its own path) and sets l->exe_*. Returns 0 or
+ * -errno with err set (launch.discovery_failed, materialize.*,
+ * launch.no_memory). */
+int sv_adapter_prepare(struct glove_supervisor_launch *l, const struct sv_template *t, struct glove_error *err);
+
+/* Appends HOME=/home/agent and the adapter's managed variable to l->envp
+ * for an adapter runtime (the policy refuses a template that sets them);
+ * nothing otherwise. Returns 0 or -ENOMEM (launch.no_memory). */
+int sv_adapter_environment(struct glove_supervisor_launch *l, struct glove_error *err);
+
+/* The binding's "adapter" object (prepare.h), a new reference; NULL for a
+ * non-adapter runtime or on allocation failure. */
+json_t *sv_adapter_binding(const struct glove_supervisor_launch *l);

@@ -69,7 +69,7 @@ static struct glove_supervisor_policy *make_policy(const char *aliases, const ch
         static char text[16384];
         snprintf(text, sizeof(text),
                  "{\"schema_version\":1,\"revision\":1,\"max_plan_ttl_ms\":120000,"
-                 "\"runtime_templates\":[{\"runtime_template_id\":\"t\",\"runtime_id\":\"codex\","
+                 "\"runtime_templates\":[{\"runtime_template_id\":\"t\",\"runtime_id\":\"pyrt\","
                  "\"adapter_command_digest\":\"%s\",\"sandbox_backend\":\"linux_production\","
                  "\"allowed_path_aliases\":[%s],\"allowed_projection_destinations\":[],"
                  "\"launch\":{\"executable_path\":\"/usr/bin/true\",\"arguments\":[\"--version\"],"
@@ -110,7 +110,7 @@ static char *make_plan(const char *grants, const char *egress, size_t *len) {
                              "{\"adapter_command_digest\":\"x\",\"egress_policy_id\":\"%s\",\"expires_at_ms\":1,"
                              "\"library_projections\":[],\"limits\":{\"cpu_time_ms\":1000,\"disk_bytes\":2097152,"
                              "\"memory_bytes\":67108864,\"pids\":16,\"terminal_output_bytes\":1048576,"
-                             "\"wall_time_ms\":2000},\"path_grants\":[%s],\"policy_revision\":1,\"runtime_id\":\"codex\","
+                             "\"wall_time_ms\":2000},\"path_grants\":[%s],\"policy_revision\":1,\"runtime_id\":\"pyrt\","
                              "\"runtime_template_id\":\"t\",\"sandbox_backend\":\"linux_production\","
                              "\"schema_version\":1,\"secret_handles\":[],\"tool_policy_id\":\"x\"}",
                              egress, grants) > 0);
