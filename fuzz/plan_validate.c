@@ -31,7 +31,7 @@ static const char policy_text[] =
         "and_digest\":\"0000000000000000000000000000000000000000000000000000000000000000\",\"sandbox_ba"
         "ckend\":\"remote_linux_container\",\"allowed_path_aliases\":[\"workspace\"],\"allowed_projection_d"
         "estinations\":[]},{\"runtime_template_id\":\"codex-safe\",\"runtime_id\":\"codex\",\"adapter_command"
-        "_digest\":\"58aeb2c1a4cc209b4df9165cb5de3d6fb3703fd9ed49bda9f18a643a21d08428\",\"sandbox_backe"
+        "_digest\":\"e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33\",\"sandbox_backe"
         "nd\":\"linux_production\",\"allowed_path_aliases\":[\"reference\",\"workspace\"],\"allowed_projectio"
         "n_destinations\":[\"libraries\"],\"launch\":{\"executable_path\":\"/usr/bin/true\",\"arguments\":[\"--"
         "version\"],\"environment\":[\"PATH=/usr/bin:/bin\",\"TERM=xterm-256color\"],\"read_only_paths\":[\"/"

@@ -435,7 +435,12 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
         }
 #endif
         json_t *caps = json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
-                         "agent_runtime_adapter_schema_version", 0, "lifecycle_operational", lifecycle,
+                         /* 1 exactly when the Linux managed runtime is
+                          * active: adapter runtimes then get their private
+                          * home, managed environment and pinned executable
+                          * (docs/session-policy.md, "Native adapters"). */
+                         "agent_runtime_adapter_schema_version", lifecycle ? GLOVE_CONTROL_ADAPTER_SCHEMA_VERSION : 0,
+                         "lifecycle_operational", lifecycle,
                          "managed_runtime_ids", runtimes ? runtimes : json_array(), "methods", names,
                          "plan_schema_versions",
                          plans ? json_pack("[i]", GLOVE_CONTROL_PLAN_SCHEMA_VERSION) : json_array(),

@@ -7,59 +7,38 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
+#include "glove/supervisor/adapter.h"
 #include "glove/supervisor/launch.h"
 #include "internal.h"
 
 /* ---- digest ---- */
 
-/* Value tags of the encoding (docs/digests.md). */
-#define TAG_ABSENT UINT8_C(0x00)
-#define TAG_STRING UINT8_C(0x73) /* 's' */
-#define TAG_LIST UINT8_C(0x6c)   /* 'l' */
-
-static int put_u8(struct glove_digest_sha256 *h, uint8_t v, struct glove_error *err) {
-        return glove_digest_sha256_update(h, &v, 1, err);
-}
-
-static int put_u64(struct glove_digest_sha256 *h, uint64_t v, struct glove_error *err) {
-        uint8_t b[8];
-        for (size_t i = 0; i < sizeof(b); i++)
-                b[i] = (uint8_t)(v >> (8 * (sizeof(b) - 1 - i)));
+static int put_u32(struct glove_digest_sha256 *h, uint32_t v, struct glove_error *err) {
+        const uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
         return glove_digest_sha256_update(h, b, sizeof(b), err);
 }
 
-/* bytes(s): u64(byte length) then the bytes, no terminator. */
-static int put_bytes(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
+/* str(s): u32 BE byte length, then the bytes (no terminator). */
+static int put_str(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
         if (!s)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL launch string");
         size_t n = strlen(s);
-        int r = put_u64(h, n, err);
+        if (n > UINT32_MAX)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "launch string longer than 4 GiB");
+        int r = put_u32(h, (uint32_t)n, err);
         return r < 0 ? r : glove_digest_sha256_update(h, s, n, err);
 }
 
-/* A present string value: u8('s') bytes(s). */
-static int put_string_value(struct glove_digest_sha256 *h, const char *s, struct glove_error *err) {
-        if (!s)
-                return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL launch string");
-        int r = put_u8(h, TAG_STRING, err);
-        return r < 0 ? r : put_bytes(h, s, err);
-}
-
-/* A present list value: u8('l') u64(count) bytes(e) for each entry. */
-static int put_list_value(struct glove_digest_sha256 *h, const char *const *v, size_t n, struct glove_error *err) {
+/* list(l): u32 BE count, then str(e) for each entry in order. */
+static int put_list(struct glove_digest_sha256 *h, const char *const *v, size_t n, struct glove_error *err) {
         if (!v && n > 0)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL launch list");
-        int r = put_u8(h, TAG_LIST, err);
-        if (r >= 0)
-                r = put_u64(h, n, err);
+        if (n > UINT32_MAX)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "launch list too long");
+        int r = put_u32(h, (uint32_t)n, err);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = put_bytes(h, v[i], err);
+                r = put_str(h, v[i], err);
         return r;
-}
-
-/* A field: bytes(name), then its value (written by the caller). */
-static int put_field(struct glove_digest_sha256 *h, const char *name, struct glove_error *err) {
-        return put_bytes(h, name, err);
 }
 
 int glove_supervisor_launch_template_digest(const struct glove_supervisor_launch_template *t,
@@ -70,8 +49,8 @@ int glove_supervisor_launch_template_digest(const struct glove_supervisor_launch
         if (!t->executable_path)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "NULL executable_path");
         bool discovery = t->runtime_discovery && t->runtime_discovery[0];
-        /* Without discovery the search paths are absent from the encoding,
-         * so a non-empty list there could not be committed. */
+        /* Version 1 has no place for search paths, so a non-empty list
+         * there could not be committed. */
         if (!discovery && t->n_executable_search_paths > 0)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument",
                                        "executable_search_paths without runtime_discovery");
@@ -79,37 +58,22 @@ int glove_supervisor_launch_template_digest(const struct glove_supervisor_launch
         int r = glove_digest_sha256_init(&h, err);
         if (r < 0)
                 return r;
-
-        r = put_bytes(h, GLOVE_LAUNCH_DIGEST_DOMAIN, err);
-        /* 1. runtime_discovery: optional string */
+        const uint8_t version = discovery ? GLOVE_LAUNCH_DIGEST_VERSION_DISCOVERY : GLOVE_LAUNCH_DIGEST_VERSION_PINNED;
+        r = put_str(h, GLOVE_LAUNCH_DIGEST_DOMAIN, err);
         if (r >= 0)
-                r = put_field(h, "runtime_discovery", err);
+                r = glove_digest_sha256_update(h, &version, 1, err);
+        if (r >= 0 && discovery)
+                r = put_str(h, t->runtime_discovery, err);
+        if (r >= 0 && discovery)
+                r = put_list(h, t->executable_search_paths, t->n_executable_search_paths, err);
         if (r >= 0)
-                r = discovery ? put_string_value(h, t->runtime_discovery, err) : put_u8(h, TAG_ABSENT, err);
-        /* 2. executable_path: string */
+                r = put_str(h, t->executable_path, err);
         if (r >= 0)
-                r = put_field(h, "executable_path", err);
+                r = put_list(h, t->arguments, t->n_arguments, err);
         if (r >= 0)
-                r = put_string_value(h, t->executable_path, err);
-        /* 3. executable_search_paths: optional list */
+                r = put_list(h, t->environment, t->n_environment, err);
         if (r >= 0)
-                r = put_field(h, "executable_search_paths", err);
-        if (r >= 0)
-                r = discovery ? put_list_value(h, t->executable_search_paths, t->n_executable_search_paths, err)
-                              : put_u8(h, TAG_ABSENT, err);
-        /* 4. arguments, 5. environment, 6. read_only_paths: lists */
-        if (r >= 0)
-                r = put_field(h, "arguments", err);
-        if (r >= 0)
-                r = put_list_value(h, t->arguments, t->n_arguments, err);
-        if (r >= 0)
-                r = put_field(h, "environment", err);
-        if (r >= 0)
-                r = put_list_value(h, t->environment, t->n_environment, err);
-        if (r >= 0)
-                r = put_field(h, "read_only_paths", err);
-        if (r >= 0)
-                r = put_list_value(h, t->read_only_paths, t->n_read_only_paths, err);
+                r = put_list(h, t->read_only_paths, t->n_read_only_paths, err);
 
         uint8_t md[GLOVE_DIGEST_SHA256_LEN];
         if (r >= 0)
@@ -168,6 +132,29 @@ static int check_environment(struct sv_ctx *c, const struct sv_strings *e, const
                                                "entries must be in strictly increasing byte order");
                 }
                 prev_name = name;
+        }
+        return 0;
+}
+
+/* An adapter runtime's HOME and managed variable are Glove's (adapter.h):
+ * a template that sets either is refused. */
+static int check_managed_environment(struct sv_ctx *c, const struct sv_template *t, const struct sv_strings *e,
+                                     const char *path) {
+        const struct glove_supervisor_adapter *a = glove_supervisor_adapter_find(t->runtime_id);
+        if (!a)
+                return 0;
+        size_t managed = a->managed_env ? strcspn(a->managed_env, "=") : 0;
+        for (size_t i = 0; i < e->n; i++) {
+                size_t name = strcspn(e->v[i], "=");
+                bool home = name == 4 && strncmp(e->v[i], "HOME", 4) == 0;
+                if (!home && !(managed && name == managed && strncmp(e->v[i], a->managed_env, managed) == 0))
+                        continue;
+                char ep[GLOVE_JSON_PATH_MAX];
+                sv_path_index(ep, path, i);
+                return sv_fail(c, "policy.managed_environment", ep,
+                               "%.*s is set by Glove for the %s adapter (%s%s%s); remove it from the template",
+                               (int)name, e->v[i], a->runtime_id, "HOME=" GLOVE_SUPERVISOR_ADAPTER_HOME,
+                               a->managed_env ? ", " : "", a->managed_env ? a->managed_env : "");
         }
         return 0;
 }
@@ -261,6 +248,9 @@ int sv_decode_launch(struct sv_ctx *c, const json_t *obj, const char *path, stru
         sv_path_member(mp, path, "environment");
         if (r >= 0)
                 r = check_environment(c, &t->environment, mp);
+
+        if (r >= 0)
+                r = check_managed_environment(c, t, &t->environment, mp);
         if (r >= 0)
                 r = sv_get_string_list(c, obj, "read_only_paths", path, true, GLOVE_LAUNCH_MAX_ITEMS,
                                        GLOVE_LAUNCH_MAX_PATH, &t->read_only_paths);

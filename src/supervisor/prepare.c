@@ -121,6 +121,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
         }
         free(l->session_id);
         free(l->egress_id);
+        free(l->exe_path);
         free(l);
 }
 
@@ -173,17 +174,21 @@ static bool env_has(const struct glove_supervisor_launch_template *t, const char
 
 static int launch_command(struct glove_supervisor_launch *l, const struct sv_template *t, struct glove_error *err) {
         const struct glove_supervisor_launch_template *lt = &t->launch;
-        if (!t->has_launch || (lt->runtime_discovery && lt->runtime_discovery[0]) || !lt->executable_path ||
-            lt->executable_path[0] != '/')
+        /* An adapter runtime's executable was resolved by sv_adapter_prepare
+         * (discovered or pinned); any other runtime needs a pinned one. */
+        const char *exe = l->exe_path ? l->exe_path : lt->executable_path;
+        if (!t->has_launch || !exe || exe[0] != '/')
                 return glove_error_set(err, EINVAL, "launch.template_not_launchable",
                                        "runtime template %s has no pinned executable (a launch with executable_path)",
                                        t->id);
-        int r = sv_strv_push(&l->argv, &l->argc, lt->executable_path);
+        int r = sv_strv_push(&l->argv, &l->argc, exe);
         for (size_t i = 0; r >= 0 && i < lt->n_arguments; i++)
                 r = sv_strv_push(&l->argv, &l->argc, lt->arguments[i]);
         for (size_t i = 0; r >= 0 && i < lt->n_environment; i++)
                 r = sv_strv_push(&l->envp, &l->envc, lt->environment[i]);
-        if (r >= 0 && !env_has(lt, "HOME"))
+        if (r >= 0 && l->adapter)
+                r = sv_adapter_environment(l, err) < 0 ? -ENOMEM : 0;
+        else if (r >= 0 && !env_has(lt, "HOME"))
                 r = sv_strv_push(&l->envp, &l->envc, "HOME=" GLOVE_SUPERVISOR_AGENT_HOME);
         if (r >= 0 && !env_has(lt, "TERM"))
                 r = sv_strv_push(&l->envp, &l->envc, "TERM=" GLOVE_SUPERVISOR_DEFAULT_TERM);
@@ -206,8 +211,8 @@ static int launch_paths(struct glove_supervisor_launch *l, const struct sv_templ
                 }
         }
         const char *exe = lt->executable_path;
-        if (glove_path_is_beneath(exe, "/usr"))
-                return 0;
+        if (l->adapter || glove_path_is_beneath(exe, "/usr"))
+                return 0; /* an adapter's executable is bound by sv_adapter_prepare */
         for (size_t i = 0; i < lt->n_read_only_paths; i++)
                 if (glove_path_is_beneath(exe, lt->read_only_paths[i]))
                         return 0;
@@ -448,6 +453,8 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
         l->template_id = t->id;
         r = get_limits(root, &l->limits, err);
         if (r >= 0)
+                r = sv_adapter_prepare(l, t, err); /* A: adapter runtime, discovery */
+        if (r >= 0)
                 r = launch_command(l, t, err);
         if (r >= 0)
                 r = launch_egress(l, eid, err);
@@ -568,6 +575,8 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
                 add(b, "mounts", mounts) | add(b, "materializations", mats) | add(b, "egress", egress) |
                 add(egress, "targets", targets) | add(egress, "policy_id", json_string(l->egress_id)) |
                 add(b, "runtime_template_id", json_string(l->template_id));
+        if (r >= 0 && l->adapter)
+                r = add(b, "adapter", sv_adapter_binding(l));
         if (r < 0 || !b || sv_launch_leases_binding(l, b) < 0)
                 return NULL;
         for (size_t i = 0; i < l->argc; i++)

@@ -10,7 +10,10 @@
 #include <jansson.h>
 
 #include "glove/session/session.h"
+#include "glove/supervisor/adapter.h"
 #include "glove/supervisor/prepare.h"
+
+struct sv_template;
 
 enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC, MK_BUNDLE, MK_LEASE };
 
@@ -55,6 +58,11 @@ struct glove_supervisor_launch {
         /* C: credential leases (lease.c) */
         struct sv_lease *leases;
         size_t n_leases;
+        /* A: adapter and discovery (discovery.c) */
+        const struct glove_supervisor_adapter *adapter; /* NULL: not an adapter runtime */
+        char *exe_path;            /* owned; adapter runtimes: the file that runs (argv[0]) */
+        uint64_t exe_dev, exe_ino; /* its pinned identity (the MK_EXEC mount's) */
+        bool exe_discovered;       /* found by runtime_discovery */
 };
 
 /* One projection of the plan, as the binding commits it (all owned). */
@@ -116,7 +124,6 @@ void sv_launch_mount_drop_last(struct glove_supervisor_launch *l);
 int sv_strv_push(char ***v, size_t *n, const char *s);
 
 /* C: credential leases (lease.c; include/glove/supervisor/lease.h). */
-struct sv_template;
 /* Imports the lease of each secret handle of the plan (root: the decoded
  * plan) for template t and appends its MK_LEASE mount (writable pinned bind
  * of the live copy at the secret's target_path). Returns 0 or -errno with
@@ -130,3 +137,23 @@ void sv_launch_leases_free(struct glove_supervisor_launch *l);
 /* Adds "leases":[{"handle","target","version"}] (plan order) to binding b.
  * Returns 0 or -1. */
 int sv_launch_leases_binding(const struct glove_supervisor_launch *l, json_t *b);
+
+/* ---- A: adapter and discovery (discovery.c) ---- */
+
+/* Sets l->adapter from t's runtime_id. For an adapter runtime, resolves the
+ * executable that runs: with runtime_discovery, searches t's
+ * executable_search_paths (prepare.h, "Native adapters and discovery");
+ * pinned, resolves executable_path. Either way adds its MK_EXEC mount
+ * (pinned, read-only, at its own path) and sets l->exe_*. Returns 0 or
+ * -errno with err set (launch.discovery_failed, materialize.*,
+ * launch.no_memory). */
+int sv_adapter_prepare(struct glove_supervisor_launch *l, const struct sv_template *t, struct glove_error *err);
+
+/* Appends HOME=/home/agent and the adapter's managed variable to l->envp
+ * for an adapter runtime (the policy refuses a template that sets them);
+ * nothing otherwise. Returns 0 or -ENOMEM (launch.no_memory). */
+int sv_adapter_environment(struct glove_supervisor_launch *l, struct glove_error *err);
+
+/* The binding's "adapter" object (prepare.h), a new reference; NULL for a
+ * non-adapter runtime or on allocation failure. */
+json_t *sv_adapter_binding(const struct glove_supervisor_launch *l);

@@ -17,66 +17,50 @@ import hashlib
 import json
 import sys
 
-DOMAIN = "glove:launch-template:v1"
-
-# The six fields in encoding order, with their kind.
-FIELDS = [
-    ("runtime_discovery", "optional string"),
-    ("executable_path", "string"),
-    ("executable_search_paths", "optional list"),
-    ("arguments", "list"),
-    ("environment", "list"),
-    ("read_only_paths", "list"),
-]
+DOMAIN = "glove.runtime-launch-template"
+VERSION_PINNED = 1
+VERSION_DISCOVERY = 2
 
 
 def u8(n):
     return bytes([n])
 
 
-def u64(n):
-    return n.to_bytes(8, "big")
+def u32(n):
+    return n.to_bytes(4, "big")
 
 
-def bytes_(s):
+def str_(s):
     b = s.encode("utf-8")
-    return u64(len(b)) + b
+    return u32(len(b)) + b
 
 
-def string_value(s):
-    return u8(0x73) + bytes_(s)
+def list_(items):
+    return u32(len(items)) + b"".join(str_(e) for e in items)
 
 
-def list_value(items):
-    return u8(0x6C) + u64(len(items)) + b"".join(bytes_(e) for e in items)
-
-
-ABSENT = u8(0x00)
-
-
-def launch_encoding(launch):
+def launch_encoding(launch, stop_after_environment=False):
     """The exact bytes hashed by runtime_launch_template_digest.
 
-    launch is a policy launch block: no (or an empty) runtime_discovery
-    means both optional fields are absent; with discovery, a missing
-    executable_search_paths is an empty list."""
-    discovery = bool(launch.get("runtime_discovery"))
-    out = bytes_(DOMAIN)
-    for name, kind in FIELDS:
-        out += bytes_(name)
-        if kind.startswith("optional") and not discovery:
-            out += ABSENT
-        elif kind.endswith("string"):
-            out += string_value(launch[name])
-        elif kind.startswith("optional"):
-            out += list_value(launch.get(name, []))
-        else:
-            out += list_value(launch[name])
+    launch is a policy launch block: no (or an empty) runtime_discovery is
+    version 1 (pinned); with discovery (version 2) runtime_discovery and
+    executable_search_paths follow the version byte, a missing search path
+    list being an empty one. stop_after_environment reproduces the spec's
+    example digest, written before read_only_paths was committed."""
+    discovery = launch.get("runtime_discovery") or ""
+    out = str_(DOMAIN)
+    if discovery:
+        out += u8(VERSION_DISCOVERY) + str_(discovery) + list_(launch.get("executable_search_paths", []))
+    else:
+        out += u8(VERSION_PINNED)
+    out += str_(launch["executable_path"]) + list_(launch["arguments"]) + list_(launch["environment"])
+    if not stop_after_environment:
+        out += list_(launch["read_only_paths"])
     return out
 
 
-def launch_digest(launch):
-    return hashlib.sha256(launch_encoding(launch)).hexdigest()
+def launch_digest(launch, stop_after_environment=False):
+    return hashlib.sha256(launch_encoding(launch, stop_after_environment)).hexdigest()
 
 
 def canonical(value):
@@ -85,16 +69,16 @@ def canonical(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+SPEC_EXAMPLE = {
+    "executable_path": "/usr/bin/true", "arguments": ["--version"],
+    "environment": ["PATH=/usr/bin:/bin", "TERM=xterm-256color"],
+    "read_only_paths": ["/opt/operator-harness/codex-runtime"]}
+
 LAUNCH_VECTORS = [
     ("pinned-minimal", {
         "executable_path": "/bin/true", "arguments": [], "environment": [], "read_only_paths": []}),
-    ("pinned-spec-example", {
-        "executable_path": "/usr/bin/true", "arguments": ["--version"],
-        "environment": ["PATH=/usr/bin:/bin", "TERM=xterm-256color"],
-        "read_only_paths": ["/opt/operator-harness/codex-runtime"]}),
-    ("pinned-no-read-only", {
-        "executable_path": "/usr/bin/true", "arguments": ["--version"],
-        "environment": ["PATH=/usr/bin:/bin", "TERM=xterm-256color"], "read_only_paths": []}),
+    ("pinned-spec-example", SPEC_EXAMPLE),
+    ("pinned-no-read-only", dict(SPEC_EXAMPLE, read_only_paths=[])),
     ("cloudflare-os-dev", {
         "executable_path": "/opt/glove/runtime/cloudflare-os/node-v25/bin/node",
         "arguments": ["/opt/glove/runtime/cloudflare-os/closure/scripts/run-local.mjs"],
@@ -107,6 +91,16 @@ LAUNCH_VECTORS = [
     ("utf8-argument", {
         "executable_path": "/usr/bin/env", "arguments": ["--name=caf\u00e9 \u20ac"],
         "environment": ["LANG=C.UTF-8"], "read_only_paths": []}),
+]
+
+# The issue's three vectors (docs/digests.md, "The spec's example digest").
+ISSUE_VECTORS = [
+    ("spec-example-without-read-only-list", launch_digest(SPEC_EXAMPLE, stop_after_environment=True),
+     "05a49649e7973f6f8d6b119c9d525472517e6021fb38f8b191e0b40c8c4741d0"),
+    ("pinned-no-read-only", launch_digest(dict(SPEC_EXAMPLE, read_only_paths=[])),
+     "0129a3a97cacbef9bd8a2df44ea3b1e01ae8dad706cbe0c27c2237881b5107e7"),
+    ("pinned-spec-example", launch_digest(SPEC_EXAMPLE),
+     "e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33"),
 ]
 
 # (name, input text, canonical text); the canonical text's SHA-256 is the
@@ -136,9 +130,15 @@ def main(argv):
                 return 0
         print("unknown vector", file=sys.stderr)
         return 1
+    for name, got, want in ISSUE_VECTORS:
+        if got != want:
+            print(f"issue vector {name}: got {got}, want {want}", file=sys.stderr)
+            return 1
     print("# runtime_launch_template_digest")
     for name, launch in LAUNCH_VECTORS:
         print(f"{name} {launch_digest(launch)} ({len(launch_encoding(launch))} bytes encoded)")
+    print(f"spec-example-without-read-only-list {ISSUE_VECTORS[0][1]} "
+          f"({len(launch_encoding(SPEC_EXAMPLE, True))} bytes encoded; not a launch digest)")
     print("# canonical JSON: name, canonical bytes, SHA-256")
     for name, _text, canon, digest in canonical_vectors():
         print(f"{name} {canon} {digest}")

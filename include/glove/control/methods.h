@@ -44,6 +44,9 @@ struct glove_control_conn;
 #define GLOVE_CONTROL_PLAN_SCHEMA_VERSION 1
 #define GLOVE_CONTROL_STORE_SCHEMA_VERSION 1
 #define GLOVE_CONTROL_RECEIPT_SCHEMA_VERSION 1
+/* agent_runtime_adapter_schema_version while the managed runtime is
+ * operational (lifecycle methods advertised); 0 otherwise. */
+#define GLOVE_CONTROL_ADAPTER_SCHEMA_VERSION 1
 
 /* The constructed components; every pointer borrowed. */
 struct glove_control_components {

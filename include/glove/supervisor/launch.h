@@ -21,8 +21,12 @@
 #include "glove/base/digest.h"
 #include "glove/base/error.h"
 
-/* Domain string at the start of the encoding; its "v1" names the format. */
-#define GLOVE_LAUNCH_DIGEST_DOMAIN "glove:launch-template:v1"
+/* Domain string at the start of the encoding (issue 11: the encoding a
+ * controller derives independently). */
+#define GLOVE_LAUNCH_DIGEST_DOMAIN "glove.runtime-launch-template"
+/* The version byte after the domain: a pinned executable, or discovery. */
+#define GLOVE_LAUNCH_DIGEST_VERSION_PINNED 1
+#define GLOVE_LAUNCH_DIGEST_VERSION_DISCOVERY 2
 
 /* Bounds enforced by the policy decoder (spec: "bounded launch fields"). */
 #define GLOVE_LAUNCH_MAX_ITEMS 256           /* entries per list */
@@ -57,12 +61,16 @@ struct glove_supervisor_launch_template {
 };
 
 /*
- * runtime_launch_template_digest: SHA-256 over the domain-separated encoding
- * of t (docs/digests.md: the domain string, then the six fields in a fixed
- * order, each as its name and a tagged value, with 64-bit big-endian lengths
- * and counts), written as 64 lowercase hex characters plus NUL into out_hex.
- * runtime_discovery NULL or "" encodes as absent, and then so does
- * executable_search_paths.
+ * runtime_launch_template_digest: SHA-256 over (docs/digests.md)
+ *   str(GLOVE_LAUNCH_DIGEST_DOMAIN) || u8(version)
+ *   || [version 2 only: str(runtime_discovery) || list(executable_search_paths)]
+ *   || str(executable_path) || list(arguments) || list(environment)
+ *   || list(read_only_paths)
+ * where str(s) is a 4-byte big-endian byte length then the bytes and
+ * list(l) a 4-byte big-endian count then str of each entry; version is 1
+ * (GLOVE_LAUNCH_DIGEST_VERSION_PINNED) when runtime_discovery is NULL or
+ * "", else 2 (GLOVE_LAUNCH_DIGEST_VERSION_DISCOVERY). Written as 64
+ * lowercase hex characters plus NUL into out_hex.
  *
  * This function only encodes; it does not judge whether the fields are a
  * valid template (the policy decoder does that before calling it). It

@@ -36,8 +36,14 @@
  *   launch.direct_write        a path grant asks for direct_write (-EPERM)
  *   launch.retained_unavailable  a retained_write grant while the retained mechanism
  *                              was not constructed; the message says why (-EOPNOTSUPP)
- *   launch.template_not_launchable  the template has no launch, or uses runtime
- *                              discovery (not supported yet) (-EINVAL)
+ *   launch.template_not_launchable  the template has no launch, or its runtime is
+ *                              not an adapter and has no pinned executable_path (-EINVAL)
+ *   launch.discovery_failed    runtime_discovery found no trusted executable: the
+ *                              message lists every search directory in order with
+ *                              why it was refused or that it has no such file
+ *                              (-ENOENT); or the file changed between its trust
+ *                              walk and its pinning (-EAGAIN); or discovery does
+ *                              not name the template's adapter (-EINVAL)
  *   launch.invalid_plan        the plan bytes do not decode against the policy (the
  *                              caller is expected to have validated them) (-EINVAL)
  *   launch.invalid_argument    NULL or malformed arguments (-EINVAL)
@@ -143,12 +149,33 @@ bool glove_supervisor_retained_probe(struct glove_error *why);
 struct glove_supervisor_launch;
 
 /*
+ * Native adapters and discovery (issue 11; docs/session-policy.md, "Native
+ * adapters and discovery"): a template whose runtime_id is in the adapter
+ * table (adapter.h) is an adapter runtime. With runtime_discovery its
+ * executable is searched for by the adapter's executable name in the
+ * template's executable_search_paths only, in order. A search directory and
+ * each ancestor from "/" are walked without following links and must be
+ * owned by root or cfg->agent_uid (the service user) and writable by
+ * neither group nor others (a root-owned sticky directory passes as an
+ * ancestor, never as the search directory). The entry is canonicalized
+ * (realpath), the canonical path walked again the same way, and the file
+ * must be owned by root or the service user, not group/other-writable, a
+ * regular file with an execute bit; it is re-opened without following
+ * links and its dev/ino must be the walked one. A refused directory is
+ * skipped; none left: launch.discovery_failed. Pinned or discovered, an
+ * adapter runtime's executable is a read-only pinned bind at its own path
+ * (mount kind "executable"), even beneath /usr or a read_only_paths entry.
+ *
  * Resolves plan[0..plan_len) (canonical bytes, already validated by
  * glove_supervisor_plan_validate against cfg->policy) for session_id (an
  * identifier, docs/session-policy.md "Identifiers") into *out:
- *   argv   the template's executable_path then its arguments
- *   envp   the template's environment, plus HOME=/home/agent unless it sets
- *          HOME, plus TERM=xterm-256color unless it sets TERM
+ *   argv   the template's executable_path (an adapter runtime: the pinned,
+ *          possibly discovered, canonical executable) then its arguments
+ *   envp   the template's environment; then for an adapter runtime
+ *          HOME=/home/agent and the adapter's managed_env (the policy
+ *          refuses a template setting either, policy.managed_environment),
+ *          otherwise HOME=/home/agent unless it sets HOME; then
+ *          TERM=xterm-256color unless it sets TERM
  *   limits the plan's six limits
  *   egress the plan's egress_policy_id through the policy's egress_policies:
  *          no targets -> NULL (offline); else one rule per host:port with
@@ -213,7 +240,12 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
  *    "egress":{"policy_id":ID,"targets":["host:port",...]} (targets empty: offline),
  *    "leases":[{"handle":ID,"target":PATH,"version":HEX64}] (C: lease.h; plan
  *               order; empty without secret handles; never content or source path),
- *    "runtime_template_id":ID}
+ *    "runtime_template_id":ID,
+ *    "adapter":{"runtime_id":ID,"home":"/home/agent",
+ *               "managed_environment":["NAME=VALUE"] (empty: none),
+ *               "skills_dir":PATH,
+ *               "executable":{"path":PATH (canonical; argv[0]),"dev":N,"ino":N,
+ *                             "discovered":BOOL}} (adapter runtimes only)}
  * The caller adds "cgroup" and "pid1".
  */
 json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l);

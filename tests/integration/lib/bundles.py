@@ -109,7 +109,7 @@ def bundle(root, specs):
 def policy(out):
     templates = []
     for tid, rid in sorted(TEMPLATES.items()):
-        launch = {"executable_path": "/usr/bin/python3", "arguments": ["-c", PROBE],
+        launch = {"executable_path": os.path.realpath("/usr/bin/python3"), "arguments": ["-c", PROBE],
                   "environment": ["PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"], "read_only_paths": []}
         templates.append({"runtime_template_id": tid, "runtime_id": rid, "adapter_command_digest": launch_digest(launch),
                           "sandbox_backend": "linux_production", "allowed_path_aliases": [],

@@ -74,7 +74,7 @@ def policy(out, source, leases):
         # launch binding does not commit (only the names): a receipt that
         # names the source path would be Glove's doing.
         probes = ":".join((source, leases, leases + "/tok"))
-        launch = {"executable_path": "/usr/bin/python3", "arguments": ["-c", AGENT, mode, TARGET],
+        launch = {"executable_path": os.path.realpath("/usr/bin/python3"), "arguments": ["-c", AGENT, mode, TARGET],
                   "environment": ["PATH=/usr/bin:/bin", "PROBE_PATHS=" + probes, "PYTHONDONTWRITEBYTECODE=1"],
                   "read_only_paths": []}
         templates.append({"runtime_template_id": "py-" + mode, "runtime_id": "pyrt",

@@ -40,23 +40,24 @@ TEMPLATES = {
 }
 
 
-def _bytes(b):
+def _str(b):
     b = b.encode() if isinstance(b, str) else b
-    return struct.pack(">Q", len(b)) + b
+    return struct.pack(">I", len(b)) + b
 
 
 def _list(items):
-    return b"l" + struct.pack(">Q", len(items)) + b"".join(_bytes(x) for x in items)
+    return struct.pack(">I", len(items)) + b"".join(_str(x) for x in items)
 
 
 def launch_digest(launch):
-    e = _bytes("glove:launch-template:v1")
-    e += _bytes("runtime_discovery") + b"\x00"
-    e += _bytes("executable_path") + b"s" + _bytes(launch["executable_path"])
-    e += _bytes("executable_search_paths") + b"\x00"
-    e += _bytes("arguments") + _list(launch["arguments"])
-    e += _bytes("environment") + _list(launch["environment"])
-    e += _bytes("read_only_paths") + _list(launch["read_only_paths"])
+    """adapter_command_digest of a launch block (docs/digests.md)."""
+    e = _str("glove.runtime-launch-template")
+    if launch.get("runtime_discovery"):
+        e += b"\x02" + _str(launch["runtime_discovery"]) + _list(launch.get("executable_search_paths", []))
+    else:
+        e += b"\x01"
+    e += _str(launch["executable_path"]) + _list(launch["arguments"]) + _list(launch["environment"])
+    e += _list(launch["read_only_paths"])
     return hashlib.sha256(e).hexdigest()
 
 

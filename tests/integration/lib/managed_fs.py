@@ -12,9 +12,10 @@ digest (docs/digests.md).
                                           "create_policy"?, "cleanup_policy"?,
                                           "max_bytes"}]}],
                 "templates": [{"id", "argv": [...], "read_only_paths": [...]?,
-                               "aliases": [...]?}]}
+                               "aliases": [...]?, "runtime_id"?, "environment"?,
+                               "discovery"?, "search_paths"?}]}
         its path aliases and linux_production runtime templates (runtime
-        "pyrt"). create_policy defaults to "never", cleanup_policy to
+        "pyrt" unless runtime_id; with discovery, argv is the arguments). create_policy defaults to "never", cleanup_policy to
         "remove" for ephemeral_write and "retain" otherwise.
     managed_fs.py plan OUT POLICY TEMPLATE_ID GRANTS_JSON [OFFSET_MS [EGRESS_POLICY_ID]]
         OUT: a canonical plan for that template of POLICY with the path
@@ -43,7 +44,15 @@ LIMITS = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_tim
 
 
 def launch_of(t):
-    return {"executable_path": t["argv"][0], "arguments": t["argv"][1:], "environment": ["PATH=/usr/bin:/bin"],
+    """A template's launch block. With "discovery" (an adapter name) and
+    "search_paths", argv holds the arguments only; "environment" replaces
+    the default PATH entry."""
+    env = sorted(t.get("environment", ["PATH=/usr/bin:/bin"]))
+    if t.get("discovery"):
+        return {"runtime_discovery": t["discovery"], "executable_path": "",
+                "executable_search_paths": t["search_paths"], "arguments": t.get("argv", []),
+                "environment": env, "read_only_paths": t.get("read_only_paths", [])}
+    return {"executable_path": t["argv"][0], "arguments": t["argv"][1:], "environment": env,
             "read_only_paths": t.get("read_only_paths", [])}
 
 
@@ -64,7 +73,7 @@ def policy(out, spec):
     templates = []
     for t in spec["templates"]:
         launch = launch_of(t)
-        templates.append({"runtime_template_id": t["id"], "runtime_id": "pyrt",
+        templates.append({"runtime_template_id": t["id"], "runtime_id": t.get("runtime_id", "pyrt"),
                           "adapter_command_digest": launch_digest(launch), "sandbox_backend": "linux_production",
                           "allowed_path_aliases": sorted(t.get("aliases", [])),
                           "allowed_projection_destinations": [], "launch": launch})
@@ -101,7 +110,7 @@ def plan(out, policy_file, tid, grants, off, egress="no-network"):
     pg.sort(key=lambda x: x["alias"].encode())
     doc = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": egress,
            "expires_at_ms": int(time.time() * 1000) + off, "library_projections": [], "limits": {k: v for k, v in p["resource_profiles"][0].items() if k != "profile_id"},
-           "path_grants": pg, "policy_revision": p["revision"], "runtime_id": "pyrt", "runtime_template_id": tid,
+           "path_grants": pg, "policy_revision": p["revision"], "runtime_id": t["runtime_id"], "runtime_template_id": tid,
            "sandbox_backend": "linux_production", "schema_version": 1, "secret_handles": [], "tool_policy_id": "t"}
     with open(out, "w") as f:
         f.write(json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* glove/supervisor/launch.h: runtime_launch_template_digest against the
  * vectors computed independently by tests/vectors/digest_vectors.py (the
- * same values are in docs/digests.md). */
+ * same values are in docs/digests.md); pinned-spec-example and
+ * pinned-no-read-only are the issue's vectors (e66c0652..., 0129a3a9...). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,35 +25,35 @@ static const struct {
 } vectors[] = {
         { "pinned-minimal",
           { .executable_path = "/bin/true" },
-          "a4bd691547d79586a71897f10eb9d9cca8ff5c0076f04fa5f6e510860d84b120" },
+          "d7c8a14f466bc08a11fbd65b6684eaaf0f33b295e5aee1fa187da2d5988b9241" },
         { "pinned-spec-example",
           { .executable_path = "/usr/bin/true",
             .arguments = LIST("--version"), .n_arguments = 1,
             .environment = LIST("PATH=/usr/bin:/bin", "TERM=xterm-256color"), .n_environment = 2,
             .read_only_paths = LIST("/opt/operator-harness/codex-runtime"), .n_read_only_paths = 1 },
-          "58aeb2c1a4cc209b4df9165cb5de3d6fb3703fd9ed49bda9f18a643a21d08428" },
+          "e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33" },
         { "pinned-no-read-only",
           { .executable_path = "/usr/bin/true",
             .arguments = LIST("--version"), .n_arguments = 1,
             .environment = LIST("PATH=/usr/bin:/bin", "TERM=xterm-256color"), .n_environment = 2 },
-          "b967257d5cd88ccb4f3a5b783c49af5e930ab0581d36e93c1a2f15663634618a" },
+          "0129a3a97cacbef9bd8a2df44ea3b1e01ae8dad706cbe0c27c2237881b5107e7" },
         { "cloudflare-os-dev",
           { .executable_path = "/opt/glove/runtime/cloudflare-os/node-v25/bin/node",
             .arguments = LIST("/opt/glove/runtime/cloudflare-os/closure/scripts/run-local.mjs"), .n_arguments = 1,
             .read_only_paths = LIST("/opt/glove/runtime/cloudflare-os/closure"), .n_read_only_paths = 1 },
-          "c3d559ee1560cca1779e18ca0d6bcc809c4c01f3584310e1b57ff6a903bcb0c5" },
+          "2c3af3985743cc37adbc120a49290f48ac04ddc1e3bde1aa16fee8301a259cee" },
         { "discovery-codex",
           { .runtime_discovery = "codex", .executable_path = "",
             .executable_search_paths = LIST("/opt/codex/bin", "/usr/local/bin"), .n_executable_search_paths = 2,
             .arguments = LIST("--sandbox", "danger-full-access"), .n_arguments = 2,
             .environment = LIST("TERM=xterm-256color"), .n_environment = 1,
             .read_only_paths = LIST("/opt/codex/lib"), .n_read_only_paths = 1 },
-          "8dd82a33cbd394fe3ad63dadb0e8b11a5d477ff63ba8342a3d3b393638220a74" },
+          "63fd57292c3a9526f7a675dd29b6ac1bab272fcfeb4e6a7b6b3be104a946e7e8" },
         { "utf8-argument",
           { .executable_path = "/usr/bin/env",
             .arguments = LIST("--name=caf\xc3\xa9 \xe2\x82\xac"), .n_arguments = 1,
             .environment = LIST("LANG=C.UTF-8"), .n_environment = 1 },
-          "3022a21170088128f2df4da0bf6732b9d4d6f899825cab9f40c59cf5c857bfb3" },
+          "a92fac2f46f09cb375f958423a9f521a76d2dc8046a912eb1925bf685b201737" },
 };
 
 static void test_vectors(void **state) {
@@ -130,6 +131,34 @@ static void test_every_field_committed(void **state) {
         assert_string_equal(got, vectors[0].digest);
 }
 
+/* Version 1 and version 2 differ even when the discovery fields would
+ * encode as nothing: the version byte and the two extra fields are
+ * committed, and a pinned template's search paths have no place. */
+static void test_versions_differ(void **state) {
+        (void)state;
+        char v1[GLOVE_DIGEST_SHA256_HEX_LEN + 1], v2[GLOVE_DIGEST_SHA256_HEX_LEN + 1];
+        struct glove_supervisor_launch_template p = { .executable_path = "" };
+        struct glove_supervisor_launch_template d = { .runtime_discovery = "codex", .executable_path = "" };
+        assert_int_equal(glove_supervisor_launch_template_digest(&p, v1, NULL), 0);
+        assert_int_equal(glove_supervisor_launch_template_digest(&d, v2, NULL), 0);
+        assert_string_not_equal(v1, v2);
+        /* The discovery name and the search-path order are committed. */
+        struct glove_supervisor_launch_template a = vectors[4].t, b = vectors[4].t;
+        b.executable_search_paths = LIST("/usr/local/bin", "/opt/codex/bin");
+        assert_int_equal(glove_supervisor_launch_template_digest(&a, v1, NULL), 0);
+        assert_int_equal(glove_supervisor_launch_template_digest(&b, v2, NULL), 0);
+        assert_string_not_equal(v1, v2);
+        /* A search path moved into read_only_paths changes the digest. */
+        struct glove_supervisor_launch_template c = { .runtime_discovery = "codex", .executable_path = "",
+                                                      .executable_search_paths = LIST("/opt/a"),
+                                                      .n_executable_search_paths = 1 };
+        struct glove_supervisor_launch_template e = { .runtime_discovery = "codex", .executable_path = "",
+                                                      .read_only_paths = LIST("/opt/a"), .n_read_only_paths = 1 };
+        assert_int_equal(glove_supervisor_launch_template_digest(&c, v1, NULL), 0);
+        assert_int_equal(glove_supervisor_launch_template_digest(&e, v2, NULL), 0);
+        assert_string_not_equal(v1, v2);
+}
+
 static void test_invalid_arguments(void **state) {
         (void)state;
         char hex[GLOVE_DIGEST_SHA256_HEX_LEN + 1];
@@ -167,6 +196,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_vectors),
                 cmocka_unit_test(test_every_field_committed),
+                cmocka_unit_test(test_versions_differ),
                 cmocka_unit_test(test_invalid_arguments),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,10 +115,11 @@ static void test_rejection_fixtures(void **state) {
         assert_int_equal(failures, 0);
 }
 
-/* The spec's own example policy: its adapter_command_digest is a
- * placeholder that differs from Glove's digest of its launch block
- * (docs/digests.md), so it is rejected with the digest Glove computes in the
- * message; with that digest it is accepted. */
+/* The spec's own example policy: its adapter_command_digest (05a49649...)
+ * is the encoding stopped after the environment list, written before
+ * read_only_paths was committed (docs/digests.md), so it is rejected with
+ * the digest Glove computes (the issue's e66c0652...) in the message; with
+ * that digest it is accepted. */
 static const char spec_example[] =
         "{\"schema_version\":1,\"revision\":7,\"max_plan_ttl_ms\":120000,\"runtime_templates\":[{"
         "\"runtime_template_id\":\"codex-safe\",\"runtime_id\":\"codex\",\"adapter_command_digest\":\"%s\","
@@ -143,9 +144,9 @@ static void test_spec_example(void **state) {
         snprintf(text, sizeof(text), spec_example, "05a49649e7973f6f8d6b119c9d525472517e6021fb38f8b191e0b40c8c4741d0");
         assert_int_equal(glove_supervisor_policy_decode(text, strlen(text), &p, &err), -EINVAL);
         assert_string_equal(err.code, "policy.adapter_digest_mismatch");
-        assert_non_null(strstr(err.message, "58aeb2c1a4cc209b4df9165cb5de3d6fb3703fd9ed49bda9f18a643a21d08428"));
+        assert_non_null(strstr(err.message, "e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33"));
 
-        snprintf(text, sizeof(text), spec_example, "58aeb2c1a4cc209b4df9165cb5de3d6fb3703fd9ed49bda9f18a643a21d08428");
+        snprintf(text, sizeof(text), spec_example, "e66c0652fedc80fcdfe875761036053f973708ad72207e388c07de41553c4e33");
         glove_error_clear(&err);
         assert_int_equal(glove_supervisor_policy_decode(text, strlen(text), &p, &err), 0);
         assert_true(glove_supervisor_policy_template_can_launch(p, "codex-safe"));

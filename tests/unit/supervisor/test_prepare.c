@@ -69,7 +69,7 @@ static struct glove_supervisor_policy *make_policy(const char *aliases, const ch
         static char text[16384];
         snprintf(text, sizeof(text),
                  "{\"schema_version\":1,\"revision\":1,\"max_plan_ttl_ms\":120000,"
-                 "\"runtime_templates\":[{\"runtime_template_id\":\"t\",\"runtime_id\":\"codex\","
+                 "\"runtime_templates\":[{\"runtime_template_id\":\"t\",\"runtime_id\":\"pyrt\","
                  "\"adapter_command_digest\":\"%s\",\"sandbox_backend\":\"linux_production\","
                  "\"allowed_path_aliases\":[%s],\"allowed_projection_destinations\":[],"
                  "\"launch\":{\"executable_path\":\"/usr/bin/true\",\"arguments\":[\"--version\"],"
@@ -110,7 +110,7 @@ static char *make_plan(const char *grants, const char *egress, size_t *len) {
                              "{\"adapter_command_digest\":\"x\",\"egress_policy_id\":\"%s\",\"expires_at_ms\":1,"
                              "\"library_projections\":[],\"limits\":{\"cpu_time_ms\":1000,\"disk_bytes\":2097152,"
                              "\"memory_bytes\":67108864,\"pids\":16,\"terminal_output_bytes\":1048576,"
-                             "\"wall_time_ms\":2000},\"path_grants\":[%s],\"policy_revision\":1,\"runtime_id\":\"codex\","
+                             "\"wall_time_ms\":2000},\"path_grants\":[%s],\"policy_revision\":1,\"runtime_id\":\"pyrt\","
                              "\"runtime_template_id\":\"t\",\"sandbox_backend\":\"linux_production\","
                              "\"schema_version\":1,\"secret_handles\":[],\"tool_policy_id\":\"x\"}",
                              egress, grants) > 0);
@@ -323,13 +323,9 @@ static void test_binding(void **state) {
         assert_int_equal(glove_mount_plan_new(&pp, &mp, &err), 0);
         size_t before = mp->count;
         assert_int_equal(glove_supervisor_launch_add_mounts(mp, l, &err), 0);
-        /* runtime_id codex is an adapter runtime: its skills directory
-         * chain (.codex, .codex/skills) comes first, agent-owned. */
-        assert_int_equal(mp->count, before + 4 + 2);
-        assert_int_equal(mp->entries[before].kind, GLOVE_MOUNT_DIR);
-        assert_string_equal(glove_mount_plan_str(mp, mp->entries[before].dest), "home/agent/.codex");
-        assert_string_equal(glove_mount_plan_str(mp, mp->entries[before + 1].dest), "home/agent/.codex/skills");
-        assert_int_equal(mp->entries[before + 1].uid, getuid() == 0 ? glove_mount_plan_inside_id(0) : getuid());
+        /* runtime pyrt is no adapter runtime: no skills directory chain
+         * (test_discovery.c covers the adapters' entries). */
+        assert_int_equal(mp->count, before + 4);
         const char *dests[] = { ro + 1, "reference", "scratch", "workspace" };
         for (size_t k = 0; k < 4; k++) {
                 const struct glove_mount_entry *e = NULL;
