@@ -1,14 +1,17 @@
 # Glove: thin wrapper over meson + ninja.
 #   make         build build/glove (optimized, with debug info)
 #   make demo    build and run a contained program on a built-in example
-#   make check   normal build + ASan/UBSan debug build; unit and integration tests
+#   make check   normal build + ASan/UBSan debug build; unit and integration tests,
+#                then the agent CLI suite (make agents)
+#   make agents  the five real agent CLIs against a fake model server, under
+#                glove exec and as gloved managed sessions (tests/agents/run.sh)
 #   make bench   start-up benchmarks (JSON lines under bench/results/)
 #   make fuzz    longer libFuzzer runs
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MESON      ?= meson
 
-.PHONY: all deps build asan demo check unit integration bench fuzz clean
+.PHONY: all deps build asan demo check agents unit integration bench fuzz clean
 
 all: build
 
@@ -32,6 +35,9 @@ demo: build
 
 check: build asan
 	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+
+agents: build
+	@tests/agents/run.sh $(BUILD)
 
 bench: build
 	@bench/run.sh $(BUILD)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make check: unit tests on both builds, then the integration suite (as root
-# and as an unprivileged user) against both binaries. Prints one closing line
-# "N passed, N failed[, N skipped]" and exits non-zero on any failure.
+# and as an unprivileged user) against both binaries, then the agent CLI
+# suite (tests/agents/run.sh; the normal build only, it is the slow one).
+# Prints one closing line "N passed, N failed[, N skipped]" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -42,6 +43,7 @@ for dir in "$build" "$asan"; do
         count_bats "$dir, as root" tests/integration/run.sh "$dir" root
         count_bats "$dir, as an unprivileged user" tests/integration/run.sh "$dir" unprivileged
 done
+count_bats "agent CLIs, $build" tests/agents/run.sh "$build"
 if [ -x scripts/fuzz.sh ]; then
         echo "== fuzz smoke"
         if scripts/fuzz.sh short; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
