@@ -17,9 +17,12 @@
 # (tests/agents/run.sh).
 
 load helpers
+load "$GLOVE_IT_LIB/gloved"
 
 FAKE="$AGENTS/fake_model.py"
 CLIS="$AGENTS/clis.py"
+POLICY="$AGENTS/agent_policy.py"
+SESSCTL="$LIB/sessctl.py"
 NM=$GLOVE_NODE_MODULES
 MARKER=glove-skill-marker-5d1c9e
 SKILL_KEY=glove-proof
@@ -49,7 +52,7 @@ teardown() {
         if [ -n "${FAKE_PID:-}" ]; then
                 { kill -TERM "$FAKE_PID" && wait "$FAKE_PID"; } 2>/dev/null || true
         fi
-        kill_tracked
+        gloved_teardown
         return 0
 }
 
@@ -144,4 +147,104 @@ exec_turn() {
 
 @test "agents exec: opencode finds its skill and writes the proof file through its shell tool" {
         exec_turn opencode
+}
+
+# ------------------------------------------------------------ managed sessions
+
+# state ID: the session's state (session_status).
+state() {
+        "$PY" "$SESSCTL" call "$RT" session_status "{\"session_id\":\"$1\"}" | jq -r .result.state
+}
+
+# wait_ended ID SECONDS: until the session is exited or failed.
+wait_ended() {
+        local idx s
+        for ((idx = 0; idx < $2 * 10; idx++)); do
+                s=$(state "$1")
+                [ "$s" = exited ] || [ "$s" = failed ] && return 0
+                sleep 0.1
+        done
+        fail "session $1 did not end in $2 s (state $s)"
+}
+
+# receipt_of ID: the terminal receipt of ID (compact JSON).
+receipt_of() {
+        "$PY" "$SESSCTL" call "$RT" receipts_page '{"after_sequence":0,"limit":256}' |
+                jq -c --arg id "$1" '.result.envelopes[].envelope.receipt | select(.session_id == $id)'
+}
+
+# managed_turn CLI: one managed session of CLI: the template discovers the
+# CLI in node_modules/.bin; the skill comes from a library bundle that gloved
+# expands into the adapter's native skills directory in the private home;
+# the workspace is an ephemeral copy of $T/host/ws at /workspace; egress
+# names only the fake server. The host workspace stays unchanged.
+managed_turn() {
+        local cli=$1 id=s1
+        require_gloved
+        grep -q -- --library-bundle-root "$GLOVED" ||
+                skip "this gloved has no --library-bundle-root (library bundles not built yet)"
+        mkdir -p "$T/host/ws"
+        printf 'a workspace file\n' >"$T/host/ws/README"
+        chmod -R a+rX "$T/host"
+        mkdir -m 700 -p "$T/cfg" "$T/bundles"
+        start_fake /workspace/agent-proof.txt
+        printf '%s' "$SKILL_MD" >"$T/skill.md"
+        local bd
+        bd=$("$PY" "$POLICY" bundle "$T/bundles" "$SKILL_KEY" "$T/skill.md")
+        run --separate-stderr "$PY" "$POLICY" policy "$GLOVED" "$T/cfg/policy.json" "$cli" "$BASE" "$CERTS/ca.pem" \
+                "$NM" "$T/host/ws" "$PORT"
+        expect_status 0
+        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
+                --materialization-root "$T/mat" --library-bundle-root "$T/bundles"
+        ctl --json capabilities
+        expect_status 0
+        if [[ "$output" == *'"lifecycle_operational":false'* && "$output" == *cgroup.not_delegated* ]]; then
+                skip "cgroups are not delegated to uid $(id -u): managed sessions are not operational"
+        fi
+        [[ "$output" == *'"library_bundle_root":true'* ]] || fail "gloved does not report its bundle root: $output"
+        "$PY" "$POLICY" plan "$T/cfg/policy.json" "$T/cfg/$id.plan" "$bd"
+        ctl create-session --session-id "$id" --idempotency-key "k-$id" --controller-digest "$CDIGEST" \
+                --plan "$T/cfg/$id.plan"
+        expect_status 0
+        ctl start "$id"
+        expect_status 0
+        wait_ended "$id" 280
+        run --separate-stderr timeout --foreground -k 5 60 "$PY" "$SESSCTL" watch "$RT" "$id"
+        local out=$output r
+        r=$(receipt_of "$id")
+        [ -n "$r" ] || fail "$cli: no receipt for the session; its output: $out"
+        echo "# $cli managed session: wall $(jq .usage.wall_time_ms <<<"$r") ms," \
+                "peak memory $(mib "$(jq .usage.peak_memory_bytes <<<"$r")") MiB," \
+                "cpu $(jq .usage.cpu_time_ms <<<"$r") ms" >&3
+        jq -e '.termination.kind == "exit" and .exit_code == 0' <<<"$r" >/dev/null ||
+                fail "$cli: the session did not exit 0: $(jq -c '{termination,exit_code,usage}' <<<"$r"); output: $out"
+        expect_turn "$cli"
+        # The binding commits the discovered executable, the bundle and the skill.
+        jq -e --arg d "$bd" '[.launch_binding.projections[]? | .content_digest] | index($d) != null' <<<"$r" \
+                >/dev/null || fail "$cli: the receipt does not commit the bundle: $(jq -c .launch_binding <<<"$r")"
+        jq -e --arg c "$cli" '.launch_binding.adapter.runtime_id == $c and .launch_binding.adapter.executable.discovered' \
+                <<<"$r" >/dev/null || fail "$cli: the receipt does not commit the discovered adapter: $(jq -c .launch_binding <<<"$r")"
+        # The proof went to the ephemeral copy, never to the host directory.
+        [ ! -e "$T/host/ws/agent-proof.txt" ] || fail "$cli: the agent wrote the host workspace"
+        [ "$(ls "$T/host/ws")" = README ] || fail "$cli: the host workspace changed"
+}
+
+@test "agents managed: codex discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn codex
+}
+
+@test "agents managed: claude-code discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn claude-code
+}
+
+@test "agents managed: pi discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn pi
+}
+
+@test "agents managed: copilot discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn copilot
+}
+
+@test "agents managed: opencode discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn opencode
 }
