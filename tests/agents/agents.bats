@@ -222,6 +222,10 @@ managed_turn() {
         # The binding commits the discovered executable, the bundle and the skill.
         jq -e --arg d "$bd" '[.launch_binding.projections[]? | .content_digest] | index($d) != null' <<<"$r" \
                 >/dev/null || fail "$cli: the receipt does not commit the bundle: $(jq -c .launch_binding <<<"$r")"
+        local skill_md
+        skill_md=/home/agent/$(jq -r .skills_rel <<<"$(spec "$cli")")/$SKILL_KEY/SKILL.md
+        jq -e --arg p "$skill_md" '[.launch_binding.skills[]? | .path] == [$p]' <<<"$r" >/dev/null ||
+                fail "$cli: the receipt does not commit the skill at $skill_md: $(jq -c .launch_binding <<<"$r")"
         jq -e --arg c "$cli" '.launch_binding.adapter.runtime_id == $c and .launch_binding.adapter.executable.discovered' \
                 <<<"$r" >/dev/null || fail "$cli: the receipt does not commit the discovered adapter: $(jq -c .launch_binding <<<"$r")"
         # The proof went to the ephemeral copy, never to the host directory.
