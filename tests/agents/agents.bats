@@ -212,7 +212,7 @@ managed_turn() {
         run --separate-stderr timeout --foreground -k 5 60 "$PY" "$SESSCTL" watch "$RT" "$id"
         local out=$output r
         r=$(receipt_of "$id")
-        [ -n "$r" ] || fail "$cli: no receipt for the session; its output: $out"
+        [ -n "$r" ] || fail "$cli: no receipt for the session; its status: $("$PY" "$SESSCTL" call "$RT" session_status "{\"session_id\":\"$id\"}"); its output: $out"
         echo "# $cli managed session: wall $(jq .usage.wall_time_ms <<<"$r") ms," \
                 "peak memory $(mib "$(jq .usage.peak_memory_bytes <<<"$r")") MiB," \
                 "cpu $(jq .usage.cpu_time_ms <<<"$r") ms" >&3
