@@ -194,6 +194,30 @@ int glove_mount_plan_add_file(struct glove_mount_plan *plan, const char *dest, c
         return add_bytes(plan, GLOVE_MOUNT_FILE, dest, data, len, mode & 07777, "mount.file", err);
 }
 
+int glove_mount_plan_add_owned_file(struct glove_mount_plan *plan, const char *dest, const void *data, size_t len,
+                                    uint32_t mode, uid_t uid, gid_t gid, struct glove_error *err) {
+        int r = add_bytes(plan, GLOVE_MOUNT_FILE, dest, data, len, mode & 07777, "mount.file", err);
+        if (r == 0) {
+                struct glove_mount_entry *e = &plan->entries[plan->count - 1];
+                e->flags |= GLOVE_MOUNT_F_OWNED;
+                e->uid = uid;
+                e->gid = gid;
+        }
+        return r;
+}
+
+int glove_mount_plan_add_dir(struct glove_mount_plan *plan, const char *dest, uint32_t mode, uid_t uid, gid_t gid,
+                             struct glove_error *err) {
+        struct glove_mount_entry *e;
+        int r = add(plan, GLOVE_MOUNT_DIR, dest, "mount.dir", &e, err);
+        if (r == 0) {
+                e->mode = mode & 07777;
+                e->uid = uid;
+                e->gid = gid;
+        }
+        return r;
+}
+
 int glove_mount_plan_add_symlink(struct glove_mount_plan *plan, const char *dest, const char *target, struct glove_error *err) {
         return add_link(plan, dest, target, "mount.file", err);
 }

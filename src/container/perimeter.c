@@ -369,6 +369,25 @@ static int write_new(struct exec_ctx *c, const struct glove_mount_entry *e, cons
                          : glove_fd_write_all(fd, glove_mount_plan_str(c->plan, e->bytes), e->bytes_len);
         if (r < 0)
                 return glove_error_set(err, -r, e->code, "cannot write /%s: %s", dest, glove_errno_text(-r));
+        if ((e->flags & GLOVE_MOUNT_F_OWNED) && (fchown(fd, e->uid, e->gid) < 0 || fchmod(fd, e->mode) < 0))
+                return glove_error_set(err, errno, e->code, "cannot own /%s: %s", dest, glove_errno_text(errno));
+        return 0;
+}
+
+/* A DIR entry: a new directory owned by the agent (mode set through the
+ * descriptor, whatever the umask). */
+static int make_dir(struct exec_ctx *c, const struct glove_mount_entry *e, const char *dest, struct glove_error *err) {
+        const char *name;
+        int pfd = parent_dir(c, dest, &name, err);
+        if (pfd < 0)
+                return pfd;
+        if (mkdirat(pfd, name, 0700) < 0)
+                return glove_error_set(err, errno, e->code, "cannot create the directory /%s: %s", dest,
+                                       glove_errno_text(errno));
+        _cleanup_close_ int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fchown(fd, e->uid, e->gid) < 0 || fchmod(fd, e->mode) < 0)
+                return glove_error_set(err, errno, e->code, "cannot own the directory /%s: %s", dest,
+                                       glove_errno_text(errno));
         return 0;
 }
 
@@ -493,6 +512,8 @@ static int run_entry(struct exec_ctx *c, const struct glove_sandbox_config *cfg,
                 return mask(c, e, dest, err);
         case GLOVE_MOUNT_TREE:
                 return make_tree(c, e, dest, src, err);
+        case GLOVE_MOUNT_DIR:
+                return make_dir(c, e, dest, err);
         case GLOVE_MOUNT_TTY:
                 return cfg->controlling_tty && cfg->stdin_fd >= 0 ? bind_tty(c, cfg->stdin_fd, dest, e->attrs, err) : 0;
         }

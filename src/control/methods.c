@@ -434,7 +434,7 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
                 missing = glove_control_runtime_mechanisms_missing(c->runtime);
         }
 #endif
-        return json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
+        json_t *caps = json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
                          "agent_runtime_adapter_schema_version", 0, "lifecycle_operational", lifecycle,
                          "managed_runtime_ids", runtimes ? runtimes : json_array(), "methods", names,
                          "plan_schema_versions",
@@ -445,6 +445,11 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
                          mech ? mech : json_array(), "resource_mechanisms_missing", missing ? missing : json_array(),
                          "service", "gloved", "session_store_schema_version",
                          store ? GLOVE_CONTROL_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);
+        if (caps && json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0) {
+                json_decref(caps);
+                return NULL;
+        }
+        return caps;
 }
 
 json_t *glove_control_dispatch_conn(struct glove_control_components *c, struct glove_control_conn *conn,

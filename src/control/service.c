@@ -56,6 +56,8 @@ static const char usage_text[] =
         "  --materialization-root DIR  managed sessions: enables start_session, attach, ...\n"
         "                           (needs --session-policy and --session-store, and a\n"
         "                           delegated cgroup to be operational)\n"
+        "  --library-bundle-root DIR  library bundles (DIR/<sha256>.json) plans may project\n"
+        "                           (needs --materialization-root; DIR must exist, mode 0700)\n"
         "  --receipt-anchor HEX     64-hex anchor the receipt chain starts from\n"
         "  --client-timeout-ms MS   authentication, frame and send deadline (default 5000)\n"
         "  --idle-timeout-ms MS     idle authenticated connection deadline (default 600000)\n"
@@ -118,7 +120,7 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
-       OPT_MROOT };
+       OPT_MROOT, OPT_BROOT };
 
 static int parse_one(int opt, const char *v, struct glove_control_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -134,6 +136,8 @@ static int parse_one(int opt, const char *v, struct glove_control_service_option
                 return set_path(&o->session_store, v, "--session-store", err);
         case OPT_MROOT:
                 return set_path(&o->materialization_root, v, "--materialization-root", err);
+        case OPT_BROOT:
+                return set_path(&o->library_bundle_root, v, "--library-bundle-root", err);
         case OPT_ANCHOR:
                 if (!v || glove_digest_hex_decode(v, strlen(v), o->anchor, sizeof(o->anchor), NULL) < 0)
                         return glove_error_set(err, EINVAL, "usage.bad_value",
@@ -164,6 +168,7 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
                 { "idle-timeout-ms", required_argument, NULL, OPT_IDLE_TO },
                 { "max-connections", required_argument, NULL, OPT_MAXCONN },
                 { "materialization-root", required_argument, NULL, OPT_MROOT },
+                { "library-bundle-root", required_argument, NULL, OPT_BROOT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -199,6 +204,10 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
         if (o->materialization_root && (!o->session_policy || !o->session_store))
                 return glove_error_set(err, EINVAL, "usage.root_needs_store",
                                        "--materialization-root needs --session-policy and --session-store");
+        if (o->library_bundle_root && !o->materialization_root)
+                return glove_error_set(err, EINVAL, "usage.bundle_root_needs_runtime",
+                                       "--library-bundle-root needs --materialization-root (bundles are projected "
+                                       "into managed sessions)");
 #if !GLOVE_CONTROL_HAVE_SUPERVISOR
         if (o->session_policy)
                 return glove_error_set(err, EINVAL, "usage.not_built",
@@ -217,6 +226,7 @@ void glove_control_service_options_free(struct glove_control_service_options *o)
         free(o->session_policy);
         free(o->session_store);
         free(o->materialization_root);
+        free(o->library_bundle_root);
         *o = (struct glove_control_service_options){ 0 };
 }
 
@@ -230,12 +240,12 @@ struct service {
         struct glove_control_store *store;
         struct glove_control_receipts *receipts;
         uint8_t secret[GLOVE_CONTROL_SECRET_LEN];
-        int mroot_fd;
+        int mroot_fd, broot_fd;
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         struct glove_control_runtime *runtime;
         struct glove_supervisor_runtime_config cfg;
         struct glove_error retained_why;
-        const char *restricted[4];
+        const char *restricted[5];
 #endif
 };
 
@@ -307,6 +317,22 @@ static int64_t realtime_ms(void) {
 }
 
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
+/* The library bundle root: an existing directory (never created: bundles are
+ * the operator's), mode 0700, owned by the service user, no link in its
+ * path; the descriptor pins it for the process lifetime and every bundle is
+ * opened beneath it. */
+static int open_bundle_root(struct service *s, const struct glove_control_service_options *o, uid_t uid,
+                            struct glove_error *err) {
+        int r = glove_control_dir_open_private(o->library_bundle_root, uid, false, &s->broot_fd, err);
+        if (r < 0) {
+                glove_error_prefix(err, "--library-bundle-root");
+                return r;
+        }
+        s->cfg.library_bundle_root = o->library_bundle_root;
+        s->cfg.library_bundle_root_fd = s->broot_fd;
+        return 0;
+}
+
 /* The managed runtime: the materialization root (0700, the service user's),
  * the retained mechanism's probe and the cgroup probe. Without a delegated
  * cgroup the runtime is constructed but not operational (one line says why). */
@@ -322,7 +348,8 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
         s->restricted[0] = o->runtime_dir;
         s->restricted[1] = o->state_dir;
         s->restricted[2] = o->materialization_root;
-        s->restricted[3] = NULL;
+        s->restricted[3] = o->library_bundle_root; /* may be NULL: the end */
+        s->restricted[4] = NULL;
         s->cfg.policy = s->policy;
         s->cfg.materialization_root = o->materialization_root;
         s->cfg.materialization_root_fd = s->mroot_fd;
@@ -330,6 +357,9 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
         s->cfg.retained_why = s->cfg.retained_available ? NULL : &s->retained_why;
         s->cfg.agent_uid = uid;
         s->cfg.agent_gid = getegid();
+        s->cfg.library_bundle_root_fd = -1;
+        if (o->library_bundle_root && (r = open_bundle_root(s, o, uid, err)) < 0)
+                return r;
         struct glove_cgroup_probe probe;
         struct glove_error cgerr = { 0 };
         int cr = glove_cgroup_probe(&probe, &cgerr);
@@ -422,6 +452,8 @@ static void stop(struct service *s) {
 #endif
         if (s->mroot_fd >= 0)
                 close(s->mroot_fd);
+        if (s->broot_fd >= 0)
+                close(s->broot_fd);
         glove_control_receipts_close(s->receipts);
         glove_control_store_close(s->store);
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
@@ -432,7 +464,7 @@ static void stop(struct service *s) {
 
 int glove_control_service_run(const struct glove_control_service_options *o, struct glove_error *err) {
         struct service s = { .runtime_fd = -1, .state_fd = -1, .runtime_lock = -1, .state_lock = -1, .listen_fd = -1,
-                             .mroot_fd = -1 };
+                             .mroot_fd = -1, .broot_fd = -1 };
         int r = start(&s, o, err);
         if (r == 0) {
                 struct glove_control_components comp = {
@@ -440,6 +472,7 @@ int glove_control_service_run(const struct glove_control_service_options *o, str
                 };
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
                 comp.runtime = s.runtime;
+                comp.library_bundle_root = s.cfg.library_bundle_root != NULL;
 #endif
                 struct glove_control_server_options so = {
                         .listen_fd = s.listen_fd,

@@ -27,7 +27,7 @@
 #include "prepare_internal.h"
 
 static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
-                                                "executable" };
+                                                "executable", "library_bundle" };
 
 /* ---- resolution ---- */
 
@@ -111,6 +111,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
                 free(l->mounts[i].img);
         }
         free(l->mounts);
+        sv_launch_projections_free(l);
         strv_free(l->argv, l->argc);
         strv_free(l->envp, l->envc);
         if (l->egress) {
@@ -463,6 +464,8 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
         }
         if (r >= 0)
                 r = launch_paths(l, t, err);
+        if (r >= 0)
+                r = sv_launch_projections(l, t, root, err);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 struct grant g;
                 r = decode_grant(json_array_get(grants, i), &g, err);
@@ -519,9 +522,11 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
                 return glove_error_set(err, EINVAL, "launch.invalid_argument", "a plan and a launch are required");
         uid_t uid = glove_mount_plan_inside_id(l->cfg->agent_uid);
         gid_t gid = glove_mount_plan_inside_id(l->cfg->agent_gid);
+        int r = sv_launch_add_skills(plan, l, uid, gid, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < l->n_mounts; i++) {
                 const struct sv_mount *m = &l->mounts[i];
-                int r;
                 if (m->kind == MK_EPHEMERAL)
                         r = glove_mount_plan_add_tree(plan, m->target, m->max_bytes, uid, gid, m->source, m->dev, m->ino,
                                                       m->alias, err);
@@ -530,6 +535,7 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
                                                              m->read_only,
                                                              m->alias ? m->alias
                                                              : m->kind == MK_EXEC ? "executable_path"
+                                                             : m->kind == MK_BUNDLE ? "library_projections"
                                                                                   : "read_only_paths",
                                                              err);
                 if (r < 0)
@@ -619,6 +625,7 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
                 snprintf(buf, sizeof(buf), v6 ? "[%s]:%lld" : "%s:%lld", tg->host, (long long)tg->port);
                 r |= json_array_append_new(targets, json_string(buf));
         }
+        r |= sv_launch_projection_binding(l, b);
         if (r != 0)
                 return NULL;
         return TAKE_PTR(b);

@@ -5,10 +5,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
+#include <jansson.h>
+
 #include "glove/session/session.h"
 #include "glove/supervisor/prepare.h"
 
-enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC };
+enum sv_mount_kind { MK_READ_BIND, MK_EPHEMERAL, MK_RETAINED, MK_RO_PATH, MK_EXEC, MK_BUNDLE };
 
 struct sv_mount {
         int kind;
@@ -34,7 +38,52 @@ struct glove_supervisor_launch {
         struct sv_mount *mounts;
         size_t n_mounts, cap_mounts;
         const char *cwd;
+        /* B: library projections and skills (projection.c) */
+        struct sv_projection *projections; /* plan order */
+        size_t n_projections;
+        struct sv_skill *skills;           /* sorted by key */
+        size_t n_skills;
+        const char *skills_dir;            /* the adapter's (static), or NULL: not an adapter runtime */
+        char skills_digest[65];
 };
+
+/* One projection of the plan, as the binding commits it (all owned). */
+struct sv_projection {
+        char *projection_id, *destination_alias, *target;
+        char content_digest[65];
+};
+
+/* One expanded skill: SKILL.md at <skills_dir>/<key>/ (all owned). */
+struct sv_skill {
+        char *key, *path, *projection_id;
+        char *content;
+        size_t content_len;
+        char content_digest[65];
+};
+
+struct sv_template;
+
+/* Resolves the plan's library_projections (root: the decoded plan) for
+ * template t into l: each bundle loaded and verified (bundle.h) beneath
+ * cfg->library_bundle_root, a read-only pinned MK_BUNDLE mount at
+ * <target_path>/<digest>.json, and for an adapter runtime its skill entries
+ * (l->skills) and the skills-projection digest (docs/digests.md). Returns 0
+ * or -errno with err set (launch.bundles_unavailable, bundle.*,
+ * launch.invalid_plan, launch.no_memory). */
+int sv_launch_projections(struct glove_supervisor_launch *l, const struct sv_template *t, const json_t *root,
+                          struct glove_error *err);
+
+/* Adds the agent-owned skills directory chain (beneath the home) and each
+ * skill's KEY directory and SKILL.md to plan (uid/gid: the agent inside). */
+int sv_launch_add_skills(struct glove_mount_plan *plan, const struct glove_supervisor_launch *l, uid_t uid, gid_t gid,
+                         struct glove_error *err);
+
+/* Sets "projections", "skills" and "skills_projection_digest" on binding b.
+ * Returns 0 or -1 (allocation). */
+int sv_launch_projection_binding(const struct glove_supervisor_launch *l, json_t *b);
+
+/* Frees what sv_launch_projections made (not the mounts). */
+void sv_launch_projections_free(struct glove_supervisor_launch *l);
 
 
 /* Resolves host path p (what names it in messages: an alias, "read_only_paths")

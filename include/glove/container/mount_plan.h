@@ -61,6 +61,8 @@
  *             existing file (opening it then fails); skipped when absent
  *   TTY       when the agent's stdin is a PTY, that PTY's inode bound
  *             read-only at the destination (so ttyname() finds it)
+ *   DIR       a new directory (mode, owner uid/gid inside); refused when
+ *             something is already there
  *   TREE      a fresh tmpfs of size bytes (root directory mode 0755, owner
  *             uid/gid inside; nosuid, nodev), then, with a source, filled
  *             by a copy of the host directory source (opened in phase 1
@@ -113,12 +115,14 @@ enum glove_mount_kind {
         GLOVE_MOUNT_MASK,
         GLOVE_MOUNT_TTY,
         GLOVE_MOUNT_TREE,
+        GLOVE_MOUNT_DIR,
 };
 
 /* Entry flags. */
 #define GLOVE_MOUNT_F_OPTIONAL (1U << 0) /* BIND, COPY: skip when the source is absent */
 #define GLOVE_MOUNT_F_DIR (1U << 1)      /* BIND: the destination is a directory (else a file) */
 #define GLOVE_MOUNT_F_GRANT (1U << 2)    /* BIND: a grant (identity check, submount check) */
+#define GLOVE_MOUNT_F_OWNED (1U << 3)    /* FILE: owned by uid/gid (else the sandbox's root) */
 
 struct glove_mount_entry {
         enum glove_mount_kind kind;
@@ -127,7 +131,8 @@ struct glove_mount_entry {
         uint64_t size;            /* TMPFS: bytes, 0 for the default; COPY: bytes copied at most;
                                    * TREE: bytes of the tmpfs */
         uint32_t mode;            /* TMPFS, FILE, COPY: permission bits */
-        uid_t uid;                /* TREE: owner inside of the root and of every copied entry */
+        uid_t uid;                /* TREE: owner inside of the root and of every copied entry;
+                                   * DIR, owned FILE: owner inside */
         gid_t gid;
         uint32_t dest;            /* offset in data: destination without its leading slash */
         uint32_t source;          /* offset in data: BIND/COPY/TREE host path, SYMLINK target, or 0
@@ -201,6 +206,22 @@ int glove_mount_plan_add_tmpfs(struct glove_mount_plan *plan, const char *dest, 
 int glove_mount_plan_add_file(struct glove_mount_plan *plan, const char *dest, const void *data, size_t len, uint32_t mode,
                               struct glove_error *err);
 int glove_mount_plan_add_symlink(struct glove_mount_plan *plan, const char *dest, const char *target, struct glove_error *err);
+
+/*
+ * Entries the agent owns (ids inside the sandbox), for content Glove puts
+ * in the private home (the adapters' skills, docs/session-policy.md
+ * "Library bundles and skills"):
+ *   dir:        a new directory at dest with permission bits mode, owned by
+ *               uid/gid; missing parents are created as for any destination
+ *               (mode 0755, the sandbox's root); dest already existing is
+ *               "mount.dir" (-EEXIST) in the child
+ *   owned_file: as glove_mount_plan_add_file, the new file owned by uid/gid
+ * Bounds and errors as the generic entries.
+ */
+int glove_mount_plan_add_dir(struct glove_mount_plan *plan, const char *dest, uint32_t mode, uid_t uid, gid_t gid,
+                             struct glove_error *err);
+int glove_mount_plan_add_owned_file(struct glove_mount_plan *plan, const char *dest, const void *data, size_t len,
+                                    uint32_t mode, uid_t uid, gid_t gid, struct glove_error *err);
 int glove_mount_plan_add_bind(struct glove_mount_plan *plan, const char *dest, const char *source, bool optional,
                               struct glove_error *err);
 

@@ -52,6 +52,7 @@ struct glove_control_components {
         struct glove_control_receipts *receipts;      /* never NULL in gloved */
         struct glove_control_runtime *runtime;        /* NULL without --materialization-root */
         int64_t (*now_ms)(void);                      /* Unix milliseconds; tests may fake it */
+        bool library_bundle_root;                     /* --library-bundle-root constructed */
 };
 
 /* True when method is advertised by c (see top of file). */
@@ -65,7 +66,11 @@ bool glove_control_method_advertised(const struct glove_control_components *c, c
  *    "receipt_schema_version":1,
  *    "refinement_evaluation_protocol_schema_version":0,
  *    "resource_mechanisms":[],"service":"gloved",
- *    "session_store_schema_version":1|0,"version":"..."}
+ *    "session_store_schema_version":1|0,"version":"...",
+ *    "library_bundle_root":BOOL}
+ * library_bundle_root is true when the bundle root was constructed and the
+ * managed runtime is operational (lifecycle methods advertised): only then
+ * are plans' library projections mounted.
  */
 json_t *glove_control_capabilities(const struct glove_control_components *c);
 

@@ -48,6 +48,7 @@ struct glove_control_service_options {
         char *session_policy;         /* malloc'd or NULL */
         char *session_store;          /* malloc'd or NULL */
         char *materialization_root;   /* malloc'd or NULL: the managed runtime */
+        char *library_bundle_root;    /* malloc'd or NULL: library projections */
         bool have_anchor;
         uint8_t anchor[32];
         uint64_t client_timeout_ms;

@@ -71,6 +71,10 @@ struct glove_net_policy;
 #define GLOVE_SUPERVISOR_RESTRICTED_MAX 16
 /* The HOME given to the agent unless the template's environment sets one. */
 #define GLOVE_SUPERVISOR_AGENT_HOME "/home/agent"
+/* Most bytes of `skill` content one launch expands (all its projections
+ * together); each SKILL.md is also at most GLOVE_MOUNT_FILE_MAX (1 MiB). The
+ * skills are files of the mount plan, whose data is bounded (4 MiB). */
+#define GLOVE_SUPERVISOR_SKILLS_MAX_BYTES (2U << 20)
 /* TERM given to the agent unless the template's environment sets one. */
 #define GLOVE_SUPERVISOR_DEFAULT_TERM "xterm-256color"
 
@@ -92,7 +96,16 @@ struct glove_net_policy;
  *                            into launch.retained_unavailable's message; may be NULL
  *   agent_uid, agent_gid     the agent's ids OUTSIDE the sandbox (the service
  *                            user's uid/gid): owner of a retained image's root
- *                            directory and of the copied trees' files
+ *                            directory and of the copied trees' files, and the
+ *                            owner every bundle file must have
+ *   library_bundle_root      absolute path of the library bundle root
+ *                            (--library-bundle-root), verified by the caller to
+ *                            be a directory of mode 0700 owned by the service
+ *                            user; NULL: no bundle root was constructed, and a
+ *                            plan with library_projections is refused
+ *                            (launch.bundles_unavailable)
+ *   library_bundle_root_fd   an O_DIRECTORY descriptor of it (the pinned root;
+ *                            bundles are opened relative to it only)
  */
 struct glove_supervisor_runtime_config {
         const struct glove_supervisor_policy *policy;
@@ -103,6 +116,8 @@ struct glove_supervisor_runtime_config {
         const struct glove_error *retained_why;
         uid_t agent_uid;
         gid_t agent_gid;
+        const char *library_bundle_root;
+        int library_bundle_root_fd;
 };
 
 /*

@@ -323,7 +323,13 @@ static void test_binding(void **state) {
         assert_int_equal(glove_mount_plan_new(&pp, &mp, &err), 0);
         size_t before = mp->count;
         assert_int_equal(glove_supervisor_launch_add_mounts(mp, l, &err), 0);
-        assert_int_equal(mp->count, before + 4);
+        /* runtime_id codex is an adapter runtime: its skills directory
+         * chain (.codex, .codex/skills) comes first, agent-owned. */
+        assert_int_equal(mp->count, before + 4 + 2);
+        assert_int_equal(mp->entries[before].kind, GLOVE_MOUNT_DIR);
+        assert_string_equal(glove_mount_plan_str(mp, mp->entries[before].dest), "home/agent/.codex");
+        assert_string_equal(glove_mount_plan_str(mp, mp->entries[before + 1].dest), "home/agent/.codex/skills");
+        assert_int_equal(mp->entries[before + 1].uid, getuid() == 0 ? glove_mount_plan_inside_id(0) : getuid());
         const char *dests[] = { ro + 1, "reference", "scratch", "workspace" };
         for (size_t k = 0; k < 4; k++) {
                 const struct glove_mount_entry *e = NULL;
