@@ -201,6 +201,8 @@ managed_turn() {
         if [[ "$output" == *'"lifecycle_operational":false'* && "$output" == *cgroup.not_delegated* ]]; then
                 skip "cgroups are not delegated to uid $(id -u): managed sessions are not operational"
         fi
+        [[ "$output" == *'"agent_runtime_adapter_schema_version":1'* ]] ||
+                skip "this gloved has no native adapter runtime (agent_runtime_adapter_schema_version is not 1: no discovery yet)"
         [[ "$output" == *'"library_bundle_root":true'* ]] || fail "gloved does not report its bundle root: $output"
         "$PY" "$POLICY" plan "$T/cfg/policy.json" "$T/cfg/$id.plan" "$bd"
         ctl create-session --session-id "$id" --idempotency-key "k-$id" --controller-digest "$CDIGEST" \
