@@ -1,7 +1,10 @@
 # Glove: thin wrapper over meson + ninja.
 #   make         build build/glove (optimized, with debug info)
 #   make demo    build and run a contained program on a built-in example
-#   make check   normal build + ASan/UBSan debug build; unit and integration tests
+#   make check   normal build + ASan/UBSan debug build; unit and integration tests,
+#                then the agent CLI suite (make agents)
+#   make agents  the five real agent CLIs against a fake model server, under
+#                glove exec and as gloved managed sessions (tests/agents/run.sh)
 #   make bench   start-up benchmarks (JSON lines under bench/results/)
 #   make fuzz    longer libFuzzer runs
 #   make install     meson install of build/: binaries, man pages, shell
@@ -15,7 +18,7 @@ MESON      ?= meson
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build asan demo check unit integration bench fuzz clean install uninstall
+.PHONY: all deps build asan demo check agents unit integration bench fuzz clean install uninstall
 
 all: build
 
@@ -39,6 +42,9 @@ demo: build
 
 check: build asan
 	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+
+agents: build
+	@tests/agents/run.sh $(BUILD)
 
 bench: build
 	@bench/run.sh $(BUILD)

@@ -1,0 +1,256 @@
+#!/usr/bin/env bats
+# The five real agent CLIs (issue 11, "Real agent CLIs, in CI"): codex,
+# claude-code, pi, copilot and opencode, pinned in tests/package.json, each
+# complete one scripted turn against tests/agents/fake_model.py (HTTPS on
+# loopback with a CA made here), reached only through Glove's egress proxy:
+#   - its first model request carries the marker of a SKILL.md placed in the
+#     CLI's native skills directory (the CLI discovered the skill);
+#   - it runs the fake model's one call of its own shell tool, which writes
+#     the proof file into its workspace, and sends back a tool result holding
+#     the file's content "glove-proof-TOKEN" (a text only the command's run
+#     produces: the command spells it differently).
+# Once under `glove exec` (the skill in a granted configuration directory),
+# once as a gloved managed session: runtime_discovery over node_modules/.bin,
+# the skill from a library bundle, an egress policy naming only the fake
+# server, an ephemeral_write copy workspace. Each run prints its wall time and
+# peak memory (no timing assertions). Run with `make agents`
+# (tests/agents/run.sh).
+
+load helpers
+load "$GLOVE_IT_LIB/gloved"
+
+FAKE="$AGENTS/fake_model.py"
+CLIS="$AGENTS/clis.py"
+POLICY="$AGENTS/agent_policy.py"
+SESSCTL="$LIB/sessctl.py"
+NM=$GLOVE_NODE_MODULES
+MARKER=glove-skill-marker-5d1c9e
+SKILL_KEY=glove-proof
+SKILL_MD="---
+name: $SKILL_KEY
+description: $MARKER Use this skill whenever you are asked to write the glove proof file.
+---
+# Glove proof
+
+$MARKER: the proof file is written with the shell tool.
+"
+
+setup_file() {
+        export CERTS=$BATS_FILE_TMPDIR/certs
+        "$PY" "$FAKE" certs "$CERTS"
+        chmod 0755 "$BATS_FILE_TMPDIR" "$CERTS"
+}
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+        chmod 0755 "$T"
+        TOKEN=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+}
+
+teardown() {
+        # The fake server ends quietly (no "Killed" job notice in the TAP).
+        if [ -n "${FAKE_PID:-}" ]; then
+                { kill -TERM "$FAKE_PID" && wait "$FAKE_PID"; } 2>/dev/null || true
+        fi
+        gloved_teardown
+        return 0
+}
+
+# start_fake PROOF_PATH: the fake model server, its log at $T/model.jsonl;
+# sets PORT and BASE.
+start_fake() {
+        "$PY" "$FAKE" serve --cert "$CERTS" --port-file "$T/port" --log "$T/model.jsonl" --marker "$MARKER" \
+                --proof-path "$1" --proof-token "$TOKEN" 2>"$T/fake.err" &
+        FAKE_PID=$!
+        local idx
+        for ((idx = 0; idx < 200; idx++)); do
+                [ -s "$T/port" ] && break
+                sleep 0.05
+        done
+        [ -s "$T/port" ] || { cat "$T/fake.err" >&2; return 1; }
+        PORT=$(cat "$T/port")
+        BASE=https://127.0.0.1:$PORT
+        : >>"$T/model.jsonl"
+}
+
+# expect_turn CLI: the fake model's log shows the whole turn: the request
+# answered with the tool call saw the skill marker; a later request carried
+# the tool result with the proof text.
+expect_turn() {
+        local log=$T/model.jsonl call final
+        call=$(jq -c 'select(.reply == "tool_call")' "$log" | head -n 1)
+        [ -n "$call" ] || fail "$1: the fake model never answered with a tool call; its log: $(cat "$log")"
+        [ "$(jq -r .marker_seen <<<"$call")" = true ] ||
+                fail "$1: its first model request did not carry the skill marker (the SKILL.md was not discovered): $call"
+        final=$(jq -c --arg p "glove-proof-$TOKEN" 'select(.reply == "final" and any(.tool_results[]; contains($p)))' "$log" | head -n 1)
+        [ -n "$final" ] || fail "$1: no request carried a tool result with glove-proof-$TOKEN; the log: $(cat "$log")"
+}
+
+# spec CLI [CONFIG_ROOT]: clis.py's description of CLI against $BASE.
+spec() {
+        "$PY" "$CLIS" spec "$1" "$BASE" "$CERTS/ca.pem" ${2:+"$2"}
+}
+
+mib() { echo $(($1 >> 20)); }
+
+# ------------------------------------------------------------------ glove exec
+
+# exec_turn CLI: the CLI under glove exec with --workspace $T/ws, its
+# configuration directory (holding the SKILL.md) granted writable at
+# $T/cfg, egress only to the fake server.
+exec_turn() {
+        local cli=$1 s exe
+        mkdir -p "$T/ws" "$T/cfg"
+        start_fake "$T/ws/agent-proof.txt"
+        s=$(spec "$cli" "$T/cfg")
+        mkdir -p "$T/cfg/$(jq -r .skills_rel <<<"$s")/$SKILL_KEY"
+        printf '%s' "$SKILL_MD" >"$T/cfg/$(jq -r .skills_rel <<<"$s")/$SKILL_KEY/SKILL.md"
+        chmod -R a+rwX "$T/ws" "$T/cfg"
+        local envs=() names=() kv
+        while IFS= read -r kv; do
+                [[ "$kv" == PATH=* ]] && continue # glove exec sets PATH itself
+                envs+=("$kv")
+                names+=(--env "${kv%%=*}")
+        done < <(jq -r '.environment[], .config_env[]' <<<"$s")
+        local args=()
+        mapfile -t args < <(jq -r '.arguments[]' <<<"$s")
+        exe=$(jq -r .executable <<<"$s")
+        run --separate-stderr timeout --foreground -k 5 300 env "${envs[@]}" "$GLOVE" exec \
+                --workspace "$T/ws" --write "$T/cfg" --read "$NM" --read "$CERTS/ca.pem" \
+                --egress-allow "127.0.0.1:$PORT" --egress-allow-private \
+                --memory "$(jq -r .limits.memory_bytes <<<"$s")" --pids "$(jq -r .limits.pids <<<"$s")" \
+                --disk "$(jq -r .limits.disk_bytes <<<"$s")" --wall-time 240000 \
+                --status-json "$T/status.json" "${names[@]}" -- "$NM/.bin/$exe" "${args[@]}"
+        expect_status 0
+        expect_turn "$cli"
+        [ "$(cat "$T/ws/agent-proof.txt")" = "glove-proof-$TOKEN" ] || fail "$cli: the proof file in the workspace is wrong"
+        echo "# $cli under glove exec: wall $(jq .wall_time_ms "$T/status.json") ms," \
+                "peak memory $(mib "$(jq .peak_memory_bytes "$T/status.json")") MiB," \
+                "cpu $(jq .cpu_time_ms "$T/status.json") ms" >&3
+}
+
+@test "agents exec: codex finds its skill and writes the proof file through its shell tool" {
+        exec_turn codex
+}
+
+@test "agents exec: claude-code finds its skill and writes the proof file through its shell tool" {
+        exec_turn claude-code
+}
+
+@test "agents exec: pi finds its skill and writes the proof file through its shell tool" {
+        exec_turn pi
+}
+
+@test "agents exec: copilot finds its skill and writes the proof file through its shell tool" {
+        exec_turn copilot
+}
+
+@test "agents exec: opencode finds its skill and writes the proof file through its shell tool" {
+        exec_turn opencode
+}
+
+# ------------------------------------------------------------ managed sessions
+
+# state ID: the session's state (session_status).
+state() {
+        "$PY" "$SESSCTL" call "$RT" session_status "{\"session_id\":\"$1\"}" | jq -r .result.state
+}
+
+# wait_ended ID SECONDS: until the session is exited or failed.
+wait_ended() {
+        local idx s
+        for ((idx = 0; idx < $2 * 10; idx++)); do
+                s=$(state "$1")
+                [ "$s" = exited ] || [ "$s" = failed ] && return 0
+                sleep 0.1
+        done
+        fail "session $1 did not end in $2 s (state $s)"
+}
+
+# receipt_of ID: the terminal receipt of ID (compact JSON).
+receipt_of() {
+        "$PY" "$SESSCTL" call "$RT" receipts_page '{"after_sequence":0,"limit":256}' |
+                jq -c --arg id "$1" '.result.envelopes[].envelope.receipt | select(.session_id == $id)'
+}
+
+# managed_turn CLI: one managed session of CLI: the template discovers the
+# CLI in node_modules/.bin; the skill comes from a library bundle that gloved
+# expands into the adapter's native skills directory in the private home;
+# the workspace is an ephemeral copy of $T/host/ws at /workspace; egress
+# names only the fake server. The host workspace stays unchanged.
+managed_turn() {
+        local cli=$1 id=s1
+        require_gloved
+        grep -q -- --library-bundle-root "$GLOVED" ||
+                skip "this gloved has no --library-bundle-root (library bundles not built yet)"
+        mkdir -p "$T/host/ws"
+        printf 'a workspace file\n' >"$T/host/ws/README"
+        chmod -R a+rX "$T/host"
+        mkdir -m 700 -p "$T/cfg" "$T/bundles"
+        start_fake /workspace/agent-proof.txt
+        printf '%s' "$SKILL_MD" >"$T/skill.md"
+        local bd
+        bd=$("$PY" "$POLICY" bundle "$T/bundles" "$SKILL_KEY" "$T/skill.md")
+        run --separate-stderr "$PY" "$POLICY" policy "$GLOVED" "$T/cfg/policy.json" "$cli" "$BASE" "$CERTS/ca.pem" \
+                "$NM" "$T/host/ws" "$PORT"
+        expect_status 0
+        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
+                --materialization-root "$T/mat" --library-bundle-root "$T/bundles"
+        ctl --json capabilities
+        expect_status 0
+        if [[ "$output" == *'"lifecycle_operational":false'* && "$output" == *cgroup.not_delegated* ]]; then
+                skip "cgroups are not delegated to uid $(id -u): managed sessions are not operational"
+        fi
+        [[ "$output" == *'"agent_runtime_adapter_schema_version":1'* ]] ||
+                skip "this gloved has no native adapter runtime (agent_runtime_adapter_schema_version is not 1: no discovery yet)"
+        [[ "$output" == *'"library_bundle_root":true'* ]] || fail "gloved does not report its bundle root: $output"
+        "$PY" "$POLICY" plan "$T/cfg/policy.json" "$T/cfg/$id.plan" "$bd"
+        ctl create-session --session-id "$id" --idempotency-key "k-$id" --controller-digest "$CDIGEST" \
+                --plan "$T/cfg/$id.plan"
+        expect_status 0
+        ctl start "$id"
+        expect_status 0
+        wait_ended "$id" 280
+        run --separate-stderr timeout --foreground -k 5 60 "$PY" "$SESSCTL" watch "$RT" "$id"
+        local out=$output r
+        r=$(receipt_of "$id")
+        [ -n "$r" ] || fail "$cli: no receipt for the session; its status: $("$PY" "$SESSCTL" call "$RT" session_status "{\"session_id\":\"$id\"}"); its output: $out"
+        echo "# $cli managed session: wall $(jq .usage.wall_time_ms <<<"$r") ms," \
+                "peak memory $(mib "$(jq .usage.peak_memory_bytes <<<"$r")") MiB," \
+                "cpu $(jq .usage.cpu_time_ms <<<"$r") ms" >&3
+        jq -e '.termination.kind == "exit" and .exit_code == 0' <<<"$r" >/dev/null ||
+                fail "$cli: the session did not exit 0: $(jq -c '{termination,exit_code,usage}' <<<"$r"); output: $out"
+        expect_turn "$cli"
+        # The binding commits the discovered executable, the bundle and the skill.
+        jq -e --arg d "$bd" '[.launch_binding.projections[]? | .content_digest] | index($d) != null' <<<"$r" \
+                >/dev/null || fail "$cli: the receipt does not commit the bundle: $(jq -c .launch_binding <<<"$r")"
+        local skill_md
+        skill_md=/home/agent/$(jq -r .skills_rel <<<"$(spec "$cli")")/$SKILL_KEY/SKILL.md
+        jq -e --arg p "$skill_md" '[.launch_binding.skills[]? | .path] == [$p]' <<<"$r" >/dev/null ||
+                fail "$cli: the receipt does not commit the skill at $skill_md: $(jq -c .launch_binding <<<"$r")"
+        jq -e --arg c "$cli" '.launch_binding.adapter.runtime_id == $c and .launch_binding.adapter.executable.discovered' \
+                <<<"$r" >/dev/null || fail "$cli: the receipt does not commit the discovered adapter: $(jq -c .launch_binding <<<"$r")"
+        # The proof went to the ephemeral copy, never to the host directory.
+        [ ! -e "$T/host/ws/agent-proof.txt" ] || fail "$cli: the agent wrote the host workspace"
+        [ "$(ls "$T/host/ws")" = README ] || fail "$cli: the host workspace changed"
+}
+
+@test "agents managed: codex discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn codex
+}
+
+@test "agents managed: claude-code discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn claude-code
+}
+
+@test "agents managed: pi discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn pi
+}
+
+@test "agents managed: copilot discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn copilot
+}
+
+@test "agents managed: opencode discovered in node_modules/.bin, its bundled skill seen, the proof written in its workspace copy" {
+        managed_turn opencode
+}

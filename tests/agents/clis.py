@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""clis.py: how each of the five agent CLIs runs one non-interactive turn
+against the fake model server (tests/agents/fake_model.py), for
+tests/agents/agents.bats. See docs/session-policy.md, "Worked examples: the
+five agent CLIs".
+
+    clis.py spec CLI BASE CA [CONFIG_ROOT]
+        Prints one JSON object for CLI (codex | claude-code | pi | copilot |
+        opencode):
+          "executable"  the adapter's executable name (in node_modules/.bin)
+          "arguments"   the non-interactive command line, without argv[0]
+          "environment" NAME=VALUE entries: the model endpoint BASE (an
+                        https:// URL prefix), the CA bundle CA, a dummy API
+                        key, PATH. Never HOME or the adapter's managed
+                        variable (CODEX_HOME, COPILOT_HOME, XDG_CONFIG_HOME):
+                        a managed session injects those.
+          "limits"      memory_bytes, pids, disk_bytes the CLI needs
+          "skills_rel"  the native skills directory relative to HOME
+          "config_env"  with CONFIG_ROOT (glove exec, whose HOME is an empty
+                        tmpfs): the variables that point the CLI's
+                        configuration directory at CONFIG_ROOT/<its HOME
+                        relative path>, so a SKILL.md prepared there is found
+"""
+import json
+import sys
+
+TASK = "Write the glove proof file into the workspace."
+PATH = "PATH=/usr/bin:/bin"
+MIB = 1 << 20
+
+
+def spec(cli, base, ca):
+    if cli == "codex":
+        return {
+            "executable": "codex",
+            "arguments": ["exec", "--skip-git-repo-check", "-m", "fake-model",
+                          "--dangerously-bypass-approvals-and-sandbox",
+                          "-c", "model_provider=fake", "-c", "model_providers.fake.name=fake",
+                          "-c", 'model_providers.fake.base_url="%s/v1"' % base,
+                          "-c", "model_providers.fake.env_key=FAKE_API_KEY",
+                          "-c", "model_providers.fake.wire_api=responses", TASK],
+            "environment": [PATH, "SHELL=/bin/bash", "CODEX_CA_CERTIFICATE=" + ca, "FAKE_API_KEY=fake-key"],
+            "limits": {"memory_bytes": 768 * MIB, "pids": 128, "disk_bytes": 256 * MIB},
+            "skills_rel": ".codex/skills", "config": ("CODEX_HOME", ".codex"),
+        }
+    if cli == "claude-code":
+        return {
+            "executable": "claude",
+            "arguments": ["-p", TASK, "--allowedTools", "Bash", "--output-format", "text"],
+            "environment": [PATH, "SHELL=/bin/bash", "ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=fake-key",
+                            "NODE_EXTRA_CA_CERTS=" + ca, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"],
+            "limits": {"memory_bytes": 768 * MIB, "pids": 128, "disk_bytes": 256 * MIB},
+            "skills_rel": ".claude/skills", "config": ("CLAUDE_CONFIG_DIR", ".claude"),
+        }
+    if cli == "pi":
+        # The built-in azure-openai-responses provider takes its endpoint
+        # from the environment: no models.json in the private home needed.
+        return {
+            "executable": "pi",
+            "arguments": ["-p", "--no-session", "--provider", "azure-openai-responses", "--model", "gpt-4o-mini",
+                          TASK],
+            "environment": [PATH, "SHELL=/bin/bash", "AZURE_OPENAI_BASE_URL=%s/v1" % base,
+                            "AZURE_OPENAI_API_KEY=fake-key", "NODE_EXTRA_CA_CERTS=" + ca],
+            "limits": {"memory_bytes": 768 * MIB, "pids": 128, "disk_bytes": 256 * MIB},
+            "skills_rel": ".pi/agent/skills", "config": ("PI_CODING_AGENT_DIR", ".pi/agent"),
+        }
+    if cli == "copilot":
+        # It unpacks about 234 MB into ~/.cache/copilot on every run: the
+        # home tmpfs (disk_bytes) and the memory it is charged to must hold it.
+        return {
+            "executable": "copilot",
+            "arguments": ["-p", TASK, "--allow-all-tools"],
+            "environment": [PATH, "SHELL=/bin/bash", "COPILOT_PROVIDER_BASE_URL=%s/v1" % base,
+                            "COPILOT_PROVIDER_API_KEY=fake-key", "COPILOT_MODEL=fake-model",
+                            "NODE_EXTRA_CA_CERTS=" + ca],
+            "limits": {"memory_bytes": 1024 * MIB, "pids": 128, "disk_bytes": 512 * MIB},
+            "skills_rel": ".copilot/skills", "config": ("COPILOT_HOME", ".copilot"),
+        }
+    if cli == "opencode":
+        cfg = {"$schema": "https://opencode.ai/config.json",
+               "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "fake",
+                                     "options": {"baseURL": base + "/v1", "apiKey": "{env:FAKE_API_KEY}"},
+                                     "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}},
+               "permission": {"edit": "allow", "bash": "allow"}, "autoupdate": False, "share": "disabled"}
+        return {
+            "executable": "opencode",
+            "arguments": ["run", "--model", "fake/fake-model", TASK],
+            "environment": [PATH, "SHELL=/bin/bash", "FAKE_API_KEY=fake-key", "NODE_EXTRA_CA_CERTS=" + ca,
+                            "OPENCODE_CONFIG_CONTENT=" + json.dumps(cfg, sort_keys=True, separators=(",", ":"))],
+            "limits": {"memory_bytes": 1024 * MIB, "pids": 128, "disk_bytes": 256 * MIB},
+            "skills_rel": ".config/opencode/skills", "config": ("XDG_CONFIG_HOME", ".config"),
+        }
+    raise SystemExit("unknown CLI " + cli)
+
+
+def main():
+    if len(sys.argv) not in (5, 6) or sys.argv[1] != "spec":
+        raise SystemExit(__doc__)
+    s = spec(sys.argv[2], sys.argv[3], sys.argv[4])
+    name, rel = s.pop("config")
+    if len(sys.argv) == 6:
+        s["config_env"] = ["%s=%s/%s" % (name, sys.argv[5], rel)]
+    print(json.dumps(s, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
