@@ -140,6 +140,18 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
                 if (setrlimit(RLIMIT_CPU, &rl) < 0)
                         e = errno;
         }
+        /* The largest file the agent may write (a host file bound writable,
+         * such as a credential lease, cannot grow the host disk past it):
+         * the hard limit cannot be raised again without CAP_SYS_RESOURCE in
+         * the initial user namespace; SIGXFSZ ignored makes such a write fail
+         * with EFBIG instead of killing the writer. */
+        if (!e && cfg->file_size_max > 0) {
+                struct rlimit fl = {.rlim_cur = cfg->file_size_max, .rlim_max = cfg->file_size_max};
+                if (setrlimit(RLIMIT_FSIZE, &fl) < 0)
+                        e = errno;
+                else
+                        signal(SIGXFSZ, SIG_IGN);
+        }
         /* POSIX message queue bytes are counted per user up to the host's
          * user namespace: the agent gets a quarter of what Glove had, so the
          * invoker's other processes keep the rest. */

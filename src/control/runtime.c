@@ -684,6 +684,9 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                  * the session's disk limit (an agent flooding the proxy with
                  * refused requests could otherwise fill the host disk). */
                 d.audit_max_bytes = d.limits.disk_bytes;
+                /* A credential lease is a host file bound writable: no file
+                 * the agent writes may outgrow what its own filesystems hold. */
+                d.file_size_max = glove_supervisor_launch_file_size_max(s->launch);
                 r = rt_keeper_spawn(s, &d, &e);
                 /* The keeper holds the egress audit descriptor now. */
                 glove_audit_close(&s->audit);

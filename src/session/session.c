@@ -511,6 +511,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 .pid1_fd = -1,
                 .cgroup_fd = -1,
                 .cpu_time_ms = d->limits.cpu_time_ms,
+                .file_size_max = d->file_size_max,
                 .parent_death_kill = d->parent_death_kill,
         };
         /* Half of the invoker's per-user inotify limits for the sandbox's

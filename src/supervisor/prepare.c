@@ -21,6 +21,7 @@
 #include "glove/container/mount_plan.h"
 #include "glove/net/rule.h"
 #include "glove/session/session.h"
+#include "glove/supervisor/lease.h"
 #include "glove/supervisor/prepare.h"
 #include "image.h"
 #include "internal.h"
@@ -509,6 +510,16 @@ char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *
 
 void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_session_limits *out) {
         *out = l ? l->limits : (struct glove_session_limits){ 0 };
+}
+
+uint64_t glove_supervisor_launch_file_size_max(const struct glove_supervisor_launch *l) {
+        if (!l || l->n_leases == 0)
+                return 0;
+        uint64_t max = l->limits.disk_bytes;
+        for (size_t i = 0; i < l->n_mounts; i++)
+                if (!l->mounts[i].read_only && l->mounts[i].max_bytes > max)
+                        max = l->mounts[i].max_bytes;
+        return max > 0 ? max : GLOVE_LEASE_MAX_BYTES;
 }
 
 struct glove_net_policy *glove_supervisor_launch_take_egress(struct glove_supervisor_launch *l) {

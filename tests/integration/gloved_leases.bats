@@ -199,6 +199,18 @@ sha() { sha256sum | cut -d' ' -f1; }
         [ "$(ls "$LEASE/versions")" = "$(printf 'secret-2\n' | sha)" ] || fail "versions: $(ls "$LEASE/versions")"
 }
 
+@test "gloved leases: the agent cannot grow its lease on the host past the session's disk_bytes (EFBIG inside); the next start does not take the oversized copy" {
+        lease_gloved
+        run_s g1 grow
+        # disk_bytes is 16 MiB (leases.py LIMITS) and no grant is larger.
+        [[ "$OUT" == *"grow-stopped EFBIG 16777216"* ]] || fail "the lease grew past disk_bytes: $OUT"
+        [ "$(stat -c %s "$LEASE/live")" -le 16777216 ] || fail "the host copy is $(stat -c %s "$LEASE/live") bytes"
+        # Over GLOVE_LEASE_MAX_BYTES (1 MiB): not taken as a rotation.
+        run_s g2 read
+        [[ "$OUT" == *"token=secret-1"* ]] || fail "the oversized copy was taken: ${OUT:0:200}"
+        [ "$(stat -c %s "$LEASE/live")" -lt 1048576 ] || fail "the oversized copy is still live"
+}
+
 # ---------------------------------------------------------------- the lock
 
 @test "gloved leases: a second session of the handle while one runs is lease.busy; the first is unaffected; the handle is free once it ended" {

@@ -87,6 +87,9 @@ struct glove_sandbox_config {
         bool controlling_tty;                 /* stdin is a PTY slave the agent takes as its
                                                * controlling terminal (new session) */
         uint64_t cpu_time_ms;                 /* RLIMIT_CPU backstop per process; 0 for none */
+        uint64_t file_size_max;               /* RLIMIT_FSIZE of the agent in bytes (soft = hard;
+                                               * SIGXFSZ ignored, so a write past it fails
+                                               * EFBIG); 0 for none */
         int cgroup_fd;                        /* cgroup v2 directory to clone into
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released

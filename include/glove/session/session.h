@@ -137,6 +137,9 @@ struct glove_session_desc {
          * them the agent is stopped as when an append fails
          * (outcome.audit_failed and outcome.audit_full). 0: no bound. */
         uint64_t audit_max_bytes;
+        /* RLIMIT_FSIZE of the agent, bytes (container/sandbox.h
+         * file_size_max); 0: none. */
+        uint64_t file_size_max;
         /* PID 1 dies with the thread that started it (a CLI); false for a
          * service whose sessions may outlive a thread or a restart. */
         bool parent_death_kill;

@@ -205,6 +205,17 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
 char *const *glove_supervisor_launch_argv(const struct glove_supervisor_launch *l);
 char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *l);
 
+/*
+ * The largest file the agent of l may write, in bytes, for RLIMIT_FSIZE
+ * (struct glove_session_desc.file_size_max), or 0 for no bound: with a
+ * credential lease (a host file bound writable, lease.h) the largest of
+ * the plan's disk_bytes (the size of /tmp, HOME, /dev/shm) and every
+ * writable grant's max_bytes, so no legitimate write is refused (no file
+ * can outgrow its filesystem) while a lease grows the host disk by at most
+ * that much; without a lease 0 (every writable filesystem is already sized).
+ */
+uint64_t glove_supervisor_launch_file_size_max(const struct glove_supervisor_launch *l);
+
 /* The plan's six limits (units as struct glove_session_limits). */
 void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_session_limits *out);
 

@@ -21,6 +21,9 @@ The agent (AGENT), by MODE:
           rewrites its auth file) to "rotated-from-CONTENT", prints "rotated"
   hold    prints "token=CONTENT", then "holding", and sleeps (stopped by
           the test)
+  grow    prints "token=CONTENT", then appends 1 MiB blocks to TARGET up to
+          64 MiB and prints "grow-stopped ERRNO SIZE" at the first refused
+          write (or "grow-done SIZE")
 """
 import json
 import os
@@ -31,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from managed import launch_digest  # noqa: E402
 
 TARGET = "/home/agent/.tok/auth.json"
-MODES = ("hold", "read", "rotate")
+MODES = ("grow", "hold", "read", "rotate")
 LIMITS = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 120000,
           "disk_bytes": 16777216, "terminal_output_bytes": 1048576}
 
@@ -61,6 +64,15 @@ elif mode == "rotate":
         f.truncate()
         f.write("rotated-from-" + tok + "\n")
     print("rotated", flush=True)
+elif mode == "grow":
+    block = b"x" * (1 << 20)
+    with open(target, "ab", buffering=0) as f:
+        try:
+            while f.tell() < (64 << 20):
+                f.write(block)
+            print("grow-done %d" % f.tell(), flush=True)
+        except OSError as e:
+            print("grow-stopped %s %d" % (errno.errorcode[e.errno], os.fstat(f.fileno()).st_size), flush=True)
 elif mode == "hold":
     print("holding", flush=True)
     time.sleep(300)
