@@ -248,7 +248,7 @@ void doctor_probe_cgroup_version(struct glove_host_doctor_item *it) {
         const char *layout = s.v2[0] && s.any_v1 ? "hybrid" : s.v2[0] ? "unified (v2 only)" : s.any_v1 ? "legacy (v1 only)" : "none";
         bool v2_full = s.v2[0] && strstr(v2ctl, "memory") && strstr(v2ctl, "pids") && strstr(v2ctl, "cpu");
         bool v1_full = (s.v1_roles & 7u) == 7u;
-        char v2words[320];
+        char v2words[600]; /* both parts are at most 255 bytes */
         if (s.v2[0])
                 snprintf(v2words, sizeof(v2words), "cgroup2 at %s with controllers: %s", s.v2, v2ctl[0] ? v2ctl : "none");
         else

@@ -492,9 +492,9 @@ static void remove_versions(int vfd) {
                         memcpy(hex, n + 1, HEX_LEN);
                         hex[HEX_LEN] = '\0';
                 } else {
-                        snprintf(hex, sizeof(hex), "%s", n);
                         if (strlen(n) != HEX_LEN)
                                 continue;
+                        memcpy(hex, n, HEX_LEN + 1);
                 }
                 if (hex64_valid(hex))
                         (void)unlinkat(vfd, n, 0);
