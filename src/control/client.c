@@ -284,7 +284,7 @@ static int read_secret(const char *runtime_dir, char hex[65], struct glove_error
         char path[4096];
         if ((size_t)snprintf(path, sizeof(path), "%s/bootstrap-secret", runtime_dir) >= sizeof(path))
                 return glove_error_set(err, ENAMETOOLONG, "client.unreachable", "runtime directory path too long");
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return glove_error_set(err, errno, "client.unreachable", "%s: %s (is gloved running?)", path,
                                        strerror(errno));

@@ -329,7 +329,9 @@ static int lock_seal(int fd, const char *path, struct glove_error *err) {
 
 static int open_at(int dirfd, const char *name, int flags, mode_t mode, const char *path, int *out,
                    struct glove_error *err) {
-        *out = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+        /* O_NONBLOCK: a FIFO planted in place of a journal must not block the
+         * open (it is then refused as not a regular file). */
+        *out = openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
         if (*out >= 0 || errno == ENOENT)
                 return 0;
         if (errno == ELOOP)

@@ -129,7 +129,7 @@ static int key_load(int dirfd, uid_t owner, bool create, uint8_t key[GLOVE_CONTR
                     struct glove_error *err) {
         if (created)
                 *created = false;
-        _cleanup_close_ int fd = openat(dirfd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(dirfd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT) {
                 struct stat st;
                 if (fstatat(dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -176,7 +176,7 @@ int glove_control_receipts_key_ensure(int state_dirfd, uid_t owner, bool create,
 static const char *const ack_keys[] = { "head_mac", "sequence", NULL };
 
 static int load_ack(struct glove_control_receipts *r, struct glove_error *err) {
-        _cleanup_close_ int fd = openat(r->dirfd, GLOVE_CONTROL_RECEIPTS_ACK_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(r->dirfd, GLOVE_CONTROL_RECEIPTS_ACK_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
                 return 0;
         if (fd < 0)

@@ -436,7 +436,7 @@ static int open_unit_dir(const char *dir, bool create, int *out, struct glove_er
 static int read_unit(int dirfd, const char *name, char **out) {
         size_t len;
         struct glove_error e = { 0 };
-        return glove_file_read_bounded(dirfd, name, O_NOFOLLOW, GLOVE_HOST_UNIT_MAX, out, &len, &e);
+        return glove_file_read_bounded(dirfd, name, O_NOFOLLOW | O_NONBLOCK, GLOVE_HOST_UNIT_MAX, out, &len, &e);
 }
 
 /* Writes text as dirfd/name: a temporary file, fsync, rename, fsync of the

@@ -89,9 +89,14 @@ static int open_private_dir(int dirfd, const char *name, const char *handle, int
 
 /* LOCK_EX|LOCK_NB on DIR/lock into *out. */
 static int take_lock(int dirfd, const char *handle, int *out, struct glove_error *err) {
-        _cleanup_close_ int fd = openat(dirfd, "lock", O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd = openat(dirfd, "lock", O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
         if (fd < 0)
                 return store_err(err, errno, handle, "lock");
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return store_err(err, errno, handle, "lock");
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0600 || st.st_nlink != 1)
+                return store_err(err, EINVAL, handle, "lock (not a single-link regular file of mode 0600)");
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno == EWOULDBLOCK)
                         return glove_error_set(err, EBUSY, "lease.busy",
@@ -188,7 +193,7 @@ static int read_record(int dirfd, const char *handle, struct record *rec, struct
         *rec = (struct record){ 0 };
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = glove_file_read_bounded(dirfd, "record", O_NOFOLLOW, GLOVE_LEASE_RECORD_MAX, &text, &len, NULL);
+        int r = glove_file_read_bounded(dirfd, "record", O_NOFOLLOW | O_NONBLOCK, GLOVE_LEASE_RECORD_MAX, &text, &len, NULL);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)

@@ -286,6 +286,36 @@ sha() { sha256sum | cut -d' ' -f1; }
         [[ "$OUT" == *"token=secret-1"* ]] || fail "b8: $OUT"
 }
 
+@test "gloved leases: a FIFO, a directory or a 0644 file in place of the store's lock or record is lease.store at once (the start never blocks on it)" {
+        lease_gloved
+        run_s s0 read
+        local f kind fifo_n=0
+        for f in lock record; do
+                for kind in fifo dir loose; do
+                        fifo_n=$((fifo_n + 1))
+                        mv "$LEASE/$f" "$T/$f.saved"
+                        case $kind in
+                        fifo) mkfifo -m 0600 "$LEASE/$f" ;;
+                        dir) mkdir -m 0700 "$LEASE/$f" ;;
+                        loose) cp "$T/$f.saved" "$LEASE/$f" && chmod 0644 "$LEASE/$f" ;;
+                        esac
+                        if [ "$f $kind" = "record loose" ]; then
+                                # A record's mode is not a lock's: a readable
+                                # record is still the store's own data.
+                                rm -f "$LEASE/$f"
+                                mv "$T/$f.saved" "$LEASE/$f"
+                                continue
+                        fi
+                        refused "s$fifo_n" read lease.store
+                        [[ "$MSG" == *"lease.store: lease tok: "* ]] || fail "$f ($kind): the message: $MSG"
+                        rm -rf "$LEASE/$f"
+                        mv "$T/$f.saved" "$LEASE/$f"
+                done
+        done
+        run_s s9 read
+        [[ "$OUT" == *"token=secret-1"* ]] || fail "s9: $OUT"
+}
+
 # ---------------------------------------------------------------- cleaning
 
 @test "gloved leases: a lease whose handle left the policy is removed at the next start" {

@@ -164,6 +164,23 @@ config created" ] || fail "unexpected items: $(results)"
         [ "$(stat -c %a "$POLICY")" = 644 ] || fail "setup changed the policy's mode"
 }
 
+@test "setup, doctor and gloved refuse a FIFO in place of the receipt key at once (receipts.key_insecure), never blocking on it" {
+        install -d -m 0700 "$XDG_STATE_HOME" "$STATE"
+        mkfifo -m 0600 "$STATE/receipt.key"
+        run timeout 20 "$GLOVE" setup
+        [ "$status" -ne 124 ] || fail "glove setup blocked on the FIFO"
+        [ "$status" -eq 1 ] && [[ "$output" == *receipts.key_insecure* ]] || fail "setup: $status $output"
+        run timeout 20 "$GLOVE" doctor --json
+        [ "$status" -ne 124 ] || fail "glove doctor blocked on the FIFO"
+        [ "$(jq -r '.items[] | select(.item == "receipt_key") | .status' <<<"$output")" = wrong ] ||
+                fail "doctor: $output"
+        install -d -m 0700 "$XDG_RUNTIME_DIR" "$RUN"
+        run timeout 20 "$GLOVED" --runtime-dir "$RUN" --state-dir "$STATE"
+        [ "$status" -ne 124 ] || fail "gloved blocked on the FIFO"
+        [[ "$output" == *receipts.key_insecure* ]] || fail "gloved: $status $output"
+        [ -p "$STATE/receipt.key" ] || fail "the FIFO was replaced"
+}
+
 @test "setup: --path-root records owner-approved roots once, and refuses unsafe ones" {
         mkdir -m 0755 "$T/projects" "$T/more"
         g setup --path-root "$T/projects" --json
