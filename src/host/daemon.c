@@ -237,6 +237,16 @@ int glove_host_daemon_render_service(const struct glove_host_daemon_layout *l, u
                                 "--session-policy", l->policy,
                                 "--session-store", l->store,
                                 "--materialization-root", l->mroot };
+        /* systemd reads "$$" and backslash escapes back in arguments but not
+         * in the executable's name: such a name would make the unit run
+         * another file than the one install checked. */
+        const char *bad = strpbrk(l->gloved, "$\"'\\");
+        if (bad)
+                return glove_error_set(err, EINVAL, "daemon.bad_path",
+                                       "%s: a unit cannot name an executable whose path holds '%c' (systemd would run "
+                                       "another path); install glove and gloved in a directory without $, quotes or "
+                                       "backslashes",
+                                       l->gloved, *bad);
         _cleanup_free_ char *exec = NULL;
         size_t len = 0;
         _cleanup_fclose_ FILE *f = open_memstream(&exec, &len);

@@ -75,6 +75,24 @@ static void test_render_service(void **state) {
         assert_null(l.gloved);
 }
 
+/* A $, quote or backslash in gloved's own path cannot be written as an
+ * executable name systemd reads back as the same path: refused. */
+static void test_render_service_refuses_unreadable_executable(void **state) {
+        (void)state;
+        const char *bad[] = { "/opt/bin$X/gloved", "/opt/bin\"q/gloved", "/opt/bin'q/gloved", "/opt/bin\\q/gloved" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct glove_host_daemon_layout l = layout("/h/s");
+                free(l.gloved);
+                l.gloved = strdup(bad[i]);
+                struct glove_error err = { 0 };
+                char *out = NULL;
+                assert_int_equal(glove_host_daemon_render_service(&l, 252, &out, &err), -EINVAL);
+                assert_string_equal(err.code, "daemon.bad_path");
+                assert_null(out);
+                glove_host_daemon_layout_free(&l);
+        }
+}
+
 static void test_render_socket(void **state) {
         (void)state;
         struct glove_host_daemon_layout l = layout("/h/s");
@@ -109,6 +127,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_quote),
                 cmocka_unit_test(test_render_service),
+                cmocka_unit_test(test_render_service_refuses_unreadable_executable),
                 cmocka_unit_test(test_render_socket),
                 cmocka_unit_test(test_layout_needs_gloved_next_to_glove),
         };
