@@ -8,16 +8,19 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
 #include "glove/base/json.h"
+#include "glove/base/path.h"
 #include "glove/supervisor/adapter.h"
 #include "internal.h"
 #include "prepare_internal.h"
@@ -186,6 +189,21 @@ static int look_in(const char *dir, const char *name, uid_t service_uid, char **
         /* Canonicalize: resolve every link (npm bin entries are links into
          * their package). What was resolved is then walked again without
          * following anything, and it is that walk's file that is pinned. */
+        /* Links are followed, but never a magic link (/proc/self/exe,
+         * /proc/PID/fd/N): those resolve in gloved's own context, not to a
+         * file of the search directory's tree. openat2 with
+         * RESOLVE_NO_MAGICLINKS refuses them (ELOOP); its file must then be
+         * the one realpath names. */
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS };
+        _cleanup_close_ int nfd = (int)syscall(SYS_openat2, AT_FDCWD, entry, &how, sizeof(how));
+        if (nfd < 0 && errno == ELOOP) {
+                setwhy(why, n, "%s resolves through a magic link (/proc/...), which is never followed", name);
+                return 0;
+        }
+        if (nfd < 0 && errno != ENOSYS) {
+                setwhy(why, n, "%s does not resolve: %s", name, strerror(errno));
+                return 0;
+        }
         _cleanup_free_ char *c = realpath(entry, NULL);
         if (!c) {
                 if (errno == ENOMEM)
@@ -193,12 +211,24 @@ static int look_in(const char *dir, const char *name, uid_t service_uid, char **
                 setwhy(why, n, "%s does not resolve: %s", name, strerror(errno));
                 return 0;
         }
+        static const char *const kernel_roots[] = { "/proc", "/sys", "/dev" };
+        for (size_t k = 0; k < sizeof(kernel_roots) / sizeof(kernel_roots[0]); k++)
+                if (glove_path_is_beneath(c, kernel_roots[k])) {
+                        setwhy(why, n, "%s -> %s is beneath %s, which is never an executable's home", name, c,
+                               kernel_roots[k]);
+                        return 0;
+                }
         _cleanup_close_ int ffd = -1;
         char fwhy[GLOVE_ERROR_MESSAGE_MAX];
         r = trust_walk(c, TRUST_FILE, service_uid, &ffd, st, fwhy, sizeof(fwhy));
         bool linked = strcmp(c, entry) != 0;
         if (r < 0) {
                 setwhy(why, n, "%s%s%s: %s", name, linked ? " -> " : "", linked ? c : "", fwhy);
+                return 0;
+        }
+        struct stat nst;
+        if (nfd >= 0 && (fstat(nfd, &nst) < 0 || nst.st_dev != st->st_dev || nst.st_ino != st->st_ino)) {
+                setwhy(why, n, "%s%s%s changed while it was resolved", name, linked ? " -> " : "", linked ? c : "");
                 return 0;
         }
         /* The file: by its name, and where it resolved to when that is

@@ -266,6 +266,38 @@ static void test_refusals_listed(void **state) {
         }
 }
 
+/* An entry whose link chain goes through a magic link (/proc/self/exe:
+ * gloved's own binary, in gloved's context) or into /proc, /sys or /dev is
+ * refused, never run. */
+static void test_magic_link_refused(void **state) {
+        (void)state;
+        if (!chain_trusted)
+                skip();
+        mkdir_mode("magic", 0755);
+        mkdir_mode("kern", 0755);
+        char e1[PATH_MAX], e2[PATH_MAX], d1[PATH_MAX], d2[PATH_MAX];
+        path_of(e1, "magic/codex");
+        path_of(e2, "kern/codex");
+        (void)unlink(e1);
+        (void)unlink(e2);
+        assert_int_equal(symlink("/proc/self/exe", e1), 0);
+        assert_int_equal(symlink("/proc/self/root/usr/bin/true", e2), 0);
+        path_of(d1, "magic");
+        path_of(d2, "kern");
+        const char *search[] = { d1, d2 };
+        struct glove_error err = { 0 };
+        struct glove_supervisor_policy *p = make_policy("codex", "codex", search, 2, "", "", NULL, 0, &err);
+        if (!p)
+                fail_msg("policy: %s: %s", err.code, err.message);
+        struct glove_supervisor_launch *l = (void *)1;
+        assert_int_equal(prepare(p, "codex", &l, &err), -ENOENT);
+        assert_null(l);
+        assert_string_equal(err.code, "launch.discovery_failed");
+        if (!strstr(err.message, "magic link"))
+                fail_msg("the magic link is not named: %s", err.message);
+        glove_supervisor_policy_free(p);
+}
+
 /* A search directory owned by another user is refused (needs root to make). */
 static void test_other_owner(void **state) {
         (void)state;
@@ -408,6 +440,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_symlinked_entry),
                 cmocka_unit_test(test_refusals_listed),
+                cmocka_unit_test(test_magic_link_refused),
                 cmocka_unit_test(test_other_owner),
                 cmocka_unit_test(test_pinned_and_plain),
                 cmocka_unit_test(test_policy_managed_environment),
