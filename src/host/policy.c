@@ -255,7 +255,7 @@ int policy_detect_main(int argc, char **argv) {
 static const char validate_help[] =
         "Usage: glove policy validate --file F\n"
         "\n"
-        "Loads F exactly as gloved --session-policy F does, as this user: the file\n"
+        "Loads F exactly as gloved loads its session policy, as this user: the file\n"
         "checks (absolute path, regular file, owned by you, mode 0600, one hard link,\n"
         "no symbolic link, at most 1 MiB, unchanged while read) and then the strict\n"
         "decoder with every semantic check, including each adapter_command_digest.\n"
