@@ -420,8 +420,13 @@ int policy_explain_main(int argc, char **argv) {
         }
         json_t *pr = profiles(&x, p);
         json_t *eg = egress(&x, p);
-        if (!x.json)
-                print_list("tool policies (ids a plan may name)", json_object_get(p, "tool_policy_ids"));
+        if (!x.json) {
+                printf("tool policies:");
+                size_t i;
+                json_t *v;
+                json_array_foreach(json_object_get(p, "tool_policy_ids"), i, v) printf(" %s", json_string_value(v));
+                putchar('\n');
+        }
         json_t *se = secrets(&x, p);
         if (x.json) {
                 json_t *o = json_pack("{s:s,s:I,s:I,s:s,s:o,s:o,s:O,s:o,s:o,s:O,s:o,s:O}", "file", file, "revision",
