@@ -32,7 +32,7 @@ _glove_sub_opts() { # COMMAND SUBCOMMAND
         daemon:status) echo '--json --help' ;;
         daemon:*) echo '--help' ;;
         policy:detect) echo '--search-path --json --help' ;;
-        policy:stage) echo '--runtime --source --directory --dry-run --yes --help' ;;
+        policy:stage) echo '--runtime --source --directory --dry-run --yes --json --help' ;;
         policy:generate) echo '--runtime --executable --search-path --template-id --arg --env --read-only --alias --destination --policy --help' ;;
         policy:explain) echo '--file --json --help' ;;
         policy:validate) echo '--file --help' ;;

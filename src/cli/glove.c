@@ -7,6 +7,7 @@
 #include "glove/control/ctl.h"
 #include "glove/host/daemon.h"
 #include "glove/host/doctor.h"
+#include "glove/host/policy.h"
 #include "glove/host/setup.h"
 #include "glove/run/exec.h"
 #include "glove/run/exec_options.h"
@@ -27,6 +28,8 @@ static const char usage[] =
         "                                       receipt key and starter session policy\n"
         "  doctor [--json]                      check this host for glove exec and gloved\n"
         "  daemon COMMAND [OPTIONS]             install and control gloved as a systemd user service\n"
+        "  policy COMMAND [OPTIONS]             detect, stage, generate, explain and validate\n"
+        "                                       session policies\n"
         "\n"
         "Options:\n"
         "  -h, --help      show this help (COMMAND --help for a command's options)\n"
@@ -59,6 +62,8 @@ int main(int argc, char **argv) {
                 return glove_host_doctor_main(argc - 1, argv + 1);
         if (strcmp(cmd, "daemon") == 0)
                 return glove_host_daemon_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "policy") == 0)
+                return glove_host_policy_main(argc - 1, argv + 1);
         fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);
         return GLOVE_EXIT_FAILURE;
 }

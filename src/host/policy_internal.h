@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/* Shared by the glove policy subcommands (src/host/policy*.c). */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "glove/base/error.h"
+
+#define POLICY_EXIT_OK 0
+#define POLICY_EXIT_REFUSED 1
+#define POLICY_EXIT_USAGE 125
+
+/* "glove: usage.policy: MESSAGE; see glove policy CMD --help" on stderr;
+ * returns POLICY_EXIT_USAGE. */
+int policy_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "glove: CODE: MESSAGE" on stderr; returns POLICY_EXIT_REFUSED. */
+int policy_refuse(const struct glove_error *err);
+
+/* The harness homes Glove never reads or copies: for $HOME and the
+ * passwd home of the effective user, HOME/ .codex .claude .claude.json .pi
+ * .copilot .config/opencode .local/share/opencode. True when path
+ * (absolute, normalized) overlaps one (equal, beneath or above); *which gets
+ * the home it overlaps (static buffer, valid until the next call). */
+bool policy_harness_home_overlap(const char *path, const char **which);
+
+/* --file F (and --json when allow_json) of validate and explain: returns
+ * -1 to go on, else the exit status to return (help printed, usage error). */
+int policy_file_options(const char *cmd, const char *help, int argc, char **argv, bool allow_json, const char **file,
+                        bool *json);
+
+/* The five subcommands; argv[0] is the subcommand's name. */
+int policy_detect_main(int argc, char **argv);
+int policy_stage_main(int argc, char **argv);
+int policy_generate_main(int argc, char **argv);
+int policy_explain_main(int argc, char **argv);
+int policy_validate_main(int argc, char **argv);
