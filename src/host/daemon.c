@@ -48,7 +48,7 @@ static const char usage_text[] =
         "\n"
         "Options:\n"
         "  --socket           also install gloved.socket (socket activation)\n"
-        "  --write-only       write the unit files only; run no systemctl\n"
+        "  --write-only       write the unit files only; reload or enable nothing\n"
         "  --json             print the status as one line of JSON\n"
         "  -h, --help         show this help\n"
         "\n"
@@ -498,7 +498,9 @@ static int cmd_install(const struct glove_host_daemon_layout *l, bool socket, bo
                         l->policy, strerror(errno));
                 return EXIT_USAGE;
         }
-        unsigned version = write_only ? 0 : systemd_version();
+        /* `systemctl --version` talks to no manager: --write-only asks it
+         * too, so what it writes is what status compares with. */
+        unsigned version = systemd_version();
         _cleanup_free_ char *service = NULL, *sock = NULL;
         if (glove_host_daemon_render_service(l, version, &service, &err) < 0 ||
             (socket && glove_host_daemon_render_socket(l, &sock, &err) < 0))
