@@ -261,7 +261,8 @@ int sv_launch_projections(struct glove_supervisor_launch *l, const struct sv_tem
                 }
         }
         free(rd.seen);
-        qsort(l->skills, l->n_skills, sizeof(*l->skills), cmp_skill);
+        if (l->n_skills) /* qsort's base may not be NULL */
+                qsort(l->skills, l->n_skills, sizeof(*l->skills), cmp_skill);
         return skills_digest(l, err);
 }
 
