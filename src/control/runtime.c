@@ -310,6 +310,53 @@ static void end_notify(struct rt_session *s, const char *state) {
         }
 }
 
+int rt_binding_check(struct rt_session *s, struct glove_error *err) {
+        _cleanup_free_ char *enc = NULL;
+        size_t len = 0;
+        int r = glove_json_encode_canonical(s->binding, &enc, &len, err);
+        if (r < 0)
+                return r;
+        if (len <= GLOVE_CONTROL_RUNTIME_BINDING_MAX)
+                return 0;
+        json_t *o = json_pack("{s:I}", "omitted_bytes", (json_int_t)len);
+        if (!o)
+                return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        json_decref(s->binding);
+        s->binding = o;
+        s->binding_digest[0] = '\0';
+        return glove_error_set(err, EMSGSIZE, "start.binding_too_large",
+                               "the launch binding is %zu bytes; a terminal receipt holds at most %u", len,
+                               (unsigned)GLOVE_CONTROL_RUNTIME_BINDING_MAX);
+}
+
+/* The receipt of f, its binding cut down to {"omitted_bytes":N} when the
+ * whole would not fit in one envelope (a last resort: both gates above keep
+ * a binding within GLOVE_CONTROL_RUNTIME_BINDING_MAX). */
+static json_t *receipt_that_fits(struct rt_session *s, struct glove_control_receipt_facts *f) {
+        json_t *receipt = glove_control_receipt_build(f);
+        _cleanup_free_ char *enc = NULL;
+        size_t len = 0;
+        if (!receipt || glove_json_encode_canonical(receipt, &enc, &len, NULL) < 0 ||
+            len + GLOVE_CONTROL_RUNTIME_ENVELOPE_OVERHEAD <= GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE)
+                return receipt;
+        json_decref(receipt);
+        size_t blen = 0;
+        _cleanup_free_ char *benc = NULL;
+        if (f->launch_binding)
+                (void)glove_json_encode_canonical(f->launch_binding, &benc, &blen, NULL);
+        json_t *o = json_pack("{s:I}", "omitted_bytes", (json_int_t)blen);
+        fprintf(stderr, "gloved: session %s: its receipt would be %zu bytes: its launch binding (%zu bytes) is omitted\n",
+                s->id, len, blen);
+        if (!o)
+                return NULL;
+        json_decref(s->binding);
+        s->binding = o;
+        s->binding_digest[0] = '\0';
+        f->launch_binding = s->binding;
+        f->launch_binding_digest = NULL;
+        return glove_control_receipt_build(f);
+}
+
 /* Appends the receipt, records the terminal transition, releases the
  * materializations. f's termination decides exited or failed. */
 void rt_finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
@@ -322,7 +369,7 @@ void rt_finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
         f->launch_binding = s->binding;
         f->launch_binding_digest = s->binding_digest[0] ? s->binding_digest : NULL;
         f->ended_at_ms = rt->o.now_ms();
-        _cleanup_json_ json_t *receipt = glove_control_receipt_build(f);
+        _cleanup_json_ json_t *receipt = receipt_that_fits(s, f);
         if (s->reserved) {
                 glove_control_receipts_unreserve(rt->o.receipts, GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE);
                 s->reserved = false;
@@ -652,6 +699,12 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                 r = glove_error_set(&e, ECANCELED, "start.stopped", "stop_session came before the agent was released");
         if (r >= 0 && !(s->binding = glove_supervisor_launch_binding(s->launch)))
                 r = glove_error_set(&e, ENOMEM, "runtime.no_memory", "out of memory");
+        /* Measured as it will be committed, before anything is spawned: a
+         * binding a receipt cannot hold never starts, and the start_failed
+         * receipt carries {"omitted_bytes":N} instead (keeper_ready measures
+         * it again with the cgroup identity). */
+        if (r >= 0)
+                r = rt_binding_check(s, &e);
         if (r >= 0)
                 r = transition(rt, s->id, GLOVE_CONTROL_SESSION_STARTING, "", &e);
         if (r >= 0) {

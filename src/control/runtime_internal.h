@@ -156,6 +156,10 @@ void rt_client_output(void *userdata, int stream, const void *buf, size_t n);
 void rt_finish(struct rt_session *s, struct glove_control_receipt_facts *f);
 /* finish() for a start that failed with why. */
 void rt_fail_start(struct rt_session *s, const struct glove_error *why);
+/* The whole of s->binding, canonical, within GLOVE_CONTROL_RUNTIME_BINDING_MAX:
+ * 0; larger: s->binding is replaced by {"omitted_bytes":N} (its digest
+ * cleared) and -EMSGSIZE with start.binding_too_large; or -errno. */
+int rt_binding_check(struct rt_session *s, struct glove_error *err);
 /* {"path","inode"} of PID 1's run cgroup (new reference), or NULL. */
 json_t *rt_cgroup_identity(struct rt_session *s, pid_t pid);
 /* The at_ms of the transition to running, -1 without one. */

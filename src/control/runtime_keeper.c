@@ -701,24 +701,10 @@ static void keeper_ready(struct rt_session *s, const json_t *id) {
                 goto fail;
         /* The terminal receipt carries the binding: it must fit in one
          * envelope with room for the rest, or the agent would run and end
-         * without a receipt. Checked before release. */
-        {
-                _cleanup_free_ char *enc = NULL;
-                size_t enc_len = 0;
-                if (glove_json_encode_canonical(s->binding, &enc, &enc_len, &e) < 0)
-                        goto fail;
-                if (enc_len > GLOVE_CONTROL_RUNTIME_BINDING_MAX) {
-                        glove_error_set(&e, EMSGSIZE, "start.binding_too_large",
-                                        "the launch binding is %zu bytes; a terminal receipt holds at most %u",
-                                        enc_len, (unsigned)GLOVE_CONTROL_RUNTIME_BINDING_MAX);
-                        /* The failed start's receipt must still fit: it names
-                         * the size instead of the binding. */
-                        json_decref(s->binding);
-                        s->binding = json_pack("{s:I}", "omitted_bytes", (json_int_t)enc_len);
-                        s->binding_digest[0] = '\0';
-                        goto fail;
-                }
-        }
+         * without a receipt. Checked before release (the failed start's
+         * receipt names the size instead of the binding). */
+        if (rt_binding_check(s, &e) < 0)
+                goto fail;
         if (binding_write(s, &e) < 0)
                 goto fail;
         {

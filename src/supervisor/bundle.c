@@ -349,12 +349,22 @@ int glove_bundle_file_verify(int root_fd, const char *digest, int fd, const stru
 
 int glove_bundle_load(int root_fd, const char *digest, uid_t owner, struct glove_bundle **out,
                       struct glove_error *err) {
+        return glove_bundle_load_within(root_fd, digest, owner, GLOVE_BUNDLE_MAX_BYTES, out, err);
+}
+
+int glove_bundle_load_within(int root_fd, const char *digest, uid_t owner, uint64_t budget,
+                             struct glove_bundle **out, struct glove_error *err) {
         *out = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
         int r = glove_bundle_file_open(root_fd, digest, owner, &fd, &st, err);
         if (r < 0)
                 return r;
+        /* Refused before a byte is read: a launch's reading is bounded. */
+        if ((uint64_t)st.st_size > budget)
+                return glove_error_set(err, EFBIG, "bundle.launch_too_large",
+                                       "bundle %s: %jd bytes, more than the %ju bytes this launch may still read", digest,
+                                       (intmax_t)st.st_size, (uintmax_t)budget);
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         if ((r = glove_bundle_file_verify(root_fd, digest, fd, &st, &data, &len, err)) < 0)

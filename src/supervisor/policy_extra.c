@@ -12,6 +12,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/path.h"
+#include "glove/supervisor/adapter.h"
 #include "internal.h"
 
 #define P(x) "policy." x
@@ -232,6 +233,24 @@ static int decode_secret(struct sv_ctx *c, const struct glove_supervisor_policy 
                        strcmp(s->target_path, SV_MANAGED_HOME) == 0))
                 r = sv_fail(c, P("secret_target_outside_home"), mp,
                             "target_path must lie strictly beneath " SV_MANAGED_HOME);
+        /* The adapter's skills directory and the chain Glove creates down to
+         * it are Glove's: a lease at, beneath or above it would cover the
+         * projected SKILL.md files (the binding would commit skills the CLI
+         * never sees, the CLI would read the credential as a skill) or a
+         * directory the sandbox makes. */
+        const struct glove_supervisor_adapter *ad = r >= 0 ? glove_supervisor_adapter_find(s->runtime_id) : NULL;
+        if (ad && sv_paths_overlap(s->target_path, ad->skills_dir))
+                r = sv_fail(c, P("secret_target_skills"), mp,
+                            "target_path overlaps the %s adapter's skills directory %s (at, beneath or above it)",
+                            s->runtime_id, ad->skills_dir);
+        /* Nor a sandbox target every session of a template may have (an
+         * alias's or a projection destination's target_path). */
+        for (size_t i = 0; r >= 0 && i < p->n_aliases + p->n_destinations; i++) {
+                const char *t = i < p->n_aliases ? p->aliases[i].target_path
+                                                 : p->destinations[i - p->n_aliases].target_path;
+                if (sv_paths_overlap(s->target_path, t))
+                        r = sv_fail(c, P("secret_target_overlap"), mp, "target_path overlaps the sandbox target %s", t);
+        }
         return r;
 }
 

@@ -495,7 +495,8 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
                 glove_supervisor_launch_free(l);
                 return r;
         }
-        qsort(l->mounts, l->n_mounts, sizeof(*l->mounts), cmp_mount);
+        if (l->n_mounts) /* qsort's base may not be NULL */
+                qsort(l->mounts, l->n_mounts, sizeof(*l->mounts), cmp_mount);
         *out = l;
         return 0;
 }

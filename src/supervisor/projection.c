@@ -7,10 +7,13 @@
  * skills"; docs/digests.md, "skills_projection_digest").
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "glove/base/cleanup.h"
 #include "glove/container/mount_plan.h"
@@ -63,6 +66,10 @@ static int add_skills(struct glove_supervisor_launch *l, const struct glove_bund
                                 return glove_error_set(err, EINVAL, "bundle.duplicate_skill",
                                                        "projection %s: skill %s is also given by projection %s", id,
                                                        e->key, l->skills[k].projection_id);
+                if (l->n_skills >= GLOVE_SUPERVISOR_SKILLS_MAX)
+                        return glove_error_set(err, E2BIG, "bundle.too_many_skills",
+                                               "projection %s: skill %s: one launch expands at most %u skills", id,
+                                               e->key, (unsigned)GLOVE_SUPERVISOR_SKILLS_MAX);
                 *total += e->content_len;
                 if (e->content_len > GLOVE_MOUNT_FILE_MAX || *total > GLOVE_SUPERVISOR_SKILLS_MAX_BYTES)
                         return glove_error_set(err, E2BIG, "bundle.skills_too_large",
@@ -91,8 +98,68 @@ static int add_skills(struct glove_supervisor_launch *l, const struct glove_bund
         return 0;
 }
 
-/* One projection: the bundle verified, its mount, its skills. */
-static int project(struct glove_supervisor_launch *l, const json_t *o, size_t *total, struct glove_error *err) {
+/* A bundle already loaded by this launch: its projections after the first
+ * are not read again (bundle.h, GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES). */
+struct seen {
+        const char *digest;   /* borrowed from the plan */
+        const char *first_id; /* the first projection naming it */
+        size_t mount;         /* index of its first MK_BUNDLE mount */
+        bool has_skill;       /* expanded a skill: the first at l->skills[skill] */
+        size_t skill;
+};
+
+/* What one launch's projections have read: distinct bundles (at most the
+ * plan's projections) and their bytes. */
+struct reading {
+        struct seen *seen;
+        size_t n_seen;
+        uint64_t bytes;
+        size_t skill_bytes;
+};
+
+static struct seen *seen_find(struct reading *rd, const char *digest) {
+        for (size_t i = 0; i < rd->n_seen; i++)
+                if (strcmp(rd->seen[i].digest, digest) == 0)
+                        return &rd->seen[i];
+        return NULL;
+}
+
+/* The MK_BUNDLE mount at target, unless one is there: the same bundle
+ * projected twice to one destination is one file. src: the verified bundle
+ * (its descriptor is taken) or an earlier mount of it (duplicated). */
+static int bundle_mount(struct glove_supervisor_launch *l, const char *target, const char *digest,
+                        struct glove_bundle *b, size_t src, struct glove_error *err) {
+        for (size_t i = 0; i < l->n_mounts; i++)
+                if (l->mounts[i].kind == MK_BUNDLE && strcmp(l->mounts[i].target, target) == 0)
+                        return 0;
+        int fd = b ? b->fd : fcntl(l->mounts[src].fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return glove_error_set(err, errno, "bundle.open", "bundle %s: %s", digest, strerror(errno));
+        if (b)
+                b->fd = -1;
+        uint64_t dev = b ? b->dev : l->mounts[src].dev, ino = b ? b->ino : l->mounts[src].ino,
+                 mnt_id = b ? b->mnt_id : l->mounts[src].mnt_id;
+        struct sv_mount *m = sv_launch_mount_new(l, MK_BUNDLE, target, err);
+        if (!m) {
+                close(fd);
+                return -ENOMEM;
+        }
+        m->read_only = true;
+        m->is_dir = false;
+        m->dev = dev;
+        m->ino = ino;
+        m->mnt_id = mnt_id;
+        m->fd = fd; /* the verified descriptor stays pinned */
+        if (asprintf(&m->source, "%s/%s.json", l->cfg->library_bundle_root, digest) < 0) {
+                m->source = NULL;
+                return no_memory(err);
+        }
+        return 0;
+}
+
+/* One projection: the bundle verified (once per distinct digest), its
+ * mount, its skills. */
+static int project(struct glove_supervisor_launch *l, const json_t *o, struct reading *rd, struct glove_error *err) {
         const struct glove_supervisor_runtime_config *cfg = l->cfg;
         const char *id = json_string_value(json_object_get(o, "projection_id"));
         const char *digest = json_string_value(json_object_get(o, "content_digest"));
@@ -113,38 +180,46 @@ static int project(struct glove_supervisor_launch *l, const json_t *o, size_t *t
                 p->target = NULL;
         if (!p->projection_id || !p->destination_alias || !p->target)
                 return no_memory(err);
+        struct seen *sn = seen_find(rd, digest);
+        if (sn) {
+                /* Read and verified already: its skills would all repeat. */
+                snprintf(p->content_digest, sizeof(p->content_digest), "%s", digest);
+                if (sn->has_skill)
+                        return glove_error_set(err, EINVAL, "bundle.duplicate_skill",
+                                               "projection %s: skill %s is also given by projection %s", id,
+                                               l->skills[sn->skill].key, sn->first_id);
+                return bundle_mount(l, p->target, digest, NULL, sn->mount, err);
+        }
         struct glove_bundle *b = NULL;
-        int r = glove_bundle_load(cfg->library_bundle_root_fd, digest, cfg->agent_uid, &b, err);
+        int r = glove_bundle_load_within(cfg->library_bundle_root_fd, digest, cfg->agent_uid,
+                                         GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES - rd->bytes, &b, err);
         if (r < 0) {
-                glove_error_prefix(err, "projection %s", id);
+                if (err->code && strcmp(err->code, "bundle.launch_too_large") == 0)
+                        glove_error_prefix(err, "projection %s: the distinct bundles of one launch are at most %ju "
+                                                "bytes together (%ju read)",
+                                           id, (uintmax_t)GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES, (uintmax_t)rd->bytes);
+                else
+                        glove_error_prefix(err, "projection %s", id);
                 return r;
         }
+        rd->bytes += b->size;
         memcpy(p->content_digest, b->digest, sizeof(p->content_digest));
-        /* One mount per target: the same bundle projected twice to one
-         * destination is one file. */
-        bool mounted = false;
-        for (size_t i = 0; i < l->n_mounts; i++)
-                mounted |= l->mounts[i].kind == MK_BUNDLE && strcmp(l->mounts[i].target, p->target) == 0;
-        struct sv_mount *m = mounted ? NULL : sv_launch_mount_new(l, MK_BUNDLE, p->target, err);
-        if (!mounted && !m) {
+        struct seen *ns = realloc(rd->seen, (rd->n_seen + 1) * sizeof(*ns));
+        if (!ns) {
                 glove_bundle_free(b);
-                return -ENOMEM;
+                return no_memory(err);
         }
-        if (m) {
-                m->read_only = true;
-                m->is_dir = false;
-                m->dev = b->dev;
-                m->ino = b->ino;
-                m->mnt_id = b->mnt_id;
-                if (asprintf(&m->source, "%s/%s.json", cfg->library_bundle_root, digest) < 0) {
-                        m->source = NULL;
-                        glove_bundle_free(b);
-                        return no_memory(err);
-                }
-                m->fd = b->fd; /* the verified descriptor stays pinned */
-                b->fd = -1;
-        }
-        r = l->skills_dir ? add_skills(l, b, id, total, err) : 0;
+        rd->seen = ns;
+        sn = &rd->seen[rd->n_seen++];
+        *sn = (struct seen){ .digest = digest, .first_id = id, .mount = l->n_mounts, .skill = l->n_skills };
+        r = bundle_mount(l, p->target, digest, b, 0, err);
+        for (size_t i = 0; i < l->n_mounts; i++)
+                if (l->mounts[i].kind == MK_BUNDLE && strcmp(l->mounts[i].target, p->target) == 0)
+                        sn->mount = i;
+        size_t before = l->n_skills;
+        if (r >= 0 && l->skills_dir)
+                r = add_skills(l, b, id, &rd->skill_bytes, err);
+        sn->has_skill = l->n_skills > before;
         glove_bundle_free(b);
         return r;
 }
@@ -177,13 +252,17 @@ int sv_launch_projections(struct glove_supervisor_launch *l, const struct sv_tem
                                        "the plan has %zu library projection%s but this gloved has no "
                                        "library bundle root",
                                        n, n == 1 ? "" : "s");
-        size_t total = 0;
+        struct reading rd = { 0 };
         for (size_t i = 0; i < n; i++) {
-                int r = project(l, json_array_get(list, i), &total, err);
-                if (r < 0)
+                int r = project(l, json_array_get(list, i), &rd, err);
+                if (r < 0) {
+                        free(rd.seen);
                         return r;
+                }
         }
-        qsort(l->skills, l->n_skills, sizeof(*l->skills), cmp_skill);
+        free(rd.seen);
+        if (l->n_skills) /* qsort's base may not be NULL */
+                qsort(l->skills, l->n_skills, sizeof(*l->skills), cmp_skill);
         return skills_digest(l, err);
 }
 

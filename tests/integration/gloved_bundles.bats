@@ -244,3 +244,80 @@ check_adapter() {
         gloved_fails --session-policy "$T/cfg/policy.json" --library-bundle-root "$T/lib"
         [[ "$stderr" == *usage.bundle_root_needs_runtime* ]] || fail "unexpected: $stderr"
 }
+
+# history ID: the states the session went through, comma-separated.
+history() {
+        "$GLOVE" ctl --runtime-dir "$RT" --json session-status "$1" | jq -r '[.history[].to] | join(",")'
+}
+
+@test "gloved bundles: one launch expands at most 64 skills; a bundle of hundreds is bundle.too_many_skills with its receipt" {
+        start_bd --library-bundle-root "$T/lib"
+        D=$("$PY" "$BUNDLES" many-skills "$T/lib" 64) || fail "$D"
+        run_probe s64 codex-probe "$D"
+        probe_is '.skills["/home/agent/.codex/skills"] | length == 64'
+        receipt_is '.launch_binding.skills | length == 64'
+        local n
+        for n in 65 380 4096; do
+                D=$("$PY" "$BUNDLES" many-skills "$T/lib" $n) || fail "$D"
+                new_session "s$n" codex-probe "$D"
+                start_fails "s$n" bundle.too_many_skills
+                [ "$(receipt "s$n" | wc -l)" = 1 ] || fail "s$n has not exactly one receipt"
+        done
+}
+
+@test "gloved bundles: a binding a receipt cannot hold is refused before the sandbox is made (start.binding_too_large), with its one receipt" {
+        start_bd --library-bundle-root "$T/lib"
+        bundle "tone=behavior:be terse"
+        # 128 projections (the plan's bound) with 128-byte ids to a
+        # destination with a long alias and target: about 90 KiB of binding.
+        BUNDLES_DEST=long BUNDLES_ID_PAD=128 new_session big "plain-probe" "$D*128"
+        start_fails big start.binding_too_large
+        receipt_is '.started_at_ms == null and .launch_binding.omitted_bytes > 57344'
+        [ "$(receipt big | wc -l)" = 1 ] || fail "big has not exactly one receipt"
+        # Refused as prepared: the session never reached starting.
+        [ "$(history big)" = preparing,failed ] || fail "big went $(history big)"
+}
+
+# opens_during ID TEMPLATE DIGEST...: runs the probe session while counting
+# the opens of $T/lib/$WATCHED.json; sets OPENS.
+opens_during() {
+        rm -f "$T/ready"
+        "$PY" "$BUNDLES" watch-opens "$T/lib/$WATCHED.json" "$T/ready" >"$T/opens" &
+        local w=$! i
+        for ((i = 0; i < 100; i++)); do
+                [ -e "$T/ready" ] && break
+                sleep 0.1
+        done
+        [ -e "$T/ready" ] || fail "the watcher did not start"
+        run_probe "$@"
+        kill -TERM $w
+        wait $w || fail "the watcher failed"
+        OPENS=$(cat "$T/opens")
+}
+
+@test "gloved bundles: a bundle named by many projections is read once per launch" {
+        start_bd --library-bundle-root "$T/lib"
+        bundle "tone=behavior:be terse"
+        WATCHED=$D
+        opens_during r1 plain-probe "$D"
+        local one=$OPENS
+        [ "$one" -ge 1 ] || fail "no open of the bundle was seen ($one)"
+        opens_during r64 plain-probe "$D*64"
+        [ "$OPENS" = "$one" ] || fail "64 projections opened the bundle $OPENS times, one opened it $one times"
+        receipt_is '.launch_binding.projections | length == 64'
+        receipt_is '[.launch_binding.mounts[] | select(.kind == "library_bundle")] | length == 1'
+}
+
+@test "gloved bundles: the distinct bundles of one launch are at most 32 MiB together (bundle.launch_too_large)" {
+        start_bd --library-bundle-root "$T/lib"
+        local a b c
+        a=$("$PY" "$BUNDLES" big-bundle "$T/lib" aaa 11) || fail "$a"
+        b=$("$PY" "$BUNDLES" big-bundle "$T/lib" bbb 11) || fail "$b"
+        c=$("$PY" "$BUNDLES" big-bundle "$T/lib" ccc 11) || fail "$c"
+        # Repeats count once: 2 x 11 MiB distinct.
+        run_probe ok2 plain-probe "$a*3" "$b*3"
+        probe_is ".bundles[\"$a.json\"].sha256 == \"$a\" and .bundles[\"$b.json\"].sha256 == \"$b\""
+        new_session over plain-probe "$a" "$b" "$c"
+        start_fails over bundle.launch_too_large
+        [ "$(receipt over | wc -l)" = 1 ] || fail "over has not exactly one receipt"
+}

@@ -86,9 +86,19 @@
 #define GLOVE_CONTROL_RUNTIME_RECEIPT_RESERVE GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE
 /* Largest launch binding, bytes of canonical JSON: the terminal receipt
  * holds it within GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE (64 KiB), with room
- * for the other fields. A larger one (a template with very long arguments)
- * never starts: start.binding_too_large. */
+ * for the other fields. It is measured whole (argv, mounts, projections,
+ * skills, leases, adapter, and then the cgroup identity) when the launch is
+ * prepared, before anything is spawned, and again before release; a larger
+ * one (very long arguments, many long projection ids) never starts:
+ * start.binding_too_large, and its start_failed receipt carries
+ * {"omitted_bytes":N} in place of the binding. */
 #define GLOVE_CONTROL_RUNTIME_BINDING_MAX (56u * 1024)
+/* Bytes an envelope adds around a receipt at most (appended_at_ms, kind,
+ * sequence, session_id): a receipt larger than
+ * GLOVE_CONTROL_RECEIPTS_MAX_ENVELOPE less this has its launch binding
+ * replaced by {"omitted_bytes":N}, so a terminal receipt can always be
+ * appended. */
+#define GLOVE_CONTROL_RUNTIME_ENVELOPE_OVERHEAD 1024u
 /* Lifetime of a start authorization, milliseconds. */
 #define GLOVE_CONTROL_RUNTIME_AUTH_TTL_MS 60000
 /* stop_session grace: default and bound, milliseconds. */

@@ -59,6 +59,8 @@
  *   bundle.duplicate_entry   two entries with the same key (-EINVAL)
  *   bundle.unknown_kind      a kind outside the five (fails closed) (-EINVAL)
  *   bundle.content_digest    an entry's content_digest is not SHA-256(content) (-EINVAL)
+ *   bundle.launch_too_large  (glove_bundle_load_within) larger than what the launch
+ *                            may still read (-EFBIG)
  *   bundle.no_memory         (-ENOMEM)
  *
  * Threading: no shared state; distinct bundles may be loaded concurrently.
@@ -157,6 +159,16 @@ int glove_bundle_file_verify(int root_fd, const char *digest, int fd, const stru
  */
 int glove_bundle_load(int root_fd, const char *digest, uid_t owner, struct glove_bundle **out,
                       struct glove_error *err);
+
+/*
+ * glove_bundle_load with a budget: a file larger than budget bytes (checked
+ * after file_open's fstat, before any byte is read) is refused with
+ * bundle.launch_too_large (-EFBIG). A launch passes what it may still read
+ * of GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES (prepare.h); glove_bundle_load is
+ * this with budget GLOVE_BUNDLE_MAX_BYTES.
+ */
+int glove_bundle_load_within(int root_fd, const char *digest, uid_t owner, uint64_t budget,
+                             struct glove_bundle **out, struct glove_error *err);
 
 /* One expanded skill, as the skills-projection digest commits it. */
 struct glove_bundle_skill_ref {

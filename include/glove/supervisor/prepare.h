@@ -81,6 +81,19 @@ struct glove_net_policy;
  * together); each SKILL.md is also at most GLOVE_MOUNT_FILE_MAX (1 MiB). The
  * skills are files of the mount plan, whose data is bounded (4 MiB). */
 #define GLOVE_SUPERVISOR_SKILLS_MAX_BYTES (2U << 20)
+/* Most skills one launch expands (all its projections together): more is
+ * bundle.too_many_skills. Each is one `skills[]` entry of the launch
+ * binding (about 200 bytes for a short key), so that a plan of the largest
+ * size with ordinary names keeps its binding within
+ * GLOVE_CONTROL_RUNTIME_BINDING_MAX (control/runtime.h). */
+#define GLOVE_SUPERVISOR_SKILLS_MAX 64
+/* Most bytes of distinct bundle files one launch reads (32 MiB, two bundles
+ * of the largest size): each distinct content_digest of the plan is opened,
+ * read, hashed and decoded once however many projections name it, and a
+ * bundle that would take the launch past this is refused before it is read
+ * (bundle.launch_too_large). With GLOVE_PLAN_MAX_LIBRARY_PROJECTIONS this
+ * bounds a plan's bundle work at prepare. */
+#define GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES ((uint64_t)32 << 20)
 /* TERM given to the agent unless the template's environment sets one. */
 #define GLOVE_SUPERVISOR_DEFAULT_TERM "xterm-256color"
 

@@ -16,7 +16,17 @@ gloved (tests/integration/gloved_bundles.bats).
         computed here independently of Glove ("" SKILLS_DIR: no adapter).
     bundles.py plan POLICY OUT TEMPLATE DIGEST...
         OUT: a canonical plan for TEMPLATE projecting each DIGEST (projection
-        ids p1, p2, ... in that order) to "libraries".
+        ids p1, p2, ... in that order) to "libraries". DIGEST*N stands for
+        N projections of DIGEST. Environment: BUNDLES_DEST names another
+        destination ("long": LONG_ALIAS at LONG_TARGET); BUNDLES_ID_PAD=L
+        pads each projection id with "x" to L bytes.
+    bundles.py big-bundle ROOT KEY MIB
+        Writes a bundle of one "behavior" entry of MIB MiB of content.
+    bundles.py many-skills ROOT N
+        Writes a bundle of N skills k0000.. (content "sN"); prints the digest.
+    bundles.py watch-opens FILE READY
+        Counts the opens (inotify IN_OPEN) of FILE: creates READY once the
+        watch is set, and on SIGTERM prints the count of opens so far.
 
 PROBE prints one line "probe {json}": for every file under the destination
 its sha256, whether it could be opened for writing (and the errno), for each
@@ -72,6 +82,9 @@ for sd in ("/home/agent/.codex/skills", "/home/agent/.claude/skills"):
 print("probe " + json.dumps(out, sort_keys=True), flush=True)
 ''' % TARGET
 
+# A destination whose alias and target are long (a binding grows with them).
+LONG_ALIAS = "long" + "x" * 124
+LONG_TARGET = "/opt/" + "d" * 200
 TEMPLATES = {"codex-probe": "codex", "claude-probe": "claude-code", "plain-probe": "pyrt"}
 LIMITS = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 60000,
           "disk_bytes": 16777216, "terminal_output_bytes": 1048576}
@@ -113,9 +126,10 @@ def policy(out):
                   "environment": ["PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"], "read_only_paths": []}
         templates.append({"runtime_template_id": tid, "runtime_id": rid, "adapter_command_digest": launch_digest(launch),
                           "sandbox_backend": "linux_production", "allowed_path_aliases": [],
-                          "allowed_projection_destinations": ["libraries"], "launch": launch})
+                          "allowed_projection_destinations": ["libraries", LONG_ALIAS], "launch": launch})
     p = {"schema_version": 1, "revision": 1, "max_plan_ttl_ms": 120000, "runtime_templates": templates,
-         "path_aliases": [], "library_projection_destinations": [{"alias": "libraries", "target_path": TARGET}],
+         "path_aliases": [], "library_projection_destinations": [{"alias": "libraries", "target_path": TARGET},
+                                                                 {"alias": LONG_ALIAS, "target_path": LONG_TARGET}],
          "resource_profiles": [dict(LIMITS, profile_id="roomy")],
          "egress_policy_ids": ["no-network"], "tool_policy_ids": ["t"], "secret_handles": [],
          "egress_policies": [{"policy_id": "no-network", "targets": []}], "secret_mounts": []}
@@ -138,8 +152,15 @@ def skills_digest(skills_dir, pairs):
 def plan(pol, out, tid, digests):
     p = json.load(open(pol))
     t = next(t for t in p["runtime_templates"] if t["runtime_template_id"] == tid)
-    projections = [{"content_digest": d, "destination_alias": "libraries", "projection_id": "p%d" % (i + 1)}
-                   for i, d in enumerate(digests)]
+    expanded = []
+    for d in digests:
+        d, _, n = d.partition("*")
+        expanded += [d] * int(n or 1)
+    dest = LONG_ALIAS if os.environ.get("BUNDLES_DEST") == "long" else "libraries"
+    pad = int(os.environ.get("BUNDLES_ID_PAD", "0"))
+    projections = [{"content_digest": d, "destination_alias": dest, "projection_id": ("p%d" % (i + 1)).ljust(pad, "x")}
+                   for i, d in enumerate(expanded)]
+    projections.sort(key=lambda p: p["projection_id"].encode())
     plan = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": "no-network",
             "expires_at_ms": int(time.time() * 1000) + 60000, "library_projections": projections,
             "limits": LIMITS, "path_grants": [], "policy_revision": p["revision"], "runtime_id": t["runtime_id"],
@@ -148,8 +169,57 @@ def plan(pol, out, tid, digests):
     open(out, "w").write(canon(plan))
 
 
+def write_bundle(root, entries):
+    data = canon({"entries": entries, "schema_version": 1, "source_library_ref": "sage-library@7",
+                  "source_manifest_digest": "ab" * 32}).encode()
+    d = hashlib.sha256(data).hexdigest()
+    write600(os.path.join(root, d + ".json"), data)
+    print(d)
+
+
+def entry(key, kind, content):
+    return {"content": content, "content_digest": hashlib.sha256(content.encode()).hexdigest(), "key": key,
+            "kind": kind}
+
+
+def watch_opens(path, ready):
+    import ctypes
+    import signal
+    import struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    # Identical consecutive events are merged by the kernel: reads and
+    # closes are watched too, so that two opens are never adjacent.
+    IN_ACCESS, IN_CLOSE_NOWRITE, IN_OPEN, IN_Q_OVERFLOW, IN_NONBLOCK = 0x1, 0x10, 0x20, 0x4000, 0o4000
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    fd = libc.inotify_init1(IN_NONBLOCK)
+    if fd < 0 or libc.inotify_add_watch(fd, path.encode(), IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE) < 0:
+        sys.exit("inotify: %s" % os.strerror(ctypes.get_errno()))
+    open(ready, "w").close()
+    signal.sigwait({signal.SIGTERM})
+    n = 0
+    while True:
+        try:
+            buf = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        off = 0
+        while off < len(buf):
+            _, mask, _, ln = struct.unpack_from("iIII", buf, off)
+            if mask & IN_Q_OVERFLOW:
+                sys.exit("inotify: the event queue overflowed")
+            n += bool(mask & IN_OPEN)
+            off += 16 + ln
+    print(n, flush=True)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "bundle":
+    if sys.argv[1] == "big-bundle":
+        write_bundle(sys.argv[2], [entry(sys.argv[3], "behavior", sys.argv[3][0] * (int(sys.argv[4]) << 20))])
+    elif sys.argv[1] == "many-skills":
+        write_bundle(sys.argv[2], [entry("k%04d" % i, "skill", "s%d" % i) for i in range(int(sys.argv[3]))])
+    elif sys.argv[1] == "watch-opens":
+        watch_opens(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "bundle":
         bundle(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "skills-digest":
         print(skills_digest(sys.argv[2], sys.argv[3:]))

@@ -235,6 +235,79 @@ static void test_optional_sections(void **state) {
         glove_supervisor_policy_free(p);
 }
 
+/* A secret target may not overlap the adapter's skills directory (at,
+ * beneath or above it: the chain Glove creates, e.g. /home/agent/.codex for
+ * codex) of its runtime, nor an alias's or a destination's target; a path
+ * beside them is accepted. */
+static void test_secret_target_layout(void **state) {
+        (void)state;
+        size_t len;
+        _cleanup_free_ char *text = fixture_read("policy/valid.json", &len);
+        static const struct {
+                const char *runtime_id, *target, *code;
+        } cases[] = {
+                { "codex", "/home/agent/.codex/skills", "policy.secret_target_skills" },
+                { "codex", "/home/agent/.codex/skills/review/SKILL.md", "policy.secret_target_skills" },
+                { "codex", "/home/agent/.codex/skills/x", "policy.secret_target_skills" },
+                { "codex", "/home/agent/.codex", "policy.secret_target_skills" },
+                { "claude-code", "/home/agent/.claude", "policy.secret_target_skills" },
+                { "claude-code", "/home/agent/.claude/skills/a/SKILL.md", "policy.secret_target_skills" },
+                { "codex", "/home/agent/.codex/auth.json", NULL },
+                { "codex", "/home/agent/.codex/skillsx", NULL },
+                /* another runtime's skills directory is not this one's */
+                { "codex", "/home/agent/.claude/skills/a", NULL },
+                { "claude-code", "/home/agent/.claude.json", NULL },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                json_error_t je;
+                _cleanup_json_ json_t *v = json_loadb(text, len, 0, &je);
+                assert_non_null(v);
+                json_t *m = json_array_get(json_object_get(v, "secret_mounts"), 0);
+                json_object_set_new(m, "runtime_id", json_string(cases[i].runtime_id));
+                json_object_set_new(m, "target_path", json_string(cases[i].target));
+                _cleanup_free_ char *out = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+                struct glove_error err = { 0 };
+                struct glove_supervisor_policy *p = NULL;
+                char path[GLOVE_JSON_PATH_MAX];
+                int r = glove_supervisor_policy_decode_ex(out, strlen(out), &p, path, sizeof(path), &err);
+                if (!cases[i].code) {
+                        if (r < 0)
+                                fail_msg("%s %s refused: %s %s", cases[i].runtime_id, cases[i].target, err.code,
+                                         err.message);
+                        glove_supervisor_policy_free(p);
+                        continue;
+                }
+                if (r != -EINVAL || !err.code || strcmp(err.code, cases[i].code) != 0)
+                        fail_msg("%s %s: want %s, got %d %s", cases[i].runtime_id, cases[i].target, cases[i].code, r,
+                                 err.code ? err.code : "(none)");
+                assert_string_equal(path, "$.secret_mounts[0].target_path");
+                assert_null(p);
+        }
+        /* An alias's and a destination's sandbox targets, moved beneath the
+         * home, are no place for a lease either. */
+        static const char *const sections[][2] = { { "path_aliases", "/home/agent/work" },
+                                                    { "library_projection_destinations", "/home/agent/.codex/auth.json" } };
+        for (size_t i = 0; i < 2; i++) {
+                json_error_t je;
+                _cleanup_json_ json_t *v = json_loadb(text, len, 0, &je);
+                assert_non_null(v);
+                json_t *a = json_array_get(json_object_get(v, sections[i][0]), 0);
+                json_object_set_new(a, "target_path", json_string(sections[i][1]));
+                json_t *m = json_array_get(json_object_get(v, "secret_mounts"), 0);
+                json_object_set_new(m, "target_path", json_string(i == 0 ? "/home/agent/work/auth.json"
+                                                                         : "/home/agent/.codex/auth.json"));
+                _cleanup_free_ char *out = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+                struct glove_error err = { 0 };
+                struct glove_supervisor_policy *p = NULL;
+                char path[GLOVE_JSON_PATH_MAX];
+                int r = glove_supervisor_policy_decode_ex(out, strlen(out), &p, path, sizeof(path), &err);
+                if (r != -EINVAL || !err.code || strcmp(err.code, "policy.secret_target_overlap") != 0)
+                        fail_msg("%s: want policy.secret_target_overlap, got %d %s: %s", sections[i][0], r,
+                                 err.code ? err.code : "(none)", err.message);
+                assert_string_equal(path, "$.secret_mounts[0].target_path");
+        }
+}
+
 /* The example in docs/session-policy.md (the first ```json block after
  * "## Example") is a valid policy. */
 static void test_docs_example(void **state) {
@@ -263,6 +336,7 @@ int main(void) {
                 cmocka_unit_test(test_misuse_and_small_path_buffer),
                 cmocka_unit_test(test_optional_sections),
                 cmocka_unit_test(test_docs_example),
+                cmocka_unit_test(test_secret_target_layout),
                 cmocka_unit_test(test_long_unknown_key),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
