@@ -238,16 +238,18 @@ static void test_refusals_listed(void **state) {
         path_of(noexec, "noexec");
         path_of(none, "none");
         path_of(missing, "missing");
-        /* Two searches, so that each listing fits the bounded message. */
-        const char *search1[] = { gw, ow, sticky, noexec };
-        const char *want1[] = { "it is writable by group (mode 0775)", "/ow is writable by group and others (mode 0777)",
-                                "sticky is enough only for an ancestor", "is not executable (mode 0644)" };
-        const char *search2[] = { none, dlink, missing };
-        const char *want2[] = { "no pi there", "it is a symbolic link", "it does not exist" };
-        for (int k = 0; k < 2; k++) {
-                const char *const *search = k ? search2 : search1;
-                const char *const *want = k ? want2 : want1;
-                size_t n = k ? 3 : 4;
+        /* One search per refusal, so that each listing fits the bounded
+         * message whatever the length of this test's directory; the last
+         * search has two directories, both listed. */
+        const char *dirs[] = { gw, ow, sticky, noexec, none, dlink, missing, gw };
+        const char *wants[] = { "it is writable by group (mode 0775)", "/ow is writable by group and others (mode 0777)",
+                                "sticky is enough only for an ancestor", "is not executable (mode 0644)",
+                                "no pi there", "it is a symbolic link", "it does not exist",
+                                "it is writable by group (mode 0775)" };
+        for (int k = 0; k < 7; k++) {
+                const char *const *search = &dirs[k];
+                const char *const *want = &wants[k];
+                size_t n = k == 6 ? 2 : 1;
                 struct glove_error err = { 0 };
                 struct glove_supervisor_policy *p = make_policy("pi", "pi", search, n, "", "", NULL, 0, &err);
                 if (!p)
