@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// fuzz-sources: src/supervisor/decode.c src/supervisor/launch.c src/supervisor/plan.c src/supervisor/policy.c src/supervisor/policy_extra.c src/supervisor/policy_load.c src/supervisor/policy_paths.c src/supervisor/policy_query.c
+// fuzz-sources: src/supervisor/adapter.c src/supervisor/decode.c src/supervisor/launch.c src/supervisor/plan.c src/supervisor/policy.c src/supervisor/policy_extra.c src/supervisor/policy_load.c src/supervisor/policy_paths.c src/supervisor/policy_query.c
 /*
  * libFuzzer target: identifier-only plan validation
  * (glove_supervisor_plan_validate) against a fixed policy, a copy of
@@ -22,8 +22,8 @@
 
 static const char policy_text[] =
         "{\"schema_version\":1,\"revision\":7,\"max_plan_ttl_ms\":120000,\"runtime_templates\":[{\"runtime_t"
-        "emplate_id\":\"claude-discovery\",\"runtime_id\":\"claude-code\",\"adapter_command_digest\":\"9b6046"
-        "1015b165ac2330a1b16d5759eb0cf6eaa7bea8e89a3ba88e977247bd3c\",\"sandbox_backend\":\"linux_produ"
+        "emplate_id\":\"claude-discovery\",\"runtime_id\":\"claude-code\",\"adapter_command_digest\":\"e4763c"
+        "fd4c7b1293bbc2d89f8017c8a2b40902d260b9580718cf918d197291f2\",\"sandbox_backend\":\"linux_produ"
         "ction\",\"allowed_path_aliases\":[\"workspace\"],\"allowed_projection_destinations\":[],\"launch\":"
         "{\"runtime_discovery\":\"claude-code\",\"executable_path\":\"\",\"executable_search_paths\":[\"/opt/c"
         "laude/bin\"],\"arguments\":[],\"environment\":[\"TERM=xterm-256color\"],\"read_only_paths\":[\"/opt/"
