@@ -40,9 +40,29 @@ static bool can_write(int dirfd, const char *name) {
         return faccessat(dirfd, name, W_OK, AT_EACCESS) == 0;
 }
 
-static bool has_all(const char *list) {
-        return cg_words_contain(list, "memory", ' ') && cg_words_contain(list, "pids", ' ') &&
-               cg_words_contain(list, "cpu", ' ');
+static const char *wanted(const struct cg_host_env *env) {
+        return env->controllers ? env->controllers : HOST_CONTROLLERS;
+}
+
+/* True when list holds every controller of want ("+cpu +memory +pids"). */
+static bool has_all(const char *list, const char *want) {
+        for (const char *p = want; *p;) {
+                while (*p == ' ' || *p == '+')
+                        p++;
+                const char *e = strchrnul(p, ' ');
+                char word[32];
+                size_t n = (size_t)(e - p);
+                if (n == 0)
+                        break;
+                if (n >= sizeof(word))
+                        return false;
+                memcpy(word, p, n);
+                word[n] = '\0';
+                if (!cg_words_contain(list, word, ' '))
+                        return false;
+                p = e;
+        }
+        return true;
 }
 
 /* Reads what struct node holds. Returns 0, or -errno when the directory or
@@ -62,8 +82,9 @@ static int inspect(int fd, const struct cg_host_env *env, struct node *n) {
         r = cg_file_read(fd, "cgroup.subtree_control", subtree, sizeof(subtree));
         if (r < 0)
                 return (int)r;
-        n->offers = has_all(avail);
-        n->hands_down = has_all(subtree);
+        n->offers = has_all(avail, wanted(env));
+        /* Nothing wanted (tests): nothing is handed down yet either. */
+        n->hands_down = wanted(env)[0] && has_all(subtree, wanted(env));
         /* The root cgroup has no cgroup.type: never a delegated node. */
         n->domain = cg_file_read(fd, "cgroup.type", type, sizeof(type)) >= 0 && strcmp(type, "domain\n") == 0;
         _cleanup_free_ pid_t *pids = NULL;
@@ -167,12 +188,14 @@ static int move_into_subgroup(int cfd, const char *cpath, const struct cg_host_e
         return 0;
 }
 
-static int enable(int pfd, const char *ppath, struct glove_error *err) {
-        int r = cg_file_write(pfd, "cgroup.subtree_control", HOST_CONTROLLERS);
+static int enable(int pfd, const char *ppath, const struct cg_host_env *env, struct glove_error *err) {
+        const char *words = wanted(env);
+        if (!words[0])
+                return 0;
+        int r = cg_file_write(pfd, "cgroup.subtree_control", words);
         if (r < 0)
-                return glove_error_set(err, -r, "cgroup.host_move",
-                                       "cannot write \"" HOST_CONTROLLERS "\" to %s/cgroup.subtree_control: %s", ppath,
-                                       strerror(-r));
+                return glove_error_set(err, -r, "cgroup.host_move", "cannot write \"%s\" to %s/cgroup.subtree_control: %s",
+                                       words, ppath, strerror(-r));
         return 0;
 }
 
@@ -231,7 +254,7 @@ int cg_host_setup_at(int root_fd_in, const char *rel_in, const char *display_roo
                                             "controllers can be enabled only on an empty delegated parent",
                                             ppath, p.nprocs, p.nprocs == 1 ? "" : "es", (int)p.first_other);
                 } else if (!p.hands_down) {
-                        r = enable(pfd, ppath, err);
+                        r = enable(pfd, ppath, env, err);
                 }
                 if (r == 0) {
                         h->placement = GLOVE_CGROUP_PLACEMENT_DELEGATED_SUBGROUP;
@@ -246,7 +269,7 @@ int cg_host_setup_at(int root_fd_in, const char *rel_in, const char *display_roo
                         if (r == 0)
                                 h->self_fd = sfd;
                         if (r == 0)
-                                r = enable(cfd, cpath, err);
+                                r = enable(cfd, cpath, env, err);
                         if (r == 0) {
                                 h->placement = GLOVE_CGROUP_PLACEMENT_DELEGATED_MOVED;
                                 snprintf(h->self_rel, sizeof(h->self_rel), "%s/" GLOVE_CGROUP_HOST_SUBGROUP, rel);

@@ -73,6 +73,10 @@ struct glove_cgroup_host {
 struct cg_host_env {
         uid_t uid;                   /* the owner delegation is checked against */
         pid_t pid;                   /* the process to move (its tgid) */
+        /* The controllers required and enabled, "+cpu +memory +pids" when
+         * NULL; "" (tests on a real hierarchy without them) requires and
+         * enables none. */
+        const char *controllers;
         /* After mkdirat(C, "glove-host"): sub_fd is the new directory. */
         void (*after_mkdir)(int sub_fd, void *ctx);
         /* After the pid was written to glove-host/cgroup.procs. */
