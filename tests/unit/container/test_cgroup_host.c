@@ -126,8 +126,10 @@ static uint64_t ino_of(int fd) {
 static void undelegate(const char *rel) {
         char path[256];
         snprintf(path, sizeof(path), "%s/%s", g_root, rel);
-        if (chown(path, 65534, 65534) == 0)
+        if (geteuid() == 0) {
+                assert_int_equal(chown(path, 65534, 65534), 0);
                 return;
+        }
         char f[300];
         snprintf(f, sizeof(f), "%s/cgroup.procs", path);
         assert_int_equal(chmod(f, 0444), 0);
