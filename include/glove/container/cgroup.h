@@ -24,8 +24,8 @@
  *                   (spec architecture.md: "enables the three controllers
  *                   only on the empty delegated parent, and creates session
  *                   cgroups as siblings of the supervisor subgroup").
- *       Glove never touches any other cgroup's controllers and never moves
- *       itself.
+ *       Glove never touches any other cgroup's controllers, and glove exec
+ *       never moves itself (gloved may: glove_cgroup_host_setup below).
  *   v1  The memory, pids and cpuacct controllers are mounted as cgroup v1
  *       hierarchies (cpu co-mounted or separate) and the caller may create a
  *       directory under its own cgroup in each. cpu (when it is a separate
