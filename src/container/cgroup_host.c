@@ -213,6 +213,8 @@ int cg_host_setup_at(int root_fd_in, const char *rel_in, const char *display_roo
                 rel[--len] = '\0';
         if (!rel[0])
                 return 0; /* the root cgroup: the probe's "under" */
+        if (len + sizeof("/" GLOVE_CGROUP_HOST_SUBGROUP) > sizeof(rel))
+                return 0; /* no room for glove-host below: the probe reports what it finds */
         char prel[PATH_MAX];
         memcpy(prel, rel, len + 1);
         char *slash = strrchr(prel, '/');
@@ -272,7 +274,9 @@ int cg_host_setup_at(int root_fd_in, const char *rel_in, const char *display_roo
                                 r = enable(cfd, cpath, env, err);
                         if (r == 0) {
                                 h->placement = GLOVE_CGROUP_PLACEMENT_DELEGATED_MOVED;
-                                snprintf(h->self_rel, sizeof(h->self_rel), "%s/" GLOVE_CGROUP_HOST_SUBGROUP, rel);
+                                memcpy(h->self_rel, rel, len);
+                                memcpy(h->self_rel + len, "/" GLOVE_CGROUP_HOST_SUBGROUP,
+                                       sizeof("/" GLOVE_CGROUP_HOST_SUBGROUP));
                                 /* The delegated cgroup is now the parent. */
                                 glove_closep(&pfd);
                                 pfd = TAKE_FD(cfd);
