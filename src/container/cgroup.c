@@ -296,6 +296,29 @@ static int make_dir(struct glove_cgroup *cg, struct cg_site *site, struct glove_
         return 0;
 }
 
+/* The plan's site must be the pinned v2 directory (gloved's delegated
+ * parent): a directory removed and made again at the same path, or a
+ * process moved elsewhere, would otherwise put run cgroups in a place
+ * gloved did not check. */
+static int check_pin(const struct cg_plan *plan, const struct glove_cgroup_pin *pin, struct glove_error *err) {
+        struct stat st;
+        if (plan->backend != GLOVE_CGROUP_BACKEND_V2 || plan->nsites != 1)
+                return glove_error_set(err, ESTALE, "cgroup.parent_replaced",
+                                       "run cgroups would go to %s (%s), not to the pinned delegated parent",
+                                       plan->nsites ? plan->sites[0].path : "nowhere",
+                                       plan->backend == GLOVE_CGROUP_BACKEND_V1 ? "cgroup v1" : "cgroup v2");
+        if (fstat(plan->sites[0].fd, &st) < 0)
+                return glove_error_set(err, errno, "cgroup.create", "cannot stat %s: %s", plan->sites[0].path,
+                                       strerror(errno));
+        if ((uint64_t)st.st_dev != pin->dev || (uint64_t)st.st_ino != pin->ino)
+                return glove_error_set(err, ESTALE, "cgroup.parent_replaced",
+                                       "%s is not the delegated parent gloved pinned (device %" PRIu64 " inode %" PRIu64
+                                       ", pinned device %" PRIu64 " inode %" PRIu64 ")",
+                                       plan->sites[0].path, (uint64_t)st.st_dev, (uint64_t)st.st_ino, pin->dev,
+                                       pin->ino);
+        return 0;
+}
+
 int cg_create(const struct glove_cgroup_limits *limits, const struct cg_options *opts, struct glove_cgroup **out,
               struct glove_error *err) {
         *out = NULL;
@@ -305,6 +328,8 @@ int cg_create(const struct glove_cgroup_limits *limits, const struct cg_options 
         struct cg_plan plan;
         struct glove_cgroup_probe probe;
         r = cg_plan_make(&plan, opts, &probe, err);
+        if (r == 0 && opts->pin && opts->pin->set)
+                r = check_pin(&plan, opts->pin, err);
         if (r < 0) {
                 cg_plan_clear(&plan);
                 return r;
@@ -347,6 +372,14 @@ int glove_cgroup_create(const struct glove_cgroup_limits *limits, struct glove_c
                         struct glove_error *err) {
         struct cg_options opts = {.force = GLOVE_CGROUP_BACKEND_NONE,
                                   .v2_controllers = CG_ROLE_MEMORY | CG_ROLE_PIDS | CG_ROLE_CPU};
+        return cg_create(limits, &opts, out, err);
+}
+
+int glove_cgroup_create_pinned(const struct glove_cgroup_limits *limits, const struct glove_cgroup_pin *pin,
+                               struct glove_cgroup **out, struct glove_error *err) {
+        struct cg_options opts = {.force = GLOVE_CGROUP_BACKEND_NONE,
+                                  .v2_controllers = CG_ROLE_MEMORY | CG_ROLE_PIDS | CG_ROLE_CPU,
+                                  .pin = pin};
         return cg_create(limits, &opts, out, err);
 }
 

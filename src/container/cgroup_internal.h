@@ -33,6 +33,7 @@ struct cg_site {
         int fd;                 /* O_PATH|O_DIRECTORY, owned */
         unsigned roles;
         bool enable_controllers; /* v2: write them to the site's cgroup.subtree_control first */
+        enum glove_cgroup_placement placement; /* v2: UNDER or BESIDE */
         char path[PATH_MAX];    /* display only */
 };
 
@@ -49,7 +50,52 @@ struct cg_options {
         unsigned v2_controllers;           /* CG_ROLE_* v2 must offer; default
                                             * MEMORY|PIDS|CPU */
         bool v2_beside_only;               /* never under the caller's cgroup */
+        const struct glove_cgroup_pin *pin; /* NULL or the site's required identity */
 };
+
+/* gloved's pinned place (glove_cgroup_host_setup). */
+struct glove_cgroup_host {
+        enum glove_cgroup_placement placement;
+        int root_fd;                 /* O_PATH|O_DIRECTORY of the cgroup2 mount (or a test's tree) */
+        int self_fd;                 /* O_RDONLY|O_DIRECTORY of gloved's subgroup */
+        int parent_fd;               /* O_RDONLY|O_DIRECTORY of the delegated parent */
+        uint64_t self_dev, self_ino;
+        uint64_t parent_dev, parent_ino;
+        char self_rel[PATH_MAX];     /* beneath root_fd, no leading '/' */
+        char parent_rel[PATH_MAX];   /* likewise; "" is the root itself */
+        char self_path[PATH_MAX];    /* display only */
+        char parent_path[PATH_MAX];
+};
+
+/* Test seams of cg_host_setup_at: a fake tree of plain files has no kernel
+ * to create a new cgroup's files or move a process, so a test's hook plays
+ * that part. NULL hooks for the real thing. */
+struct cg_host_env {
+        uid_t uid;                   /* the owner delegation is checked against */
+        pid_t pid;                   /* the process to move (its tgid) */
+        /* The controllers required and enabled, "+cpu +memory +pids" when
+         * NULL; "" (tests on a real hierarchy without them) requires and
+         * enables none. */
+        const char *controllers;
+        /* After mkdirat(C, "glove-host"): sub_fd is the new directory. */
+        void (*after_mkdir)(int sub_fd, void *ctx);
+        /* After the pid was written to glove-host/cgroup.procs. */
+        void (*after_move)(int cur_fd, int sub_fd, void *ctx);
+        void *ctx;
+};
+
+/* cgroup_host.c: the decision and its steps on gloved's cgroup rel (no
+ * leading '/' needed; "" or "/" is the root) beneath root_fd (taken over:
+ * closed on error, kept in *out otherwise; display_root names it in
+ * messages). As glove_cgroup_host_setup. */
+int cg_host_setup_at(int root_fd, const char *rel, const char *display_root, const struct cg_host_env *env,
+                     struct glove_cgroup_host **out, struct glove_error *err);
+
+/* cgroup_probe.c: the caller's v2 cgroup: *root_fd an O_PATH descriptor of
+ * the verified cgroup2 mount that shows it, rel its path beneath it,
+ * mount_point the mount's path. Returns 0, -ENOENT when there is no v2
+ * cgroup/mount (not an error: err untouched), or -errno "cgroup.proc". */
+int cg_v2_self(int *root_fd, char rel[PATH_MAX], char mount_point[PATH_MAX], struct glove_error *err);
 
 struct cg_dir {
         int parent_fd;          /* O_PATH directory the cgroup was made in, owned */

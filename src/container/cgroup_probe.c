@@ -398,10 +398,12 @@ static enum verdict plan_v2(const struct proc_view *v, unsigned need, bool besid
                 }
                 site->fd = TAKE_FD(cfd);
                 snprintf(site->path, sizeof(site->path), "%s", cpath);
+                site->placement = GLOVE_CGROUP_PLACEMENT_UNDER;
         } else if (strcmp(rel, "/") != 0) {
                 enum verdict vd = plan_v2_beside(m, rel, cpath, need, words, site, why);
                 if (vd != V_OK)
                         return vd;
+                site->placement = GLOVE_CGROUP_PLACEMENT_BESIDE;
         } else {
                 reason(why, "v2: the caller's cgroup %s does not give its children the %s controllers (it has: %s)",
                        cpath, words, avail[0] ? avail : "none");
@@ -446,6 +448,8 @@ int cg_plan_make(struct cg_plan *plan, const struct cg_options *opts, struct glo
         proc_view_clear(&view);
         if (v2 == V_OK || v1 == V_OK) {
                 info->backend = plan->backend;
+                info->placement = plan->backend == GLOVE_CGROUP_BACKEND_V1 ? GLOVE_CGROUP_PLACEMENT_V1
+                                                                           : plan->sites[0].placement;
                 snprintf(info->parent, sizeof(info->parent), "%s", plan->sites[0].path);
                 return 0;
         }
@@ -465,4 +469,31 @@ int glove_cgroup_probe(struct glove_cgroup_probe *out, struct glove_error *err) 
         int r = cg_plan_make(&plan, &opts, out, err);
         cg_plan_clear(&plan);
         return r;
+}
+
+int cg_v2_self(int *root_fd, char rel[PATH_MAX], char mount_point[PATH_MAX], struct glove_error *err) {
+        *root_fd = -1;
+        struct proc_view view;
+        int r = proc_view_load(&view, err);
+        if (r < 0) {
+                proc_view_clear(&view);
+                return r;
+        }
+        char path[PATH_MAX];
+        const char *r_rel = NULL;
+        const struct cg_mount *m = NULL;
+        if (caller_cgroup(&view, NULL, path, sizeof(path)))
+                m = find_mount(&view, true, NULL, path, &r_rel);
+        if (!m) {
+                proc_view_clear(&view);
+                return -ENOENT;
+        }
+        char display[PATH_MAX];
+        r = open_in_mount(m, "/", root_fd, display);
+        if (r == 0) {
+                snprintf(rel, PATH_MAX, "%s", r_rel);
+                snprintf(mount_point, PATH_MAX, "%s", m->point);
+        }
+        proc_view_clear(&view);
+        return r < 0 ? -ENOENT : 0;
 }

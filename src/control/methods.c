@@ -424,6 +424,7 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
         json_t *revision = json_null();
         bool lifecycle = glove_control_method_advertised(c, "start_session");
         json_t *runtimes = NULL, *mech = NULL, *missing = NULL;
+        const char *placement = NULL; /* null without a managed runtime */
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         if (c->policy)
                 revision = json_integer(glove_supervisor_policy_revision(c->policy));
@@ -432,6 +433,7 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
         if (c->runtime) {
                 mech = glove_control_runtime_mechanisms(c->runtime);
                 missing = glove_control_runtime_mechanisms_missing(c->runtime);
+                placement = glove_control_runtime_cgroup_placement(c->runtime);
         }
 #endif
         json_t *caps = json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
@@ -450,7 +452,8 @@ json_t *glove_control_capabilities(const struct glove_control_components *c) {
                          mech ? mech : json_array(), "resource_mechanisms_missing", missing ? missing : json_array(),
                          "service", "gloved", "session_store_schema_version",
                          store ? GLOVE_CONTROL_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);
-        if (caps && json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0) {
+        if (caps && (json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0 ||
+                     json_object_set_new(caps, "cgroup_placement", placement ? json_string(placement) : json_null()) < 0)) {
                 json_decref(caps);
                 return NULL;
         }

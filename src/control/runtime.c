@@ -62,6 +62,15 @@ int glove_control_runtime_new(const struct glove_control_runtime_options *o, str
         return 0;
 }
 
+const char *glove_control_runtime_cgroup_placement(const struct glove_control_runtime *rt) {
+        if (!rt || !rt->operational)
+                return "none";
+        enum glove_cgroup_placement p = rt->o.cgroup_host ? glove_cgroup_host_placement(rt->o.cgroup_host)
+                                                          : rt->cgroup.placement;
+        const char *n = glove_cgroup_placement_name(p);
+        return n ? n : "none";
+}
+
 bool glove_control_runtime_operational(const struct glove_control_runtime *rt) {
         return rt && rt->operational;
 }
@@ -733,6 +742,10 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                         .cwd = glove_supervisor_launch_cwd(s->launch),
                 };
                 glove_supervisor_launch_limits(s->launch, &d.limits);
+                /* The keeper's run cgroup must go to gloved's pinned
+                 * delegated parent (checked here too: still the same). */
+                glove_cgroup_host_pin(rt->o.cgroup_host, &d.cgroup_pin);
+                r = glove_cgroup_host_check(rt->o.cgroup_host, &e);
                 /* The egress audit log lives on the host: it counts against
                  * the session's disk limit (an agent flooding the proxy with
                  * refused requests could otherwise fill the host disk). */
@@ -740,7 +753,8 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                 /* A credential lease is a host file bound writable: no file
                  * the agent writes may outgrow what its own filesystems hold. */
                 d.file_size_max = glove_supervisor_launch_file_size_max(s->launch);
-                r = rt_keeper_spawn(s, &d, &e);
+                if (r >= 0)
+                        r = rt_keeper_spawn(s, &d, &e);
                 /* The keeper holds the egress audit descriptor now. */
                 glove_audit_close(&s->audit);
         }

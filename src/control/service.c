@@ -245,6 +245,7 @@ struct service {
         int mroot_fd, broot_fd;
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         struct glove_control_runtime *runtime;
+        struct glove_cgroup_host *cghost;  /* gloved's pinned cgroups, NULL: not applicable */
         struct glove_supervisor_runtime_config cfg;
         struct glove_error retained_why;
         const char *restricted[5];
@@ -390,9 +391,29 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 return r;
         s->cfg.lease_root = s->lease_root;
         s->cfg.lease_root_fd = s->lease_fd;
-        struct glove_cgroup_probe probe;
+        /* gloved's own place first: in a delegated v2 cgroup it pins its
+         * subgroup and the delegated parent, moving itself into glove-host
+         * when the manager could not (systemd 252); then the probe sees
+         * run cgroups go beside glove-host. A refusal leaves the runtime
+         * not operational, with the refusal as the reason. */
+        struct glove_cgroup_probe probe = { 0 };
         struct glove_error cgerr = { 0 };
-        int cr = glove_cgroup_probe(&probe, &cgerr);
+        int cr = glove_cgroup_host_setup(&s->cghost, &cgerr);
+        if (cr == 0)
+                cr = glove_cgroup_probe(&probe, &cgerr);
+        if (cr == 0 && s->cghost &&
+            (probe.backend != GLOVE_CGROUP_BACKEND_V2 || probe.placement != GLOVE_CGROUP_PLACEMENT_BESIDE ||
+             strcmp(probe.parent, glove_cgroup_host_parent_path(s->cghost)) != 0))
+                cr = glove_error_set(&cgerr, ESTALE, "cgroup.parent_replaced",
+                                     "run cgroups would go to %s, not beside gloved's %s in the delegated %s",
+                                     probe.parent[0] ? probe.parent : "nowhere", glove_cgroup_host_self_path(s->cghost),
+                                     glove_cgroup_host_parent_path(s->cghost));
+        if (cr == 0 && s->cghost)
+                fprintf(stderr, "gloved: cgroup: %s: gloved in %s, session cgroups beside it in %s\n",
+                        glove_cgroup_placement_name(glove_cgroup_host_placement(s->cghost)),
+                        glove_cgroup_host_self_path(s->cghost), glove_cgroup_host_parent_path(s->cghost));
+        if (cr < 0)
+                probe.backend = GLOVE_CGROUP_BACKEND_NONE;
         struct glove_control_runtime_options ro = {
                 .config = &s->cfg,
                 .policy = s->policy,
@@ -402,6 +423,7 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 .cgroup = &probe,
                 .cgroup_error = cr < 0 ? cr : 0,
                 .cgroup_why = &cgerr,
+                .cgroup_host = s->cghost,
         };
         r = glove_control_runtime_new(&ro, &s->runtime, err);
         /* Sessions an earlier gloved left: adopted when their keeper and
@@ -481,6 +503,7 @@ static void stop(struct service *s) {
                         close(fds[i]);
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         glove_control_runtime_free(s->runtime);
+        glove_cgroup_host_free(s->cghost);
 #endif
         if (s->mroot_fd >= 0)
                 close(s->mroot_fd);

@@ -454,7 +454,7 @@ static int make_cgroup(struct glove_session *s, const struct glove_session_desc 
                        struct glove_error *err) {
         struct glove_cgroup_limits cl = {d->limits.memory_bytes, d->limits.pids, d->limits.cpu_time_ms};
         struct glove_error cerr = {0};
-        int r = glove_cgroup_create(&cl, &s->cg, &cerr);
+        int r = glove_cgroup_create_pinned(&cl, &d->cgroup_pin, &s->cg, &cerr);
         if (r < 0) {
                 s->cg = NULL;
                 bool absent = cerr.code && (strcmp(cerr.code, "cgroup.not_delegated") == 0 ||

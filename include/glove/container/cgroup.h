@@ -24,8 +24,8 @@
  *                   (spec architecture.md: "enables the three controllers
  *                   only on the empty delegated parent, and creates session
  *                   cgroups as siblings of the supervisor subgroup").
- *       Glove never touches any other cgroup's controllers and never moves
- *       itself.
+ *       Glove never touches any other cgroup's controllers, and glove exec
+ *       never moves itself (gloved may: glove_cgroup_host_setup below).
  *   v1  The memory, pids and cpuacct controllers are mounted as cgroup v1
  *       hierarchies (cpu co-mounted or separate) and the caller may create a
  *       directory under its own cgroup in each. cpu (when it is a separate
@@ -125,9 +125,28 @@ enum glove_cgroup_limit {
         GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT = 5,
 };
 
+/* Where run cgroups go (docs/limits.md, "Which cgroup backend, and where").
+ * The probe reports the first four; glove_cgroup_host_setup() the last two. */
+enum glove_cgroup_placement {
+        GLOVE_CGROUP_PLACEMENT_NONE = 0,       /* no backend */
+        GLOVE_CGROUP_PLACEMENT_UNDER = 1,      /* v2: children of the caller's cgroup */
+        GLOVE_CGROUP_PLACEMENT_BESIDE = 2,     /* v2: siblings of the caller's cgroup */
+        GLOVE_CGROUP_PLACEMENT_V1 = 3,         /* v1: children of the caller's cgroups */
+        GLOVE_CGROUP_PLACEMENT_DELEGATED_SUBGROUP = 4, /* v2: gloved found itself in glove-host
+                                                        * (systemd DelegateSubgroup=), siblings */
+        GLOVE_CGROUP_PLACEMENT_DELEGATED_MOVED = 5,    /* v2: gloved made glove-host in its
+                                                        * delegated cgroup and moved itself there
+                                                        * (systemd < 254), siblings */
+};
+
+/* The name of gloved's own subgroup in its delegated cgroup (the unit's
+ * DelegateSubgroup=, docs/daemon.md). */
+#define GLOVE_CGROUP_HOST_SUBGROUP "glove-host"
+
 /* What the probe found. */
 struct glove_cgroup_probe {
         enum glove_cgroup_backend backend;     /* the backend create would use, or NONE */
+        enum glove_cgroup_placement placement; /* UNDER, BESIDE, V1, or NONE */
         char parent[PATH_MAX];                 /* where run cgroups go (v1: the memory
                                                 * hierarchy's place; the others are
                                                 * alike), "" with NONE */
@@ -222,6 +241,102 @@ int glove_cgroup_probe(struct glove_cgroup_probe *out, struct glove_error *err);
  */
 int glove_cgroup_create(const struct glove_cgroup_limits *limits, struct glove_cgroup **out,
                         struct glove_error *err);
+
+/*
+ * The identity (st_dev, st_ino) the directory run cgroups are made in must
+ * have: glove_cgroup_create_pinned() refuses another one. Plain numbers, so
+ * a forked process (gloved's session keeper) carries it in memory.
+ */
+struct glove_cgroup_pin {
+        bool set;      /* false: no check (as glove_cgroup_create) */
+        uint64_t dev;
+        uint64_t ino;
+};
+
+/*
+ * As glove_cgroup_create, and when pin->set the place the probe chose must
+ * be the v2 directory of that identity (the delegated parent gloved pinned,
+ * glove_cgroup_host_pin()); otherwise -ESTALE "cgroup.parent_replaced"
+ * naming both identities, and nothing is created. pin may be NULL.
+ */
+int glove_cgroup_create_pinned(const struct glove_cgroup_limits *limits, const struct glove_cgroup_pin *pin,
+                               struct glove_cgroup **out, struct glove_error *err);
+
+/*
+ * gloved's own place in a delegated cgroup v2 tree (spec architecture.md,
+ * the Linux unit; docs/daemon.md). Only gloved's managed runtime uses it:
+ * glove exec and glove run never move themselves.
+ *
+ * glove_cgroup_host_setup() looks at gloved's cgroup C (the "0::" line of
+ * /proc/self/cgroup, in the verified cgroup2 mount) and its parent P:
+ *
+ *   C is named glove-host (systemd >= 254, DelegateSubgroup=glove-host):
+ *       P must be the delegated node: owned by the effective uid, its
+ *       cgroup.procs, cgroup.subtree_control and directory writable, offering
+ *       memory, pids and cpu in cgroup.controllers, of cgroup.type "domain",
+ *       and holding no process. Placement DELEGATED_SUBGROUP.
+ *   C itself is delegated (as P above) and does not hand the controllers
+ *       down yet (systemd 252: no DelegateSubgroup=, gloved runs in the unit
+ *       cgroup): when C's cgroup.procs lists only this process, gloved
+ *       creates C/glove-host (an existing one must be a directory owned by
+ *       the uid), writes its pid to glove-host/cgroup.procs (the kernel moves
+ *       every thread), checks that C lists no process any more, and writes
+ *       "+cpu +memory +pids" to C/cgroup.subtree_control. Placement
+ *       DELEGATED_MOVED. When C holds other processes and P is not writable
+ *       by the uid (run cgroups could go neither under nor beside C), it is
+ *       refused; when P is writable the ordinary placement applies.
+ *   anything else (v1, a hybrid host's controller-less v2 tree, a cgroup
+ *       not owned by the uid): not applicable, *out is NULL, and the probe
+ *       alone decides as for any caller.
+ *
+ * Either way gloved's subgroup and the delegated parent are then pinned:
+ * O_RDONLY|O_DIRECTORY descriptors held until glove_cgroup_host_free(), with
+ * their (st_dev, st_ino). Session cgroups are made as siblings of the
+ * subgroup, in the parent (the probe, run in the keeper, finds them as
+ * "beside"; glove_cgroup_create_pinned() checks it is the pinned parent).
+ *
+ * Returns 0 (*out owned by the caller, or NULL: not applicable), or -errno
+ * with *out NULL and one of:
+ *   "cgroup.delegated_shared"  the delegated cgroup holds processes other
+ *                              than gloved's (252 layout), or the parent of
+ *                              glove-host holds processes (254 layout);
+ *   "cgroup.parent_not_owned"  gloved is in glove-host but its parent is not
+ *                              a node delegated to the uid (owner, writable
+ *                              files, the three controllers offered, domain);
+ *   "cgroup.host_move"         glove-host could not be made or entered, or
+ *                              the controllers not enabled (message names
+ *                              the file and the errno);
+ *   "cgroup.proc"              /proc/self/cgroup or mountinfo unreadable.
+ */
+struct glove_cgroup_host;
+int glove_cgroup_host_setup(struct glove_cgroup_host **out, struct glove_error *err);
+
+/*
+ * Re-opens the pinned parent's and subgroup's paths beneath the pinned mount
+ * and compares their identity with the pinned descriptors'. Returns 0, or
+ * -ESTALE "cgroup.parent_replaced" (a directory there was removed or
+ * replaced) naming the path and both identities. h may be NULL (returns 0).
+ */
+int glove_cgroup_host_check(const struct glove_cgroup_host *h, struct glove_error *err);
+
+/* The placement h found (DELEGATED_SUBGROUP or DELEGATED_MOVED). */
+enum glove_cgroup_placement glove_cgroup_host_placement(const struct glove_cgroup_host *h);
+
+/* The pinned parent's identity, for glove_cgroup_create_pinned(); pin->set
+ * is false when h is NULL. */
+void glove_cgroup_host_pin(const struct glove_cgroup_host *h, struct glove_cgroup_pin *out);
+
+/* The pinned parent's and subgroup's absolute paths (messages only); owned
+ * by h. */
+const char *glove_cgroup_host_parent_path(const struct glove_cgroup_host *h);
+const char *glove_cgroup_host_self_path(const struct glove_cgroup_host *h);
+
+/* Closes the descriptors and frees h (NULL is fine). Moves nothing back. */
+void glove_cgroup_host_free(struct glove_cgroup_host *h);
+
+/* "none", "under", "beside", "v1", "delegated_subgroup", "delegated_moved"
+ * (the capabilities' "cgroup_placement"); NULL for unknown values. */
+const char *glove_cgroup_placement_name(enum glove_cgroup_placement p);
 
 /* Facts about cg; see struct glove_cgroup_info. */
 /*

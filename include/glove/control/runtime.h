@@ -136,6 +136,11 @@ struct glove_control_runtime_options {
         const struct glove_cgroup_probe *cgroup;
         int cgroup_error;                                     /* 0 or the probe's -errno */
         const struct glove_error *cgroup_why;                 /* the probe's error when not usable */
+        /* gloved's pinned place in a delegated v2 tree (glove_cgroup_host_setup),
+         * or NULL when not applicable; borrowed for the runtime's life. When
+         * set, it is re-checked before each keeper starts and the keeper's
+         * run cgroup must go to its pinned parent (cgroup.parent_replaced). */
+        const struct glove_cgroup_host *cgroup_host;
         /* Audit records of the egress proxy: a per-session file under the
          * materialization root when true, none when false. */
         bool audit_files;
@@ -167,6 +172,11 @@ int glove_control_runtime_reconcile(struct glove_control_runtime *rt, size_t *ac
  * Errors: runtime.no_memory. */
 int glove_control_runtime_new(const struct glove_control_runtime_options *o, struct glove_control_runtime **out,
                               struct glove_error *err);
+
+/* Where run cgroups go: "delegated_subgroup", "delegated_moved", "beside",
+ * "under", "v1", or "none" (not operational); the capabilities'
+ * "cgroup_placement" (docs/limits.md). */
+const char *glove_control_runtime_cgroup_placement(const struct glove_control_runtime *rt);
 
 /* True when lifecycle methods may be advertised (a delegated cgroup). */
 bool glove_control_runtime_operational(const struct glove_control_runtime *rt);

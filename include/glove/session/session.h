@@ -116,6 +116,11 @@ struct glove_session_desc {
         const struct sock_fprog *seccomp;      /* the agent's filter (egress selects its own); borrowed */
         struct glove_session_limits limits;
         enum glove_session_cgroup_policy cgroup_policy;
+        /* When set, the run cgroup must be made in the directory of this
+         * identity (gloved's pinned delegated parent), else the spawn fails
+         * with "cgroup.parent_replaced" (glove_cgroup_create_pinned). Zero:
+         * no check. */
+        struct glove_cgroup_pin cgroup_pin;
         /* The terminal: mode, and for a PTY its initial modes and size. */
         enum glove_terminal_mode terminal;
         const struct termios *tty_modes;       /* NULL: the kernel's defaults */

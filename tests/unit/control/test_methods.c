@@ -111,6 +111,8 @@ static void test_base_service(void **state) {
         assert_int_equal(json_integer_value(json_object_get(caps, "agent_runtime_adapter_schema_version")), 0);
         assert_int_equal(json_integer_value(json_object_get(caps, "refinement_evaluation_protocol_schema_version")), 0);
         assert_true(json_is_null(json_object_get(caps, "policy_revision")));
+        /* No managed runtime: no placement. */
+        assert_true(json_is_null(json_object_get(caps, "cgroup_placement")));
 
         /* Not advertised is not found, exactly as unknown. */
         const char *absent[] = { "validate_plan", "create_session", "session_status", "start_session", "attach",

@@ -113,9 +113,40 @@ static void test_receipt(void **state) {
         assert_null(glove_control_limit_plan_name(GLOVE_CGROUP_LIMIT_NONE));
 }
 
+/* The capabilities' cgroup_placement follows the probe; "none" when the
+ * runtime is not operational. */
+static void test_cgroup_placement(void **state) {
+        (void)state;
+        static const struct {
+                enum glove_cgroup_backend backend;
+                enum glove_cgroup_placement placement;
+                int error;
+                const char *want;
+        } cases[] = {
+                { GLOVE_CGROUP_BACKEND_V2, GLOVE_CGROUP_PLACEMENT_BESIDE, 0, "beside" },
+                { GLOVE_CGROUP_BACKEND_V2, GLOVE_CGROUP_PLACEMENT_UNDER, 0, "under" },
+                { GLOVE_CGROUP_BACKEND_V1, GLOVE_CGROUP_PLACEMENT_V1, 0, "v1" },
+                { GLOVE_CGROUP_BACKEND_NONE, GLOVE_CGROUP_PLACEMENT_NONE, -EACCES, "none" },
+                { GLOVE_CGROUP_BACKEND_V2, GLOVE_CGROUP_PLACEMENT_BESIDE, -ESTALE, "none" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct glove_cgroup_probe probe = { .backend = cases[i].backend, .placement = cases[i].placement };
+                struct glove_error why = { 0 };
+                struct glove_control_runtime_options o = { .cgroup = &probe, .cgroup_error = cases[i].error,
+                                                           .cgroup_why = &why };
+                struct glove_control_runtime *rt = NULL;
+                struct glove_error e = { 0 };
+                assert_int_equal(glove_control_runtime_new(&o, &rt, &e), 0);
+                assert_string_equal(glove_control_runtime_cgroup_placement(rt), cases[i].want);
+                glove_control_runtime_free(rt);
+        }
+        assert_string_equal(glove_control_runtime_cgroup_placement(NULL), "none");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_signals),
+                cmocka_unit_test(test_cgroup_placement),
                 cmocka_unit_test(test_output_skip),
                 cmocka_unit_test(test_receipt),
         };
