@@ -696,7 +696,10 @@ static void keeper_ready(struct rt_session *s, const json_t *id) {
                 glove_error_set(&e, EIO, "start.cgroup_identity", "the run cgroup of the session could not be read");
                 goto fail;
         }
-        json_object_set_new(s->binding, "cgroup", cg);
+        if (json_object_set_new(s->binding, "cgroup", cg) < 0) {
+                glove_error_set(&e, ENOMEM, "start.cgroup_identity", "out of memory recording the run cgroup");
+                goto fail;
+        }
         if (glove_control_json_digest(s->binding, s->binding_digest, &e) < 0)
                 goto fail;
         /* The terminal receipt carries the binding: it must fit in one

@@ -627,7 +627,7 @@ static int copy_child(struct stage *s, int src, int dst, const char *name, const
         struct stat fst;
         if (fd < 0 || fstat(fd, &fst) < 0)
                 return glove_error_set(err, errno, "stage.read", "%s: %s", rel, strerror(errno));
-        if (!S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino)
+        if (!S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino || fst.st_dev != st.st_dev)
                 return glove_error_set(err, EAGAIN, "stage.changed", "%s changed while it was copied", rel);
         struct entry *e = add_entry(s, rel, K_FILE, err);
         if (!e)
@@ -642,7 +642,7 @@ static int copy_tree(struct stage *s, int src, int dst, const char *rel, int dep
                 return -EFBIG;
         e->mode = 0755;
         s->dirs++;
-        int dfd = dup(src);
+        int dfd = fcntl(src, F_DUPFD_CLOEXEC, 3);
         if (dfd < 0)
                 return glove_error_set(err, errno, "stage.read", "%s: %s", rel, strerror(errno));
         DIR *d = fdopendir(dfd);

@@ -87,11 +87,21 @@ static int open_private_dir(int dirfd, const char *name, const char *handle, int
         return 0;
 }
 
-/* LOCK_EX|LOCK_NB on DIR/lock into *out. */
-static int take_lock(int dirfd, const char *handle, int *out, struct glove_error *err) {
-        _cleanup_close_ int fd = openat(dirfd, "lock", O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-        if (fd < 0)
+/* LOCK_EX|LOCK_NB on DIR/lock into *out; create: make the lock file when
+ * it is missing (else -ENOENT, "lease.store"). */
+static int take_lock(int dirfd, const char *handle, bool create, int *out, struct glove_error *err) {
+        const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+        _cleanup_close_ int fd = create ? openat(dirfd, "lock", flags | O_CREAT | O_EXCL, 0600) : -1;
+        if (fd >= 0) {
+                /* A fresh lock file is 0600 whatever the umask; an existing
+                 * one is checked below, never changed. */
+                if (fchmod(fd, 0600) < 0)
+                        return store_err(err, errno, handle, "lock");
+        } else if (create && errno != EEXIST) {
                 return store_err(err, errno, handle, "lock");
+        } else if ((fd = openat(dirfd, "lock", flags)) < 0) {
+                return store_err(err, errno, handle, "lock");
+        }
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return store_err(err, errno, handle, "lock");
@@ -237,12 +247,11 @@ static int read_live(int dirfd, struct secret *out) {
         return r == -EFBIG ? 0 : r;
 }
 
-/* Stores content as versions/HEX (when absent). */
+/* Stores content as versions/HEX, always written anew under the lock (at
+ * most GLOVE_LEASE_MAX_BYTES): a file already there is never trusted by
+ * its size. */
 static int store_version(int vfd, const char *handle, const char *hex, const struct secret *s,
                          struct glove_error *err) {
-        struct stat st;
-        if (fstatat(vfd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && (off_t)s->len == st.st_size)
-                return 0;
         return replace_file(vfd, hex, s->data, s->len, handle, err);
 }
 
@@ -408,7 +417,7 @@ int sv_launch_leases(struct glove_supervisor_launch *l, const json_t *root, cons
                 _cleanup_close_ int dirfd = -1;
                 int r = open_private_dir(cfg->lease_root_fd, sm->handle, sm->handle, &dirfd, err);
                 if (r >= 0)
-                        r = take_lock(dirfd, sm->handle, &le->lock_fd, err);
+                        r = take_lock(dirfd, sm->handle, true, &le->lock_fd, err);
                 if (r < 0)
                         return r;
                 struct sv_mount *m = sv_launch_mount_new(l, MK_LEASE, sm->target_path, err);
@@ -477,7 +486,9 @@ static bool handle_in_policy(const struct glove_supervisor_policy *p, const char
 }
 
 /* The files of a lease directory (lease.h) and their temporary names. */
-static const char *const lease_files[] = { "lock", "record", "live", ".record.tmp", ".live.tmp", NULL };
+/* The lock goes last: while it exists, a start that opens the lease meets
+ * the sweep's lock (lease.busy) rather than making a new lock file. */
+static const char *const lease_files[] = { "record", "live", ".record.tmp", ".live.tmp", "lock", NULL };
 
 /* Removes the versions (names of 64 hex digits, and their temporary
  * names) in vfd; nothing else. */
@@ -555,7 +566,11 @@ int glove_supervisor_lease_sweep(const struct glove_supervisor_runtime_config *c
                 _cleanup_close_ int dirfd = openat(cfg->lease_root_fd, h, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 _cleanup_close_ int lock = -1;
                 struct glove_error e2 = { 0 };
-                int r = dirfd < 0 ? -errno : take_lock(dirfd, h, &lock, &e2);
+                /* A directory without a lock file is not a lease: left alone,
+                 * and no lock file is made in it. */
+                if (dirfd >= 0 && faccessat(dirfd, "lock", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                        continue;
+                int r = dirfd < 0 ? -errno : take_lock(dirfd, h, false, &lock, &e2);
                 if (r == -EBUSY) {
                         json_array_append_new(kp, json_string(h));
                         continue;

@@ -194,7 +194,7 @@ static int project(struct glove_supervisor_launch *l, const json_t *o, struct re
         int r = glove_bundle_load_within(cfg->library_bundle_root_fd, digest, cfg->agent_uid,
                                          GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES - rd->bytes, &b, err);
         if (r < 0) {
-                if (err->code && strcmp(err->code, "bundle.launch_too_large") == 0)
+                if (err && err->code && strcmp(err->code, "bundle.launch_too_large") == 0)
                         glove_error_prefix(err, "projection %s: the distinct bundles of one launch are at most %ju "
                                                 "bytes together (%ju read)",
                                            id, (uintmax_t)GLOVE_SUPERVISOR_BUNDLES_MAX_BYTES, (uintmax_t)rd->bytes);

@@ -178,7 +178,13 @@ int glove_supervisor_trust_find(const char *dir, const char *name, uid_t service
                 setwhy(why, n, "%s resolves through a magic link (/proc/...), which is never followed", name);
                 return 0;
         }
-        if (nfd < 0 && errno != ENOSYS) {
+        if (nfd < 0 && errno == ENOSYS) {
+                /* Without openat2 a magic link cannot be told from a link:
+                 * discovery fails closed (a pinned executable_path works). */
+                setwhy(why, n, "%s: this kernel has no openat2, so discovery cannot refuse magic links", name);
+                return 0;
+        }
+        if (nfd < 0) {
                 setwhy(why, n, "%s does not resolve: %s", name, strerror(errno));
                 return 0;
         }
@@ -205,7 +211,7 @@ int glove_supervisor_trust_find(const char *dir, const char *name, uid_t service
                 return 0;
         }
         struct stat nst;
-        if (nfd >= 0 && (fstat(nfd, &nst) < 0 || nst.st_dev != st->st_dev || nst.st_ino != st->st_ino)) {
+        if (fstat(nfd, &nst) < 0 || nst.st_dev != st->st_dev || nst.st_ino != st->st_ino) {
                 setwhy(why, n, "%s%s%s changed while it was resolved", name, linked ? " -> " : "", linked ? c : "");
                 return 0;
         }

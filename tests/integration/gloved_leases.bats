@@ -328,8 +328,14 @@ p = json.load(open(sys.argv[1]))
 p["secret_handles"], p["secret_mounts"] = [], []
 json.dump(p, open(sys.argv[1], "w"), indent=1)
 EOF
+        # A directory named like a handle that is no lease (no lock file):
+        # left alone, and no lock file is made in it.
+        install -d -m 0700 "$T/g/state/leases/notalease"
+        printf 'keep\n' >"$T/g/state/leases/notalease/data"
         restart_gloved
         grep -q "^gloved: lease.removed: tok: " "$GD_ERR" || fail "no lease.removed line: $(cat "$GD_ERR")"
+        [ "$(ls -A "$T/g/state/leases/notalease")" = data ] ||
+                fail "the sweep touched a directory that is no lease: $(ls -la "$T/g/state/leases/notalease")"
         [ ! -e "$LEASE" ] || fail "the lease is left: $(ls -la "$LEASE")"
         # Nothing else in the state directory went with it.
         [ -f "$T/g/state/receipt.key" ] && [ -f "$T/g/state/receipts.journal" ] ||
