@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* glove daemon (see glove/host/daemon.h, docs/daemon.md). */
 #include "glove/host/daemon.h"
+#include "glove/host/dirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -455,26 +456,10 @@ static int write_unit(int dirfd, const char *dir, const char *name, const char *
         _cleanup_free_ char *old = NULL;
         if (read_unit(dirfd, name, &old) == 0 && strcmp(old, text) == 0)
                 return 1;
-        char tmp[128];
-        snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long)getpid());
-        (void)unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return glove_error_set(err, errno, "daemon.write", "%s/%s: %s", dir, tmp, strerror(errno));
-        int r = glove_fd_write_all(fd, text, strlen(text));
-        if (r == 0 && fchmod(fd, 0644) < 0)
-                r = -errno;
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dirfd, tmp, 0);
-                return glove_error_set(err, -r, "daemon.write", "%s/%s: %s", dir, name, strerror(-r));
-        }
-        if (fsync(dirfd) < 0)
-                return glove_error_set(err, errno, "daemon.write", "%s: fsync: %s", dir, strerror(errno));
-        return 0;
+        int r = glove_host_file_write_atomic_mode(dirfd, name, text, strlen(text), 0644, true, err);
+        if (r < 0)
+                glove_error_prefix(err, "%s", dir);
+        return r;
 }
 
 static bool unit_exists(int dirfd, const char *name) {

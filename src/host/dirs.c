@@ -69,6 +69,11 @@ int glove_host_dirs_from_env(struct glove_host_dirs *out, struct glove_error *er
 
 int glove_host_file_write_atomic(int dirfd, const char *name, const void *data, size_t len, bool replace,
                                  struct glove_error *err) {
+        return glove_host_file_write_atomic_mode(dirfd, name, data, len, 0600, replace, err);
+}
+
+int glove_host_file_write_atomic_mode(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                                      bool replace, struct glove_error *err) {
         char tmp[300], hex[17];
         uint8_t rnd[8];
         if (glove_digest_random(rnd, sizeof(rnd), err) < 0)
@@ -82,7 +87,7 @@ int glove_host_file_write_atomic(int dirfd, const char *name, const void *data, 
                 return glove_error_set(err, errno, "host.write", "%s: cannot create a temporary file: %s", name,
                                        strerror(errno));
         int r = glove_fd_write_all(fd, data, len);
-        if (r == 0 && fchmod(fd, 0600) < 0)
+        if (r == 0 && fchmod(fd, mode & 0777) < 0)
                 r = -errno;
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;

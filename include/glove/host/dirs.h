@@ -48,6 +48,7 @@ int glove_host_dirs_from_env(struct glove_host_dirs *out, struct glove_error *er
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Writes data[0..len) to dirfd/name with mode 0600, atomically: a temporary
@@ -56,6 +57,10 @@ int glove_host_dirs_from_env(struct glove_host_dirs *out, struct glove_error *er
  * renameat2(RENAME_NOREPLACE): an existing name is never overwritten
  * (-EEXIST). dirfd must be readable (not O_PATH). On failure the temporary
  * file is removed. Errors: host.write (-errno), -EEXIST host.exists.
+ * glove_host_file_write_atomic_mode is the same with the final mode given
+ * (permission bits only, e.g. 0644 for a systemd unit).
  */
+int glove_host_file_write_atomic_mode(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                                      bool replace, struct glove_error *err);
 int glove_host_file_write_atomic(int dirfd, const char *name, const void *data, size_t len, bool replace,
                                  struct glove_error *err);
