@@ -8,8 +8,10 @@
         127.0.0.1 and localhost (subjectAltName), valid for one day.
     fake_model.py serve --cert DIR --port-file FILE --log FILE --marker TEXT
                         --proof-path PATH --proof-token TOKEN [--dump-dir DIR]
+                        [--plain]
         HTTPS on 127.0.0.1, a random port (written to FILE once listening),
-        until killed. It speaks the shapes the CLIs use:
+        until killed; plain HTTP with --plain (a local Ollama or vLLM
+        endpoint: what the egress proxy forwards in absolute form). It speaks the shapes the CLIs use:
           POST .../responses          OpenAI Responses API, streaming SSE (codex)
           POST .../chat/completions   Chat Completions, streaming or not
                                       (pi, copilot, opencode)
@@ -360,10 +362,11 @@ def serve(a):
     Handler.script = Script(a)
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(os.path.join(a.cert, "server.pem"), os.path.join(a.cert, "server.key"))
-    ctx.set_alpn_protocols(["http/1.1"])
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    if not a.plain:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(a.cert, "server.pem"), os.path.join(a.cert, "server.key"))
+        ctx.set_alpn_protocols(["http/1.1"])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     tmp = a.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("%d\n" % srv.server_address[1])
@@ -380,6 +383,7 @@ def main():
     for o in ("--cert", "--port-file", "--log", "--marker", "--proof-path", "--proof-token"):
         p.add_argument(o, required=True)
     p.add_argument("--dump-dir")
+    p.add_argument("--plain", action="store_true")
     serve(p.parse_args(sys.argv[2:]))
 
 
