@@ -66,6 +66,11 @@ static int pin_status(const char *path, struct glove_launch *l, struct glove_err
         _cleanup_free_ char *canonical = NULL;
         int r = glove_audit_canonical_path(path, l->cwd, &canonical, err);
         if (r < 0) {
+                /* The audit module's resolver, the status file's codes. */
+                if (err->code && strcmp(err->code, "audit.open") == 0)
+                        err->code = "status.open";
+                else if (err->code && strcmp(err->code, "audit.file_type") == 0)
+                        err->code = "status.file_type";
                 glove_error_prefix(err, "--status-json");
                 return r;
         }

@@ -482,7 +482,7 @@ for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
         expect_output "1 2 3"
 }
 
-@test "egress: the helper counts in --pids: 3 is enough for a tunnel, 2 is not (137 pids)" {
+@test "egress: the helper counts in --pids: 3 is enough for a tunnel, 2 is refused at parse time (usage.pids_too_low)" {
         gx --pids 64 -- /bin/true
         if [ "$status" -eq 125 ]; then
                 local code
@@ -495,10 +495,14 @@ for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
                 -- /usr/bin/curl -sS --max-time 10 --proxytunnel "http://127.0.0.1:$SRV_PORT/index.txt"
         expect_status 0
         expect_output "hello from the host"
+        # 2 could never run (PID 1, the helper and the agent): refused before
+        # anything starts, with the reason, not a pids breach blamed on curl.
         gx --pids 2 --egress-allow "127.0.0.1:$SRV_PORT" --egress-allow-private \
                 -- /usr/bin/curl -sS --max-time 10 --proxytunnel "http://127.0.0.1:$SRV_PORT/index.txt"
-        expect_status 137
-        [[ "$stderr" == *"glove: limits.pids: "* ]] || fail "no limits.pids line"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = usage.pids_too_low ] || fail "expected usage.pids_too_low"
+        [[ "$stderr" == *"egress helper"* ]] || fail "the reason does not name the egress helper"
+        [[ "$stderr" != *"limits.pids"* ]] || fail "a pids breach was reported"
         # Without egress, 2 is enough for the same program (PID 1 + agent).
         gx --pids 2 -- /bin/true
         expect_status 0
