@@ -175,7 +175,7 @@ raw = open(path, encoding="utf-8").read()
 assert raw == "" or raw.endswith("\n"), "the log must end with a newline"
 recs = [json.loads(l) for l in raw.splitlines()]
 eg = [r for r in recs if r.get("event") == "egress"]
-FIELDS = {"ts", "event", "phase", "decision", "connection", "host", "port", "reason", "http_status",
+FIELDS = {"ts", "event", "run_id", "phase", "decision", "connection", "host", "port", "reason", "http_status",
           "address", "address_class", "bytes_up", "bytes_down", "duration_ms"}
 for r in eg:
     assert set(r) == FIELDS, "egress record fields differ: %s in %r" % (sorted(set(r) ^ FIELDS), r)
@@ -186,13 +186,16 @@ for r in eg:
     for k in ("host", "reason", "address", "address_class"):
         assert isinstance(r[k], str), (k, r)
 inside = False
+run_id = None
 for r in recs:
     if r.get("event") == "launch":
         inside = True
+        run_id = r["run_id"]
     elif r.get("event") == "exit":
         inside = False
     elif r.get("event") == "egress":
         assert inside, "an egress record outside a run's launch..exit: %r" % r
+        assert r["run_id"] == run_id, "an egress record carries another run's run_id: %r" % r
 exec(code)
 print("ok")
 EOF
