@@ -100,3 +100,19 @@ need_cgroup() {
         expect_status 0
         [[ "$output" == *"--home-from DIR"* ]] || fail "--home-from is not in glove run's help"
 }
+
+@test "cli: Linux AIO is refused with ENOSYS, as the README says (io_setup), not EPERM" {
+        gx -- "$PY" -c '
+import ctypes, errno, os
+nr = {"x86_64": 206, "aarch64": 0}.get(os.uname().machine)
+if nr is None:
+    print("unknown arch"); raise SystemExit(0)
+libc = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(nr, 1, ctypes.byref(ctx))
+print(r, errno.errorcode.get(ctypes.get_errno(), "?"))'
+        expect_status 0
+        [ "$output" != "unknown arch" ] || skip "io_setup's number is not known for $(uname -m) here"
+        expect_output "-1 ENOSYS"
+        grep -q 'AIO (`io_setup`) fails with ENOSYS' "$BATS_TEST_DIRNAME/README.md" || fail "the README does not say ENOSYS for AIO"
+}
