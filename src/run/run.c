@@ -216,12 +216,16 @@ static json_t *launch_fields(struct run *r) {
                                                      glove_audit_string(s->path, strlen(s->path)), "argv", argv));
         }
         json_object_set_new(f, "upstreams", ups);
+        /* The whole policy the run is decided by, and its bounds. */
         json_t *tp = glove_policy_to_json(r->policy);
-        if (!tp || glove_front_launch_settings(&r->opts, r->launch.home_from, f) < 0 ||
-            json_object_set_new(tp, "call_timeout_ms", json_integer(r->opts.call_timeout_ms)) < 0 ||
-            json_object_set_new(tp, "max_frame", json_integer((json_int_t)r->opts.max_frame)) < 0 ||
-            json_object_set_new(tp, "audit_arguments", json_boolean(r->opts.audit_arguments)) < 0 ||
-            json_object_set_new(f, "tool_policy", tp) < 0) {
+        bool ok = tp && json_object_set_new(tp, "call_timeout_ms", json_integer(r->opts.call_timeout_ms)) == 0 &&
+                  json_object_set_new(tp, "max_frame", json_integer((json_int_t)r->opts.max_frame)) == 0 &&
+                  json_object_set_new(tp, "audit_arguments", json_boolean(r->opts.audit_arguments)) == 0;
+        if (!ok)
+                json_decref(tp);
+        ok = ok && json_object_set_new(f, "tool_policy", tp) == 0; /* tp is f's from here, also on failure */
+        ok = ok && glove_front_launch_settings(&r->opts, r->launch.home_from, f) == 0;
+        if (!ok) {
                 json_decref(f);
                 return NULL;
         }

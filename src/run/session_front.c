@@ -81,15 +81,13 @@ int glove_front_launch_settings(const struct glove_exec_options *opts, const cha
                           (json_int_t)l.memory_bytes, "pids", (json_int_t)l.pids, "wall_time_ms",
                           l.wall_time_ms ? json_integer((json_int_t)l.wall_time_ms) : json_null(), "disk_bytes",
                           (json_int_t)l.disk_bytes, "output_bytes", (json_int_t)l.terminal_output_bytes);
-        _cleanup_json_ json_t *egress = json_null();
-        if (opts->n_egress_allow) {
-                json_decref(egress);
-                _cleanup_json_ json_t *rules = json_array();
-                for (size_t i = 0; rules && i < opts->n_egress_allow; i++)
-                        if (json_array_append_new(rules, glove_audit_string(opts->egress_allow[i], strlen(opts->egress_allow[i]))) < 0)
-                                return -ENOMEM;
-                egress = rules ? json_pack("{s:O,s:b}", "allow", rules, "allow_private", opts->egress_allow_private) : NULL;
-        }
+        _cleanup_json_ json_t *rules = opts->n_egress_allow ? json_array() : NULL;
+        for (size_t i = 0; rules && i < opts->n_egress_allow; i++)
+                if (json_array_append_new(rules, glove_audit_string(opts->egress_allow[i], strlen(opts->egress_allow[i]))) < 0)
+                        return -ENOMEM;
+        _cleanup_json_ json_t *egress = !opts->n_egress_allow ? json_null()
+                                        : rules ? json_pack("{s:O,s:b}", "allow", rules, "allow_private", opts->egress_allow_private)
+                                                : NULL;
         if (!limits || !egress || json_object_set(launch, "limits", limits) < 0 || json_object_set(launch, "egress", egress) < 0)
                 return -ENOMEM;
         json_t *home = home_from ? glove_audit_string(home_from, strlen(home_from)) : json_null();
