@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,13 +111,35 @@ void glove_audit_close(struct glove_audit_log *log) {
         log->path = NULL;
 }
 
-int glove_audit_encode(const char *ts, const char *event, const json_t *fields, char **line, size_t *len,
-                       struct glove_error *err) {
+int glove_audit_new_run_id(struct glove_audit_log *log, struct glove_error *err) {
+        unsigned char rnd[GLOVE_AUDIT_RUN_ID_BYTES];
+        size_t got = 0;
+        while (got < sizeof(rnd)) {
+                ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return glove_error_set(err, errno, "audit.run_id", "getrandom: %s", strerror(errno));
+                got += (size_t)n;
+        }
+        static const char hex[] = "0123456789abcdef";
+        for (size_t i = 0; i < sizeof(rnd); i++) {
+                log->run_id[2 * i] = hex[rnd[i] >> 4];
+                log->run_id[2 * i + 1] = hex[rnd[i] & 15];
+        }
+        log->run_id[GLOVE_AUDIT_RUN_ID_LEN] = '\0';
+        return 0;
+}
+
+/* glove_audit_encode, with "run_id" after "event" when run_id is set. */
+static int encode(const char *ts, const char *event, const char *run_id, const json_t *fields, char **line, size_t *len,
+                  struct glove_error *err) {
         *line = NULL;
         *len = 0;
         _cleanup_json_ json_t *rec = json_object();
         if (!rec || json_object_set_new(rec, "ts", json_string(ts)) < 0 ||
-            json_object_set_new(rec, "event", json_string(event)) < 0)
+            json_object_set_new(rec, "event", json_string(event)) < 0 ||
+            (run_id && json_object_set_new(rec, "run_id", json_string(run_id)) < 0))
                 return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
         if (fields) {
                 if (!json_is_object(fields))
@@ -124,7 +147,7 @@ int glove_audit_encode(const char *ts, const char *event, const json_t *fields, 
                 const char *key;
                 json_t *value;
                 json_object_foreach((json_t *)fields, key, value) {
-                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0)
+                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0 || (run_id && strcmp(key, "run_id") == 0))
                                 return glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
                         if (json_object_set(rec, key, value) < 0)
                                 return glove_error_set(err, EINVAL, "audit.encode", "cannot encode field %s", key);
@@ -149,6 +172,11 @@ int glove_audit_encode(const char *ts, const char *event, const json_t *fields, 
         return 0;
 }
 
+int glove_audit_encode(const char *ts, const char *event, const json_t *fields, char **line, size_t *len,
+                       struct glove_error *err) {
+        return encode(ts, event, NULL, fields, line, len, err);
+}
+
 int glove_audit_append(struct glove_audit_log *log, const char *event, const json_t *fields, struct glove_error *err) {
         if (log->fd < 0)
                 return glove_error_set(err, EBADF, "audit.append", "the audit log is closed");
@@ -156,7 +184,7 @@ int glove_audit_append(struct glove_audit_log *log, const char *event, const jso
         glove_time_now_rfc3339(ts);
         _cleanup_free_ char *line = NULL;
         size_t len = 0;
-        int r = glove_audit_encode(ts, event, fields, &line, &len, err);
+        int r = encode(ts, event, log->run_id[0] ? log->run_id : NULL, fields, &line, &len, err);
         if (r < 0)
                 return r;
         ssize_t n;

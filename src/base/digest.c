@@ -159,8 +159,8 @@ int glove_digest_hex_decode(const char *hex, size_t hex_len, uint8_t *out, size_
                             struct glove_error *err) {
         if (out_len > SIZE_MAX / 2 || hex_len != 2 * out_len)
                 return glove_error_set(err, EINVAL, "digest.bad_hex",
-                                       "hex text is %zu characters, expected exactly %zu",
-                                       hex_len, out_len > SIZE_MAX / 2 ? SIZE_MAX : 2 * out_len);
+                                       "hex text is %zu character%s, expected exactly %zu",
+                                       hex_len, hex_len == 1 ? "" : "s", out_len > SIZE_MAX / 2 ? SIZE_MAX : 2 * out_len);
         for (size_t i = 0; i < hex_len; i++)
                 if (hex_value(hex[i]) < 0)
                         return glove_error_set(err, EINVAL, "digest.bad_hex",

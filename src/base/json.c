@@ -636,8 +636,8 @@ int glove_json_get_array(const json_t *obj, const char *key, const char *path,
                                        mpath, type_name(c));
         if (json_array_size(c) > max_items)
                 return glove_error_set(err, EINVAL, "json.too_many_items",
-                                       "%s: array has %zu items, the limit is %zu",
-                                       mpath, json_array_size(c), max_items);
+                                       "%s: array has %zu item%s, the limit is %zu",
+                                       mpath, json_array_size(c), json_array_size(c) == 1 ? "" : "s", max_items);
         *out = c;
         return 0;
 }

@@ -57,6 +57,7 @@ struct walk {
         uint64_t size;
         uid_t uid;
         gid_t gid;
+        bool skip_links;               /* GLOVE_MOUNT_F_SKIP_LINKS: links are not recreated */
         char rel[REL_MAX];             /* the current entry's path relative to the source */
         size_t rel_len;
 };
@@ -196,6 +197,7 @@ int glove_tree_copy(int src_root, int dst_root, const struct glove_mount_plan *p
                 .size = e->size,
                 .uid = e->uid,
                 .gid = e->gid,
+                .skip_links = (e->flags & GLOVE_MOUNT_F_SKIP_LINKS) != 0,
         };
         struct level lv[GLOVE_MOUNT_TREE_DEPTH_MAX + 1];
         struct stat st;
@@ -246,7 +248,8 @@ int glove_tree_copy(int src_root, int dst_root, const struct glove_mount_plan *p
                         if (S_ISREG(st.st_mode)) {
                                 r = copy_file(&w, l->src, l->dst, name, &st, err);
                         } else if (S_ISLNK(st.st_mode)) {
-                                r = copy_link(&w, l->src, l->dst, name, &st, err);
+                                if (!w.skip_links)
+                                        r = copy_link(&w, l->src, l->dst, name, &st, err);
                         } else if (S_ISDIR(st.st_mode)) {
                                 if (depth >= GLOVE_MOUNT_TREE_DEPTH_MAX) {
                                         r = glove_error_set(err, ELOOP, "materialize.too_deep",
@@ -265,7 +268,8 @@ int glove_tree_copy(int src_root, int dst_root, const struct glove_mount_plan *p
                                 depth++;
                                 break; /* the parent's listing resumes at l->pos */
                         }
-                        /* FIFOs, sockets, block and character devices: skipped. */
+                        /* FIFOs, sockets, block and character devices (and
+                         * links with skip_links): skipped. */
                 }
         }
         for (; depth > 0; depth--) {

@@ -206,8 +206,9 @@ static int print_verdict(const json_t *r) {
         json_t *reason;
         json_array_foreach(json_object_get(r, "reasons"), i, reason)
                 printf("reason %s at %s\n", str(reason, "code"), str(reason, "path"));
-        fprintf(stderr, "glove: plan.invalid: the plan does not satisfy the session policy (%lld reasons)\n",
-                num(r, "reasons_total"));
+        long long total = num(r, "reasons_total");
+        fprintf(stderr, "glove: plan.invalid: the plan does not satisfy the session policy (%lld reason%s)\n", total,
+                total == 1 ? "" : "s");
         return GLOVE_CONTROL_CTL_EXIT_REFUSED;
 }
 

@@ -247,9 +247,10 @@ static void print_human(const char *method, const json_t *params, const json_t *
         } else if (strcmp(method, "write_stdin") == 0) {
                 printf("accepted %lld bytes\n", (long long)json_integer_value(json_object_get(r, "accepted")));
         } else if (strcmp(method, "resize") == 0) {
-                printf("session %s: resized to %lld rows, %lld columns\n", id,
-                       (long long)json_integer_value(json_object_get(params, "rows")),
-                       (long long)json_integer_value(json_object_get(params, "cols")));
+                long long rows = (long long)json_integer_value(json_object_get(params, "rows"));
+                long long cols = (long long)json_integer_value(json_object_get(params, "cols"));
+                printf("session %s: resized to %lld row%s, %lld column%s\n", id, rows, rows == 1 ? "" : "s", cols,
+                       cols == 1 ? "" : "s");
         } else if (strcmp(method, "signal") == 0) {
                 printf("session %s: sent %s\n", id, str(params, "signal"));
         }

@@ -546,9 +546,10 @@ int glove_control_service_run(const struct glove_control_service_options *o, str
                         .max_connections = o->max_connections,
                         .components = &comp,
                 };
-                fprintf(stderr, "gloved: listening on %s (policy %s, session store %s, %zu sessions)\n",
+                size_t n_sessions = s.store ? glove_control_store_sessions(s.store) : 0;
+                fprintf(stderr, "gloved: listening on %s (policy %s, session store %s, %zu session%s)\n",
                         s.bound ? s.socket_path : "an activated socket", s.policy ? "loaded" : "none",
-                        s.store ? "open" : "none", s.store ? glove_control_store_sessions(s.store) : (size_t)0);
+                        s.store ? "open" : "none", n_sessions, n_sessions == 1 ? "" : "s");
                 r = glove_control_server_run(&so, err);
         }
         stop(&s);

@@ -336,6 +336,80 @@ int glove_policy_load_json(struct glove_policy *policy, const void *data, size_t
         return r;
 }
 
+/* Whether st may be trusted as part of a policy file's path: owned by the
+ * invoker or root and writable by neither group nor others; a root-owned
+ * sticky directory (/tmp) passes as a directory, since others can then
+ * neither rename nor remove what they do not own in it. */
+static bool trusted(const struct stat *st, bool is_file) {
+        if (st->st_uid != geteuid() && st->st_uid != 0)
+                return false;
+        if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+                return true;
+        return !is_file && st->st_uid == 0 && (st->st_mode & S_ISVTX);
+}
+
+/* what: "the file" or "the directory /x". */
+static int untrusted(struct glove_error *err, const char *path, const char *what, const struct stat *st) {
+        const char *who = st->st_uid != geteuid() && st->st_uid != 0 ? "owned by another user"
+                          : (st->st_mode & S_IWOTH)                 ? "writable by others"
+                                                                    : "writable by its group";
+        return glove_error_set(err, EPERM, "policy.file_unsafe",
+                               "%s: %s is %s (uid %u, mode %04o); a policy file and every directory above it must be "
+                               "owned by you or root and writable by nobody else",
+                               path, what, who, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+}
+
+/*
+ * Refuses a policy file that anyone but the invoker (or root) could change
+ * or replace: the file itself, and every directory on its canonical path
+ * from "/" (a writable directory lets another user swap the file). The
+ * canonical path is the kernel's name for the opened descriptor; the walk
+ * opens each component beneath the previous one without following links
+ * and must arrive at the same file, so nothing can be swapped between the
+ * check and the read.
+ */
+static int check_trusted(int fd, const char *path, const struct stat *st, struct glove_error *err) {
+        if (!trusted(st, true))
+                return untrusted(err, path, "the file", st);
+        char proc[64], canon[GLOVE_PATH_MAX];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(proc, canon, sizeof(canon) - 1);
+        if (n <= 0 || canon[0] != '/')
+                return glove_error_set(err, n < 0 ? errno : EINVAL, "policy.io", "%s: cannot resolve its path", path);
+        canon[n] = '\0';
+        _cleanup_close_ int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return glove_error_set(err, errno, "policy.io", "/: %s", strerror(errno));
+        char *p = canon + 1;
+        for (;;) {
+                struct stat dst;
+                if (fstat(dir, &dst) < 0)
+                        return glove_error_set(err, errno, "policy.io", "%s: %s", path, strerror(errno));
+                char *slash = strchr(p, '/');
+                if (slash)
+                        *slash = '\0';
+                if (!trusted(&dst, false)) {
+                        char shown[GLOVE_PATH_MAX + 16];
+                        snprintf(shown, sizeof(shown), "the directory %.*s", (int)(p - canon > 1 ? p - canon - 1 : 1), canon);
+                        return untrusted(err, path, shown, &dst);
+                }
+                int next = openat(dir, p, O_PATH | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : 0));
+                if (next < 0)
+                        return glove_error_set(err, errno, "policy.io", "%s: its path changed while it was checked: %s", path,
+                                               strerror(errno));
+                glove_closep(&dir);
+                dir = next;
+                if (!slash)
+                        break;
+                *slash = '/';
+                p = slash + 1;
+        }
+        struct stat last;
+        if (fstat(dir, &last) < 0 || last.st_dev != st->st_dev || last.st_ino != st->st_ino)
+                return glove_error_set(err, ESTALE, "policy.io", "%s: its path changed while it was checked", path);
+        return 0;
+}
+
 int glove_policy_load_file(struct glove_policy *policy, const char *path, struct glove_error *err) {
         if (!policy || !path)
                 return glove_error_set(err, EINVAL, "policy.invalid_argument", "no policy or no path");
@@ -348,6 +422,9 @@ int glove_policy_load_file(struct glove_policy *policy, const char *path, struct
                 return glove_error_set(err, errno, "policy.io", "%s: cannot stat: %s", path, strerror(errno));
         if (!S_ISREG(st.st_mode))
                 return glove_error_set(err, EINVAL, "policy.not_regular_file", "%s: not a regular file", path);
+        int tr = check_trusted(fd, path, &st, err);
+        if (tr < 0)
+                return tr;
         if (st.st_size > GLOVE_POLICY_FILE_MAX)
                 return glove_error_set(err, EMSGSIZE, "policy.too_large", "%s: %lld bytes, the limit is %d", path,
                                        (long long)st.st_size, GLOVE_POLICY_FILE_MAX);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The policy object: command-line rules, merging, and decisions. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,4 +380,91 @@ void glove_policy_check_call(const struct glove_policy *policy, const char *upst
                 }
         }
         verdict_set(verdict, true, NULL, "allow ", a->qualified);
+}
+
+/* ---- rules as data ---- */
+
+bool glove_policy_rule_at(const struct glove_policy *policy, size_t i, struct glove_policy_rule_ref *out) {
+        if (!policy)
+                return false;
+        if (i < policy->n_allow) {
+                const struct glove_policy_name_rule *r = &policy->allow[i];
+                *out = (struct glove_policy_rule_ref){"allow", r->qualified, r->name_len, r->wildcard};
+                return true;
+        }
+        i -= policy->n_allow;
+        if (i < policy->n_deny) {
+                const struct glove_policy_name_rule *r = &policy->deny[i];
+                *out = (struct glove_policy_rule_ref){"deny", r->qualified, r->name_len, r->wildcard};
+                return true;
+        }
+        i -= policy->n_deny;
+        if (i < policy->n_tools) {
+                const struct glove_policy_tool *t = &policy->tools[i];
+                *out = (struct glove_policy_rule_ref){"arguments", t->qualified, t->name_len, false};
+                return true;
+        }
+        return false;
+}
+
+int glove_policy_check_upstreams(const struct glove_policy *policy, const char *const *names, size_t n,
+                                 struct glove_error *err) {
+        struct glove_policy_rule_ref ref;
+        for (size_t i = 0; glove_policy_rule_at(policy, i, &ref); i++) {
+                bool known = false;
+                for (size_t k = 0; k < n && !known; k++)
+                        known = strlen(names[k]) == ref.name_len && strncmp(names[k], ref.qualified, ref.name_len) == 0;
+                if (known)
+                        continue;
+                char list[256] = "";
+                size_t off = 0;
+                for (size_t k = 0; k < n && off < sizeof(list); k++) {
+                        int w = snprintf(list + off, sizeof(list) - off, "%s%s", k ? ", " : "", names[k]);
+                        if (w < 0)
+                                break;
+                        off += (size_t)w;
+                }
+                return glove_error_set(err, EINVAL, "policy.unknown_upstream",
+                                       "%s %s: no upstream is named %.*s (the upstreams are: %s)", ref.kind, ref.qualified,
+                                       (int)ref.name_len, ref.qualified, n ? list : "none");
+        }
+        return 0;
+}
+
+static json_t *name_rules_json(const struct glove_policy_name_rule *rules, size_t n) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++)
+                if (json_array_append_new(a, json_string(rules[i].qualified)) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}
+
+json_t *glove_policy_to_json(const struct glove_policy *policy) {
+        if (!policy)
+                return NULL;
+        json_t *args = json_object();
+        for (size_t i = 0; args && i < policy->n_tools; i++) {
+                const struct glove_policy_tool *t = &policy->tools[i];
+                json_t *texts = json_array();
+                for (size_t k = 0; texts && k < t->n_rules; k++)
+                        if (json_array_append_new(texts, json_string(t->rules[k].text)) < 0) {
+                                json_decref(texts);
+                                texts = NULL;
+                        }
+                if (!texts || json_object_set_new(args, t->qualified, texts) < 0) {
+                        json_decref(args);
+                        args = NULL;
+                }
+        }
+        json_t *allow = name_rules_json(policy->allow, policy->n_allow);
+        json_t *deny = name_rules_json(policy->deny, policy->n_deny);
+        if (!args || !allow || !deny) {
+                json_decref(args);
+                json_decref(allow);
+                json_decref(deny);
+                return NULL;
+        }
+        return json_pack("{s:o,s:o,s:o}", "allow", allow, "deny", deny, "arguments", args);
 }

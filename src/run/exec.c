@@ -78,6 +78,10 @@ static void on_ready(struct glove_session *s, void *userdata) {
                         env.count++;
                 _cleanup_json_ json_t *launch =
                         glove_exec_launch_fields(x->opts->program, &x->launch->grants, &env, glove_session_sandbox(s));
+                if (launch && glove_front_launch_settings(x->opts, x->launch->home_from, launch) < 0) {
+                        json_decref(launch);
+                        launch = NULL;
+                }
                 if (!launch)
                         glove_error_set(&x->err, ENOMEM, "audit.encode", "cannot build the launch record");
                 if (!launch || glove_audit_append(&x->launch->audit, "launch", launch, &x->err) < 0) {
@@ -155,6 +159,8 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .egress = egress_on ? &egress : NULL,
                 .audit = &x->launch->audit,
                 .parent_death_kill = true,
+                .add_mounts = glove_launch_add_home,
+                .add_mounts_ctx = x->launch,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited, .warning = on_warning};

@@ -30,19 +30,26 @@ const char glove_exec_help[] =
         "                    LANG and GLOVE_SANDBOXED=1\n"
         "  --audit-log PATH  append JSON lines (launch and exit records) to PATH;\n"
         "                    PATH must lie outside every grant\n"
+        "  --home-from DIR   copy DIR into the private HOME at start (bounded by\n"
+        "                    --disk; never written back; symbolic links, FIFOs,\n"
+        "                    sockets and devices in it are skipped)\n"
         "\n"
-        "Limits (enforced; defaults in docs/limits.md; BYTES take K, M, G):\n"
+        "Limits (enforced; defaults in docs/limits.md; each given at most once):\n"
         "  --cpu-time MS       CPU time of the whole process tree\n"
-        "  --memory BYTES      memory of the whole tree (swap 0)\n"
-        "  --pids N            processes and threads of the whole tree\n"
+        "  --memory BYTES      memory of the whole tree (swap 0); BYTES is a number\n"
+        "                      with an optional suffix K, M or G (powers of 1024),\n"
+        "                      e.g. 512M; at least 1M\n"
+        "  --pids N            processes and threads of the whole tree; at least 2\n"
+        "                      (the sandbox's init and the agent), 3 with egress\n"
+        "                      (and its helper)\n"
         "  --wall-time MS      time from start to end\n"
-        "  --disk BYTES        size of each private writable tmpfs (/tmp, HOME, /dev/shm)\n"
+        "  --disk BYTES        size of each private writable tmpfs (/tmp, HOME, /dev/shm;\n"
+        "                      K, M, G suffixes as --memory)\n"
         "  --output-limit BYTES  bytes the program may write to stdout/stderr\n"
         "  --status-json FILE  write the terminal status (exit code, limit, usage);\n"
         "                      FILE must lie outside every grant\n"
         "  --tty               give the program a terminal (default when stdin and\n"
         "                      stdout are both terminals)\n"
-        "                    A breached limit kills the whole tree; Glove exits 137.\n"
         "\n"
         "Audited egress (offline without these; docs/egress.md):\n"
         "  --egress-allow HOST[:PORT]  allow HTTPS CONNECT to HOST (port 443 by\n"
@@ -53,7 +60,8 @@ const char glove_exec_help[] =
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
         "failed; 126 if PROGRAM could not be executed; 127 if it was not found;\n"
-        "137 when a limit was breached (stderr names it).\n";
+        "137 when a limit was breached (the whole tree is killed; stderr names the\n"
+        "limit).\n";
 
 const char glove_run_help[] =
         "Usage: glove run [OPTIONS] -- AGENT [ARG...]\n"
@@ -80,6 +88,7 @@ const char glove_run_help[] =
         "\n"
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
+        "  --home-from DIR,\n"
         "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
@@ -113,6 +122,8 @@ enum {
         OPT_TTY,
         OPT_EGRESS_ALLOW,
         OPT_EGRESS_ALLOW_PRIVATE,
+        OPT_HOME_FROM,
+        OPT_END_,
 };
 
 #define SANDBOX_OPTIONS                                                   \
@@ -131,6 +142,7 @@ enum {
         {"tty", no_argument, NULL, OPT_TTY},                             \
         {"egress-allow", required_argument, NULL, OPT_EGRESS_ALLOW},     \
         {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
+        {"home-from", required_argument, NULL, OPT_HOME_FROM},           \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -177,8 +189,41 @@ static int add_grant(struct glove_exec_options *o, const char *path, enum glove_
         return 0;
 }
 
+/* The options that take one value and may be given once: a second one is
+ * an error naming the option ("usage.option_twice"), never a silent win.
+ * --audit-log, --policy and --status-json keep their own older codes. */
+static const char *single_valued(int c) {
+        switch (c) {
+        case OPT_CPU_TIME: return "--cpu-time";
+        case OPT_MEMORY: return "--memory";
+        case OPT_PIDS: return "--pids";
+        case OPT_WALL_TIME: return "--wall-time";
+        case OPT_DISK: return "--disk";
+        case OPT_OUTPUT_LIMIT: return "--output-limit";
+        case OPT_CALL_TIMEOUT: return "--call-timeout";
+        case OPT_MAX_FRAME: return "--max-frame";
+        case OPT_HOME_FROM: return "--home-from";
+        default: return NULL;
+        }
+}
+
+/* The smallest --pids that can run anything: the sandbox's PID 1 (its init)
+ * and the agent, plus the egress helper when egress is on (docs/limits.md). */
+static int check_pids(const struct glove_exec_options *opts, struct glove_error *err) {
+        bool egress = opts->n_egress_allow > 0;
+        uint64_t need = egress ? GLOVE_EXEC_PIDS_MIN_EGRESS : GLOVE_EXEC_PIDS_MIN;
+        if (!opts->pids_given || opts->pids >= need)
+                return 0;
+        return glove_error_set(err, EINVAL, "usage.pids_too_low",
+                               "--pids %llu can never run: the sandbox needs %llu processes at least (its PID 1 init%s and "
+                               "the agent)",
+                               (unsigned long long)opts->pids, (unsigned long long)need,
+                               egress ? ", the egress helper" : "");
+}
+
 static int parse(int argc, char **argv, bool run, struct glove_exec_options *opts, struct glove_error *err) {
         const char *cmd = run ? "run" : "exec";
+        bool seen[OPT_END_ - OPT_WORKSPACE] = {false};
         memset(opts, 0, sizeof(*opts));
         opts->call_timeout_ms = GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS;
         opts->max_frame = GLOVE_MCP_FRAME_DEFAULT;
@@ -190,6 +235,12 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
         int c;
         while ((c = getopt_long(argc, argv, "+:h", run ? run_options : exec_options, NULL)) != -1) {
                 int r = 0;
+                const char *once = single_valued(c);
+                if (once) {
+                        if (seen[c - OPT_WORKSPACE])
+                                return glove_error_set(err, EINVAL, "usage.option_twice", "%s given more than once", once);
+                        seen[c - OPT_WORKSPACE] = true;
+                }
                 switch (c) {
                 case OPT_WORKSPACE:
                         r = add_grant(opts, optarg, GLOVE_GRANT_WRITE, true, err);
@@ -247,7 +298,10 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         r = parse_number("--memory", optarg, true, 1ULL << 20, 1ULL << 44, &opts->memory_bytes, err);
                         break;
                 case OPT_PIDS:
-                        r = parse_number("--pids", optarg, false, 2, 4194304, &opts->pids, err);
+                        /* 0 and 1 parse, to be refused with their reason
+                         * once egress is known (check_pids). */
+                        r = parse_number("--pids", optarg, false, 0, GLOVE_EXEC_PIDS_MAX, &opts->pids, err);
+                        opts->pids_given = true;
                         break;
                 case OPT_WALL_TIME:
                         r = parse_number("--wall-time", optarg, false, 1, 7ULL * 24 * 3600 * 1000, &opts->wall_time_ms, err);
@@ -278,6 +332,11 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;
                         break;
+                case OPT_HOME_FROM:
+                        if (!*optarg)
+                                return glove_error_set(err, EINVAL, "usage.bad_path", "--home-from: the path is empty");
+                        opts->home_from = optarg;
+                        break;
                 case 'h':
                         opts->help = true;
                         return 0;
@@ -300,7 +359,7 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
         if (argv[optind][0] == '\0')
                 return glove_error_set(err, EINVAL, "usage.missing_program", "the program name is empty");
         opts->program = &argv[optind];
-        return 0;
+        return check_pids(opts, err);
 }
 
 int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err) {

@@ -15,6 +15,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/time.h"
+#include "glove/session/session.h"
 
 extern char **environ;
 
@@ -66,6 +67,11 @@ static int pin_status(const char *path, struct glove_launch *l, struct glove_err
         _cleanup_free_ char *canonical = NULL;
         int r = glove_audit_canonical_path(path, l->cwd, &canonical, err);
         if (r < 0) {
+                /* The audit module's resolver, the status file's codes. */
+                if (err->code && strcmp(err->code, "audit.open") == 0)
+                        err->code = "status.open";
+                else if (err->code && strcmp(err->code, "audit.file_type") == 0)
+                        err->code = "status.file_type";
                 glove_error_prefix(err, "--status-json");
                 return r;
         }
@@ -99,6 +105,8 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
         l->audit.fd = -1;
         l->status_dirfd = -1;
         glove_grant_set_init(&l->grants);
+        glove_grant_set_init(&l->home_set);
+        l->home_bytes = opts->disk_bytes ? opts->disk_bytes : GLOVE_SESSION_DEFAULT_DISK;
         if (!getcwd(l->cwd, sizeof(l->cwd)))
                 return glove_error_set(err, errno, "exec.cwd", "cannot determine the working directory: %s", strerror(errno));
         l->grants.runtime_dir = getenv("XDG_RUNTIME_DIR");
@@ -112,6 +120,21 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                                                                                                  : "--read");
                         return r;
                 }
+        }
+        if (opts->home_from) {
+                /* Resolved and pinned like a read grant (no link in the
+                 * path, the same refusals), but copied, never mounted. */
+                l->home_set.runtime_dir = l->grants.runtime_dir;
+                int r = glove_grant_set_add(&l->home_set, opts->home_from, GLOVE_GRANT_READ, false, l->cwd, err);
+                if (r < 0) {
+                        glove_error_prepend_word(err, "--home-from");
+                        return r;
+                }
+                if (!l->home_set.items[0].is_dir)
+                        return glove_error_set(err, ENOTDIR, "home.not_dir", "--home-from %s: not a directory", opts->home_from);
+                l->home_from = strdup(l->home_set.items[0].path);
+                if (!l->home_from)
+                        return glove_error_set(err, ENOMEM, "exec.alloc", "out of memory");
         }
         if (opts->n_env > GLOVE_ENV_NAMES_MAX)
                 return glove_error_set(err, E2BIG, "env.too_long", "more than %d --env names", GLOVE_ENV_NAMES_MAX);
@@ -136,7 +159,15 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                         glove_error_prepend_word(err, "--audit-log");
                         return r;
                 }
+                /* One id on every record of this run, whoever writes it. */
+                r = glove_audit_new_run_id(&l->audit, err);
+                if (r < 0)
+                        return r;
                 r = glove_grant_set_check_hidden(&l->grants, l->audit.path, l->audit.dev, l->audit.ino, err);
+                /* A copy of the log in HOME would show the agent the
+                 * records of earlier runs. */
+                if (r >= 0)
+                        r = glove_grant_set_check_hidden(&l->home_set, l->audit.path, l->audit.dev, l->audit.ino, err);
                 if (r < 0)
                         return r;
         }
@@ -145,8 +176,24 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
         return 0;
 }
 
+int glove_launch_add_home(struct glove_mount_plan *plan, void *ctx, struct glove_error *err) {
+        const struct glove_launch *l = ctx;
+        if (!l->home_from)
+                return 0;
+        const struct glove_grant *g = &l->home_set.items[0];
+        int r = glove_mount_plan_add_tree(plan, GLOVE_ENV_HOME, l->home_bytes, glove_mount_plan_inside_id(geteuid()),
+                                          glove_mount_plan_inside_id(getegid()), g->path, g->dev, g->ino, "--home-from", err);
+        if (r < 0)
+                return r;
+        plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_SKIP_LINKS;
+        return 0;
+}
+
 void glove_launch_free(struct glove_launch *l) {
         glove_grant_set_clear(&l->grants);
+        glove_grant_set_clear(&l->home_set);
+        free(l->home_from);
+        l->home_from = NULL;
         glove_env_free(&l->env);
         glove_audit_close(&l->audit);
         glove_closep(&l->status_dirfd);

@@ -13,6 +13,7 @@
 #include "glove/audit/log.h"
 #include "glove/container/environment.h"
 #include "glove/container/grant.h"
+#include "glove/container/mount_plan.h"
 #include "glove/container/sandbox.h"
 #include "glove/run/exec_options.h"
 
@@ -30,6 +31,9 @@ struct glove_launch {
         struct glove_audit_log audit;     /* fd -1 without --audit-log */
         int status_dirfd;                 /* --status-json's directory, pinned; -1 without */
         char *status_name;                /* its final name, owned */
+        char *home_from;                  /* --home-from resolved (absolute, normal), owned; NULL without */
+        struct glove_grant_set home_set;  /* its pinned identity (one READ entry) */
+        uint64_t home_bytes;              /* the private HOME's size (the --disk limit) */
 };
 
 /* Resolves grants, builds the environment, opens the audit log and pins the
@@ -39,6 +43,14 @@ struct glove_launch {
 int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_launch *l, struct glove_error *err);
 
 void glove_launch_free(struct glove_launch *l);
+
+/*
+ * The session's add_mounts hook (glove/session/session.h) for --home-from:
+ * with one, the private HOME becomes a fresh tmpfs of l->home_bytes filled
+ * with a copy of the pinned directory (glove_mount_plan_add_tree), symbolic
+ * links skipped; without one, nothing. ctx is the struct glove_launch.
+ */
+int glove_launch_add_home(struct glove_mount_plan *plan, void *ctx, struct glove_error *err);
 
 /* Blocks SIGCHLD and the forwarded signals (into *mask), ignores SIGPIPE
  * and SIGXFSZ. Call before the sandbox is cloned. */

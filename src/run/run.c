@@ -153,6 +153,49 @@ static int setup_specs(struct run *r, struct glove_error *err) {
         return 0;
 }
 
+/* Every rule (--allow, --deny, --allow-arg, --policy) must name one of the
+ * --upstream names: a rule for an upstream that does not exist could never
+ * apply ("policy.unknown_upstream"). */
+static int check_rule_upstreams(struct run *r, struct glove_error *err) {
+        const char *names[GLOVE_RUN_UPSTREAMS_MAX];
+        for (size_t i = 0; i < r->n_specs; i++)
+                names[i] = r->specs[i].name;
+        return glove_policy_check_upstreams(r->policy, names, r->n_specs, err);
+}
+
+/* Once every upstream has listed its tools: a rule that matches none of
+ * them is most likely a typo. It is a warning (stderr and a
+ * "policy_warning" record), not an error: an upstream may add the tool
+ * later (notifications/tools/list_changed). Returns 0 or -EIO (the record
+ * could not be appended; the run then stops). */
+static int warn_unmatched_rules(struct run *r) {
+        struct glove_policy_rule_ref ref;
+        for (size_t i = 0; glove_policy_rule_at(r->policy, i, &ref); i++) {
+                const struct glove_mcp_upstream *u = NULL;
+                for (size_t k = 0; k < glove_kernel_gateway_upstreams(r->gw) && !u; k++) {
+                        const struct glove_mcp_upstream *c = glove_kernel_gateway_upstream(r->gw, k);
+                        const char *n = glove_mcp_upstream_name(c);
+                        if (strlen(n) == ref.name_len && strncmp(n, ref.qualified, ref.name_len) == 0)
+                                u = c;
+                }
+                if (!u)
+                        continue; /* refused at start (check_rule_upstreams) */
+                const json_t *tools = glove_mcp_upstream_tools(u);
+                bool matched = ref.wildcard ? tools && json_array_size(tools) > 0
+                                            : glove_mcp_upstream_has_tool(u, ref.qualified + ref.name_len + 1);
+                if (matched)
+                        continue;
+                const char *name = glove_mcp_upstream_name(u);
+                glove_launch_say("glove: warning: policy.rule_unmatched: %s %s matches no tool that upstream %s lists\n",
+                                 ref.kind, ref.qualified, name);
+                if (run_audit(r, "policy_warning",
+                              json_pack("{s:s,s:s,s:o,s:s}", "code", "policy.rule_unmatched", "kind", ref.kind, "rule",
+                                        glove_audit_string(ref.qualified, strlen(ref.qualified)), "upstream", name)) < 0)
+                        return -EIO;
+        }
+        return 0;
+}
+
 /* ------------------------------------------------------------------ the gateway's outcomes */
 
 static json_t *launch_fields(struct run *r) {
@@ -173,6 +216,19 @@ static json_t *launch_fields(struct run *r) {
                                                      glove_audit_string(s->path, strlen(s->path)), "argv", argv));
         }
         json_object_set_new(f, "upstreams", ups);
+        /* The whole policy the run is decided by, and its bounds. */
+        json_t *tp = glove_policy_to_json(r->policy);
+        bool ok = tp && json_object_set_new(tp, "call_timeout_ms", json_integer(r->opts.call_timeout_ms)) == 0 &&
+                  json_object_set_new(tp, "max_frame", json_integer((json_int_t)r->opts.max_frame)) == 0 &&
+                  json_object_set_new(tp, "audit_arguments", json_boolean(r->opts.audit_arguments)) == 0;
+        if (!ok)
+                json_decref(tp);
+        ok = ok && json_object_set_new(f, "tool_policy", tp) == 0; /* tp is f's from here, also on failure */
+        ok = ok && glove_front_launch_settings(&r->opts, r->launch.home_from, f) == 0;
+        if (!ok) {
+                json_decref(f);
+                return NULL;
+        }
         return f;
 }
 
@@ -194,6 +250,8 @@ static int maybe_release(struct run *r) {
 }
 
 static int on_gateway_ready(struct run *r) {
+        if (warn_unmatched_rules(r) < 0)
+                return -EIO;
         r->gateway_ready = true;
         return maybe_release(r);
 }
@@ -314,6 +372,8 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .egress = egress_on ? &egress : NULL,
                 .audit = &r->launch.audit,
                 .parent_death_kill = true,
+                .add_mounts = glove_launch_add_home,
+                .add_mounts_ctx = &r->launch,
         };
         glove_front_limits(&r->opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {
@@ -418,6 +478,8 @@ static int run_setup(struct run *r, struct glove_error *err) {
                 rr = setup_policy(r, err);
         if (rr >= 0)
                 rr = setup_specs(r, err);
+        if (rr >= 0)
+                rr = check_rule_upstreams(r, err);
         if (rr < 0)
                 return rr;
         glove_launch_block_signals(&mask);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "glove/audit/log.h"
+#include "glove/base/cleanup.h"
 #include "launch.h"
 
 void glove_front_limits(const struct glove_exec_options *opts, struct glove_session_limits *out,
@@ -68,4 +70,28 @@ void glove_front_status(const struct glove_session_outcome *o, const char *progr
                 return;
         }
         st->exit_code = report ? glove_launch_outcome_status(&o->sandbox, program) : GLOVE_EXIT_FAILURE;
+}
+
+int glove_front_launch_settings(const struct glove_exec_options *opts, const char *home_from, json_t *launch) {
+        struct glove_session_limits l;
+        enum glove_session_cgroup_policy policy;
+        glove_front_limits(opts, &l, &policy);
+        _cleanup_json_ json_t *limits =
+                json_pack("{s:I,s:I,s:I,s:o,s:I,s:I}", "cpu_time_ms", (json_int_t)l.cpu_time_ms, "memory_bytes",
+                          (json_int_t)l.memory_bytes, "pids", (json_int_t)l.pids, "wall_time_ms",
+                          l.wall_time_ms ? json_integer((json_int_t)l.wall_time_ms) : json_null(), "disk_bytes",
+                          (json_int_t)l.disk_bytes, "output_bytes", (json_int_t)l.terminal_output_bytes);
+        _cleanup_json_ json_t *rules = opts->n_egress_allow ? json_array() : NULL;
+        for (size_t i = 0; rules && i < opts->n_egress_allow; i++)
+                if (json_array_append_new(rules, glove_audit_string(opts->egress_allow[i], strlen(opts->egress_allow[i]))) < 0)
+                        return -ENOMEM;
+        _cleanup_json_ json_t *egress = !opts->n_egress_allow ? json_null()
+                                        : rules ? json_pack("{s:O,s:b}", "allow", rules, "allow_private", opts->egress_allow_private)
+                                                : NULL;
+        if (!limits || !egress || json_object_set(launch, "limits", limits) < 0 || json_object_set(launch, "egress", egress) < 0)
+                return -ENOMEM;
+        json_t *home = home_from ? glove_audit_string(home_from, strlen(home_from)) : json_null();
+        if (!home || json_object_set_new(launch, "home_from", home) < 0)
+                return -ENOMEM;
+        return 0;
 }

@@ -28,6 +28,16 @@ int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_p
                        struct glove_error *err);
 
 /*
+ * Adds the run's effective settings to a launch record (docs/limits.md,
+ * "Audit records"): "limits" {cpu_time_ms, memory_bytes, pids,
+ * wall_time_ms (null: none), disk_bytes, output_bytes} as enforced
+ * (defaults filled in), "egress" null when offline, else {"allow": [the
+ * --egress-allow rules as given], "allow_private": bool}, and "home_from"
+ * (the --home-from path, or null). Returns 0, or -ENOMEM.
+ */
+int glove_front_launch_settings(const struct glove_exec_options *opts, const char *home_from, json_t *launch);
+
+/*
  * The terminal status of a session that reached ops.exited: Glove's exit
  * status (137 on a breached limit, with its one-line reason on stderr when
  * report is true; else the agent's status as glove_launch_outcome_status

@@ -175,7 +175,7 @@ raw = open(path, encoding="utf-8").read()
 assert raw == "" or raw.endswith("\n"), "the log must end with a newline"
 recs = [json.loads(l) for l in raw.splitlines()]
 eg = [r for r in recs if r.get("event") == "egress"]
-FIELDS = {"ts", "event", "phase", "decision", "connection", "host", "port", "reason", "http_status",
+FIELDS = {"ts", "event", "run_id", "phase", "decision", "connection", "host", "port", "reason", "http_status",
           "address", "address_class", "bytes_up", "bytes_down", "duration_ms"}
 for r in eg:
     assert set(r) == FIELDS, "egress record fields differ: %s in %r" % (sorted(set(r) ^ FIELDS), r)
@@ -186,13 +186,16 @@ for r in eg:
     for k in ("host", "reason", "address", "address_class"):
         assert isinstance(r[k], str), (k, r)
 inside = False
+run_id = None
 for r in recs:
     if r.get("event") == "launch":
         inside = True
+        run_id = r["run_id"]
     elif r.get("event") == "exit":
         inside = False
     elif r.get("event") == "egress":
         assert inside, "an egress record outside a run's launch..exit: %r" % r
+        assert r["run_id"] == run_id, "an egress record carries another run's run_id: %r" % r
 exec(code)
 print("ok")
 EOF
@@ -482,7 +485,7 @@ for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
         expect_output "1 2 3"
 }
 
-@test "egress: the helper counts in --pids: 3 is enough for a tunnel, 2 is not (137 pids)" {
+@test "egress: the helper counts in --pids: 3 is enough for a tunnel, 2 is refused at parse time (usage.pids_too_low)" {
         gx --pids 64 -- /bin/true
         if [ "$status" -eq 125 ]; then
                 local code
@@ -495,10 +498,14 @@ for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
                 -- /usr/bin/curl -sS --max-time 10 --proxytunnel "http://127.0.0.1:$SRV_PORT/index.txt"
         expect_status 0
         expect_output "hello from the host"
+        # 2 could never run (PID 1, the helper and the agent): refused before
+        # anything starts, with the reason, not a pids breach blamed on curl.
         gx --pids 2 --egress-allow "127.0.0.1:$SRV_PORT" --egress-allow-private \
                 -- /usr/bin/curl -sS --max-time 10 --proxytunnel "http://127.0.0.1:$SRV_PORT/index.txt"
-        expect_status 137
-        [[ "$stderr" == *"glove: limits.pids: "* ]] || fail "no limits.pids line"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = usage.pids_too_low ] || fail "expected usage.pids_too_low"
+        [[ "$stderr" == *"egress helper"* ]] || fail "the reason does not name the egress helper"
+        [[ "$stderr" != *"limits.pids"* ]] || fail "a pids breach was reported"
         # Without egress, 2 is enough for the same program (PID 1 + agent).
         gx --pids 2 -- /bin/true
         expect_status 0

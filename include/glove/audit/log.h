@@ -24,11 +24,20 @@
 /* Longest record, in bytes including the newline. */
 #define GLOVE_AUDIT_RECORD_MAX (1024 * 1024)
 
+/* Bytes of a run id: GLOVE_AUDIT_RUN_ID_BYTES random bytes in lowercase hex. */
+#define GLOVE_AUDIT_RUN_ID_BYTES 16
+#define GLOVE_AUDIT_RUN_ID_LEN (2 * GLOVE_AUDIT_RUN_ID_BYTES)
+
 struct glove_audit_log {
         int fd;              /* O_WRONLY|O_APPEND|O_CLOEXEC, owned; -1 when closed */
         char *path;          /* canonical absolute path as the kernel resolved it, owned */
         dev_t dev;           /* identity of the opened file */
         ino_t ino;
+        /* When not empty, every record appended through this log carries
+         * it as "run_id" right after "event" (glove_audit_new_run_id), so
+         * every writer of one run (launch, exit, egress, tool calls) stamps
+         * the same id. "" for none. */
+        char run_id[GLOVE_AUDIT_RUN_ID_LEN + 1];
 };
 
 /*
@@ -76,8 +85,17 @@ int glove_audit_encode(const char *ts, const char *event, const json_t *fields, 
 json_t *glove_audit_string(const char *bytes, size_t len);
 
 /*
- * Stamps the current time, encodes and appends one record with a single
- * write(2). fields is borrowed. Errors: those of glove_audit_encode, and
+ * Gives log a new run id: GLOVE_AUDIT_RUN_ID_BYTES bytes from getrandom(2)
+ * as lowercase hex (an identifier that tells runs sharing a log apart, not
+ * a secret). Errors: "audit.run_id" (-errno of getrandom).
+ */
+int glove_audit_new_run_id(struct glove_audit_log *log, struct glove_error *err);
+
+/*
+ * Stamps the current time (and the log's run id, when it has one), encodes
+ * and appends one record with a single write(2). fields is borrowed and
+ * must not hold "run_id" when the log has one ("audit.encode": reserved).
+ * Errors: those of glove_audit_encode, and
  * "audit.append" (-errno; a short write is -EIO) when the record could not
  * be written whole.
  */

@@ -123,6 +123,9 @@ enum glove_mount_kind {
 #define GLOVE_MOUNT_F_DIR (1U << 1)      /* BIND: the destination is a directory (else a file) */
 #define GLOVE_MOUNT_F_GRANT (1U << 2)    /* BIND: a grant (identity check, submount check) */
 #define GLOVE_MOUNT_F_OWNED (1U << 3)    /* FILE: owned by uid/gid (else the sandbox's root) */
+#define GLOVE_MOUNT_F_SKIP_LINKS (1U << 4) /* TREE: symbolic links in the source are skipped, not
+                                            * recreated (a seeded HOME: glove exec --home-from);
+                                            * set it on the entry glove_mount_plan_add_tree added */
 
 struct glove_mount_entry {
         enum glove_mount_kind kind;
@@ -252,6 +255,7 @@ int glove_mount_plan_add_pinned_bind(struct glove_mount_plan *plan, const char *
  *                   dropped); hard links become independent copies
  *   directories     recreated, mode & 0777 | 0700
  *   symbolic links  recreated with the same target text, never followed
+ *                   (skipped, not created, with GLOVE_MOUNT_F_SKIP_LINKS)
  *   FIFOs, sockets, devices   skipped (not created)
  *   mount points    beneath source: refused ("materialize.copy"), a copy
  *                   never crosses into another mount

@@ -99,6 +99,39 @@ struct glove_policy_verdict {
 void glove_policy_check_call(const struct glove_policy *policy, const char *upstream, const char *tool,
                              const json_t *arguments, struct glove_policy_verdict *verdict);
 
+/* One rule of a policy as glove_policy_rule_at reports it. */
+struct glove_policy_rule_ref {
+        const char *kind;       /* "allow", "deny" or "arguments" (static) */
+        const char *qualified;  /* "NAME.TOOL" or "NAME.*"; borrowed from the policy */
+        size_t name_len;        /* bytes of NAME */
+        bool wildcard;          /* TOOL is "*" (never for "arguments") */
+};
+
+/*
+ * The i-th rule of policy, from 0: the allow rules, then the deny rules,
+ * then one entry per tool that has argument rules (kind "arguments"), each
+ * in the order added. Returns false (out untouched) past the last one.
+ */
+bool glove_policy_rule_at(const struct glove_policy *policy, size_t i, struct glove_policy_rule_ref *out);
+
+/*
+ * Refuses a policy with a rule naming an upstream that is not one of
+ * names[0..n) (NUL-terminated upstream names): "policy.unknown_upstream"
+ * (-EINVAL), naming the first such rule ("allow other.read") and the
+ * upstreams there are. Such a rule could never apply: it is a typo or a
+ * missing --upstream.
+ */
+int glove_policy_check_upstreams(const struct glove_policy *policy, const char *const *names, size_t n,
+                                 struct glove_error *err);
+
+/*
+ * The policy as data, for the launch record (docs/mcp-mediation.md):
+ * {"allow":[NAME.TOOL...], "deny":[...], "arguments":{NAME.TOOL:[rule text...]}}
+ * in the order the rules were added (rule texts as verdicts name them). A
+ * new reference, or NULL on ENOMEM.
+ */
+json_t *glove_policy_to_json(const struct glove_policy *policy);
+
 /*
  * RFC 6901 JSON Pointer: the value at pointer inside root (borrowed), or
  * NULL when absent. "" is root itself. Errors: -EINVAL for a malformed pointer

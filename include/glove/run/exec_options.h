@@ -32,6 +32,12 @@ struct glove_exec_grant_spec {
 #define GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS 60000
 #define GLOVE_RUN_CALL_TIMEOUT_MAX_MS (24LL * 3600 * 1000)
 
+/* --pids bounds: the sandbox's PID 1 (its init) and the agent; with egress
+ * also the egress helper (docs/limits.md). */
+#define GLOVE_EXEC_PIDS_MIN 2
+#define GLOVE_EXEC_PIDS_MIN_EGRESS 3
+#define GLOVE_EXEC_PIDS_MAX 4194304
+
 struct glove_exec_options {
         struct glove_exec_grant_spec grants[GLOVE_GRANTS_MAX];
         size_t n_grants;                /* in command-line order */
@@ -44,7 +50,9 @@ struct glove_exec_options {
         /* Resource limits (issue "limits"; docs/limits.md); 0 when not given,
          * then the defaults apply. */
         uint64_t cpu_time_ms, memory_bytes, pids, wall_time_ms, disk_bytes, output_bytes;
+        bool pids_given;                /* --pids was given (pids may then be 0 or 1: refused) */
         const char *status_json;        /* --status-json FILE, or NULL */
+        const char *home_from;          /* --home-from DIR, or NULL */
         const char *egress_allow[GLOVE_RUN_RULES_MAX];  /* --egress-allow HOST[:PORT] */
         size_t n_egress_allow;
         bool egress_allow_private;
@@ -74,7 +82,11 @@ struct glove_exec_options {
  * Errors (-EINVAL unless noted): "usage.unknown_option",
  * "usage.missing_argument", "usage.missing_program", "usage.too_many"
  * (-E2BIG: more grants than GLOVE_GRANTS_MAX or --env names than 64),
- * "usage.audit_log_twice".
+ * "usage.audit_log_twice", "usage.option_twice" (a single-valued option
+ * such as --wall-time or --home-from given twice; the message names it),
+ * "usage.pids_too_low" (--pids under GLOVE_EXEC_PIDS_MIN, or under
+ * GLOVE_EXEC_PIDS_MIN_EGRESS with --egress-allow: it could never run),
+ * "usage.bad_path" (an empty --home-from).
  */
 int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err);
 

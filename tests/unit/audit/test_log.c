@@ -310,6 +310,40 @@ static void test_append_interleaves_at_end(void **state) {
         assert_int_equal(unlink(P("sub/shared.log")), 0);
 }
 
+/* A run id stamped in the log object goes on every record after "event";
+ * two logs get different ids; a field named run_id is then refused. */
+static void test_run_id(void **state) {
+        (void)state;
+        struct glove_audit_log a, b;
+        open_ok(P("sub/runid.log"), NULL, &a);
+        open_ok(P("sub/runid.log"), NULL, &b);
+        assert_string_equal(a.run_id, "");
+        struct glove_error err = {0};
+        assert_int_equal(glove_audit_new_run_id(&a, &err), 0);
+        assert_int_equal(glove_audit_new_run_id(&b, &err), 0);
+        assert_int_equal(strlen(a.run_id), GLOVE_AUDIT_RUN_ID_LEN);
+        assert_string_not_equal(a.run_id, b.run_id);
+        json_t *f = json_pack("{s:i}", "k", 1);
+        assert_int_equal(glove_audit_append(&a, "one", f, &err), 0);
+        assert_int_equal(glove_audit_append(&b, "two", NULL, &err), 0);
+        json_t *bad = json_pack("{s:s}", "run_id", "forged");
+        assert_int_equal(glove_audit_append(&a, "three", bad, &err), -EINVAL);
+        assert_string_equal(err.code, "audit.encode");
+        json_decref(bad);
+        json_decref(f);
+        size_t len;
+        const char *text = slurp(P("sub/runid.log"), &len);
+        char want[512];
+        snprintf(want, sizeof(want),
+                 "^\\{\"ts\":\"" TS_RE "\",\"event\":\"one\",\"run_id\":\"%s\",\"k\":1\\}\n"
+                 "\\{\"ts\":\"" TS_RE "\",\"event\":\"two\",\"run_id\":\"%s\"\\}\n$",
+                 a.run_id, b.run_id);
+        assert_matches(text, want);
+        glove_audit_close(&a);
+        glove_audit_close(&b);
+        assert_int_equal(unlink(P("sub/runid.log")), 0);
+}
+
 static void test_canonical_path_through_symlinked_dir(void **state) {
         (void)state;
         struct glove_audit_log log;
@@ -557,6 +591,7 @@ int main(void) {
                 cmocka_unit_test(test_append_refuses_bad_fields),
                 cmocka_unit_test(test_append_short_write),
                 cmocka_unit_test(test_audit_string),
+                cmocka_unit_test(test_run_id),
                 cmocka_unit_test(test_audit_string_injective),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -162,6 +162,13 @@ static void test_hex_decode_strict(void **state) {
                 assert_string_equal(err.code, "digest.bad_hex");
                 assert_int_equal(o[0], 1); /* written only on success */
         }
+        /* Counts in the message agree with their noun: "1 character". */
+        glove_error_clear(&err);
+        assert_int_equal(glove_digest_hex_decode("0", 1, out, 3, &err), -EINVAL);
+        assert_non_null(strstr(err.message, "is 1 character, expected exactly 6"));
+        glove_error_clear(&err);
+        assert_int_equal(glove_digest_hex_decode("00a0f", 5, out, 3, &err), -EINVAL);
+        assert_non_null(strstr(err.message, "is 5 characters,"));
         /* Round trip of every byte value. */
         uint8_t all[256], back[256];
         char hex[513];

@@ -519,6 +519,13 @@ static void test_get_bool_array_object(void **state) {
         assert_int_equal(glove_json_get_array(v, "list", NULL, 3, &a, &err), 0);
         assert_int_equal(json_array_size(a), 3);
         assert_err(glove_json_get_array(v, "list", NULL, 2, &a, &err), &err, "json.too_many_items", "$.list");
+        {
+                /* The count agrees with its noun: "1 item". */
+                _cleanup_json_ json_t *one = json_pack("{s:[i]}", "l", 1);
+                assert_int_equal(glove_json_get_array(one, "l", NULL, 0, &a, &err), -EINVAL);
+                assert_non_null(strstr(err.message, "array has 1 item, the limit is 0"));
+                glove_error_clear(&err);
+        }
         assert_err(glove_json_get_array(v, "limits", NULL, 9, &a, &err), &err, "json.wrong_type", "$.limits");
         assert_err(glove_json_get_object(v, "list", NULL, &a, &err), &err, "json.wrong_type", "$.list");
 

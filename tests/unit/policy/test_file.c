@@ -467,6 +467,63 @@ static void test_load_file_errors(void **state) {
         assert_int_equal(p->n_rules, 0);
 }
 
+/* A policy file anyone but the invoker could change is refused: the file
+ * writable by group or others, or a directory above it writable by others
+ * (not sticky); the same file in a private directory loads. */
+static void test_load_file_unsafe(void **state) {
+        (void)state;
+        char dir[] = "/tmp/glove-ut-policy-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char file[96], sub[96], subfile[128];
+        snprintf(file, sizeof(file), "%s/policy.json", dir);
+        snprintf(sub, sizeof(sub), "%s/open", dir);
+        snprintf(subfile, sizeof(subfile), "%s/policy.json", sub);
+        const char *doc = "{\"version\":1,\"allow\":[\"fs.read_file\"]}";
+        int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+        close(fd);
+        static const mode_t bad[] = {0666, 0602, 0620};
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(bad); i++) {
+                assert_int_equal(chmod(file, bad[i]), 0);
+                _cleanup_policy_ struct glove_policy *p = new_policy();
+                struct glove_error err = {0};
+                assert_int_equal(glove_policy_load_file(p, file, &err), -EPERM);
+                assert_string_equal(err.code, "policy.file_unsafe");
+                assert_non_null(strstr(err.message, "the file is writable"));
+                assert_int_equal(p->n_rules, 0);
+        }
+        assert_int_equal(chmod(file, 0644), 0);
+        {
+                _cleanup_policy_ struct glove_policy *p = new_policy();
+                struct glove_error err = {0};
+                assert_int_equal(glove_policy_load_file(p, file, &err), 0);
+                assert_true(glove_policy_tool_visible(p, "fs", "read_file"));
+        }
+        /* A world-writable directory on the path (no sticky bit). */
+        assert_int_equal(mkdir(sub, 0700), 0);
+        assert_int_equal(chmod(sub, 0777), 0);
+        assert_int_equal(link(file, subfile), 0);
+        {
+                _cleanup_policy_ struct glove_policy *p = new_policy();
+                struct glove_error err = {0};
+                assert_int_equal(glove_policy_load_file(p, subfile, &err), -EPERM);
+                assert_string_equal(err.code, "policy.file_unsafe");
+                assert_non_null(strstr(err.message, "the directory"));
+                assert_non_null(strstr(err.message, "/open is writable by others"));
+        }
+        assert_int_equal(chmod(sub, 0755), 0);
+        {
+                _cleanup_policy_ struct glove_policy *p = new_policy();
+                struct glove_error err = {0};
+                assert_int_equal(glove_policy_load_file(p, subfile, &err), 0);
+        }
+        unlink(subfile);
+        rmdir(sub);
+        unlink(file);
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rejection_fixtures),
@@ -478,6 +535,7 @@ int main(void) {
                 cmocka_unit_test(test_merge_limits_all_or_nothing),
                 cmocka_unit_test(test_size_limit),
                 cmocka_unit_test(test_load_file_errors),
+                cmocka_unit_test(test_load_file_unsafe),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -649,8 +649,55 @@ static void test_rule_text(void **state) {
         assert_int_equal((len - 3 - strlen("t.long:/v prefix \"")) % 2, 0);
 }
 
+/* The rules as data: every rule in order, upstream names checked, the
+ * launch record's JSON. */
+static void test_rules_as_data(void **state) {
+        (void)state;
+        _cleanup_policy_ struct glove_policy *p = new_policy();
+        struct glove_error err = {0};
+        assert_int_equal(glove_policy_allow(p, "fs.read_file", &err), 0);
+        assert_int_equal(glove_policy_allow(p, "git.*", &err), 0);
+        assert_int_equal(glove_policy_deny(p, "fs.write_file", &err), 0);
+        assert_int_equal(glove_policy_allow_arg(p, "fs.read_file:/path=/data/", &err), 0);
+        struct glove_policy_rule_ref r;
+        assert_true(glove_policy_rule_at(p, 0, &r));
+        assert_string_equal(r.kind, "allow");
+        assert_string_equal(r.qualified, "fs.read_file");
+        assert_int_equal(r.name_len, 2);
+        assert_false(r.wildcard);
+        assert_true(glove_policy_rule_at(p, 1, &r));
+        assert_true(r.wildcard);
+        assert_int_equal(r.name_len, 3);
+        assert_true(glove_policy_rule_at(p, 2, &r));
+        assert_string_equal(r.kind, "deny");
+        assert_true(glove_policy_rule_at(p, 3, &r));
+        assert_string_equal(r.kind, "arguments");
+        assert_string_equal(r.qualified, "fs.read_file");
+        assert_false(glove_policy_rule_at(p, 4, &r));
+
+        const char *both[] = {"fs", "git"};
+        assert_int_equal(glove_policy_check_upstreams(p, both, 2, &err), 0);
+        const char *one[] = {"fs"};
+        assert_int_equal(glove_policy_check_upstreams(p, one, 1, &err), -EINVAL);
+        assert_string_equal(err.code, "policy.unknown_upstream");
+        assert_non_null(strstr(err.message, "allow git.*: no upstream is named git (the upstreams are: fs)"));
+        glove_error_clear(&err);
+        /* A name that is a prefix of another is not that other. */
+        const char *prefix[] = {"f", "gi", "git"};
+        assert_int_equal(glove_policy_check_upstreams(p, prefix, 3, &err), -EINVAL);
+        assert_non_null(strstr(err.message, "no upstream is named fs"));
+        glove_error_clear(&err);
+
+        _cleanup_json_ json_t *j = glove_policy_to_json(p);
+        assert_non_null(j);
+        _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(text, "{\"allow\":[\"fs.read_file\",\"git.*\"],\"deny\":[\"fs.write_file\"],"
+                                  "\"arguments\":{\"fs.read_file\":[\"fs.read_file:/path prefix \\\"/data/\\\"\"]}}");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rules_as_data),
                 cmocka_unit_test(test_default_deny),
                 cmocka_unit_test(test_allow_exact_and_wildcard),
                 cmocka_unit_test(test_deny_wins),
