@@ -262,6 +262,13 @@ static int take_lock(int dirfd, const char *dir, int *out, struct glove_error *e
         if (flock(*out, LOCK_EX | LOCK_NB) < 0)
                 return glove_error_set(err, EBUSY, "service.already_running",
                                        "another gloved holds %s/%s", dir, LOCK_NAME);
+        /* The holder's pid, for clients (docs/control-protocol.md,
+         * "Transport and authentication"): they open its user namespace. */
+        char pid[24];
+        int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        if (ftruncate(*out, 0) < 0 || pwrite(*out, pid, (size_t)n, 0) != n)
+                return glove_error_set(err, errno ? errno : EIO, "service.already_running", "%s/%s: write: %s", dir,
+                                       LOCK_NAME, strerror(errno ? errno : EIO));
         return 0;
 }
 
