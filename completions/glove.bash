@@ -5,7 +5,7 @@
 _glove_opts_exec='--workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --wall-time --disk --output-limit --status-json --tty --egress-allow --egress-allow-private --help'
 _glove_opts_run='--upstream --upstream-env --allow --deny --allow-arg --policy --call-timeout --max-frame --audit-arguments --workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --wall-time --disk --output-limit --status-json --egress-allow --egress-allow-private --help'
 _glove_opts_ctl='--runtime-dir --json --timeout-ms --help'
-_glove_ctl_commands='capabilities validate-plan create-session session-status receipts receipts-ack start attach write-stdin resize signal stop cleanup sessions'
+_glove_ctl_commands='capabilities plan validate-plan create-session session-status receipts receipts-ack start attach write-stdin resize signal stop cleanup sessions'
 _glove_daemon_commands='install uninstall start stop status'
 _glove_policy_commands='detect stage generate explain validate'
 _glove_opts_gloved='--runtime-dir --state-dir --session-policy --session-store --materialization-root --library-bundle-root --receipt-anchor --client-timeout-ms --idle-timeout-ms --max-connections --help --version'
@@ -16,12 +16,13 @@ _glove_value_kind() {
         case $1 in
         --workspace | --home-from | --runtime-dir | --state-dir | --materialization-root | --library-bundle-root | --search-path | --directory | --path-root) echo dir ;;
         --read | --write | --audit-log | --status-json | --policy | --session-policy | --session-store | --plan | --source | --executable | --read-only | --file) echo file ;;
-        --env | --cpu-time | --memory | --pids | --wall-time | --disk | --output-limit | --egress-allow | --upstream | --upstream-env | --allow | --deny | --allow-arg | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination) echo word ;;
+        --env | --cpu-time | --memory | --pids | --wall-time | --disk | --output-limit | --egress-allow | --upstream | --upstream-env | --allow | --deny | --allow-arg | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in) echo word ;;
         esac
 }
 
 _glove_sub_opts() { # COMMAND SUBCOMMAND
         case $1:$2 in
+        ctl:plan) echo '--template --profile --egress --tool-policy --expires-in --policy' ;;
         ctl:create-session) echo '--session-id --idempotency-key --controller-digest --plan' ;;
         ctl:receipts) echo '--after --limit' ;;
         ctl:receipts-ack) echo '--sequence --head-mac' ;;

@@ -33,6 +33,7 @@ struct glove_control_client {
         int64_t next_id;
         struct glove_buffer in;   /* received bytes not yet framed */
         json_t *pending;          /* array of notifications read by call(), oldest first */
+        int proof_fd;             /* gloved's user namespace, sent with the first bytes (-1: none) */
 };
 
 static int wait_fd(int fd, short events, uint64_t deadline_ms, struct glove_error *err) {
@@ -54,7 +55,32 @@ static int wait_fd(int fd, short events, uint64_t deadline_ms, struct glove_erro
 static int send_all(struct glove_control_client *c, const uint8_t *p, size_t len, uint64_t deadline,
                     struct glove_error *err) {
         while (len) {
-                ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t n;
+                if (c->proof_fd >= 0) {
+                        /* The proof that this client may see gloved's user
+                         * namespace (docs/control-protocol.md, "Transport and
+                         * authentication"), with the first byte sent. */
+                        union {
+                                char buf[CMSG_SPACE(sizeof(int))];
+                                struct cmsghdr align;
+                        } u;
+                        memset(&u, 0, sizeof(u));
+                        struct iovec iov = { .iov_base = (void *)p, .iov_len = len };
+                        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                                             .msg_controllen = sizeof(u.buf) };
+                        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                        cm->cmsg_level = SOL_SOCKET;
+                        cm->cmsg_type = SCM_RIGHTS;
+                        cm->cmsg_len = CMSG_LEN(sizeof(int));
+                        memcpy(CMSG_DATA(cm), &c->proof_fd, sizeof(int));
+                        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        if (n > 0) {
+                                close(c->proof_fd);
+                                c->proof_fd = -1;
+                        }
+                } else {
+                        n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                }
                 if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
                         int r = wait_fd(c->fd, POLLOUT, deadline, err);
                         if (r < 0)
@@ -326,6 +352,32 @@ static int connect_socket(const char *runtime_dir, int *out, struct glove_error 
         return 0;
 }
 
+/*
+ * A descriptor of gloved's user namespace, opened through the pid gloved
+ * wrote in RUNTIME/gloved.lock: the kernel lets only a process of gloved's
+ * own user namespace or of an ancestor (with authority over it) open it, so
+ * it proves to a gloved that cannot see this client's namespace that the
+ * client is no sandbox. -1 when it cannot be opened (gloved may not need it).
+ */
+static int open_proof(const char *runtime_dir) {
+        char path[4200], text[32];
+        if ((size_t)snprintf(path, sizeof(path), "%s/gloved.lock", runtime_dir) >= sizeof(path))
+                return -1;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t n = read(fd, text, sizeof(text) - 1);
+        if (n <= 0)
+                return -1;
+        text[n] = '\0';
+        char *end;
+        long pid = strtol(text, &end, 10);
+        if (pid <= 1 || pid > 4194304 || (*end != '\n' && *end != '\0'))
+                return -1;
+        snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 int glove_control_client_open(const char *runtime_dir, uint64_t timeout_ms, struct glove_control_client **out,
                               struct glove_error *err) {
         *out = NULL;
@@ -335,6 +387,7 @@ int glove_control_client_open(const char *runtime_dir, uint64_t timeout_ms, stru
         if (!c)
                 return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");
         c->fd = -1;
+        c->proof_fd = -1;
         c->timeout_ms = timeout_ms;
         c->next_id = 1;
         glove_buffer_init(&c->in, GLOVE_CONTROL_FRAME_PREFIX + GLOVE_CONTROL_FRAME_MAX);
@@ -347,6 +400,8 @@ int glove_control_client_open(const char *runtime_dir, uint64_t timeout_ms, stru
         int r = read_secret(runtime_dir, hex, err);
         if (r == 0)
                 r = connect_socket(runtime_dir, &c->fd, err);
+        if (r == 0)
+                c->proof_fd = open_proof(runtime_dir);
         if (r < 0) {
                 glove_control_client_close(c);
                 return r;
@@ -374,6 +429,8 @@ void glove_control_client_close(struct glove_control_client *c) {
                 return;
         if (c->fd >= 0)
                 close(c->fd);
+        if (c->proof_fd >= 0)
+                close(c->proof_fd);
         glove_buffer_free(&c->in);
         json_decref(c->pending);
         free(c);

@@ -29,6 +29,11 @@ static const char usage_text[] =
         "\n"
         "Commands:\n"
         "  capabilities                       advertised methods and schema versions\n"
+        "  plan --template ID [--profile ID] [--egress ID] [--tool-policy ID]\n"
+        "       [--expires-in DURATION] [--policy FILE]\n"
+        "                                     print a canonical plan made from the session policy file\n"
+        "                                     (default $XDG_CONFIG_HOME/glove/session-policy.json; expiry\n"
+        "                                     60s; no gloved, no secret, no grants)\n"
         "  validate-plan FILE                 check a canonical plan against the session policy\n"
         "  create-session --session-id ID --idempotency-key KEY\n"
         "                 --controller-digest HEX --plan FILE\n"
@@ -322,7 +327,10 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
 }
 
 static int run(const struct ctl *c) {
-        int handled = ctl_session_run(c);
+        int handled = ctl_plan_run(c);
+        if (handled >= 0)
+                return handled;
+        handled = ctl_session_run(c);
         if (handled >= 0)
                 return handled;
         const char *method = NULL;
@@ -415,7 +423,7 @@ int glove_control_ctl_main(int argc, char **argv) {
                         rest[c.nargs++] = argv[i];
         }
         c.args = rest;
-        if (!c.runtime_dir) {
+        if (!c.runtime_dir && strcmp(c.cmd, "plan") != 0) { /* plan talks to no gloved */
                 const char *x = getenv("XDG_RUNTIME_DIR");
                 if (!x || x[0] != '/' || asprintf(&default_dir, "%s/glove", x) < 0) {
                         default_dir = NULL;

@@ -40,6 +40,10 @@ int ctl_print_json(const json_t *v);
  * the exit status. */
 int ctl_session_run(const struct ctl *c);
 
+/* glove ctl plan (ctl_plan.c): -1 when c->cmd is not "plan", else the exit
+ * status. Talks to no gloved. */
+int ctl_plan_run(const struct ctl *c);
+
 /* glove ctl attach (ctl_attach.c). */
 int ctl_attach_run(const struct ctl *c, const char *session_id, bool no_stdin);
 

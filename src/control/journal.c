@@ -28,6 +28,7 @@ struct glove_control_journal {
         uint64_t size;
         uint8_t head[GLOVE_CONTROL_JOURNAL_TAG_LEN];
         bool broken;
+        bool unsealed; /* the last record was accepted unsealed at open: its slot is written before the next */
 };
 
 void glove_control_journal_header_build(const struct glove_control_journal_format *fmt,
@@ -150,6 +151,7 @@ int glove_control_journal_seal_verify(const struct glove_control_journal_scan *s
                                       size_t seal_len, bool *unsealed, struct glove_error *err) {
         const uint8_t *s = seal;
         const uint8_t *best = NULL;
+        bool valid[2] = { false, false };
         *unsealed = false;
         if (seal_len != GLOVE_CONTROL_JOURNAL_SEAL_LEN)
                 return glove_error_set(err, EBADMSG, "journal.seal_corrupt", "the seal is %zu bytes, not %d", seal_len,
@@ -162,6 +164,7 @@ int glove_control_journal_seal_verify(const struct glove_control_journal_scan *s
                         return r;
                 if (memcmp(slot, SEAL_MAGIC, 8) != 0 || !glove_digest_equal(check, slot + 56, 8))
                         continue;
+                valid[i] = true;
                 if (!best || glove_control_get_be64(slot + 8) > glove_control_get_be64(best + 8))
                         best = slot;
         }
@@ -170,6 +173,35 @@ int glove_control_journal_seal_verify(const struct glove_control_journal_scan *s
                                        "no seal slot is valid for this journal header");
         uint64_t count = glove_control_get_be64(best + 8), size = glove_control_get_be64(best + 16);
         const uint8_t *head = best + 24;
+        int bi = best == s ? 0 : 1, oi = 1 - bi;
+        const uint8_t *other = s + oi * GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE;
+        if ((int)(count % 2) != bi)
+                return glove_error_set(err, EBADMSG, "journal.seal_corrupt",
+                                       "the seal slot at offset %d commits %llu records, which belong in the other slot",
+                                       bi * GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE, (unsigned long long)count);
+        /*
+         * The other slot. Appends write the slot for n records only after
+         * record n is synced, alternately, so after any crash it holds
+         * count - 1 records (the genesis slot for count 1), or it was being
+         * written for count + 1 when the crash came, and then record
+         * count + 1 is in the journal. A zero or invalid slot where a written
+         * one is expected, or an older count, means a newest slot was wiped
+         * and the journal cut to match: an answered record was lost.
+         */
+        bool blank = true;
+        for (size_t i = 0; i < GLOVE_CONTROL_JOURNAL_SEAL_SLOT_LEN; i++)
+                blank = blank && other[i] == 0;
+        bool other_ok = count == 0 ? blank : valid[oi] && glove_control_get_be64(other + 8) == count - 1;
+        if (!other_ok && scan->records != count + 1)
+                return glove_error_set(err, EBADMSG, "journal.record_lost",
+                                       "the seal's newest valid slot commits %llu records but its other slot %s: a "
+                                       "newer sealed record was wiped (a crash cannot leave this); the journal holds "
+                                       "%llu records",
+                                       (unsigned long long)count,
+                                       blank ? "is zeroed where the slot of the previous record belongs"
+                                             : valid[oi] ? "commits a count that is not the previous one"
+                                                         : "is neither valid nor zero",
+                                       (unsigned long long)scan->records);
         if (scan->records == count && scan->end == size &&
             glove_digest_equal(scan->head, head, GLOVE_CONTROL_JOURNAL_TAG_LEN))
                 return 0;
@@ -341,7 +373,8 @@ static int open_at(int dirfd, const char *name, int flags, mode_t mode, const ch
 
 /* Opens seal and journal, creating them when nothing was ever committed. */
 static int open_files(const struct glove_control_journal_format *fmt, const struct glove_control_journal_open_options *o,
-                      const struct names *n, int dirfd, int *jfd, int *sfd, bool *created, struct glove_error *err) {
+                      const struct names *n, int dirfd, int *jfd, int *sfd, bool *created, bool *replaced,
+                      struct glove_error *err) {
         int r = open_at(dirfd, n->seal, O_RDWR, 0, n->path, sfd, err);
         if (r == 0)
                 r = open_at(dirfd, n->base, O_RDWR, 0, n->path, jfd, err);
@@ -353,6 +386,7 @@ static int open_files(const struct glove_control_journal_format *fmt, const stru
                                        GLOVE_CONTROL_JOURNAL_SEAL_SUFFIX);
         if (*jfd >= 0)
                 return lock_seal(*sfd, n->path, err);
+        *replaced = *sfd >= 0;
         if (*sfd < 0) {
                 *sfd = openat(dirfd, n->seal, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (*sfd < 0)
@@ -473,6 +507,7 @@ static int load(struct glove_control_journal *j, const struct glove_control_jour
         }
         if (rep)
                 rep->unsealed_record = unsealed;
+        j->unsealed = unsealed;
         memcpy(j->header, scan.header, sizeof(j->header));
         memcpy(j->head, scan.head, sizeof(j->head));
         j->records = scan.records;
@@ -503,8 +538,8 @@ int glove_control_journal_open(const struct glove_control_journal_format *fmt,
                 return glove_error_set(err, ENOMEM, "journal.no_memory", "out of memory");
         j->fmt = fmt;
         j->fd = j->seal_fd = -1;
-        bool created = false;
-        r = open_files(fmt, opts, &n, dirfd, &j->fd, &j->seal_fd, &created, err);
+        bool created = false, replaced = false;
+        r = open_files(fmt, opts, &n, dirfd, &j->fd, &j->seal_fd, &created, &replaced, err);
         if (r == 0)
                 r = glove_control_file_check(j->seal_fd, opts->owner, n.seal, "journal.file_insecure", err);
         if (r == 0)
@@ -515,8 +550,10 @@ int glove_control_journal_open(const struct glove_control_journal_format *fmt,
                 glove_control_journal_close(j);
                 return r;
         }
-        if (report)
+        if (report) {
                 report->created = created;
+                report->seal_replaced = created && replaced;
+        }
         *out = j;
         return 0;
 }
@@ -548,6 +585,24 @@ int glove_control_journal_append(struct glove_control_journal *j, const void *pa
                 return glove_error_set(err, EBADMSG, "journal.resized",
                                        "the journal changed size behind gloved (%lld bytes, expected %llu)",
                                        (long long)st.st_size, (unsigned long long)j->size);
+        }
+        if (j->unsealed) {
+                uint8_t slot[GLOVE_CONTROL_JOURNAL_SEAL_SLOT_LEN];
+                /* The record accepted unsealed at open gets its slot first,
+                 * so the seal keeps holding the slots of the last two
+                 * records (what start checks: journal.record_lost). Before the
+                 * new record: a crash in between leaves a consistent seal. */
+                int r = glove_control_journal_seal_slot(j->header, j->records, j->size, j->head, slot, err);
+                if (r == 0)
+                        r = write_all_at(j->seal_fd, slot, sizeof(slot),
+                                         (off_t)((j->records % 2) * GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE));
+                if (r == 0 && fdatasync(j->seal_fd) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        j->broken = true;
+                        return glove_error_set(err, r < 0 ? -r : EIO, "journal.io", "seal: %s", strerror(-r));
+                }
+                j->unsealed = false;
         }
         uint8_t t[GLOVE_CONTROL_JOURNAL_TAG_LEN];
         int r = j->fmt->chain(j->fmt->ctx, j->head, j->records + 1, payload, len, t, err);

@@ -21,6 +21,7 @@
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
 #include "glove/control/frame.h"
+#include "glove/control/peerns.h"
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
 #include "glove/control/runtime.h"
 #define HAVE_RUNTIME(o) ((o)->components && (o)->components->runtime)
@@ -55,6 +56,12 @@ struct glove_control_conn {
         sd_event_source *io, *timer;
         struct glove_buffer in, out;
         bool authed, closing;
+        /* The peer's user namespace was refused at accept (peerns.h): the
+         * first request, whatever it is, is answered with this code. */
+        const char *ns_code;
+        char ns_message[512];
+        bool ns_needs_proof; /* outside gloved's view: refused unless ns_proven */
+        bool ns_proven;      /* a descriptor of gloved's user namespace arrived (peerns.h) */
         bool eof;       /* the peer's end of file (or a read error) was seen: read no more */
         bool want_drain; /* the runtime waits for the pushed frames to drain (want_drain) */
         size_t resp_end; /* out bytes up to the end of the pending response (0: none pending) */
@@ -68,6 +75,7 @@ struct server {
         const struct glove_control_server_options *o;
         struct glove_control_conn *conns;
         unsigned n_conns;
+        struct glove_control_peerns userns; /* the admitted user namespaces */
 };
 
 static uint64_t now_us(struct server *s) {
@@ -148,7 +156,13 @@ static void handle(struct glove_control_conn *c, const uint8_t *payload, size_t 
         struct glove_error e = { 0 };
         struct glove_control_request req;
         _cleanup_json_ json_t *root = NULL;
-        if (glove_control_request_parse(payload, len, &root, &req, &e) < 0)
+        int r = glove_control_request_parse(payload, len, &root, &req, &e);
+        if (c->ns_code && !(c->ns_needs_proof && c->ns_proven)) { /* whatever was sent, the secret included */
+                if (c->ns_needs_proof)
+                        fprintf(stderr, "gloved: connection refused: %s: %s\n", c->ns_code, c->ns_message);
+                return refuse(c, glove_control_request_id(root), c->ns_code, c->ns_message);
+        }
+        if (r < 0)
                 return refuse(c, glove_control_request_id(root), e.code, e.message);
         if (!c->authed)
                 return authenticate(c, &req);
@@ -223,6 +237,34 @@ static int serve(struct glove_control_conn *c) {
         return 0;
 }
 
+/* recv of at most room bytes into c->in. Before authentication a
+ * descriptor passed with them (SCM_RIGHTS) is taken as the proof of
+ * peerns.h and closed; later ones are closed unread. */
+static ssize_t recv_proof(struct glove_control_conn *c, size_t room) {
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = c->in.data + c->in.len, .iov_len = room };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return n;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k; i++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                        if (!c->authed && glove_control_peerns_proof(&c->srv->userns, fd))
+                                c->ns_proven = true;
+                        close(fd);
+                }
+        }
+        return n;
+}
+
 /* Returns -1 on end of file or error. */
 static int fill(struct glove_control_conn *c) {
         for (;;) {
@@ -233,7 +275,7 @@ static int fill(struct glove_control_conn *c) {
                         room = READ_CHUNK;
                 if (glove_buffer_reserve(&c->in, room) < 0)
                         return -1;
-                ssize_t n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
+                ssize_t n = recv_proof(c, room);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -419,6 +461,21 @@ static void accept_one(struct server *s, int fd) {
         }
         c->srv = s;
         c->fd = fd;
+        struct glove_error e = { 0 };
+        pid_t pid = 0;
+        int nr = glove_control_peerns_check(&s->userns, fd, &pid, &e);
+        if (nr > 0) {
+                /* Judged by the proof that comes with the first frame. */
+                c->ns_code = e.code;
+                c->ns_needs_proof = true;
+                snprintf(c->ns_message, sizeof(c->ns_message), "%s", e.message);
+        } else if (nr < 0) {
+                /* Answered on the socket (the first request gets the code)
+                 * and logged here; nothing else of the request is looked at. */
+                c->ns_code = e.code;
+                snprintf(c->ns_message, sizeof(c->ns_message), "%s", e.message);
+                fprintf(stderr, "gloved: connection refused: %s: %s\n", e.code, e.message);
+        }
         glove_buffer_init(&c->in, IN_MAX);
         glove_buffer_init(&c->out, OUT_MAX);
         c->accepted_us = c->activity_us = now_us(s);
@@ -464,7 +521,12 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
         if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
                 return glove_error_set(err, errno, "server.event", "sigprocmask: %s", strerror(errno));
         sd_event_source *lsrc = NULL, *sterm = NULL, *sint = NULL;
-        int r = sd_event_new(&s.ev);
+        int r = glove_control_peerns_init(&s.userns, err);
+        if (r < 0) {
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                return r;
+        }
+        r = sd_event_new(&s.ev);
         if (r >= 0 && HAVE_RUNTIME(o))
                 glove_control_runtime_set_loop(o->components->runtime, s.ev);
         if (r >= 0)

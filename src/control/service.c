@@ -262,6 +262,13 @@ static int take_lock(int dirfd, const char *dir, int *out, struct glove_error *e
         if (flock(*out, LOCK_EX | LOCK_NB) < 0)
                 return glove_error_set(err, EBUSY, "service.already_running",
                                        "another gloved holds %s/%s", dir, LOCK_NAME);
+        /* The holder's pid, for clients (docs/control-protocol.md,
+         * "Transport and authentication"): they open its user namespace. */
+        char pid[24];
+        int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+        if (ftruncate(*out, 0) < 0 || pwrite(*out, pid, (size_t)n, 0) != n)
+                return glove_error_set(err, errno ? errno : EIO, "service.already_running", "%s/%s: write: %s", dir,
+                                       LOCK_NAME, strerror(errno ? errno : EIO));
         return 0;
 }
 
@@ -443,6 +450,30 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
 }
 #endif
 
+/* A session store was just created empty: says so on stderr where a store
+ * was expected (store.created_empty): its seal was there without the journal
+ * (an interrupted creation, or the journal deleted when it held nothing
+ * sealed), the torn-tail evidence of an earlier store lies next to it, or the
+ * receipt journal already holds receipts of earlier sessions. */
+static void created_empty(const char *store, const struct glove_control_journal_report *rep,
+                          const struct glove_control_receipts *receipts) {
+        uint8_t mac[32];
+        uint64_t n = receipts ? glove_control_receipts_head(receipts, mac) : 0;
+        char torn[PATH_MAX];
+        struct stat st;
+        bool has_torn = (size_t)snprintf(torn, sizeof(torn), "%s.torn", store) < sizeof(torn) && lstat(torn, &st) == 0;
+        if (rep->seal_replaced)
+                fprintf(stderr, "gloved: store.created_empty: %s.seal was there without its journal and committed no "
+                                "record; created an empty session store\n", store);
+        if (n > 0)
+                fprintf(stderr, "gloved: store.created_empty: created an empty session store %s, but the receipt "
+                                "journal holds %llu receipt%s of earlier sessions (was the store moved or deleted?)\n",
+                        store, (unsigned long long)n, n == 1 ? "" : "s");
+        if (has_torn)
+                fprintf(stderr, "gloved: store.created_empty: created an empty session store %s next to %s of an "
+                                "earlier one (was the store moved or deleted?)\n", store, torn);
+}
+
 static int start(struct service *s, const struct glove_control_service_options *o, struct glove_error *err) {
         uid_t uid = geteuid();
         int r = glove_control_dir_open_private(o->runtime_dir, uid, true, &s->runtime_fd, err);
@@ -473,6 +504,8 @@ static int start(struct service *s, const struct glove_control_service_options *
                                                      .anchor = o->have_anchor ? o->anchor : NULL };
         if (r == 0)
                 r = glove_control_receipts_open(&ro, &s->receipts, err);
+        if (r == 0 && rep.created)
+                created_empty(o->session_store, &rep, s->receipts);
         if (r == 0) {
                 uint64_t torn, off;
                 glove_control_receipts_recovery(s->receipts, &torn, &off);

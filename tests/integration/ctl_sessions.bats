@@ -429,3 +429,62 @@ assert (r["state"], r["termination"]) in (("failed", {"kind": "start_failed", "c
                 expect_output "accepted 4 bytes"
         done
 }
+
+@test "ctl plan: prints a canonical plan from the policy file that validates, creates and starts; refuses what it cannot choose" {
+        mkdir -m 700 -p "$T/cfg"
+        "$PY" "$MANAGED" policy "$GLOVED_POLICY_SRC" "$T/cfg/policy.json"
+        # No gloved, no runtime directory: plan reads the policy file only.
+        run --separate-stderr env -u XDG_RUNTIME_DIR "$GLOVE" ctl plan --policy "$T/cfg/policy.json" \
+                --template sh-echo --profile interactive --expires-in 90s
+        expect_status 0
+        printf '%s\n' "$output" >"$T/cfg/plan.json"
+        "$PY" - "$T/cfg/plan.json" <<'PYEOF' || fail "not the canonical plan expected: $output"
+import json, sys, time
+raw = open(sys.argv[1]).read().rstrip("\n")
+p = json.loads(raw)
+assert raw == json.dumps(p, sort_keys=True, separators=(",", ":"), ensure_ascii=False), "not canonical"
+now = time.time() * 1000
+assert now + 80000 < p["expires_at_ms"] <= now + 90000, p["expires_at_ms"]
+assert p["runtime_template_id"] == "sh-echo" and p["egress_policy_id"] == "no-network"
+assert p["secret_handles"] == [] and p["path_grants"] == [] and p["library_projections"] == []
+PYEOF
+        # What it cannot choose alone, and bad values: before any policy read
+        # for usage, after it for choices.
+        g ctl plan --policy "$T/cfg/policy.json" --template sh-echo
+        expect_status 125
+        [[ "$stderr" == "glove: ctl.plan_choice: "*"--profile"*"interactive small"* ]] || fail "profile choice: $stderr"
+        g ctl plan --policy "$T/cfg/policy.json" --template nope --profile interactive
+        expect_status 125
+        [[ "$stderr" == "glove: ctl.plan_choice: --template nope is not in the policy"* ]] || fail "unknown template: $stderr"
+        g ctl plan --policy "$T/cfg/policy.json" --template sh-echo --profile interactive --expires-in 10m
+        expect_status 125
+        [[ "$stderr" == *"max_plan_ttl_ms"* ]] || fail "a ttl past the policy's: $stderr"
+        g ctl plan --policy "$T/cfg/policy.json" --template sh-echo --expires-in 5x
+        expect_status 125
+        [[ "$stderr" == "glove: usage.ctl: "* ]] || fail "bad duration: $stderr"
+        g ctl plan --profile interactive
+        expect_status 125
+        [[ "$stderr" == "glove: usage.ctl: plan needs --template"* ]] || fail "no template: $stderr"
+        chmod 644 "$T/cfg/policy.json"
+        g ctl plan --policy "$T/cfg/policy.json" --template sh-echo --profile interactive
+        expect_status 125
+        [[ "$stderr" == "glove: policy."* ]] || fail "a policy file gloved would refuse: $stderr"
+        chmod 600 "$T/cfg/policy.json"
+        # The printed plan validates, creates and starts.
+        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
+                --materialization-root "$T/mat"
+        ctl validate-plan "$T/cfg/plan.json"
+        expect_status 0
+        [[ "$output" == "valid plan: "* ]] || fail "the printed plan is not valid: $output // $stderr"
+        ctl create-session --session-id p1 --idempotency-key k-p1 --controller-digest "$CDIGEST" --plan "$T/cfg/plan.json"
+        expect_status 0
+        ctl --json capabilities
+        if [[ "$output" == *'"lifecycle_operational":false'* && "$output" == *cgroup.not_delegated* ]]; then
+                skip "cgroups are not delegated to uid $(id -u): the plan validated and was created; starting needs managed sessions"
+        fi
+        ctl start p1
+        expect_status 0
+        run --separate-stderr timeout -k 5 30 bash -c "printf 'quit\n' | '$GLOVE' ctl --runtime-dir '$RT' attach p1"
+        expect_status 7
+        [[ "$output" == *"got:quit"* ]] || fail "the session did not run: $output // $stderr"
+}

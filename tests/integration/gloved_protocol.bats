@@ -260,3 +260,53 @@ print(json.dumps({"id": int(sys.argv[1]), "method": "create_session", "params": 
         run --separate-stderr "$GLOVE" --help
         [[ "$output" == *"ctl [OPTIONS] COMMAND"* ]] || fail "glove --help lists ctl"
 }
+
+@test "protocol: a sandbox that reads the bootstrap secret through a grant is refused (auth.foreign_user_namespace); the host's glove ctl is served" {
+        start_gloved "$T/a"
+        # The agent is granted gloved's runtime directory: it reads the secret
+        # and the socket, and authenticates with the right secret.
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- \
+                "$PY" "$CTLFRAME" "$RT" exchange '{"id":1,"method":"capabilities"}'
+        [[ "${lines[0]-}" == 'auth {"error":{"code":"auth.foreign_user_namespace",'* ]] ||
+                fail "a sandbox's peer was not refused: $output // $stderr"
+        [ "${lines[1]-}" = EOF ] || fail "the connection must close after the refusal: $output"
+        grep -q "connection refused: auth.foreign_user_namespace" "$GD_ERR" || fail "gloved did not log the refusal"
+        # Any first request gets the same answer, not auth.required.
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- \
+                "$PY" "$CTLFRAME" "$RT" exchange --no-auth '{"id":1,"method":"capabilities"}'
+        [[ "$output" == *'"code":"auth.foreign_user_namespace"'* ]] || fail "an unauthenticated request: $output"
+        # A peer in a user namespace of its own outside any sandbox as well.
+        if unshare --user --map-current-user true 2>/dev/null; then
+                run --separate-stderr timeout -k 5 60 unshare --user --map-current-user "$GLOVE" ctl --runtime-dir "$RT" capabilities
+                expect_status 125
+                [[ "$stderr" == *"client.auth_failed"*"auth.foreign_user_namespace"* ]] || fail "unshare --user peer: $stderr"
+        fi
+        # The host's own glove ctl, in gloved's user namespace.
+        ctl capabilities
+        expect_status 0
+        [[ "$output" == *"service: gloved"* ]] || fail "the host's glove ctl was not served: $output // $stderr"
+}
+
+@test "protocol: gloved in a user namespace of its own (unshare --user) serves the host's glove ctl, and refuses a sibling namespace" {
+        unshare --user --map-root-user true 2>/dev/null || skip "unshare --user --map-root-user is not permitted here"
+        RT=$T/u/run ST=$T/u/state GD_ERR=$T/u.gloved.err
+        unshare --user --map-root-user "$GLOVED" --runtime-dir "$RT" --state-dir "$ST" 2>"$GD_ERR" </dev/null 3>&- &
+        GD_PID=$!
+        track_pid "$GD_PID"
+        wait_gloved "$RT" "$GD_PID"
+        [ "$(readlink /proc/$GD_PID/ns/user 2>/dev/null || echo x)" != "$(readlink /proc/self/ns/user)" ] ||
+                fail "gloved is not in a user namespace of its own"
+        # The shell's namespace is an ancestor of gloved's: glove ctl proves
+        # it with a descriptor of gloved's namespace and is served.
+        ctl capabilities
+        expect_status 0
+        [[ "$output" == *"service: gloved"* ]] || fail "the host's glove ctl was refused: $output // $stderr"
+        # A sibling namespace (what glove exec makes) is refused, secret or not.
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- \
+                "$PY" "$CTLFRAME" "$RT" exchange '{"id":1,"method":"capabilities"}'
+        [[ "${lines[0]-}" == 'auth {"error":{"code":"auth.foreign_user_namespace",'* ]] ||
+                fail "a sandbox beside gloved was not refused: $output // $stderr"
+        run --separate-stderr timeout -k 5 60 unshare --user --map-current-user "$GLOVE" ctl --runtime-dir "$RT" capabilities
+        expect_status 125
+        [[ "$stderr" == *"auth.foreign_user_namespace"* ]] || fail "a sibling glove ctl was not refused: $stderr"
+}

@@ -685,3 +685,104 @@ s.close()' "$sock"
         [ -z "$(ls -A "$T/mat/keepers" 2>/dev/null)" ] || fail "keeper files are left: $(ls "$T/mat/keepers")"
         nothing_left
 }
+
+# store_with_sessions DIR N: a stopped gloved left a store of N created
+# sessions in DIR (sessions.journal); sets J and SARGS.
+store_with_sessions() {
+        mkdir -m 700 "$1"
+        install_policy "$1/policy.json"
+        plan_file "$T/plan.json"
+        J=$1/sessions.journal
+        SARGS=(--session-policy "$1/policy.json" --session-store "$J")
+        start_gloved "$T/a" "${SARGS[@]}"
+        local n
+        for ((n = 1; n <= $2; n++)); do
+                ctl create-session --session-id "s-$n" --idempotency-key "k-$n" --controller-digest "$CDIGEST" --plan "$T/plan.json"
+                expect_status 0
+        done
+        stop_gloved
+}
+
+@test "gloved recovery: the newest seal slot zeroed and the journal cut at the end of the previous record (a lost answered record) refuses start: journal.record_lost" {
+        store_with_sessions "$T/p" 3
+        # The journal's records: header 64 bytes, then length, payload, tag.
+        "$PY" - "$J" <<'PYEOF'
+import struct, sys
+path = sys.argv[1]
+b = open(path, "rb").read()
+off, ends = 64, []
+while off < len(b):
+    n = struct.unpack(">I", b[off:off + 4])[0]
+    off += 4 + n + 32
+    ends.append(off)
+assert len(ends) == 3 and ends[-1] == len(b), ends
+# The newest slot (3 records) is at (3 mod 2) * 512: zeroed. The journal is
+# cut at the end of record 2: a consistent-looking store of two sessions.
+with open(path + ".seal", "r+b") as fh:
+    fh.seek(512)
+    fh.write(b"\0" * 64)
+with open(path, "r+b") as fh:
+    fh.truncate(ends[1])
+PYEOF
+        before=$(cat "$J" "$J.seal" | sha256sum)
+        gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
+        expect_status 1
+        [[ "$stderr" == *"gloved: journal.record_lost: "* ]] || fail "expected journal.record_lost: $stderr"
+        [ "$(cat "$J" "$J.seal" | sha256sum)" = "$before" ] || fail "the evidence was rewritten"
+}
+
+@test "gloved recovery: the crash windows of the seal still recover: a record past a zeroed newest slot, and a seal write torn after it" {
+        store_with_sessions "$T/p" 3
+        cp "$J" "$T/j.good"
+        cp "$J.seal" "$T/s.good"
+        # The newest slot zeroed with its record still there: the crash
+        # between the record's sync and its slot's (the record was never
+        # answered): accepted, every session there.
+        "$PY" -c 'import sys; f=open(sys.argv[1],"r+b"); f.seek(512); f.write(b"\0"*64)' "$J.seal"
+        start_gloved "$T/c" "${SARGS[@]}"
+        grep -q "3 sessions" "$GD_ERR" || fail "the store did not replay 3 sessions: $(cat "$GD_ERR")"
+        grep -q "accepted one complete record" "$GD_ERR" || fail "the unsealed record was not reported"
+        # The next append seals both records, and a restart is clean.
+        ctl create-session --session-id s-4 --idempotency-key k-4 --controller-digest "$CDIGEST" --plan "$T/plan.json"
+        expect_status 0
+        stop_gloved
+        start_gloved "$T/d" "${SARGS[@]}"
+        grep -q "4 sessions" "$GD_ERR" || fail "the restart after the re-seal lost a session: $(cat "$GD_ERR")"
+        ! grep -q "accepted one complete record" "$GD_ERR" || fail "the record stayed unsealed"
+        stop_gloved
+        # A torn write of the newest slot (garbage, not zeros): the same.
+        cp "$T/j.good" "$J"
+        cp "$T/s.good" "$J.seal"
+        "$PY" -c 'import sys; f=open(sys.argv[1],"r+b"); f.seek(520); f.write(b"\x5a"*16)' "$J.seal"
+        start_gloved "$T/e" "${SARGS[@]}"
+        grep -q "3 sessions" "$GD_ERR" || fail "a torn newest slot: $(cat "$GD_ERR")"
+}
+
+@test "gloved recovery: a session store created empty where one was expected is said on stderr (store.created_empty)" {
+        store_with_sessions "$T/p" 1
+        # A clean empty creation says nothing.
+        grep -q "store.created_empty" "$T/a.gloved.err" && fail "a first start must not warn"
+        # The journal gone, its seal left (it committed a record): refused.
+        mv "$J" "$T/moved"
+        gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
+        expect_status 1
+        [[ "$stderr" == *"journal.missing"* ]] || fail "a seal without its journal: $stderr"
+        # Both gone: a new empty store, as on a first start.
+        rm -f "$J.seal"
+        start_gloved "$T/a" "${SARGS[@]}"
+        grep -q "0 sessions" "$GD_ERR" || fail "a new store: $(cat "$GD_ERR")"
+        stop_gloved
+        # A seal that committed nothing, without its journal.
+        rm -f "$J"
+        start_gloved "$T/a" "${SARGS[@]}"
+        grep -q "store.created_empty: $J.seal was there without its journal" "$GD_ERR" ||
+                fail "a lone empty seal was replaced silently: $(cat "$GD_ERR")"
+        stop_gloved
+        # The torn evidence of an earlier store next to a missing one.
+        rm -f "$J" "$J.seal"
+        printf 'x' >"$J.torn"
+        chmod 600 "$J.torn"
+        start_gloved "$T/a" "${SARGS[@]}"
+        grep -q "store.created_empty: created an empty session store $J next to $J.torn" "$GD_ERR" ||
+                fail "no warning next to .torn: $(cat "$GD_ERR")"
+}

@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
-# The README's gloved quickstart ("A session end to end") runs as pasted:
-# the shell block is taken from README.md itself, with only its scratch
-# directory (/tmp/glove-*), the build directory and the checkout's tests/
-# pointed at this run's copies.
+# Every shell block of the README runs as pasted (issue 14): the blocks are
+# taken from README.md itself (```sh, ```bash, ```console), with only /tmp
+# pointed at this run's scratch directory and a checkout made of the binaries
+# under test, tests/ and examples/. A block preceded by
+# <!-- not-run: REASON --> is not run (at most two); the gloved quickstart
+# ("A session end to end") and the "Operate it" block have tests of their own
+# that also check what they print.
 
 load helpers
 load "$GLOVE_IT_LIB/gloved"
@@ -86,4 +89,115 @@ PYEOF
                 [[ "$output" == *"$w"* ]] || fail "the block's output lacks '$w': $output // $stderr"
         done
         [ "$(stat -c %a "$T/home/.config/glove/session-policy.json")" = 600 ] || fail "setup's policy is not 0600"
+}
+
+# The README blocks that have a test of their own above (which runs them as
+# pasted and checks what they print); the generic test leaves them to it.
+DEDICATED_BLOCKS=("A session end to end" "## Operate it")
+
+@test "README: every shell block runs as pasted on a fresh checkout (blocks marked not-run excepted)" {
+        local readme="$BATS_TEST_DIRNAME/README.md"
+        [ -f "$readme" ] || fail "README.md was not copied next to the suite"
+        [ -d "$BATS_TEST_DIRNAME/examples" ] || fail "examples/ was not copied next to the suite"
+        # Each ```sh, ```bash or ```console block (console: the lines after
+        # "$ ") becomes T/blocks/N.sh, with N.meta: its line, the text before
+        # it that names it (the last heading, or the paragraph that dedicated
+        # tests find it by) and the reason of a <!-- not-run: REASON -->
+        # marker on the line right before it.
+        "$PY" - "$readme" "$T/blocks" <<'PYEOF'
+import os, re, sys
+lines = open(sys.argv[1]).read().split("\n")
+out = sys.argv[2]
+os.makedirs(out)
+n, i, context, notrun = 0, 0, "", None
+while i < len(lines):
+    line = lines[i]
+    m = re.match(r"```(\S*)\s*$", line)
+    if m:
+        lang, start, body = m.group(1), i + 1, []
+        i += 1
+        while i < len(lines) and not lines[i].startswith("```"):
+            body.append(lines[i])
+            i += 1
+        if lang in ("sh", "bash", "console"):
+            if lang == "console":
+                body = [l[2:] for l in body if l.startswith("$ ")]
+            n += 1
+            open(os.path.join(out, "%d.sh" % n), "w").write("\n".join(body) + "\n")
+            open(os.path.join(out, "%d.meta" % n), "w").write("%d\t%s\t%s\n" % (start, context, notrun or ""))
+        elif notrun:
+            sys.exit("README line %d: a not-run marker before a %s block, which is never run" % (start, lang or "plain"))
+        notrun = None
+    else:
+        m = re.match(r"<!-- not-run: (.+) -->\s*$", line)
+        if m:
+            notrun = m.group(1)
+        elif line.strip():
+            if notrun:
+                sys.exit("README line %d: a not-run marker must be right before its block" % i)
+            if line.startswith("#") or "A session end to end" in line:
+                context = line.strip()
+    i += 1
+print(n)
+PYEOF
+        local nblocks
+        nblocks=$(ls "$T/blocks"/*.sh | wc -l)
+        [ "$nblocks" -ge 5 ] || fail "only $nblocks shell blocks found in the README"
+        # The fresh checkout the README assumes, with the built binaries.
+        local co=$T/checkout
+        mkdir -p "$co/build" "$co/tests/integration" "$co/tests/agents" "$T/home" "$T/run" "$T/tmp"
+        chmod 0700 "$T/home" "$T/run"
+        ln -s "$GLOVE" "$co/build/glove"
+        ln -s "$GLOVED" "$co/build/gloved"
+        ln -s "$LIB" "$co/tests/integration/lib"
+        ln -s "$AGENTS/verify_receipts.py" "$co/tests/agents/verify_receipts.py"
+        [ -n "${GLOVE_NODE_MODULES:-}" ] && ln -s "$GLOVE_NODE_MODULES" "$co/tests/node_modules"
+        # A real copy: the agents read them inside their sandbox, where the
+        # checkout's own path is not granted.
+        cp -r "$BATS_TEST_DIRNAME/examples" "$co/examples"
+        local idx meta line context reason ran=0 notrun=0 skipped=0 d
+        for ((idx = 1; idx <= nblocks; idx++)); do
+                IFS=$'\t' read -r line context reason <"$T/blocks/$idx.meta"
+                if [ -n "$reason" ]; then
+                        echo "# README block $idx (line $line, $context): not run: $reason" >&3
+                        notrun=$((notrun + 1))
+                        continue
+                fi
+                for d in "${DEDICATED_BLOCKS[@]}"; do
+                        if [[ "$context" == *"$d"* ]]; then
+                                echo "# README block $idx (line $line, $context): run by its own test above" >&3
+                                continue 2
+                        fi
+                done
+                if grep -q "tests/node_modules" "$T/blocks/$idx.sh" && [ -z "${GLOVE_NODE_MODULES:-}" ]; then
+                        echo "# README block $idx (line $line): skipped: tests/node_modules is not installed (scripts/deps.sh)" >&3
+                        skipped=$((skipped + 1))
+                        continue
+                fi
+                # Scratch paths instead of the host's /tmp, so that the root
+                # and the unprivileged runs never share a file.
+                sed "s|/tmp/|$T/tmp/|g" "$T/blocks/$idx.sh" >"$T/blocks/$idx.run"
+                # A fresh user's environment with the built binaries on PATH;
+                # make is already done (the binaries are the ones under test).
+                run --separate-stderr env -i PATH="$co/build:/usr/bin:/bin" HOME="$T/home" XDG_RUNTIME_DIR="$T/run" \
+                        TMPDIR="$T/tmp" LANG=C.UTF-8 timeout -k 5 120 bash -e -c '
+                        cd "$1"
+                        make() { if [ $# -eq 0 ]; then echo "make: build/glove is built already"; else echo "make $*: not run here" >&2; return 1; fi; }
+                        trap "kill \$(jobs -p) 2>/dev/null || true" EXIT
+                        . "$2"' bash "$co" "$T/blocks/$idx.run"
+                if [ "$status" -ne 0 ]; then
+                        if [[ "$output$stderr" == *cgroup.not_delegated* ]]; then
+                                echo "# README block $idx (line $line): skipped: cgroups are not delegated to uid $(id -u)" >&3
+                                skipped=$((skipped + 1))
+                                continue
+                        fi
+                        fail "README block $idx (line $line, $context) failed ($status): $output // $stderr"
+                fi
+                ran=$((ran + 1))
+        done
+        echo "# README: $ran blocks ran, $skipped skipped, $notrun not run by marker" >&3
+        [ "$notrun" -le 2 ] || fail "$notrun blocks are marked not-run: keep that list short"
+        [ "$ran" -ge 2 ] || fail "only $ran README blocks ran"
+        # What the quickstarts' agents leave behind.
+        grep -q "done: Count the Python files" "$T/tmp/out/answer.txt" || fail "examples/agent.py wrote no answer"
 }

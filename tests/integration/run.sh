@@ -69,6 +69,8 @@ mkdir "$work/suite" "$work/agents" "$work/bin" "$work/home" "$work/tmp"
 cp "$here"/*.bats "$here"/helpers.bash "$work/suite/"
 # readme.bats runs the README's quickstart from the README itself.
 cp "$repo/README.md" "$work/suite/"
+# ... and the example agents its blocks name (examples/).
+cp -r "$repo/examples" "$work/suite/examples"
 cp -r "$here/lib" "$work/suite/lib"
 cp -r "$repo/tests/agents/." "$work/agents/"
 chmod -R a+rX,go-w "$work/suite" "$work/agents"

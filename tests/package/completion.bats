@@ -60,7 +60,7 @@ help_options() {
                 fail "glove run: completion differs from --help"
         # glove ctl: the global options, then each command's own.
         local ctl
-        ctl=$( { complete_words glove ctl --; for c in create-session receipts receipts-ack attach write-stdin stop; do
+        ctl=$( { complete_words glove ctl --; for c in plan create-session receipts receipts-ack attach write-stdin stop; do
                 complete_words glove ctl "$c" --; done; } | sort -u)
         diff <(echo "$ctl") <(help_options glove ctl) || fail "glove ctl: completion differs from --help"
         diff <(complete_words gloved --) <(help_options gloved) || fail "gloved: completion differs from --help"

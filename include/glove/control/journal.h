@@ -202,6 +202,7 @@ struct glove_control_journal_open_options {
 /* What opening found, for the caller to report. */
 struct glove_control_journal_report {
         bool created;            /* the journal did not exist and was created */
+        bool seal_replaced;      /* ... over a seal that existed and committed nothing (an interrupted creation) */
         bool unsealed_record;    /* one complete record past the seal was accepted */
         uint64_t torn_bytes;     /* bytes of an incomplete last record cut off (recover mode) */
         uint64_t torn_offset;    /* where they started */

@@ -8,6 +8,11 @@
  * For each accepted connection:
  *   - SO_PEERCRED: a peer whose uid differs from the service uid is closed
  *     at once, before any byte is read or written;
+ *   - the peer's user namespace must be gloved's own or an ancestor's
+ *     (peerns.h): otherwise its first request, whatever it is, is answered
+ *     with auth.foreign_user_namespace (or auth.peer_unverified) and the
+ *     connection is closed; a descriptor of gloved's user namespace passed
+ *     with SCM_RIGHTS before authentication is the proof of an ancestor;
  *   - the first frame must be {"id","method":"authenticate","params":
  *     {"secret":HEX64}}; the secret is compared in constant time; anything
  *     else is answered with auth.required or auth.failed and the

@@ -57,10 +57,16 @@ def seal_slot(hdr, count, size, head):
     return body + hashlib.sha256(b"glove.journal.seal.v1\0" + hdr + body).digest()[:8]
 
 
-def seal(hdr, count, size, head):
+def seal(hdr, count, size, head, prev=None):
+    """The seal gloved leaves after `count` records: the slot for count and,
+    when count >= 1, the slot for count - 1 (prev: (size, head) after it)."""
     s = bytearray(SEAL_LEN)
     off = (count % 2) * SEAL_STRIDE
     s[off:off + 64] = seal_slot(hdr, count, size, head)
+    if count >= 1:
+        psize, phead = prev
+        off = ((count - 1) % 2) * SEAL_STRIDE
+        s[off:off + 64] = seal_slot(hdr, count - 1, psize, phead)
     return bytes(s)
 
 
@@ -69,10 +75,12 @@ def store_bytes(payloads, param=b"\x00" * 32):
     hdr = header(STORE, param)
     tag = store_genesis(hdr)
     out = bytearray(hdr)
+    prev = None
     for seq, p in enumerate(payloads, 1):
+        prev = (len(out), tag)
         tag = store_tag(tag, seq, p)
         out += record(p, tag)
-    return bytes(out), seal(hdr, len(payloads), len(out), tag)
+    return bytes(out), seal(hdr, len(payloads), len(out), tag, prev)
 
 
 def create_payload(seq, session_id, key, controller, plan_bytes, created_at_ms=1):

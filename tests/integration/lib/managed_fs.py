@@ -136,11 +136,12 @@ def fill_receipts(state):
         env["receipt"]["pad"] = "x" * (RECEIPTS["max_payload"] - base)
         payload = jf.canonical(env)
         assert len(payload) == RECEIPTS["max_payload"]
+        prev = (len(out), mac)
         mac = hmac.new(key, b"glove.receipt.envelope.v1\x00" + mac + payload, hashlib.sha256).digest()
         out += jf.record(payload, mac)
         room -= 4 + len(payload) + 32
     jf.write_private(os.path.join(state, "receipt.key"), key)
-    jf.write_private(os.path.join(state, "receipts.journal.seal"), jf.seal(hdr, seq, len(out), mac))
+    jf.write_private(os.path.join(state, "receipts.journal.seal"), jf.seal(hdr, seq, len(out), mac, prev))
     jf.write_private(os.path.join(state, "receipts.journal"), bytes(out))
     print(seq)
 

@@ -322,6 +322,45 @@ static void test_scan_in_memory(void **state) {
         free(b);
 }
 
+/* A newest seal slot wiped and the journal cut at the end of the previous
+ * record: what no crash leaves (the slot is written only after its record is
+ * synced), so start refuses it (journal.record_lost). Every other slot
+ * damage that a crash can leave is still accepted. */
+static void test_record_lost(void **state) {
+        struct fixture *f = *state;
+        append_n(f, 2);
+        struct stat st;
+        assert_int_equal(stat(f->path, &st), 0);
+        off_t two = st.st_size;
+        append_n(f, 1);
+        size_t n;
+        unsigned char *seal = th_read(f->seal, &n);
+        unsigned char wiped[GLOVE_CONTROL_JOURNAL_SEAL_LEN];
+        assert_int_equal(n, sizeof(wiped));
+        memcpy(wiped, seal, n);
+        /* Record 3's slot is at (3 mod 2) * 512. */
+        memset(wiped + GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE, 0, GLOVE_CONTROL_JOURNAL_SEAL_SLOT_LEN);
+        th_write(f->seal, wiped, n);
+        /* With record 3 still there: the crash window (accepted). */
+        struct glove_control_journal *j = NULL;
+        struct glove_control_journal_report rep;
+        assert_int_equal(open_j(f, &j, &rep, NULL), 0);
+        assert_true(rep.unsealed_record);
+        glove_control_journal_close(j);
+        th_write(f->seal, wiped, n);
+        assert_int_equal(truncate(f->path, two), 0);
+        expect_open_fails(f, "journal.record_lost");
+        /* The older slot replaced by garbage instead: the same. */
+        memcpy(wiped, seal, n);
+        memset(wiped + GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE, 0x5a, 8);
+        th_write(f->seal, wiped, n);
+        expect_open_fails(f, "journal.record_lost");
+        /* The intact seal of 3 records against the cut journal. */
+        th_write(f->seal, seal, n);
+        expect_open_fails(f, "journal.resized");
+        free(seal);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_create_and_reopen, setup, teardown),
@@ -331,6 +370,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_insecure_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unsealed_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_seal_corrupt, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_record_lost, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_resized_behind_writer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_torn_tail_recover_mode, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_scan_in_memory, setup, teardown),

@@ -337,6 +337,11 @@ static void write_envelope(struct fixture *f, const uint8_t header[GLOVE_CONTROL
         assert_int_equal(glove_control_journal_seal_slot(header, 1, len, mac, seal + GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE,
                                                          NULL),
                          0);
+        /* The genesis slot as well, as gloved leaves it (the chain anchor is
+         * the head of zero records). */
+        assert_int_equal(glove_control_journal_seal_slot(header, 0, GLOVE_CONTROL_JOURNAL_HEADER_LEN, header + 32, seal,
+                                                         NULL),
+                         0);
         th_write(f->journal, out, len);
         th_write(f->seal, seal, sizeof(seal));
         free(key);
