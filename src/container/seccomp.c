@@ -58,6 +58,9 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* Terminal injection into the invoker's shell. */
         DENY_ARG("ioctl", IOCTL_CMD(TIOCSTI), "TIOCSTI pushes input into a terminal"),
         DENY_ARG("ioctl", IOCTL_CMD(TIOCLINUX), "TIOCLINUX reads and injects on virtual consoles"),
+        /* A line discipline change runs kernel code chosen by the agent, and
+         * with dev.tty.ldisc_autoload=1 loads its module. */
+        DENY_ARG("ioctl", IOCTL_CMD(TIOCSETD), "TIOCSETD changes the line discipline (and may load its module)"),
         /* Kernel keyrings are not namespaced. */
         DENY("keyctl", "kernel keyrings are shared with the host"),
         DENY("add_key", "kernel keyrings are shared with the host"),

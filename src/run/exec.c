@@ -155,6 +155,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .egress = egress_on ? &egress : NULL,
                 .audit = &x->launch->audit,
                 .parent_death_kill = true,
+                .nofile = opts->nofile,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited, .warning = on_warning};

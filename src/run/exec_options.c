@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 
 const char glove_exec_help[] =
         "Usage: glove exec [OPTIONS] -- PROGRAM [ARG...]\n"
@@ -24,7 +25,14 @@ const char glove_exec_help[] =
         "                    a path with a symbolic link in it; /, /proc, /sys, /dev,\n"
         "                    /run, /var/run, $XDG_RUNTIME_DIR (service sockets), /home\n"
         "                    and /home/agent (the private HOME); nested grants of\n"
-        "                    different modes.\n"
+        "                    different modes; writable grants (--write, --workspace) of\n"
+        "                    system directories: /bin, /boot, /etc, /lib*, /opt, /root,\n"
+        "                    /sbin, /srv, /usr, /var and what lies beneath them (not\n"
+        "                    /var/tmp), and a directory holding a live gloved's\n"
+        "                    runtime directory (socket and bootstrap secret).\n"
+        "  --unsafe-write-system-dir  allow writable grants of system directories:\n"
+        "                    the agent can then change the host's programs and\n"
+        "                    configuration (a root invoker's agent as host root)\n"
         "  --env NAME        pass Glove's value of the variable NAME (repeatable);\n"
         "                    the agent otherwise sees only PATH, HOME, TMPDIR, TERM,\n"
         "                    LANG and GLOVE_SANDBOXED=1\n"
@@ -35,6 +43,8 @@ const char glove_exec_help[] =
         "  --cpu-time MS       CPU time of the whole process tree\n"
         "  --memory BYTES      memory of the whole tree (swap 0)\n"
         "  --pids N            processes and threads of the whole tree\n"
+        "  --nofile N          open files per process (soft = hard; default 1024,\n"
+        "                      at most the invoker's own hard limit)\n"
         "  --wall-time MS      time from start to end\n"
         "  --disk BYTES        size of each private writable tmpfs (/tmp, HOME, /dev/shm)\n"
         "  --output-limit BYTES  bytes the program may write to stdout/stderr\n"
@@ -80,7 +90,8 @@ const char glove_run_help[] =
         "\n"
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
-        "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
+        "  --cpu-time MS, --memory BYTES, --pids N, --nofile N, --wall-time MS,\n"
+        "  --disk BYTES, --unsafe-write-system-dir,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
@@ -113,6 +124,8 @@ enum {
         OPT_TTY,
         OPT_EGRESS_ALLOW,
         OPT_EGRESS_ALLOW_PRIVATE,
+        OPT_NOFILE,
+        OPT_UNSAFE_WRITE_SYSTEM_DIR,
 };
 
 #define SANDBOX_OPTIONS                                                   \
@@ -131,6 +144,8 @@ enum {
         {"tty", no_argument, NULL, OPT_TTY},                             \
         {"egress-allow", required_argument, NULL, OPT_EGRESS_ALLOW},     \
         {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
+        {"nofile", required_argument, NULL, OPT_NOFILE},                 \
+        {"unsafe-write-system-dir", no_argument, NULL, OPT_UNSAFE_WRITE_SYSTEM_DIR}, \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -159,6 +174,17 @@ static int parse_number(const char *opt, const char *s, bool suffixes, uint64_t 
         if (glove_number_parse_u64(s, suffixes ? GLOVE_NUMBER_SUFFIXES : 0, min, max, out) < 0)
                 return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
                                        (unsigned long long)min, (unsigned long long)max);
+        return 0;
+}
+
+/* --nofile N may not exceed the invoker's own hard RLIMIT_NOFILE: the agent
+ * cannot be given more than Glove may have. */
+static int check_nofile(uint64_t n, struct glove_error *err) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && n > rl.rlim_max)
+                return glove_error_set(err, EINVAL, "limits.nofile_above_hard",
+                                       "--nofile %llu: above the invoker's own hard limit of %llu open files",
+                                       (unsigned long long)n, (unsigned long long)rl.rlim_max);
         return 0;
 }
 
@@ -274,6 +300,15 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         break;
                 case OPT_EGRESS_ALLOW_PRIVATE:
                         opts->egress_allow_private = true;
+                        break;
+                case OPT_NOFILE:
+                        r = parse_number("--nofile", optarg, false, GLOVE_RUN_NOFILE_MIN, GLOVE_RUN_NOFILE_MAX, &opts->nofile,
+                                         err);
+                        if (r == 0)
+                                r = check_nofile(opts->nofile, err);
+                        break;
+                case OPT_UNSAFE_WRITE_SYSTEM_DIR:
+                        opts->unsafe_write_system_dir = true;
                         break;
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;

@@ -314,6 +314,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .egress = egress_on ? &egress : NULL,
                 .audit = &r->launch.audit,
                 .parent_death_kill = true,
+                .nofile = r->opts.nofile,
         };
         glove_front_limits(&r->opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {
