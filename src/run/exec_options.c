@@ -59,6 +59,12 @@ const char glove_exec_help[] =
         "                    default; .example.com matches subdomains only), through\n"
         "                    a per-run authenticated proxy that audits every connection\n"
         "  --egress-allow-private  also allow loopback and private destinations\n"
+        "\n"
+        "Unix sockets: socketpair(2) works; socket(AF_UNIX) fails with EPERM, so\n"
+        "the program cannot connect to a socket file inside a grant.\n"
+        "  --unix-sockets    let it make Unix sockets (tmux, a local database,\n"
+        "                    Python's forkserver): it can then also connect to any\n"
+        "                    socket file in a grant, whose service sees your uid\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -91,7 +97,7 @@ const char glove_run_help[] =
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --cpu-time MS, --memory BYTES, --pids N, --nofile N, --wall-time MS,\n"
-        "  --disk BYTES, --unsafe-write-system-dir,\n"
+        "  --disk BYTES, --unsafe-write-system-dir, --unix-sockets,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
@@ -126,6 +132,7 @@ enum {
         OPT_EGRESS_ALLOW_PRIVATE,
         OPT_NOFILE,
         OPT_UNSAFE_WRITE_SYSTEM_DIR,
+        OPT_UNIX_SOCKETS,
 };
 
 #define SANDBOX_OPTIONS                                                   \
@@ -146,6 +153,7 @@ enum {
         {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
         {"nofile", required_argument, NULL, OPT_NOFILE},                 \
         {"unsafe-write-system-dir", no_argument, NULL, OPT_UNSAFE_WRITE_SYSTEM_DIR}, \
+        {"unix-sockets", no_argument, NULL, OPT_UNIX_SOCKETS}, \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -309,6 +317,9 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         break;
                 case OPT_UNSAFE_WRITE_SYSTEM_DIR:
                         opts->unsafe_write_system_dir = true;
+                        break;
+                case OPT_UNIX_SOCKETS:
+                        opts->allow_unix_sockets = true;
                         break;
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;

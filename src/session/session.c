@@ -552,6 +552,8 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
 
         if (r >= 0)
                 r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
+        if (r >= 0 && s->egress.enabled && d->seccomp_egress)
+                s->cfg.seccomp = d->seccomp_egress;
         s->egress.audit_max = d->audit_max_bytes;
         if (r >= 0)
                 r = make_cgroup(s, d, &s->cfg, err);

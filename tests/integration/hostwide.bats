@@ -199,3 +199,44 @@ for line in open("/proc/keys"):
         gx --read "$T" -- /bin/true
         expect_status 0
 }
+
+# ------------------------------------------------------------ Unix sockets
+
+# unix_listener PATH: a host process listening on the pathname socket PATH
+# that answers every connection with HOST-UNIX.
+unix_listener() {
+        local ready=$T/ready.$RANDOM
+        "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(8); s.settimeout(20)
+open(sys.argv[2], "w").write("ready\n")
+try:
+    while True:
+        c, _ = s.accept(); c.sendall(b"HOST-UNIX\n"); c.close()
+except Exception:
+    pass
+' "$1" "$ready" 3>&- &
+        track_pid $!
+        wait_for "$ready" '^ready$' 10
+}
+
+@test "hostwide: a pathname Unix socket a host process listens on inside a grant is unreachable (socket EPERM); --unix-sockets reaches it" {
+        mkdir -p "$T/g"
+        chmod 0755 "$T" "$T/g"
+        unix_listener "$T/g/service.sock"
+        chmod 0777 "$T/g/service.sock"
+        gx --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
+        expect_status 0
+        expect_output "socket EPERM"
+        gx --egress-allow example.com:443 --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
+        expect_status 0
+        expect_output "socket EPERM"
+        gx --read "$AGENTS" -- "${HW[@]}" socketpair
+        expect_status 0
+        expect_output "socketpair ok:y"
+        # What --unix-sockets leaves reachable, as documented.
+        gx --unix-sockets --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
+        expect_status 0
+        expect_output "connect ok:HOST-UNIX"
+}

@@ -56,6 +56,7 @@ struct glove_exec_options {
         uint64_t nofile;                /* --nofile N: RLIMIT_NOFILE of the agent; 0: default */
         bool unsafe_write_system_dir;   /* --unsafe-write-system-dir: writable grants of
                                          * the host's system directories allowed */
+        bool allow_unix_sockets;        /* --unix-sockets: socket(AF_UNIX) allowed */
 
         /* glove run only; all strings borrowed from argv. */
         const char *upstreams[GLOVE_RUN_UPSTREAMS_MAX];     /* "NAME=CMD[,ARG...]" */

@@ -120,7 +120,10 @@ struct glove_session_desc {
          * When it does not exist inside, the spawn fails ("mount.chdir",
          * through ops.exited). */
         const char *cwd;
-        const struct sock_fprog *seccomp;      /* the agent's filter (egress selects its own); borrowed */
+        const struct sock_fprog *seccomp;      /* the agent's filter offline; borrowed */
+        /* The agent's filter with egress; NULL: glove_seccomp_prebuilt_egress.
+         * Borrowed. */
+        const struct sock_fprog *seccomp_egress;
         struct glove_session_limits limits;
         enum glove_session_cgroup_policy cgroup_policy;
         /* When set, the run cgroup must be made in the directory of this
