@@ -38,7 +38,7 @@ struct glove_seccomp_rule {
                                    * for the rule to apply; 0 means every mode */
 };
 
-/* The two filters: offline (only AF_UNIX sockets) and egress (also AF_INET
+/* The two network modes: offline (only AF_UNIX sockets) and egress (also AF_INET
  * and AF_INET6, which reach nothing but the sandbox's own loopback helper
  * because the network namespace has no route). */
 #define GLOVE_SECCOMP_OFFLINE 1u
@@ -81,7 +81,10 @@ void glove_seccomp_program_free(struct sock_fprog *prog);
 /*
  * The program glove_seccomp_build() returns, compiled at build time by
  * glove-seccomp-gen (src/container/seccomp_gen.c) and linked in through
- * glove_seccomp_prebuilt_dep. The launch path uses this one.
+ * glove_seccomp_prebuilt_dep: offline, Unix sockets allowed (glove exec
+ * --unix-sockets). Six programs are prebuilt: this one, the egress one, the
+ * two GLOVE_SECCOMP_NO_UNIX ones (glove exec's default) and the two managed
+ * ones (gloved).
  */
 extern const struct sock_fprog glove_seccomp_prebuilt;
 /* The egress-mode program, prebuilt the same way. */
