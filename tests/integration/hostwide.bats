@@ -235,6 +235,11 @@ except Exception:
         gx --read "$AGENTS" -- "${HW[@]}" socketpair
         expect_status 0
         expect_output "socketpair ok:y"
+        # connect and setsockopt themselves stay for glove exec (EBADF on -1).
+        gx "${PROBE[@]}" sys connect sys setsockopt
+        expect_status 0
+        expect_line "sys connect EBADF"
+        expect_line "sys setsockopt EBADF"
         # What --unix-sockets leaves reachable, as documented.
         gx --unix-sockets --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
         expect_status 0
