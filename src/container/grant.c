@@ -27,13 +27,15 @@ static const char *const restricted_roots[] = {"/proc", "/sys", "/dev", "/run", 
  * of one, or of anything beneath one, lets the agent change what the host
  * runs and how (a root invoker's agent as host uid 0). "lib*" stands for
  * every first component starting with "lib" (lib, lib32, lib64, libx32).
- * /tmp and /var/tmp are scratch space and stay grantable. /root is root's
+ * /tmp and /var/tmp are scratch space and stay grantable, and so do
+ * /var/home and /var/srv, where ostree systems (Fedora Silverblue, CoreOS)
+ * keep what /home and /srv link to. /root is root's
  * home: /root itself and its hidden entries (/root/.ssh, /root/.bashrc,
  * /root/.config, ...: host root's login files and credentials) are system
  * paths, a project directory such as /root/src is not (it is to a root
  * invoker what ~/src is to anyone). */
 static const char *const system_trees[] = {"bin", "boot", "etc", "opt", "sbin", "usr", "var"};
-static const char *const system_scratch[] = {"/var/tmp"};
+static const char *const system_scratch[] = {"/var/tmp", "/var/home", "/var/srv"};
 
 /* Whether the normalized absolute path norm is a system directory or lies
  * beneath one (and not in the scratch exceptions). */

@@ -80,7 +80,8 @@ void glove_grant_set_clear(struct glove_grant_set *set);
  *   "grant.system_directory"  a writable grant (write mode, the workspace
  *                          too) of /bin, /boot, /etc, /lib*, /opt, /root,
  *                          /sbin, /usr, /var or anything beneath them (not
- *                          /var/tmp), by path or by the identity of those
+ *                          /var/tmp, /var/home, /var/srv), /root and its
+ *                          hidden entries, by path or by the identity of those
  *                          roots, unless set->allow_system_write;
  *   "grant.gloved_runtime" the path is, or lies inside, a directory holding
  *                          gloved's control socket (gloved.sock) or
