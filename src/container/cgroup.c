@@ -42,6 +42,13 @@ void glove_cgroup_limits_default(struct glove_cgroup_limits *out) {
         };
 }
 
+uint64_t glove_cgroup_tcp_memory_bytes(uint64_t memory_bytes) {
+        uint64_t tcp = memory_bytes / 4;
+        if (tcp > GLOVE_CGROUP_TCP_MEMORY_CAP)
+                tcp = GLOVE_CGROUP_TCP_MEMORY_CAP;
+        return tcp & ~UINT64_C(4095);
+}
+
 static int check_one(const char *field, uint64_t v, uint64_t lo, uint64_t hi, struct glove_error *err) {
         if (v >= lo && v <= hi)
                 return 0;

@@ -38,6 +38,18 @@ int cg_v1_configure(struct glove_cgroup *cg, struct glove_error *err) {
                         return limit_error(err, mem, "memory.memsw.limit_in_bytes", r);
                 cg->swap_limited = true;
         }
+        /* Socket buffers are not in memory.limit_in_bytes on v1: a run could
+         * queue hundreds of megabytes in loopback TCP connections of its own
+         * network namespace, charged to nobody but the host-wide TCP memory
+         * (net.ipv4.tcp_mem) every host socket shares. Writing the TCP limit
+         * turns on TCP accounting for this cgroup; past it, sends block or
+         * fail with EAGAIN and receive queues stop growing. */
+        if (cg_file_exists(mem->fd, "memory.kmem.tcp.limit_in_bytes")) {
+                r = cg_file_write_u64(mem->fd, "memory.kmem.tcp.limit_in_bytes",
+                                      glove_cgroup_tcp_memory_bytes(cg->limits.memory_bytes));
+                if (r < 0)
+                        return limit_error(err, mem, "memory.kmem.tcp.limit_in_bytes", r);
+        }
         r = cg_file_write(mem->fd, "memory.swappiness", "0");
         if (r < 0)
                 return limit_error(err, mem, "memory.swappiness", r);

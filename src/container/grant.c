@@ -22,6 +22,160 @@
  * sees the invoker's uid (0 for a root invoker). */
 static const char *const restricted_roots[] = {"/proc", "/sys", "/dev", "/run", "/var/run"};
 
+/* The host's system trees (first path components): programs, libraries,
+ * boot files, configuration, root's home, and system state. A writable grant
+ * of one, or of anything beneath one, lets the agent change what the host
+ * runs and how (a root invoker's agent as host uid 0). "lib*" stands for
+ * every first component starting with "lib" (lib, lib32, lib64, libx32).
+ * /tmp and /var/tmp are scratch space and stay grantable, and so do
+ * /var/home and /var/srv, where ostree systems (Fedora Silverblue, CoreOS)
+ * keep what /home and /srv link to. /root is root's
+ * home: /root itself and its hidden entries (/root/.ssh, /root/.bashrc,
+ * /root/.config, ...: host root's login files and credentials) are system
+ * paths, a project directory such as /root/src is not (it is to a root
+ * invoker what ~/src is to anyone). */
+static const char *const system_trees[] = {"bin", "boot", "etc", "opt", "sbin", "usr", "var"};
+static const char *const system_scratch[] = {"/var/tmp", "/var/home", "/var/srv"};
+
+/* Whether the normalized absolute path norm is a system directory or lies
+ * beneath one (and not in the scratch exceptions). */
+static bool is_system_path(const char *norm) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(system_scratch); i++)
+                if (glove_path_is_beneath(norm, system_scratch[i]))
+                        return false;
+        const char *first = norm + 1;
+        size_t n = strcspn(first, "/");
+        if (n >= 3 && strncmp(first, "lib", 3) == 0)
+                return true;
+        if (n == 4 && strncmp(first, "root", 4) == 0)
+                return first[4] == '\0' || first[5] == '.';
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(system_trees); i++)
+                if (strlen(system_trees[i]) == n && strncmp(first, system_trees[i], n) == 0)
+                        return true;
+        return false;
+}
+
+/* Whether (dev, ino) is one of the system trees' roots reached under another
+ * name (a bind mount of /etc elsewhere shares its identity). */
+static bool is_system_identity(dev_t dev, ino_t ino) {
+        static const char *const roots[] = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
+                                            "/root", "/sbin", "/usr", "/var"};
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(roots); i++) {
+                struct stat st;
+                if (stat(roots[i], &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == dev && st.st_ino == ino)
+                        return true;
+        }
+        return false;
+}
+
+/* gloved's runtime directory holds these two (src/control/service.c). */
+#define GLOVED_SOCKET_NAME "gloved.sock"
+#define GLOVED_SECRET_NAME "bootstrap-secret"
+
+/* Whether the directory dirfd holds a gloved runtime directory's entries:
+ * a socket named gloved.sock or a regular file named bootstrap-secret. */
+static bool holds_gloved_runtime(int dirfd) {
+        struct stat st;
+        if (fstatat(dirfd, GLOVED_SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+                return true;
+        return fstatat(dirfd, GLOVED_SECRET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Refuses norm when it is, or lies inside, a gloved runtime directory: norm
+ * itself (when a directory) and each of its ancestors is looked at, at most
+ * one directory per path component. */
+static int check_inside_gloved_runtime(const char *norm, bool is_dir, struct glove_error *err) {
+        char dir[GLOVE_PATH_MAX];
+        if (strlen(norm) >= sizeof(dir))
+                return 0;
+        strcpy(dir, norm);
+        if (!is_dir) {
+                char *slash = strrchr(dir, '/');
+                slash[slash == dir ? 1 : 0] = '\0';
+        }
+        for (;;) {
+                _cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0 && holds_gloved_runtime(fd))
+                        return glove_error_set(err, EPERM, "grant.gloved_runtime",
+                                               "%s: %s is a gloved runtime directory (its control socket and bootstrap "
+                                               "secret); it cannot be granted",
+                                               norm, dir);
+                if (strcmp(dir, "/") == 0)
+                        return 0;
+                char *slash = strrchr(dir, '/');
+                slash[slash == dir ? 1 : 0] = '\0';
+        }
+}
+
+/* Refuses the directory grant norm when a live gloved's runtime directory
+ * lies beneath it: every listening Unix socket bound in Glove's network
+ * namespace is listed in /proc/net/unix (proc(5)) with the path it was bound
+ * to, and gloved binds RUNTIME_DIR/gloved.sock by its absolute path. The
+ * table is read line by line, at most GLOVE_GRANT_UNIX_TABLE_MAX bytes. */
+static int check_contains_gloved_runtime(const char *norm, struct glove_error *err) {
+        _cleanup_close_ int fd = open("/proc/net/unix", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return glove_error_set(err, errno, "grant.gloved_runtime",
+                                       "%s: cannot read /proc/net/unix to look for gloved runtime directories: %s", norm,
+                                       strerror(errno));
+        char buf[8192];
+        size_t have = 0, total = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return glove_error_set(err, errno, "grant.gloved_runtime", "reading /proc/net/unix: %s",
+                                               strerror(errno));
+                total += (size_t)n;
+                if (total > GLOVE_GRANT_UNIX_TABLE_MAX)
+                        return glove_error_set(err, EFBIG, "grant.gloved_runtime",
+                                               "/proc/net/unix is longer than %d bytes; cannot tell whether %s holds a "
+                                               "gloved runtime directory",
+                                               GLOVE_GRANT_UNIX_TABLE_MAX, norm);
+                have += (size_t)n;
+                buf[have] = '\0';
+                char *line = buf, *nl;
+                while ((nl = strchr(line, '\n')) || (n == 0 && *line)) {
+                        if (nl)
+                                *nl = '\0';
+                        /* Num RefCount Protocol Flags Type St Inode Path */
+                        char *p = line;
+                        for (int field = 0; field < 7 && p; field++) {
+                                p += strspn(p, " ");
+                                p = strchr(p, ' ');
+                        }
+                        if (p) {
+                                p++;
+                                size_t len = strlen(p);
+                                size_t suffix = sizeof("/" GLOVED_SOCKET_NAME) - 1;
+                                if (p[0] == '/' && len > suffix && strcmp(p + len - suffix, "/" GLOVED_SOCKET_NAME) == 0) {
+                                        p[len - suffix] = '\0';
+                                        const char *rdir = p[0] ? p : "/";
+                                        if (glove_path_is_beneath(rdir, norm))
+                                                return glove_error_set(err, EPERM, "grant.gloved_runtime",
+                                                                       "%s: holds the runtime directory %s of a running gloved "
+                                                                       "(its control socket and bootstrap secret); grant a "
+                                                                       "directory that does not contain it",
+                                                                       norm, rdir);
+                                }
+                        }
+                        if (!nl) {
+                                line += strlen(line);
+                                break;
+                        }
+                        line = nl + 1;
+                }
+                if (n == 0)
+                        return 0;
+                have = strlen(line);
+                memmove(buf, line, have);
+                if (have == sizeof(buf) - 1)
+                        return glove_error_set(err, EPROTO, "grant.gloved_runtime", "a line of /proc/net/unix is longer than %zu bytes",
+                                               sizeof(buf) - 1);
+        }
+}
+
 void glove_grant_set_init(struct glove_grant_set *set) {
         memset(set, 0, sizeof(*set));
 }
@@ -162,6 +316,18 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
         bool is_dir = S_ISDIR(stx.stx_mode);
         if (!is_dir && !S_ISREG(stx.stx_mode))
                 return glove_error_set(err, EINVAL, "grant.file_type", "%s: not a directory or regular file", norm);
+        if (mode == GLOVE_GRANT_WRITE && !set->allow_system_write &&
+            (is_system_path(norm) || is_system_identity(makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino)))
+                return glove_error_set(err, EPERM, "grant.system_directory",
+                                       "%s: is or lies beneath a system directory of the host (/bin, /boot, /etc, /lib*, "
+                                       "/opt, /root, /sbin, /usr, /var); the agent could change what the host runs; grant "
+                                       "it read-only",
+                                       norm);
+        r = check_inside_gloved_runtime(norm, is_dir, err);
+        if (r == 0 && is_dir)
+                r = check_contains_gloved_runtime(norm, err);
+        if (r < 0)
+                return r;
         if (workspace && !is_dir)
                 return glove_error_set(err, ENOTDIR, "grant.workspace_not_dir", "%s: not a directory (a workspace must be one)", norm);
         bool merged = false;

@@ -152,6 +152,14 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
                 else
                         signal(SIGXFSZ, SIG_IGN);
         }
+        /* Open descriptors take entries of the host-wide file table
+         * (fs.file-max), charged to no cgroup: every process of the run gets
+         * at most nofile, so the run holds at most pids x nofile. */
+        if (!e && cfg->nofile > 0) {
+                struct rlimit nl = {.rlim_cur = cfg->nofile, .rlim_max = cfg->nofile};
+                if (setrlimit(RLIMIT_NOFILE, &nl) < 0)
+                        e = errno;
+        }
         /* POSIX message queue bytes are counted per user up to the host's
          * user namespace: the agent gets a quarter of what Glove had, so the
          * invoker's other processes keep the rest. */

@@ -50,6 +50,14 @@ static const char *const proc_root_only[] = {"slabinfo",    "vmallocinfo",  "kpa
                                              "kpagecgroup", "pagetypeinfo", "timer_list", "kcore",
                                              "kmsg",        "sched_debug",  "mtrr"};
 
+/* Files of /proc that show another namespace's objects to every reader:
+ * /proc/keys and /proc/key-users list the kernel keys (description, size,
+ * owner) and per-user key quotas of every uid mapped into the reader's user
+ * namespace, and the invoker's uid is mapped into the sandbox's. Keyrings are
+ * not namespaced (keyctl and add_key are refused by the seccomp filter), so
+ * these are masked for every invoker like the root-only ones above. */
+static const char *const proc_always_masked[] = {"keys", "key-users"};
+
 #define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
 uid_t glove_mount_plan_inside_id(uid_t outside) {
@@ -308,6 +316,22 @@ static int add_standard(struct glove_mount_plan *plan, const struct glove_mount_
                         continue;
                 n = snprintf(buf, sizeof(buf), "%u\n", (unsigned)knobs[i].value);
                 r = add_bytes(plan, GLOVE_MOUNT_WRITE, knobs[i].dest, buf, (size_t)n, 0, "mount.proc", err);
+        }
+        /* TCP buffers of the sandbox's own network namespace (per namespace
+         * since Linux 4.15; the namespace's owner, PID 1 before it drops its
+         * capabilities, may write them). "min default max", the kernel's
+         * min and default kept. */
+        if (r == 0 && p->tcp_buffer_max) {
+                uint32_t max = p->tcp_buffer_max < 65536 ? 65536 : p->tcp_buffer_max;
+                n = snprintf(buf, sizeof(buf), "4096 131072 %u\n", (unsigned)max);
+                r = add_bytes(plan, GLOVE_MOUNT_WRITE, "/proc/sys/net/ipv4/tcp_rmem", buf, (size_t)n, 0, "mount.proc", err);
+                n = snprintf(buf, sizeof(buf), "4096 16384 %u\n", (unsigned)max);
+                r = r ?: add_bytes(plan, GLOVE_MOUNT_WRITE, "/proc/sys/net/ipv4/tcp_wmem", buf, (size_t)n, 0, "mount.proc", err);
+        }
+        for (size_t i = 0; r == 0 && i < GLOVE_ELEMENTSOF(proc_always_masked); i++) {
+                snprintf(dest, sizeof(dest), "/proc/%s", proc_always_masked[i]);
+                r = add_tree(plan, GLOVE_MOUNT_MASK, dest, "/dev/null", 0,
+                             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "mount.proc", err);
         }
         for (size_t i = 0; r == 0 && p->mask_root_only && i < GLOVE_ELEMENTSOF(proc_root_only); i++) {
                 snprintf(dest, sizeof(dest), "/proc/%s", proc_root_only[i]);

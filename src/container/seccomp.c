@@ -58,6 +58,9 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* Terminal injection into the invoker's shell. */
         DENY_ARG("ioctl", IOCTL_CMD(TIOCSTI), "TIOCSTI pushes input into a terminal"),
         DENY_ARG("ioctl", IOCTL_CMD(TIOCLINUX), "TIOCLINUX reads and injects on virtual consoles"),
+        /* A line discipline change runs kernel code chosen by the agent, and
+         * with dev.tty.ldisc_autoload=1 loads its module. */
+        DENY_ARG("ioctl", IOCTL_CMD(TIOCSETD), "TIOCSETD changes the line discipline (and may load its module)"),
         /* Kernel keyrings are not namespaced. */
         DENY("keyctl", "kernel keyrings are shared with the host"),
         DENY("add_key", "kernel keyrings are shared with the host"),
@@ -177,6 +180,16 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
          * any value whose low 32 bits are not AF_UNIX, and more. */
         {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "only AF_UNIX sockets offline", GLOVE_SECCOMP_OFFLINE},
         DENY_ARG("socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX), "only AF_UNIX sockets offline"),
+        /* No Unix socket of the agent's own (the default, and managed
+         * sessions: spec architecture.md, Platform isolation: network), so no
+         * pathname socket in a grant or a materialization can be connected
+         * to. Managed and offline, nothing can be connected or configured at
+         * all; socketpair pairs are connected already. */
+        {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_EQ, AF_UNIX)}, "no Unix socket of the agent's own reaches a grant",
+         GLOVE_SECCOMP_NO_UNIX},
+        {"connect", EPERM, 0, {{0}}, "offline managed sessions connect nothing", GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED},
+        {"setsockopt", EPERM, 0, {{0}}, "offline managed sessions configure no socket",
+         GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED},
         /* Egress mode: AF_UNIX, AF_INET and AF_INET6 only; every other family
          * by value (libseccomp compares an argument once per rule), and
          * anything past the last family the kernel knows. */
@@ -249,7 +262,7 @@ int glove_seccomp_build_mode(unsigned mode, struct sock_fprog **out, struct glov
                 return glove_error_set(err, -r, "seccomp.build", "cannot set the foreign-architecture action: %s", strerror(-r));
         for (size_t i = 0; i < glove_seccomp_rules_count; i++) {
                 const struct glove_seccomp_rule *rule = &glove_seccomp_rules[i];
-                if (rule->modes && !(rule->modes & mode))
+                if ((rule->modes & mode) != rule->modes)
                         continue;
                 int nr = seccomp_syscall_resolve_name(rule->syscall);
                 if (nr == __NR_SCMP_ERROR)

@@ -65,7 +65,12 @@ int main(int argc, char **argv) {
         }
         fprintf(f, "const unsigned glove_seccomp_first_unknown = %u;\n\n", first);
         if (emit(f, GLOVE_SECCOMP_OFFLINE, "glove_seccomp_prebuilt") < 0 ||
-            emit(f, GLOVE_SECCOMP_EGRESS, "glove_seccomp_prebuilt_egress") < 0) {
+            emit(f, GLOVE_SECCOMP_EGRESS, "glove_seccomp_prebuilt_egress") < 0 ||
+            emit(f, GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX, "glove_seccomp_prebuilt_no_unix") < 0 ||
+            emit(f, GLOVE_SECCOMP_EGRESS | GLOVE_SECCOMP_NO_UNIX, "glove_seccomp_prebuilt_no_unix_egress") < 0 ||
+            emit(f, GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED, "glove_seccomp_prebuilt_managed") < 0 ||
+            emit(f, GLOVE_SECCOMP_EGRESS | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED,
+                 "glove_seccomp_prebuilt_managed_egress") < 0) {
                 fclose(f);
                 return 1;
         }

@@ -726,7 +726,10 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                         .argv = glove_supervisor_launch_argv(s->launch),
                         .envp = glove_supervisor_launch_envp(s->launch),
                         .grants = &grants,
-                        .seccomp = &glove_seccomp_prebuilt,
+                        /* The spec's managed rule: no Unix socket of the
+                         * agent's own; offline no connect or setsockopt. */
+                        .seccomp = &glove_seccomp_prebuilt_managed,
+                        .seccomp_egress = &glove_seccomp_prebuilt_managed_egress,
                         .cgroup_policy = GLOVE_SESSION_CGROUP_REQUIRED,
                         .terminal = GLOVE_TERMINAL_PTY,
                         .rows = s->rows ? s->rows : 24,

@@ -145,7 +145,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .argv = opts->program,
                 .envp = x->launch->env.envp,
                 .grants = &x->launch->grants,
-                .seccomp = &glove_seccomp_prebuilt,
+                /* Without Unix sockets of its own unless asked for. */
+                .seccomp = opts->allow_unix_sockets ? &glove_seccomp_prebuilt : &glove_seccomp_prebuilt_no_unix,
+                .seccomp_egress = opts->allow_unix_sockets ? &glove_seccomp_prebuilt_egress
+                                                           : &glove_seccomp_prebuilt_no_unix_egress,
                 /* A PTY merges stdout and stderr and turns \n into \r\n: only
                  * when both ends are a terminal (or asked for), never for
                  * output redirected to a file. */
@@ -161,6 +164,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .parent_death_kill = true,
                 .add_mounts = glove_launch_add_home,
                 .add_mounts_ctx = x->launch,
+                .nofile = opts->nofile,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited, .warning = on_warning};

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 
 const char glove_exec_help[] =
         "Usage: glove exec [OPTIONS] -- PROGRAM [ARG...]\n"
@@ -24,7 +25,15 @@ const char glove_exec_help[] =
         "                    a path with a symbolic link in it; /, /proc, /sys, /dev,\n"
         "                    /run, /var/run, $XDG_RUNTIME_DIR (service sockets), /home\n"
         "                    and /home/agent (the private HOME); nested grants of\n"
-        "                    different modes.\n"
+        "                    different modes; writable grants (--write, --workspace) of\n"
+        "                    system directories: /bin, /boot, /etc, /lib*, /opt, /root,\n"
+        "                    /sbin, /usr, /var and what lies beneath them (not\n"
+        "                    /var/tmp, /var/home, /var/srv; /root only itself and its\n"
+        "                    dot-files), and a directory holding a live gloved's\n"
+        "                    runtime directory (socket and bootstrap secret).\n"
+        "  --unsafe-write-system-dir  allow writable grants of system directories:\n"
+        "                    the agent can then change the host's programs and\n"
+        "                    configuration (a root invoker's agent as host root)\n"
         "  --env NAME        pass Glove's value of the variable NAME (repeatable);\n"
         "                    the agent otherwise sees only PATH, HOME, TMPDIR, TERM,\n"
         "                    LANG and GLOVE_SANDBOXED=1\n"
@@ -42,6 +51,8 @@ const char glove_exec_help[] =
         "  --pids N            processes and threads of the whole tree; at least 2\n"
         "                      (the sandbox's init and the agent), 3 with egress\n"
         "                      (and its helper)\n"
+        "  --nofile N          open files per process (soft = hard; default 1024,\n"
+        "                      at most the invoker's own hard limit)\n"
         "  --wall-time MS      time from start to end\n"
         "  --disk BYTES        size of each private writable tmpfs (/tmp, HOME, /dev/shm;\n"
         "                      K, M, G suffixes as --memory)\n"
@@ -56,6 +67,12 @@ const char glove_exec_help[] =
         "                    default; .example.com matches subdomains only), through\n"
         "                    a per-run authenticated proxy that audits every connection\n"
         "  --egress-allow-private  also allow loopback and private destinations\n"
+        "\n"
+        "Unix sockets: socketpair(2) works; socket(AF_UNIX) fails with EPERM, so\n"
+        "the program cannot connect to a socket file inside a grant.\n"
+        "  --unix-sockets    let it make Unix sockets (tmux, a local database,\n"
+        "                    Python's forkserver): it can then also connect to any\n"
+        "                    socket file in a grant, whose service sees your uid\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -89,7 +106,8 @@ const char glove_run_help[] =
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --home-from DIR,\n"
-        "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
+        "  --cpu-time MS, --memory BYTES, --pids N, --nofile N, --wall-time MS,\n"
+        "  --disk BYTES, --unsafe-write-system-dir, --unix-sockets,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
@@ -123,6 +141,9 @@ enum {
         OPT_EGRESS_ALLOW,
         OPT_EGRESS_ALLOW_PRIVATE,
         OPT_HOME_FROM,
+        OPT_NOFILE,
+        OPT_UNSAFE_WRITE_SYSTEM_DIR,
+        OPT_UNIX_SOCKETS,
         OPT_END_,
 };
 
@@ -143,6 +164,9 @@ enum {
         {"egress-allow", required_argument, NULL, OPT_EGRESS_ALLOW},     \
         {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
         {"home-from", required_argument, NULL, OPT_HOME_FROM},           \
+        {"nofile", required_argument, NULL, OPT_NOFILE},                 \
+        {"unsafe-write-system-dir", no_argument, NULL, OPT_UNSAFE_WRITE_SYSTEM_DIR}, \
+        {"unix-sockets", no_argument, NULL, OPT_UNIX_SOCKETS}, \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -171,6 +195,17 @@ static int parse_number(const char *opt, const char *s, bool suffixes, uint64_t 
         if (glove_number_parse_u64(s, suffixes ? GLOVE_NUMBER_SUFFIXES : 0, min, max, out) < 0)
                 return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
                                        (unsigned long long)min, (unsigned long long)max);
+        return 0;
+}
+
+/* --nofile N may not exceed the invoker's own hard RLIMIT_NOFILE: the agent
+ * cannot be given more than Glove may have. */
+static int check_nofile(uint64_t n, struct glove_error *err) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && n > rl.rlim_max)
+                return glove_error_set(err, EINVAL, "limits.nofile_above_hard",
+                                       "--nofile %llu: above the invoker's own hard limit of %llu open files",
+                                       (unsigned long long)n, (unsigned long long)rl.rlim_max);
         return 0;
 }
 
@@ -203,6 +238,7 @@ static const char *single_valued(int c) {
         case OPT_CALL_TIMEOUT: return "--call-timeout";
         case OPT_MAX_FRAME: return "--max-frame";
         case OPT_HOME_FROM: return "--home-from";
+        case OPT_NOFILE: return "--nofile";
         default: return NULL;
         }
 }
@@ -328,6 +364,18 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         break;
                 case OPT_EGRESS_ALLOW_PRIVATE:
                         opts->egress_allow_private = true;
+                        break;
+                case OPT_NOFILE:
+                        r = parse_number("--nofile", optarg, false, GLOVE_RUN_NOFILE_MIN, GLOVE_RUN_NOFILE_MAX, &opts->nofile,
+                                         err);
+                        if (r == 0)
+                                r = check_nofile(opts->nofile, err);
+                        break;
+                case OPT_UNSAFE_WRITE_SYSTEM_DIR:
+                        opts->unsafe_write_system_dir = true;
+                        break;
+                case OPT_UNIX_SOCKETS:
+                        opts->allow_unix_sockets = true;
                         break;
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;

@@ -110,6 +110,7 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
         if (!getcwd(l->cwd, sizeof(l->cwd)))
                 return glove_error_set(err, errno, "exec.cwd", "cannot determine the working directory: %s", strerror(errno));
         l->grants.runtime_dir = getenv("XDG_RUNTIME_DIR");
+        l->grants.allow_system_write = opts->unsafe_write_system_dir;
         for (size_t i = 0; i < opts->n_grants; i++) {
                 int r = glove_grant_set_add(&l->grants, opts->grants[i].path, opts->grants[i].mode, opts->grants[i].workspace,
                                             l->cwd, err);
@@ -118,6 +119,11 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                         glove_error_prepend_word(err, opts->grants[i].workspace ? "--workspace"
                                                       : opts->grants[i].mode == GLOVE_GRANT_WRITE ? "--write"
                                                                                                  : "--read");
+                        if (err && err->code && strcmp(err->code, "grant.system_directory") == 0) {
+                                size_t len = strlen(err->message);
+                                snprintf(err->message + len, sizeof(err->message) - len,
+                                         ", or accept that risk with --unsafe-write-system-dir");
+                        }
                         return r;
                 }
         }

@@ -365,7 +365,9 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .argv = r->opts.program,
                 .envp = r->launch.env.envp,
                 .grants = &r->launch.grants,
-                .seccomp = &glove_seccomp_prebuilt,
+                .seccomp = r->opts.allow_unix_sockets ? &glove_seccomp_prebuilt : &glove_seccomp_prebuilt_no_unix,
+                .seccomp_egress = r->opts.allow_unix_sockets ? &glove_seccomp_prebuilt_egress
+                                                             : &glove_seccomp_prebuilt_no_unix_egress,
                 .terminal = GLOVE_TERMINAL_STDERR,
                 .channel_stdin_fd = to_agent.fd[0],
                 .channel_stdout_fd = from_agent.fd[1],
@@ -374,6 +376,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .parent_death_kill = true,
                 .add_mounts = glove_launch_add_home,
                 .add_mounts_ctx = &r->launch,
+                .nofile = r->opts.nofile,
         };
         glove_front_limits(&r->opts, &d.limits, &d.cgroup_policy);
         static const struct glove_session_ops ops = {

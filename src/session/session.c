@@ -450,6 +450,16 @@ static int attach_after_clone(pid_t pid, void *ctx, struct glove_error *err) {
         return glove_cgroup_attach(s->cg, pid, err);
 }
 
+/* The agent's RLIMIT_NOFILE: asked (or the default), never above what this
+ * process may have itself. */
+static uint64_t session_nofile(uint64_t asked) {
+        uint64_t n = asked ? asked : GLOVE_SESSION_DEFAULT_NOFILE;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && n > rl.rlim_max)
+                n = rl.rlim_max;
+        return n;
+}
+
 static int make_cgroup(struct glove_session *s, const struct glove_session_desc *d, struct glove_sandbox_config *cfg,
                        struct glove_error *err) {
         struct glove_cgroup_limits cl = {d->limits.memory_bytes, d->limits.pids, d->limits.cpu_time_ms};
@@ -512,6 +522,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 .cgroup_fd = -1,
                 .cpu_time_ms = d->limits.cpu_time_ms,
                 .file_size_max = d->file_size_max,
+                .nofile = session_nofile(d->nofile),
                 .parent_death_kill = d->parent_death_kill,
         };
         /* Half of the invoker's per-user inotify limits for the sandbox's
@@ -523,6 +534,8 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 .gid = glove_mount_plan_inside_id(getegid()),
                 .disk_bytes = d->limits.disk_bytes,
                 .mask_root_only = geteuid() == 0,
+                /* Only with egress can the agent make TCP sockets at all. */
+                .tcp_buffer_max = d->egress ? GLOVE_SESSION_TCP_BUFFER_MAX : 0,
         };
         if (read_u64_file("/proc/sys/user/max_inotify_instances", &v) == 0 && v >= 2)
                 mp.inotify_instances = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
@@ -539,6 +552,8 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
 
         if (r >= 0)
                 r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
+        if (r >= 0 && s->egress.enabled && d->seccomp_egress)
+                s->cfg.seccomp = d->seccomp_egress;
         s->egress.audit_max = d->audit_max_bytes;
         if (r >= 0)
                 r = make_cgroup(s, d, &s->cfg, err);

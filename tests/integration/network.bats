@@ -36,8 +36,11 @@ teardown() { kill_tracked; }
         expect_output "socket-all attempts=180 not-eperm=0"
 }
 
-@test "network: AF_UNIX sockets work (positive control)" {
+@test "network: socketpair works, socket(AF_UNIX) is refused unless --unix-sockets (positive control)" {
         gx "${PROBE[@]}" unix
+        expect_status 0
+        expect_output "unix EPERM"
+        gx --unix-sockets "${PROBE[@]}" unix
         expect_status 0
         expect_output "unix ok:ping"
 }
@@ -106,6 +109,10 @@ except Exception:
         run "$PY" "$AGENTS/probe.py" connect-abstract "$name"
         [ "$output" = "connect-abstract $name ok:HOST-ABSTRACT" ] || fail "host cannot reach its own abstract socket"
         gx "${PROBE[@]}" connect-abstract "$name"
+        expect_status 0
+        expect_output "connect-abstract $name EPERM"
+        # With Unix sockets allowed, the network namespace still confines them.
+        gx --unix-sockets "${PROBE[@]}" connect-abstract "$name"
         expect_status 0
         expect_output "connect-abstract $name ECONNREFUSED"
 }

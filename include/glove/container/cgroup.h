@@ -79,6 +79,10 @@
 #define GLOVE_CGROUP_DEFAULT_PIDS UINT64_C(512)
 #define GLOVE_CGROUP_DEFAULT_CPU_TIME_MS (UINT64_C(24) * 3600 * 1000) /* 24 h */
 #define GLOVE_CGROUP_DEFAULT_MEMORY_CAP (UINT64_C(4) << 30)           /* 4 GiB */
+/* TCP socket buffers of a run under cgroup v1, where the kernel counts them
+ * apart from memory.limit_in_bytes (memory.kmem.tcp.limit_in_bytes): a
+ * quarter of the memory limit, at most this (docs/limits.md). */
+#define GLOVE_CGROUP_TCP_MEMORY_CAP (UINT64_C(64) << 20)               /* 64 MiB */
 
 /* How long glove_cgroup_kill() waits for the cgroup to become empty, and how
  * long glove_cgroup_destroy() retries rmdir on a cgroup that is still busy,
@@ -196,6 +200,11 @@ struct glove_cgroup;
  * never below 256 MiB (nor below GLOVE_CGROUP_MEMORY_MIN).
  */
 void glove_cgroup_limits_default(struct glove_cgroup_limits *out);
+
+/* The cgroup v1 TCP socket-buffer limit of a run whose memory limit is
+ * memory_bytes: memory_bytes / 4, at most GLOVE_CGROUP_TCP_MEMORY_CAP, in
+ * bytes (a multiple of 4096). */
+uint64_t glove_cgroup_tcp_memory_bytes(uint64_t memory_bytes);
 
 /*
  * Checks every limit against its bounds above. Returns 0, or -EINVAL with

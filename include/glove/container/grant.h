@@ -49,7 +49,15 @@ struct glove_grant_set {
          * sockets), refused as a grant like /run; set by the front end, which
          * reads the environment (NULL: none). Borrowed. */
         const char *runtime_dir;
+        /* Writable grants of the host's system directories are allowed
+         * (refused by default: "grant.system_directory"); set by the front
+         * end from an explicitly unsafe option. */
+        bool allow_system_write;
 };
+
+/* Longest /proc/net/unix read when looking for a gloved runtime directory
+ * inside a directory grant ("grant.gloved_runtime"). */
+#define GLOVE_GRANT_UNIX_TABLE_MAX (64 * 1024 * 1024)
 
 /* Initializes an empty set. */
 void glove_grant_set_init(struct glove_grant_set *set);
@@ -69,6 +77,19 @@ void glove_grant_set_clear(struct glove_grant_set *set);
  *   "grant.shadows_home"   /home or /home/agent (it would hide the agent's
  *                          private HOME);
  *   "grant.file_type"      neither a directory nor a regular file;
+ *   "grant.system_directory"  a writable grant (write mode, the workspace
+ *                          too) of /bin, /boot, /etc, /lib*, /opt, /root,
+ *                          /sbin, /usr, /var or anything beneath them (not
+ *                          /var/tmp, /var/home, /var/srv), /root and its
+ *                          hidden entries, by path or by the identity of those
+ *                          roots, unless set->allow_system_write;
+ *   "grant.gloved_runtime" the path is, or lies inside, a directory holding
+ *                          gloved's control socket (gloved.sock) or
+ *                          bootstrap secret; or a directory grant holds the
+ *                          runtime directory of a running gloved (a listening
+ *                          socket RUNTIME/gloved.sock in /proc/net/unix of
+ *                          Glove's network namespace), also when unreadable
+ *                          or longer than GLOVE_GRANT_UNIX_TABLE_MAX;
  *   "grant.conflict"       the same path, or one nested in another, with a
  *                          different mode (a path granted twice with the same
  *                          mode is merged);

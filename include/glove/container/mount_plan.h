@@ -168,6 +168,10 @@ struct glove_mount_plan_params {
         uint32_t inotify_watches;       /* sandbox's user namespace; 0: leave the kernel's */
         bool mask_root_only;            /* the agent is host uid 0 for owner checks (a root
                                          * invoker): mask /proc's root-only files */
+        uint32_t tcp_buffer_max;        /* largest TCP receive and send buffer a socket of
+                                         * the sandbox's network namespace autotunes to
+                                         * (its own net.ipv4.tcp_rmem and tcp_wmem maximum),
+                                         * bytes, at least 65536; 0: leave the kernel's */
 };
 
 /* The agent's id inside the sandbox for an invoker's id (GLOVE_SANDBOX_ROOT_INSIDE_ID

@@ -90,6 +90,10 @@ struct glove_sandbox_config {
         uint64_t file_size_max;               /* RLIMIT_FSIZE of the agent in bytes (soft = hard;
                                                * SIGXFSZ ignored, so a write past it fails
                                                * EFBIG); 0 for none */
+        uint64_t nofile;                      /* RLIMIT_NOFILE of the agent (soft = hard: it
+                                               * cannot be raised again without
+                                               * CAP_SYS_RESOURCE in the host's user
+                                               * namespace); 0 to keep Glove's */
         int cgroup_fd;                        /* cgroup v2 directory to clone into
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released

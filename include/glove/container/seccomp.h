@@ -34,14 +34,25 @@ struct glove_seccomp_rule {
         unsigned arg_count;       /* 0..GLOVE_SECCOMP_MAX_ARGS */
         struct scmp_arg_cmp args[GLOVE_SECCOMP_MAX_ARGS];
         const char *why;          /* one line for humans and the docs */
-        unsigned modes;           /* GLOVE_SECCOMP_OFFLINE and/or _EGRESS; 0 means every mode */
+        unsigned modes;           /* GLOVE_SECCOMP_* bits the filter's mode must all have
+                                   * for the rule to apply; 0 means every mode */
 };
 
-/* The two filters: offline (only AF_UNIX sockets) and egress (also AF_INET
+/* The two network modes: offline (only AF_UNIX sockets) and egress (also AF_INET
  * and AF_INET6, which reach nothing but the sandbox's own loopback helper
  * because the network namespace has no route). */
 #define GLOVE_SECCOMP_OFFLINE 1u
 #define GLOVE_SECCOMP_EGRESS 2u
+/* Added to either: socket(AF_UNIX) is refused too, so the agent has no Unix
+ * socket of its own and cannot connect to a pathname socket inside a grant
+ * (socketpair stays: runtimes make their child stdio with it). The default
+ * of glove exec and glove run, and of managed sessions. */
+#define GLOVE_SECCOMP_NO_UNIX 4u
+/* Added with GLOVE_SECCOMP_NO_UNIX for a gloved managed session (spec
+ * architecture.md: the offline rule denies socket, connect and setsockopt,
+ * Unix sockets included): offline, connect and setsockopt are refused on
+ * anything. */
+#define GLOVE_SECCOMP_MANAGED 8u
 
 /* The deny table, in the order the rules are added. */
 extern const struct glove_seccomp_rule glove_seccomp_rules[];
@@ -60,7 +71,9 @@ extern const size_t glove_seccomp_rules_count;
 int glove_seccomp_build(struct sock_fprog **prog, struct glove_error *err);
 
 /* As glove_seccomp_build, for mode GLOVE_SECCOMP_OFFLINE or
- * GLOVE_SECCOMP_EGRESS (glove_seccomp_build is the offline one). */
+ * GLOVE_SECCOMP_EGRESS, either with GLOVE_SECCOMP_NO_UNIX (and then
+ * optionally GLOVE_SECCOMP_MANAGED) or not (glove_seccomp_build is the
+ * offline one without either). */
 int glove_seccomp_build_mode(unsigned mode, struct sock_fprog **prog, struct glove_error *err);
 
 void glove_seccomp_program_free(struct sock_fprog *prog);
@@ -68,11 +81,22 @@ void glove_seccomp_program_free(struct sock_fprog *prog);
 /*
  * The program glove_seccomp_build() returns, compiled at build time by
  * glove-seccomp-gen (src/container/seccomp_gen.c) and linked in through
- * glove_seccomp_prebuilt_dep. The launch path uses this one.
+ * glove_seccomp_prebuilt_dep: offline, Unix sockets allowed (glove exec
+ * --unix-sockets). Six programs are prebuilt: this one, the egress one, the
+ * two GLOVE_SECCOMP_NO_UNIX ones (glove exec's default) and the two managed
+ * ones (gloved).
  */
 extern const struct sock_fprog glove_seccomp_prebuilt;
 /* The egress-mode program, prebuilt the same way. */
 extern const struct sock_fprog glove_seccomp_prebuilt_egress;
+/* Offline and egress with GLOVE_SECCOMP_NO_UNIX (glove exec and glove run
+ * without --unix-sockets), prebuilt the same way. */
+extern const struct sock_fprog glove_seccomp_prebuilt_no_unix;
+extern const struct sock_fprog glove_seccomp_prebuilt_no_unix_egress;
+/* The managed-session programs (GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED
+ * added to offline and to egress), prebuilt the same way. */
+extern const struct sock_fprog glove_seccomp_prebuilt_managed;
+extern const struct sock_fprog glove_seccomp_prebuilt_managed_egress;
 /* The first native system call number the build's libseccomp does not know
  * (every lower one it knows), found by glove-seccomp-gen. */
 extern const unsigned glove_seccomp_first_unknown;

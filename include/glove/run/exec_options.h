@@ -30,6 +30,10 @@ struct glove_exec_grant_spec {
 #define GLOVE_RUN_UPSTREAMS_MAX 32
 #define GLOVE_RUN_RULES_MAX 256
 #define GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS 60000
+/* Bounds of --nofile (descriptors per process; also at most the invoker's
+ * own hard RLIMIT_NOFILE, "limits.nofile_above_hard"). */
+#define GLOVE_RUN_NOFILE_MIN 16
+#define GLOVE_RUN_NOFILE_MAX 1048576
 #define GLOVE_RUN_CALL_TIMEOUT_MAX_MS (24LL * 3600 * 1000)
 
 /* --pids bounds: the sandbox's PID 1 (its init) and the agent; with egress
@@ -57,6 +61,10 @@ struct glove_exec_options {
         size_t n_egress_allow;
         bool egress_allow_private;
         bool tty;                       /* --tty: a PTY even when stdin is not a terminal */
+        uint64_t nofile;                /* --nofile N: RLIMIT_NOFILE of the agent; 0: default */
+        bool unsafe_write_system_dir;   /* --unsafe-write-system-dir: writable grants of
+                                         * the host's system directories allowed */
+        bool allow_unix_sockets;        /* --unix-sockets: socket(AF_UNIX) allowed */
 
         /* glove run only; all strings borrowed from argv. */
         const char *upstreams[GLOVE_RUN_UPSTREAMS_MAX];     /* "NAME=CMD[,ARG...]" */

@@ -70,6 +70,13 @@
 /* Defaults of the two limits the cgroup layer does not own (docs/limits.md). */
 #define GLOVE_SESSION_DEFAULT_DISK (UINT64_C(1) << 30)
 #define GLOVE_SESSION_DEFAULT_OUTPUT (UINT64_C(1) << 30)
+/* RLIMIT_NOFILE (soft = hard) of every process of the run when the caller
+ * asks for none, lowered to the caller's own hard limit (docs/limits.md). */
+#define GLOVE_SESSION_DEFAULT_NOFILE 1024
+/* The largest TCP buffer (receive or send) a socket of an egress run's
+ * network namespace autotunes to: its net.ipv4.tcp_rmem/tcp_wmem maximum,
+ * bytes (docs/limits.md). */
+#define GLOVE_SESSION_TCP_BUFFER_MAX (1U << 20)
 /* The egress helper's port on the sandbox's own loopback. */
 #define GLOVE_SESSION_EGRESS_PORT 3128
 
@@ -113,7 +120,10 @@ struct glove_session_desc {
          * When it does not exist inside, the spawn fails ("mount.chdir",
          * through ops.exited). */
         const char *cwd;
-        const struct sock_fprog *seccomp;      /* the agent's filter (egress selects its own); borrowed */
+        const struct sock_fprog *seccomp;      /* the agent's filter offline; borrowed */
+        /* The agent's filter with egress; NULL: glove_seccomp_prebuilt_egress.
+         * Borrowed. */
+        const struct sock_fprog *seccomp_egress;
         struct glove_session_limits limits;
         enum glove_session_cgroup_policy cgroup_policy;
         /* When set, the run cgroup must be made in the directory of this
@@ -145,6 +155,11 @@ struct glove_session_desc {
         /* RLIMIT_FSIZE of the agent, bytes (container/sandbox.h
          * file_size_max); 0: none. */
         uint64_t file_size_max;
+        /* RLIMIT_NOFILE of the agent, soft = hard (descriptors per process;
+         * the run holds at most limits.pids times this); 0:
+         * GLOVE_SESSION_DEFAULT_NOFILE. Lowered to the caller's own hard
+         * limit. */
+        uint64_t nofile;
         /* PID 1 dies with the thread that started it (a CLI); false for a
          * service whose sessions may outlive a thread or a restart. */
         bool parent_death_kill;

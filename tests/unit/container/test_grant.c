@@ -254,6 +254,47 @@ static void test_restricted(void **state) {
         glove_grant_set_clear(&set);
 }
 
+/* Writable grants of the host's system trees are refused by path; read-only
+ * ones, /tmp and /var/tmp, and /root's non-hidden entries are not. */
+static void test_system_directory(void **state) {
+        (void)state;
+        struct glove_grant_set set;
+        glove_grant_set_init(&set);
+        const char *system[] = {"/usr", "/usr/bin", "/etc", "/var", "/var/lib", "/root", "/boot", "/lib", "/sbin"};
+        for (size_t i = 0; i < sizeof(system) / sizeof(system[0]); i++) {
+                struct stat st;
+                if (lstat(system[i], &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue; /* a merged-/usr link, or absent on this host */
+                add_fails(&set, system[i], GLOVE_GRANT_WRITE, false, NULL, EPERM, "grant.system_directory");
+                add_fails(&set, system[i], GLOVE_GRANT_WRITE, true, NULL, EPERM, "grant.system_directory");
+        }
+        add_ok(&set, "/usr", GLOVE_GRANT_READ, false, NULL);
+        add_ok(&set, "/var/tmp", GLOVE_GRANT_WRITE, false, NULL);
+        add_ok(&set, P("dir"), GLOVE_GRANT_WRITE, false, NULL);
+        glove_grant_set_clear(&set);
+        glove_grant_set_init(&set);
+        set.allow_system_write = true;
+        add_ok(&set, "/usr", GLOVE_GRANT_WRITE, false, NULL);
+        glove_grant_set_clear(&set);
+}
+
+/* A directory holding gloved's bootstrap secret (or socket) is refused, and
+ * so is anything inside it, in either mode. */
+static void test_gloved_runtime(void **state) {
+        (void)state;
+        assert_int_equal(mkdir(P("rt"), 0700), 0);
+        assert_int_equal(mkdir(P("rt/inner"), 0700), 0);
+        touch("rt/bootstrap-secret");
+        struct glove_grant_set set;
+        glove_grant_set_init(&set);
+        add_fails(&set, P("rt"), GLOVE_GRANT_READ, false, NULL, EPERM, "grant.gloved_runtime");
+        add_fails(&set, P("rt/bootstrap-secret"), GLOVE_GRANT_READ, false, NULL, EPERM, "grant.gloved_runtime");
+        add_fails(&set, P("rt/inner"), GLOVE_GRANT_WRITE, false, NULL, EPERM, "grant.gloved_runtime");
+        assert_int_equal(unlink(P("rt/bootstrap-secret")), 0);
+        add_ok(&set, P("rt"), GLOVE_GRANT_READ, false, NULL);
+        glove_grant_set_clear(&set);
+}
+
 static void test_fifo_refused(void **state) {
         (void)state;
         struct glove_grant_set set;
@@ -467,6 +508,8 @@ int main(void) {
                 cmocka_unit_test(test_missing_path),
                 cmocka_unit_test(test_restricted),
                 cmocka_unit_test(test_fifo_refused),
+                cmocka_unit_test(test_system_directory),
+                cmocka_unit_test(test_gloved_runtime),
                 cmocka_unit_test(test_same_path_same_mode_merged),
                 cmocka_unit_test(test_workspace_merges_with_write),
                 cmocka_unit_test(test_nested_same_mode_accepted),

@@ -58,11 +58,15 @@ static bool cmp_holds(const struct scmp_arg_cmp *c, const uint64_t args[6]) {
 }
 
 /* The errno the table gives name(args), or 0 when no rule matches. */
-static int table_denies(const char *name, uint64_t a0, uint64_t a1) {
+/* The errno of the first rule for name that applies in mode (every rule
+ * whose mode bits mode has; all unmanaged rules for mode 0) and holds. */
+static int table_denies_mode(const char *name, unsigned mode, uint64_t a0, uint64_t a1) {
         const uint64_t args[6] = {a0, a1, 0, 0, 0, 0};
         for (size_t i = 0; i < glove_seccomp_rules_count; i++) {
                 const struct glove_seccomp_rule *r = &glove_seccomp_rules[i];
                 if (strcmp(r->syscall, name) != 0)
+                        continue;
+                if (mode ? (r->modes & mode) != r->modes : (r->modes & (GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED)) != 0)
                         continue;
                 bool all = true;
                 for (unsigned k = 0; k < r->arg_count; k++)
@@ -73,10 +77,17 @@ static int table_denies(const char *name, uint64_t a0, uint64_t a1) {
         return 0;
 }
 
-/* Denied for every use: a rule without argument comparisons. */
+/* The same for glove exec and glove run (every unmanaged rule). */
+static int table_denies(const char *name, uint64_t a0, uint64_t a1) {
+        return table_denies_mode(name, 0, a0, a1);
+}
+
+/* Denied for every use outside managed sessions: a rule without argument
+ * comparisons. */
 static bool table_denies_always(const char *name) {
         for (size_t i = 0; i < glove_seccomp_rules_count; i++)
-                if (strcmp(glove_seccomp_rules[i].syscall, name) == 0 && glove_seccomp_rules[i].arg_count == 0)
+                if (strcmp(glove_seccomp_rules[i].syscall, name) == 0 && glove_seccomp_rules[i].arg_count == 0 &&
+                    !(glove_seccomp_rules[i].modes & (GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED)))
                         return true;
         return false;
 }
@@ -163,6 +174,32 @@ static void test_table_sockets(void **state) {
                 assert_int_equal(table_denies(calls[c], AF_UNIX, SOCK_DGRAM), 0);
                 assert_false(table_denies_always(calls[c]));
         }
+}
+
+/* Managed sessions: no socket(AF_UNIX) in either mode, socketpair kept;
+ * offline no connect or setsockopt at all, with egress both stay. */
+static void test_table_managed_sockets(void **state) {
+        (void)state;
+        const unsigned m = GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED;
+        const unsigned off = GLOVE_SECCOMP_OFFLINE | m, eg = GLOVE_SECCOMP_EGRESS | m;
+        assert_int_equal(table_denies_mode("socket", off, AF_UNIX, SOCK_STREAM), EPERM);
+        assert_int_equal(table_denies_mode("socket", eg, AF_UNIX, SOCK_STREAM), EPERM);
+        assert_int_equal(table_denies_mode("socket", off, AF_INET, SOCK_STREAM), EPERM);
+        assert_int_equal(table_denies_mode("socket", eg, AF_INET, SOCK_STREAM), 0);
+        assert_int_equal(table_denies_mode("socketpair", off, AF_UNIX, SOCK_STREAM), 0);
+        assert_int_equal(table_denies_mode("socketpair", eg, AF_UNIX, SOCK_STREAM), 0);
+        assert_int_equal(table_denies_mode("connect", off, 3, 0), EPERM);
+        assert_int_equal(table_denies_mode("setsockopt", off, 3, 1), EPERM);
+        assert_int_equal(table_denies_mode("connect", eg, 3, 0), 0);
+        assert_int_equal(table_denies_mode("setsockopt", eg, 3, 1), 0);
+        /* glove exec and glove run: no socket(AF_UNIX) by default, connect
+         * kept; with --allow-unix-sockets both. */
+        const unsigned ex = GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX;
+        assert_int_equal(table_denies_mode("socket", ex, AF_UNIX, SOCK_STREAM), EPERM);
+        assert_int_equal(table_denies_mode("socketpair", ex, AF_UNIX, SOCK_STREAM), 0);
+        assert_int_equal(table_denies_mode("connect", ex, 3, 0), 0);
+        assert_int_equal(table_denies_mode("setsockopt", ex, 3, 1), 0);
+        assert_int_equal(table_denies_mode("socket", GLOVE_SECCOMP_OFFLINE, AF_UNIX, SOCK_STREAM), 0);
 }
 
 static void test_table_entries_well_formed(void **state) {
@@ -543,6 +580,7 @@ int main(void) {
                 cmocka_unit_test(test_table_clone_namespace_flags),
                 cmocka_unit_test(test_table_personality),
                 cmocka_unit_test(test_table_sockets),
+                cmocka_unit_test(test_table_managed_sockets),
                 cmocka_unit_test(test_table_entries_well_formed),
                 cmocka_unit_test(test_build),
                 cmocka_unit_test(test_filter_denies_in_child),

@@ -1,0 +1,247 @@
+#!/usr/bin/env bats
+# Host-wide resources and boundaries a red-team pass and a newcomer crossed
+# (issue 14): TCP socket memory, the open-file table, the kernel keyring
+# listing, line disciplines, writable grants of system directories, grants
+# holding a running gloved's runtime directory. Each attack is made from
+# inside the sandbox by a real program (tests/agents/hostwide.py).
+
+load helpers
+load "$GLOVE_IT_LIB/gloved"
+
+HW=("$PY" "$AGENTS/hostwide.py")
+
+setup() {
+        T=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+        gloved_teardown
+        return 0
+}
+
+# tcp_mem: the host's TCP memory in pages (/proc/net/sockstat "TCP: ... mem N").
+tcp_mem() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }
+
+# hold_tcpfill CONNS MAX_MB GLOVE-OPTION...: starts hostwide.py tcpfill in the
+# background with its stdin on a FIFO kept open by this shell (fd 7), waits for
+# its "queued" line; sets QUEUED (bytes the sends accepted) and DELTA (host
+# TCP pages gained while the connections are held), then lets it end.
+hold_tcpfill() {
+        local conns=$1 mb=$2
+        shift 2
+        local fifo=$T/fifo out=$T/out err=$T/err before after
+        mkfifo "$fifo"
+        chmod 0666 "$fifo"
+        before=$(tcp_mem)
+        "$PY" "$LIB/spawn.py" "$GLOVE" exec "$@" --read "$AGENTS" -- "${HW[@]}" tcpfill "$conns" "$mb" \
+                <"$fifo" >"$out" 2>"$err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$out" '^queued ' 30 || { cat "$err" >&2; exec 7>&-; return 1; }
+        after=$(tcp_mem)
+        exec 7>&-
+        wait_exit "$GPID" 20
+        QUEUED=$(awk '/^queued /{print $2}' "$out")
+        DELTA=$((after - before))
+        echo "# queued $QUEUED bytes; host TCP memory grew by $DELTA pages ($(cat "$out"))" >&3
+}
+
+# cgroup_or_skip: runs with a cgroup limit need a delegated cgroup.
+cgroup_or_skip() {
+        local err
+        err=$(cd / && "$GLOVE" exec --memory 128M -- /bin/true 2>&1 >/dev/null </dev/null) ||
+                skip "no run cgroup for uid $(id -u) on this host (${err%%;*}); the TCP bound is the run cgroup's"
+}
+
+# ------------------------------------------------------------ TCP socket memory
+
+@test "hostwide: loopback TCP buffers of an egress run under --memory 128M are bounded (host TCP memory, queued bytes)" {
+        cgroup_or_skip
+        # Unbounded, 300 connections filled without reading queue 300 MB
+        # (78,000 host pages) under a 128 MiB memory limit.
+        hold_tcpfill 300 300 --memory 128M --egress-allow example.com:443
+        [ "$QUEUED" -lt $((80 << 20)) ] || fail "the agent queued $QUEUED bytes in loopback TCP under --memory 128M"
+        [ "$DELTA" -lt $(((128 << 20) / 4096)) ] || fail "the host's TCP memory grew by $DELTA pages"
+}
+
+@test "hostwide: one loopback TCP connection filled without reading queues less than 3 MiB (per-namespace tcp_rmem/tcp_wmem)" {
+        # No cgroup limit: the per-socket bound holds in degraded mode too.
+        hold_tcpfill 1 300 --egress-allow example.com:443
+        [ "$QUEUED" -lt $((3 << 20)) ] || fail "one connection queued $QUEUED bytes"
+        gx --egress-allow example.com:443 -- /bin/cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem
+        expect_status 0
+        [[ "${lines[0]}" =~ [[:space:]]1048576$ && "${lines[1]}" =~ [[:space:]]1048576$ ]] || fail "tcp_rmem/tcp_wmem max"
+        # The host's own values are untouched.
+        [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)" != 1048576 ] || [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)" != 1048576 ] ||
+                skip "the host itself uses 1048576 as both maxima"
+}
+
+# ------------------------------------------------------------ open files
+
+@test "hostwide: the agent's descriptors are bounded at 1024 (EMFILE) and the hard limit cannot be raised" {
+        gx --read "$AGENTS" -- "${HW[@]}" nofile 5000
+        expect_status 0
+        expect_line "limit 1024 1024"
+        [[ "${lines[0]}" =~ ^opened\ 10[0-9][0-9]\ EMFILE$ ]] || fail "expected EMFILE before 1024 descriptors"
+        expect_line "raise EPERM"
+}
+
+@test "hostwide: --nofile N sets the bound; above the invoker's hard limit it is refused; a lower invoker limit wins" {
+        gx --nofile 64 --read "$AGENTS" -- "${HW[@]}" nofile 5000
+        expect_status 0
+        expect_line "limit 64 64"
+        [[ "${lines[0]}" =~ ^opened\ [0-9]+\ EMFILE$ ]] || fail "expected EMFILE"
+        run --separate-stderr bash -c 'ulimit -n 4096 && exec "$@"' sh "$GLOVE" exec --nofile 5000 -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = limits.nofile_above_hard ] || fail "expected limits.nofile_above_hard"
+        run --separate-stderr bash -c 'ulimit -n 512 && exec "$@"' sh "$GLOVE" exec --read "$AGENTS" -- "${HW[@]}" nofile 5000
+        expect_status 0
+        expect_line "limit 512 512"
+        gx --nofile 8 -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = usage.bad_number ] || fail "expected usage.bad_number below 16"
+}
+
+# ------------------------------------------------------------ kernel keys
+
+@test "hostwide: /proc/keys and /proc/key-users do not list the invoker's kernel keys" {
+        local desc=glove-it-key-$$-$RANDOM
+        # add_key(2) (x86_64 248) into the invoker's user keyring (-4).
+        "$PY" -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+r = libc.syscall(248, b"user", sys.argv[1].encode(), b"secret", 6, ctypes.c_int(-4))
+sys.exit(0 if r > 0 else 1)' "$desc" || skip "add_key is not available to uid $(id -u) here"
+        grep -q "$desc" /proc/keys || fail "the key is not listed on the host (the test proves nothing)"
+        gx --read "$AGENTS" -- "${HW[@]}" keys
+        # keyctl(KEYCTL_INVALIDATE=21) of every key with that description.
+        "$PY" -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for line in open("/proc/keys"):
+    if sys.argv[1] in line:
+        libc.syscall(250, 21, int(line.split()[0], 16))' "$desc"
+        expect_status 0
+        expect_no_text "$desc"
+        expect_line "/proc/keys EACCES"
+        expect_line "/proc/key-users EACCES"
+}
+
+# ------------------------------------------------------------ terminal ioctls
+
+@test "hostwide: TIOCSETD (line discipline) and TIOCSTI are refused with EPERM, with --tty and without" {
+        gx --read "$AGENTS" -- "${HW[@]}" tiocsetd
+        expect_status 0
+        expect_line "tiocsetd 0 EPERM"
+        expect_line "tiocsetd 1 EPERM"
+        expect_line "tiocsti EPERM"
+        gx --tty --read "$AGENTS" -- "${HW[@]}" tiocsetd
+        expect_status 0
+        [[ "$output" == *"tiocsetd 0 EPERM"* && "$output" == *"tiocsetd 1 EPERM"* ]] || fail "TIOCSETD on the PTY"
+        [[ "$output" == *"tiocsti EPERM"* ]] || fail "TIOCSTI on the PTY"
+}
+
+# ------------------------------------------------------------ system directories
+
+@test "hostwide: writable grants of system directories are refused (grant.system_directory); read-only, /tmp and /var/tmp are not" {
+        local p
+        for p in /usr /etc /usr/local /var/lib /boot /root; do
+                [ -d "$p" ] || continue
+                gx --write "$p" -- /bin/true
+                expect_glove_error 125
+                [ "$(glove_error_code)" = grant.system_directory ] || fail "--write $p: expected grant.system_directory"
+                [[ "$stderr" == *--unsafe-write-system-dir* ]] || fail "the message names the option"
+        done
+        gx --workspace /etc -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.system_directory ] || fail "--workspace /etc"
+        gx --read /etc/ssl -- /bin/true
+        expect_status 0
+        local vt
+        vt=$(mktemp -d /var/tmp/glove-it.XXXXXX)
+        gx --write "$vt" -- /bin/sh -c "echo x > $vt/f"
+        rm -rf "$vt"
+        expect_status 0
+}
+
+@test "hostwide: --unsafe-write-system-dir allows a writable grant beneath a system directory (root)" {
+        is_root || skip "only root can make a directory beneath /var/lib to grant"
+        local d
+        d=$(mktemp -d /var/lib/glove-it.XXXXXX)
+        gx --write "$d" -- /bin/sh -c "echo x > $d/f"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.system_directory ] || { rm -rf "$d"; fail "expected grant.system_directory"; }
+        gx --unsafe-write-system-dir --write "$d" -- /bin/sh -c "echo made > $d/f"
+        local made
+        made=$(cat "$d/f" 2>/dev/null || true)
+        rm -rf "$d"
+        expect_status 0
+        [ "$made" = made ] || fail "the agent did not write through the allowed grant"
+}
+
+# ------------------------------------------------------------ gloved's runtime directory
+
+@test "hostwide: grants holding or inside a running gloved's runtime directory are refused (grant.gloved_runtime)" {
+        require_gloved
+        start_gloved "$T/g"
+        gx --read "$T" -- /bin/cat "$RT/bootstrap-secret"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a parent: expected grant.gloved_runtime"
+        gx --read "$RT/bootstrap-secret" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of the secret: expected grant.gloved_runtime"
+        gx --write "$T/g" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--write of a parent"
+        stop_gloved
+        gx --read "$T" -- /bin/true
+        expect_status 0
+}
+
+# ------------------------------------------------------------ Unix sockets
+
+# unix_listener PATH: a host process listening on the pathname socket PATH
+# that answers every connection with HOST-UNIX.
+unix_listener() {
+        local ready=$T/ready.$RANDOM
+        "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(8); s.settimeout(20)
+open(sys.argv[2], "w").write("ready\n")
+try:
+    while True:
+        c, _ = s.accept(); c.sendall(b"HOST-UNIX\n"); c.close()
+except Exception:
+    pass
+' "$1" "$ready" 3>&- &
+        track_pid $!
+        wait_for "$ready" '^ready$' 10
+}
+
+@test "hostwide: a pathname Unix socket a host process listens on inside a grant is unreachable (socket EPERM); --unix-sockets reaches it" {
+        mkdir -p "$T/g"
+        chmod 0755 "$T" "$T/g"
+        unix_listener "$T/g/service.sock"
+        chmod 0777 "$T/g/service.sock"
+        gx --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
+        expect_status 0
+        expect_output "socket EPERM"
+        gx --egress-allow example.com:443 --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
+        expect_status 0
+        expect_output "socket EPERM"
+        gx --read "$AGENTS" -- "${HW[@]}" socketpair
+        expect_status 0
+        expect_output "socketpair ok:y"
+        # connect and setsockopt themselves stay for glove exec (EBADF on -1).
+        gx "${PROBE[@]}" sys connect sys setsockopt
+        expect_status 0
+        expect_line "sys connect EBADF"
+        expect_line "sys setsockopt EBADF"
+        # What --unix-sockets leaves reachable, as documented.
+        gx --unix-sockets --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
+        expect_status 0
+        expect_output "connect ok:HOST-UNIX"
+}
