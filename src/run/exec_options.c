@@ -45,10 +45,13 @@ const char glove_exec_help[] =
         "                    A breached limit kills the whole tree; Glove exits 137.\n"
         "\n"
         "Audited egress (offline without these; docs/egress.md):\n"
-        "  --egress-allow HOST[:PORT]  allow HTTPS CONNECT to HOST (port 443 by\n"
-        "                    default; .example.com matches subdomains only), through\n"
-        "                    a per-run authenticated proxy that audits every connection\n"
-        "  --egress-allow-private  also allow loopback and private destinations\n"
+        "  --egress-allow HOST[:PORT]  allow HOST:PORT (port 443 by default; write\n"
+        "                    :80 for plain http://; .example.com matches subdomains\n"
+        "                    only) through a per-run authenticated proxy (CONNECT, and\n"
+        "                    plain-HTTP forwarding) that audits every connection; an\n"
+        "                    address rule (127.0.0.1:8080) may be a private address\n"
+        "  --egress-allow-private HOST[:PORT]  as --egress-allow, and the name may\n"
+        "                    resolve to loopback and private addresses (this rule only)\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -82,7 +85,8 @@ const char glove_run_help[] =
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --cpu-time MS, --memory BYTES, --pids N, --wall-time MS, --disk BYTES,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
-        "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
+        "  --egress-allow-private HOST[:PORT]\n"
+        "                           (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
@@ -130,7 +134,7 @@ enum {
         {"status-json", required_argument, NULL, OPT_STATUS_JSON},       \
         {"tty", no_argument, NULL, OPT_TTY},                             \
         {"egress-allow", required_argument, NULL, OPT_EGRESS_ALLOW},     \
-        {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
+        {"egress-allow-private", required_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
         {"help", no_argument, NULL, 'h'}
 
 static const struct option exec_options[] = {
@@ -167,6 +171,13 @@ static int push(const char **arr, size_t *n, const char *v, const char *opt, str
                 return glove_error_set(err, E2BIG, "usage.too_many", "more than %d %s options", GLOVE_RUN_RULES_MAX, opt);
         arr[(*n)++] = v;
         return 0;
+}
+
+static int private_needs_rule(struct glove_error *err) {
+        return glove_error_set(err, EINVAL, "egress.private_needs_rule",
+                               "--egress-allow-private needs the rule it applies to: write --egress-allow-private "
+                               "HOST[:PORT] (a name that may resolve to private addresses); an address rule "
+                               "such as --egress-allow 127.0.0.1:8080 needs no flag");
 }
 
 static int add_grant(struct glove_exec_options *o, const char *path, enum glove_grant_mode mode, bool ws,
@@ -273,7 +284,12 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         r = push(opts->egress_allow, &opts->n_egress_allow, optarg, "--egress-allow", err);
                         break;
                 case OPT_EGRESS_ALLOW_PRIVATE:
-                        opts->egress_allow_private = true;
+                        /* The old bare switch took no argument: "--egress-allow-private
+                         * -- prog" must not silently make "--" a rule. */
+                        if (optarg[0] == '-' || optarg[0] == '\0')
+                                return private_needs_rule(err);
+                        r = push(opts->egress_allow_private, &opts->n_egress_allow_private, optarg,
+                                 "--egress-allow-private", err);
                         break;
                 case OPT_AUDIT_ARGUMENTS:
                         opts->audit_arguments = true;
@@ -282,6 +298,8 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->help = true;
                         return 0;
                 case ':':
+                        if (optopt == OPT_EGRESS_ALLOW_PRIVATE)
+                                return private_needs_rule(err);
                         return glove_error_set(err, EINVAL, "usage.missing_argument", "%s needs an argument; see glove %s --help",
                                                argv[optind - 1], cmd);
                 default:

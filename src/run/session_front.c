@@ -28,12 +28,8 @@ int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_p
                        struct glove_error *err) {
         glove_net_policy_init(policy);
         *enabled = false;
-        if (opts->n_egress_allow == 0) {
-                if (opts->egress_allow_private)
-                        return glove_error_set(err, EINVAL, "egress.no_rule",
-                                               "--egress-allow-private needs at least one --egress-allow HOST[:PORT]");
-                return 0;
-        }
+        /* --egress-allow: address literals may be private (glove_net_policy_add);
+         * --egress-allow-private: this rule's destinations may be private. */
         for (size_t i = 0; i < opts->n_egress_allow; i++) {
                 int r = glove_net_policy_add(policy, opts->egress_allow[i], err);
                 if (r < 0) {
@@ -41,8 +37,14 @@ int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_p
                         return r;
                 }
         }
-        policy->allow_private = opts->egress_allow_private;
-        *enabled = true;
+        for (size_t i = 0; i < opts->n_egress_allow_private; i++) {
+                int r = glove_net_policy_add_rule(policy, opts->egress_allow_private[i], true, err);
+                if (r < 0) {
+                        glove_error_prefix(err, "--egress-allow-private %s", opts->egress_allow_private[i]);
+                        return r;
+                }
+        }
+        *enabled = policy->n_rules > 0;
         return 0;
 }
 

@@ -100,6 +100,10 @@ enum glove_net_egress_reason {
         GLOVE_NET_EGRESS_BAD_DESCRIPTOR,      /* "bad_descriptor": not a TCP socket; closed */
         GLOVE_NET_EGRESS_AUDIT_FAILED,        /* "audit_failed": 502, the OPEN callback refused */
         GLOVE_NET_EGRESS_INTERNAL,            /* "internal": 502, a local resource failed */
+        GLOVE_NET_EGRESS_HOST_MISMATCH,       /* "host_mismatch": 400, a forwarded request's Host
+                                               * header names another authority than its URL */
+        GLOVE_NET_EGRESS_HTTPS_NEEDS_CONNECT, /* "https_needs_connect": 400, an https:// URL in
+                                               * absolute form (tunnel it with CONNECT) */
 };
 
 /* One audit event. Pointers are valid only during the callback. */
@@ -109,8 +113,11 @@ struct glove_net_egress_event {
         enum glove_net_egress_reason reason;
         uint64_t connection_id;              /* 1, 2, ... per relay; ties OPEN to CLOSE */
         int http_status;                     /* answered to the agent; 0 when none */
+        const char *method;                  /* the request's method ("CONNECT", "GET", ...);
+                                              * "" when the request line was not read or
+                                              * could not be parsed */
         const char *host;                    /* requested host (rule.h text form); "" when the
-                                              * request had no valid CONNECT target */
+                                              * request had no valid target */
         uint16_t port;                       /* requested port; 0 likewise */
         const char *address;                 /* numeric address connected to, or the one that
                                               * decided (private_address, connect_failed); "" */

@@ -47,7 +47,9 @@ struct glove_exec_options {
         const char *status_json;        /* --status-json FILE, or NULL */
         const char *egress_allow[GLOVE_RUN_RULES_MAX];  /* --egress-allow HOST[:PORT] */
         size_t n_egress_allow;
-        bool egress_allow_private;
+        /* --egress-allow-private HOST[:PORT]: rules whose destinations may be private */
+        const char *egress_allow_private[GLOVE_RUN_RULES_MAX];
+        size_t n_egress_allow_private;
         bool tty;                       /* --tty: a PTY even when stdin is not a terminal */
 
         /* glove run only; all strings borrowed from argv. */
@@ -74,7 +76,8 @@ struct glove_exec_options {
  * Errors (-EINVAL unless noted): "usage.unknown_option",
  * "usage.missing_argument", "usage.missing_program", "usage.too_many"
  * (-E2BIG: more grants than GLOVE_GRANTS_MAX or --env names than 64),
- * "usage.audit_log_twice".
+ * "usage.audit_log_twice", "egress.private_needs_rule" (--egress-allow-private
+ * without its HOST[:PORT], or with an argument starting with '-').
  */
 int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err);
 
