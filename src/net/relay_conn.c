@@ -434,9 +434,10 @@ out:
         return reason;
 }
 
-/* The method and target of a head cut short by a bare LF, for the record:
- * its first line parsed as if it had ended in CRLF. */
-static void note_bare_lf_target(struct conn *c) {
+/* The method and target of a head that was refused before it was complete
+ * (bare LF, too large, too slow, cut short), for the record: its first line,
+ * when it has arrived, parsed as if it had ended in CRLF. */
+static void note_partial_target(struct conn *c) {
         const char *nl = memchr(c->head, '\n', c->head_got);
         size_t n = nl ? (size_t)(nl - c->head) : 0;
         if (n > 0 && c->head[n - 1] == '\r')
@@ -475,8 +476,7 @@ static void serve(struct conn *c) {
                              : reason == GLOVE_NET_EGRESS_TIMEOUT      ? 408
                              : reason == GLOVE_NET_EGRESS_BAD_REQUEST  ? 400
                                                                        : 0;
-                if (reason == GLOVE_NET_EGRESS_BAD_REQUEST)
-                        note_bare_lf_target(c);
+                note_partial_target(c);
                 return deny(c, reason, status);
         }
         struct glove_net_request_head h;

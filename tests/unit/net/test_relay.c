@@ -557,6 +557,10 @@ static void test_oversized_head_is_431(void **state) {
         assert_int_equal(read_status(fd, head, sizeof(head)), 431);
         close(fd);
         assert_single_deny(&f, GLOVE_NET_EGRESS_HEAD_TOO_LARGE, 431);
+        /* The request line had arrived: the record names it. */
+        assert_string_equal(f.rec.recs[0].method, "CONNECT");
+        assert_string_equal(f.rec.recs[0].host, "127.0.0.1");
+        assert_int_equal(f.rec.recs[0].port, f.echo.port);
         assert_int_equal(atomic_load(&f.echo.accepted), 0);
         fx_stop(&f);
 }
@@ -573,6 +577,9 @@ static void test_slow_head_is_408(void **state) {
         assert_int_equal(read_status(fd, head, sizeof(head)), 408);
         close(fd);
         assert_single_deny(&f, GLOVE_NET_EGRESS_TIMEOUT, 408);
+        assert_string_equal(f.rec.recs[0].method, "CONNECT");
+        assert_string_equal(f.rec.recs[0].host, "127.0.0.1");
+        assert_int_equal(f.rec.recs[0].port, 1);
         /* A connection that closes before finishing its head gets no answer. */
         fd = tcp_connect(f.proxy_port);
         assert_int_equal(write_all(fd, "CONN", 4), 0);
@@ -580,6 +587,8 @@ static void test_slow_head_is_408(void **state) {
         assert_int_equal(recorder_wait(&f.rec, 2), 2);
         assert_int_equal(f.rec.recs[1].reason, GLOVE_NET_EGRESS_INCOMPLETE_REQUEST);
         assert_int_equal(f.rec.recs[1].status, 0);
+        assert_string_equal(f.rec.recs[1].method, ""); /* no request line */
+        assert_string_equal(f.rec.recs[1].host, "");
         fx_stop(&f);
 }
 
