@@ -429,6 +429,30 @@ assert eg[1]['reason'] == 'closed' and eg[1]['bytes_up'] > 0 and eg[1]['bytes_do
 "
 }
 
+@test "egress: python3 urllib inside reaches a python3 -m http.server on the host's loopback through HTTP_PROXY (address rule)" {
+        mkdir -p "$T/www"
+        echo "served by http.server" >"$T/www/model.txt"
+        "$PY" -u -m http.server --bind 127.0.0.1 --directory "$T/www" 0 >"$T/hs.out" 2>"$T/hs.err" 3>&- &
+        track_pid $!
+        disown $!
+        wait_for "$T/hs.out" 'port [0-9]+' 10
+        local port
+        port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$T/hs.out" | head -1)
+        gx --audit-log "$LOG" --egress-allow "127.0.0.1:$port" -- "$PY" -c '
+import sys, urllib.request
+r = urllib.request.urlopen("http://127.0.0.1:%s/model.txt" % sys.argv[1], timeout=10)
+print("status", r.status)
+print("body", r.read().decode().strip())' "$port"
+        expect_status 0
+        expect_line "status 200"
+        expect_line "body served by http.server"
+        grep -q '"GET /model.txt HTTP/1.1" 200' "$T/hs.err" || { cat "$T/hs.err" >&2; fail "http.server did not log the origin-form request"; }
+        check_audit "
+assert [r['phase'] for r in eg] == ['open', 'close'], eg
+assert all(r['method'] == 'GET' and r['port'] == $port and r['address_class'] == 'loopback' for r in eg), eg
+"
+}
+
 @test "egress: a forwarded request carries its body (Content-Length and chunked) and reaches its upstream once, with Connection: close" {
         start_server echo
         local p=$SRV_PORT
