@@ -267,10 +267,12 @@ enum glove_net_egress_reason glove_net_head_parse(const char *buf, size_t len, c
         return GLOVE_NET_EGRESS_OK;
 }
 
-/* Hop-by-hop fields (RFC 9110 section 7.6.1) and the proxy's own. */
+/* Hop-by-hop fields (RFC 9110 section 7.6.1) and the proxy's own (every
+ * Proxy-* field: Proxy-Authorization, Proxy-Connection, ...). */
 static bool hop_by_hop(const struct line *name) {
-        static const char *const names[] = { "Proxy-Authorization", "Proxy-Connection", "Connection",
-                                             "Keep-Alive", "TE", "Upgrade", "Trailer", NULL };
+        static const char *const names[] = { "Connection", "Keep-Alive", "TE", "Upgrade", "Trailer", NULL };
+        if (prefix_nocase(name, "Proxy-"))
+                return true;
         for (size_t i = 0; names[i]; i++)
                 if (name_is(name, names[i]))
                         return true;

@@ -85,9 +85,10 @@ enum glove_net_egress_reason glove_net_head_parse(const char *buf, size_t len, c
  * Writes the head to send upstream for a forwarded request (h->form HTTP,
  * parsed from buf[0..len) by glove_net_head_parse) into out (cap bytes, at
  * least len + GLOVE_NET_FORWARD_EXTRA): the request line in origin form
- * (`METHOD /path HTTP/1.1`), every header line as received except
- * Proxy-Authorization, Proxy-Connection, Connection, Keep-Alive, TE, Upgrade
- * and the fields the Connection header names, a Host line with the URL's
+ * (`METHOD /path HTTP/1.1`), every header line as received except every
+ * Proxy-* field (Proxy-Authorization, Proxy-Connection, ...), Connection,
+ * Keep-Alive, TE, Trailer, Upgrade and the fields the Connection header
+ * names, a Host line with the URL's
  * authority when the request had none, then `Connection: close` and the
  * blank line. Returns its length, or 0 when cap is too small.
  */

@@ -168,7 +168,7 @@ static void test_forward_head(void **state) {
                 const char *in, *out;
         } cases[] = {
                 { "GET http://example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n" AUTH
-                  "User-Agent: t/1\r\nProxy-Connection: keep-alive\r\n\r\n",
+                  "User-Agent: t/1\r\nProxy-Connection: keep-alive\r\nproxy-x: 1\r\n\r\n",
                   "GET /a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\nUser-Agent: t/1\r\nConnection: close\r\n\r\n" },
                 { "GET http://Example.com HTTP/1.1\r\n" AUTH "\r\n",
                   "GET / HTTP/1.1\r\nHost: Example.com\r\nConnection: close\r\n\r\n" },
