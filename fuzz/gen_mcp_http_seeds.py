@@ -119,6 +119,8 @@ def http():
     write("http_head", "absolute-host-mismatch", h + b"GET http://example.com/ HTTP/1.1\r\nHost: other.example\r\n" +
           AUTH + b"\r\n")
     write("http_head", "absolute-https", h + b"GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n" + AUTH + b"\r\n")
+    write("http_head", "response-keep-alive", h + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n"
+          b"Keep-Alive: timeout=5\r\n\r\nok")
     write("http_head", "origin-form", h + b"DELETE /x HTTP/1.1\r\nHost: example.com:8080\r\n\r\n")
     write("http_head", "http10", h + b"CONNECT example.com:443 HTTP/1.0\r\n" + AUTH + b"\r\n")
     write("http_head", "bare-lf", h + b"CONNECT example.com:443 HTTP/1.1\n" + AUTH.replace(b"\r\n", b"\n") + b"\n")

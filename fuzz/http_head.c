@@ -38,6 +38,9 @@
  *     Connection field from the agent, one copy of the credentials fewer
  *     than the head, no bare LF,
  *     and fits in len + GLOVE_NET_FORWARD_EXTRA;
+ *   - the same bytes as an answer's head (glove_net_response_close) are
+ *     refused or rewritten to one complete head whose only Connection field
+ *     is the final "Connection: close";
  *   - the answer for every outcome is one complete head within
  *     GLOVE_NET_RESPONSE_MAX, with the status asked for and a Content-Length
  *     that matches its body.
@@ -176,6 +179,28 @@ static void check_forward(const char *head, size_t len, const struct glove_net_r
         free(out);
 }
 
+/* glove_net_response_close: 0, or one complete head that keeps the status
+ * line and ends with the only Connection field, "Connection: close". */
+static void check_response_close(const char *head, size_t len) {
+        char *in = malloc(len), *out = malloc(len + 32);
+        CHECK(in && out);
+        memcpy(in, head, len);
+        size_t n = glove_net_response_close(in, len, out, len + 32);
+        if (n) {
+                const char *eol = memchr(in, '\r', len);
+                CHECK(eol && n >= (size_t)(eol - in) + 2 && memcmp(out, in, (size_t)(eol - in) + 2) == 0);
+                CHECK(memcmp(in, "HTTP/1.", 7) == 0 && glove_net_head_end(out, n) == n && !has_bare_lf(out, n));
+                CHECK(n >= 21 && memcmp(out + n - 21, "Connection: close\r\n\r\n", 21) == 0);
+                size_t k = 0;
+                for (size_t i = 0; i + 12 < n; i++)
+                        k += out[i] == '\n' && strncasecmp(out + i + 1, "Connection:", 11) == 0;
+                CHECK(k == 1);
+                CHECK(glove_net_response_close(in, len, out, n - 1) == 0);
+        }
+        free(in);
+        free(out);
+}
+
 /* Parses head[0..len) from an allocation of exactly len bytes and checks
  * the result. Returns the reason. */
 static enum glove_net_egress_reason parse(const char *head, size_t len, const char *credentials,
@@ -277,6 +302,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         CHECK(h2.port == h1.port && h2.host.kind == h1.host.kind &&
                               strcmp(h2.host.text, h1.host.text) == 0);
                 }
+                /* The same bytes as the head of a forwarded request's answer. */
+                check_response_close(head, hl);
                 /* Deterministic. */
                 struct glove_net_request_head h3;
                 int st3;

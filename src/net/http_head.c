@@ -340,6 +340,34 @@ size_t glove_net_forward_head(const char *buf, size_t len, const struct glove_ne
         return n;
 }
 
+size_t glove_net_response_close(const char *buf, size_t len, char *out, size_t cap) {
+        if (len < 16 || memcmp(buf, "HTTP/1.", 7) != 0 || memcmp(buf + len - 4, "\r\n\r\n", 4) != 0)
+                return 0;
+        /* "HTTP/1.x NNN": a final answer only (1xx heads pass unchanged). */
+        if (buf[8] != ' ' || buf[9] < '2' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' ||
+            buf[11] > '9')
+                return 0;
+        const char *end = buf + len - 2, *eol = memchr(buf, '\r', (size_t)(end - buf));
+        if (!eol || eol[1] != '\n' || glove_net_head_bare_lf(buf, len))
+                return 0;
+        size_t n = 0;
+        if (!put(out, cap, &n, buf, (size_t)(eol - buf) + 2))
+                return 0;
+        struct line whole, name, value;
+        const char *p = eol + 2;
+        while (p < end) {
+                if (!next_header(&p, end, &whole, &name, &value))
+                        return 0;
+                if (name_is(&name, "Connection") || name_is(&name, "Keep-Alive") || prefix_nocase(&name, "Proxy-Connection"))
+                        continue;
+                if (!put(out, cap, &n, whole.s, whole.n) || !put(out, cap, &n, "\r\n", 2))
+                        return 0;
+        }
+        if (!put(out, cap, &n, "Connection: close\r\n\r\n", 21))
+                return 0;
+        return n;
+}
+
 static const char *status_text(int status) {
         switch (status) {
         case 200: return "Connection established";

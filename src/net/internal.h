@@ -95,6 +95,17 @@ enum glove_net_egress_reason glove_net_head_parse(const char *buf, size_t len, c
 size_t glove_net_forward_head(const char *buf, size_t len, const struct glove_net_request_head *h, char *out,
                               size_t cap);
 
+/*
+ * The head of a forwarded request's answer, buf[0..len) (a complete head
+ * ending in "\r\n\r\n"), rewritten for the agent into out (cap bytes, at
+ * least len + 32): its Connection, Keep-Alive and Proxy-Connection fields
+ * dropped and `Connection: close` added, since the agent's connection ends
+ * with this answer. Returns its length, or 0 when buf is not the head of a
+ * final HTTP/1.x answer (a 1xx, another protocol, malformed) or cap is too
+ * small: the answer is then passed on unchanged.
+ */
+size_t glove_net_response_close(const char *buf, size_t len, char *out, size_t cap);
+
 /* Writes the proxy's answer with status (200, 400, 403, ...) for reason into
  * buf (GLOVE_NET_RESPONSE_MAX bytes). Returns its length. */
 size_t glove_net_response_format(int status, enum glove_net_egress_reason reason, char *buf);

@@ -21,6 +21,9 @@
 /* Bytes a tunnel moves per splice(2) call (the pipe's size is raised to
  * this where the system allows). */
 #define TUNNEL_PIPE_SIZE (1024 * 1024)
+/* Longest answer head of a forwarded request that is rewritten (larger ones
+ * pass unchanged). */
+#define RESPONSE_HEAD_MAX (16 * 1024)
 
 int glove_net_wait(int fd, short events, int stop_fd, uint64_t deadline_ms) {
         for (;;) {
@@ -99,6 +102,10 @@ struct conn {
         char *fwd;       /* forward: the rewritten head, then the bytes read after
                           * the received head; sent upstream first (owned) */
         size_t fwd_len;
+        char *resp;      /* forward: the upstream's answer as read until its head
+                          * is complete, then what the agent gets first (owned) */
+        size_t resp_got;
+        bool resp_done;  /* the answer's head has been handled: splice the rest */
 };
 
 static void emit(struct conn *c, enum glove_net_egress_phase phase, enum glove_net_egress_reason reason, int status) {
@@ -357,6 +364,49 @@ static int open_pipe(int p[2]) {
         return size > 0 ? size : 65536;
 }
 
+/* Forwarded request: reads the upstream's answer until its head is complete,
+ * then queues it for the agent (down->pre) with `Connection: close` (the
+ * agent's connection ends with this answer), or unchanged when it is not a
+ * final HTTP/1.x head within RESPONSE_HEAD_MAX. Returns 0 or -errno. */
+static int response_head(struct conn *c, struct direction *down, bool *progress) {
+        if (!c->resp) {
+                c->resp = malloc(RESPONSE_HEAD_MAX);
+                if (!c->resp)
+                        return -ENOMEM;
+        }
+        ssize_t n = recv(c->dest, c->resp + c->resp_got, RESPONSE_HEAD_MAX - c->resp_got, MSG_DONTWAIT);
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        *progress = true;
+        if (n == 0)
+                down->eof = true;
+        c->resp_got += (size_t)n;
+        size_t end = glove_net_head_end(c->resp, c->resp_got);
+        bool not_http = c->resp_got >= 5 && memcmp(c->resp, "HTTP/", 5) != 0;
+        if (!end && !not_http && n > 0 && c->resp_got < RESPONSE_HEAD_MAX)
+                return 0; /* more to come */
+        c->resp_done = true;
+        down->pre = c->resp;
+        down->pre_len = c->resp_got;
+        if (!end || not_http)
+                return 0;
+        size_t rest = c->resp_got - end, cap = end + 32;
+        char *out = malloc(cap + rest);
+        if (!out)
+                return -ENOMEM;
+        size_t len = glove_net_response_close(c->resp, end, out, cap);
+        if (len == 0) {
+                free(out);
+                return 0;
+        }
+        memcpy(out + len, c->resp + end, rest);
+        free(c->resp);
+        c->resp = out;
+        down->pre = out;
+        down->pre_len = len + rest;
+        return 0;
+}
+
 /* Relays until the tunnel ends; returns why it ended. */
 static enum glove_net_egress_reason tunnel(struct conn *c) {
         struct direction up = { .src = c->client, .dst = c->dest, .pipe = { -1, -1 }, .moved = &c->ev.bytes_up };
@@ -376,7 +426,11 @@ static enum glove_net_egress_reason tunnel(struct conn *c) {
         bool hup = false;
         for (;;) {
                 bool progress = false;
-                if (step(&up, (size_t)up_chunk, &progress) < 0 || step(&down, (size_t)down_chunk, &progress) < 0) {
+                int e = step(&up, (size_t)up_chunk, &progress);
+                if (e == 0)
+                        e = c->forward && !c->resp_done ? response_head(c, &down, &progress)
+                                                        : step(&down, (size_t)down_chunk, &progress);
+                if (e < 0) {
                         reason = GLOVE_NET_EGRESS_RESET;
                         break;
                 }
@@ -567,6 +621,7 @@ void *glove_net_conn_main(void *arg) {
                         explicit_bzero(c->fwd, c->fwd_len);
                         free(c->fwd);
                 }
+                free(c->resp);
                 free(c);
         } else {
                 glove_net_answer_and_close(slot->fd, slot->relay->stop_fd, 502, GLOVE_NET_EGRESS_INTERNAL, true);

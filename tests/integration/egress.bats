@@ -429,7 +429,7 @@ assert eg[1]['reason'] == 'closed' and eg[1]['bytes_up'] > 0 and eg[1]['bytes_do
 "
 }
 
-@test "egress: python3 urllib inside reaches a python3 -m http.server on the host's loopback through HTTP_PROXY (address rule)" {
+@test "egress: python3 urllib inside reaches a python3 -m http.server on the host's loopback through HTTP_PROXY (address rule); the answer says Connection: close" {
         mkdir -p "$T/www"
         echo "served by http.server" >"$T/www/model.txt"
         "$PY" -u -m http.server --bind 127.0.0.1 --directory "$T/www" 0 >"$T/hs.out" 2>"$T/hs.err" 3>&- &
@@ -442,9 +442,13 @@ assert eg[1]['reason'] == 'closed' and eg[1]['bytes_up'] > 0 and eg[1]['bytes_do
 import sys, urllib.request
 r = urllib.request.urlopen("http://127.0.0.1:%s/model.txt" % sys.argv[1], timeout=10)
 print("status", r.status)
+print("connection", r.headers.get("Connection"))
 print("body", r.read().decode().strip())' "$port"
         expect_status 0
         expect_line "status 200"
+        # http.server answers HTTP/1.0 without a Connection field; the proxy
+        # tells the agent that its connection ends with this answer.
+        expect_line "connection close"
         expect_line "body served by http.server"
         grep -q '"GET /model.txt HTTP/1.1" 200' "$T/hs.err" || { cat "$T/hs.err" >&2; fail "http.server did not log the origin-form request"; }
         check_audit "

@@ -40,10 +40,10 @@
  *      idle_timeout_ms, max_duration_ms passed, or the relay stops;
  *   7. a forwarded request instead sends the upstream its head rewritten to
  *      origin form, without Proxy-Authorization and hop-by-hop fields, with
- *      `Connection: close`, then relays bytes both ways as a tunnel (the body
- *      and the answer are not parsed; http_status 0 in its OPEN and CLOSE
- *      events) until the upstream's answer has been passed on: one request
- *      per connection.
+ *      `Connection: close`, then relays bytes both ways as a tunnel (the
+ *      bodies are not parsed; the answer's head gets `Connection: close` too;
+ *      http_status 0 in its OPEN and CLOSE events) until the upstream's
+ *      answer has been passed on: one request per connection.
  *
  * Beyond max_connections the acceptor answers 503 itself without reading the
  * request. Every denial answer carries Connection: close and a one-line

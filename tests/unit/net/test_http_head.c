@@ -196,6 +196,39 @@ static void test_forward_head(void **state) {
         }
 }
 
+/* The answer of a forwarded request tells the agent its connection closes. */
+static void test_response_close(void **state) {
+        (void)state;
+        static const struct {
+                const char *in, *out; /* out NULL: passed unchanged (0) */
+        } cases[] = {
+                { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n",
+                  "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" },
+                { "HTTP/1.0 404 File not found\r\nServer: x\r\n\r\n",
+                  "HTTP/1.0 404 File not found\r\nServer: x\r\nConnection: close\r\n\r\n" },
+                { "HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n" },
+                { "HTTP/1.1 100 Continue\r\n\r\n", NULL },
+                { "HTTP/2 200 OK\r\n\r\n", NULL },
+                { "POST /v1 HTTP/1.1\r\nHost: a\r\n\r\n", NULL },
+                { "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", NULL },
+                { "HTTP/1.1 200 OK\nX: y\r\n\r\n", NULL },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char out[512];
+                size_t len = strlen(cases[i].in);
+                size_t n = glove_net_response_close(cases[i].in, len, out, len + 32);
+                if (!cases[i].out) {
+                        if (n != 0)
+                                fail_msg("case %zu: rewritten", i);
+                        continue;
+                }
+                assert_int_not_equal(n, 0);
+                out[n] = '\0';
+                assert_string_equal(out, cases[i].out);
+                assert_int_equal(glove_net_response_close(cases[i].in, len, out, n - 1), 0);
+        }
+}
+
 static void test_too_many_headers(void **state) {
         (void)state;
         char head[GLOVE_NET_HEAD_MAX];
@@ -245,6 +278,7 @@ int main(void) {
                 cmocka_unit_test(test_refusals_name_the_request),
                 cmocka_unit_test(test_bare_lf),
                 cmocka_unit_test(test_forward_head),
+                cmocka_unit_test(test_response_close),
                 cmocka_unit_test(test_responses),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
