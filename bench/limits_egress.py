@@ -2,7 +2,8 @@
 """Limits and egress benchmarks (issue 4, "Benchmark"), side by side in one run.
 
   bench/limits_egress.py --glove PATH [--rounds N] [--transfers N]
-                         [--size-mib N] [--results FILE]
+                         [--size-mib N] [--results FILE] [--only egress]
+                         [--glove-before PATH]
 
 1. Start-up with limits against start-up without: `glove exec -- /bin/true`
    run as root, which gives the run its own cgroup (memory, pids, CPU time),
@@ -21,13 +22,21 @@
    MiB from a preallocated buffer and closes. The same tiny client
    (CLIENT below, run with `python3 -c`) reads and discards it until EOF,
    timing first to last byte:
-     glove:  inside `glove exec --egress-allow 127.0.0.1:PORT
-             --egress-allow-private`, through the per-run proxy (HTTP CONNECT
-             with the Proxy-Authorization taken from HTTPS_PROXY);
+     glove:  inside `glove exec --egress-allow 127.0.0.1:PORT` (an address
+             rule: its loopback address is allowed), through the per-run
+             proxy (HTTP CONNECT with the Proxy-Authorization taken from
+             HTTPS_PROXY);
+     before: (with --glove-before PATH) the same through another glove
+             binary, e.g. one built from an older commit (given the old bare
+             `--egress-allow-private` switch when it predates issue 14);
      direct: on the host, straight to the server, no Glove.
-   The modes alternate; reports MiB/s (median of the transfers) and the
+   The modes alternate; reports MiB/s (median of the transfers), the
    glove/direct ratio (the issue's goal is at least 0.8; reported, not
-   checked).
+   checked), and the CPU time Glove's own process (the relay threads; the
+   sandbox's processes are not counted) spent during the transfer, per GiB:
+   the sum of /proc/PID/task/*/schedstat between the client's "tunnel up"
+   and its result line (utime+stime from /proc/PID/stat where schedstat is
+   missing).
 
 Appends JSON lines to the results file. Times are reported, never asserted.
 Everything is bounded by timeouts; the server is stopped at the end.
@@ -86,6 +95,7 @@ if mode == "proxy":
         got = len(rest)
 else:
     s = socket.create_connection((host, port), timeout=30)
+print("up", flush=True)
 last = first
 while True:
     n = s.recv_into(buf)
@@ -95,11 +105,65 @@ while True:
     if first is None:
         first = last
     got += n
-s.close()
 if got != want or first is None or last <= first:
     sys.exit("received %d bytes, expected %d" % (got, want))
-print(json.dumps({"bytes": got, "seconds": last - first}))
+print(json.dumps({"bytes": got, "seconds": last - first}), flush=True)
+time.sleep(0.2)  # the relay's threads stay for the CPU sample (not timed)
+s.close()
 '''
+
+
+def task_cpu_ns(pid):
+    """CPU time in ns of every live thread of pid, or None."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return None
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            try:
+                with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) * 10 ** 9 // os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
+def run_sampled(argv, timeout):
+    """Runs a transfer: (exit code, result dict or None, stderr, CPU ns of
+    argv's own process between "up" and the result line, or None)."""
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    result, cpu0, cpu = None, None, None
+    deadline = time.monotonic() + timeout
+    try:
+        for line in p.stdout:
+            line = line.strip()
+            if line == b"up":
+                cpu0 = task_cpu_ns(p.pid)
+            elif line.startswith(b"{"):
+                c1 = task_cpu_ns(p.pid)
+                if cpu0 is not None and c1 is not None:
+                    cpu = c1 - cpu0
+                try:
+                    result = json.loads(line.decode())
+                except ValueError:
+                    result = None
+            if time.monotonic() > deadline:
+                break
+        p.wait(timeout=max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return -1, None, b"", None
+    err = p.stderr.read()
+    p.stdout.close()
+    p.stderr.close()
+    return p.returncode, result if p.returncode == 0 else None, err, cpu
 
 
 def serve(size_mib):
@@ -231,19 +295,23 @@ def startup_bench(glove, rounds, warmup, records):
     return sum(failures.values())
 
 
-def egress_bench(glove, transfers, size_mib, records):
+def egress_bench(glove, transfers, size_mib, records, before=None):
     """Returns the number of failed transfers."""
     common = dict(common_fields("egress-throughput"), transfers=transfers, size_mib=size_mib)
     size = size_mib * MIB
     print()
     print("== egress throughput: %d MiB from a server on 127.0.0.1, glove proxy vs direct" % size_mib)
-    print("   glove:  client inside glove exec --egress-allow 127.0.0.1:PORT --egress-allow-private,")
+    print("   glove:  client inside glove exec --egress-allow 127.0.0.1:PORT,")
     print("           HTTP CONNECT through the per-run proxy (credentials from HTTPS_PROXY)")
+    if before:
+        print("   before: the same through %s (with the old --egress-allow-private if it takes it)" % before)
     print("   direct: the same client on the host, connecting straight to the server")
     server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--size-mib", str(size_mib)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-    failures = {"glove": 0, "direct": 0}
-    mibps = {"glove": [], "direct": []}
+    names = ["glove"] + (["before"] if before else []) + ["direct"]
+    failures = {n: 0 for n in names}
+    mibps = {n: [] for n in names}
+    cpu_per_gib = {n: [] for n in names}
     try:
         line = server.stdout.readline().strip()
         if not line:
@@ -252,18 +320,18 @@ def egress_bench(glove, transfers, size_mib, records):
         port = int(line)
         client = lambda mode: [PYTHON, "-c", CLIENT, "127.0.0.1", str(port), mode, str(size)]
         cmds = {
-            "glove": [glove, "exec", "--egress-allow", "127.0.0.1:%d" % port, "--egress-allow-private",
-                      "--"] + client("proxy"),
+            "glove": [glove, "exec", "--egress-allow", "127.0.0.1:%d" % port, "--"] + client("proxy"),
             "direct": client("direct"),
         }
-        names = list(cmds)
+        if before:
+            # A binary from before issue 14 needs the old global switch to reach
+            # a loopback address; a newer one refuses that switch.
+            _, _, _, probe = run_once([before, "exec", "--egress-allow-private", "--", "/bin/true"], 20, capture=True)
+            old = [] if b"egress.private_needs_rule" in probe else ["--egress-allow-private"]
+            cmds["before"] = [before, "exec", "--egress-allow", "127.0.0.1:%d" % port] + old + ["--"] + client("proxy")
         for i in range(transfers):
             for name in (names if i % 2 == 0 else names[::-1]):
-                _, rc, out, err = run_once(cmds[name], 60, capture=True)
-                try:
-                    r = json.loads(out.decode().strip().splitlines()[-1]) if rc == 0 else None
-                except (ValueError, IndexError):
-                    r = None
+                rc, r, err, cpu = run_sampled(cmds[name], 60)
                 if r is None:
                     failures[name] += 1
                     print("   %s transfer %d failed (exit %d): %s" % (
@@ -271,8 +339,13 @@ def egress_bench(glove, transfers, size_mib, records):
                     continue
                 rate = r["bytes"] / MIB / r["seconds"]
                 mibps[name].append(rate)
-                records.append(dict(common, command=name, transfer=i + 1, bytes=r["bytes"],
-                                    seconds=round(r["seconds"], 6), mib_per_s=round(rate, 1)))
+                rec = dict(common, command=name, transfer=i + 1, bytes=r["bytes"],
+                           seconds=round(r["seconds"], 6), mib_per_s=round(rate, 1))
+                if cpu is not None and name != "direct":
+                    per = cpu / 1e9 / (r["bytes"] / (1 << 30))
+                    cpu_per_gib[name].append(per)
+                    rec["process_cpu_s_per_gib"] = round(per, 4)
+                records.append(rec)
     finally:
         server.terminate()
         try:
@@ -281,25 +354,29 @@ def egress_bench(glove, transfers, size_mib, records):
             server.kill()
             server.wait(timeout=5)
         server.stdout.close()
-    print("   %d transfers each, interleaved (MiB/s, first to last byte)" % transfers)
-    print("   %-8s %9s %9s %9s  %-28s %s" % ("", "median", "min", "max", "samples", "failures"))
+    print("   %d transfers each, interleaved (MiB/s, first to last byte; CPU: Glove's process, s/GiB)" % transfers)
+    print("   %-8s %9s %9s %9s %9s  %-28s %s" % ("", "median", "min", "max", "cpu/GiB", "samples", "failures"))
     med = {}
-    for name in ("glove", "direct"):
+    for name in names:
         v = mibps[name]
         if v:
             med[name] = statistics.median(v)
-            print("   %-8s %9.0f %9.0f %9.0f  %-28s %d" % (name, med[name], min(v), max(v),
+            c = cpu_per_gib[name]
+            cs = "%9.3f" % statistics.median(c) if c else "%9s" % "-"
+            print("   %-8s %9.0f %9.0f %9.0f %s  %-28s %d" % (name, med[name], min(v), max(v), cs,
                                                          " ".join("%.0f" % x for x in v), failures[name]))
+            extra = {"median_process_cpu_s_per_gib": round(statistics.median(c), 4)} if c else {}
             records.append(dict(common, command=name, metric="summary", median_mib_per_s=round(med[name], 1),
                                 min_mib_per_s=round(min(v), 1), max_mib_per_s=round(max(v), 1),
-                                failures=failures[name]))
+                                failures=failures[name], **extra))
         else:
             print("   %-8s no successful transfer, %d failures" % (name, failures[name]))
-    if len(med) == 2:
-        ratio = med["glove"] / med["direct"]
-        print("   ratio glove/direct: %.2f (issue 4's goal: at least 0.8; reported, not checked)" % ratio)
-        records.append(dict(common, metric="ratio", numerator="glove", denominator="direct",
-                            ratio_median=round(ratio, 3), goal=0.8))
+    for name in ("glove", "before"):
+        if name in med and "direct" in med:
+            ratio = med[name] / med["direct"]
+            print("   ratio %s/direct: %.2f (issue 4's goal: at least 0.8; reported, not checked)" % (name, ratio))
+            records.append(dict(common, metric="ratio", numerator=name, denominator="direct",
+                                ratio_median=round(ratio, 3), goal=0.8))
     return sum(failures.values())
 
 
@@ -311,6 +388,8 @@ def main():
     ap.add_argument("--transfers", type=int, default=3, help="egress transfers per mode (default 3)")
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--results", default="bench/results/limits-egress.jsonl", help="JSONL file to append to")
+    ap.add_argument("--only", choices=["egress"], help="run only this part")
+    ap.add_argument("--glove-before", help="a second glove binary to measure egress through (old syntax)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
@@ -326,8 +405,13 @@ def main():
         glove = os.path.join(tmp, "glove")
         shutil.copyfile(a.glove, glove)
         os.chmod(glove, 0o755)
-        failed = startup_bench(glove, a.rounds, a.warmup, records)
-        failed += egress_bench(glove, a.transfers, a.size_mib, records)
+        before = None
+        if a.glove_before:
+            before = os.path.join(tmp, "glove-before")
+            shutil.copyfile(a.glove_before, before)
+            os.chmod(before, 0o755)
+        failed = 0 if a.only == "egress" else startup_bench(glove, a.rounds, a.warmup, records)
+        failed += egress_bench(glove, a.transfers, a.size_mib, records, before)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if records:

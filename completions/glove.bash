@@ -16,7 +16,7 @@ _glove_value_kind() {
         case $1 in
         --workspace | --home-from | --runtime-dir | --state-dir | --materialization-root | --library-bundle-root | --search-path | --directory | --path-root) echo dir ;;
         --read | --write | --audit-log | --status-json | --policy | --session-policy | --session-store | --plan | --source | --executable | --read-only | --file) echo file ;;
-        --env | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --upstream | --upstream-env | --allow | --deny | --allow-arg | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in) echo word ;;
+        --env | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --egress-allow-private | --upstream | --upstream-env | --allow | --deny | --allow-arg | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in) echo word ;;
         esac
 }
 

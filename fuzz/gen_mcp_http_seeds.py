@@ -112,6 +112,16 @@ def http():
     write("http_head", "bad-port", h + b"CONNECT example.com:0443 HTTP/1.1\r\n" + AUTH + b"\r\n")
     write("http_head", "absolute-get", h + b"GET http://example.com:8080/path?q=1 HTTP/1.1\r\nHost: example.com:8080\r\n" +
           AUTH + b"\r\n")
+    write("http_head", "absolute-post-hop", h + b"POST http://127.0.0.1:11434/api/chat HTTP/1.1\r\nHost: 127.0.0.1:11434\r\n" +
+          AUTH + b"Proxy-Connection: keep-alive\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\n"
+          b"Content-Length: 2\r\n\r\n{}")
+    write("http_head", "absolute-no-host", h + b"GET http://[::1]:8080 HTTP/1.1\r\n" + AUTH + b"\r\n")
+    write("http_head", "absolute-host-mismatch", h + b"GET http://example.com/ HTTP/1.1\r\nHost: other.example\r\n" +
+          AUTH + b"\r\n")
+    write("http_head", "absolute-https", h + b"GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n" + AUTH + b"\r\n")
+    write("http_head", "response-keep-alive", h + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n"
+          b"Keep-Alive: timeout=5\r\n\r\nok")
+    write("http_head", "origin-form", h + b"DELETE /x HTTP/1.1\r\nHost: example.com:8080\r\n\r\n")
     write("http_head", "http10", h + b"CONNECT example.com:443 HTTP/1.0\r\n" + AUTH + b"\r\n")
     write("http_head", "bare-lf", h + b"CONNECT example.com:443 HTTP/1.1\n" + AUTH.replace(b"\r\n", b"\n") + b"\n")
     write("http_head", "obs-fold", h + b"CONNECT example.com:443 HTTP/1.1\r\nX-A: one\r\n two\r\n" + AUTH + b"\r\n")

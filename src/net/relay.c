@@ -41,6 +41,8 @@ const char *glove_net_egress_reason_name(enum glove_net_egress_reason r) {
         case GLOVE_NET_EGRESS_BAD_DESCRIPTOR: return "bad_descriptor";
         case GLOVE_NET_EGRESS_AUDIT_FAILED: return "audit_failed";
         case GLOVE_NET_EGRESS_INTERNAL: return "internal";
+        case GLOVE_NET_EGRESS_HOST_MISMATCH: return "host_mismatch";
+        case GLOVE_NET_EGRESS_HTTPS_NEEDS_CONNECT: return "https_needs_connect";
         }
         return "internal";
 }
@@ -85,6 +87,7 @@ static void refuse(struct glove_net_relay *r, int fd, uint64_t id, uint64_t star
                 .reason = reason,
                 .connection_id = id,
                 .http_status = status,
+                .method = "",
                 .host = "",
                 .address = "",
                 .address_class = "",

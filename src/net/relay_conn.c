@@ -21,6 +21,9 @@
 /* Bytes a tunnel moves per splice(2) call (the pipe's size is raised to
  * this where the system allows). */
 #define TUNNEL_PIPE_SIZE (1024 * 1024)
+/* Longest answer head of a forwarded request that is rewritten (larger ones
+ * pass unchanged). */
+#define RESPONSE_HEAD_MAX (16 * 1024)
 
 int glove_net_wait(int fd, short events, int stop_fd, uint64_t deadline_ms) {
         for (;;) {
@@ -91,9 +94,18 @@ struct conn {
         struct glove_net_egress_event ev;
         char host[GLOVE_NET_HOST_MAX + 1];
         char address[GLOVE_NET_ADDRESS_TEXT_MAX];
+        char method[GLOVE_NET_METHOD_MAX + 1];
         char head[GLOVE_NET_HEAD_MAX];
         size_t head_got, head_len;
         bool private_ok; /* the matched rules let this destination be private */
+        bool forward;    /* a plain-HTTP request forwarded, not a CONNECT tunnel */
+        char *fwd;       /* forward: the rewritten head, then the bytes read after
+                          * the received head; sent upstream first (owned) */
+        size_t fwd_len;
+        char *resp;      /* forward: the upstream's answer as read until its head
+                          * is complete, then what the agent gets first (owned) */
+        size_t resp_got;
+        bool resp_done;  /* the answer's head has been handled: splice the rest */
 };
 
 static void emit(struct conn *c, enum glove_net_egress_phase phase, enum glove_net_egress_reason reason, int status) {
@@ -142,6 +154,10 @@ static enum glove_net_egress_reason read_head(struct conn *c) {
                 c->head_len = glove_net_head_end(c->head, c->head_got);
                 if (c->head_len)
                         return GLOVE_NET_EGRESS_OK;
+                /* A bare LF can never end in CRLF CRLF: say so now rather than
+                 * after the head deadline. */
+                if (glove_net_head_bare_lf(c->head, c->head_got))
+                        return GLOVE_NET_EGRESS_BAD_REQUEST;
                 if (c->head_got == sizeof(c->head))
                         return GLOVE_NET_EGRESS_HEAD_TOO_LARGE;
                 ssize_t n = recv(c->client, c->head + c->head_got, sizeof(c->head) - c->head_got, MSG_DONTWAIT);
@@ -200,7 +216,7 @@ static bool check_address(struct conn *c, const struct sockaddr *sa, socklen_t l
 }
 
 /* Resolves and checks every address. Returns OK or the reason to refuse. */
-static enum glove_net_egress_reason resolve(struct conn *c, const struct glove_net_connect_head *h,
+static enum glove_net_egress_reason resolve(struct conn *c, const struct glove_net_request_head *h,
                                             struct destinations *d) {
         d->n = 0;
         if (h->host.kind == GLOVE_NET_HOST_IPV4) {
@@ -348,12 +364,60 @@ static int open_pipe(int p[2]) {
         return size > 0 ? size : 65536;
 }
 
+/* Forwarded request: reads the upstream's answer until its head is complete,
+ * then queues it for the agent (down->pre) with `Connection: close` (the
+ * agent's connection ends with this answer), or unchanged when it is not a
+ * final HTTP/1.x head within RESPONSE_HEAD_MAX. Returns 0 or -errno. */
+static int response_head(struct conn *c, struct direction *down, bool *progress) {
+        if (!c->resp) {
+                c->resp = malloc(RESPONSE_HEAD_MAX);
+                if (!c->resp)
+                        return -ENOMEM;
+        }
+        ssize_t n = recv(c->dest, c->resp + c->resp_got, RESPONSE_HEAD_MAX - c->resp_got, MSG_DONTWAIT);
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+        *progress = true;
+        if (n == 0)
+                down->eof = true;
+        c->resp_got += (size_t)n;
+        size_t end = glove_net_head_end(c->resp, c->resp_got);
+        bool not_http = c->resp_got >= 5 && memcmp(c->resp, "HTTP/", 5) != 0;
+        if (!end && !not_http && n > 0 && c->resp_got < RESPONSE_HEAD_MAX)
+                return 0; /* more to come */
+        c->resp_done = true;
+        down->pre = c->resp;
+        down->pre_len = c->resp_got;
+        if (!end || not_http)
+                return 0;
+        size_t rest = c->resp_got - end, cap = end + 32;
+        char *out = malloc(cap + rest);
+        if (!out)
+                return -ENOMEM;
+        size_t len = glove_net_response_close(c->resp, end, out, cap);
+        if (len == 0) {
+                free(out);
+                return 0;
+        }
+        memcpy(out + len, c->resp + end, rest);
+        free(c->resp);
+        c->resp = out;
+        down->pre = out;
+        down->pre_len = len + rest;
+        return 0;
+}
+
 /* Relays until the tunnel ends; returns why it ended. */
 static enum glove_net_egress_reason tunnel(struct conn *c) {
         struct direction up = { .src = c->client, .dst = c->dest, .pipe = { -1, -1 }, .moved = &c->ev.bytes_up };
         struct direction down = { .src = c->dest, .dst = c->client, .pipe = { -1, -1 }, .moved = &c->ev.bytes_down };
-        up.pre = c->head + c->head_len;
-        up.pre_len = c->head_got - c->head_len;
+        if (c->forward) {
+                up.pre = c->fwd;
+                up.pre_len = c->fwd_len;
+        } else {
+                up.pre = c->head + c->head_len;
+                up.pre_len = c->head_got - c->head_len;
+        }
         enum glove_net_egress_reason reason = GLOVE_NET_EGRESS_INTERNAL;
         int up_chunk = open_pipe(up.pipe), down_chunk = up_chunk < 0 ? -1 : open_pipe(down.pipe);
         if (up_chunk < 0 || down_chunk < 0)
@@ -362,11 +426,17 @@ static enum glove_net_egress_reason tunnel(struct conn *c) {
         bool hup = false;
         for (;;) {
                 bool progress = false;
-                if (step(&up, (size_t)up_chunk, &progress) < 0 || step(&down, (size_t)down_chunk, &progress) < 0) {
+                int e = step(&up, (size_t)up_chunk, &progress);
+                if (e == 0)
+                        e = c->forward && !c->resp_done ? response_head(c, &down, &progress)
+                                                        : step(&down, (size_t)down_chunk, &progress);
+                if (e < 0) {
                         reason = GLOVE_NET_EGRESS_RESET;
                         break;
                 }
-                if (done(&up) && done(&down)) {
+                /* A forwarded request is one exchange (Connection: close): it is
+                 * over once the upstream's answer has been passed on. */
+                if ((done(&up) || c->forward) && done(&down)) {
                         reason = GLOVE_NET_EGRESS_CLOSED;
                         break;
                 }
@@ -418,6 +488,32 @@ out:
         return reason;
 }
 
+/* The method and target of a head that was refused before it was complete
+ * (bare LF, too large, too slow, cut short), for the record: its first line,
+ * when it has arrived, parsed as if it had ended in CRLF. */
+static void note_partial_target(struct conn *c) {
+        const char *nl = memchr(c->head, '\n', c->head_got);
+        size_t n = nl ? (size_t)(nl - c->head) : 0;
+        if (n > 0 && c->head[n - 1] == '\r')
+                n--;
+        if (n == 0 || n > GLOVE_NET_HEAD_MAX - 4)
+                return;
+        char *line = malloc(n + 4);
+        if (!line)
+                return;
+        memcpy(line, c->head, n);
+        memcpy(line + n, "\r\n\r\n", 4);
+        struct glove_net_request_head h;
+        int status;
+        (void)glove_net_head_parse(line, n + 4, c->r->credentials, &h, &status);
+        memcpy(c->method, h.method, sizeof(c->method));
+        if (h.target_ok) {
+                memcpy(c->host, h.host.text, sizeof(c->host));
+                c->ev.port = h.port;
+        }
+        free(line);
+}
+
 static void serve(struct conn *c) {
         if (!is_tcp_stream(c->client)) {
                 /* Not what the helper passes: answer nothing. */
@@ -432,12 +528,15 @@ static void serve(struct conn *c) {
         if (reason != GLOVE_NET_EGRESS_OK) {
                 int status = reason == GLOVE_NET_EGRESS_HEAD_TOO_LARGE ? 431
                              : reason == GLOVE_NET_EGRESS_TIMEOUT      ? 408
+                             : reason == GLOVE_NET_EGRESS_BAD_REQUEST  ? 400
                                                                        : 0;
+                note_partial_target(c);
                 return deny(c, reason, status);
         }
-        struct glove_net_connect_head h;
+        struct glove_net_request_head h;
         int status;
         reason = glove_net_head_parse(c->head, c->head_len, c->r->credentials, &h, &status);
+        memcpy(c->method, h.method, sizeof(c->method));
         if (h.target_ok) {
                 memcpy(c->host, h.host.text, sizeof(c->host));
                 c->ev.port = h.port;
@@ -446,6 +545,18 @@ static void serve(struct conn *c) {
                 return deny(c, reason, status);
         if (!glove_net_policy_allows(&c->r->policy, &h.host, h.port))
                 return deny(c, GLOVE_NET_EGRESS_NOT_ALLOWED, 403);
+        c->forward = h.form == GLOVE_NET_TARGET_HTTP;
+        if (c->forward) {
+                size_t rest = c->head_got - c->head_len, cap = c->head_len + GLOVE_NET_FORWARD_EXTRA;
+                c->fwd = malloc(cap + rest);
+                if (!c->fwd)
+                        return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
+                c->fwd_len = glove_net_forward_head(c->head, c->head_len, &h, c->fwd, cap);
+                if (c->fwd_len == 0)
+                        return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
+                memcpy(c->fwd + c->fwd_len, c->head + c->head_len, rest);
+                c->fwd_len += rest;
+        }
         c->private_ok = glove_net_policy_allows_private(&c->r->policy, &h.host, h.port);
         struct destinations *d = calloc(1, sizeof(*d));
         if (!d)
@@ -462,21 +573,28 @@ static void serve(struct conn *c) {
         default: return deny(c, reason, 0);
         }
         set_nonblock_nodelay(c->dest);
-        emit(c, GLOVE_NET_EGRESS_OPEN, GLOVE_NET_EGRESS_OK, 200);
+        /* A forwarded request gets the upstream's own answer: the proxy
+         * answers nothing itself (http_status 0). */
+        int answered = c->forward ? 0 : 200;
+        emit(c, GLOVE_NET_EGRESS_OPEN, GLOVE_NET_EGRESS_OK, answered);
         if (glove_net_relay_emit(c->r, &c->ev) < 0) {
                 /* Fail closed: no record, no tunnel. No further event. */
                 glove_net_answer_and_close(c->client, c->r->stop_fd, 502, GLOVE_NET_EGRESS_AUDIT_FAILED, true);
                 c->client = -1;
                 return;
         }
-        char ok[GLOVE_NET_RESPONSE_MAX];
-        size_t len = glove_net_response_format(200, GLOVE_NET_EGRESS_OK, ok);
-        /* The socket is fresh and empty: the answer fits in its buffer. */
-        if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
-                reason = GLOVE_NET_EGRESS_RESET;
-        else
+        if (c->forward) {
                 reason = tunnel(c);
-        emit(c, GLOVE_NET_EGRESS_CLOSE, reason, 200);
+        } else {
+                char ok[GLOVE_NET_RESPONSE_MAX];
+                size_t len = glove_net_response_format(200, GLOVE_NET_EGRESS_OK, ok);
+                /* The socket is fresh and empty: the answer fits in its buffer. */
+                if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
+                        reason = GLOVE_NET_EGRESS_RESET;
+                else
+                        reason = tunnel(c);
+        }
+        emit(c, GLOVE_NET_EGRESS_CLOSE, reason, answered);
         (void)glove_net_relay_emit(c->r, &c->ev);
 }
 
@@ -490,6 +608,7 @@ void *glove_net_conn_main(void *arg) {
                 c->dest = -1;
                 c->ev.connection_id = slot->id;
                 c->ev.host = c->host;
+                c->ev.method = c->method;
                 c->ev.address = c->address;
                 c->ev.address_class = "";
                 serve(c);
@@ -498,12 +617,17 @@ void *glove_net_conn_main(void *arg) {
                 if (c->dest >= 0)
                         close(c->dest);
                 explicit_bzero(c->head, sizeof(c->head));
+                if (c->fwd) {
+                        explicit_bzero(c->fwd, c->fwd_len);
+                        free(c->fwd);
+                }
+                free(c->resp);
                 free(c);
         } else {
                 glove_net_answer_and_close(slot->fd, slot->relay->stop_fd, 502, GLOVE_NET_EGRESS_INTERNAL, true);
                 struct glove_net_egress_event ev = {
                         .phase = GLOVE_NET_EGRESS_DENY, .reason = GLOVE_NET_EGRESS_INTERNAL,
-                        .connection_id = slot->id, .http_status = 502, .host = "", .address = "",
+                        .connection_id = slot->id, .http_status = 502, .method = "", .host = "", .address = "",
                         .address_class = "",
                 };
                 (void)glove_net_relay_emit(slot->relay, &ev);

@@ -222,6 +222,11 @@ int glove_net_rule_parse(const char *text, struct glove_net_rule *out, struct gl
 
 int glove_net_authority_parse(const char *text, size_t len, struct glove_net_host *host,
                               uint16_t *port, struct glove_error *err) {
+        return glove_net_authority_parse_default(text, len, 0, host, port, err);
+}
+
+int glove_net_authority_parse_default(const char *text, size_t len, uint16_t default_port,
+                                      struct glove_net_host *host, uint16_t *port, struct glove_error *err) {
         if (!text || len == 0)
                 return glove_error_set(err, EINVAL, "egress.empty", "empty CONNECT target");
         if (len > GLOVE_NET_RULE_TEXT_MAX)
@@ -239,8 +244,12 @@ int glove_net_authority_parse(const char *text, size_t len, struct glove_net_hos
                 int r = glove_net_host_parse(whole, len, &tmp, err);
                 if (r < 0)
                         return r;
-                return glove_error_set(err, EINVAL, "egress.missing_port",
-                                       "CONNECT target '%s' has no port", whole);
+                if (default_port == 0)
+                        return glove_error_set(err, EINVAL, "egress.missing_port",
+                                               "CONNECT target '%s' has no port", whole);
+                *host = tmp;
+                *port = default_port;
+                return 0;
         }
         struct glove_net_host h;
         uint16_t p;
@@ -293,7 +302,6 @@ bool glove_net_rule_matches(const struct glove_net_rule *rule, const struct glov
 void glove_net_policy_init(struct glove_net_policy *p) {
         p->rules = NULL;
         p->n_rules = 0;
-        p->allow_private = false;
 }
 
 static bool rule_equal(const struct glove_net_rule *a, const struct glove_net_rule *b) {
@@ -302,7 +310,12 @@ static bool rule_equal(const struct glove_net_rule *a, const struct glove_net_ru
 }
 
 int glove_net_policy_add(struct glove_net_policy *p, const char *text, struct glove_error *err) {
-        return glove_net_policy_add_rule(p, text, false, err);
+        struct glove_net_rule r;
+        int ret = glove_net_rule_parse(text, &r, err);
+        if (ret < 0)
+                return ret;
+        /* The operator named the address: it may be private. */
+        return glove_net_policy_add_rule(p, text, r.host.kind != GLOVE_NET_HOST_NAME, err);
 }
 
 int glove_net_policy_add_rule(struct glove_net_policy *p, const char *text, bool allow_private,
@@ -331,7 +344,6 @@ int glove_net_policy_add_rule(struct glove_net_policy *p, const char *text, bool
 int glove_net_policy_copy(struct glove_net_policy *dst, const struct glove_net_policy *src,
                           struct glove_error *err) {
         glove_net_policy_init(dst);
-        dst->allow_private = src->allow_private;
         if (src->n_rules == 0)
                 return 0;
         dst->rules = calloc(src->n_rules, sizeof(*dst->rules));
@@ -352,11 +364,7 @@ bool glove_net_policy_allows(const struct glove_net_policy *p, const struct glov
 
 bool glove_net_policy_allows_private(const struct glove_net_policy *p, const struct glove_net_host *host,
                                      uint16_t port) {
-        if (!p)
-                return false;
-        if (p->allow_private)
-                return true;
-        for (size_t i = 0; i < p->n_rules; i++)
+        for (size_t i = 0; p && i < p->n_rules; i++)
                 if (p->rules[i].allow_private && glove_net_rule_matches(&p->rules[i], host, port))
                         return true;
         return false;

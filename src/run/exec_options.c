@@ -63,10 +63,13 @@ const char glove_exec_help[] =
         "                      stdout are both terminals)\n"
         "\n"
         "Audited egress (offline without these; docs/egress.md):\n"
-        "  --egress-allow HOST[:PORT]  allow HTTPS CONNECT to HOST (port 443 by\n"
-        "                    default; .example.com matches subdomains only), through\n"
-        "                    a per-run authenticated proxy that audits every connection\n"
-        "  --egress-allow-private  also allow loopback and private destinations\n"
+        "  --egress-allow HOST[:PORT]  allow HOST:PORT (port 443 by default; write\n"
+        "                    :80 for plain http://; .example.com matches subdomains\n"
+        "                    only) through a per-run authenticated proxy (CONNECT, and\n"
+        "                    plain-HTTP forwarding) that audits every connection; an\n"
+        "                    address rule (127.0.0.1:8080) may be a private address\n"
+        "  --egress-allow-private HOST[:PORT]  as --egress-allow, and the name may\n"
+        "                    resolve to loopback and private addresses (this rule only)\n"
         "\n"
         "Unix sockets: socketpair(2) works; socket(AF_UNIX) fails with EPERM, so\n"
         "the program cannot connect to a socket file inside a grant.\n"
@@ -109,7 +112,8 @@ const char glove_run_help[] =
         "  --cpu-time MS, --memory BYTES, --pids N, --nofile N, --wall-time MS,\n"
         "  --disk BYTES, --unsafe-write-system-dir, --unix-sockets,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
-        "  --egress-allow-private   (not --tty: stdin and stdout are the MCP channel)\n"
+        "  --egress-allow-private HOST[:PORT]\n"
+        "                           (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
@@ -162,7 +166,7 @@ enum {
         {"status-json", required_argument, NULL, OPT_STATUS_JSON},       \
         {"tty", no_argument, NULL, OPT_TTY},                             \
         {"egress-allow", required_argument, NULL, OPT_EGRESS_ALLOW},     \
-        {"egress-allow-private", no_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
+        {"egress-allow-private", required_argument, NULL, OPT_EGRESS_ALLOW_PRIVATE}, \
         {"home-from", required_argument, NULL, OPT_HOME_FROM},           \
         {"nofile", required_argument, NULL, OPT_NOFILE},                 \
         {"unsafe-write-system-dir", no_argument, NULL, OPT_UNSAFE_WRITE_SYSTEM_DIR}, \
@@ -216,6 +220,13 @@ static int push(const char **arr, size_t *n, const char *v, const char *opt, str
         return 0;
 }
 
+static int private_needs_rule(struct glove_error *err) {
+        return glove_error_set(err, EINVAL, "egress.private_needs_rule",
+                               "--egress-allow-private needs the rule it applies to: write --egress-allow-private "
+                               "HOST[:PORT] (a name that may resolve to private addresses); an address rule "
+                               "such as --egress-allow 127.0.0.1:8080 needs no flag");
+}
+
 static int add_grant(struct glove_exec_options *o, const char *path, enum glove_grant_mode mode, bool ws,
                      struct glove_error *err) {
         if (o->n_grants >= GLOVE_GRANTS_MAX)
@@ -246,7 +257,7 @@ static const char *single_valued(int c) {
 /* The smallest --pids that can run anything: the sandbox's PID 1 (its init)
  * and the agent, plus the egress helper when egress is on (docs/limits.md). */
 static int check_pids(const struct glove_exec_options *opts, struct glove_error *err) {
-        bool egress = opts->n_egress_allow > 0;
+        bool egress = opts->n_egress_allow > 0 || opts->n_egress_allow_private > 0;
         uint64_t need = egress ? GLOVE_EXEC_PIDS_MIN_EGRESS : GLOVE_EXEC_PIDS_MIN;
         if (!opts->pids_given || opts->pids >= need)
                 return 0;
@@ -363,7 +374,12 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         r = push(opts->egress_allow, &opts->n_egress_allow, optarg, "--egress-allow", err);
                         break;
                 case OPT_EGRESS_ALLOW_PRIVATE:
-                        opts->egress_allow_private = true;
+                        /* The old bare switch took no argument: "--egress-allow-private
+                         * -- prog" must not silently make "--" a rule. */
+                        if (optarg[0] == '-' || optarg[0] == '\0')
+                                return private_needs_rule(err);
+                        r = push(opts->egress_allow_private, &opts->n_egress_allow_private, optarg,
+                                 "--egress-allow-private", err);
                         break;
                 case OPT_NOFILE:
                         r = parse_number("--nofile", optarg, false, GLOVE_RUN_NOFILE_MIN, GLOVE_RUN_NOFILE_MAX, &opts->nofile,
@@ -389,6 +405,8 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->help = true;
                         return 0;
                 case ':':
+                        if (optopt == OPT_EGRESS_ALLOW_PRIVATE)
+                                return private_needs_rule(err);
                         return glove_error_set(err, EINVAL, "usage.missing_argument", "%s needs an argument; see glove %s --help",
                                                argv[optind - 1], cmd);
                 default:

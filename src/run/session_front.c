@@ -30,12 +30,8 @@ int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_p
                        struct glove_error *err) {
         glove_net_policy_init(policy);
         *enabled = false;
-        if (opts->n_egress_allow == 0) {
-                if (opts->egress_allow_private)
-                        return glove_error_set(err, EINVAL, "egress.no_rule",
-                                               "--egress-allow-private needs at least one --egress-allow HOST[:PORT]");
-                return 0;
-        }
+        /* --egress-allow: address literals may be private (glove_net_policy_add);
+         * --egress-allow-private: this rule's destinations may be private. */
         for (size_t i = 0; i < opts->n_egress_allow; i++) {
                 int r = glove_net_policy_add(policy, opts->egress_allow[i], err);
                 if (r < 0) {
@@ -43,8 +39,14 @@ int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_p
                         return r;
                 }
         }
-        policy->allow_private = opts->egress_allow_private;
-        *enabled = true;
+        for (size_t i = 0; i < opts->n_egress_allow_private; i++) {
+                int r = glove_net_policy_add_rule(policy, opts->egress_allow_private[i], true, err);
+                if (r < 0) {
+                        glove_error_prefix(err, "--egress-allow-private %s", opts->egress_allow_private[i]);
+                        return r;
+                }
+        }
+        *enabled = policy->n_rules > 0;
         return 0;
 }
 
@@ -81,13 +83,18 @@ int glove_front_launch_settings(const struct glove_exec_options *opts, const cha
                           (json_int_t)l.memory_bytes, "pids", (json_int_t)l.pids, "wall_time_ms",
                           l.wall_time_ms ? json_integer((json_int_t)l.wall_time_ms) : json_null(), "disk_bytes",
                           (json_int_t)l.disk_bytes, "output_bytes", (json_int_t)l.terminal_output_bytes);
-        _cleanup_json_ json_t *rules = opts->n_egress_allow ? json_array() : NULL;
+        bool any = opts->n_egress_allow || opts->n_egress_allow_private;
+        _cleanup_json_ json_t *rules = any ? json_array() : NULL, *priv = any ? json_array() : NULL;
         for (size_t i = 0; rules && i < opts->n_egress_allow; i++)
                 if (json_array_append_new(rules, glove_audit_string(opts->egress_allow[i], strlen(opts->egress_allow[i]))) < 0)
                         return -ENOMEM;
-        _cleanup_json_ json_t *egress = !opts->n_egress_allow ? json_null()
-                                        : rules ? json_pack("{s:O,s:b}", "allow", rules, "allow_private", opts->egress_allow_private)
-                                                : NULL;
+        for (size_t i = 0; priv && i < opts->n_egress_allow_private; i++)
+                if (json_array_append_new(priv, glove_audit_string(opts->egress_allow_private[i],
+                                                                   strlen(opts->egress_allow_private[i]))) < 0)
+                        return -ENOMEM;
+        _cleanup_json_ json_t *egress = !any ? json_null()
+                                        : rules && priv ? json_pack("{s:O,s:O}", "allow", rules, "allow_private", priv)
+                                                        : NULL;
         if (!limits || !egress || json_object_set(launch, "limits", limits) < 0 || json_object_set(launch, "egress", egress) < 0)
                 return -ENOMEM;
         json_t *home = home_from ? glove_audit_string(home_from, strlen(home_from)) : json_null();

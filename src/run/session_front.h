@@ -21,9 +21,11 @@
 void glove_front_limits(const struct glove_exec_options *opts, struct glove_session_limits *out,
                         enum glove_session_cgroup_policy *policy);
 
-/* --egress-allow rules into *policy (initialised here; the caller frees
- * it). *enabled false without rules. Errors: the net module's, prefixed
- * with the option; "egress.no_rule" for --egress-allow-private alone. */
+/* --egress-allow and --egress-allow-private rules into *policy (initialised
+ * here; the caller frees it): address-literal rules and every
+ * --egress-allow-private rule carry allow_private, name rules of
+ * --egress-allow do not. *enabled false without rules. Errors: the net
+ * module's, prefixed with the option. */
 int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_policy *policy, bool *enabled,
                        struct glove_error *err);
 

@@ -78,9 +78,10 @@ static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
         struct glove_session_egress *e = userdata;
         if (!e->audit || e->audit->fd < 0)
                 return 0;
-        _cleanup_json_ json_t *f = json_pack("{s:s,s:s,s:I,s:s,s:i,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "phase",
+        _cleanup_json_ json_t *f = json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "phase",
                                              glove_net_egress_phase_name(ev->phase), "decision", ev->allowed ? "allow" : "deny",
-                                             "connection", (json_int_t)ev->connection_id, "host", ev->host, "port", (int)ev->port,
+                                             "connection", (json_int_t)ev->connection_id,
+                                             "method", ev->method ? ev->method : "", "host", ev->host, "port", (int)ev->port,
                                              "reason", glove_net_egress_reason_name(ev->reason), "http_status",
                                              (json_int_t)ev->http_status, "address", ev->address, "address_class",
                                              ev->address_class, "bytes_up", (json_int_t)ev->bytes_up, "bytes_down",

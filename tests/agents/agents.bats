@@ -117,7 +117,7 @@ exec_turn() {
         exe=$(jq -r .executable <<<"$s")
         run --separate-stderr timeout --foreground -k 5 300 env "${envs[@]}" "$GLOVE" exec \
                 --workspace "$T/ws" --write "$T/cfg" --read "$NM" --read "$CERTS/ca.pem" \
-                --egress-allow "127.0.0.1:$PORT" --egress-allow-private \
+                --egress-allow "127.0.0.1:$PORT" \
                 --memory "$(jq -r .limits.memory_bytes <<<"$s")" --pids "$(jq -r .limits.pids <<<"$s")" \
                 --disk "$(jq -r .limits.disk_bytes <<<"$s")" --wall-time 240000 \
                 --status-json "$T/status.json" "${names[@]}" -- "$NM/.bin/$exe" "${args[@]}"

@@ -33,10 +33,10 @@ s.serve_forever()' "$pf" 3>&- &
         AUDIT=$log
         # 1: glove exec with audited egress (launch, egress, exit).
         start_http
-        gx --audit-log "$log" --memory 256M --egress-allow "127.0.0.1:$HTTP_PORT" --egress-allow-private \
+        gx --audit-log "$log" --memory 256M --egress-allow "127.0.0.1:$HTTP_PORT" --egress-allow-private localhost:9 \
                 -- /usr/bin/curl -sS --max-time 10 --proxytunnel "http://127.0.0.1:$HTTP_PORT/x"
         if [ "$status" -eq 125 ] && [[ "$(glove_error_code)" == cgroup.* ]]; then
-                gx --audit-log "$log" --egress-allow "127.0.0.1:$HTTP_PORT" --egress-allow-private \
+                gx --audit-log "$log" --egress-allow "127.0.0.1:$HTTP_PORT" --egress-allow-private localhost:9 \
                         -- /usr/bin/curl -sS --max-time 10 --proxytunnel "http://127.0.0.1:$HTTP_PORT/x"
         fi
         expect_status 0
@@ -77,7 +77,7 @@ launch = [next(r for r in rs if r["event"] == "launch") for rs in runs]
 # Effective limits, egress rules and tool policy.
 assert launch[0]["limits"]["memory_bytes"] in (256 << 20, 4 << 30), launch[0]["limits"]
 assert launch[0]["egress"]["allow"][0].startswith("127.0.0.1:"), launch[0]["egress"]
-assert launch[0]["egress"]["allow_private"] is True, launch[0]["egress"]
+assert launch[0]["egress"]["allow_private"] == ["localhost:9"], launch[0]["egress"]
 assert launch[1]["tool_policy"]["allow"] == ["fs.read_text_file"], launch[1]["tool_policy"]
 assert launch[1]["tool_policy"]["deny"] == [], launch[1]["tool_policy"]
 assert list(launch[1]["tool_policy"]["arguments"]) == ["fs.read_text_file"], launch[1]["tool_policy"]

@@ -261,19 +261,35 @@ print(json.dumps({"id": int(sys.argv[1]), "method": "create_session", "params": 
         [[ "$output" == *"ctl [OPTIONS] COMMAND"* ]] || fail "glove --help lists ctl"
 }
 
+# leak_runtime: $T/leak/rt holds a hard link of gloved's socket and a copy of
+# its bootstrap secret (what an agent granted a live runtime directory would
+# reach; such a grant is itself refused, grant.gloved_runtime, so the peer
+# check is tested as the second layer); sets LEAK.
+leak_runtime() {
+        LEAK=$T/leak
+        rm -rf "$LEAK" && mkdir -p "$LEAK/rt"
+        ln "$RT/gloved.sock" "$LEAK/rt/gloved.sock"
+        cp "$RT/bootstrap-secret" "$LEAK/rt/bootstrap-secret"
+}
+
 @test "protocol: a sandbox that reads the bootstrap secret through a grant is refused (auth.foreign_user_namespace); the host's glove ctl is served" {
         start_gloved "$T/a"
-        # The agent is granted gloved's runtime directory: it reads the secret
-        # and the socket, and authenticates with the right secret.
-        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- \
-                "$PY" "$CTLFRAME" "$RT" exchange '{"id":1,"method":"capabilities"}'
+        # Granting the runtime directory itself is refused at the grant.
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "expected grant.gloved_runtime: $stderr"
+        # The agent reaches the socket and the secret anyway (leaked): it
+        # authenticates with the right secret, and is refused for its namespace.
+        leak_runtime
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --unix-sockets --read "$LEAK" --read "$LIB" -- \
+                "$PY" "$CTLFRAME" "$LEAK/rt" exchange '{"id":1,"method":"capabilities"}'
         [[ "${lines[0]-}" == 'auth {"error":{"code":"auth.foreign_user_namespace",'* ]] ||
                 fail "a sandbox's peer was not refused: $output // $stderr"
         [ "${lines[1]-}" = EOF ] || fail "the connection must close after the refusal: $output"
         grep -q "connection refused: auth.foreign_user_namespace" "$GD_ERR" || fail "gloved did not log the refusal"
         # Any first request gets the same answer, not auth.required.
-        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- \
-                "$PY" "$CTLFRAME" "$RT" exchange --no-auth '{"id":1,"method":"capabilities"}'
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --unix-sockets --read "$LEAK" --read "$LIB" -- \
+                "$PY" "$CTLFRAME" "$LEAK/rt" exchange --no-auth '{"id":1,"method":"capabilities"}'
         [[ "$output" == *'"code":"auth.foreign_user_namespace"'* ]] || fail "an unauthenticated request: $output"
         # A peer in a user namespace of its own outside any sandbox as well.
         if unshare --user --map-current-user true 2>/dev/null; then
@@ -302,8 +318,9 @@ print(json.dumps({"id": int(sys.argv[1]), "method": "create_session", "params": 
         expect_status 0
         [[ "$output" == *"service: gloved"* ]] || fail "the host's glove ctl was refused: $output // $stderr"
         # A sibling namespace (what glove exec makes) is refused, secret or not.
-        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --read "$RT" --read "$LIB" -- \
-                "$PY" "$CTLFRAME" "$RT" exchange '{"id":1,"method":"capabilities"}'
+        leak_runtime
+        run --separate-stderr timeout -k 5 60 "$GLOVE" exec --unix-sockets --read "$LEAK" --read "$LIB" -- \
+                "$PY" "$CTLFRAME" "$LEAK/rt" exchange '{"id":1,"method":"capabilities"}'
         [[ "${lines[0]-}" == 'auth {"error":{"code":"auth.foreign_user_namespace",'* ]] ||
                 fail "a sandbox beside gloved was not refused: $output // $stderr"
         run --separate-stderr timeout -k 5 60 unshare --user --map-current-user "$GLOVE" ctl --runtime-dir "$RT" capabilities

@@ -6,7 +6,9 @@
  * "Audited egress"; docs/egress.md, "Private destinations").
  *
  * The egress proxy connects to an address only when it is "public", or when
- * the run was started with --egress-allow-private. Every other class below is
+ * a rule that matches the request allows private destinations (an address
+ * rule, --egress-allow-private HOST[:PORT], a managed session's target with
+ * allow_private; rule.h). Every other class below is
  * a destination that is local to the host, to its site, or not a unicast
  * Internet host at all. The ranges are those of the IANA IPv4 and IPv6
  * Special-Purpose Address Registries (RFC 6890 and its updates) that are not
@@ -78,7 +80,8 @@ enum glove_net_address_class glove_net_address_classify(const struct sockaddr *s
  * "benchmarking", "reserved"); "reserved" for values out of range. */
 const char *glove_net_address_class_name(enum glove_net_address_class c);
 
-/* True when the class needs --egress-allow-private (every class but public). */
+/* True when the class needs a rule that allows private destinations (every
+ * class but public). */
 static inline bool glove_net_address_class_is_private(enum glove_net_address_class c) {
         return c != GLOVE_NET_ADDRESS_PUBLIC;
 }

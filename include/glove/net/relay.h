@@ -3,7 +3,8 @@
 
 /*
  * The host-side egress relay: an authenticated, audited HTTP CONNECT proxy
- * (RFC 9110 section 9.3.6) serving the connections the namespace-local helper
+ * (RFC 9110 section 9.3.6) that also forwards plain-HTTP requests in absolute
+ * form (RFC 9112 section 3.2.2), serving the connections the namespace-local helper
  * (helper.h) passes over the run's Unix channel (spec architecture.md,
  * "Platform isolation: network"; issue 4, "Audited egress"; docs/egress.md).
  *
@@ -12,16 +13,21 @@
  * connection, at most max_connections of them. For each connection:
  *
  *   1. read the request head, at most GLOVE_NET_HEAD_MAX bytes, within
- *      head_timeout_ms (431 / 408 otherwise);
- *   2. the request line must be `CONNECT host:port HTTP/1.1`; any other method
- *      gets 405 (plain HTTP proxying is not offered), another version 505,
- *      malformed syntax 400;
+ *      head_timeout_ms (431 / 408 otherwise; a bare LF is answered 400 at
+ *      once);
+ *   2. the request line must be `CONNECT host:port HTTP/1.1`, or
+ *      `METHOD http://host[:port]/path HTTP/1.1` with another method (port 80
+ *      by default; at most one Host header, naming the same authority, else
+ *      400 host_mismatch); an https:// URL gets 400 https_needs_connect, any
+ *      other form 405, another version 505, malformed syntax 400. The method
+ *      and target are parsed first, so that every refusal is audited with
+ *      them;
  *   3. exactly one `Proxy-Authorization: Basic base64(glove:TOKEN)` with the
  *      run's token, compared in constant time, else 407;
  *   4. the target must match a rule of the policy (no name is resolved
  *      otherwise), else 403 not_allowed;
- *   5. names are resolved on the host (getaddrinfo); when private
- *      destinations are not allowed and ANY resolved address is not public
+ *   5. names are resolved on the host (getaddrinfo); when no matching rule
+ *      allows private destinations (rule.h) and ANY resolved address is not public
  *      (address.h), the request is refused with 403 private_address, even if
  *      other addresses are public (a name that mixes them is treated as a
  *      rebinding attempt); address literals are checked the same way;
@@ -31,7 +37,13 @@
  *      `HTTP/1.1 200 Connection established`, and relays bytes both ways
  *      (splice(2) through a pipe per direction), passing half-closes on,
  *      until both directions have ended, a socket fails, no byte moved for
- *      idle_timeout_ms, max_duration_ms passed, or the relay stops.
+ *      idle_timeout_ms, max_duration_ms passed, or the relay stops;
+ *   7. a forwarded request instead sends the upstream its head rewritten to
+ *      origin form, without Proxy-Authorization and hop-by-hop fields, with
+ *      `Connection: close`, then relays bytes both ways as a tunnel (the
+ *      bodies are not parsed; the answer's head gets `Connection: close` too;
+ *      http_status 0 in its OPEN and CLOSE events) until the upstream's
+ *      answer has been passed on: one request per connection.
  *
  * Beyond max_connections the acceptor answers 503 itself without reading the
  * request. Every denial answer carries Connection: close and a one-line
@@ -100,6 +112,10 @@ enum glove_net_egress_reason {
         GLOVE_NET_EGRESS_BAD_DESCRIPTOR,      /* "bad_descriptor": not a TCP socket; closed */
         GLOVE_NET_EGRESS_AUDIT_FAILED,        /* "audit_failed": 502, the OPEN callback refused */
         GLOVE_NET_EGRESS_INTERNAL,            /* "internal": 502, a local resource failed */
+        GLOVE_NET_EGRESS_HOST_MISMATCH,       /* "host_mismatch": 400, a forwarded request's Host
+                                               * header names another authority than its URL */
+        GLOVE_NET_EGRESS_HTTPS_NEEDS_CONNECT, /* "https_needs_connect": 400, an https:// URL in
+                                               * absolute form (tunnel it with CONNECT) */
 };
 
 /* One audit event. Pointers are valid only during the callback. */
@@ -108,9 +124,14 @@ struct glove_net_egress_event {
         bool allowed;                        /* decision: true for OPEN and CLOSE */
         enum glove_net_egress_reason reason;
         uint64_t connection_id;              /* 1, 2, ... per relay; ties OPEN to CLOSE */
-        int http_status;                     /* answered to the agent; 0 when none */
+        int http_status;                     /* answered to the agent by the proxy; 0 when none
+                                              * (and for a forwarded request, answered by
+                                              * its upstream) */
+        const char *method;                  /* the request's method ("CONNECT", "GET", ...);
+                                              * "" when the request line was not read or
+                                              * could not be parsed */
         const char *host;                    /* requested host (rule.h text form); "" when the
-                                              * request had no valid CONNECT target */
+                                              * request had no valid target */
         uint16_t port;                       /* requested port; 0 likewise */
         const char *address;                 /* numeric address connected to, or the one that
                                               * decided (private_address, connect_failed); "" */

@@ -27,7 +27,9 @@
  * Name rules match names and address rules match address literals: a rule
  * "127.0.0.1:8080" allows `CONNECT 127.0.0.1:8080` (and the IPv4-mapped
  * literal [::ffff:127.0.0.1]:8080), not a name that resolves to 127.0.0.1.
- * The private-range rule (address.h) applies on top of every rule.
+ * The private-range rule (address.h) applies on top of every rule, except
+ * where a rule that matches the target carries allow_private (per rule: one
+ * rule's permission never widens another's).
  *
  * Stable error codes (all -EINVAL unless noted), each message names the rule:
  *   egress.empty                the rule or its host is empty
@@ -84,16 +86,18 @@ struct glove_net_rule {
         struct glove_net_host host;
         bool subdomains; /* written with a leading '.': names strictly below host */
         uint16_t port;   /* 1..65535 */
-        bool allow_private; /* this rule's destinations may resolve to private
-                             * addresses (a managed session's egress target with
-                             * allow_private); false from glove_net_rule_parse */
+        bool allow_private; /* this rule's destinations may be private
+                             * addresses: an address-literal --egress-allow
+                             * rule, --egress-allow-private HOST[:PORT], or a
+                             * managed session's egress target with
+                             * allow_private; false from glove_net_rule_parse */
 };
 
-/* The allow list of one run plus the private-range switch. */
+/* The allow list of one run. Private destinations are allowed per rule only
+ * (glove_net_rule.allow_private); there is no policy-wide switch. */
 struct glove_net_policy {
         struct glove_net_rule *rules; /* owned; n_rules entries */
         size_t n_rules;
-        bool allow_private;           /* --egress-allow-private */
 };
 
 /*
@@ -118,6 +122,14 @@ int glove_net_rule_parse(const char *text, struct glove_net_rule *out, struct gl
 int glove_net_authority_parse(const char *text, size_t len, struct glove_net_host *host,
                               uint16_t *port, struct glove_error *err);
 
+/*
+ * As glove_net_authority_parse, but a missing ":PORT" means default_port
+ * (1..65535; 0 makes the port required, as glove_net_authority_parse): the
+ * authority of an `http://` URL (default 80) or of a Host header.
+ */
+int glove_net_authority_parse_default(const char *text, size_t len, uint16_t default_port,
+                                      struct glove_net_host *host, uint16_t *port, struct glove_error *err);
+
 /* True when rule matches host:port (see the matching rules above). */
 bool glove_net_rule_matches(const struct glove_net_rule *rule, const struct glove_net_host *host,
                             uint16_t port);
@@ -127,9 +139,12 @@ void glove_net_policy_init(struct glove_net_policy *p);
 
 /*
  * Parses text as a rule and appends it to p (a rule equal to one already
- * present is accepted and not added twice). Returns 0, -EINVAL (parse codes),
- * -E2BIG (egress.too_many_rules) or -ENOMEM (egress.no_memory); p is
- * unchanged on error.
+ * present is accepted and not added twice), the way `--egress-allow TEXT`
+ * does: an address-literal rule gets allow_private (the operator named that
+ * exact address), a name rule does not (add it with
+ * glove_net_policy_add_rule(..., true, ...) for that). Returns 0, -EINVAL
+ * (parse codes), -E2BIG (egress.too_many_rules) or -ENOMEM
+ * (egress.no_memory); p is unchanged on error.
  */
 int glove_net_policy_add(struct glove_net_policy *p, const char *text, struct glove_error *err);
 
@@ -144,19 +159,19 @@ bool glove_net_policy_allows(const struct glove_net_policy *p, const struct glov
                              uint16_t port);
 
 /*
- * As glove_net_policy_add, with the rule's own allow_private flag: only
- * destinations matched by a rule with the flag (or every destination when
- * p->allow_private) may resolve to private addresses, so one target's
+ * As glove_net_policy_add, with the rule's allow_private flag given by the
+ * caller (for name and address rules alike): only destinations matched by a
+ * rule with the flag may resolve to private addresses, so one target's
  * allow_private does not widen the others. Adding a rule equal to one
  * present ORs the flags. Same returns and codes as glove_net_policy_add.
  */
 int glove_net_policy_add_rule(struct glove_net_policy *p, const char *text, bool allow_private,
                               struct glove_error *err);
 
-/* True when host:port may be reached at a private address: p->allow_private,
- * or some rule of p that matches host:port has allow_private. */
+/* True when host:port may be reached at a private address: some rule of p
+ * that matches host:port has allow_private. False for a NULL p. */
 bool glove_net_policy_allows_private(const struct glove_net_policy *p, const struct glove_net_host *host,
                                      uint16_t port);
 
-/* Frees the rules; p is an empty policy again (allow_private is kept). */
+/* Frees the rules; p is an empty policy again. */
 void glove_net_policy_free(struct glove_net_policy *p);

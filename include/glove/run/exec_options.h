@@ -59,7 +59,9 @@ struct glove_exec_options {
         const char *home_from;          /* --home-from DIR, or NULL */
         const char *egress_allow[GLOVE_RUN_RULES_MAX];  /* --egress-allow HOST[:PORT] */
         size_t n_egress_allow;
-        bool egress_allow_private;
+        /* --egress-allow-private HOST[:PORT]: rules whose destinations may be private */
+        const char *egress_allow_private[GLOVE_RUN_RULES_MAX];
+        size_t n_egress_allow_private;
         bool tty;                       /* --tty: a PTY even when stdin is not a terminal */
         uint64_t nofile;                /* --nofile N: RLIMIT_NOFILE of the agent; 0: default */
         bool unsafe_write_system_dir;   /* --unsafe-write-system-dir: writable grants of
@@ -94,7 +96,9 @@ struct glove_exec_options {
  * such as --wall-time or --home-from given twice; the message names it),
  * "usage.pids_too_low" (--pids under GLOVE_EXEC_PIDS_MIN, or under
  * GLOVE_EXEC_PIDS_MIN_EGRESS with --egress-allow: it could never run),
- * "usage.bad_path" (an empty --home-from).
+ * "usage.bad_path" (an empty --home-from),
+ * "egress.private_needs_rule" (--egress-allow-private
+ * without its HOST[:PORT], or with an argument starting with '-').
  */
 int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, struct glove_error *err);
 

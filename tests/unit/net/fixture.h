@@ -149,6 +149,7 @@ struct rec {
         enum glove_net_egress_reason reason;
         uint64_t id;
         int status;
+        char method[40];
         char host[256];
         uint16_t port;
         char address[64];
@@ -179,6 +180,7 @@ static __attribute__((unused)) int record_event(const struct glove_net_egress_ev
                 r->reason = ev->reason;
                 r->id = ev->connection_id;
                 r->status = ev->http_status;
+                snprintf(r->method, sizeof(r->method), "%s", ev->method);
                 snprintf(r->host, sizeof(r->host), "%s", ev->host);
                 r->port = ev->port;
                 snprintf(r->address, sizeof(r->address), "%s", ev->address);

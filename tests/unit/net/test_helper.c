@@ -344,7 +344,6 @@ static void test_namespace_agent_reaches_host_only_through_proxy(void **state) {
         recorder_init(&rec);
         struct glove_net_policy policy;
         glove_net_policy_init(&policy);
-        policy.allow_private = true;
         char rule[64];
         snprintf(rule, sizeof(rule), "127.0.0.1:%u", h.port);
         assert_int_equal(glove_net_policy_add(&policy, rule, NULL), 0);

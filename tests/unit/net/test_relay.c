@@ -63,7 +63,6 @@ static void fx_start(struct fx *f, const char *const *rules, bool allow_private,
         assert_int_equal(echo_start(&f->echo, AF_INET), 0);
         recorder_init(&f->rec);
         glove_net_policy_init(&f->policy);
-        f->policy.allow_private = allow_private;
         for (size_t i = 0; rules && rules[i]; i++) {
                 char rule[300];
                 const char *e = strstr(rules[i], "%E");
@@ -72,7 +71,10 @@ static void fx_start(struct fx *f, const char *const *rules, bool allow_private,
                 else
                         snprintf(rule, sizeof(rule), "%s", rules[i]);
                 struct glove_error err = { 0 };
-                if (glove_net_policy_add(&f->policy, rule, &err) < 0)
+                /* Every rule gets the flag given (address literals included,
+                 * unlike glove_net_policy_add), so allow_private false tests
+                 * the private-address refusal on the echo server's loopback. */
+                if (glove_net_policy_add_rule(&f->policy, rule, allow_private, &err) < 0)
                         fail_msg("rule %s: %s", rule, err.message);
         }
         assert_int_equal(glove_net_token_generate(f->token, NULL), 0);
@@ -413,19 +415,111 @@ static void test_absolute_timeout_closes(void **state) {
         fx_stop(&f);
 }
 
-static void test_plain_http_is_405(void **state) {
+/* A plain-HTTP request in absolute form is forwarded: the echo server
+ * returns exactly the head it received (origin form, no credentials,
+ * Connection: close) and the body after it. */
+static void test_plain_http_is_forwarded(void **state) {
         (void)state;
         static const char *const rules[] = { "127.0.0.1:%E", NULL };
         struct fx f;
         fx_start(&f, rules, true, NULL);
-        char target[64];
-        snprintf(target, sizeof(target), "http://127.0.0.1:%u/", f.echo.port);
-        int status;
-        int fd = proxy_request(&f, "GET", target, NULL, NULL, &status);
-        assert_int_equal(status, 405);
+        int fd = tcp_connect(f.proxy_port);
+        char req[1024];
+        int n = snprintf(req, sizeof(req),
+                         "POST http://127.0.0.1:%u/v1/chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%s"
+                         "Proxy-Connection: keep-alive\r\nContent-Length: 4\r\n\r\nBODY",
+                         f.echo.port, f.echo.port, f.auth);
+        assert_int_equal(write_all(fd, req, (size_t)n), 0);
+        shutdown(fd, SHUT_WR);
+        char got[2048];
+        ssize_t g = read_to_eof(fd, got, sizeof(got) - 1);
+        assert_true(g > 0);
+        got[g] = '\0';
+        char want[512];
+        snprintf(want, sizeof(want),
+                 "POST /v1/chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: 4\r\nConnection: close\r\n\r\nBODY",
+                 f.echo.port);
+        assert_string_equal(got, want);
         close(fd);
-        assert_single_deny(&f, GLOVE_NET_EGRESS_METHOD_NOT_ALLOWED, 405);
-        assert_int_equal(atomic_load(&f.echo.accepted), 0);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        pthread_mutex_lock(&f.rec.lock);
+        struct rec o = f.rec.recs[0], c = f.rec.recs[1];
+        pthread_mutex_unlock(&f.rec.lock);
+        assert_int_equal(o.phase, GLOVE_NET_EGRESS_OPEN);
+        assert_int_equal(c.phase, GLOVE_NET_EGRESS_CLOSE);
+        assert_string_equal(o.method, "POST");
+        assert_string_equal(c.method, "POST");
+        assert_string_equal(c.host, "127.0.0.1");
+        assert_int_equal(c.port, f.echo.port);
+        assert_int_equal(c.status, 0); /* the upstream answered, not the proxy */
+        assert_int_equal(c.reason, GLOVE_NET_EGRESS_CLOSED);
+        assert_int_equal(c.up, strlen(want));
+        assert_int_equal(c.down, strlen(want));
+        fx_stop(&f);
+}
+
+/* Refusals of plain-HTTP requests name the method and target asked for. */
+static void test_plain_http_refusals(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        static const struct {
+                const char *fmt; /* %u: the echo port (twice) */
+                int status;
+                enum glove_net_egress_reason reason;
+                const char *method;
+        } cases[] = {
+                { "GET http://127.0.0.1:%u/ HTTP/1.1\r\nHost: 127.0.0.2:%u\r\n", 400, GLOVE_NET_EGRESS_HOST_MISMATCH, "GET" },
+                { "GET https://127.0.0.1:%u/ HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", 400,
+                  GLOVE_NET_EGRESS_HTTPS_NEEDS_CONNECT, "GET" },
+                { "PUT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", 405, GLOVE_NET_EGRESS_METHOD_NOT_ALLOWED, "PUT" },
+                { "GET /x HTTP/1.1\r\nX-Port: %u\r\nHost: 127.0.0.1:%u\r\n", 405, GLOVE_NET_EGRESS_METHOD_NOT_ALLOWED, "GET" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct fx f;
+                fx_start(&f, rules, true, NULL);
+                int fd = tcp_connect(f.proxy_port);
+                char req[1024];
+                int n = snprintf(req, sizeof(req), cases[i].fmt, f.echo.port, f.echo.port);
+                n += snprintf(req + n, sizeof(req) - (size_t)n, "%s\r\n", f.auth);
+                assert_int_equal(write_all(fd, req, (size_t)n), 0);
+                char head[1024];
+                assert_int_equal(read_status(fd, head, sizeof(head)), cases[i].status);
+                close(fd);
+                assert_single_deny(&f, cases[i].reason, cases[i].status);
+                pthread_mutex_lock(&f.rec.lock);
+                struct rec r = f.rec.recs[0];
+                pthread_mutex_unlock(&f.rec.lock);
+                assert_string_equal(r.method, cases[i].method);
+                assert_string_equal(r.host, "127.0.0.1");
+                assert_int_equal(r.port, f.echo.port);
+                assert_int_equal(atomic_load(&f.echo.accepted), 0);
+                fx_stop(&f);
+        }
+}
+
+/* A head with bare LF line ends is refused at once (400), with its target. */
+static void test_bare_lf_is_400(void **state) {
+        (void)state;
+        static const char *const rules[] = { "127.0.0.1:%E", NULL };
+        struct fx f;
+        /* A head deadline far beyond the test's own read timeout: only an
+         * immediate answer passes. */
+        struct glove_net_relay_config o = { .head_timeout_ms = 60000 };
+        fx_start(&f, rules, true, &o);
+        int fd = tcp_connect(f.proxy_port);
+        char req[256];
+        int n = snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\nHost: x\n\n", f.echo.port);
+        assert_int_equal(write_all(fd, req, (size_t)n), 0);
+        char head[1024];
+        assert_int_equal(read_status(fd, head, sizeof(head)), 400);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_BAD_REQUEST, 400);
+        pthread_mutex_lock(&f.rec.lock);
+        struct rec r = f.rec.recs[0];
+        pthread_mutex_unlock(&f.rec.lock);
+        assert_string_equal(r.method, "CONNECT");
+        assert_string_equal(r.host, "127.0.0.1");
+        assert_int_equal(r.port, f.echo.port);
         fx_stop(&f);
 }
 
@@ -463,6 +557,10 @@ static void test_oversized_head_is_431(void **state) {
         assert_int_equal(read_status(fd, head, sizeof(head)), 431);
         close(fd);
         assert_single_deny(&f, GLOVE_NET_EGRESS_HEAD_TOO_LARGE, 431);
+        /* The request line had arrived: the record names it. */
+        assert_string_equal(f.rec.recs[0].method, "CONNECT");
+        assert_string_equal(f.rec.recs[0].host, "127.0.0.1");
+        assert_int_equal(f.rec.recs[0].port, f.echo.port);
         assert_int_equal(atomic_load(&f.echo.accepted), 0);
         fx_stop(&f);
 }
@@ -479,6 +577,9 @@ static void test_slow_head_is_408(void **state) {
         assert_int_equal(read_status(fd, head, sizeof(head)), 408);
         close(fd);
         assert_single_deny(&f, GLOVE_NET_EGRESS_TIMEOUT, 408);
+        assert_string_equal(f.rec.recs[0].method, "CONNECT");
+        assert_string_equal(f.rec.recs[0].host, "127.0.0.1");
+        assert_int_equal(f.rec.recs[0].port, 1);
         /* A connection that closes before finishing its head gets no answer. */
         fd = tcp_connect(f.proxy_port);
         assert_int_equal(write_all(fd, "CONN", 4), 0);
@@ -486,6 +587,8 @@ static void test_slow_head_is_408(void **state) {
         assert_int_equal(recorder_wait(&f.rec, 2), 2);
         assert_int_equal(f.rec.recs[1].reason, GLOVE_NET_EGRESS_INCOMPLETE_REQUEST);
         assert_int_equal(f.rec.recs[1].status, 0);
+        assert_string_equal(f.rec.recs[1].method, ""); /* no request line */
+        assert_string_equal(f.rec.recs[1].host, "");
         fx_stop(&f);
 }
 
@@ -674,7 +777,9 @@ int main(void) {
                 cmocka_unit_test(test_concurrency_cap_is_503),
                 cmocka_unit_test(test_idle_timeout_closes),
                 cmocka_unit_test(test_absolute_timeout_closes),
-                cmocka_unit_test(test_plain_http_is_405),
+                cmocka_unit_test(test_plain_http_is_forwarded),
+                cmocka_unit_test(test_plain_http_refusals),
+                cmocka_unit_test(test_bare_lf_is_400),
                 cmocka_unit_test(test_http10_is_505),
                 cmocka_unit_test(test_oversized_head_is_431),
                 cmocka_unit_test(test_slow_head_is_408),

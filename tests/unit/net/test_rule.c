@@ -266,14 +266,62 @@ static void test_policy_rule_private(void **state) {
         assert_true(glove_net_policy_allows_private(&copy, &lo, 8787));
         glove_net_policy_free(&copy);
         glove_net_policy_free(&p);
-        /* The policy-wide switch (--egress-allow-private) still covers every rule. */
+        /* glove_net_policy_add (--egress-allow): an address literal may be
+         * private, a name may not; the literal's flag covers its own address
+         * (and its IPv4-mapped form) only, never a name resolving to it. */
         assert_int_equal(glove_net_policy_add(&p, "example.org", NULL), 0);
-        p.allow_private = true;
-        struct glove_net_host org;
+        assert_int_equal(glove_net_policy_add(&p, "127.0.0.1:8080", NULL), 0);
+        assert_int_equal(glove_net_policy_add(&p, "[::1]:8080", NULL), 0);
+        assert_int_equal(glove_net_policy_add(&p, "localhost:8080", NULL), 0);
+        struct glove_net_host org, local, mapped, v6;
         assert_int_equal(glove_net_host_parse("example.org", 11, &org, NULL), 0);
-        assert_true(glove_net_policy_allows_private(&p, &org, 443));
+        assert_int_equal(glove_net_host_parse("localhost", 9, &local, NULL), 0);
+        assert_int_equal(glove_net_host_parse("[::ffff:127.0.0.1]", 18, &mapped, NULL), 0);
+        assert_int_equal(glove_net_host_parse("[::1]", 5, &v6, NULL), 0);
+        assert_false(glove_net_policy_allows_private(&p, &org, 443));
+        assert_true(glove_net_policy_allows_private(&p, &lo, 8080));
+        assert_true(glove_net_policy_allows_private(&p, &mapped, 8080));
+        assert_true(glove_net_policy_allows_private(&p, &v6, 8080));
+        assert_false(glove_net_policy_allows_private(&p, &lo, 8081));
+        assert_true(glove_net_policy_allows(&p, &local, 8080));
+        assert_false(glove_net_policy_allows_private(&p, &local, 8080));
+        /* --egress-allow-private localhost:8080 marks that name rule only. */
+        assert_int_equal(glove_net_policy_add_rule(&p, "localhost:8080", true, NULL), 0);
+        assert_true(glove_net_policy_allows_private(&p, &local, 8080));
+        assert_false(glove_net_policy_allows_private(&p, &local, 8081));
+        assert_false(glove_net_policy_allows_private(&p, &org, 443));
+        /* A subdomain rule with the flag covers its names, not the others. */
+        assert_int_equal(glove_net_policy_add_rule(&p, ".corp.example", true, NULL), 0);
+        struct glove_net_host sub;
+        assert_int_equal(glove_net_host_parse("git.corp.example", 16, &sub, NULL), 0);
+        assert_true(glove_net_policy_allows_private(&p, &sub, 443));
+        assert_false(glove_net_policy_allows_private(&p, &org, 443));
         glove_net_policy_free(&p);
         assert_false(glove_net_policy_allows_private(NULL, &org, 443));
+}
+
+/* A missing port is the default of glove_net_authority_parse_default. */
+static void test_authority_default_port(void **state) {
+        (void)state;
+        struct glove_net_host h;
+        uint16_t port = 0;
+        assert_int_equal(glove_net_authority_parse_default("example.com", 11, 80, &h, &port, NULL), 0);
+        assert_string_equal(h.text, "example.com");
+        assert_int_equal(port, 80);
+        assert_int_equal(glove_net_authority_parse_default("[::1]", 5, 80, &h, &port, NULL), 0);
+        assert_int_equal(port, 80);
+        assert_int_equal(glove_net_authority_parse_default("Example.com:8080", 16, 80, &h, &port, NULL), 0);
+        assert_string_equal(h.text, "example.com");
+        assert_int_equal(port, 8080);
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_net_authority_parse_default("example.com", 11, 0, &h, &port, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.missing_port");
+        glove_error_clear(&err);
+        assert_int_equal(glove_net_authority_parse_default("user@example.com", 16, 80, &h, &port, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.bad_host");
+        glove_error_clear(&err);
+        assert_int_equal(glove_net_authority_parse_default("example.com:", 12, 80, &h, &port, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.bad_port");
 }
 
 static void test_policy(void **state) {
@@ -284,7 +332,7 @@ static void test_policy(void **state) {
         uint16_t port;
         assert_int_equal(glove_net_authority_parse("api.example.com:443", 19, &h, &port, NULL), 0);
         assert_false(glove_net_policy_allows(&p, &h, port)); /* empty: nothing */
-        assert_false(p.allow_private);
+        assert_false(glove_net_policy_allows_private(&p, &h, port));
         assert_int_equal(glove_net_policy_add(&p, "example.org", NULL), 0);
         assert_int_equal(glove_net_policy_add(&p, ".example.com", NULL), 0);
         assert_int_equal(glove_net_policy_add(&p, ".EXAMPLE.com", NULL), 0); /* duplicate: kept once */
@@ -296,10 +344,9 @@ static void test_policy(void **state) {
         assert_int_equal(p.n_rules, 2);
 
         struct glove_net_policy copy;
-        p.allow_private = true;
         assert_int_equal(glove_net_policy_copy(&copy, &p, NULL), 0);
         assert_int_equal(copy.n_rules, 2);
-        assert_true(copy.allow_private);
+        assert_false(glove_net_policy_allows_private(&copy, &h, port));
         assert_true(glove_net_policy_allows(&copy, &h, port));
         glove_net_policy_free(&copy);
 
@@ -326,6 +373,7 @@ int main(void) {
                 cmocka_unit_test(test_match_table),
                 cmocka_unit_test(test_policy),
                 cmocka_unit_test(test_policy_rule_private),
+                cmocka_unit_test(test_authority_default_port),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,9 @@
 
 #include <cmocka.h>
 
+#include "glove/net/rule.h"
 #include "glove/run/exec_options.h"
+#include "session_front.h"
 
 /* Parses a NULL-terminated argv; err is cleared first. */
 static int parse(char **argv, struct glove_exec_options *o, struct glove_error *err) {
@@ -370,6 +372,83 @@ static void test_exit_codes(void **state) {
         assert_int_equal(GLOVE_EXIT_NOT_FOUND, 127);
 }
 
+/* --egress-allow-private takes the rule it applies to; the old bare switch
+ * is refused with egress.private_needs_rule, however it is written. */
+static void test_egress_allow_private(void **state) {
+        (void)state;
+        char *ok[] = {"exec", "--egress-allow", "api.example.com", "--egress-allow-private", "localhost:11434",
+                      "--egress-allow-private=ollama.lan:11434", "--", "prog", NULL};
+        struct glove_exec_options o;
+        struct glove_error err = {0};
+        assert_int_equal(parse(ok, &o, &err), 0);
+        assert_int_equal(o.n_egress_allow, 1);
+        assert_int_equal(o.n_egress_allow_private, 2);
+        assert_string_equal(o.egress_allow_private[0], "localhost:11434");
+        assert_string_equal(o.egress_allow_private[1], "ollama.lan:11434");
+        char *bare_end[] = {"exec", "--egress-allow", "127.0.0.1:80", "--egress-allow-private", NULL};
+        char *bare_dashdash[] = {"exec", "--egress-allow", "127.0.0.1:80", "--egress-allow-private", "--", "prog", NULL};
+        char *bare_option[] = {"exec", "--egress-allow-private", "--egress-allow", "x.example", "--", "prog", NULL};
+        char *empty[] = {"exec", "--egress-allow-private=", "--", "prog", NULL};
+        char **bad[] = {bare_end, bare_dashdash, bare_option, empty};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(parse(bad[i], &o, &err), -EINVAL);
+                assert_string_equal(err.code, "egress.private_needs_rule");
+                assert_non_null(strstr(err.message, "--egress-allow-private HOST[:PORT]"));
+        }
+        /* glove run parses it the same way. */
+        assert_int_equal(glove_run_parse(4, bare_end, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.private_needs_rule");
+}
+
+/* Options into the relay's rules: address literals and every
+ * --egress-allow-private rule carry allow_private, other names do not. */
+static void test_front_egress_rules(void **state) {
+        (void)state;
+        char *argv[] = {"exec", "--egress-allow", "127.0.0.1:8080", "--egress-allow", "localhost:9090",
+                        "--egress-allow", "api.example.com", "--egress-allow-private", "model.lan:11434",
+                        "--", "prog", NULL};
+        struct glove_exec_options o;
+        struct glove_error err = {0};
+        assert_int_equal(parse(argv, &o, &err), 0);
+        struct glove_net_policy p;
+        bool enabled = false;
+        assert_int_equal(glove_front_egress(&o, &p, &enabled, &err), 0);
+        assert_true(enabled);
+        assert_int_equal(p.n_rules, 4);
+        struct glove_net_host lo, local, api, model;
+        assert_int_equal(glove_net_host_parse("127.0.0.1", 9, &lo, NULL), 0);
+        assert_int_equal(glove_net_host_parse("localhost", 9, &local, NULL), 0);
+        assert_int_equal(glove_net_host_parse("api.example.com", 15, &api, NULL), 0);
+        assert_int_equal(glove_net_host_parse("model.lan", 9, &model, NULL), 0);
+        assert_true(glove_net_policy_allows_private(&p, &lo, 8080));
+        assert_true(glove_net_policy_allows(&p, &local, 9090));
+        assert_false(glove_net_policy_allows_private(&p, &local, 9090));
+        assert_false(glove_net_policy_allows_private(&p, &api, 443));
+        assert_true(glove_net_policy_allows(&p, &model, 11434));
+        assert_true(glove_net_policy_allows_private(&p, &model, 11434));
+        glove_net_policy_free(&p);
+        /* --egress-allow-private alone is a rule: egress is on. */
+        char *alone[] = {"exec", "--egress-allow-private", "model.lan:11434", "--", "prog", NULL};
+        assert_int_equal(parse(alone, &o, &err), 0);
+        assert_int_equal(glove_front_egress(&o, &p, &enabled, &err), 0);
+        assert_true(enabled);
+        assert_int_equal(p.n_rules, 1);
+        glove_net_policy_free(&p);
+        /* A bad rule names the option it came from. */
+        char *badrule[] = {"exec", "--egress-allow-private", "exa mple.com", "--", "prog", NULL};
+        assert_int_equal(parse(badrule, &o, &err), 0);
+        assert_int_equal(glove_front_egress(&o, &p, &enabled, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.bad_host");
+        assert_non_null(strstr(err.message, "--egress-allow-private exa mple.com"));
+        glove_net_policy_free(&p);
+        /* Nothing given: offline. */
+        char *none[] = {"exec", "--", "prog", NULL};
+        assert_int_equal(parse(none, &o, &err), 0);
+        assert_int_equal(glove_front_egress(&o, &p, &enabled, &err), 0);
+        assert_false(enabled);
+        glove_net_policy_free(&p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_option),
@@ -391,6 +470,8 @@ int main(void) {
                 cmocka_unit_test(test_help_text),
                 cmocka_unit_test(test_audit_log_twice),
                 cmocka_unit_test(test_exit_codes),
+                cmocka_unit_test(test_egress_allow_private),
+                cmocka_unit_test(test_front_egress_rules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

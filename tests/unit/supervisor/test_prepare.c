@@ -375,7 +375,8 @@ static void test_egress(void **state) {
         assert_non_null(p);
         assert_null(glove_supervisor_launch_take_egress(l)); /* moved out */
         assert_int_equal(p->n_rules, 2);
-        assert_false(p->allow_private);
+        assert_true(p->rules[0].allow_private);  /* the per-rule flag, set by gloved from its target */
+        assert_false(p->rules[1].allow_private);
         struct glove_net_host lo, ex;
         assert_int_equal(glove_net_host_parse("127.0.0.1", 9, &lo, NULL), 0);
         assert_int_equal(glove_net_host_parse("example.com", 11, &ex, NULL), 0);
