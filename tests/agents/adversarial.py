@@ -42,6 +42,13 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
                   300) is in flight -> "n" still answers "slept 300"
   inflight-bound N  N tools/call py.hang at once: all but the first 1024 are
                   refused (-32600, "in-flight bound"), the first 1024 are not
+  cancel-all N    N tools/call ev.trigger-long-running-operation (60 s) at
+                  once (ids c0 .. cN-1, the upstream is server-everything named
+                  ev), then notifications/cancelled for each, then tools/call
+                  ev.echo: answered at once (a cancelled call holds no slot);
+                  no cancelled call is answered
+  cancel-late     tools/call py.late 300 ms (it answers even when cancelled),
+                  cancelled at once: no answer to it, also after 600 ms
   oversized N     one line of N bytes; Glove must close the channel (this
                   case never returns: the agent is stopped)
 """
@@ -337,6 +344,35 @@ def c_inflight_bound(n):
     return check
 
 
+def c_cancel_all(n):
+    def check():
+        long_op = {"name": "ev.trigger-long-running-operation", "arguments": {"duration": 60, "steps": 1}}
+        write(b"".join((json.dumps({"jsonrpc": "2.0", "id": "c%d" % i, "method": "tools/call", "params": long_op})
+                        + "\n").encode() for i in range(n)))
+        write(b"".join((json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": "c%d" % i, "reason": "adversarial"}}) + "\n").encode()
+                       for i in range(n)))
+        send({"jsonrpc": "2.0", "id": "after", "method": "tools/call",
+              "params": {"name": "ev.echo", "arguments": {"message": "after the cancels"}}})
+        m = recv(20)
+        got = [m]
+        text = "".join(c.get("text", "") for c in ((m or {}).get("result") or {}).get("content", []))
+        if not (isinstance(m, dict) and m.get("id") == "after" and text == "Echo: after the cancels"):
+            return "the call after %d cancellations was not answered by the upstream" % n, got
+        rest = sync()
+        return (None if not rest else "a cancelled call was answered"), got + rest[:3]
+    return check
+
+
+def c_cancel_late():
+    send({"jsonrpc": "2.0", "id": "late", "method": "tools/call", "params": {"name": "py.late", "arguments": {"ms": 300}}})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "late"}})
+    got = sync()
+    time.sleep(0.6)
+    got += sync()
+    return (None if not got else "the cancelled call was answered"), got
+
+
 def c_oversized(n):
     def check():
         emit({"case": "oversized", "sending": n})
@@ -368,14 +404,15 @@ cases = {
     "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
     "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
     "id-types": c_id_types, "cancel-unknown": c_cancel_unknown, "bad-params": c_bad_params,
-    "nul-strings": c_nul_strings, "many-values": c_many_values,
+    "nul-strings": c_nul_strings, "many-values": c_many_values, "cancel-late": c_cancel_late,
 }
 i = 0
 while i < len(args):
     name = args[i]
     i += 1
-    if name in ("oversized", "exact", "inflight-bound"):
-        make = {"oversized": c_oversized, "exact": c_exact, "inflight-bound": c_inflight_bound}[name]
+    if name in ("oversized", "exact", "inflight-bound", "cancel-all"):
+        make = {"oversized": c_oversized, "exact": c_exact, "inflight-bound": c_inflight_bound,
+                "cancel-all": c_cancel_all}[name]
         case(name, make(int(args[i])))
         i += 1
     elif name in cases:

@@ -45,6 +45,30 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
         audit_lacks '.event == "call_result" and .tool == "ev.trigger-long-running-operation" and .upstream_status == "ok" and .id == '"$(record "$CLIENT_OUT" 2 .request_id)"
 }
 
+@test "run: a cancelled call frees its slot at once: after 1024 cancellations the next call is answered; a late answer is dropped" {
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/ev.tap
+        # server-everything never answers a cancelled request. With a
+        # --call-timeout far longer than the test, a cancelled call that
+        # kept its slot until its timeout would leave all 1024 slots taken
+        # and the next call refused (in-flight bound).
+        gr --call-timeout 120000 --upstream "ev=$PY,$TAP,$log,$NODE,$EVERYTHING,stdio" --upstream "py=$PY,$UPY" \
+                --allow 'ev.*' --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" cancel-all 1024 cancel-late
+        expect_adversarial_pass
+        # Every cancellation reached the upstream, with the upstream's id of
+        # its call.
+        local calls cancels
+        calls=$(tap_in "$log" | jq -c -s '[.[] | select(.method == "tools/call" and .params.name == "trigger-long-running-operation") | .id] | sort')
+        cancels=$(tap_in "$log" | jq -c -s '[.[] | select(.method == "notifications/cancelled") | .params.requestId] | sort')
+        [ "$(jq -n "$calls | length")" -eq 1024 ] || { show_records "$log"; fail "expected 1024 forwarded calls"; }
+        [ "$calls" = "$cancels" ] || fail "the cancellations do not name the forwarded calls' upstream ids"
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .upstream_status == "cancelled")] | length' "$AUDIT")" -eq 1025 ] ||
+                { show_records "$AUDIT"; fail "expected 1025 cancelled call_result records"; }
+        audit_has '.event == "call_result" and .tool == "ev.echo" and .upstream_status == "ok"'
+        # py.late answered its cancelled call: dropped, on record as late.
+        audit_has '.event == "response_dropped" and .from == "py" and .reason == "cancelled"'
+}
+
 @test "run: --call-timeout answers upstream_timeout, cancels the call upstream, and the upstream stays usable" {
         local d=$BATS_TEST_TMPDIR log
         log=$d/py.log
