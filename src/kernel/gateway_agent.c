@@ -125,6 +125,12 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                         gw_handle_agent_cancel(gw, m->params);
                 return; /* notifications/initialized and others need no action */
         }
+        /* JSON-RPC ids are unique among requests in flight: a second one
+         * would make two answers carry the same id. */
+        if (glove_kernel_calls_by_agent(gw->calls, m->id)) {
+                gw_refuse_duplicate(gw, m->id, method, m->params);
+                return;
+        }
         if (strcmp(method, "initialize") == 0)
                 gw_send_agent(gw, glove_mcp_rpc_result(m->id, glove_kernel_gateway_initialize_result(m->params)));
         else if (strcmp(method, "ping") == 0)

@@ -149,6 +149,26 @@ static void refuse_call(struct glove_kernel_gateway *gw, const json_t *id, const
         gw_agent_error(gw, id, code, message, reason, rule);
 }
 
+void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params) {
+        if (strcmp(method, "tools/call") == 0 && gw_auditing(gw)) {
+                json_t *args = params ? json_object_get(params, "arguments") : NULL;
+                const char *name = glove_mcp_string(params ? json_object_get(params, "name") : NULL);
+                char sha[65];
+                (void)hash_arguments(args, sha); /* on failure sha is empty and the record fails closed */
+                gw_audit(gw, "call",
+                         decision_fields(gw, id, name && strlen(name) < GLOVE_KERNEL_TOOL_MAX ? name : "(none)", "deny",
+                                         "invalid_params", "request id in flight", args, sha));
+        }
+        /* id null (JSON-RPC: an Invalid Request whose id cannot be used):
+         * the one answer with this id stays the first request's. */
+        json_t *e = glove_mcp_rpc_error(NULL, GLOVE_RPC_INVALID_REQUEST, "a request with this id is already in flight",
+                                        "invalid_params", "request id in flight");
+        json_t *data = e ? json_object_get(json_object_get(e, "error"), "data") : NULL;
+        if (data)
+                json_object_set(data, "id", (json_t *)id);
+        gw_send_agent(gw, e);
+}
+
 /* The upstream named by the UPSTREAM part of name, or NULL. */
 static struct gw_upstream *find_upstream(struct glove_kernel_gateway *gw, const char *name, const char **tool) {
         size_t ulen;
@@ -169,9 +189,8 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
         int e;
         struct glove_kernel_call *c = glove_kernel_calls_add(gw->calls, id, gu->index, glove_mcp_upstream_next_id(u), &e);
         if (!c) {
-                if (e == -EEXIST)
-                        refuse_call(gw, id, name, GLOVE_RPC_INVALID_REQUEST, "a request with this id is already in flight",
-                                    "invalid_params", "request id in flight", args);
+                if (e == -EEXIST) /* refused before any dispatch (gw_refuse_duplicate); kept for safety */
+                        gw_refuse_duplicate(gw, id, "tools/call", params);
                 else
                         refuse_call(gw, id, name, GLOVE_RPC_INVALID_REQUEST, "too many calls in flight", "invalid_params",
                                     "in-flight bound", args);

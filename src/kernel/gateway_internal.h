@@ -57,6 +57,10 @@ int gw_on_agent_writable(sd_event_source *s, int fd, uint32_t revents, void *use
 
 /* gateway_calls.c */
 void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, json_t *params);
+/* A request of the agent whose id is that of a call in flight: answered
+ * -32600 with id null (data.id the duplicate id) and never dispatched; a
+ * tools/call is audited as a denied call. */
+void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params);
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params);
 void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
 void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);

@@ -18,9 +18,11 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
   batch           a JSON array of two requests     -> -32600, id null, neither answered
   dupkey          an object with "id" twice        -> -32700, id null
   invalid         {"jsonrpc":"2.0","id":7}         -> -32600 with id 7
-  dup-inflight    tools/call py.sleep then py.echo with the same id: the
-                  second is refused (-32600, invalid_params, "request id in
-                  flight"), the first still answers "slept 400"
+  dup-inflight    tools/call py.sleep, then a tools/call py.echo and a ping
+                  with the same id while it is in flight: both refused
+                  (-32600 with id null, data reason invalid_params, rule
+                  "request id in flight", id the duplicate id), the first
+                  still answers "slept 400": the one answer with its id
   unknown-id      a response with an id Glove never sent -> no answer
   unknown-method  "foo/bar"                       -> -32601
   resources       resources/list                  -> -32601
@@ -176,16 +178,19 @@ def c_invalid():
 def c_dup_inflight():
     send({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "py.sleep", "arguments": {"ms": 400}}})
     send({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "py.echo", "arguments": {"text": "second"}}})
-    got = [recv(), recv()]
-    first, second = got
-    if not is_error(first, -32600, "dup"):
-        return "the second call with id dup was not refused first with -32600", got
-    data = first["error"].get("data") or {}
-    if data.get("reason") != "invalid_params" or data.get("rule") != "request id in flight":
-        return "the refusal has data %r" % data, got
-    if not (isinstance(second, dict) and second.get("id") == "dup" and "result" in second):
+    send({"jsonrpc": "2.0", "id": "dup", "method": "ping"})
+    got = [recv(), recv(), recv()]
+    refusals, answer = got[:2], got[2]
+    for m in refusals:
+        # id null: the one answer carrying "dup" must be the first call's.
+        if not is_error(m, -32600, None):
+            return "a request reusing the id dup in flight was not refused first with -32600 and id null", got
+        data = m["error"].get("data") or {}
+        if data.get("reason") != "invalid_params" or data.get("rule") != "request id in flight" or data.get("id") != "dup":
+            return "the refusal has data %r" % data, got
+    if not (isinstance(answer, dict) and answer.get("id") == "dup" and "result" in answer):
         return "the first call with id dup did not answer", got
-    text = "".join(c.get("text", "") for c in second["result"].get("content", []))
+    text = "".join(c.get("text", "") for c in answer["result"].get("content", []))
     if text != "slept 400":
         return "the answer to id dup is %r, not the first call's" % text, got
     rest = sync()
