@@ -160,6 +160,14 @@ static void up_message(void *userdata, struct glove_mcp_upstream *u, struct glov
         /* Other notifications (logging, resources) are not relayed. */
 }
 
+static void up_oversized(void *userdata, struct glove_mcp_upstream *u, const int64_t *id, uint64_t bytes) {
+        (void)u;
+        (void)bytes;
+        struct gw_upstream *gu = userdata;
+        if (id)
+                gw_upstream_oversized(gu->gw, gu, *id);
+}
+
 /* Its tools answer upstream_unavailable from now on. */
 static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
         struct gw_upstream *gu = userdata;
@@ -192,6 +200,7 @@ static const struct glove_mcp_upstream_ops upstream_ops = {
         .record = up_record,
         .ready = up_ready,
         .message = up_message,
+        .oversized = up_oversized,
         .dead = up_dead,
         .exited = up_exited,
         .halted = up_halted,

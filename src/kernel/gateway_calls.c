@@ -305,6 +305,25 @@ void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
         call_finish(gw, c, is_error ? "error" : "ok");
 }
 
+void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *gu, int64_t upstream_id) {
+        json_t *jid = json_integer(upstream_id);
+        struct glove_kernel_call *c = jid ? glove_kernel_calls_by_upstream(gw->calls, gu->index, jid) : NULL;
+        if (!c) {
+                /* A late answer (buried) or an unknown id: nothing to fail;
+                 * frame_oversized is on record. */
+                if (jid)
+                        (void)glove_kernel_calls_exhume(gw->calls, gu->index, jid);
+                json_decref(jid);
+                return;
+        }
+        json_decref(jid);
+        char rule[80];
+        snprintf(rule, sizeof(rule), "%s %zu", gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "max_frame", gw->cfg.max_frame);
+        gw_agent_error(gw, c->agent_id, GLOVE_RPC_RESPONSE_TOO_LARGE, "the upstream's response is longer than the frame bound",
+                       "response_too_large", rule);
+        call_finish(gw, c, "too_large");
+}
+
 void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
         /* Relayed only for a call of this upstream that carries the token. */
         json_t *token = m->params ? json_object_get(m->params, "progressToken") : NULL;

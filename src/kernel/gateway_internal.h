@@ -63,6 +63,9 @@ void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, jso
 void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params);
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params);
 void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* The upstream's answer to upstream_id was longer than max_frame and was
+ * skipped: that call fails (response_too_large), the upstream goes on. */
+void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *gu, int64_t upstream_id);
 void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
 void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream);
 void gw_finish_all_calls(struct glove_kernel_gateway *gw, const char *status);
