@@ -17,6 +17,9 @@ struct gw_upstream {
         size_t index;
         struct glove_mcp_upstream *u;     /* owned */
         struct glove_mcp_upstream_config cfg;   /* the client's configuration; userdata is this */
+        bool optional;                    /* cfg.upstream_optional[index] */
+        bool left_out;                    /* optional, and started without (GLOVE_KERNEL_GATEWAY_LEFT_OUT) */
+        char left_out_why[160];           /* why, for the agent's instructions */
 };
 
 struct glove_kernel_gateway {

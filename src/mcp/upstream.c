@@ -156,6 +156,10 @@ static void protocol_error(struct glove_mcp_upstream *u, const char *what) {
         dead_as(u, what, true);
 }
 
+void glove_mcp_upstream_abandon(struct glove_mcp_upstream *u, const char *why) {
+        dead(u, why);
+}
+
 static void flush(struct glove_mcp_upstream *u) {
         if (u->in_fd < 0)
                 return;

@@ -189,3 +189,8 @@ int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg);
 
 /* Signals the process group and the process. */
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig);
+
+/* Gives the upstream up: it becomes DEAD at once (ops->dead with why, not a
+ * protocol failure), its process is sent SIGKILL and reaped as usual
+ * (ops->exited). No-op when it is DEAD already. why is borrowed. */
+void glove_mcp_upstream_abandon(struct glove_mcp_upstream *u, const char *why);
