@@ -117,22 +117,27 @@ static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id,
  * at start (the agent's way to tell that tools it may expect are absent). */
 static json_t *initialize_result(struct glove_kernel_gateway *gw, const json_t *params) {
         json_t *result = glove_kernel_gateway_initialize_result(params);
+        size_t count = 0;
+        for (size_t i = 0; i < gw->n_ups; i++)
+                count += gw->ups[i].left_out;
+        if (!result || count == 0)
+                return result;
         char text[GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX * 200 + 200];
         size_t n = 0;
-        for (size_t i = 0; i < gw->n_ups && result; i++) {
+        for (size_t i = 0; i < gw->n_ups; i++) {
                 const struct gw_upstream *gu = &gw->ups[i];
                 if (!gu->left_out)
                         continue;
-                int w = snprintf(text + n, sizeof(text) - n, "%s%s (%s)", n ? "; " : "Glove started without the upstream ",
+                int w = snprintf(text + n, sizeof(text) - n, "%s%s (%s)",
+                                 n ? "; " : count == 1 ? "Glove started without the upstream " : "Glove started without the upstreams ",
                                  glove_mcp_upstream_name(gu->u), gu->left_out_why);
                 if (w > 0)
                         n = n + (size_t)w < sizeof(text) ? n + (size_t)w : sizeof(text) - 1;
         }
-        if (n && result) {
-                snprintf(text + n, sizeof(text) - n,
-                         ". Its tools are absent from tools/list, and a call of one answers upstream_unavailable.");
-                json_object_set_new(result, "instructions", json_string(text));
-        }
+        snprintf(text + n, sizeof(text) - n, "%s", count == 1
+                 ? ". Its tools are absent from tools/list, and a call of one answers upstream_unavailable."
+                 : ". Their tools are absent from tools/list, and a call of one answers upstream_unavailable.");
+        json_object_set_new(result, "instructions", json_string(text));
         return result;
 }
 
