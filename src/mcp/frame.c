@@ -56,7 +56,9 @@ int glove_mcp_reader_feed(struct glove_mcp_reader *r, const void *data, size_t l
 /* ------------------------------------------------------------------ skipping an oversized line */
 
 enum { SCAN_KEY = 1, SCAN_COLON, SCAN_VALUE, SCAN_AFTER };
-enum { SCAN_K_OTHER = 0, SCAN_K_ID, SCAN_K_METHOD };
+/* SCAN_K_ESCAPED: a key written with an escape, which could spell "id" or
+ * "method": the line is then routed nowhere (never to a wrong call). */
+enum { SCAN_K_OTHER = 0, SCAN_K_ID, SCAN_K_METHOD, SCAN_K_ESCAPED };
 
 static bool scan_digit(unsigned char c) {
         return c >= '0' && c <= '9';
@@ -113,15 +115,22 @@ static void scan_byte(struct glove_mcp_line_scan *s, unsigned char c) {
         if (s->in_string) {
                 if (s->escape)
                         s->escape = false;
-                else if (c == '\\')
+                else if (c == '\\') {
                         s->escape = true;
+                        s->key_escaped = s->key_escaped || s->capture;
+                }
                 else if (c == '"') {
                         s->in_string = false;
                         if (s->capture) {
                                 s->capture = false;
-                                s->key = scan_text_is(s, "id") ? SCAN_K_ID : scan_text_is(s, "method") ? SCAN_K_METHOD : SCAN_K_OTHER;
+                                s->key = s->key_escaped            ? SCAN_K_ESCAPED
+                                         : scan_text_is(s, "id")     ? SCAN_K_ID
+                                         : scan_text_is(s, "method") ? SCAN_K_METHOD
+                                                                     : SCAN_K_OTHER;
+                                s->key_escaped = false;
                                 s->ids += s->key == SCAN_K_ID;
-                                s->method = s->method || s->key == SCAN_K_METHOD;
+                                s->method = s->method || s->key == SCAN_K_METHOD || s->key == SCAN_K_ESCAPED;
+                                s->id_bad = s->id_bad || s->key == SCAN_K_ESCAPED;
                                 s->expect = SCAN_COLON;
                         }
                         return;

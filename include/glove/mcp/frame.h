@@ -36,7 +36,9 @@
  * decoded, never held whole). */
 struct glove_mcp_skipped {
         uint64_t bytes;          /* the line's length without its newline (and a "\r" before it) */
-        bool has_method;         /* a top-level "method" member: a request or a notification */
+        bool has_method;         /* a top-level "method" member: a request or a notification
+                                  * (also set, with has_int_id false, when a top-level key is
+                                  * written with an escape: such a line is never routed) */
         bool has_int_id;         /* exactly one top-level "id", an integer within int64 */
         int64_t id;              /* that id when has_int_id */
 };
@@ -48,7 +50,7 @@ struct glove_mcp_line_scan {
         uint32_t depth;
         uint8_t expect;          /* at depth 1: what comes next (key, colon, value, after a value) */
         uint8_t key;             /* the top-level key whose value comes */
-        bool in_string, escape, capture, in_number, id_bad, last_cr;
+        bool in_string, escape, capture, in_number, id_bad, last_cr, key_escaped;
         uint8_t text_len;
         bool text_over;
         char text[24];

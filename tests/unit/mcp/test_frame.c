@@ -138,6 +138,8 @@ static void test_skip_oversized(void **state) {
                 {"{\"id\":1.5,\"result\":{\"t\":\"", "\"}}", false, false, 0},
                 {"{\"id\":1,\"id\":2,\"result\":{\"t\":\"", "\"}}", false, false, 0},
                 {"{\"id\":99999999999999999999,\"result\":{\"t\":\"", "\"}}", false, false, 0},
+                /* "\u0069d" is "id" once decoded: an escaped key is routed nowhere. */
+                {"{\"\\u0069d\":5,\"result\":{\"t\":\"", "\"}}", true, false, 0},
         };
         for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
                 struct glove_mcp_reader r;
