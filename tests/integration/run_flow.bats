@@ -41,7 +41,9 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
         [ -n "$uid" ] || { show_records "$log"; fail "the cancelled call never reached the upstream"; }
         upstream_saw "$log" '.method == "notifications/cancelled" and .params.requestId == '"$uid"
         upstream_never_saw "$log" '.method == "notifications/cancelled" and .params.requestId != '"$uid"
-        # Its slot stays until the end: no result was returned for it.
+        # Its slot was freed at the cancel (call_result cancelled); no result
+        # was returned for it.
+        audit_has '.event == "call_result" and .upstream_status == "cancelled" and .id == '"$(record "$CLIENT_OUT" 2 .request_id)"
         audit_lacks '.event == "call_result" and .tool == "ev.trigger-long-running-operation" and .upstream_status == "ok" and .id == '"$(record "$CLIENT_OUT" 2 .request_id)"
 }
 
