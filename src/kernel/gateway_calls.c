@@ -317,10 +317,11 @@ void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *
                 return;
         }
         json_decref(jid);
-        char rule[80];
+        char rule[80], message[128];
         snprintf(rule, sizeof(rule), "%s %zu", gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "max_frame", gw->cfg.max_frame);
-        gw_agent_error(gw, c->agent_id, GLOVE_RPC_RESPONSE_TOO_LARGE, "the upstream's response is longer than the frame bound",
-                       "response_too_large", rule);
+        snprintf(message, sizeof(message), "the upstream's response is longer than %s",
+                 gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "the frame bound");
+        gw_agent_error(gw, c->agent_id, GLOVE_RPC_RESPONSE_TOO_LARGE, message, "response_too_large", rule);
         call_finish(gw, c, "too_large");
 }
 
