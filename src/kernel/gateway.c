@@ -200,8 +200,9 @@ static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *wh
         struct glove_kernel_gateway *gw = gu->gw;
         const char *name = glove_mcp_upstream_spec(u)->name;
         bool starting = !glove_mcp_upstream_listed(u) && !gw->released;
-        if (starting && gu->optional && !gw->stopping) {
-                /* Before the agent starts an optional one may go: without it. */
+        if (!gw->released && gu->optional && !gw->stopping) {
+                /* Before the agent starts an optional one may go (also once
+                 * listed, while others are not ready yet): without it. */
                 char w[128];
                 snprintf(w, sizeof(w), "failed during initialization: %s", why);
                 leave_out(gw, gu, gu->left_out ? why : w);
