@@ -35,7 +35,15 @@
  *     of the same kind, and reads back through a fresh reader unchanged;
  *   - the writer never holds more than its bound, refuses a message that
  *     does not fit whole (-EMSGSIZE, queue unchanged), and what it flushes
- *     to a pipe is exactly what was accepted, in order.
+ *     to a pipe is exactly what was accepted, in order;
+ *   - a reader that skips (glove_mcp_reader_skip_oversized) yields every
+ *     line of the reference and -EMSGSIZE once per terminated line longer
+ *     than max_frame, in order, within the same memory bound; a skipped
+ *     line's bytes are its length, and its scan agrees with the decoder:
+ *     when the line decodes (strictly) it has_int_id with an id only if the
+ *     object's "id" is that integer, and for a line without a backslash
+ *     exactly then; has_method whenever the object has "method", and
+ *     without a backslash only then.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -228,6 +236,78 @@ static void check_message(const char *line, size_t len, size_t max_frame, unsign
         CHECK(m.root == NULL && m.method == NULL && m.id == NULL);
 }
 
+/* The skipped line s[0..len) as the decoder sees it, against the scan. */
+static void check_skipped(const uint8_t *line, size_t len, const struct glove_mcp_skipped *sk) {
+        CHECK(sk->bytes == len);
+        json_t *root = NULL;
+        if (glove_json_decode_strict(line, len, SIZE_MAX, GLOVE_JSON_ALLOW_NUL_ESCAPE, &root, NULL) < 0)
+                return;
+        json_t *id = json_is_object(root) ? json_object_get(root, "id") : NULL;
+        bool method = json_is_object(root) && json_object_get(root, "method");
+        bool int_id = json_is_integer(id);
+        if (sk->has_int_id)
+                CHECK(int_id && json_integer_value(id) == sk->id);
+        if (method)
+                CHECK(sk->has_method);
+        if (!memchr(line, '\\', len))
+                CHECK(sk->has_int_id == int_id && sk->has_method == method);
+        json_decref(root);
+}
+
+/* Feeds s[0..n) in chunks to a reader that skips oversized lines. */
+static void skip_pass(const uint8_t *s, size_t n, size_t max_frame, uint32_t x) {
+        struct glove_mcp_reader r;
+        glove_mcp_reader_init(&r, max_frame);
+        glove_mcp_reader_skip_oversized(&r);
+        const size_t bound = max_frame + 2 + GLOVE_MCP_READ_CHUNK;
+        size_t start = 0, scan = 0, off = 0; /* reference: the next line starts at start */
+        while (off < n) {
+                size_t c = chunk_size(&x);
+                if (c > n - off)
+                        c = n - off;
+                CHECK(glove_mcp_reader_feed(&r, s + off, c) == 0);
+                off += c;
+                CHECK(r.buf.len <= bound);
+                for (;;) {
+                        const char *line;
+                        size_t len;
+                        int nr = glove_mcp_reader_next(&r, &line, &len);
+                        /* The reference's next line that is whole in s[0..off). */
+                        size_t want_len = 0;
+                        bool found = false;
+                        while (!found) {
+                                const uint8_t *nl = scan < off ? memchr(s + scan, '\n', off - scan) : NULL;
+                                if (!nl) {
+                                        scan = off;
+                                        break;
+                                }
+                                size_t end = (size_t)(nl - s);
+                                want_len = end - start;
+                                if (want_len > 0 && s[start + want_len - 1] == '\r')
+                                        want_len--;
+                                if (want_len > 0) {
+                                        found = true;
+                                        break;
+                                }
+                                start = scan = end + 1;
+                        }
+                        if (!found) {
+                                CHECK(nr == 0);
+                                break;
+                        }
+                        const uint8_t *want = s + start;
+                        start = scan = (size_t)((const uint8_t *)memchr(s + start, '\n', off - start) - s) + 1;
+                        if (want_len > max_frame) {
+                                CHECK(nr == -EMSGSIZE);
+                                check_skipped(want, want_len, glove_mcp_reader_skipped(&r));
+                        } else {
+                                CHECK(nr == 1 && len == want_len && memcmp(line, want, len) == 0 && line[len] == '\0');
+                        }
+                }
+        }
+        glove_mcp_reader_free(&r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -306,6 +386,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         /* All lines came, and the error exactly when the reference has one. */
         CHECK(got + failed == n_want);
+        skip_pass(s, n, max_frame, x);
 
         writer_flush(&wc);
         glove_mcp_reader_free(&r);

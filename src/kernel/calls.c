@@ -95,6 +95,28 @@ struct glove_kernel_call *glove_kernel_calls_add(struct glove_kernel_calls *call
         return NULL;
 }
 
+void glove_kernel_calls_bury(struct glove_kernel_calls *calls, size_t upstream, int64_t upstream_id,
+                             enum glove_kernel_tombstone_kind kind) {
+        calls->tombstones[calls->tombstone_next] = (struct glove_kernel_tombstone){upstream, upstream_id, kind};
+        calls->tombstone_next = (calls->tombstone_next + 1) % GLOVE_KERNEL_TOMBSTONES_MAX;
+}
+
+enum glove_kernel_tombstone_kind glove_kernel_calls_exhume(struct glove_kernel_calls *calls, size_t upstream,
+                                                           const json_t *upstream_id) {
+        if (!json_is_integer(upstream_id))
+                return GLOVE_KERNEL_TOMBSTONE_NONE;
+        int64_t id = json_integer_value(upstream_id);
+        for (size_t i = 0; i < GLOVE_KERNEL_TOMBSTONES_MAX; i++) {
+                struct glove_kernel_tombstone *t = &calls->tombstones[i];
+                if (t->kind != GLOVE_KERNEL_TOMBSTONE_NONE && t->upstream == upstream && t->upstream_id == id) {
+                        enum glove_kernel_tombstone_kind kind = t->kind;
+                        memset(t, 0, sizeof(*t));
+                        return kind;
+                }
+        }
+        return GLOVE_KERNEL_TOMBSTONE_NONE;
+}
+
 int glove_kernel_split_name(const char *qualified, size_t *upstream_len, const char **tool) {
         const char *dot = strchr(qualified, '.');
         if (!dot || dot == qualified || dot[1] == '\0')

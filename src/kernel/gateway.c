@@ -62,7 +62,7 @@ void gw_check_startup(struct glove_kernel_gateway *gw) {
         if (!gw->attached || gw->released || gw->stopping || gw->constructing)
                 return;
         for (size_t i = 0; i < gw->n_ups; i++)
-                if (glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY)
+                if (!gw->ups[i].left_out && glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY)
                         return;
         gw->startup_timer = sd_event_source_disable_unref(gw->startup_timer);
         int rr = gw->cfg.notify(gw, GLOVE_KERNEL_GATEWAY_READY, NULL, gw->cfg.userdata);
@@ -79,19 +79,45 @@ static int on_startup_check(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* Starts without the optional upstream gu (why: a short text): on record,
+ * the caller told, the process given up. */
+static void leave_out(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const char *why) {
+        if (gu->left_out)
+                return;
+        gu->left_out = true;
+        const char *name = glove_mcp_upstream_name(gu->u);
+        snprintf(gu->left_out_why, sizeof(gu->left_out_why), "%s", why);
+        gw_audit(gw, "upstream_left_out", json_pack("{s:s,s:s}", "name", name, "reason", why));
+        if (gw->stopping)
+                return;
+        struct glove_error e = {0};
+        glove_error_set(&e, EHOSTDOWN, "upstream.left_out", "upstream %s %s; starting without it (optional)", name, why);
+        gw->cfg.notify(gw, GLOVE_KERNEL_GATEWAY_LEFT_OUT, &e, gw->cfg.userdata);
+        glove_mcp_upstream_abandon(gu->u, why); /* up_dead sees it left out */
+}
+
 static int on_startup_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)s;
         (void)usec;
         struct glove_kernel_gateway *gw = userdata;
+        char why[96];
+        snprintf(why, sizeof(why), "did not finish initializing within %lld ms", (long long)gw->cfg.call_timeout_ms);
+        /* Optional ones first: the others decide whether the start fails. */
+        for (size_t i = 0; i < gw->n_ups && !gw->stopping; i++)
+                if (gw->ups[i].optional && glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY)
+                        leave_out(gw, &gw->ups[i], why);
+        if (gw->stopping)
+                return 0;
         for (size_t i = 0; i < gw->n_ups; i++)
-                if (glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY) {
-                        glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "upstream %s did not finish initializing within %lld ms",
-                                        glove_mcp_upstream_name(gw->ups[i].u), (long long)gw->cfg.call_timeout_ms);
-                        break;
+                if (!gw->ups[i].left_out && glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY) {
+                        glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "upstream %s %s",
+                                        glove_mcp_upstream_name(gw->ups[i].u), why);
+                        glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "the upstreams did not finish initializing within %lld ms",
+                                        (long long)gw->cfg.call_timeout_ms);
+                        gw_fail(gw);
+                        return 0;
                 }
-        glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "the upstreams did not finish initializing within %lld ms",
-                        (long long)gw->cfg.call_timeout_ms);
-        gw_fail(gw);
+        gw_check_startup(gw);
         return 0;
 }
 
@@ -160,15 +186,34 @@ static void up_message(void *userdata, struct glove_mcp_upstream *u, struct glov
         /* Other notifications (logging, resources) are not relayed. */
 }
 
+static void up_oversized(void *userdata, struct glove_mcp_upstream *u, const int64_t *id, uint64_t bytes) {
+        (void)u;
+        (void)bytes;
+        struct gw_upstream *gu = userdata;
+        if (id)
+                gw_upstream_oversized(gu->gw, gu, *id);
+}
+
 /* Its tools answer upstream_unavailable from now on. */
 static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
         struct gw_upstream *gu = userdata;
         struct glove_kernel_gateway *gw = gu->gw;
         const char *name = glove_mcp_upstream_spec(u)->name;
+        bool starting = !glove_mcp_upstream_listed(u) && !gw->released;
+        if (!gw->released && gu->optional && !gw->stopping) {
+                /* Before the agent starts an optional one may go (also once
+                 * listed, while others are not ready yet): without it. */
+                char w[128];
+                snprintf(w, sizeof(w), "failed during initialization: %s", why);
+                leave_out(gw, gu, gu->left_out ? why : w);
+                gw_fail_calls_of(gw, gu->index);
+                gw_check_startup(gw);
+                return;
+        }
         if (!gw->stopping)
                 gw_audit(gw, "upstream_failed", json_pack("{s:s,s:s}", "name", name, "reason", why));
         gw_fail_calls_of(gw, gu->index);
-        if (!glove_mcp_upstream_listed(u) && !gw->released) {
+        if (starting) {
                 /* The first error set is the one reported (glove_error_set). */
                 if (protocol)
                         glove_error_set(&gw->err, EPROTO, "upstream.protocol", "upstream %s: %s", name, why);
@@ -192,6 +237,7 @@ static const struct glove_mcp_upstream_ops upstream_ops = {
         .record = up_record,
         .ready = up_ready,
         .message = up_message,
+        .oversized = up_oversized,
         .dead = up_dead,
         .exited = up_exited,
         .halted = up_halted,
@@ -218,6 +264,7 @@ static int start_upstreams(struct glove_kernel_gateway *gw, struct glove_error *
                 const struct glove_mcp_upstream_spec *spec = &gw->cfg.upstreams[i];
                 gu->gw = gw;
                 gu->index = i;
+                gu->optional = gw->cfg.upstream_optional && gw->cfg.upstream_optional[i];
                 gu->cfg = (struct glove_mcp_upstream_config){
                         .max_frame = gw->cfg.max_frame,
                         .max_frame_name = gw->cfg.max_frame_name,

@@ -113,6 +113,34 @@ static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id,
         gw_send_agent(gw, glove_mcp_rpc_result(id, result));
 }
 
+/* The initialize result, with "instructions" naming the upstreams left out
+ * at start (the agent's way to tell that tools it may expect are absent). */
+static json_t *initialize_result(struct glove_kernel_gateway *gw, const json_t *params) {
+        json_t *result = glove_kernel_gateway_initialize_result(params);
+        size_t count = 0;
+        for (size_t i = 0; i < gw->n_ups; i++)
+                count += gw->ups[i].left_out;
+        if (!result || count == 0)
+                return result;
+        char text[GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX * 200 + 200];
+        size_t n = 0;
+        for (size_t i = 0; i < gw->n_ups; i++) {
+                const struct gw_upstream *gu = &gw->ups[i];
+                if (!gu->left_out)
+                        continue;
+                int w = snprintf(text + n, sizeof(text) - n, "%s%s (%s)",
+                                 n ? "; " : count == 1 ? "Glove started without the upstream " : "Glove started without the upstreams ",
+                                 glove_mcp_upstream_name(gu->u), gu->left_out_why);
+                if (w > 0)
+                        n = n + (size_t)w < sizeof(text) ? n + (size_t)w : sizeof(text) - 1;
+        }
+        snprintf(text + n, sizeof(text) - n, "%s", count == 1
+                 ? ". Its tools are absent from tools/list, and a call of one answers upstream_unavailable."
+                 : ". Their tools are absent from tools/list, and a call of one answers upstream_unavailable.");
+        json_object_set_new(result, "instructions", json_string(text));
+        return result;
+}
+
 static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_mcp_message *m) {
         if (m->kind == GLOVE_MCP_RESPONSE) {
                 /* Glove never sends the agent requests: nothing to answer. */
@@ -125,8 +153,14 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                         gw_handle_agent_cancel(gw, m->params);
                 return; /* notifications/initialized and others need no action */
         }
+        /* JSON-RPC ids are unique among requests in flight: a second one
+         * would make two answers carry the same id. */
+        if (glove_kernel_calls_by_agent(gw->calls, m->id)) {
+                gw_refuse_duplicate(gw, m->id, method, m->params);
+                return;
+        }
         if (strcmp(method, "initialize") == 0)
-                gw_send_agent(gw, glove_mcp_rpc_result(m->id, glove_kernel_gateway_initialize_result(m->params)));
+                gw_send_agent(gw, glove_mcp_rpc_result(m->id, initialize_result(gw, m->params)));
         else if (strcmp(method, "ping") == 0)
                 gw_send_agent(gw, glove_mcp_rpc_result(m->id, json_object()));
         else if (strcmp(method, "tools/list") == 0)

@@ -39,19 +39,18 @@ static void call_timer_arm(struct glove_kernel_gateway *gw, uint64_t deadline) {
 
 static void call_timeout(struct glove_kernel_gateway *gw, struct glove_kernel_call *c) {
         struct glove_mcp_upstream *u = gw->ups[c->upstream].u;
-        if (!c->cancelled) {
-                char rule[64];
-                if (gw->cfg.call_timeout_rule)
-                        snprintf(rule, sizeof(rule), "%s", gw->cfg.call_timeout_rule);
-                else
-                        snprintf(rule, sizeof(rule), "call_timeout_ms %lld", (long long)gw->cfg.call_timeout_ms);
-                gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_TIMEOUT, "the upstream did not answer in time", "upstream_timeout",
-                               rule);
-        }
+        char rule[64];
+        if (gw->cfg.call_timeout_rule)
+                snprintf(rule, sizeof(rule), "%s", gw->cfg.call_timeout_rule);
+        else
+                snprintf(rule, sizeof(rule), "call_timeout_ms %lld", (long long)gw->cfg.call_timeout_ms);
+        gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_TIMEOUT, "the upstream did not answer in time", "upstream_timeout", rule);
         /* Finished before the send: a send that finds the upstream dead
          * fails its calls at once, and this one must not be among them. */
         int64_t upstream_id = c->upstream_id;
-        call_finish(gw, c, c->cancelled ? "cancelled" : "timeout");
+        size_t upstream = c->upstream;
+        call_finish(gw, c, "timeout");
+        glove_kernel_calls_bury(gw->calls, upstream, upstream_id, GLOVE_KERNEL_TOMBSTONE_TIMEOUT);
         json_t *params = json_pack("{s:I,s:s}", "requestId", (json_int_t)upstream_id, "reason", "timeout");
         glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/cancelled", params));
 }
@@ -85,9 +84,8 @@ void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream) {
                 struct glove_kernel_call *c = &gw->calls->slots[i];
                 if (!c->used || c->upstream != upstream)
                         continue;
-                if (!c->cancelled)
-                        gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running",
-                                       "upstream_unavailable", glove_mcp_upstream_name(gw->ups[upstream].u));
+                gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running", "upstream_unavailable",
+                               glove_mcp_upstream_name(gw->ups[upstream].u));
                 call_finish(gw, c, "unavailable");
         }
 }
@@ -151,6 +149,26 @@ static void refuse_call(struct glove_kernel_gateway *gw, const json_t *id, const
         gw_agent_error(gw, id, code, message, reason, rule);
 }
 
+void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params) {
+        if (strcmp(method, "tools/call") == 0 && gw_auditing(gw)) {
+                json_t *args = params ? json_object_get(params, "arguments") : NULL;
+                const char *name = glove_mcp_string(params ? json_object_get(params, "name") : NULL);
+                char sha[65];
+                (void)hash_arguments(args, sha); /* on failure sha is empty and the record fails closed */
+                gw_audit(gw, "call",
+                         decision_fields(gw, id, name && strlen(name) < GLOVE_KERNEL_TOOL_MAX ? name : "(none)", "deny",
+                                         "invalid_params", "request id in flight", args, sha));
+        }
+        /* id null (JSON-RPC: an Invalid Request whose id cannot be used):
+         * the one answer with this id stays the first request's. */
+        json_t *e = glove_mcp_rpc_error(NULL, GLOVE_RPC_INVALID_REQUEST, "a request with this id is already in flight",
+                                        "invalid_params", "request id in flight");
+        json_t *data = e ? json_object_get(json_object_get(e, "error"), "data") : NULL;
+        if (data)
+                json_object_set(data, "id", (json_t *)id);
+        gw_send_agent(gw, e);
+}
+
 /* The upstream named by the UPSTREAM part of name, or NULL. */
 static struct gw_upstream *find_upstream(struct glove_kernel_gateway *gw, const char *name, const char **tool) {
         size_t ulen;
@@ -171,9 +189,8 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
         int e;
         struct glove_kernel_call *c = glove_kernel_calls_add(gw->calls, id, gu->index, glove_mcp_upstream_next_id(u), &e);
         if (!c) {
-                if (e == -EEXIST)
-                        refuse_call(gw, id, name, GLOVE_RPC_INVALID_REQUEST, "a request with this id is already in flight",
-                                    "invalid_params", "request id in flight", args);
+                if (e == -EEXIST) /* refused before any dispatch (gw_refuse_duplicate); kept for safety */
+                        gw_refuse_duplicate(gw, id, "tools/call", params);
                 else
                         refuse_call(gw, id, name, GLOVE_RPC_INVALID_REQUEST, "too many calls in flight", "invalid_params",
                                     "in-flight bound", args);
@@ -244,33 +261,68 @@ void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, jso
         forward_call(gw, gu, id, name, tool, params, args, v.rule);
 }
 
+/* The agent cancels a call in flight (MCP: notifications/cancelled): it is
+ * answered nothing (the spec has the receiver send no response), its slot
+ * is freed at once (SDK-based upstreams never answer a cancelled request,
+ * so waiting for the answer would hold the slot until --call-timeout), the
+ * upstream is told with its own request id, and the id is buried so that a
+ * late answer is dropped. */
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params) {
         json_t *rid = params ? json_object_get(params, "requestId") : NULL;
         struct glove_kernel_call *c = rid ? glove_kernel_calls_by_agent(gw->calls, rid) : NULL;
-        if (!c || c->cancelled)
+        if (!c)
                 return;
-        c->cancelled = true;
-        json_t *fwd = json_pack("{s:I}", "requestId", (json_int_t)c->upstream_id);
+        int64_t upstream_id = c->upstream_id;
+        size_t upstream = c->upstream;
+        json_t *fwd = json_pack("{s:I}", "requestId", (json_int_t)upstream_id);
         json_t *reason = json_object_get(params, "reason");
-        if (json_is_string(reason))
+        if (fwd && json_is_string(reason))
                 json_object_set(fwd, "reason", reason);
-        glove_mcp_upstream_send(gw->ups[c->upstream].u, glove_mcp_rpc_request(NULL, "notifications/cancelled", fwd));
+        /* Finished before the send, as for a timeout. */
+        call_finish(gw, c, "cancelled");
+        glove_kernel_calls_bury(gw->calls, upstream, upstream_id, GLOVE_KERNEL_TOMBSTONE_CANCELLED);
+        glove_mcp_upstream_send(gw->ups[upstream].u, glove_mcp_rpc_request(NULL, "notifications/cancelled", fwd));
 }
 
 void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
         struct glove_kernel_call *c = glove_kernel_calls_by_upstream(gw->calls, gu->index, m->id);
         if (!c) {
-                gw_audit(gw, "response_dropped", json_pack("{s:s,s:O}", "from", glove_mcp_upstream_name(gu->u), "id", m->id));
+                /* Never delivered: a late answer to a call that ended, or
+                 * an id Glove never sent. */
+                enum glove_kernel_tombstone_kind kind = glove_kernel_calls_exhume(gw->calls, gu->index, m->id);
+                const char *why = kind == GLOVE_KERNEL_TOMBSTONE_CANCELLED ? "cancelled"
+                                  : kind == GLOVE_KERNEL_TOMBSTONE_TIMEOUT ? "timeout"
+                                                                           : "unknown_id";
+                gw_audit(gw, "response_dropped",
+                         json_pack("{s:s,s:O,s:s}", "from", glove_mcp_upstream_name(gu->u), "id", m->id, "reason", why));
                 return;
         }
         bool is_error = json_object_get(m->root, "error") != NULL;
-        if (!c->cancelled) {
-                json_t *out = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "id", c->agent_id);
-                if (out)
-                        json_object_set(out, is_error ? "error" : "result", json_object_get(m->root, is_error ? "error" : "result"));
-                gw_send_agent(gw, out);
+        json_t *out = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "id", c->agent_id);
+        if (out)
+                json_object_set(out, is_error ? "error" : "result", json_object_get(m->root, is_error ? "error" : "result"));
+        gw_send_agent(gw, out);
+        call_finish(gw, c, is_error ? "error" : "ok");
+}
+
+void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *gu, int64_t upstream_id) {
+        json_t *jid = json_integer(upstream_id);
+        struct glove_kernel_call *c = jid ? glove_kernel_calls_by_upstream(gw->calls, gu->index, jid) : NULL;
+        if (!c) {
+                /* A late answer (buried) or an unknown id: nothing to fail;
+                 * frame_oversized is on record. */
+                if (jid)
+                        (void)glove_kernel_calls_exhume(gw->calls, gu->index, jid);
+                json_decref(jid);
+                return;
         }
-        call_finish(gw, c, c->cancelled ? "cancelled" : is_error ? "error" : "ok");
+        json_decref(jid);
+        char rule[80], message[128];
+        snprintf(rule, sizeof(rule), "%s %zu", gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "max_frame", gw->cfg.max_frame);
+        snprintf(message, sizeof(message), "the upstream's response is longer than %s",
+                 gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "the frame bound");
+        gw_agent_error(gw, c->agent_id, GLOVE_RPC_RESPONSE_TOO_LARGE, message, "response_too_large", rule);
+        call_finish(gw, c, "too_large");
 }
 
 void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
@@ -281,7 +333,7 @@ void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *g
                 if (!c->used)
                         continue;
                 seen++;
-                if (c->upstream == gu->index && !c->cancelled && c->progress_token && json_equal(c->progress_token, token)) {
+                if (c->upstream == gu->index && c->progress_token && json_equal(c->progress_token, token)) {
                         gw_send_agent(gw, json_incref(m->root));
                         break;
                 }

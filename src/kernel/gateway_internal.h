@@ -17,6 +17,9 @@ struct gw_upstream {
         size_t index;
         struct glove_mcp_upstream *u;     /* owned */
         struct glove_mcp_upstream_config cfg;   /* the client's configuration; userdata is this */
+        bool optional;                    /* cfg.upstream_optional[index] */
+        bool left_out;                    /* optional, and started without (GLOVE_KERNEL_GATEWAY_LEFT_OUT) */
+        char left_out_why[160];           /* why, for the agent's instructions */
 };
 
 struct glove_kernel_gateway {
@@ -57,8 +60,15 @@ int gw_on_agent_writable(sd_event_source *s, int fd, uint32_t revents, void *use
 
 /* gateway_calls.c */
 void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, json_t *params);
+/* A request of the agent whose id is that of a call in flight: answered
+ * -32600 with id null (data.id the duplicate id) and never dispatched; a
+ * tools/call is audited as a denied call. */
+void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params);
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params);
 void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* The upstream's answer to upstream_id was longer than max_frame and was
+ * skipped: that call fails (response_too_large), the upstream goes on. */
+void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *gu, int64_t upstream_id);
 void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
 void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream);
 void gw_finish_all_calls(struct glove_kernel_gateway *gw, const char *status);

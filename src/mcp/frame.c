@@ -53,8 +53,191 @@ int glove_mcp_reader_feed(struct glove_mcp_reader *r, const void *data, size_t l
         return glove_buffer_append(&r->buf, data, len);
 }
 
+/* ------------------------------------------------------------------ skipping an oversized line */
+
+enum { SCAN_KEY = 1, SCAN_COLON, SCAN_VALUE, SCAN_AFTER };
+/* SCAN_K_ESCAPED: a key written with an escape, which could spell "id" or
+ * "method": the line is then routed nowhere (never to a wrong call). */
+enum { SCAN_K_OTHER = 0, SCAN_K_ID, SCAN_K_METHOD, SCAN_K_ESCAPED };
+
+static bool scan_digit(unsigned char c) {
+        return c >= '0' && c <= '9';
+}
+
+static void scan_capture(struct glove_mcp_line_scan *s, unsigned char c) {
+        if (s->text_len < sizeof(s->text) - 1)
+                s->text[s->text_len++] = (char)c;
+        else
+                s->text_over = true;
+}
+
+static void scan_text_start(struct glove_mcp_line_scan *s) {
+        s->text_len = 0;
+        s->text_over = false;
+}
+
+static bool scan_text_is(const struct glove_mcp_line_scan *s, const char *word) {
+        return !s->text_over && s->text_len == strlen(word) && memcmp(s->text, word, s->text_len) == 0;
+}
+
+/* The digits of an "id" value have ended. */
+static void scan_number_done(struct glove_mcp_line_scan *s) {
+        s->in_number = false;
+        s->text[s->text_len] = '\0';
+        const char *t = s->text;
+        bool neg = *t == '-';
+        t += neg;
+        if (s->text_over || !*t || (t[0] == '0' && t[1])) {
+                s->id_bad = true;
+                return;
+        }
+        uint64_t v = 0;
+        for (; *t; t++) {
+                if (!scan_digit((unsigned char)*t) || v > (UINT64_MAX - 9) / 10) {
+                        s->id_bad = true;
+                        return;
+                }
+                v = v * 10 + (uint64_t)(*t - '0');
+        }
+        if (v > (uint64_t)INT64_MAX + (neg ? 1 : 0)) {
+                s->id_bad = true;
+                return;
+        }
+        s->id = neg ? (int64_t)(0 - v) : (int64_t)v;
+        s->id_ok = true;
+}
+
+/* One byte of a skipped line: tracks strings, nesting and, at the top level
+ * of an object, which key a value belongs to. Only valid JSON is routed
+ * right; anything else at worst finds no id. */
+static void scan_byte(struct glove_mcp_line_scan *s, unsigned char c) {
+        s->last_cr = c == '\r';
+        if (s->in_string) {
+                if (s->escape)
+                        s->escape = false;
+                else if (c == '\\') {
+                        s->escape = true;
+                        s->key_escaped = s->key_escaped || s->capture;
+                }
+                else if (c == '"') {
+                        s->in_string = false;
+                        if (s->capture) {
+                                s->capture = false;
+                                s->key = s->key_escaped            ? SCAN_K_ESCAPED
+                                         : scan_text_is(s, "id")     ? SCAN_K_ID
+                                         : scan_text_is(s, "method") ? SCAN_K_METHOD
+                                                                     : SCAN_K_OTHER;
+                                s->key_escaped = false;
+                                s->ids += s->key == SCAN_K_ID;
+                                s->method = s->method || s->key == SCAN_K_METHOD || s->key == SCAN_K_ESCAPED;
+                                s->id_bad = s->id_bad || s->key == SCAN_K_ESCAPED;
+                                s->expect = SCAN_COLON;
+                        }
+                        return;
+                }
+                if (s->capture)
+                        scan_capture(s, c);
+                return;
+        }
+        if (s->in_number) {
+                if (scan_digit(c)) {
+                        scan_capture(s, c);
+                        return;
+                }
+                if (c == '.' || c == 'e' || c == 'E')
+                        s->id_bad = true; /* not an integer */
+                scan_number_done(s);
+        }
+        bool value = s->depth == 1 && s->expect == SCAN_VALUE;
+        switch (c) {
+        case '"':
+                s->in_string = true;
+                s->capture = s->depth == 1 && s->expect == SCAN_KEY;
+                scan_text_start(s);
+                break;
+        case '{':
+        case '[':
+                if (s->depth < UINT32_MAX)
+                        s->depth++;
+                if (s->depth == 1)
+                        s->expect = c == '{' ? SCAN_KEY : SCAN_AFTER;
+                break;
+        case '}':
+        case ']':
+                if (s->depth > 0)
+                        s->depth--;
+                break;
+        case ':':
+                if (s->depth == 1 && s->expect == SCAN_COLON)
+                        s->expect = SCAN_VALUE;
+                return;
+        case ',':
+                if (s->depth == 1)
+                        s->expect = SCAN_KEY;
+                return;
+        case ' ':
+        case '\t':
+        case '\r':
+        case '\n':
+                return;
+        default:
+                if (value && s->key == SCAN_K_ID && (c == '-' || scan_digit(c))) {
+                        s->in_number = true;
+                        scan_text_start(s);
+                        scan_capture(s, c);
+                }
+                break;
+        }
+        if (value) {
+                s->expect = SCAN_AFTER;
+                if (s->key == SCAN_K_ID && !s->in_number)
+                        s->id_bad = true; /* a string, an object, a literal: not one of Glove's ids */
+        }
+}
+
+void glove_mcp_reader_skip_oversized(struct glove_mcp_reader *r) {
+        r->skip_oversized = true;
+}
+
+const struct glove_mcp_skipped *glove_mcp_reader_skipped(const struct glove_mcp_reader *r) {
+        return &r->skipped;
+}
+
+static void skip_start(struct glove_mcp_reader *r) {
+        memset(&r->scan, 0, sizeof(r->scan));
+        memset(&r->skipped, 0, sizeof(r->skipped));
+        r->skipping = true;
+}
+
+/* Scans and discards what is buffered of the skipped line. Returns
+ * -EMSGSIZE when its newline was reached, 0 when more is to come. */
+static int skip_more(struct glove_mcp_reader *r) {
+        ssize_t nl = glove_buffer_find(&r->buf, '\n', r->off);
+        size_t end = nl < 0 ? r->buf.len : (size_t)nl;
+        struct glove_mcp_line_scan *s = &r->scan;
+        for (size_t i = r->off; i < end; i++)
+                scan_byte(s, r->buf.data[i]);
+        r->skipped.bytes += end - r->off;
+        if (nl < 0) {
+                r->off = r->scanned = r->buf.len;
+                return 0;
+        }
+        r->off = r->scanned = end + 1;
+        r->skipping = false;
+        if (s->in_number)
+                scan_number_done(s);
+        if (s->last_cr && r->skipped.bytes > 0)
+                r->skipped.bytes--;
+        r->skipped.has_method = s->method;
+        r->skipped.has_int_id = s->ids == 1 && s->id_ok && !s->id_bad;
+        r->skipped.id = r->skipped.has_int_id ? s->id : 0;
+        return -EMSGSIZE;
+}
+
 int glove_mcp_reader_next(struct glove_mcp_reader *r, const char **line, size_t *len) {
         for (;;) {
+                if (r->skipping)
+                        return skip_more(r);
                 size_t from = r->scanned > r->off ? r->scanned : r->off;
                 ssize_t nl = glove_buffer_find(&r->buf, '\n', from);
                 if (nl < 0) {
@@ -63,15 +246,24 @@ int glove_mcp_reader_next(struct glove_mcp_reader *r, const char **line, size_t 
                         size_t pending = r->buf.len - r->off;
                         if (pending > 0 && r->buf.data[r->buf.len - 1] == '\r')
                                 pending--;
-                        return pending > r->max_frame ? -EMSGSIZE : 0;
+                        if (pending <= r->max_frame)
+                                return 0;
+                        if (!r->skip_oversized)
+                                return -EMSGSIZE;
+                        skip_start(r);
+                        continue;
                 }
                 size_t end = (size_t)nl;
                 char *start = (char *)r->buf.data + r->off;
                 size_t content = end - r->off;
                 if (content > 0 && start[content - 1] == '\r')
                         content--;
-                if (content > r->max_frame)
-                        return -EMSGSIZE;
+                if (content > r->max_frame) {
+                        if (!r->skip_oversized)
+                                return -EMSGSIZE;
+                        skip_start(r);
+                        continue;
+                }
                 r->off = end + 1;
                 r->scanned = r->off;
                 if (content == 0)

@@ -156,6 +156,10 @@ static void protocol_error(struct glove_mcp_upstream *u, const char *what) {
         dead_as(u, what, true);
 }
 
+void glove_mcp_upstream_abandon(struct glove_mcp_upstream *u, const char *why) {
+        dead(u, why);
+}
+
 static void flush(struct glove_mcp_upstream *u) {
         if (u->in_fd < 0)
                 return;
@@ -430,6 +434,33 @@ static void handle_message(struct glove_mcp_upstream *u, struct glove_mcp_messag
         u->cfg->ops->message(u->cfg->userdata, u, m);
 }
 
+/* A line longer than max_frame was skipped (the reader never held it
+ * whole): on record; an answer to initialize or tools/list is a protocol
+ * failure as before, any other response goes to the caller by its id, and
+ * the upstream goes on. */
+static void oversized_line(struct glove_mcp_upstream *u) {
+        const struct glove_mcp_upstream_config *cfg = u->cfg;
+        const struct glove_mcp_skipped *sk = glove_mcp_reader_skipped(&u->reader);
+        bool response = !sk->has_method && sk->has_int_id;
+        json_t *f = json_pack("{s:s,s:I,s:I}", "from", u->spec->name, "max_frame", (json_int_t)cfg->max_frame, "bytes",
+                              (json_int_t)(sk->bytes > INT64_MAX ? INT64_MAX : sk->bytes));
+        if (f && response)
+                json_object_set_new(f, "id", json_integer(sk->id));
+        record(u, "frame_oversized", f);
+        if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
+                return;
+        const char *bound = cfg->max_frame_name ? cfg->max_frame_name : "the frame bound";
+        if (response && sk->id == u->control_id && u->state != GLOVE_MCP_UPSTREAM_READY) {
+                char why[128];
+                snprintf(why, sizeof(why), "its %s answer is longer than %s",
+                         u->state == GLOVE_MCP_UPSTREAM_INITIALIZING ? "initialize" : "tools/list", bound);
+                protocol_error(u, why);
+                return;
+        }
+        if (cfg->ops->oversized)
+                cfg->ops->oversized(cfg->userdata, u, response ? &sk->id : NULL, sk->bytes);
+}
+
 static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         (void)s;
         (void)revents;
@@ -443,12 +474,10 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userd
                 size_t len;
                 int rr = glove_mcp_reader_next(&u->reader, &line, &len);
                 if (rr == -EMSGSIZE) {
-                        record(u, "frame_oversized", json_pack("{s:s,s:I}", "from", u->spec->name, "max_frame", (json_int_t)cfg->max_frame));
-                        char why[128];
-                        snprintf(why, sizeof(why), "it sent a line longer than %s",
-                                 cfg->max_frame_name ? cfg->max_frame_name : "the frame bound");
-                        dead(u, why);
-                        return 0;
+                        oversized_line(u);
+                        if (u->state == GLOVE_MCP_UPSTREAM_DEAD || (cfg->ops->halted && cfg->ops->halted(cfg->userdata)))
+                                return 0;
+                        continue;
                 }
                 if (rr <= 0)
                         break;
@@ -516,6 +545,7 @@ int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec
         u->next_id = 1;
         u->state = GLOVE_MCP_UPSTREAM_INITIALIZING;
         glove_mcp_reader_init(&u->reader, cfg->max_frame);
+        glove_mcp_reader_skip_oversized(&u->reader);
         glove_mcp_writer_init(&u->writer, GLOVE_MCP_UPSTREAM_PENDING_MAX);
         int rr = spawn(u, err);
         if (rr >= 0) {

@@ -95,6 +95,9 @@ const char glove_run_help[] =
         "  --upstream NAME=CMD[,ARG...]  start an MCP server (stdio); its tools\n"
         "                                appear as NAME.TOOL; NAME is [a-z0-9_-]{1,32}\n"
         "  --upstream-env NAME:VAR       copy Glove's VAR to upstream NAME (repeatable)\n"
+        "  --upstream-optional NAME      start without upstream NAME if it fails or is\n"
+        "                                not ready within --call-timeout (audited;\n"
+        "                                otherwise Glove exits 125) (repeatable)\n"
         "  --allow NAME.TOOL             allow a tool; NAME.* allows all of NAME's\n"
         "  --deny NAME.TOOL              deny a tool (deny wins)\n"
         "  --allow-arg NAME.TOOL:POINTER=PREFIX\n"
@@ -102,7 +105,8 @@ const char glove_run_help[] =
         "                                call's arguments must start with PREFIX\n"
         "  --policy FILE                 rules from a JSON policy file (docs/policy.md)\n"
         "  --call-timeout MS             answer upstream_timeout after MS (60000)\n"
-        "  --max-frame BYTES             longest JSON-RPC line accepted (4M)\n"
+        "  --max-frame BYTES             longest JSON-RPC line accepted (4M); a longer\n"
+        "                                upstream answer fails only its call\n"
         "  --audit-arguments             put raw call arguments in audit records\n"
         "                                (otherwise only their SHA-256)\n"
         "\n"
@@ -116,8 +120,8 @@ const char glove_run_help[] =
         "                           (not --tty: stdin and stdout are the MCP channel)\n"
         "  -h, --help                    show this help\n"
         "\n"
-        "Exit status: as glove exec; 125 also when an upstream fails to start or\n"
-        "initialize, or the agent sends a line longer than --max-frame.\n";
+        "Exit status: as glove exec; 125 also when an upstream (not optional) fails\n"
+        "to start or initialize, or the agent sends a line longer than --max-frame.\n";
 
 enum {
         OPT_WORKSPACE = 0x100,
@@ -127,6 +131,7 @@ enum {
         OPT_AUDIT_LOG,
         OPT_UPSTREAM,
         OPT_UPSTREAM_ENV,
+        OPT_UPSTREAM_OPTIONAL,
         OPT_ALLOW,
         OPT_DENY,
         OPT_ALLOW_ARG,
@@ -182,6 +187,7 @@ static const struct option run_options[] = {
         SANDBOX_OPTIONS,
         {"upstream", required_argument, NULL, OPT_UPSTREAM},
         {"upstream-env", required_argument, NULL, OPT_UPSTREAM_ENV},
+        {"upstream-optional", required_argument, NULL, OPT_UPSTREAM_OPTIONAL},
         {"allow", required_argument, NULL, OPT_ALLOW},
         {"deny", required_argument, NULL, OPT_DENY},
         {"allow-arg", required_argument, NULL, OPT_ALLOW_ARG},
@@ -312,6 +318,12 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         if (opts->n_upstreams >= GLOVE_RUN_UPSTREAMS_MAX)
                                 return glove_error_set(err, E2BIG, "usage.too_many", "more than %d upstreams", GLOVE_RUN_UPSTREAMS_MAX);
                         opts->upstreams[opts->n_upstreams++] = optarg;
+                        break;
+                case OPT_UPSTREAM_OPTIONAL:
+                        if (opts->n_upstream_optional >= GLOVE_RUN_UPSTREAMS_MAX)
+                                return glove_error_set(err, E2BIG, "usage.too_many", "more than %d --upstream-optional",
+                                                       GLOVE_RUN_UPSTREAMS_MAX);
+                        opts->upstream_optional[opts->n_upstream_optional++] = optarg;
                         break;
                 case OPT_UPSTREAM_ENV:
                         r = push(opts->upstream_env, &opts->n_upstream_env, optarg, "--upstream-env", err);

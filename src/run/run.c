@@ -45,6 +45,7 @@ struct run {
         struct glove_launch launch;
         struct glove_policy *policy;
         struct glove_mcp_upstream_spec specs[GLOVE_RUN_UPSTREAMS_MAX];
+        bool optional[GLOVE_RUN_UPSTREAMS_MAX];   /* --upstream-optional, by spec */
         size_t n_specs;
         struct glove_kernel_gateway *gw;
         char call_timeout_rule[64];
@@ -139,6 +140,15 @@ static int setup_specs(struct run *r, struct glove_error *err) {
                         glove_error_prepend_word(err, "--upstream-env");
                         return rr;
                 }
+        }
+        for (size_t i = 0; i < o->n_upstream_optional; i++) {
+                bool known = false;
+                for (size_t k = 0; k < r->n_specs; k++)
+                        if (strcmp(o->upstream_optional[i], r->specs[k].name) == 0)
+                                known = r->optional[k] = true;
+                if (!known)
+                        return glove_error_set(err, EINVAL, "upstream.bad_optional", "--upstream-optional %s names no --upstream",
+                                               o->upstream_optional[i]);
         }
         for (size_t i = 0; i < o->n_upstream_env; i++) {
                 const char *colon = strchr(o->upstream_env[i], ':');
@@ -272,6 +282,10 @@ static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway
                 if (r->session && !r->sandbox_gone)
                         glove_session_stop(r->session, 0);
                 return 0;
+        case GLOVE_KERNEL_GATEWAY_LEFT_OUT:
+                /* --upstream-optional: the run starts without it (audited). */
+                glove_launch_say("glove: warning: %s: %s\n", err->code, err->message);
+                return 0;
         case GLOVE_KERNEL_GATEWAY_FINISHED:
                 r->gateway_finished = true;
                 if (r->sandbox_gone)
@@ -293,6 +307,7 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
                 .policy = r->policy,
                 .upstreams = r->specs,
                 .n_upstreams = r->n_specs,
+                .upstream_optional = r->optional,
                 .call_timeout_ms = r->opts.call_timeout_ms,
                 .max_frame = r->opts.max_frame,
                 .audit = &r->launch.audit,

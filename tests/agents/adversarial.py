@@ -18,9 +18,11 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
   batch           a JSON array of two requests     -> -32600, id null, neither answered
   dupkey          an object with "id" twice        -> -32700, id null
   invalid         {"jsonrpc":"2.0","id":7}         -> -32600 with id 7
-  dup-inflight    tools/call py.sleep then py.echo with the same id: the
-                  second is refused (-32600, invalid_params, "request id in
-                  flight"), the first still answers "slept 400"
+  dup-inflight    tools/call py.sleep, then a tools/call py.echo and a ping
+                  with the same id while it is in flight: both refused
+                  (-32600 with id null, data reason invalid_params, rule
+                  "request id in flight", id the duplicate id), the first
+                  still answers "slept 400": the one answer with its id
   unknown-id      a response with an id Glove never sent -> no answer
   unknown-method  "foo/bar"                       -> -32601
   resources       resources/list                  -> -32601
@@ -42,6 +44,13 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
                   300) is in flight -> "n" still answers "slept 300"
   inflight-bound N  N tools/call py.hang at once: all but the first 1024 are
                   refused (-32600, "in-flight bound"), the first 1024 are not
+  cancel-all N    N tools/call ev.trigger-long-running-operation (60 s) at
+                  once (ids c0 .. cN-1, the upstream is server-everything named
+                  ev), then notifications/cancelled for each, then tools/call
+                  ev.echo: answered at once (a cancelled call holds no slot);
+                  no cancelled call is answered
+  cancel-late     tools/call py.late 300 ms (it answers even when cancelled),
+                  cancelled at once: no answer to it, also after 600 ms
   oversized N     one line of N bytes; Glove must close the channel (this
                   case never returns: the agent is stopped)
 """
@@ -169,16 +178,19 @@ def c_invalid():
 def c_dup_inflight():
     send({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "py.sleep", "arguments": {"ms": 400}}})
     send({"jsonrpc": "2.0", "id": "dup", "method": "tools/call", "params": {"name": "py.echo", "arguments": {"text": "second"}}})
-    got = [recv(), recv()]
-    first, second = got
-    if not is_error(first, -32600, "dup"):
-        return "the second call with id dup was not refused first with -32600", got
-    data = first["error"].get("data") or {}
-    if data.get("reason") != "invalid_params" or data.get("rule") != "request id in flight":
-        return "the refusal has data %r" % data, got
-    if not (isinstance(second, dict) and second.get("id") == "dup" and "result" in second):
+    send({"jsonrpc": "2.0", "id": "dup", "method": "ping"})
+    got = [recv(), recv(), recv()]
+    refusals, answer = got[:2], got[2]
+    for m in refusals:
+        # id null: the one answer carrying "dup" must be the first call's.
+        if not is_error(m, -32600, None):
+            return "a request reusing the id dup in flight was not refused first with -32600 and id null", got
+        data = m["error"].get("data") or {}
+        if data.get("reason") != "invalid_params" or data.get("rule") != "request id in flight" or data.get("id") != "dup":
+            return "the refusal has data %r" % data, got
+    if not (isinstance(answer, dict) and answer.get("id") == "dup" and "result" in answer):
         return "the first call with id dup did not answer", got
-    text = "".join(c.get("text", "") for c in second["result"].get("content", []))
+    text = "".join(c.get("text", "") for c in answer["result"].get("content", []))
     if text != "slept 400":
         return "the answer to id dup is %r, not the first call's" % text, got
     rest = sync()
@@ -337,6 +349,35 @@ def c_inflight_bound(n):
     return check
 
 
+def c_cancel_all(n):
+    def check():
+        long_op = {"name": "ev.trigger-long-running-operation", "arguments": {"duration": 60, "steps": 1}}
+        write(b"".join((json.dumps({"jsonrpc": "2.0", "id": "c%d" % i, "method": "tools/call", "params": long_op})
+                        + "\n").encode() for i in range(n)))
+        write(b"".join((json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": "c%d" % i, "reason": "adversarial"}}) + "\n").encode()
+                       for i in range(n)))
+        send({"jsonrpc": "2.0", "id": "after", "method": "tools/call",
+              "params": {"name": "ev.echo", "arguments": {"message": "after the cancels"}}})
+        m = recv(20)
+        got = [m]
+        text = "".join(c.get("text", "") for c in ((m or {}).get("result") or {}).get("content", []))
+        if not (isinstance(m, dict) and m.get("id") == "after" and text == "Echo: after the cancels"):
+            return "the call after %d cancellations was not answered by the upstream" % n, got
+        rest = sync()
+        return (None if not rest else "a cancelled call was answered"), got + rest[:3]
+    return check
+
+
+def c_cancel_late():
+    send({"jsonrpc": "2.0", "id": "late", "method": "tools/call", "params": {"name": "py.late", "arguments": {"ms": 300}}})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "late"}})
+    got = sync()
+    time.sleep(0.6)
+    got += sync()
+    return (None if not got else "the cancelled call was answered"), got
+
+
 def c_oversized(n):
     def check():
         emit({"case": "oversized", "sending": n})
@@ -368,14 +409,15 @@ cases = {
     "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
     "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
     "id-types": c_id_types, "cancel-unknown": c_cancel_unknown, "bad-params": c_bad_params,
-    "nul-strings": c_nul_strings, "many-values": c_many_values,
+    "nul-strings": c_nul_strings, "many-values": c_many_values, "cancel-late": c_cancel_late,
 }
 i = 0
 while i < len(args):
     name = args[i]
     i += 1
-    if name in ("oversized", "exact", "inflight-bound"):
-        make = {"oversized": c_oversized, "exact": c_exact, "inflight-bound": c_inflight_bound}[name]
+    if name in ("oversized", "exact", "inflight-bound", "cancel-all"):
+        make = {"oversized": c_oversized, "exact": c_exact, "inflight-bound": c_inflight_bound,
+                "cancel-all": c_cancel_all}[name]
         case(name, make(int(args[i])))
         i += 1
     elif name in cases:

@@ -37,6 +37,8 @@
 //       runs the steps concurrently; order is the expected completion order
 //       of the labels it names (an inner array: a group in any order).
 //   {"op":"ping"}                 ping, expecting {}
+//   {"op":"instructions", "text":S} or {"op":"instructions", "absent":true}
+//       the initialize result's instructions include S, or there are none.
 //   {"op":"wire_check"}
 //       everything received so far: no response to an id we never sent, at
 //       most one response per id, no request from the server (Glove sends
@@ -390,6 +392,15 @@ async function runStep(s, index) {
         }
         rec.received = transport.received.length;
         why = problems.length ? problems.join('; ') : null;
+        break;
+      }
+      case 'instructions': {
+        // The initialize result's instructions: text (a substring that must
+        // be there) or absent:true (there must be none).
+        const text = client.getInstructions();
+        rec.instructions = text ?? null;
+        if (s.absent) why = text === undefined ? null : 'instructions were given';
+        else why = typeof text === 'string' && text.includes(s.text ?? '') ? null : `instructions do not include ${JSON.stringify(s.text)}`;
         break;
       }
       case 'sleep':

@@ -40,7 +40,12 @@ Tools:
                       for the answer and returns it as JSON text
   stray {}            first sends a response with an id nobody asked for and
                       a line that is not JSON, then answers "stray"
-  flood {bytes}       answers with one line of about BYTES bytes
+  flood {bytes, id_last, notify}
+                      answers with one line of about BYTES bytes; id_last:
+                      with "id" as the line's last member (as the TypeScript
+                      SDK writes it); notify: first sends a
+                      notifications/message line of about BYTES bytes, then
+                      answers "flooded"
 """
 import json
 import os
@@ -186,7 +191,17 @@ def call(rid, params):
             sys.stdout.buffer.flush()
         text(rid, "stray")
     elif name == "flood":
-        text(rid, "x" * int(a.get("bytes", 0)))
+        n = int(a.get("bytes", 0))
+        if a.get("notify"):
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * n}})
+            text(rid, "flooded")
+        elif a.get("id_last"):
+            line = '{"result":{"content":[{"type":"text","text":"%s"}]},"jsonrpc":"2.0","id":%s}\n' % ("x" * n, json.dumps(rid))
+            with out_lock:
+                sys.stdout.buffer.write(line.encode())
+                sys.stdout.buffer.flush()
+        else:
+            text(rid, "x" * n)
     elif isinstance(name, str) and name.startswith("pad"):
         text(rid, "pad")
     elif odd_names and name in ODD_NAMES + ["bad", "twin", "ctl", "star"]:

@@ -174,3 +174,37 @@ EOF
         keys=$(record "$CLIENT_OUT" b .text | jq -r 'fromjson | keys - ["LC_CTYPE"] | join(" ")')
         [ "$keys" = "HOME LANG PATH" ] || fail "upstream b's environment has: $keys"
 }
+
+@test "run: an unknown tool is a -32602 protocol error (MCP spec) even where the SDK upstream itself answers an isError result; it is never forwarded" {
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/ev.tap
+        # The difference Glove documents: server-everything (the TypeScript
+        # SDK's McpServer) answers a call of a tool it lacks with a result
+        # carrying isError, not with the protocol error of the spec.
+        "$PY" - "$NODE" "$EVERYTHING" >"$d/direct.json" <<'PYEOF'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], sys.argv[2], "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+def answer(i):
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i and "method" not in m:
+            return m
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+answer(1)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "no-such-tool", "arguments": {}}})
+print(json.dumps(answer(2)))
+p.kill()
+PYEOF
+        jq -e '.result.isError == true' "$d/direct.json" >/dev/null || { cat "$d/direct.json" >&2; fail "positive control: server-everything no longer answers isError"; }
+        local scenario='[
+ {"op":"call","tool":"ev.no-such-tool","args":{},"expect":"unknown_tool","code":-32602,"rule":"no such upstream tool"},
+ {"op":"call","tool":"ev.echo","args":{"message":"known"},"expect":"ok","text":"known"}
+]'
+        gr --upstream "ev=$PY,$TAP,$log,$NODE,$EVERYTHING,stdio" --allow 'ev.*' "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        upstream_never_saw "$log" '.method == "tools/call" and .params.name == "no-such-tool"'
+        upstream_saw "$log" '.method == "tools/call" and .params.name == "echo"'
+}

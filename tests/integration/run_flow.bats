@@ -41,8 +41,34 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
         [ -n "$uid" ] || { show_records "$log"; fail "the cancelled call never reached the upstream"; }
         upstream_saw "$log" '.method == "notifications/cancelled" and .params.requestId == '"$uid"
         upstream_never_saw "$log" '.method == "notifications/cancelled" and .params.requestId != '"$uid"
-        # Its slot stays until the end: no result was returned for it.
+        # Its slot was freed at the cancel (call_result cancelled); no result
+        # was returned for it.
+        audit_has '.event == "call_result" and .upstream_status == "cancelled" and .id == '"$(record "$CLIENT_OUT" 2 .request_id)"
         audit_lacks '.event == "call_result" and .tool == "ev.trigger-long-running-operation" and .upstream_status == "ok" and .id == '"$(record "$CLIENT_OUT" 2 .request_id)"
+}
+
+@test "run: a cancelled call frees its slot at once: after 1024 cancellations the next call is answered; a late answer is dropped" {
+        local d=$BATS_TEST_TMPDIR log
+        log=$d/ev.tap
+        # server-everything never answers a cancelled request. With a
+        # --call-timeout far longer than the test, a cancelled call that
+        # kept its slot until its timeout would leave all 1024 slots taken
+        # and the next call refused (in-flight bound).
+        gr --call-timeout 120000 --upstream "ev=$PY,$TAP,$log,$NODE,$EVERYTHING,stdio" --upstream "py=$PY,$UPY" \
+                --allow 'ev.*' --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" cancel-all 1024 cancel-late
+        expect_adversarial_pass
+        # Every cancellation reached the upstream, with the upstream's id of
+        # its call.
+        local calls cancels
+        calls=$(tap_in "$log" | jq -c -s '[.[] | select(.method == "tools/call" and .params.name == "trigger-long-running-operation") | .id] | sort')
+        cancels=$(tap_in "$log" | jq -c -s '[.[] | select(.method == "notifications/cancelled") | .params.requestId] | sort')
+        [ "$(jq -n "$calls | length")" -eq 1024 ] || { show_records "$log"; fail "expected 1024 forwarded calls"; }
+        [ "$calls" = "$cancels" ] || fail "the cancellations do not name the forwarded calls' upstream ids"
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .upstream_status == "cancelled")] | length' "$AUDIT")" -eq 1025 ] ||
+                { show_records "$AUDIT"; fail "expected 1025 cancelled call_result records"; }
+        audit_has '.event == "call_result" and .tool == "ev.echo" and .upstream_status == "ok"'
+        # py.late answered its cancelled call: dropped, on record as late.
+        audit_has '.event == "response_dropped" and .from == "py" and .reason == "cancelled"'
 }
 
 @test "run: --call-timeout answers upstream_timeout, cancels the call upstream, and the upstream stays usable" {
@@ -134,20 +160,29 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
         audit_has '.event == "upstream_invalid_message" and .from == "py"'
 }
 
-@test "run: an upstream line over --max-frame stops that upstream; its tools answer upstream_unavailable, the others go on" {
+@test "run: an upstream answer over --max-frame fails that call (response_too_large) and the upstream goes on" {
         local m
         m=$(mcp_marker)
+        # Each long line is far longer than --max-frame, so Glove can only
+        # get past it by skipping it (its buffer holds --max-frame plus one
+        # read); the id is found before the long text and after it.
         local scenario='[
- {"op":"call","tool":"py.flood","args":{"bytes":70000},"expect":"upstream_unavailable"},
- {"op":"call","tool":"py.echo","args":{"text":"x"},"expect":"upstream_unavailable"},
+ {"op":"call","tool":"py.flood","args":{"bytes":70000},"expect":"response_too_large","code":-32004,"rule":"--max-frame 65536"},
+ {"op":"call","tool":"py.flood","args":{"bytes":1000000,"id_last":true},"expect":"response_too_large","code":-32004},
+ {"op":"call","tool":"py.flood","args":{"bytes":300000,"notify":true},"expect":"ok","text":"flooded"},
+ {"op":"call","tool":"py.echo","args":{"text":"still here"},"expect":"ok","text":"still here"},
+ {"op":"call","tool":"py.flood","args":{"bytes":60000},"expect":"ok"},
  {"op":"call","tool":"other.echo","args":{"text":"still fine"},"expect":"ok","text":"still fine"},
- {"op":"call","tool":"other.flood","args":{"bytes":60000},"expect":"ok"}
+ {"op":"wire_check"}
 ]'
         gr --max-frame 65536 --upstream "py=$PY,$UPY,$m" --upstream "other=$PY,$UPY,$m" --allow 'py.*' --allow 'other.*' \
                 --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
         expect_client_pass
-        audit_has '.event == "frame_oversized" and .from == "py" and .max_frame == 65536'
-        audit_has '.event == "upstream_failed" and .name == "py"'
-        audit_lacks '.event == "upstream_failed" and .name == "other"'
+        audit_has '.event == "frame_oversized" and .from == "py" and .max_frame == 65536 and .bytes > 70000 and (.id | type == "number")'
+        audit_has '.event == "frame_oversized" and .from == "py" and .bytes > 1000000'
+        audit_has '.event == "frame_oversized" and .from == "py" and .bytes > 300000 and (has("id") | not)' "the oversized notification"
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "py.flood" and .upstream_status == "too_large")] | length' "$AUDIT")" -eq 2 ] ||
+                { show_records "$AUDIT"; fail "expected two too_large call results"; }
+        audit_lacks '.event == "upstream_failed"'
         no_leftovers "$m"
 }

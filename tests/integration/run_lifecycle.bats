@@ -80,6 +80,52 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         no_leftovers "$m"
 }
 
+@test "run: --upstream-optional starts without an upstream that never initializes (audited, told to the agent); without it Glove exits 125 naming it" {
+        local d=$BATS_TEST_TMPDIR m
+        m=$(mcp_marker)
+        mkdir "$d/w"
+        local ups=(--upstream "good=$PY,$UPY,$m" --upstream "slow=$PY,$UPY,--init,silent,$m")
+        # Without the flag the start fails, naming the upstream.
+        gr --call-timeout 500 "${ups[@]}" --write "$d/w" -- /bin/sh -c "touch $d/w/ran"
+        expect_run_error 125
+        [[ "$RUN_ERROR" == *"upstream slow did not finish initializing within 500 ms"* ]] || fail "the error does not name slow"
+        [ ! -e "$d/w/ran" ] || fail "the agent ran although an upstream did not initialize"
+        # With it the run starts without slow: its tools are absent, a call
+        # of one answers upstream_unavailable, and initialize says why.
+        local scenario='[
+ {"op":"instructions","text":"Glove started without the upstream slow (did not finish initializing within 500 ms)"},
+ {"op":"list","includes":["good.echo","good.sleep"],"excludes":["slow.echo"]},
+ {"op":"call","tool":"good.echo","args":{"text":"degraded"},"expect":"ok","text":"degraded"},
+ {"op":"call","tool":"slow.echo","args":{"text":"x"},"expect":"upstream_unavailable","code":-32002,"rule":"slow"}
+]'
+        gr --call-timeout 500 --upstream-optional slow "${ups[@]}" --allow 'good.*' --allow 'slow.*' --audit-log "$AUDIT" \
+                "${CLIENT[@]}" "$scenario"
+        expect_client_pass
+        [[ "$stderr" == *"glove: warning: upstream.left_out: upstream slow did not finish initializing within 500 ms"* ]] ||
+                fail "no warning names the upstream left out: $stderr"
+        audit_has '.event == "upstream_left_out" and .name == "slow" and .reason == "did not finish initializing within 500 ms"'
+        audit_lacks '.event == "upstream_failed"'
+        jq -e -s '(map(.event) | index("upstream_left_out")) < (map(.event) | index("launch"))' "$AUDIT" >/dev/null ||
+                { show_records "$AUDIT"; fail "the upstream was left out after the launch"; }
+        no_leftovers "$m"
+        # An optional upstream that fails during initialization is left out
+        # at once; an upstream that is not optional still stops the run; no
+        # instructions when every upstream started.
+        gr --upstream-optional bad --upstream "good=$PY,$UPY,$m" --upstream "bad=$PY,$UPY,--init,exit,$m" --allow 'good.*' \
+                --audit-log "$d/a2.jsonl" "${CLIENT[@]}" '[{"op":"call","tool":"good.echo","args":{"text":"y"},"expect":"ok","text":"y"}]'
+        expect_client_pass
+        AUDIT=$d/a2.jsonl audit_has '.event == "upstream_left_out" and .name == "bad" and (.reason | startswith("failed during initialization"))'
+        gr --upstream-optional good --upstream "good=$PY,$UPY,$m" --upstream "bad=$PY,$UPY,--init,exit,$m" --write "$d/w" -- /bin/sh -c "touch $d/w/ran"
+        expect_run_error 125
+        [[ "$RUN_ERROR" == *"upstream bad"* ]] || fail "the error does not name bad"
+        gr --upstream-optional good --upstream "good=$PY,$UPY,$m" --allow 'good.*' "${CLIENT[@]}" '[{"op":"instructions","absent":true}]'
+        expect_client_pass
+        gr --upstream-optional nope --upstream "good=$PY,$UPY,$m" -- /bin/true
+        expect_run_error 125
+        [ "$(run_error_code)" = upstream.bad_optional ] || fail "error code $(run_error_code)"
+        no_leftovers "$m"
+}
+
 @test "run: malformed, invalid UTF-8, batch, duplicate-key, duplicate-id and unknown-id frames get strict answers; the upstream never sees them" {
         local d=$BATS_TEST_TMPDIR log
         log=$d/py.log

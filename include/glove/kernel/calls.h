@@ -18,6 +18,11 @@
 
 #define GLOVE_KERNEL_CALLS_MAX 1024
 #define GLOVE_KERNEL_TOOL_MAX 192
+/* Upstream ids of calls that ended without their answer (cancelled by the
+ * agent, timed out) that are remembered, so that a late answer is known as
+ * one and dropped; past this the oldest is forgotten first (its answer, if
+ * it ever comes, is then dropped as an unknown id: never delivered either). */
+#define GLOVE_KERNEL_TOMBSTONES_MAX 4096
 
 struct glove_kernel_call {
         bool used;
@@ -26,15 +31,31 @@ struct glove_kernel_call {
         int64_t upstream_id;         /* id Glove gave the forwarded request */
         json_t *progress_token;      /* owned reference or NULL: params._meta.progressToken */
         uint64_t start_us;           /* monotonic time the call was forwarded */
-        bool cancelled;              /* the agent cancelled it; the response is dropped */
         void *owner;                 /* the caller's context, opaque here */
         char tool[GLOVE_KERNEL_TOOL_MAX];   /* qualified name, for audit records */
         char arguments_sha256[65];
 };
 
+/* Why a call ended before its answer came. */
+enum glove_kernel_tombstone_kind {
+        GLOVE_KERNEL_TOMBSTONE_NONE = 0,      /* a free ring entry */
+        GLOVE_KERNEL_TOMBSTONE_CANCELLED,     /* the agent sent notifications/cancelled */
+        GLOVE_KERNEL_TOMBSTONE_TIMEOUT,       /* the call timed out */
+};
+
+struct glove_kernel_tombstone {
+        size_t upstream;
+        int64_t upstream_id;
+        enum glove_kernel_tombstone_kind kind;
+};
+
 struct glove_kernel_calls {
         struct glove_kernel_call slots[GLOVE_KERNEL_CALLS_MAX];
         size_t count;
+        /* A ring of GLOVE_KERNEL_TOMBSTONES_MAX entries: next is where the
+         * next one goes (overwriting the oldest once full). */
+        struct glove_kernel_tombstone tombstones[GLOVE_KERNEL_TOMBSTONES_MAX];
+        size_t tombstone_next;
 };
 
 void glove_kernel_calls_init(struct glove_kernel_calls *calls);
@@ -63,6 +84,19 @@ struct glove_kernel_call *glove_kernel_calls_by_upstream(struct glove_kernel_cal
 
 /* Frees the entry's references and its slot. */
 void glove_kernel_calls_remove(struct glove_kernel_calls *calls, struct glove_kernel_call *call);
+
+/* Remembers that upstream's request upstream_id ended without its answer
+ * (kind: CANCELLED or TIMEOUT). O(1); once GLOVE_KERNEL_TOMBSTONES_MAX are
+ * remembered, the oldest is forgotten. */
+void glove_kernel_calls_bury(struct glove_kernel_calls *calls, size_t upstream, int64_t upstream_id,
+                             enum glove_kernel_tombstone_kind kind);
+
+/* When upstream_id (a JSON integer, borrowed) of upstream is remembered:
+ * forgets it (one answer per request) and returns its kind; else
+ * GLOVE_KERNEL_TOMBSTONE_NONE. Linear in GLOVE_KERNEL_TOMBSTONES_MAX, and
+ * only asked for an answer that matches no call in flight. */
+enum glove_kernel_tombstone_kind glove_kernel_calls_exhume(struct glove_kernel_calls *calls, size_t upstream,
+                                                           const json_t *upstream_id);
 
 /*
  * Splits a qualified tool name "UPSTREAM.TOOL" at its first dot (issue

@@ -17,7 +17,8 @@
  *  - the upstreams are started by glove_kernel_gateway_new; once every one of
  *    them is initialized and listed, the caller is told (READY) that the agent
  *    may start; if that takes longer than call_timeout_ms after the agent
- *    channel is attached, the gateway fails.
+ *    channel is attached, the gateway fails, unless the upstreams not ready
+ *    are optional: those are left out and the gateway starts without them.
  *
  * Runs on a caller-supplied sd-event loop. Daemon-safe: no statics holding
  * state, no signal dispositions or masks, no prctl on the caller, no
@@ -61,12 +62,19 @@ enum glove_kernel_gateway_event {
          * gateway's first failure (a later one does not replace it, as with
          * glove_error_set). */
         GLOVE_KERNEL_GATEWAY_FAILED,
+        /* An optional upstream (cfg.upstream_optional) failed or did not
+         * finish initializing within the startup bound: the gateway starts
+         * without it (err: "upstream.left_out", the message names it and
+         * says why). Once per such upstream, before READY; the return value
+         * is ignored. */
+        GLOVE_KERNEL_GATEWAY_LEFT_OUT,
         /* After glove_kernel_gateway_agent_exited: every upstream process has
          * been reaped. Reported once; the caller may leave its loop. */
         GLOVE_KERNEL_GATEWAY_FINISHED,
 };
 
-/* err is set for FAILED only (borrowed for the call), NULL otherwise. */
+/* err is set for FAILED and LEFT_OUT only (borrowed for the call), NULL
+ * otherwise. */
 typedef int (*glove_kernel_gateway_notify_fn)(struct glove_kernel_gateway *gw, enum glove_kernel_gateway_event event,
                                               const struct glove_error *err, void *userdata);
 
@@ -74,6 +82,13 @@ struct glove_kernel_gateway_config {
         const struct glove_policy *policy;                  /* borrowed, outlives the gateway */
         const struct glove_mcp_upstream_spec *upstreams;    /* borrowed array, outlives the gateway; names distinct */
         size_t n_upstreams;                                 /* 1..GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX */
+        /* Borrowed array of n_upstreams, or NULL (none): an optional
+         * upstream that fails or is not ready within the startup bound is
+         * left out (audited "upstream_left_out" {name, reason}, LEFT_OUT)
+         * instead of failing the gateway; its tools are absent from
+         * tools/list, calls to them answer upstream_unavailable, and the
+         * initialize result's "instructions" name it. */
+        const bool *upstream_optional;
         int64_t call_timeout_ms;                            /* per call, and the startup bound; >= 1 */
         size_t max_frame;                                   /* longest JSON-RPC line accepted from anyone, bytes */
         struct glove_audit_log *audit;                      /* borrowed, may be NULL (or closed: fd < 0) */
@@ -138,5 +153,6 @@ void glove_kernel_gateway_free(struct glove_kernel_gateway *gw);
 /* The result of an agent's initialize: the version the agent asked for when
  * Glove speaks it, else Glove's newest; capabilities only
  * {"tools":{"listChanged":true}}; serverInfo Glove. A new reference or NULL
- * (ENOMEM). params borrowed, may be NULL. */
+ * (ENOMEM). params borrowed, may be NULL. (The gateway adds "instructions"
+ * naming the upstreams left out, when there are any.) */
 json_t *glove_kernel_gateway_initialize_result(const json_t *params);

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "glove/base/buffer.h"
 #include "glove/base/error.h"
@@ -29,12 +30,46 @@
 /* Bytes read from a descriptor per read(2). */
 #define GLOVE_MCP_READ_CHUNK 65536
 
+/* What a reader kept of a line longer than max_frame that it skipped
+ * (glove_mcp_reader_skip_oversized): its length and the top-level members
+ * that route it, found by a bounded scan as its bytes went by (never
+ * decoded, never held whole). */
+struct glove_mcp_skipped {
+        uint64_t bytes;          /* the line's length without its newline (and a "\r" before it) */
+        bool has_method;         /* a top-level "method" member: a request or a notification
+                                  * (also set, with has_int_id false, when a top-level key is
+                                  * written with an escape: such a line is never routed) */
+        bool has_int_id;         /* exactly one top-level "id", an integer within int64 */
+        int64_t id;              /* that id when has_int_id */
+};
+
+/* The scan of a skipped line (internal to the reader): nesting, string and
+ * number state, and the little text it captures (a top-level key, an id's
+ * digits). */
+struct glove_mcp_line_scan {
+        uint32_t depth;
+        uint8_t expect;          /* at depth 1: what comes next (key, colon, value, after a value) */
+        uint8_t key;             /* the top-level key whose value comes */
+        bool in_string, escape, capture, in_number, id_bad, last_cr, key_escaped;
+        uint8_t text_len;
+        bool text_over;
+        char text[24];
+        unsigned ids;            /* top-level "id" members seen */
+        bool method;             /* a top-level "method" member seen */
+        bool id_ok;
+        int64_t id;
+};
+
 struct glove_mcp_reader {
         struct glove_buffer buf;
         size_t max_frame;   /* longest line accepted, bytes, without the newline */
         size_t off;         /* start of the unconsumed bytes in buf */
         size_t scanned;     /* offset in buf up to which no newline was found */
         bool eof;
+        bool skip_oversized;             /* glove_mcp_reader_skip_oversized was called */
+        bool skipping;                   /* inside an oversized line: its bytes are discarded */
+        struct glove_mcp_line_scan scan;
+        struct glove_mcp_skipped skipped;
 };
 
 void glove_mcp_reader_init(struct glove_mcp_reader *r, size_t max_frame);
@@ -58,6 +93,21 @@ int glove_mcp_reader_feed(struct glove_mcp_reader *r, const void *data, size_t l
  * -EMSGSIZE when the pending line exceeds max_frame. Empty lines are skipped.
  */
 int glove_mcp_reader_next(struct glove_mcp_reader *r, const char **line, size_t *len);
+
+/*
+ * From now on, a line longer than max_frame is skipped instead of stopping
+ * the reader: once it is detected, its bytes are discarded as they come
+ * (scanned on the way for its top-level "method" and integer "id", in
+ * O(1) memory), and when its newline has been read glove_mcp_reader_next
+ * returns -EMSGSIZE once, with glove_mcp_reader_skipped describing the line;
+ * the next call goes on with the line after it. The reader's memory stays
+ * bounded by max_frame + one read whatever the line's length.
+ */
+void glove_mcp_reader_skip_oversized(struct glove_mcp_reader *r);
+
+/* The line skipped last (valid after glove_mcp_reader_next returned
+ * -EMSGSIZE on a reader that skips; borrowed from r). */
+const struct glove_mcp_skipped *glove_mcp_reader_skipped(const struct glove_mcp_reader *r);
 
 enum glove_mcp_kind {
         GLOVE_MCP_REQUEST,       /* "method" and "id" */

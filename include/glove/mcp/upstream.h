@@ -93,7 +93,9 @@ struct glove_mcp_upstream;
 /* What the client tells its caller. Every callback may call back into the
  * client (send, kill) but must not free it. */
 struct glove_mcp_upstream_ops {
-        /* An event worth a record: "frame_oversized" {from, max_frame},
+        /* An event worth a record: "frame_oversized" {from, max_frame,
+         * bytes, [id]} (a line longer than max_frame, skipped; id when it
+         * is a response with an integer id),
          * "upstream_invalid_message" {from}, "tool_dropped" {upstream, tool,
          * [tool_bytes], reason}, "upstream_ready" {name, protocol_version,
          * tools}, "upstream_exit" {name, status, signal}. fields is stolen
@@ -114,6 +116,13 @@ struct glove_mcp_upstream_ops {
         void (*dead)(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol);
         /* Its process has been reaped (after dead). */
         void (*exited)(void *userdata, struct glove_mcp_upstream *u);
+        /* A line longer than max_frame was skipped (never held whole; the
+         * client goes on with the next line): id points to its id when it
+         * is a response with an integer id, else NULL (a request, a
+         * notification, or no usable id); bytes is its length. Not called
+         * for the answer to initialize or tools/list, which makes the
+         * upstream DEAD (protocol). Optional. */
+        void (*oversized)(void *userdata, struct glove_mcp_upstream *u, const int64_t *id, uint64_t bytes);
         /* Asked after each message read: true stops handling the rest of
          * what was read in this round (it is handled on the next). Optional. */
         bool (*halted)(void *userdata);
@@ -180,3 +189,8 @@ int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg);
 
 /* Signals the process group and the process. */
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig);
+
+/* Gives the upstream up: it becomes DEAD at once (ops->dead with why, not a
+ * protocol failure), its process is sent SIGKILL and reaped as usual
+ * (ops->exited). No-op when it is DEAD already. why is borrowed. */
+void glove_mcp_upstream_abandon(struct glove_mcp_upstream *u, const char *why);

@@ -73,6 +73,8 @@ struct glove_exec_options {
         size_t n_upstreams;
         const char *upstream_env[GLOVE_RUN_RULES_MAX];      /* "NAME:VAR" */
         size_t n_upstream_env;
+        const char *upstream_optional[GLOVE_RUN_UPSTREAMS_MAX];   /* --upstream-optional NAME */
+        size_t n_upstream_optional;
         const char *allow[GLOVE_RUN_RULES_MAX];
         size_t n_allow;
         const char *deny[GLOVE_RUN_RULES_MAX];
@@ -104,7 +106,8 @@ int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, str
 
 /*
  * Parses `glove run` (argv[0] is "run"): the options of glove exec plus
- * --upstream, --upstream-env, --allow, --deny, --allow-arg, --policy,
+ * --upstream, --upstream-env, --upstream-optional, --allow, --deny,
+ * --allow-arg, --policy,
  * --call-timeout MS, --max-frame BYTES (K, M, G suffixes, powers of 1024),
  * --audit-arguments. Values are checked for form here ("usage.bad_number",
  * "usage.policy_twice"); their meaning is checked where they are used.

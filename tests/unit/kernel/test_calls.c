@@ -111,6 +111,31 @@ static void test_bad_ids_and_bound(void **state) {
         json_decref(last);
 }
 
+/* Buried upstream ids are found once, per upstream, and the oldest is
+ * forgotten first once GLOVE_KERNEL_TOMBSTONES_MAX are remembered. */
+static void test_tombstones(void **state) {
+        (void)state;
+        glove_kernel_calls_init(&calls);
+        json_t *id = json_integer(41), *str = json_string("41");
+        glove_kernel_calls_bury(&calls, 0, 41, GLOVE_KERNEL_TOMBSTONE_CANCELLED);
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 1, id), GLOVE_KERNEL_TOMBSTONE_NONE); /* another upstream */
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 0, str), GLOVE_KERNEL_TOMBSTONE_NONE); /* not an integer */
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 0, id), GLOVE_KERNEL_TOMBSTONE_CANCELLED);
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 0, id), GLOVE_KERNEL_TOMBSTONE_NONE); /* once only */
+        /* One more than the ring holds: the first is forgotten, the rest kept. */
+        for (int64_t i = 0; i <= GLOVE_KERNEL_TOMBSTONES_MAX; i++)
+                glove_kernel_calls_bury(&calls, 2, 1000 + i, GLOVE_KERNEL_TOMBSTONE_TIMEOUT);
+        json_t *oldest = json_integer(1000), *second = json_integer(1001), *newest = json_integer(1000 + GLOVE_KERNEL_TOMBSTONES_MAX);
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 2, oldest), GLOVE_KERNEL_TOMBSTONE_NONE);
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 2, second), GLOVE_KERNEL_TOMBSTONE_TIMEOUT);
+        assert_int_equal(glove_kernel_calls_exhume(&calls, 2, newest), GLOVE_KERNEL_TOMBSTONE_TIMEOUT);
+        json_decref(id);
+        json_decref(str);
+        json_decref(oldest);
+        json_decref(second);
+        json_decref(newest);
+}
+
 static void test_split_name(void **state) {
         (void)state;
         size_t n;
@@ -129,6 +154,7 @@ int main(void) {
                 cmocka_unit_test(test_string_ids_with_nul),
                 cmocka_unit_test(test_duplicate_in_flight_refused_first_untouched),
                 cmocka_unit_test(test_bad_ids_and_bound),
+                cmocka_unit_test(test_tombstones),
                 cmocka_unit_test(test_split_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

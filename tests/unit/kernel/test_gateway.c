@@ -40,7 +40,7 @@ struct agent {
         int fd;              /* the agent's end of the socketpair */
         char buf[1 << 20];
         size_t len;
-        int ready, failed, finished;
+        int ready, failed, finished, left_out;
         struct glove_error err;
 };
 
@@ -52,6 +52,9 @@ static int on_notify(struct glove_kernel_gateway *gw, enum glove_kernel_gateway_
                 a->ready++;
         else if (event == GLOVE_KERNEL_GATEWAY_FAILED) {
                 a->failed++;
+                a->err = *err;
+        } else if (event == GLOVE_KERNEL_GATEWAY_LEFT_OUT) {
+                a->left_out++;
                 a->err = *err;
         } else
                 a->finished++;
@@ -231,6 +234,72 @@ static void test_startup_timeout(void **state) {
         assert_int_equal(count_fds(), before);
 }
 
+/* The same with the silent upstream optional: it is left out at the bound
+ * (LEFT_OUT, then READY), its tools are absent, a call of one answers
+ * upstream_unavailable, and initialize's instructions name it. */
+static void test_startup_optional_left_out(void **state) {
+        (void)state;
+        static struct agent a;
+        memset(&a, 0, sizeof(a));
+        int before = count_fds();
+        assert_int_equal(sd_event_new(&a.event), 0);
+        struct glove_policy *policy = NULL;
+        struct glove_error err = {0};
+        assert_int_equal(glove_policy_new(&policy), 0);
+        assert_int_equal(glove_policy_allow(policy, "py.echo", &err), 0);
+        assert_int_equal(glove_policy_allow(policy, "quiet.echo", &err), 0);
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        struct glove_mcp_upstream_spec specs[2];
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=python3," MCP_UPSTREAM_PY, env, &specs[0], &err), 0);
+        assert_int_equal(glove_mcp_upstream_spec_parse("quiet=python3," MCP_UPSTREAM_PY ",--init,silent", env, &specs[1], &err), 0);
+        const bool optional[2] = {false, true};
+        struct glove_kernel_gateway_config cfg = {
+                .policy = policy, .upstreams = specs, .n_upstreams = 2, .upstream_optional = optional, .call_timeout_ms = 300,
+                .max_frame = 65536, .notify = on_notify, .userdata = &a,
+        };
+        assert_int_equal(glove_kernel_gateway_new(a.event, &cfg, &a.gw, &err), 0);
+        int sp[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        a.fd = sp[1];
+        assert_int_equal(fcntl(a.fd, F_SETFL, O_NONBLOCK), 0);
+        assert_int_equal(glove_kernel_gateway_attach_agent(a.gw, sp[0], fcntl(sp[0], F_DUPFD_CLOEXEC, 0), &err), 0);
+        pump(&a, &a.ready);
+        assert_int_equal(a.failed, 0);
+        assert_int_equal(a.ready, 1);
+        assert_int_equal(a.left_out, 1);
+        assert_string_equal(a.err.code, "upstream.left_out");
+        assert_non_null(strstr(a.err.message, "upstream quiet did not finish initializing"));
+
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\"}}");
+        json_t *m = agent_answer(&a, 1);
+        const char *instr = json_string_value(json_object_get(json_object_get(m, "result"), "instructions"));
+        assert_non_null(instr);
+        assert_non_null(strstr(instr, "without the upstream quiet"));
+        json_decref(m);
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+        m = agent_answer(&a, 2);
+        json_t *tools = json_object_get(json_object_get(m, "result"), "tools");
+        assert_true(has_name(tools, "py.echo"));
+        assert_false(has_name(tools, "quiet.echo"));
+        json_decref(m);
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"quiet.echo\"}}");
+        m = agent_answer(&a, 3);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "error"), "code")), GLOVE_RPC_UPSTREAM_UNAVAILABLE);
+        json_decref(m);
+
+        glove_kernel_gateway_agent_exited(a.gw);
+        pump(&a, &a.finished);
+        assert_int_equal(a.finished, 1);
+        glove_kernel_gateway_free(a.gw);
+        close(a.fd);
+        assert_true(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD);
+        glove_mcp_upstream_spec_free(&specs[0]);
+        glove_mcp_upstream_spec_free(&specs[1]);
+        glove_policy_free(policy);
+        sd_event_unref(a.event);
+        assert_int_equal(count_fds(), before);
+}
+
 int main(void) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -240,6 +309,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_gateway),
                 cmocka_unit_test(test_startup_timeout),
+                cmocka_unit_test(test_startup_optional_left_out),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

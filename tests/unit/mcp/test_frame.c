@@ -93,6 +93,89 @@ static void test_fill_from_pipe_in_pieces(void **state) {
         glove_mcp_reader_free(&r);
 }
 
+/* Feeds text in pieces of at most `piece` bytes, calling next after each;
+ * returns how many times next said -EMSGSIZE, and checks the buffer never
+ * grew past max_frame + 2 + one read. */
+static int feed_skipping(struct glove_mcp_reader *r, const char *text, size_t n, size_t piece, const char **lines, int *nlines) {
+        int oversized = 0;
+        for (size_t at = 0; at < n;) {
+                size_t k = n - at < piece ? n - at : piece;
+                assert_int_equal(glove_mcp_reader_feed(r, text + at, k), 0);
+                at += k;
+                for (;;) {
+                        const char *line;
+                        size_t len;
+                        int rr = glove_mcp_reader_next(r, &line, &len);
+                        if (rr == 0)
+                                break;
+                        if (rr == -EMSGSIZE) {
+                                oversized++;
+                                continue;
+                        }
+                        assert_int_equal(rr, 1);
+                        lines[(*nlines)++] = strndup(line, len);
+                }
+                assert_true(r->buf.len <= r->max_frame + 2 + GLOVE_MCP_READ_CHUNK);
+        }
+        return oversized;
+}
+
+/* A reader that skips: a line over max_frame (far longer than its buffer)
+ * is discarded as it comes, reported once with its length, method and
+ * integer id (before or after the long member), and the next lines are
+ * read as usual. */
+static void test_skip_oversized(void **state) {
+        (void)state;
+        struct {
+                const char *head, *tail;
+                bool has_method, has_int_id;
+                int64_t id;
+        } cases[] = {
+                {"{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{\"t\":\"", "\"}}", false, true, 42},
+                {"{\"result\":{\"id\":7,\"t\":\"\\\"}", "\"},\"jsonrpc\":\"2.0\",\"id\":-9223372036854775808}", false, true, INT64_MIN},
+                {"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"d\":\"", "\"}}", true, false, 0},
+                {"{\"id\":\"s\",\"result\":{\"t\":\"", "\"}}", false, false, 0},
+                {"{\"id\":1.5,\"result\":{\"t\":\"", "\"}}", false, false, 0},
+                {"{\"id\":1,\"id\":2,\"result\":{\"t\":\"", "\"}}", false, false, 0},
+                {"{\"id\":99999999999999999999,\"result\":{\"t\":\"", "\"}}", false, false, 0},
+                /* "\u0069d" is "id" once decoded: an escaped key is routed nowhere. */
+                {"{\"\\u0069d\":5,\"result\":{\"t\":\"", "\"}}", true, false, 0},
+        };
+        for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+                struct glove_mcp_reader r;
+                glove_mcp_reader_init(&r, 1024);
+                glove_mcp_reader_skip_oversized(&r);
+                size_t pad = 300000, hl = strlen(cases[c].head), tl = strlen(cases[c].tail);
+                const char *after = "\r\n{\"after\":1}\n";
+                size_t n = strlen("{\"before\":1}\n") + hl + pad + tl + strlen(after);
+                char *text = malloc(n + 1);
+                assert_non_null(text);
+                char *p = stpcpy(text, "{\"before\":1}\n");
+                p = stpcpy(p, cases[c].head);
+                memset(p, 'x', pad);
+                p += pad;
+                p = stpcpy(p, cases[c].tail);
+                stpcpy(p, after);
+                const char *lines[4];
+                int nlines = 0;
+                assert_int_equal(feed_skipping(&r, text, n, 4000, lines, &nlines), 1);
+                assert_int_equal(nlines, 2);
+                assert_string_equal(lines[0], "{\"before\":1}");
+                assert_string_equal(lines[1], "{\"after\":1}");
+                const struct glove_mcp_skipped *sk = glove_mcp_reader_skipped(&r);
+                assert_int_equal(sk->bytes, hl + pad + tl);
+                assert_int_equal(sk->has_method, cases[c].has_method);
+                if (sk->has_int_id != cases[c].has_int_id)
+                        fail_msg("case %zu: has_int_id %d", c, sk->has_int_id);
+                if (cases[c].has_int_id)
+                        assert_true(sk->id == cases[c].id);
+                for (int i = 0; i < nlines; i++)
+                        free((void *)lines[i]);
+                free(text);
+                glove_mcp_reader_free(&r);
+        }
+}
+
 static int parse(const char *s, struct glove_mcp_message *m, const char **code) {
         struct glove_error err = {0};
         json_t *id = NULL;
@@ -206,6 +289,7 @@ int main(void) {
                 cmocka_unit_test(test_long_line_detected_before_newline),
                 cmocka_unit_test(test_line_of_exactly_max_accepted),
                 cmocka_unit_test(test_fill_from_pipe_in_pieces),
+                cmocka_unit_test(test_skip_oversized),
                 cmocka_unit_test(test_message_kinds),
                 cmocka_unit_test(test_message_rejections),
                 cmocka_unit_test(test_error_recovers_id),

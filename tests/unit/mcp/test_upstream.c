@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "glove/mcp/jsonrpc.h"
 #include "glove/mcp/upstream.h"
 
 static int count_fds(void) {
@@ -75,9 +76,12 @@ static void test_spec_parse(void **state) {
 }
 
 struct seen {
-        int ready, dead, exited, dropped;
+        int ready, dead, exited, dropped, oversized, responses;
         bool dropped_nul;
         char why[128];
+        bool oversized_has_id;
+        int64_t oversized_id, response_id;
+        uint64_t oversized_bytes;
 };
 
 static int on_record(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields) {
@@ -101,9 +105,21 @@ static void on_ready(void *userdata, struct glove_mcp_upstream *u, bool changed)
 }
 
 static void on_message(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
-        (void)userdata;
         (void)u;
-        (void)m;
+        struct seen *s = userdata;
+        if (m->kind == GLOVE_MCP_RESPONSE) {
+                s->responses++;
+                s->response_id = json_integer_value(m->id);
+        }
+}
+
+static void on_oversized(void *userdata, struct glove_mcp_upstream *u, const int64_t *id, uint64_t bytes) {
+        (void)u;
+        struct seen *s = userdata;
+        s->oversized++;
+        s->oversized_has_id = id != NULL;
+        s->oversized_id = id ? *id : 0;
+        s->oversized_bytes = bytes;
 }
 
 static void on_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
@@ -188,6 +204,59 @@ static void test_real_upstream_listed(void **state) {
         sd_event_unref(e);
 }
 
+/* An answer over max_frame (id after the long text, as the TypeScript SDK
+ * writes it) is skipped and handed to ops->oversized with its id; the
+ * upstream stays READY and its next answer comes through. */
+static void test_oversized_answer_skipped(void **state) {
+        (void)state;
+        static const struct glove_mcp_upstream_ops ops2 = {
+                .record = on_record, .ready = on_ready, .message = on_message, .oversized = on_oversized, .dead = on_dead,
+                .exited = on_exited,
+        };
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct seen seen = {0};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 4096, .tool_name_valid = name_valid, .ops = &ops2, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_error err = {0};
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=python3," MCP_UPSTREAM_PY, env, &s, &err), 0);
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&s, env, NULL, 0, &err), 0);
+        struct glove_mcp_upstream *u = NULL;
+        assert_int_equal(glove_mcp_upstream_new(e, &s, &cfg, &u, &err), 0);
+        for (int i = 0; i < 2000 && !seen.ready && !seen.dead; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+        assert_int_equal(seen.ready, 1);
+        int64_t big = glove_mcp_upstream_next_id(u);
+        json_t *id = json_integer(big);
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(id, "tools/call",
+                                                         json_pack("{s:s,s:{s:i,s:b}}", "name", "flood", "arguments", "bytes",
+                                                                   1000000, "id_last", 1)));
+        json_decref(id);
+        for (int i = 0; i < 2000 && !seen.oversized && !seen.dead; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+        assert_int_equal(seen.dead, 0);
+        assert_int_equal(seen.oversized, 1);
+        assert_true(seen.oversized_has_id);
+        assert_true(seen.oversized_id == big);
+        assert_true(seen.oversized_bytes > 1000000);
+        assert_int_equal(seen.responses, 0);
+        int64_t small = glove_mcp_upstream_next_id(u);
+        id = json_integer(small);
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(id, "tools/call",
+                                                         json_pack("{s:s,s:{s:s}}", "name", "echo", "arguments", "text", "after")));
+        json_decref(id);
+        for (int i = 0; i < 2000 && !seen.responses && !seen.dead; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+        assert_int_equal(seen.responses, 1);
+        assert_true(seen.response_id == small);
+        assert_int_equal(glove_mcp_upstream_state(u), GLOVE_MCP_UPSTREAM_READY);
+        glove_mcp_upstream_free(u);
+        assert_true(no_children());
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
 int main(void) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -198,6 +267,7 @@ int main(void) {
                 cmocka_unit_test(test_spec_parse),
                 cmocka_unit_test(test_start_missing_program_leaves_nothing),
                 cmocka_unit_test(test_real_upstream_listed),
+                cmocka_unit_test(test_oversized_answer_skipped),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
