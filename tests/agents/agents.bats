@@ -9,7 +9,8 @@
 #     the proof file into its workspace, and sends back a tool result holding
 #     the file's content "glove-proof-TOKEN" (a text only the command's run
 #     produces: the command spells it differently).
-# Once under `glove exec` (the skill in a granted configuration directory),
+# Once under `glove exec` (the skill in a granted configuration directory;
+# against an https:// endpoint and again against a plain http:// one),
 # once as a gloved managed session: runtime_discovery over node_modules/.bin,
 # the skill from a library bundle, an egress policy naming only the fake
 # server, an ephemeral_write copy workspace. Each run prints its wall time and
@@ -57,10 +58,14 @@ teardown() {
 }
 
 # start_fake PROOF_PATH: the fake model server, its log at $T/model.jsonl;
-# sets PORT and BASE.
+# sets PORT and BASE. With SCHEME=http the server speaks plain HTTP (a local
+# Ollama or vLLM endpoint), reached through the proxy's absolute-form
+# forwarding instead of a CONNECT tunnel.
 start_fake() {
+        local plain=()
+        [ "${SCHEME:-https}" = http ] && plain=(--plain)
         "$PY" "$FAKE" serve --cert "$CERTS" --port-file "$T/port" --log "$T/model.jsonl" --marker "$MARKER" \
-                --proof-path "$1" --proof-token "$TOKEN" 2>"$T/fake.err" &
+                --proof-path "$1" --proof-token "$TOKEN" "${plain[@]}" 2>"$T/fake.err" &
         FAKE_PID=$!
         local idx
         for ((idx = 0; idx < 200; idx++)); do
@@ -69,7 +74,7 @@ start_fake() {
         done
         [ -s "$T/port" ] || { cat "$T/fake.err" >&2; return 1; }
         PORT=$(cat "$T/port")
-        BASE=https://127.0.0.1:$PORT
+        BASE=${SCHEME:-https}://127.0.0.1:$PORT
         : >>"$T/model.jsonl"
 }
 
@@ -92,6 +97,30 @@ spec() {
 }
 
 mib() { echo $(($1 >> 20)); }
+
+# expect_http_forwarded CLI [forwarded]: the run's audit log shows the model
+# requests reaching the plain-HTTP fake server through the proxy (open
+# records to its port), none of them refused. Clients differ in how they proxy an
+# http:// URL: codex, claude-code, copilot and opencode send absolute-form
+# requests, which the proxy forwards (required with "forwarded"; the proxy
+# answered them 405 before it forwarded plain HTTP); pi tunnels with CONNECT
+# even for http://. Each run prints which.
+expect_http_forwarded() {
+        local fwd tun deny
+        fwd=$(jq -c --argjson p "$PORT" 'select(.event == "egress" and .phase == "open" and .method != "CONNECT" and .port == $p)' \
+                "$T/audit.jsonl" | wc -l)
+        tun=$(jq -c --argjson p "$PORT" 'select(.event == "egress" and .phase == "open" and .method == "CONNECT" and .port == $p)' \
+                "$T/audit.jsonl" | wc -l)
+        # (Refusals of the CLIs' own telemetry and update checks to other
+        # hosts are expected: only the fake server is allowed.)
+        deny=$(jq -c --argjson p "$PORT" 'select(.event == "egress" and .phase == "deny" and .port == $p)' "$T/audit.jsonl")
+        [ -z "$deny" ] || fail "$1: the proxy refused a request to the model server: $deny"
+        [ $((fwd + tun)) -ge 1 ] || fail "$1: no request to the fake server in the audit log"
+        if [ "${2:-}" = forwarded ]; then
+                [ "$fwd" -ge 1 ] || fail "$1: no forwarded plain-HTTP request in the audit log"
+        fi
+        echo "# $1 over http://: $fwd forwarded requests, $tun CONNECT tunnels" >&3
+}
 
 # ------------------------------------------------------------------ glove exec
 
@@ -120,7 +149,7 @@ exec_turn() {
                 --egress-allow "127.0.0.1:$PORT" \
                 --memory "$(jq -r .limits.memory_bytes <<<"$s")" --pids "$(jq -r .limits.pids <<<"$s")" \
                 --disk "$(jq -r .limits.disk_bytes <<<"$s")" --wall-time 240000 \
-                --status-json "$T/status.json" "${names[@]}" -- "$NM/.bin/$exe" "${args[@]}"
+                --status-json "$T/status.json" --audit-log "$T/audit.jsonl" "${names[@]}" -- "$NM/.bin/$exe" "${args[@]}"
         expect_status 0
         expect_turn "$cli"
         [ "$(cat "$T/ws/agent-proof.txt")" = "glove-proof-$TOKEN" ] || fail "$cli: the proof file in the workspace is wrong"
@@ -147,6 +176,31 @@ exec_turn() {
 
 @test "agents exec: opencode finds its skill and writes the proof file through its shell tool" {
         exec_turn opencode
+}
+
+@test "agents exec http: codex completes its turn against a plain http:// model endpoint (absolute-form forwarding)" {
+        SCHEME=http exec_turn codex
+        expect_http_forwarded codex forwarded
+}
+
+@test "agents exec http: claude-code completes its turn against a plain http:// model endpoint (absolute-form forwarding)" {
+        SCHEME=http exec_turn claude-code
+        expect_http_forwarded claude-code forwarded
+}
+
+@test "agents exec http: pi completes its turn against a plain http:// model endpoint (absolute-form forwarding)" {
+        SCHEME=http exec_turn pi
+        expect_http_forwarded pi
+}
+
+@test "agents exec http: copilot completes its turn against a plain http:// model endpoint (absolute-form forwarding)" {
+        SCHEME=http exec_turn copilot
+        expect_http_forwarded copilot forwarded
+}
+
+@test "agents exec http: opencode completes its turn against a plain http:// model endpoint (absolute-form forwarding)" {
+        SCHEME=http exec_turn opencode
+        expect_http_forwarded opencode forwarded
 }
 
 # ------------------------------------------------------------ managed sessions
