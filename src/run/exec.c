@@ -8,6 +8,7 @@
 #include "glove/run/exec.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,9 @@ static void on_ready(struct glove_session *s, void *userdata) {
                         env.count++;
                 _cleanup_json_ json_t *launch =
                         glove_exec_launch_fields(x->opts->program, &x->launch->grants, &env, glove_session_sandbox(s));
-                if (launch && glove_front_launch_settings(x->opts, x->launch->home_from, launch) < 0) {
+                struct glove_session_enforced enf;
+                glove_session_enforced(s, &enf);
+                if (launch && glove_front_launch_settings(x->opts, x->launch->home_from, &enf, launch) < 0) {
                         json_decref(launch);
                         launch = NULL;
                 }
@@ -167,6 +170,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .nofile = opts->nofile,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
+        /* Egress records may add at most --disk bytes to the audit log, as in
+         * gloved's managed sessions: a flood of refused connections cannot
+         * fill the host's disk (docs/egress.md, "Audit"). */
+        d.audit_max_bytes = d.limits.disk_bytes;
         static const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited, .warning = on_warning};
         /* The clone first: PID 1 builds the perimeter on another core while
          * this thread creates the loop (the first sd-event call loads
@@ -222,7 +229,13 @@ static int finish(struct exec_run *x, bool mid_line) {
         int status = st.exit_code;
         struct glove_error err = {0};
         if (o->audit_failed) {
-                glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
+                if (o->audit_full)
+                        glove_error_set(&err, ENOSPC, "egress.audit_full",
+                                        "the run's egress records passed their budget of %" PRIu64
+                                        " bytes (--disk) in the audit log; the agent was stopped",
+                                        opts->disk_bytes ? opts->disk_bytes : GLOVE_SESSION_DEFAULT_DISK);
+                else
+                        glove_error_set(&err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
                 return glove_launch_fail(&err);
         }
         if (opts->status_json && glove_run_status_write(x->launch->status_dirfd, x->launch->status_name, opts->status_json, &st, &err) < 0)

@@ -12,6 +12,7 @@
 #include "glove/run/run.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -234,7 +235,9 @@ static json_t *launch_fields(struct run *r) {
         if (!ok)
                 json_decref(tp);
         ok = ok && json_object_set_new(f, "tool_policy", tp) == 0; /* tp is f's from here, also on failure */
-        ok = ok && glove_front_launch_settings(&r->opts, r->launch.home_from, f) == 0;
+        struct glove_session_enforced enf;
+        glove_session_enforced(r->session, &enf);
+        ok = ok && glove_front_launch_settings(&r->opts, r->launch.home_from, &enf, f) == 0;
         if (!ok) {
                 json_decref(f);
                 return NULL;
@@ -394,6 +397,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .nofile = r->opts.nofile,
         };
         glove_front_limits(&r->opts, &d.limits, &d.cgroup_policy);
+        d.audit_max_bytes = d.limits.disk_bytes; /* as glove exec */
         static const struct glove_session_ops ops = {
                 .ready = on_session_ready, .exited = on_session_exited, .warning = on_session_warning};
         if (rr >= 0)
@@ -459,7 +463,13 @@ static int run_finish(struct run *r) {
         const struct glove_session_outcome *o = &r->outcome;
         if (o->audit_failed && r->status < 0) {
                 r->status = GLOVE_EXIT_FAILURE;
-                glove_error_set(&r->err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
+                if (o->audit_full)
+                        glove_error_set(&r->err, ENOSPC, "egress.audit_full",
+                                        "the run's egress records passed their budget of %" PRIu64
+                                        " bytes (--disk) in the audit log; the agent was stopped",
+                                        r->opts.disk_bytes ? r->opts.disk_bytes : GLOVE_SESSION_DEFAULT_DISK);
+                else
+                        glove_error_set(&r->err, EIO, "audit.append", "an egress record could not be appended; the agent was stopped");
         }
         /* What the agent wrote to stderr before it ended. */
         glove_cli_terminal_free(r->term, o->output_cut ? 0 : 2000);

@@ -74,15 +74,17 @@ void glove_front_status(const struct glove_session_outcome *o, const char *progr
         st->exit_code = report ? glove_launch_outcome_status(&o->sandbox, program) : GLOVE_EXIT_FAILURE;
 }
 
-int glove_front_launch_settings(const struct glove_exec_options *opts, const char *home_from, json_t *launch) {
+int glove_front_launch_settings(const struct glove_exec_options *opts, const char *home_from,
+                                const struct glove_session_enforced *enf, json_t *launch) {
         struct glove_session_limits l;
         enum glove_session_cgroup_policy policy;
         glove_front_limits(opts, &l, &policy);
         _cleanup_json_ json_t *limits =
-                json_pack("{s:I,s:I,s:I,s:o,s:I,s:I}", "cpu_time_ms", (json_int_t)l.cpu_time_ms, "memory_bytes",
+                json_pack("{s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:b}", "cpu_time_ms", (json_int_t)l.cpu_time_ms, "memory_bytes",
                           (json_int_t)l.memory_bytes, "pids", (json_int_t)l.pids, "wall_time_ms",
                           l.wall_time_ms ? json_integer((json_int_t)l.wall_time_ms) : json_null(), "disk_bytes",
-                          (json_int_t)l.disk_bytes, "output_bytes", (json_int_t)l.terminal_output_bytes);
+                          (json_int_t)l.disk_bytes, "output_bytes", (json_int_t)l.terminal_output_bytes, "nofile",
+                          (json_int_t)enf->nofile, "cgroup", enf->cgroup);
         bool any = opts->n_egress_allow || opts->n_egress_allow_private;
         _cleanup_json_ json_t *rules = any ? json_array() : NULL, *priv = any ? json_array() : NULL;
         for (size_t i = 0; rules && i < opts->n_egress_allow; i++)

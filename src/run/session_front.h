@@ -32,12 +32,16 @@ int glove_front_egress(const struct glove_exec_options *opts, struct glove_net_p
 /*
  * Adds the run's effective settings to a launch record (docs/limits.md,
  * "Audit records"): "limits" {cpu_time_ms, memory_bytes, pids,
- * wall_time_ms (null: none), disk_bytes, output_bytes} as enforced
- * (defaults filled in), "egress" null when offline, else {"allow": [the
- * --egress-allow rules as given], "allow_private": bool}, and "home_from"
- * (the --home-from path, or null). Returns 0, or -ENOMEM.
+ * wall_time_ms (null: none), disk_bytes, output_bytes, nofile, cgroup}
+ * (defaults filled in; cgroup false: memory and pids are not enforced, CPU
+ * time per process only), "egress" null when offline, else {"allow": [the
+ * --egress-allow rules as given], "allow_private": [the
+ * --egress-allow-private rules as given]}, and "home_from" (the --home-from
+ * path, or null). enf: what the session enforces (borrowed). Returns 0, or
+ * -ENOMEM.
  */
-int glove_front_launch_settings(const struct glove_exec_options *opts, const char *home_from, json_t *launch);
+int glove_front_launch_settings(const struct glove_exec_options *opts, const char *home_from,
+                                const struct glove_session_enforced *enf, json_t *launch);
 
 /*
  * The terminal status of a session that reached ops.exited: Glove's exit

@@ -45,6 +45,7 @@ struct glove_session {
         struct glove_terminal *term;
         struct glove_session_egress egress;
         struct glove_cgroup *cg;               /* NULL without a delegated cgroup */
+        uint64_t nofile;                       /* the agent's RLIMIT_NOFILE */
 
         sd_event_source *report_src, *child_src, *poll_timer, *drain_timer, *stop_timer, *teardown_timer, *advance_timer;
         uint64_t start_us;                     /* at release */
@@ -522,7 +523,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 .cgroup_fd = -1,
                 .cpu_time_ms = d->limits.cpu_time_ms,
                 .file_size_max = d->file_size_max,
-                .nofile = session_nofile(d->nofile),
+                .nofile = s->nofile = session_nofile(d->nofile),
                 .parent_death_kill = d->parent_death_kill,
         };
         /* Half of the invoker's per-user inotify limits for the sandbox's
@@ -679,6 +680,11 @@ struct glove_terminal *glove_session_terminal(struct glove_session *s) {
 
 const struct glove_sandbox *glove_session_sandbox(const struct glove_session *s) {
         return s->phase >= PHASE_READY && s->phase < PHASE_DONE ? &s->sb : NULL;
+}
+
+void glove_session_enforced(const struct glove_session *s, struct glove_session_enforced *out) {
+        out->cgroup = s->cg != NULL;
+        out->nofile = s->nofile;
 }
 
 char *const *glove_session_environment(const struct glove_session *s) {

@@ -52,9 +52,13 @@ s.serve_forever()' "$pf" 3>&- &
         expect_client_pass
         n2=$(wc -l <"$log")
         # 3: a plain glove exec.
-        gx --audit-log "$log" --wall-time 60000 -- /bin/true
+        gx --audit-log "$log" --wall-time 60000 --nofile 64 -- /bin/true
         expect_status 0
-        run "$PY" - "$log" "$n1" "$n2" <<'EOF'
+        # Degraded (no delegated cgroup): the record must say memory and pids
+        # are not enforced.
+        local cg=True
+        [[ "$stderr" == *"limits.degraded"* ]] && cg=False
+        run "$PY" - "$log" "$n1" "$n2" "$cg" <<'EOF'
 import json, re, sys
 path, n1, n2 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 recs = [json.loads(l) for l in open(path, encoding="utf-8")]
@@ -86,6 +90,8 @@ assert launch[2]["limits"]["wall_time_ms"] == 60000, launch[2]["limits"]
 for k in ("cpu_time_ms", "memory_bytes", "pids", "disk_bytes", "output_bytes"):
     assert isinstance(launch[2]["limits"][k], int) and launch[2]["limits"][k] > 0, (k, launch[2]["limits"])
 assert launch[2]["egress"] is None and launch[2]["home_from"] is None, launch[2]
+assert launch[2]["limits"]["nofile"] == 64 and launch[1]["limits"]["nofile"] == 1024, launch[2]["limits"]
+assert launch[2]["limits"]["cgroup"] is (sys.argv[4] == "True"), (sys.argv[4], launch[2]["limits"])
 print("ok")
 EOF
         [ "$status" -eq 0 ] && [ "${lines[-1]}" = ok ] || { show_records "$log"; fail "the shared log: $output"; }

@@ -539,6 +539,35 @@ assert [(r['method'], r['host'], r['port']) for r in eg] == [('CONNECT', '127.0.
 "
 }
 
+@test "egress: refused requests cannot fill the disk: egress records may add at most --disk bytes to the audit log (125 egress.audit_full)" {
+        start_server http
+        local p=$SRV_PORT
+        cat >"$T/flood.py" <<'EOF'
+import os, socket, sys
+u = os.environ["HTTP_PROXY"].rsplit("@", 1)[1].rstrip("/").split(":")
+for i in range(200000):
+    try:
+        s = socket.create_connection((u[0], int(u[1])))
+        s.sendall(b"GET 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        s.recv(4096)
+        s.close()
+    except OSError:
+        pass
+print("FLOOD-FINISHED", flush=True)
+EOF
+        : >"$LOG"
+        gx --audit-log "$LOG" --disk 1M --egress-allow "127.0.0.1:$p" --read "$T/flood.py" -- "$PY" "$T/flood.py"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = egress.audit_full ] || fail "expected egress.audit_full: $stderr"
+        [[ "$output" != *FLOOD-FINISHED* ]] || fail "the agent was not stopped"
+        local size
+        size=$(stat -c %s "$LOG")
+        # The launch record, 1 MiB of egress records and the one that passed it.
+        [ "$size" -lt $(((1 << 20) + 65536)) ] || fail "the audit log grew to $size bytes"
+        [ "$size" -gt $((1 << 20)) ] || fail "the log is $size bytes: the budget was not reached"
+        server_saw_nothing
+}
+
 @test "egress: address shorthands are refused (400); an address rule allows its IPv4-mapped form; IPv6 loopback needs its own rule (403)" {
         start_server echo
         local p=$SRV_PORT

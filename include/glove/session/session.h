@@ -255,6 +255,17 @@ struct glove_terminal *glove_session_terminal(struct glove_session *s);
  * ops.ready until ops.exited. NULL outside that window. */
 const struct glove_sandbox *glove_session_sandbox(const struct glove_session *s);
 
+/* What the session enforces beyond desc->limits, for the launch record
+ * (docs/limits.md, "Audit records"): cgroup is false when no delegated
+ * cgroup carries the memory, pids and CPU limits (limits.degraded: CPU time
+ * per process only); nofile is the agent's RLIMIT_NOFILE (soft = hard) after
+ * lowering to Glove's own hard limit. Valid from glove_session_spawn() on. */
+struct glove_session_enforced {
+        bool cgroup;
+        uint64_t nofile;
+};
+void glove_session_enforced(const struct glove_session *s, struct glove_session_enforced *out);
+
 /* The agent's final environment ("NAME=VALUE", NULL-terminated: the
  * caller's plus the egress proxy variables); valid until glove_session_free().
  * For audit records, which name the variables and never their values. */
