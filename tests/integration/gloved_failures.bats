@@ -478,6 +478,11 @@ for l in sys.argv[1].splitlines():
     if l.startswith("output "):
         sys.stdout.write(json.loads(l[7:]).replace("\r", ""))' "$raw" >"$T/$1.out"
         MEND=$(grep '^session_ended ' <<<"$raw" || true)
+        # A quick agent may have ended before the attach: then the attach
+        # result itself carries the termination (attached false).
+        if [ -z "$MEND" ]; then
+                MEND=$(sed -n 's/^attach //p' <<<"$raw" | jq -c 'select(.result.attached == false) | .result.termination' 2>/dev/null || true)
+        fi
         wait_state "$1" exited
         output=$(cat "$T/$1.out")
         mapfile -t lines <"$T/$1.out"
