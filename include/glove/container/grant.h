@@ -53,7 +53,20 @@ struct glove_grant_set {
          * (refused by default: "grant.system_directory"); set by the front
          * end from an explicitly unsafe option. */
         bool allow_system_write;
+        /* The protected regions (system trees, live gloveds' directories)
+         * and the mount table, computed by the first glove_grant_set_add
+         * and kept for the next ones; owned, freed by glove_grant_set_clear. */
+        struct glove_grant_protected *protected_regions;
 };
+
+/* Most processes looked at, and descriptors of one gloved read, when
+ * looking for the directories a live gloved holds open
+ * ("grant.gloved_runtime"; more fail closed). */
+#define GLOVE_GRANT_PROCS_MAX (4 * 1024 * 1024)
+#define GLOVE_GRANT_GLOVED_FDS_MAX 65536
+/* Most live gloveds (processes holding a listening gloved.sock) and
+ * directories they hold open, together, that are protected. */
+#define GLOVE_GRANT_PROTECTED_MAX 4096
 
 /* Longest /proc/net/unix read when looking for a gloved runtime directory
  * inside a directory grant ("grant.gloved_runtime"). */
