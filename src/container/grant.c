@@ -157,7 +157,15 @@ static int check_contains_gloved_runtime(const char *norm, struct glove_error *e
                                 if (p[0] == '/' && len > suffix && strcmp(p + len - suffix, "/" GLOVED_SOCKET_NAME) == 0) {
                                         p[len - suffix] = '\0';
                                         const char *rdir = p[0] ? p : "/";
-                                        if (glove_path_is_beneath(rdir, norm))
+                                        /* A name the socket no longer has (its
+                                         * directory renamed since: found by
+                                         * gloved's descriptors instead) is no
+                                         * reason to refuse. */
+                                        struct stat sst;
+                                        p[len - suffix] = '/';
+                                        bool there = stat(p, &sst) == 0 && S_ISSOCK(sst.st_mode);
+                                        p[len - suffix] = '\0';
+                                        if (there && glove_path_is_beneath(rdir, norm))
                                                 return glove_error_set(err, EPERM, "grant.gloved_runtime",
                                                                        "%s: holds the runtime directory %s of a running gloved "
                                                                        "(its control socket and bootstrap secret); grant a "
