@@ -353,8 +353,26 @@ static int gloved_socket_inodes(unsigned long *inodes, size_t *n, struct glove_e
 /* Looks at the descriptors of the process whose /proc/PID/fd is fddir:
  * when one is a socket of inodes (a live gloved), adds the region of every
  * directory it holds open. */
-static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int fddir, const unsigned long *inodes,
-                               size_t n_inodes, struct glove_error *err) {
+/* Whether descriptor name of /proc/PID/fdinfo (fdinfo) was opened O_PATH:
+ * gloved's own directories are held O_RDONLY (src/control/dirs.c); an
+ * O_PATH descriptor is a passing lookup (a walk from /, a managed grant's
+ * source), not a directory it keeps. Unreadable: not O_PATH. */
+static bool is_path_descriptor(int fdinfo, const char *name) {
+        if (fdinfo < 0)
+                return false;
+        _cleanup_close_ int fd = openat(fdinfo, name, O_RDONLY | O_CLOEXEC);
+        char buf[256];
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        const char *f = strstr(buf, "flags:");
+        unsigned long flags;
+        return f && sscanf(f + 6, "%lo", &flags) == 1 && (flags & O_PATH);
+}
+
+static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int fddir, int fdinfo,
+                               const unsigned long *inodes, size_t n_inodes, struct glove_error *err) {
         _cleanup_closedir_ DIR *d = fdopendir(fddir);
         if (!d) {
                 close(fddir);
@@ -390,7 +408,8 @@ static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int f
                         continue;
                 }
                 struct stat st;
-                if (link[0] != '/' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+                if (link[0] != '/' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode) ||
+                    is_path_descriptor(fdinfo, e->d_name))
                         continue;
                 char **nd = realloc(dirs, (n_dirs + 1) * sizeof(*dirs));
                 if (!nd || !(nd[n_dirs] = strdup(link))) {
@@ -428,6 +447,7 @@ static int prot_add_gloved(struct glove_grant_protected *p, struct glove_error *
                 return glove_error_set(err, errno, "grant.gloved_runtime", "cannot list /proc: %s", strerror(errno));
         size_t seen = 0;
         struct dirent *e;
+        pid_t self = getpid();
         while ((e = readdir(d))) {
                 if (!isdigit((unsigned char)e->d_name[0]))
                         continue;
@@ -436,7 +456,7 @@ static int prot_add_gloved(struct glove_grant_protected *p, struct glove_error *
                                                "more than %d processes; cannot tell which one is gloved",
                                                GLOVE_GRANT_PROCS_MAX);
                 pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-                if (pid == getpid())
+                if (pid == self)
                         continue;
                 char path[sizeof(e->d_name) + 8], comm[32];
                 snprintf(path, sizeof(path), "%s/comm", e->d_name);
@@ -450,7 +470,9 @@ static int prot_add_gloved(struct glove_grant_protected *p, struct glove_error *
                 int fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fddir < 0)
                         continue;
-                r = prot_add_gloved_fds(p, pid, fddir, inodes, n_inodes, err);
+                snprintf(path, sizeof(path), "%s/fdinfo", e->d_name);
+                _cleanup_close_ int fdinfo = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = prot_add_gloved_fds(p, pid, fddir, fdinfo, inodes, n_inodes, err);
                 if (r < 0)
                         return r;
         }
