@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "glove/container/grant.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,7 @@
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
 #include "glove/container/environment.h"
+#include "glove/container/region.h"
 
 /* Pseudo filesystems that only the sandbox itself provides, and the
  * directories that hold host services' Unix sockets: a socket in a grant can
@@ -152,7 +157,15 @@ static int check_contains_gloved_runtime(const char *norm, struct glove_error *e
                                 if (p[0] == '/' && len > suffix && strcmp(p + len - suffix, "/" GLOVED_SOCKET_NAME) == 0) {
                                         p[len - suffix] = '\0';
                                         const char *rdir = p[0] ? p : "/";
-                                        if (glove_path_is_beneath(rdir, norm))
+                                        /* A name the socket no longer has (its
+                                         * directory renamed since: found by
+                                         * gloved's descriptors instead) is no
+                                         * reason to refuse. */
+                                        struct stat sst;
+                                        p[len - suffix] = '/';
+                                        bool there = stat(p, &sst) == 0 && S_ISSOCK(sst.st_mode);
+                                        p[len - suffix] = '\0';
+                                        if (there && glove_path_is_beneath(rdir, norm))
                                                 return glove_error_set(err, EPERM, "grant.gloved_runtime",
                                                                        "%s: holds the runtime directory %s of a running gloved "
                                                                        "(its control socket and bootstrap secret); grant a "
@@ -176,6 +189,383 @@ static int check_contains_gloved_runtime(const char *norm, struct glove_error *e
         }
 }
 
+/* ---- protected regions ------------------------------------------------ */
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+enum prot_kind {
+        PROT_SYSTEM,  /* a system tree: refused for writable grants */
+        PROT_HIDDEN,  /* /root: itself and its hidden entries are system */
+        PROT_SCRATCH, /* /var/tmp, /var/home, /var/srv: writable within */
+        PROT_GLOVED,  /* a directory a live gloved holds open: every grant refused */
+};
+
+struct prot {
+        struct glove_region r;
+        enum prot_kind kind;
+        char *label; /* the host path it was found by, owned */
+        pid_t pid;   /* PROT_GLOVED: the gloved holding it */
+};
+
+struct glove_grant_protected {
+        struct glove_mount_table mounts;
+        struct prot *items;
+        size_t count, cap;
+};
+
+static void protected_free(struct glove_grant_protected *p) {
+        if (!p)
+                return;
+        for (size_t i = 0; i < p->count; i++) {
+                free(p->items[i].r.path);
+                free(p->items[i].label);
+        }
+        free(p->items);
+        glove_mount_table_free(&p->mounts);
+        free(p);
+}
+
+/* Adds the region of the host path label (kind, pid). A path no mount
+ * holds is skipped (it names nothing). */
+static int prot_add(struct glove_grant_protected *p, const char *label, enum prot_kind kind, pid_t pid,
+                    struct glove_error *err) {
+        if (p->count >= GLOVE_GRANT_PROTECTED_MAX)
+                return glove_error_set(err, E2BIG, "grant.gloved_runtime",
+                                       "more than %d protected directories; cannot tell what a grant reaches",
+                                       GLOVE_GRANT_PROTECTED_MAX);
+        if (p->count == p->cap) {
+                size_t ncap = p->cap ? p->cap * 2 : 32;
+                struct prot *n = realloc(p->items, ncap * sizeof(*n));
+                if (!n)
+                        return glove_error_set(err, ENOMEM, "grant.open", "out of memory");
+                p->items = n;
+                p->cap = ncap;
+        }
+        struct prot *it = &p->items[p->count];
+        struct glove_error rerr = {0};
+        int r = glove_mount_table_region(&p->mounts, label, &it->r, &rerr);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                *err = rerr;
+                return r;
+        }
+        it->kind = kind;
+        it->pid = pid;
+        it->label = strdup(label);
+        if (!it->label) {
+                free(it->r.path);
+                return glove_error_set(err, ENOMEM, "grant.open", "out of memory");
+        }
+        p->count++;
+        return 0;
+}
+
+/* Whether the first path component name is one of system_trees or lib*. */
+static bool is_system_tree_name(const char *name) {
+        if (strncmp(name, "lib", 3) == 0)
+                return true;
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(system_trees); i++)
+                if (strcmp(name, system_trees[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* The system trees (the entries of / named like system_trees, lib*, and
+ * root), each resolved (a /bin that links to usr/bin is /usr/bin's region),
+ * and the scratch exceptions. */
+static int prot_add_system(struct glove_grant_protected *p, struct glove_error *err) {
+        _cleanup_closedir_ DIR *d = opendir("/");
+        if (!d)
+                return glove_error_set(err, errno, "grant.open", "cannot list /: %s", strerror(errno));
+        struct dirent *e;
+        size_t seen = 0;
+        while ((e = readdir(d)) && seen++ < GLOVE_REGION_MOUNTS_MAX) {
+                bool root = strcmp(e->d_name, "root") == 0;
+                if (!root && !is_system_tree_name(e->d_name))
+                        continue;
+                char path[GLOVE_PATH_MAX], real[PATH_MAX];
+                snprintf(path, sizeof(path), "/%s", e->d_name);
+                if (!realpath(path, real))
+                        continue;
+                struct stat st;
+                if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                int r = prot_add(p, real, root ? PROT_HIDDEN : PROT_SYSTEM, 0, err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(system_scratch); i++) {
+                char real[PATH_MAX];
+                if (!realpath(system_scratch[i], real))
+                        continue;
+                int r = prot_add(p, real, PROT_SCRATCH, 0, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+#define GLOVED_INODES_MAX 256
+
+/* The inodes of every Unix socket bound to a path ending in /gloved.sock
+ * (/proc/net/unix: Num RefCount Protocol Flags Type St Inode Path). */
+static int gloved_socket_inodes(unsigned long *inodes, size_t *n, struct glove_error *err) {
+        *n = 0;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        struct glove_error rerr = {0};
+        int r = glove_file_read_bounded(AT_FDCWD, "/proc/net/unix", 0, GLOVE_GRANT_UNIX_TABLE_MAX, &text, &len, &rerr);
+        if (r < 0)
+                return glove_error_set(err, -r, "grant.gloved_runtime",
+                                       "cannot read /proc/net/unix to look for a running gloved: %s", rerr.message);
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *f[8] = {0}, *s2 = NULL;
+                char *tok = strtok_r(line, " ", &s2);
+                for (int i = 0; tok && i < 8; i++) {
+                        f[i] = tok;
+                        if (i < 7)
+                                tok = strtok_r(NULL, " ", &s2);
+                }
+                if (!f[7])
+                        continue;
+                size_t pl = strlen(f[7]), sl = sizeof("/" GLOVED_SOCKET_NAME) - 1;
+                if (f[7][0] != '/' || pl < sl || strcmp(f[7] + pl - sl, "/" GLOVED_SOCKET_NAME) != 0)
+                        continue;
+                char *end;
+                unsigned long ino = strtoul(f[6], &end, 10);
+                if (*end)
+                        continue;
+                if (*n >= GLOVED_INODES_MAX)
+                        return glove_error_set(err, E2BIG, "grant.gloved_runtime",
+                                               "more than %d gloved.sock sockets; cannot tell which gloved holds what",
+                                               GLOVED_INODES_MAX);
+                inodes[(*n)++] = ino;
+        }
+        return 0;
+}
+
+/* Looks at the descriptors of the process whose /proc/PID/fd is fddir:
+ * when one is a socket of inodes (a live gloved), adds the region of every
+ * directory it holds open. */
+/* Whether descriptor name of /proc/PID/fdinfo (fdinfo) was opened O_PATH:
+ * gloved's own directories are held O_RDONLY (src/control/dirs.c); an
+ * O_PATH descriptor is a passing lookup (a walk from /, a managed grant's
+ * source), not a directory it keeps. Unreadable: not O_PATH. */
+static bool is_path_descriptor(int fdinfo, const char *name) {
+        if (fdinfo < 0)
+                return false;
+        _cleanup_close_ int fd = openat(fdinfo, name, O_RDONLY | O_CLOEXEC);
+        char buf[256];
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        const char *f = strstr(buf, "flags:");
+        unsigned long flags;
+        return f && sscanf(f + 6, "%lo", &flags) == 1 && (flags & O_PATH);
+}
+
+static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int fddir, int fdinfo,
+                               const unsigned long *inodes, size_t n_inodes, struct glove_error *err) {
+        _cleanup_closedir_ DIR *d = fdopendir(fddir);
+        if (!d) {
+                close(fddir);
+                return 0;
+        }
+        bool live = false;
+        size_t seen = 0;
+        struct dirent *e;
+        /* Directories first collected as paths, kept only once the process
+         * is known to hold the socket. */
+        char **dirs = NULL;
+        size_t n_dirs = 0;
+        int r = 0;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                if (++seen > GLOVE_GRANT_GLOVED_FDS_MAX) {
+                        r = glove_error_set(err, E2BIG, "grant.gloved_runtime",
+                                            "gloved (pid %d) holds more than %d descriptors; cannot tell which "
+                                            "directories it holds",
+                                            (int)pid, GLOVE_GRANT_GLOVED_FDS_MAX);
+                        break;
+                }
+                char link[GLOVE_PATH_MAX];
+                ssize_t l = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+                if (l <= 0)
+                        continue;
+                link[l] = '\0';
+                unsigned long ino;
+                if (sscanf(link, "socket:[%lu]", &ino) == 1) {
+                        for (size_t i = 0; i < n_inodes; i++)
+                                live = live || inodes[i] == ino;
+                        continue;
+                }
+                struct stat st;
+                if (link[0] != '/' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode) ||
+                    is_path_descriptor(fdinfo, e->d_name))
+                        continue;
+                char **nd = realloc(dirs, (n_dirs + 1) * sizeof(*dirs));
+                if (!nd || !(nd[n_dirs] = strdup(link))) {
+                        dirs = nd ? nd : dirs;
+                        r = glove_error_set(err, ENOMEM, "grant.open", "out of memory");
+                        break;
+                }
+                dirs = nd;
+                n_dirs++;
+        }
+        for (size_t i = 0; i < n_dirs; i++) {
+                _cleanup_free_ char *norm = NULL;
+                struct glove_error nerr = {0};
+                if (r >= 0 && live && glove_path_normalize(dirs[i], "/", &norm, &nerr) >= 0)
+                        r = prot_add(p, norm, PROT_GLOVED, pid, err);
+                free(dirs[i]);
+        }
+        free(dirs);
+        return r;
+}
+
+/* Every live gloved but this process (gloved's own launches): a process
+ * named gloved* holding a socket bound to .../gloved.sock. The directories
+ * are read from /proc/PID/fd, so a runtime directory renamed after gloved
+ * started is found where it is now. Processes whose descriptors this one
+ * may not read are skipped. */
+static int prot_add_gloved(struct glove_grant_protected *p, struct glove_error *err) {
+        unsigned long inodes[GLOVED_INODES_MAX];
+        size_t n_inodes = 0;
+        int r = gloved_socket_inodes(inodes, &n_inodes, err);
+        if (r < 0 || n_inodes == 0)
+                return r;
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        if (!d)
+                return glove_error_set(err, errno, "grant.gloved_runtime", "cannot list /proc: %s", strerror(errno));
+        size_t seen = 0;
+        struct dirent *e;
+        pid_t self = getpid();
+        while ((e = readdir(d))) {
+                if (!isdigit((unsigned char)e->d_name[0]))
+                        continue;
+                if (++seen > GLOVE_GRANT_PROCS_MAX)
+                        return glove_error_set(err, E2BIG, "grant.gloved_runtime",
+                                               "more than %d processes; cannot tell which one is gloved",
+                                               GLOVE_GRANT_PROCS_MAX);
+                pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+                if (pid == self)
+                        continue;
+                char path[sizeof(e->d_name) + 8], comm[32];
+                snprintf(path, sizeof(path), "%s/comm", e->d_name);
+                _cleanup_close_ int cfd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
+                if (cfd < 0)
+                        continue;
+                ssize_t n = read(cfd, comm, sizeof(comm) - 1);
+                if (n < 6 || strncmp(comm, "gloved", 6) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "%s/fd", e->d_name);
+                int fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fddir < 0)
+                        continue;
+                snprintf(path, sizeof(path), "%s/fdinfo", e->d_name);
+                _cleanup_close_ int fdinfo = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = prot_add_gloved_fds(p, pid, fddir, fdinfo, inodes, n_inodes, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The set's protected regions, computed once. */
+static int protected_get(struct glove_grant_set *set, struct glove_grant_protected **out, struct glove_error *err) {
+        if (set->protected_regions) {
+                *out = set->protected_regions;
+                return 0;
+        }
+        struct glove_grant_protected *p = calloc(1, sizeof(*p));
+        if (!p)
+                return glove_error_set(err, ENOMEM, "grant.open", "out of memory");
+        int r = glove_mount_table_read(&p->mounts, err);
+        if (r >= 0)
+                r = prot_add_system(p, err);
+        if (r >= 0)
+                r = prot_add_gloved(p, err);
+        if (r < 0) {
+                protected_free(p);
+                return r;
+        }
+        *out = set->protected_regions = p;
+        return 0;
+}
+
+/* Whether the grant region g is a system region (or holds one): it holds a
+ * system tree, or lies in one and not in a scratch exception (for /root:
+ * /root itself or one of its hidden entries). */
+static const struct prot *system_conflict(const struct glove_grant_protected *p, const struct glove_region *g) {
+        for (size_t i = 0; i < p->count; i++) {
+                const struct prot *s = &p->items[i];
+                if (s->kind != PROT_SYSTEM && s->kind != PROT_HIDDEN)
+                        continue;
+                if (glove_region_beneath(&s->r, g))
+                        return s;
+                if (!glove_region_beneath(g, &s->r))
+                        continue;
+                if (s->kind == PROT_HIDDEN) {
+                        size_t n = strcmp(s->r.path, "/") == 0 ? 0 : strlen(s->r.path);
+                        if (g->path[n] == '\0' || (g->path[n] == '/' && g->path[n + 1] == '.'))
+                                return s;
+                        continue;
+                }
+                bool scratch = false;
+                for (size_t j = 0; j < p->count && !scratch; j++)
+                        scratch = p->items[j].kind == PROT_SCRATCH && glove_region_beneath(g, &p->items[j].r);
+                if (!scratch)
+                        return s;
+        }
+        return NULL;
+}
+
+/* Refuses the grant norm when one of the regions it reaches (its own and
+ * every mount at or beneath it) overlaps a protected region: a system tree
+ * for a writable grant, a live gloved's directory for every grant. */
+static int check_regions(struct glove_grant_set *set, const char *norm, enum glove_grant_mode mode,
+                         struct glove_error *err) {
+        struct glove_grant_protected *p = NULL;
+        int r = protected_get(set, &p, err);
+        if (r < 0)
+                return r;
+        struct glove_region *g = NULL;
+        size_t n = 0;
+        r = glove_mount_table_grant_regions(&p->mounts, norm, &g, &n, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                const char *through = i == 0 ? "" : " through a mount beneath it";
+                for (size_t j = 0; j < p->count && r >= 0; j++) {
+                        const struct prot *q = &p->items[j];
+                        if (q->kind == PROT_GLOVED && glove_region_overlaps(&g[i], &q->r))
+                                r = glove_error_set(err, EPERM, "grant.gloved_runtime",
+                                                    "%s: reaches%s the directory %s that a running gloved (pid %d) "
+                                                    "holds (its runtime or state directory); it cannot be granted",
+                                                    norm, through, q->label, (int)q->pid);
+                }
+                if (r < 0 || mode != GLOVE_GRANT_WRITE || set->allow_system_write)
+                        continue;
+                const struct prot *s = system_conflict(p, &g[i]);
+                if (s)
+                        r = glove_error_set(err, EPERM, "grant.system_directory",
+                                            "%s: reaches%s the host's system directory %s (/bin, /boot, /etc, /lib*, "
+                                            "/opt, /root, /sbin, /usr, /var, whatever name it is mounted by); the "
+                                            "agent could change what the host runs; grant it read-only",
+                                            norm, through, s->label);
+        }
+        glove_regions_free(g, n);
+        return r;
+}
+
 void glove_grant_set_init(struct glove_grant_set *set) {
         memset(set, 0, sizeof(*set));
 }
@@ -186,6 +576,8 @@ void glove_grant_set_clear(struct glove_grant_set *set) {
                 glove_closep(&set->items[i].fd);
         }
         set->count = 0;
+        protected_free(set->protected_regions);
+        set->protected_regions = NULL;
 }
 
 const char *glove_grant_mode_name(enum glove_grant_mode mode) {
@@ -326,6 +718,8 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
         r = check_inside_gloved_runtime(norm, is_dir, err);
         if (r == 0 && is_dir)
                 r = check_contains_gloved_runtime(norm, err);
+        if (r == 0)
+                r = check_regions(set, norm, mode, err);
         if (r < 0)
                 return r;
         if (workspace && !is_dir)
@@ -365,5 +759,30 @@ int glove_grant_set_check_outside(const struct glove_grant_set *set, const char 
                         return glove_error_set(err, EPERM, code, "%s %s would expose %s %s to the agent; keep it outside every grant",
                                                grant_name(g->mode, g->workspace), g->path, what, canonical_path);
         }
-        return 0;
+        if (set->count == 0)
+                return 0;
+        /* By what is mounted: the file's region against every region a
+         * grant reaches (a bind mount of its directory beneath a grant). */
+        struct glove_mount_table t = {0};
+        int r = glove_mount_table_read(&t, err);
+        if (r < 0)
+                return r;
+        struct glove_region f = {0};
+        r = glove_mount_table_region(&t, canonical_path, &f, err);
+        for (size_t i = 0; i < set->count && r >= 0; i++) {
+                const struct glove_grant *g = &set->items[i];
+                struct glove_region *gr = NULL;
+                size_t n = 0;
+                r = glove_mount_table_grant_regions(&t, g->path, &gr, &n, err);
+                for (size_t k = 0; k < n && r >= 0; k++)
+                        if (g->is_dir ? glove_region_beneath(&f, &gr[k]) : (f.dev == gr[k].dev && strcmp(f.path, gr[k].path) == 0))
+                                r = glove_error_set(err, EPERM, code,
+                                                    "%s %s would expose %s %s to the agent%s; keep it outside every grant",
+                                                    grant_name(g->mode, g->workspace), g->path, what, canonical_path,
+                                                    k ? " through a mount beneath it" : " under another name");
+                glove_regions_free(gr, n);
+        }
+        free(f.path);
+        glove_mount_table_free(&t);
+        return r;
 }

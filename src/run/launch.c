@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +93,11 @@ static int pin_status(const char *path, struct glove_launch *l, struct glove_err
         bool exists = fstatat(l->status_dirfd, l->status_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
         if (exists && !S_ISREG(st.st_mode))
                 return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", path);
+        if (exists && st.st_nlink != 1)
+                return glove_error_set(err, EMLINK, "status.hard_link",
+                                       "--status-json %s has %ju names (hard links); another name of it could be inside "
+                                       "a grant; give it one name",
+                                       path, (uintmax_t)st.st_nlink);
         /* The status file replaces what is there: never the audit log (by
          * name or through a hard link), whose history would be lost. */
         if (l->audit.fd >= 0 && (same_name || (exists && st.st_dev == l->audit.dev && st.st_ino == l->audit.ino)))
@@ -165,6 +171,17 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                         glove_error_prepend_word(err, "--audit-log");
                         return r;
                 }
+                /* Another name of the log (a hard link, perhaps inside a
+                 * grant) would let the agent append records of its own. */
+                struct stat ast;
+                if (fstat(l->audit.fd, &ast) < 0)
+                        return glove_error_set(err, errno, "audit.open", "--audit-log %s: fstat: %s", opts->audit_log,
+                                               strerror(errno));
+                if (ast.st_nlink != 1)
+                        return glove_error_set(err, EMLINK, "audit.hard_link",
+                                               "--audit-log %s has %ju names (hard links); another name of the log could "
+                                               "be inside a grant; give it one name",
+                                               opts->audit_log, (uintmax_t)ast.st_nlink);
                 /* One id on every record of this run, whoever writes it. */
                 r = glove_audit_new_run_id(&l->audit, err);
                 if (r < 0)

@@ -16,7 +16,29 @@ setup() {
 
 teardown() {
         gloved_teardown
+        local m
+        for m in "${MOUNTED[@]}"; do umount -l "$m" 2>/dev/null || true; done
         return 0
+}
+
+MOUNTED=()
+# bind_or_skip SRC DEST: a bind mount on the host, undone in teardown; skips
+# with the reason where this mode cannot mount (an unprivileged invoker).
+bind_or_skip() {
+        is_root || skip "uid $(id -u) cannot make the bind mount $2 (the attack needs root)"
+        mkdir -p "$2"
+        mount --bind "$1" "$2" || skip "mount --bind $1 $2 failed here"
+        MOUNTED=("$2" "${MOUNTED[@]}")
+}
+
+# start_gloved_dirs RUNTIME STATE: gloved with those directories (as
+# start_gloved, which puts both under one base).
+start_gloved_dirs() {
+        RT=$1 ST=$2 GD_ERR=$T/gloved.err
+        "$GLOVED" --runtime-dir "$RT" --state-dir "$ST" 2>"$GD_ERR" </dev/null 3>&- &
+        GD_PID=$!
+        track_pid "$GD_PID"
+        wait_gloved "$RT" "$GD_PID"
 }
 
 # tcp_mem: the host's TCP memory in pages (/proc/net/sockstat "TCP: ... mem N").
@@ -181,6 +203,35 @@ for line in open("/proc/keys"):
         [ "$made" = made ] || fail "the agent did not write through the allowed grant"
 }
 
+@test "hostwide: a writable grant of a bind mount of a system directory, or holding one beneath it, is refused (grant.system_directory)" {
+        local sysd=/etc/cron.d
+        [ -d "$sysd" ] || sysd=/etc/default
+        [ -d "$sysd" ] || skip "neither /etc/cron.d nor /etc/default exists here"
+        [ ! -e "$sysd/p" ] && [ ! -e /etc/p ] || skip "$sysd/p or /etc/p exists already"
+        mkdir -p "$T/x/w"
+        bind_or_skip "$sysd" "$T/x/bcron"
+        gx --write "$T/x/bcron" -- touch "$T/x/bcron/p"
+        [ ! -e "$sysd/p" ] || { rm -f "$sysd/p"; fail "the agent wrote $sysd/p through the bind mount"; }
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.system_directory ] || fail "--write of a bind of $sysd: expected grant.system_directory"
+        [[ "$stderr" == *--unsafe-write-system-dir* ]] || fail "the message names the option"
+        bind_or_skip /etc "$T/x/w/sub"
+        gx --write "$T/x/w" -- touch "$T/x/w/sub/p"
+        [ ! -e /etc/p ] || { rm -f /etc/p; fail "the agent wrote /etc/p through the submount"; }
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.system_directory ] || fail "--write of a parent of a bind of /etc"
+        [[ "$stderr" == *"through a mount beneath it"* ]] || fail "the message names the submount"
+        gx --workspace "$T/x" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.system_directory ] || fail "--workspace of a grandparent"
+        # Read-only stays allowed, and so does a writable grant beside the mounts.
+        gx --read "$T/x/w" -- /bin/cat "$T/x/w/sub/hostname"
+        [ -e /etc/hostname ] && expect_status 0
+        mkdir -p "$T/x/w/plain"
+        gx --write "$T/x/w/plain" -- touch "$T/x/w/plain/f"
+        expect_status 0
+}
+
 # ------------------------------------------------------------ gloved's runtime directory
 
 @test "hostwide: grants holding or inside a running gloved's runtime directory are refused (grant.gloved_runtime)" {
@@ -197,6 +248,86 @@ for line in open("/proc/keys"):
         [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--write of a parent"
         stop_gloved
         gx --read "$T" -- /bin/true
+        expect_status 0
+}
+
+@test "hostwide: a live gloved's state directory cannot be granted nor copied by --home-from (grant.gloved_runtime)" {
+        require_gloved
+        mkdir -p "$T/home/.local/state"
+        start_gloved_dirs "$T/rt" "$T/home/.local/state/glove"
+        [ -f "$ST/receipt.key" ] || fail "gloved made no receipt.key (the test proves nothing)"
+        gx --read "$ST" -- /bin/cat "$ST/receipt.key"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of the state dir: expected grant.gloved_runtime"
+        gx --read "$ST/leases" -- /bin/true
+        [ -d "$ST/leases" ] && { expect_glove_error 125; [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of leases/"; }
+        gx --home-from "$T/home/.local/state" -- /bin/cat /home/agent/glove/receipt.key
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--home-from a parent of the state dir"
+        gx --read "$T/home/.local" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a grandparent"
+        stop_gloved
+        gx --read "$ST" -- /bin/true
+        expect_status 0
+}
+
+@test "hostwide: a live gloved's runtime directory renamed after it started, or bind-mounted beneath a grant, is refused (grant.gloved_runtime)" {
+        require_gloved
+        mkdir -p "$T/W" "$T/B"
+        start_gloved_dirs "$T/W/rt2" "$T/st"
+        mv "$T/W/rt2" "$T/B/rt"
+        gx --read "$T/B" -- /bin/cat "$T/B/rt/bootstrap-secret"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of the new parent: expected grant.gloved_runtime"
+        [[ "$stderr" == *"$T/B/rt"* ]] || fail "the message names where the directory is now"
+        gx --read "$T/W" -- /bin/true
+        expect_status 0
+        bind_or_skip "$T/B" "$T/G/sub"
+        gx --read "$T/G" -- /bin/cat "$T/G/sub/rt/bootstrap-secret"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a parent of a bind of it"
+}
+
+# ------------------------------------------------------------ the audit log and the status file
+
+@test "hostwide: an audit log or status file with a hard link inside a grant is refused (audit.hard_link, status.hard_link)" {
+        mkdir -p "$T/logs" "$T/wg"
+        gx --audit-log "$T/logs/a.jsonl" -- /bin/true
+        expect_status 0
+        ln "$T/logs/a.jsonl" "$T/wg/hl.jsonl"
+        gx --write "$T/wg" --audit-log "$T/logs/a.jsonl" -- /bin/sh -c "echo forged >> $T/wg/hl.jsonl"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = audit.hard_link ] || fail "expected audit.hard_link"
+        ! grep -q forged "$T/logs/a.jsonl" || fail "the agent appended to the audit log"
+        # Hard links anywhere count, not only inside a grant.
+        rm "$T/wg/hl.jsonl"
+        ln "$T/logs/a.jsonl" "$T/logs/other.jsonl"
+        gx --audit-log "$T/logs/a.jsonl" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = audit.hard_link ] || fail "a second name outside the grants"
+        rm "$T/logs/other.jsonl"
+        gx --write "$T/wg" --audit-log "$T/logs/a.jsonl" -- /bin/true
+        expect_status 0
+        echo '{}' >"$T/logs/s.json"
+        ln "$T/logs/s.json" "$T/wg/s.json"
+        gx --write "$T/wg" --status-json "$T/logs/s.json" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = status.hard_link ] || fail "expected status.hard_link"
+}
+
+@test "hostwide: an audit log or status file whose directory is bind-mounted beneath a grant is refused (grant.exposes_*)" {
+        mkdir -p "$T/logs" "$T/wg"
+        bind_or_skip "$T/logs" "$T/wg/sub"
+        gx --write "$T/wg" --audit-log "$T/logs/a.jsonl" -- /bin/sh -c "echo forged >> $T/wg/sub/a.jsonl"
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.exposes_audit_log ] || fail "expected grant.exposes_audit_log"
+        ! grep -qs forged "$T/logs/a.jsonl" || fail "the agent appended to the audit log"
+        gx --read "$T/wg" --status-json "$T/logs/s.json" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.exposes_status_file ] || fail "expected grant.exposes_status_file"
+        # The same log beside the grant is fine.
+        gx --write "$T/wg" --audit-log "$T/other.jsonl" -- /bin/true
         expect_status 0
 }
 

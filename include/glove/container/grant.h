@@ -53,7 +53,20 @@ struct glove_grant_set {
          * (refused by default: "grant.system_directory"); set by the front
          * end from an explicitly unsafe option. */
         bool allow_system_write;
+        /* The protected regions (system trees, live gloveds' directories)
+         * and the mount table, computed by the first glove_grant_set_add
+         * and kept for the next ones; owned, freed by glove_grant_set_clear. */
+        struct glove_grant_protected *protected_regions;
 };
+
+/* Most processes looked at, and descriptors of one gloved read, when
+ * looking for the directories a live gloved holds open
+ * ("grant.gloved_runtime"; more fail closed). */
+#define GLOVE_GRANT_PROCS_MAX (4 * 1024 * 1024)
+#define GLOVE_GRANT_GLOVED_FDS_MAX 65536
+/* Most live gloveds (processes holding a listening gloved.sock) and
+ * directories they hold open, together, that are protected. */
+#define GLOVE_GRANT_PROTECTED_MAX 4096
 
 /* Longest /proc/net/unix read when looking for a gloved runtime directory
  * inside a directory grant ("grant.gloved_runtime"). */
@@ -81,15 +94,27 @@ void glove_grant_set_clear(struct glove_grant_set *set);
  *                          too) of /bin, /boot, /etc, /lib*, /opt, /root,
  *                          /sbin, /usr, /var or anything beneath them (not
  *                          /var/tmp, /var/home, /var/srv), /root and its
- *                          hidden entries, by path or by the identity of those
- *                          roots, unless set->allow_system_write;
+ *                          hidden entries, by path, or by region
+ *                          (glove/container/region.h: the grant's own region
+ *                          or that of a mount beneath it overlaps a system
+ *                          tree's, so a bind mount of /etc elsewhere counts),
+ *                          unless set->allow_system_write;
  *   "grant.gloved_runtime" the path is, or lies inside, a directory holding
  *                          gloved's control socket (gloved.sock) or
  *                          bootstrap secret; or a directory grant holds the
- *                          runtime directory of a running gloved (a listening
- *                          socket RUNTIME/gloved.sock in /proc/net/unix of
- *                          Glove's network namespace), also when unreadable
- *                          or longer than GLOVE_GRANT_UNIX_TABLE_MAX;
+ *                          path a running gloved's listening
+ *                          RUNTIME/gloved.sock is still bound at
+ *                          (/proc/net/unix); or a region the grant reaches
+ *                          overlaps a directory a live gloved other than this
+ *                          process holds open (a process named gloved*
+ *                          holding a gloved.sock socket; its /proc/PID/fd);
+ *                          also when /proc/net/unix is unreadable or longer
+ *                          than GLOVE_GRANT_UNIX_TABLE_MAX, or past
+ *                          GLOVE_GRANT_PROCS_MAX, GLOVE_GRANT_GLOVED_FDS_MAX,
+ *                          GLOVE_GRANT_PROTECTED_MAX;
+ *   "grant.mountinfo"      /proc/self/mountinfo cannot be read or parsed, or
+ *                          exceeds GLOVE_REGION_MOUNTINFO_MAX or
+ *                          GLOVE_REGION_MOUNTS_MAX (fail closed);
  *   "grant.conflict"       the same path, or one nested in another, with a
  *                          different mode (a path granted twice with the same
  *                          mode is merged);
@@ -103,7 +128,11 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
  * Refuses (-EPERM, "grant.exposes_audit_log") when the file whose canonical
  * absolute path is canonical_path, with identity (dev, ino), would be visible
  * through any grant: it lies beneath a granted directory, or is a granted
- * file (also when the grant reaches it through another hard link).
+ * file (also when the grant reaches it through another hard link), by path,
+ * or by region: the file's region lies beneath a region a directory grant
+ * reaches (its own or a mount's beneath it), or is a file grant's region.
+ * Reads /proc/self/mountinfo once per call (errors "grant.mountinfo").
+ * Hard links elsewhere are the caller's to refuse (a link count above 1).
  */
 int glove_grant_set_check_hidden(const struct glove_grant_set *set, const char *canonical_path,
                                  dev_t dev, ino_t ino, struct glove_error *err);
