@@ -284,7 +284,11 @@ static int prot_add_system(struct glove_grant_protected *p, struct glove_error *
                 return glove_error_set(err, errno, "grant.open", "cannot list /: %s", strerror(errno));
         struct dirent *e;
         size_t seen = 0;
-        while ((e = readdir(d)) && seen++ < GLOVE_REGION_MOUNTS_MAX) {
+        while ((e = readdir(d))) {
+                if (seen++ >= GLOVE_REGION_MOUNTS_MAX)
+                        return glove_error_set(err, E2BIG, "grant.open",
+                                               "/ has more than %d entries; cannot tell which are system trees",
+                                               GLOVE_REGION_MOUNTS_MAX);
                 bool root = strcmp(e->d_name, "root") == 0;
                 if (!root && !is_system_tree_name(e->d_name))
                         continue;
@@ -386,6 +390,7 @@ static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int f
         char **dirs = NULL;
         size_t n_dirs = 0;
         int r = 0;
+        bool cut = false;
         while ((e = readdir(d))) {
                 if (e->d_name[0] == '.')
                         continue;
@@ -400,6 +405,10 @@ static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int f
                 ssize_t l = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
                 if (l <= 0)
                         continue;
+                if ((size_t)l >= sizeof(link) - 1) {
+                        cut = true; /* possibly cut: refused below if this gloved is live */
+                        continue;
+                }
                 link[l] = '\0';
                 unsigned long ino;
                 if (sscanf(link, "socket:[%lu]", &ino) == 1) {
@@ -420,6 +429,12 @@ static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int f
                 dirs = nd;
                 n_dirs++;
         }
+        /* A directory a live gloved holds must not go unprotected because its
+         * name is too long to read whole. */
+        if (r >= 0 && live && cut)
+                r = glove_error_set(err, ENAMETOOLONG, "grant.gloved_runtime",
+                                    "gloved (pid %d) holds a descriptor whose path is longer than %d bytes",
+                                    (int)pid, GLOVE_PATH_MAX - 2);
         for (size_t i = 0; i < n_dirs; i++) {
                 _cleanup_free_ char *norm = NULL;
                 struct glove_error nerr = {0};
