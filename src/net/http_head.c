@@ -341,7 +341,7 @@ size_t glove_net_forward_head(const char *buf, size_t len, const struct glove_ne
 }
 
 size_t glove_net_response_close(const char *buf, size_t len, char *out, size_t cap) {
-        if (len < 16 || memcmp(buf, "HTTP/1.", 7) != 0 || memcmp(buf + len - 4, "\r\n\r\n", 4) != 0)
+        if (len < 16 || memcmp(buf, "HTTP/1.", 7) != 0 || glove_net_head_end(buf, len) != len)
                 return 0;
         /* "HTTP/1.x NNN": a final answer only (1xx heads pass unchanged). */
         if (buf[8] != ' ' || buf[9] < '2' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' ||
