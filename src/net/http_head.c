@@ -350,6 +350,9 @@ size_t glove_net_response_close(const char *buf, size_t len, char *out, size_t c
         const char *end = buf + len - 2, *eol = memchr(buf, '\r', (size_t)(end - buf));
         if (!eol || eol[1] != '\n' || glove_net_head_bare_lf(buf, len))
                 return 0;
+        for (size_t i = 0; i + 1 < len; i++)
+                if (buf[i] == '\r' && buf[i + 1] != '\n')
+                        return 0; /* a bare CR ("\r\r\n") would misplace the line ends */
         size_t n = 0;
         if (!put(out, cap, &n, buf, (size_t)(eol - buf) + 2))
                 return 0;
