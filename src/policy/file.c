@@ -86,13 +86,17 @@ static void path_index(char buf[GLOVE_JSON_PATH_MAX], const char *parent, size_t
 
 /* ---- "allow" and "deny" ---- */
 
-static int decode_names(struct glove_policy *p, const json_t *root, const char *key, struct glove_error *err) {
-        if (!json_object_get(root, key))
+int glove_policy_file_names(struct glove_policy *p, const json_t *obj, const char *parent, const char *key, bool deny,
+                            int (*add)(struct glove_policy *p, bool deny, const char *text, const char *what,
+                                       struct glove_error *err),
+                            struct glove_error *err) {
+        if (!json_object_get(obj, key))
                 return 0;
         json_t *arr;
         char path[GLOVE_JSON_PATH_MAX];
-        path_member(path, "$", key);
-        TRY_JSON(glove_json_get_array(root, key, NULL, GLOVE_POLICY_RULES_MAX, &arr, jerr), "policy.too_many_rules");
+        path_member(path, parent, key);
+        TRY_JSON(glove_json_get_array(obj, key, strcmp(parent, "$") == 0 ? NULL : parent, GLOVE_POLICY_RULES_MAX, &arr, jerr),
+                 "policy.too_many_rules");
         if (json_array_size(arr) == 0)
                 return fail(err, "policy.empty_list", path, "an empty list means nothing; leave the field out");
         for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -104,11 +108,15 @@ static int decode_names(struct glove_policy *p, const json_t *root, const char *
                 for (size_t k = 0; k < i; k++)
                         if (json_equal(json_array_get(arr, k), json_array_get(arr, i)))
                                 return fail(err, "policy.duplicate_rule", epath, "the same rule is listed twice");
-                int r = glove_policy_add_name_rule(p, strcmp(key, "deny") == 0, name, epath, err);
+                int r = add(p, deny, name, epath, err);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+static int decode_names(struct glove_policy *p, const json_t *root, const char *key, struct glove_error *err) {
+        return glove_policy_file_names(p, root, "$", key, strcmp(key, "deny") == 0, glove_policy_add_name_rule, err);
 }
 
 /* ---- "arguments" ---- */
@@ -235,12 +243,27 @@ static int decode_rule(struct glove_policy_arg_rule *rule, const json_t *obj, co
         return 0;
 }
 
+/* by_upstream: qualified is an upstream NAME alone (resource rules). */
+static bool upstream_name_valid(const char *s) {
+        size_t n = strlen(s);
+        if (n == 0 || n > GLOVE_POLICY_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+                        return false;
+        return true;
+}
+
 static int decode_tool_rules(struct glove_policy *p, const char *qualified, const json_t *arr, const char *path,
-                             struct glove_error *err) {
+                             bool by_upstream, struct glove_error *err) {
         size_t name_len;
         bool wildcard;
         const char *why;
-        if (!glove_policy_name_parse(qualified, false, &name_len, &wildcard, &why))
+        if (by_upstream) {
+                if (!upstream_name_valid(qualified))
+                        return fail(err, "policy.bad_upstream_name", path, "expected an upstream NAME, [a-z0-9_-]{1,32}");
+                name_len = strlen(qualified);
+        } else if (!glove_policy_name_parse(qualified, false, &name_len, &wildcard, &why))
                 return fail(err, "policy.bad_tool_name", path, why);
         if (!json_is_array(arr))
                 return fail(err, "policy.wrong_type", path, "expected an array of argument rules");
@@ -278,31 +301,38 @@ static int decode_tool_rules(struct glove_policy *p, const char *qualified, cons
         return 0;
 }
 
-static int decode_arguments(struct glove_policy *p, const json_t *root, struct glove_error *err) {
+int glove_policy_file_arguments(struct glove_policy *p, const json_t *root, const char *parent, bool by_upstream,
+                                struct glove_error *err) {
         json_t *obj;
+        char apath[GLOVE_JSON_PATH_MAX];
+        path_member(apath, parent, "arguments");
         if (!json_object_get(root, "arguments"))
                 return 0;
-        TRY_JSON(glove_json_get_object(root, "arguments", NULL, &obj, jerr), NULL);
+        TRY_JSON(glove_json_get_object(root, "arguments", strcmp(parent, "$") == 0 ? NULL : parent, &obj, jerr), NULL);
         if (json_object_size(obj) == 0)
-                return fail(err, "policy.empty_list", "$.arguments", "no tools; leave the field out");
+                return fail(err, "policy.empty_list", apath, by_upstream ? "no upstreams; leave the field out" : "no tools; leave the field out");
         if (json_object_size(obj) > GLOVE_POLICY_RULES_MAX)
                 return glove_error_set(err, ENOSPC, "policy.too_many_rules",
-                                       "$.arguments: a policy holds at most %d rules", GLOVE_POLICY_RULES_MAX);
+                                       "%s: a policy holds at most %d rules", apath, GLOVE_POLICY_RULES_MAX);
         const char *key;
         json_t *value;
         json_object_foreach(obj, key, value) {
                 char path[GLOVE_JSON_PATH_MAX];
-                path_member(path, "$.arguments", key);
-                int r = decode_tool_rules(p, key, value, path, err);
+                path_member(path, apath, key);
+                int r = decode_tool_rules(p, key, value, path, by_upstream, err);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
+static int decode_arguments(struct glove_policy *p, const json_t *root, struct glove_error *err) {
+        return glove_policy_file_arguments(p, root, "$", false, err);
+}
+
 /* ---- the document ---- */
 
-static const char *const top_keys[] = {"version", "allow", "deny", "arguments", NULL};
+static const char *const top_keys[] = {"version", "allow", "deny", "arguments", "prompts", "resources", NULL};
 
 static int decode_document(struct glove_policy *p, const json_t *root, struct glove_error *err) {
         int64_t version;
@@ -317,6 +347,8 @@ static int decode_document(struct glove_policy *p, const json_t *root, struct gl
                 r = decode_names(p, root, "deny", err);
         if (r >= 0)
                 r = decode_arguments(p, root, err);
+        if (r >= 0)
+                r = glove_policy_file_features(p, root, err);
         return r;
 }
 

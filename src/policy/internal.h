@@ -16,6 +16,8 @@
 #include "glove/base/path.h"
 #include "glove/policy/policy.h"
 
+#include <jansson.h>
+
 /* Rules in one policy, counted over allow, deny and argument rules together
  * (command line and files merged). */
 #define GLOVE_POLICY_RULES_MAX 1024
@@ -83,6 +85,14 @@ struct glove_policy {
         struct glove_policy_tool *tools;
         size_t n_tools, cap_tools;
         size_t n_rules; /* n_allow + n_deny + every tool's n_rules */
+        /* Owned, NULL until a rule of the kind is added (features.c): the
+         * prompt rules, a policy of their own over "NAME.PROMPT" names; and
+         * the resource rules, whose allow/deny entries are "NAME:PATTERN"
+         * (wildcard: PATTERN ends with "*", a prefix) and whose argument
+         * rules are keyed by the upstream NAME alone. Each holds at most
+         * GLOVE_POLICY_RULES_MAX rules of its own. */
+        struct glove_policy *prompts;
+        struct glove_policy *resources;
 };
 
 /* ---- name.c ---- */
@@ -154,6 +164,11 @@ bool glove_policy_path_within(const char *s, size_t len, const char *root);
 int glove_policy_add_name_rule(struct glove_policy *policy, bool deny, const char *qualified, const char *what,
                                struct glove_error *err);
 
+/* As glove_policy_add_name_rule, for a qualified text already checked by
+ * the caller (name_len bytes of NAME; wildcard as it decided). */
+int glove_policy_add_rule_parsed(struct glove_policy *policy, bool deny, const char *qualified, size_t name_len,
+                                 bool wildcard, const char *what, struct glove_error *err);
+
 /*
  * Appends *rule (its strings are taken over on success and on failure: the
  * rule is cleared either way) to the argument rules of qualified (a
@@ -169,3 +184,39 @@ int glove_policy_add_arg_rule(struct glove_policy *policy, const char *qualified
  * policy.no_memory (-ENOMEM).
  */
 int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, struct glove_error *err);
+
+/* ---- features.c ---- */
+
+/* Longest resource URI (or pattern) a rule or a check handles, bytes. */
+#define GLOVE_POLICY_URI_MAX 4096
+
+/*
+ * Checks a resource rule "NAME:PATTERN": NAME as for tools; PATTERN 1 to
+ * GLOVE_POLICY_URI_MAX bytes of UTF-8 without control characters, with "*"
+ * only as its last byte (a prefix pattern). Stores NAME's length and whether
+ * it is a prefix pattern; else false with a static *why.
+ */
+bool glove_policy_resource_rule_parse(const char *spec, size_t *name_len, bool *prefix, const char **why);
+
+/* The child policy *slot (policy->prompts or ->resources), created when
+ * missing. Returns it or NULL (ENOMEM, err set). */
+struct glove_policy *glove_policy_child(struct glove_policy **slot, struct glove_error *err);
+
+/* ---- file.c, used by file_features.c ---- */
+
+/* Decodes the optional array member key of obj (at JSON path parent) as
+ * allow (deny false) or deny rules added with add. */
+int glove_policy_file_names(struct glove_policy *p, const json_t *obj, const char *parent, const char *key, bool deny,
+                            int (*add)(struct glove_policy *p, bool deny, const char *text, const char *what,
+                                       struct glove_error *err),
+                            struct glove_error *err);
+
+/* Decodes the optional object member "arguments" of obj (at parent): keys
+ * are qualified names (by_upstream false) or upstream names (true), values
+ * arrays of argument rules. */
+int glove_policy_file_arguments(struct glove_policy *p, const json_t *obj, const char *parent, bool by_upstream,
+                                struct glove_error *err);
+
+/* file_features.c: the optional "prompts" and "resources" members of the
+ * document root. */
+int glove_policy_file_features(struct glove_policy *p, const json_t *root, struct glove_error *err);

@@ -34,6 +34,8 @@ void glove_policy_free(struct glove_policy *policy) {
         free(policy->allow);
         free(policy->deny);
         free(policy->tools);
+        glove_policy_free(policy->prompts);
+        glove_policy_free(policy->resources);
         free(policy);
 }
 
@@ -77,6 +79,11 @@ int glove_policy_add_name_rule(struct glove_policy *policy, bool deny, const cha
                 return glove_error_set(err, EINVAL, "policy.invalid_argument", "no policy");
         if (!glove_policy_name_parse(qualified, true, &name_len, &wildcard, &why))
                 return glove_error_set(err, EINVAL, "policy.bad_tool_name", "%s: %s", what, why);
+        return glove_policy_add_rule_parsed(policy, deny, qualified, name_len, wildcard, what, err);
+}
+
+int glove_policy_add_rule_parsed(struct glove_policy *policy, bool deny, const char *qualified, size_t name_len,
+                                 bool wildcard, const char *what, struct glove_error *err) {
         struct glove_policy_name_rule **arr = deny ? &policy->deny : &policy->allow;
         size_t *n = deny ? &policy->n_deny : &policy->n_allow;
         size_t *cap = deny ? &policy->cap_deny : &policy->cap_allow;
@@ -231,7 +238,27 @@ static size_t name_rules_move(struct glove_policy_name_rule *arr, size_t n, stru
         return n;
 }
 
+/* Merges from->prompts and from->resources into policy's own (created
+ * when missing). */
+static int merge_children(struct glove_policy *policy, struct glove_policy *from, struct glove_error *err) {
+        struct glove_policy **mine[] = {&policy->prompts, &policy->resources};
+        struct glove_policy *theirs[] = {from->prompts, from->resources};
+        for (size_t i = 0; i < 2; i++) {
+                if (!theirs[i])
+                        continue;
+                if (!*mine[i] && glove_policy_new(mine[i]) < 0)
+                        return no_memory(err);
+                int r = glove_policy_merge(*mine[i], theirs[i], err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, struct glove_error *err) {
+        int cr = merge_children(policy, from, err);
+        if (cr < 0)
+                return cr;
         size_t new_allow = name_rules_new(policy->allow, policy->n_allow, from->allow, from->n_allow);
         size_t new_deny = name_rules_new(policy->deny, policy->n_deny, from->deny, from->n_deny);
         size_t new_args = 0, new_tools = 0;
@@ -409,6 +436,15 @@ bool glove_policy_rule_at(const struct glove_policy *policy, size_t i, struct gl
 
 int glove_policy_check_upstreams(const struct glove_policy *policy, const char *const *names, size_t n,
                                  struct glove_error *err) {
+        const struct glove_policy *children[] = {policy ? policy->prompts : NULL, policy ? policy->resources : NULL};
+        static const char *const child_names[] = {"prompt rule", "resource rule"};
+        for (size_t c = 0; c < 2; c++) {
+                int r = children[c] ? glove_policy_check_upstreams(children[c], names, n, err) : 0;
+                if (r < 0) {
+                        glove_error_prefix(err, "%s", child_names[c]);
+                        return r;
+                }
+        }
         struct glove_policy_rule_ref ref;
         for (size_t i = 0; glove_policy_rule_at(policy, i, &ref); i++) {
                 bool known = false;
@@ -466,5 +502,17 @@ json_t *glove_policy_to_json(const struct glove_policy *policy) {
                 json_decref(deny);
                 return NULL;
         }
-        return json_pack("{s:o,s:o,s:o}", "allow", allow, "deny", deny, "arguments", args);
+        json_t *out = json_pack("{s:o,s:o,s:o}", "allow", allow, "deny", deny, "arguments", args);
+        /* Prompt and resource rules (docs/policy.md), only when there are any. */
+        const struct glove_policy *children[] = {policy->prompts, policy->resources};
+        static const char *const keys[] = {"prompts", "resources"};
+        for (size_t c = 0; out && c < 2; c++) {
+                if (!children[c] || children[c]->n_rules == 0)
+                        continue;
+                if (json_object_set_new(out, keys[c], glove_policy_to_json(children[c])) < 0) {
+                        json_decref(out);
+                        out = NULL;
+                }
+        }
+        return out;
 }

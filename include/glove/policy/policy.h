@@ -133,6 +133,76 @@ int glove_policy_check_upstreams(const struct glove_policy *policy, const char *
 json_t *glove_policy_to_json(const struct glove_policy *policy);
 
 /*
+ * Prompts and resources (docs/policy.md, "Prompts and resources"). Default
+ * deny, deny wins, as for tools; each kind keeps its own rules (at most
+ * 1024 each) apart from the tool rules, so "--allow ev.*" allows no prompt.
+ *
+ * Prompts are named NAME.PROMPT exactly as tools are NAME.TOOL (same
+ * syntax, same wildcard NAME.*, same argument rules, whose pointers look
+ * into the prompts/get "arguments" object: "/city"). Errors as for
+ * glove_policy_allow / glove_policy_allow_arg.
+ */
+int glove_policy_allow_prompt(struct glove_policy *policy, const char *qualified, struct glove_error *err);
+int glove_policy_deny_prompt(struct glove_policy *policy, const char *qualified, struct glove_error *err);
+int glove_policy_allow_prompt_arg(struct glove_policy *policy, const char *spec, struct glove_error *err);
+
+/* As glove_policy_tool_visible, for upstream's prompt. */
+bool glove_policy_prompt_visible(const struct glove_policy *policy, const char *upstream, const char *prompt);
+
+/* As glove_policy_check_call, for a prompts/get (arguments: its
+ * "arguments" member, NULL when absent). */
+void glove_policy_check_prompt(const struct glove_policy *policy, const char *upstream, const char *prompt,
+                               const json_t *arguments, struct glove_policy_verdict *verdict);
+
+/*
+ * Resource rules "NAME:PATTERN" name the upstream's own URIs (never the
+ * glove:// form the agent sees): PATTERN is a literal URI, or a prefix when
+ * it ends with "*" (the only place "*" may be; "NAME:*" is every URI of
+ * NAME). 1 to 4096 bytes of UTF-8 without control characters. Errors:
+ * "policy.bad_resource_rule" (-EINVAL), "policy.too_many_rules",
+ * "policy.no_memory".
+ */
+int glove_policy_allow_resource(struct glove_policy *policy, const char *spec, struct glove_error *err);
+int glove_policy_deny_resource(struct glove_policy *policy, const char *spec, struct glove_error *err);
+
+/* True when uri[0..len) is a URI a resource rule could match: 1 to 4096
+ * bytes of UTF-8 without control characters (C0 including NUL, DEL, C1). */
+bool glove_policy_resource_uri_valid(const char *uri, size_t len);
+
+/*
+ * Decides a resources/read (or subscribe, or a listed resource) of
+ * upstream's uri[0..len) (the upstream's own URI): denied when the URI is
+ * not valid (above), a deny rule matches, no allow rule matches, or an
+ * argument rule of the upstream's resources fails. Argument rules look at
+ * {"uri": URI, "path": P}, where P is the percent-decoded path of a local
+ * file: URI (file:///P or file://localhost/P; absent for any other URI or
+ * one that decodes to a NUL, so a rule on /path then fails). Rules read
+ * "allow resource NAME:PATTERN", "deny resource NAME:PATTERN",
+ * "resource NAME:/path path_within /data", "default deny".
+ */
+void glove_policy_check_resource(const struct glove_policy *policy, const char *upstream, const char *uri, size_t len,
+                                 struct glove_policy_verdict *verdict);
+
+/* True when a resource template of upstream may be listed and completed:
+ * its uriTemplate text, taken as a URI, is allowed by the allow and deny
+ * patterns (argument rules apply to the URIs read, not to templates). */
+bool glove_policy_resource_template_visible(const struct glove_policy *policy, const char *upstream,
+                                            const char *uri_template, size_t len);
+
+/* The percent-decoded path of a local file: URI uri[0..len), a new string
+ * (free it), or NULL (not such a URI, malformed escape, a NUL, ENOMEM). */
+char *glove_policy_file_uri_path(const char *uri, size_t len);
+
+enum glove_policy_feature {
+        GLOVE_POLICY_FEATURE_PROMPTS,
+        GLOVE_POLICY_FEATURE_RESOURCES,
+};
+
+/* True when some allow rule of the kind names upstream (NUL-terminated):
+ * whether announcing the feature for it could ever serve the agent. */
+bool glove_policy_allows_any(const struct glove_policy *policy, enum glove_policy_feature feature, const char *upstream);
+
+/*
  * RFC 6901 JSON Pointer: the value at pointer inside root (borrowed), or
  * NULL when absent. "" is root itself. Errors: -EINVAL for a malformed pointer
  * (not starting with "/", or a "~" not followed by 0 or 1).
