@@ -14,6 +14,8 @@ void glove_kernel_calls_remove(struct glove_kernel_calls *calls, struct glove_ke
         json_decref(call->agent_id);
         if (call->progress_token)
                 json_decref(call->progress_token);
+        json_decref(call->subject);
+        json_decref(call->gathered);
         memset(call, 0, sizeof(*call));
         calls->count--;
 }

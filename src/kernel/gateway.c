@@ -64,6 +64,8 @@ void gw_check_startup(struct glove_kernel_gateway *gw) {
         for (size_t i = 0; i < gw->n_ups; i++)
                 if (!gw->ups[i].left_out && glove_mcp_upstream_state(gw->ups[i].u) != GLOVE_MCP_UPSTREAM_READY)
                         return;
+        if (!gw_own_names_ready(gw))
+                return; /* the prompts of own-names upstreams are being listed; this is called again */
         gw->startup_timer = sd_event_source_disable_unref(gw->startup_timer);
         int rr = gw->cfg.notify(gw, GLOVE_KERNEL_GATEWAY_READY, NULL, gw->cfg.userdata);
         if (rr >= 0 && !gw->stopping)
@@ -183,6 +185,8 @@ static void up_message(void *userdata, struct glove_mcp_upstream *u, struct glov
                 gw_upstream_response(gu->gw, gu, m);
         else if (m->kind == GLOVE_MCP_NOTIFICATION && strcmp(m->method, "notifications/progress") == 0 && gu->gw->released)
                 gw_upstream_progress(gu->gw, gu, m);
+        else if (m->kind == GLOVE_MCP_NOTIFICATION && strcmp(m->method, "notifications/resources/updated") == 0 && gu->gw->released)
+                gw_feature_updated(gu->gw, gu, m);
         /* Other notifications (logging, resources) are not relayed. */
 }
 
@@ -265,6 +269,7 @@ static int start_upstreams(struct glove_kernel_gateway *gw, struct glove_error *
                 gu->gw = gw;
                 gu->index = i;
                 gu->optional = gw->cfg.upstream_optional && gw->cfg.upstream_optional[i];
+                gu->own_names = gw->cfg.upstream_own_names && gw->cfg.upstream_own_names[i];
                 gu->cfg = (struct glove_mcp_upstream_config){
                         .max_frame = gw->cfg.max_frame,
                         .max_frame_name = gw->cfg.max_frame_name,
@@ -365,6 +370,8 @@ void glove_kernel_gateway_free(struct glove_kernel_gateway *gw) {
         for (size_t i = 0; i < gw->n_ups; i++) {
                 glove_mcp_upstream_free(gw->ups[i].u);
                 gw->ups[i].u = NULL;
+                json_decref(gw->ups[i].subscribed);
+                json_decref(gw->ups[i].prompt_names);
         }
         gw->agent_out_src = sd_event_source_disable_unref(gw->agent_out_src);
         gw->agent_in_src = sd_event_source_disable_unref(gw->agent_in_src);

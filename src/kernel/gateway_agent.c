@@ -58,8 +58,9 @@ void gw_agent_error(struct glove_kernel_gateway *gw, const json_t *id, int code,
 /* Appends the tools of u that policy shows, from the start-th visible one
  * on, until page holds a whole page; *index counts visible tools. Returns
  * true when there are more than fit. */
-static bool list_upstream_tools(struct glove_kernel_gateway *gw, const struct glove_mcp_upstream *u, size_t start,
+static bool list_upstream_tools(struct glove_kernel_gateway *gw, const struct gw_upstream *gu, size_t start,
                                 size_t *index, json_t *page) {
+        const struct glove_mcp_upstream *u = gu->u;
         const char *uname = glove_mcp_upstream_name(u);
         size_t k;
         json_t *t;
@@ -75,7 +76,10 @@ static bool list_upstream_tools(struct glove_kernel_gateway *gw, const struct gl
                         return true;
                 json_t *copy = json_deep_copy(t);
                 char qualified[GLOVE_KERNEL_TOOL_MAX + 64];
-                snprintf(qualified, sizeof(qualified), "%s.%s", uname, tname);
+                if (gu->own_names) /* --upstream-own-names */
+                        snprintf(qualified, sizeof(qualified), "%s", tname);
+                else
+                        snprintf(qualified, sizeof(qualified), "%s.%s", uname, tname);
                 json_object_set_new(copy, "name", json_string(qualified));
                 json_array_append_new(page, copy);
         }
@@ -102,7 +106,7 @@ static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id,
                 const struct glove_mcp_upstream *u = gw->ups[i].u;
                 if (glove_mcp_upstream_state(u) == GLOVE_MCP_UPSTREAM_DEAD || !glove_mcp_upstream_tools(u))
                         continue;
-                more = list_upstream_tools(gw, u, start, &index, tools);
+                more = list_upstream_tools(gw, &gw->ups[i], start, &index, tools);
         }
         json_t *result = json_pack("{s:o}", "tools", tools);
         if (more && result) {
@@ -117,6 +121,9 @@ static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id,
  * at start (the agent's way to tell that tools it may expect are absent). */
 static json_t *initialize_result(struct glove_kernel_gateway *gw, const json_t *params) {
         json_t *result = glove_kernel_gateway_initialize_result(params);
+        json_t *caps = result ? json_object_get(result, "capabilities") : NULL;
+        if (caps)
+                gw_feature_capabilities(gw, caps); /* resources, prompts, completions */
         size_t count = 0;
         for (size_t i = 0; i < gw->n_ups; i++)
                 count += gw->ups[i].left_out;
@@ -167,6 +174,8 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 handle_tools_list(gw, m->id, m->params);
         else if (strcmp(method, "tools/call") == 0)
                 gw_handle_tools_call(gw, m->id, m->params);
+        else if (gw_feature_request(gw, m->id, method, m->params))
+                ; /* resources, prompts, completion */
         else
                 gw_agent_error(gw, m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL);
 }

@@ -23,9 +23,15 @@ static json_t *call_result_fields(struct glove_kernel_call *c, const char *statu
 static void call_finish(struct glove_kernel_gateway *gw, struct glove_kernel_call *c, const char *status) {
         /* The shared timer is left as it is: if it fires for a call that is
          * gone, the scan finds nothing due and re-arms. */
-        if (gw_auditing(gw))
-                gw_audit(gw, "call_result", call_result_fields(c, status));
+        if (gw_auditing(gw) && !c->internal)
+                gw_audit(gw, c->kind == GLOVE_KERNEL_REQUEST_TOOL_CALL ? "call_result" : "request_result",
+                         c->kind == GLOVE_KERNEL_REQUEST_TOOL_CALL ? call_result_fields(c, status)
+                                                                    : gw_request_result_fields(c, status));
         glove_kernel_calls_remove(gw->calls, c);
+}
+
+void gw_call_finish(struct glove_kernel_gateway *gw, struct glove_kernel_call *c, const char *status) {
+        call_finish(gw, c, status);
 }
 
 /* Arms the shared call timer at deadline when it is off or set later. */
@@ -37,6 +43,11 @@ static void call_timer_arm(struct glove_kernel_gateway *gw, uint64_t deadline) {
         gw->call_timer_at = deadline;
 }
 
+void gw_call_started(struct glove_kernel_gateway *gw, struct glove_kernel_call *c) {
+        c->start_us = glove_time_monotonic_us();
+        call_timer_arm(gw, c->start_us + timeout_us(gw));
+}
+
 static void call_timeout(struct glove_kernel_gateway *gw, struct glove_kernel_call *c) {
         struct glove_mcp_upstream *u = gw->ups[c->upstream].u;
         char rule[64];
@@ -44,13 +55,21 @@ static void call_timeout(struct glove_kernel_gateway *gw, struct glove_kernel_ca
                 snprintf(rule, sizeof(rule), "%s", gw->cfg.call_timeout_rule);
         else
                 snprintf(rule, sizeof(rule), "call_timeout_ms %lld", (long long)gw->cfg.call_timeout_ms);
-        gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_TIMEOUT, "the upstream did not answer in time", "upstream_timeout", rule);
+        if (!c->internal)
+                gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_TIMEOUT, "the upstream did not answer in time", "upstream_timeout",
+                               rule);
         /* Finished before the send: a send that finds the upstream dead
          * fails its calls at once, and this one must not be among them. */
         int64_t upstream_id = c->upstream_id;
         size_t upstream = c->upstream;
+        bool internal = c->internal;
         call_finish(gw, c, "timeout");
         glove_kernel_calls_bury(gw->calls, upstream, upstream_id, GLOVE_KERNEL_TOMBSTONE_TIMEOUT);
+        if (internal) { /* Glove's own start-up listing: the start fails */
+                glove_error_set(&gw->err, ETIMEDOUT, "upstream.start", "upstream %s did not answer prompts/list within %lld ms",
+                                glove_mcp_upstream_name(u), (long long)gw->cfg.call_timeout_ms);
+                gw_fail(gw);
+        }
         json_t *params = json_pack("{s:I,s:s}", "requestId", (json_int_t)upstream_id, "reason", "timeout");
         glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/cancelled", params));
 }
@@ -84,8 +103,9 @@ void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream) {
                 struct glove_kernel_call *c = &gw->calls->slots[i];
                 if (!c->used || c->upstream != upstream)
                         continue;
-                gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running", "upstream_unavailable",
-                               glove_mcp_upstream_name(gw->ups[upstream].u));
+                if (!c->internal)
+                        gw_agent_error(gw, c->agent_id, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running",
+                                       "upstream_unavailable", glove_mcp_upstream_name(gw->ups[upstream].u));
                 call_finish(gw, c, "unavailable");
         }
 }
@@ -116,6 +136,10 @@ static int hash_arguments(const json_t *args, char out[65]) {
                 return rr;
         glove_digest_hex_encode(d, sizeof(d), out, 65);
         return 0;
+}
+
+int gw_hash_arguments(const json_t *args, char out[65]) {
+        return hash_arguments(args, out);
 }
 
 /* The fields of a call record, or NULL when they cannot be built (out of
@@ -236,8 +260,13 @@ void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, jso
                             "tools/call needs params.name, a tool name string", "invalid_params", "params.name", args);
                 return;
         }
-        const char *tool = NULL;
-        struct gw_upstream *gu = find_upstream(gw, name, &tool);
+        const char *tool = name;
+        struct gw_upstream *gu = gw_own_name_upstream(gw, GLOVE_KERNEL_REQUEST_TOOL_CALL, name);
+        if (!gu) {
+                gu = find_upstream(gw, name, &tool);
+                if (gu && gu->own_names)
+                        gu = NULL; /* its tools have their own names only */
+        }
         bool dead = gu && glove_mcp_upstream_state(gu->u) == GLOVE_MCP_UPSTREAM_DEAD;
         if (!gu || (!dead && !glove_mcp_upstream_has_tool(gu->u, tool))) {
                 refuse_call(gw, id, name, GLOVE_RPC_INVALID_PARAMS, "unknown tool", "unknown_tool", "no such upstream tool", args);
@@ -297,6 +326,10 @@ void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
                          json_pack("{s:s,s:O,s:s}", "from", glove_mcp_upstream_name(gu->u), "id", m->id, "reason", why));
                 return;
         }
+        if (c->kind != GLOVE_KERNEL_REQUEST_TOOL_CALL) {
+                gw_feature_response(gw, gu, c, m);
+                return;
+        }
         bool is_error = json_object_get(m->root, "error") != NULL;
         json_t *out = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "id", c->agent_id);
         if (out)
@@ -321,6 +354,13 @@ void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *
         snprintf(rule, sizeof(rule), "%s %zu", gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "max_frame", gw->cfg.max_frame);
         snprintf(message, sizeof(message), "the upstream's response is longer than %s",
                  gw->cfg.max_frame_name ? gw->cfg.max_frame_name : "the frame bound");
+        if (c->internal) { /* Glove's own start-up listing: the start fails */
+                glove_error_set(&gw->err, EMSGSIZE, "upstream.protocol", "upstream %s: its prompts/list answer is %s",
+                                glove_mcp_upstream_name(gu->u), message + strlen("the upstream's response is "));
+                call_finish(gw, c, "too_large");
+                gw_fail(gw);
+                return;
+        }
         gw_agent_error(gw, c->agent_id, GLOVE_RPC_RESPONSE_TOO_LARGE, message, "response_too_large", rule);
         call_finish(gw, c, "too_large");
 }

@@ -19,6 +19,9 @@ struct gw_upstream {
         struct glove_mcp_upstream_config cfg;   /* the client's configuration; userdata is this */
         bool optional;                    /* cfg.upstream_optional[index] */
         bool left_out;                    /* optional, and started without (GLOVE_KERNEL_GATEWAY_LEFT_OUT) */
+        bool own_names;                   /* cfg.upstream_own_names[index]: tools, prompts and URIs unqualified */
+        json_t *subscribed;               /* owned or NULL: {URI: true} the agent subscribed to (upstream URIs) */
+        json_t *prompt_names;             /* owned or NULL: its prompt names listed at start (own-names runs) */
         char left_out_why[160];           /* why, for the agent's instructions */
 };
 
@@ -40,6 +43,7 @@ struct glove_kernel_gateway {
         sd_event_source *call_timer;
         uint64_t call_timer_at;           /* armed deadline (monotonic µs), 0 when off */
 
+        int own_names_stage;              /* 0: not checked, 1: prompts being listed, 2: checked */
         bool constructing;                /* inside glove_kernel_gateway_new: failures are returned, not notified */
         bool attached, released, stopping, agent_gone, finished;
         struct glove_error err;           /* the latest failure */
@@ -73,3 +77,35 @@ void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *g
 void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream);
 void gw_finish_all_calls(struct glove_kernel_gateway *gw, const char *status);
 int gw_on_call_timer(sd_event_source *s, uint64_t usec, void *userdata);
+/* SHA-256 hex of args as call records give it ("{}" when NULL); out
+ * empty on failure. Returns 0 or -errno. */
+int gw_hash_arguments(const json_t *args, char out[65]);
+/* Ends c: its result record (call_result or request_result), its slot. */
+void gw_call_finish(struct glove_kernel_gateway *gw, struct glove_kernel_call *c, const char *status);
+/* c is forwarded now: its start time, the shared timer armed. */
+void gw_call_started(struct glove_kernel_gateway *gw, struct glove_kernel_call *c);
+
+/* gateway_features.c: resources, prompts, completion (docs/mcp-mediation.md) */
+/* Handles the agent's request method when it is one of the features;
+ * false when it is not (the caller goes on). */
+bool gw_feature_request(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params);
+/* The upstream's answer to a non-tool request c. */
+void gw_feature_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c,
+                         struct glove_mcp_message *m);
+/* notifications/resources/updated from gu. */
+void gw_feature_updated(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* The fields of a request_result record (NULL: ENOMEM). */
+json_t *gw_request_result_fields(const struct glove_kernel_call *c, const char *status);
+/* The own-names upstream (--upstream-own-names) whose tool (kind
+ * TOOL_CALL) or prompt (PROMPT_GET) is name, or NULL. */
+struct gw_upstream *gw_own_name_upstream(struct glove_kernel_gateway *gw, enum glove_kernel_request_kind kind,
+                                         const char *name);
+/* The initialize result's resources, prompts and completions capabilities,
+ * added to caps (an object). */
+void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps);
+/* With own-names upstreams, before READY: lists the prompts of every
+ * upstream offering them (once; false until that is done, then
+ * gw_check_startup is called again), then refuses names the agent would
+ * see twice (gw->err "gateway.name_collision", gw_fail; false). True when
+ * the start may go on. */
+bool gw_own_names_ready(struct glove_kernel_gateway *gw);

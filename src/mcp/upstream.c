@@ -36,6 +36,7 @@ struct glove_mcp_upstream {
         size_t listed;                             /* entries received while LISTING, dropped ones included */
         bool relist;                               /* list_changed arrived while listing */
         bool has_tools;                            /* the upstream advertised the tools capability */
+        json_t *capabilities;                      /* owned: the initialize result's capabilities object, or NULL */
         char protocol_version[32];
         int exit_code, exit_signal;                /* once reaped; -1 when unknown */
 };
@@ -390,6 +391,8 @@ static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *resul
         snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
         json_t *caps = json_object_get(result, "capabilities");
         u->has_tools = json_is_object(caps) && json_is_object(json_object_get(caps, "tools"));
+        json_decref(u->capabilities);
+        u->capabilities = json_is_object(caps) ? json_incref(caps) : NULL;
         glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/initialized", NULL));
         if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
                 return;
@@ -596,6 +599,7 @@ void glove_mcp_upstream_free(struct glove_mcp_upstream *u) {
         glove_closep(&u->out_fd);
         json_decref(u->tools);
         json_decref(u->listing);
+        json_decref(u->capabilities);
         glove_mcp_reader_free(&u->reader);
         glove_mcp_writer_free(&u->writer);
         free(u);
@@ -634,4 +638,8 @@ bool glove_mcp_upstream_has_tool(const struct glove_mcp_upstream *u, const char 
 
 bool glove_mcp_upstream_listed(const struct glove_mcp_upstream *u) {
         return u->ever_ready;
+}
+
+const json_t *glove_mcp_upstream_capabilities(const struct glove_mcp_upstream *u) {
+        return u->capabilities;
 }

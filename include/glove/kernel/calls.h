@@ -24,8 +24,34 @@
  * it ever comes, is then dropped as an unknown id: never delivered either). */
 #define GLOVE_KERNEL_TOMBSTONES_MAX 4096
 
+/* What a forwarded request is (docs/mcp-mediation.md): a tools/call, or
+ * one of the other requests Glove forwards to one upstream, or a list
+ * gathered from every upstream in turn (one slot, re-keyed to each
+ * upstream request it sends). */
+enum glove_kernel_request_kind {
+        GLOVE_KERNEL_REQUEST_TOOL_CALL = 0,
+        GLOVE_KERNEL_REQUEST_RESOURCE_READ,
+        GLOVE_KERNEL_REQUEST_SUBSCRIBE,
+        GLOVE_KERNEL_REQUEST_UNSUBSCRIBE,
+        GLOVE_KERNEL_REQUEST_PROMPT_GET,
+        GLOVE_KERNEL_REQUEST_COMPLETE,
+        GLOVE_KERNEL_REQUEST_LIST_RESOURCES,
+        GLOVE_KERNEL_REQUEST_LIST_TEMPLATES,
+        GLOVE_KERNEL_REQUEST_LIST_PROMPTS,
+};
+
 struct glove_kernel_call {
         bool used;
+        enum glove_kernel_request_kind kind;   /* TOOL_CALL unless set */
+        json_t *subject;             /* owned or NULL: what a non-tool request is about, for its records
+                                      * (the URI as the agent named it, a prompt, a completion ref) */
+        json_t *gathered;            /* owned or NULL: a list's entries gathered so far (an array) */
+        size_t list_start;           /* a list: the agent's offset (its cursor) */
+        size_t list_seen;            /* a list: visible entries met so far */
+        size_t list_pages;           /* a list: pages asked of the current upstream */
+        size_t list_entries;         /* a list: entries of the current upstream so far */
+        bool list_more;              /* a list: more entries than the page holds */
+        bool internal;               /* Glove's own request (a start-up listing): answered to no agent */
         json_t *agent_id;            /* owned reference: the agent's request id (string or integer) */
         size_t upstream;             /* index of the upstream the call went to */
         int64_t upstream_id;         /* id Glove gave the forwarded request */

@@ -89,6 +89,13 @@ struct glove_kernel_gateway_config {
          * tools/list, calls to them answer upstream_unavailable, and the
          * initialize result's "instructions" name it. */
         const bool *upstream_optional;
+        /* Borrowed array of n_upstreams, or NULL (none): an own-names
+         * upstream's tools and prompts reach the agent under their own
+         * names (not NAME.TOOL) and its resource URIs unchanged (not
+         * glove://NAME/...); policy rules still name them NAME.TOOL. Once
+         * every upstream is ready, names the agent would see twice fail
+         * the start ("gateway.name_collision"). docs/mcp-mediation.md. */
+        const bool *upstream_own_names;
         int64_t call_timeout_ms;                            /* per call, and the startup bound; >= 1 */
         size_t max_frame;                                   /* longest JSON-RPC line accepted from anyone, bytes */
         struct glove_audit_log *audit;                      /* borrowed, may be NULL (or closed: fd < 0) */

@@ -179,6 +179,10 @@ const json_t *glove_mcp_upstream_tools(const struct glove_mcp_upstream *u);
  * the name's own length). */
 bool glove_mcp_upstream_has_tool(const struct glove_mcp_upstream *u, const char *tool);
 
+/* The capabilities object of the upstream's initialize result (borrowed),
+ * or NULL before it or when it gave none that is an object. */
+const json_t *glove_mcp_upstream_capabilities(const struct glove_mcp_upstream *u);
+
 /* Reserves the next request id for a request the caller sends. */
 int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u);
 
