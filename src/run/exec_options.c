@@ -104,6 +104,19 @@ const char glove_run_help[] =
         "  --allow-arg NAME.TOOL:POINTER=PREFIX\n"
         "                                the string at JSON Pointer POINTER in the\n"
         "                                call's arguments must start with PREFIX\n"
+        "  --allow-prompt NAME.PROMPT    allow a prompt (and completing its arguments);\n"
+        "                                NAME.* allows all of NAME's\n"
+        "  --deny-prompt NAME.PROMPT     deny a prompt (deny wins)\n"
+        "  --allow-prompt-arg NAME.PROMPT:POINTER=PREFIX\n"
+        "                                the prompt argument at POINTER (/ARG) must\n"
+        "                                start with PREFIX\n"
+        "  --allow-resource NAME:PATTERN allow reading and subscribing to NAME's\n"
+        "                                resources whose URI is PATTERN, or starts with\n"
+        "                                it when it ends with * (NAME:* allows all)\n"
+        "  --deny-resource NAME:PATTERN  deny resources (deny wins)\n"
+        "  --upstream-own-names NAME     offer NAME's tools and prompts under their own\n"
+        "                                names and its resource URIs unchanged; rules\n"
+        "                                still say NAME.TOOL (repeatable)\n"
         "  --policy FILE                 rules from a JSON policy file (docs/policy.md)\n"
         "  --call-timeout MS             answer upstream_timeout after MS (60000)\n"
         "  --max-frame BYTES             longest JSON-RPC line accepted (4M); a longer\n"
@@ -154,6 +167,12 @@ enum {
         OPT_NOFILE,
         OPT_UNSAFE_WRITE_SYSTEM_DIR,
         OPT_UNIX_SOCKETS,
+        OPT_ALLOW_PROMPT,
+        OPT_DENY_PROMPT,
+        OPT_ALLOW_PROMPT_ARG,
+        OPT_ALLOW_RESOURCE,
+        OPT_DENY_RESOURCE,
+        OPT_UPSTREAM_OWN_NAMES,
         OPT_END_,
 };
 
@@ -192,6 +211,12 @@ static const struct option run_options[] = {
         {"allow", required_argument, NULL, OPT_ALLOW},
         {"deny", required_argument, NULL, OPT_DENY},
         {"allow-arg", required_argument, NULL, OPT_ALLOW_ARG},
+        {"allow-prompt", required_argument, NULL, OPT_ALLOW_PROMPT},
+        {"deny-prompt", required_argument, NULL, OPT_DENY_PROMPT},
+        {"allow-prompt-arg", required_argument, NULL, OPT_ALLOW_PROMPT_ARG},
+        {"allow-resource", required_argument, NULL, OPT_ALLOW_RESOURCE},
+        {"deny-resource", required_argument, NULL, OPT_DENY_RESOURCE},
+        {"upstream-own-names", required_argument, NULL, OPT_UPSTREAM_OWN_NAMES},
         {"policy", required_argument, NULL, OPT_POLICY},
         {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
         {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
@@ -337,6 +362,23 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         break;
                 case OPT_ALLOW_ARG:
                         r = push(opts->allow_arg, &opts->n_allow_arg, optarg, "--allow-arg", err);
+                        break;
+                case OPT_ALLOW_PROMPT:
+                case OPT_DENY_PROMPT:
+                case OPT_ALLOW_PROMPT_ARG:
+                case OPT_ALLOW_RESOURCE:
+                case OPT_DENY_RESOURCE:
+                        if (opts->n_feature_rules >= GLOVE_RUN_RULES_MAX)
+                                return glove_error_set(err, E2BIG, "usage.too_many", "more than %d prompt and resource rules",
+                                                       GLOVE_RUN_RULES_MAX);
+                        opts->feature_rules[opts->n_feature_rules].kind = (enum glove_run_feature_rule)(c - OPT_ALLOW_PROMPT);
+                        opts->feature_rules[opts->n_feature_rules++].text = optarg;
+                        break;
+                case OPT_UPSTREAM_OWN_NAMES:
+                        if (opts->n_upstream_own_names >= GLOVE_RUN_UPSTREAMS_MAX)
+                                return glove_error_set(err, E2BIG, "usage.too_many", "more than %d --upstream-own-names",
+                                                       GLOVE_RUN_UPSTREAMS_MAX);
+                        opts->upstream_own_names[opts->n_upstream_own_names++] = optarg;
                         break;
                 case OPT_POLICY:
                         if (opts->policy_file)

@@ -47,6 +47,7 @@ struct run {
         struct glove_policy *policy;
         struct glove_mcp_upstream_spec specs[GLOVE_RUN_UPSTREAMS_MAX];
         bool optional[GLOVE_RUN_UPSTREAMS_MAX];   /* --upstream-optional, by spec */
+        bool own_names[GLOVE_RUN_UPSTREAMS_MAX];  /* --upstream-own-names, by spec */
         size_t n_specs;
         struct glove_kernel_gateway *gw;
         char call_timeout_rule[64];
@@ -112,6 +113,22 @@ static int setup_policy(struct run *r, struct glove_error *err) {
                         glove_error_prefix(err, "--allow-arg");
                         return rr;
                 }
+        static const char *const words[] = {"--allow-prompt", "--deny-prompt", "--allow-prompt-arg", "--allow-resource",
+                                            "--deny-resource"};
+        for (size_t i = 0; i < o->n_feature_rules; i++) {
+                const char *t = o->feature_rules[i].text;
+                switch (o->feature_rules[i].kind) {
+                case GLOVE_RUN_ALLOW_PROMPT: rr = glove_policy_allow_prompt(r->policy, t, err); break;
+                case GLOVE_RUN_DENY_PROMPT: rr = glove_policy_deny_prompt(r->policy, t, err); break;
+                case GLOVE_RUN_ALLOW_PROMPT_ARG: rr = glove_policy_allow_prompt_arg(r->policy, t, err); break;
+                case GLOVE_RUN_ALLOW_RESOURCE: rr = glove_policy_allow_resource(r->policy, t, err); break;
+                case GLOVE_RUN_DENY_RESOURCE: rr = glove_policy_deny_resource(r->policy, t, err); break;
+                }
+                if (rr < 0) {
+                        glove_error_prepend_word(err, words[o->feature_rules[i].kind]);
+                        return rr;
+                }
+        }
         if (o->policy_file && (rr = glove_policy_load_file(r->policy, o->policy_file, err)) < 0)
                 return rr;
         return 0;
@@ -150,6 +167,15 @@ static int setup_specs(struct run *r, struct glove_error *err) {
                 if (!known)
                         return glove_error_set(err, EINVAL, "upstream.bad_optional", "--upstream-optional %s names no --upstream",
                                                o->upstream_optional[i]);
+        }
+        for (size_t i = 0; i < o->n_upstream_own_names; i++) {
+                bool known = false;
+                for (size_t k = 0; k < r->n_specs; k++)
+                        if (strcmp(o->upstream_own_names[i], r->specs[k].name) == 0)
+                                known = r->own_names[k] = true;
+                if (!known)
+                        return glove_error_set(err, EINVAL, "upstream.bad_own_names", "--upstream-own-names %s names no --upstream",
+                                               o->upstream_own_names[i]);
         }
         for (size_t i = 0; i < o->n_upstream_env; i++) {
                 const char *colon = strchr(o->upstream_env[i], ':');
@@ -311,6 +337,7 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
                 .upstreams = r->specs,
                 .n_upstreams = r->n_specs,
                 .upstream_optional = r->optional,
+                .upstream_own_names = r->own_names,
                 .call_timeout_ms = r->opts.call_timeout_ms,
                 .max_frame = r->opts.max_frame,
                 .audit = &r->launch.audit,

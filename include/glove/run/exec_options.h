@@ -81,6 +81,21 @@ struct glove_exec_options {
         size_t n_deny;
         const char *allow_arg[GLOVE_RUN_RULES_MAX];
         size_t n_allow_arg;
+        /* --allow-prompt, --deny-prompt, --allow-prompt-arg,
+         * --allow-resource, --deny-resource, in the order given */
+        struct {
+                enum glove_run_feature_rule {
+                        GLOVE_RUN_ALLOW_PROMPT,
+                        GLOVE_RUN_DENY_PROMPT,
+                        GLOVE_RUN_ALLOW_PROMPT_ARG,
+                        GLOVE_RUN_ALLOW_RESOURCE,
+                        GLOVE_RUN_DENY_RESOURCE,
+                } kind;
+                const char *text;
+        } feature_rules[GLOVE_RUN_RULES_MAX];
+        size_t n_feature_rules;
+        const char *upstream_own_names[GLOVE_RUN_UPSTREAMS_MAX];  /* --upstream-own-names NAME */
+        size_t n_upstream_own_names;
         const char *policy_file;
         int64_t call_timeout_ms;        /* GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS unless given; 1..MAX */
         size_t max_frame;               /* GLOVE_MCP_FRAME_DEFAULT unless given */
