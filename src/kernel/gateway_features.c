@@ -490,14 +490,14 @@ static bool list_eligible(const struct gw_upstream *gu, enum glove_kernel_reques
 /* The entry as the agent sees it (a new reference), or NULL when the
  * policy does not show it or it cannot be named. */
 static json_t *list_entry(struct glove_kernel_gateway *gw, const struct gw_upstream *gu, enum glove_kernel_request_kind k,
-                          const json_t *e) {
+                          const json_t *e, bool all) {
         const char *uname = glove_mcp_upstream_name(gu->u);
         if (!json_is_object(e))
                 return NULL;
         if (k == GLOVE_KERNEL_REQUEST_LIST_PROMPTS) {
                 json_t *n = json_object_get(e, "name");
                 if (!json_is_string(n) || !glove_policy_tool_name_valid(json_string_value(n), json_string_length(n)) ||
-                    !glove_policy_prompt_visible(gw->cfg.policy, uname, json_string_value(n)))
+                    (!all && !glove_policy_prompt_visible(gw->cfg.policy, uname, json_string_value(n))))
                         return NULL;
                 char q[GLOVE_KERNEL_TOOL_MAX + 64];
                 snprintf(q, sizeof(q), "%s%s%s", gu->own_names ? "" : uname, gu->own_names ? "" : ".", json_string_value(n));
@@ -590,11 +590,13 @@ static void list_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
         size_t i;
         json_t *e;
         json_array_foreach(arr, i, e) {
-                json_t *shown = list_entry(gw, gu, c->kind, e);
+                /* Glove's own start-up listing takes every prompt a rule
+                 * could name, allowed or not: a collision is one either way. */
+                json_t *shown = list_entry(gw, gu, c->kind, e, c->internal);
                 if (!shown)
                         continue;
                 if (c->internal) {
-                        json_array_append_new(c->gathered, json_incref(json_object_get(shown, "name")));
+                        json_array_append_new(c->gathered, json_incref(json_object_get(e, "name")));
                         json_decref(shown);
                         continue;
                 }

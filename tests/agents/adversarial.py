@@ -25,8 +25,9 @@ Cases (the upstream is expected to be tests/agents/mcp-upstream.py named py):
                   still answers "slept 400": the one answer with its id
   unknown-id      a response with an id Glove never sent -> no answer
   unknown-method  "foo/bar"                       -> -32601
-  resources       resources/list                  -> -32601
-  prompts         prompts/list                    -> -32601
+  resources       resources/list                  -> {"resources": []} (no upstream offers
+                                                     any, no rule allows any)
+  prompts         prompts/list                    -> {"prompts": []} (likewise)
   notification    an unknown notification         -> no answer
   exact N         a ping whose line is exactly N bytes -> answered
   id-types        tools/call py.sleep with id 1 and with id "1" at once: two
@@ -207,6 +208,16 @@ def c_method(method):
     def check():
         send({"jsonrpc": "2.0", "id": method, "method": method, "params": {}})
         return expect_one_error(-32601, method)
+    return check
+
+
+def c_empty_list(method, key):
+    def check():
+        send({"jsonrpc": "2.0", "id": method, "method": method, "params": {}})
+        got = sync()
+        if len(got) != 1 or got[0].get("id") != method or got[0].get("result") != {key: []}:
+            return "expected exactly one result {%r: []} with id %r" % (key, method), got
+        return None, got
     return check
 
 
@@ -407,7 +418,7 @@ send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 cases = {
     "malformed": c_malformed, "utf8": c_utf8, "batch": c_batch, "dupkey": c_dupkey, "invalid": c_invalid,
     "dup-inflight": c_dup_inflight, "unknown-id": c_unknown_id, "unknown-method": c_method("foo/bar"),
-    "resources": c_method("resources/list"), "prompts": c_method("prompts/list"), "notification": c_notification,
+    "resources": c_empty_list("resources/list", "resources"), "prompts": c_empty_list("prompts/list", "prompts"), "notification": c_notification,
     "id-types": c_id_types, "cancel-unknown": c_cancel_unknown, "bad-params": c_bad_params,
     "nul-strings": c_nul_strings, "many-values": c_many_values, "cancel-late": c_cancel_late,
 }
