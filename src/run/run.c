@@ -249,8 +249,11 @@ static json_t *launch_fields(struct run *r) {
                 json_t *argv = json_array();
                 for (size_t k = 0; s->argv[k]; k++)
                         json_array_append_new(argv, glove_audit_string(s->argv[k], strlen(s->argv[k])));
-                json_array_append_new(ups, json_pack("{s:s,s:o,s:o}", "name", s->name, "path",
-                                                     glove_audit_string(s->path, strlen(s->path)), "argv", argv));
+                json_t *e = json_pack("{s:s,s:o,s:o}", "name", s->name, "path", glove_audit_string(s->path, strlen(s->path)), "argv",
+                                      argv);
+                if (e && r->own_names[i]) /* --upstream-own-names */
+                        json_object_set_new(e, "own_names", json_true());
+                json_array_append_new(ups, e);
         }
         json_object_set_new(f, "upstreams", ups);
         /* The whole policy the run is decided by, and its bounds. */
