@@ -537,7 +537,7 @@ static void list_done(struct glove_kernel_gateway *gw, struct glove_kernel_call 
                 gw_check_startup(gw); /* goes on once every start-up listing is done */
                 return;
         }
-        json_t *result = json_pack("{s:O}", list_key(c->kind), c->gathered ? c->gathered : json_array());
+        json_t *result = json_pack("{s:o}", list_key(c->kind), c->gathered ? json_incref(c->gathered) : json_array());
         if (result && c->list_more) {
                 char next[32];
                 snprintf(next, sizeof(next), "%zu", c->list_start + FEATURE_PAGE);
@@ -561,6 +561,19 @@ static void list_fail(struct glove_kernel_gateway *gw, struct glove_kernel_call 
         gw_call_finish(gw, c, "error");
 }
 
+/* The params of a list request to an upstream: its cursor (borrowed, or
+ * NULL) and the agent's progress token, if it gave one. */
+static json_t *list_params(const struct glove_kernel_call *c, json_t *cursor) {
+        if (!cursor && !c->progress_token)
+                return NULL;
+        json_t *p = json_object();
+        if (p && cursor)
+                json_object_set(p, "cursor", cursor);
+        if (p && c->progress_token)
+                json_object_set_new(p, "_meta", json_pack("{s:O}", "progressToken", c->progress_token));
+        return p;
+}
+
 /* Asks the next eligible upstream from index from on, or ends the list. */
 static void list_next_upstream(struct glove_kernel_gateway *gw, struct glove_kernel_call *c, size_t from) {
         for (size_t i = from; i < gw->n_ups; i++) {
@@ -568,7 +581,7 @@ static void list_next_upstream(struct glove_kernel_gateway *gw, struct glove_ker
                         continue;
                 c->list_pages = 1;
                 c->list_entries = 0;
-                send_for(&gw->ups[i], c, kind_method(c->kind), NULL);
+                send_for(&gw->ups[i], c, kind_method(c->kind), list_params(c, NULL));
                 return;
         }
         list_done(gw, c);
@@ -618,7 +631,7 @@ static void list_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
                         list_fail(gw, c, gu, "upstream_list_too_long", "gave more than 256 pages in");
                         return;
                 }
-                send_for(gu, c, kind_method(c->kind), json_pack("{s:O}", "cursor", next));
+                send_for(gu, c, kind_method(c->kind), list_params(c, next));
                 return;
         }
         if (c->internal)
@@ -630,7 +643,7 @@ static void list_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
 /* Starts gathering a list for the agent's request id (or Glove's own,
  * internal: every entry, no page). */
 static struct glove_kernel_call *list_start(struct glove_kernel_gateway *gw, const json_t *id, enum glove_kernel_request_kind kind,
-                                            size_t start, bool internal) {
+                                            size_t start, bool internal, const json_t *params) {
         int e;
         struct glove_kernel_call *c = glove_kernel_calls_add(gw->calls, id, 0, 0, &e);
         if (!c) {
@@ -643,6 +656,10 @@ static struct glove_kernel_call *list_start(struct glove_kernel_gateway *gw, con
         c->internal = internal;
         c->list_start = start;
         c->gathered = json_array();
+        json_t *meta = params ? json_object_get(params, "_meta") : NULL;
+        json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
+        if (token)
+                c->progress_token = json_incref(token);
         gw_call_started(gw, c);
         list_next_upstream(gw, c, 0);
         return c;
@@ -660,7 +677,7 @@ static void handle_list(struct glove_kernel_gateway *gw, const json_t *id, enum 
                 }
                 start = (size_t)v;
         }
-        (void)list_start(gw, id, kind, start, false);
+        (void)list_start(gw, id, kind, start, false, params);
 }
 
 /* ------------------------------------------------------------------ responses */
