@@ -3,8 +3,8 @@
  * "Resources, prompts and completion"): routing by qualified name or
  * glove:// URI, the policy decision and its record, forwarding through the
  * call table (so progress, cancellation and timeouts work as for
- * tools/call), lists gathered from every upstream in turn, subscriptions,
- * the initialize capabilities and the own-names collision check. */
+ * tools/call), lists gathered from every upstream in turn, subscriptions.
+ * The initialize capabilities and own names are in gateway_own_names.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +48,13 @@ static bool is_list(enum glove_kernel_request_kind k) {
 
 /* The capability object cap ("resources", "prompts", "completions") of u,
  * or NULL. */
-static const json_t *capability(const struct glove_mcp_upstream *u, const char *cap) {
+const json_t *gw_capability(const struct glove_mcp_upstream *u, const char *cap) {
         const json_t *caps = glove_mcp_upstream_capabilities(u);
         const json_t *c = caps ? json_object_get(caps, cap) : NULL;
         return json_is_object(c) ? c : NULL;
 }
 
-static bool usable(const struct gw_upstream *gu) {
+bool gw_usable(const struct gw_upstream *gu) {
         return !gu->left_out && glove_mcp_upstream_state(gu->u) != GLOVE_MCP_UPSTREAM_DEAD;
 }
 
@@ -113,7 +113,7 @@ static void refuse(struct glove_kernel_gateway *gw, const json_t *id, const char
 
 /* Registers c for gu and sends method with params (stolen) under c's
  * upstream id. */
-static void send_for(struct gw_upstream *gu, struct glove_kernel_call *c, const char *method,
+void gw_feature_send(struct gw_upstream *gu, struct glove_kernel_call *c, const char *method,
                      json_t *params) {
         c->upstream = gu->index;
         c->upstream_id = glove_mcp_upstream_next_id(gu->u);
@@ -151,7 +151,7 @@ static void forward(struct glove_kernel_gateway *gw, struct gw_upstream *gu, con
         if (token)
                 c->progress_token = json_incref(token);
         gw_call_started(gw, c);
-        send_for(gu, c, method, TAKE_PTR(p));
+        gw_feature_send(gu, c, method, TAKE_PTR(p));
 }
 
 /* ------------------------------------------------------------------ routing */
@@ -202,7 +202,7 @@ static struct gw_upstream *route_prompt(struct glove_kernel_gateway *gw, const c
         }
         struct gw_upstream *only = NULL;
         for (size_t i = 0; i < gw->n_ups; i++)
-                if (gw->ups[i].own_names && capability(gw->ups[i].u, "prompts")) {
+                if (gw->ups[i].own_names && gw_capability(gw->ups[i].u, "prompts")) {
                         if (only)
                                 return NULL;
                         only = &gw->ups[i];
@@ -239,7 +239,7 @@ static struct gw_upstream *route_uri(struct glove_kernel_gateway *gw, const json
                 return NULL;
         *why = "unknown";
         for (size_t i = 0; i < gw->n_ups; i++)
-                if (gw->ups[i].own_names && capability(gw->ups[i].u, "resources")) {
+                if (gw->ups[i].own_names && gw_capability(gw->ups[i].u, "resources")) {
                         *uri = q;
                         *len = qlen;
                         return &gw->ups[i];
@@ -289,12 +289,12 @@ static void handle_resource(struct glove_kernel_gateway *gw, const json_t *id, e
                        v.rule, NULL, false);
                 return;
         }
-        if (!usable(gu)) {
+        if (!gw_usable(gu)) {
                 refuse(gw, id, method, subject, uname, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running",
                        "upstream_unavailable", uname, NULL, false);
                 return;
         }
-        if (!capability(gu->u, "resources")) {
+        if (!gw_capability(gu->u, "resources")) {
                 refuse(gw, id, method, subject, uname, GLOVE_RPC_INVALID_PARAMS, "unknown resource: the upstream offers no resources",
                        "unknown_resource", uname, NULL, false);
                 return;
@@ -383,7 +383,7 @@ static void handle_prompt_get(struct glove_kernel_gateway *gw, const json_t *id,
                 return;
         }
         struct gw_upstream *gu = route_prompt(gw, name, &prompt);
-        if (!gu || !capability(gu->u, "prompts")) {
+        if (!gu || !gw_capability(gu->u, "prompts")) {
                 refuse(gw, id, method, subject, NULL, GLOVE_RPC_INVALID_PARAMS, "unknown prompt", "unknown_prompt",
                        "no such upstream prompt", args, true);
                 return;
@@ -398,7 +398,7 @@ static void handle_prompt_get(struct glove_kernel_gateway *gw, const json_t *id,
                        args, true);
                 return;
         }
-        if (!usable(gu)) {
+        if (!gw_usable(gu)) {
                 refuse(gw, id, method, subject, uname, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running",
                        "upstream_unavailable", uname, args, true);
                 return;
@@ -434,7 +434,7 @@ static void handle_complete(struct glove_kernel_gateway *gw, const json_t *id, j
         if (is_prompt) {
                 const char *name = prompt_name(target);
                 gu = name ? route_prompt(gw, name, &own) : NULL;
-                if (gu && capability(gu->u, "prompts")) {
+                if (gu && gw_capability(gu->u, "prompts")) {
                         struct glove_policy_verdict v;
                         glove_policy_check_prompt(gw->cfg.policy, glove_mcp_upstream_name(gu->u), own, NULL, &v);
                         allowed = glove_policy_prompt_visible(gw->cfg.policy, glove_mcp_upstream_name(gu->u), own);
@@ -462,7 +462,7 @@ static void handle_complete(struct glove_kernel_gateway *gw, const json_t *id, j
                        "policy_denied", rule, arg, true);
                 return;
         }
-        if (!usable(gu)) {
+        if (!gw_usable(gu)) {
                 refuse(gw, id, method, subject, uname, GLOVE_RPC_UPSTREAM_UNAVAILABLE, "the upstream is not running",
                        "upstream_unavailable", uname, arg, true);
                 return;
@@ -483,8 +483,8 @@ static const char *list_key(enum glove_kernel_request_kind k) {
 }
 
 static bool list_eligible(const struct gw_upstream *gu, enum glove_kernel_request_kind k) {
-        return usable(gu) && glove_mcp_upstream_state(gu->u) == GLOVE_MCP_UPSTREAM_READY &&
-               capability(gu->u, k == GLOVE_KERNEL_REQUEST_LIST_PROMPTS ? "prompts" : "resources");
+        return gw_usable(gu) && glove_mcp_upstream_state(gu->u) == GLOVE_MCP_UPSTREAM_READY &&
+               gw_capability(gu->u, k == GLOVE_KERNEL_REQUEST_LIST_PROMPTS ? "prompts" : "resources");
 }
 
 /* The entry as the agent sees it (a new reference), or NULL when the
@@ -581,7 +581,7 @@ static void list_next_upstream(struct glove_kernel_gateway *gw, struct glove_ker
                         continue;
                 c->list_pages = 1;
                 c->list_entries = 0;
-                send_for(&gw->ups[i], c, kind_method(c->kind), list_params(c, NULL));
+                gw_feature_send(&gw->ups[i], c, kind_method(c->kind), list_params(c, NULL));
                 return;
         }
         list_done(gw, c);
@@ -631,7 +631,7 @@ static void list_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
                         list_fail(gw, c, gu, "upstream_list_too_long", "gave more than 256 pages in");
                         return;
                 }
-                send_for(gu, c, kind_method(c->kind), list_params(c, next));
+                gw_feature_send(gu, c, kind_method(c->kind), list_params(c, next));
                 return;
         }
         if (c->internal)
@@ -743,152 +743,4 @@ bool gw_feature_request(struct glove_kernel_gateway *gw, const json_t *id, const
                 return true;
         }
         return false;
-}
-
-/* ------------------------------------------------------------------ initialize */
-
-void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps) {
-        bool prompts = false, resources = false, subscribe = false, list_changed = false, completions = false;
-        bool prompts_changed = false;
-        for (size_t i = 0; i < gw->n_ups; i++) {
-                const struct gw_upstream *gu = &gw->ups[i];
-                if (!usable(gu) || glove_mcp_upstream_state(gu->u) != GLOVE_MCP_UPSTREAM_READY)
-                        continue;
-                const char *uname = glove_mcp_upstream_name(gu->u);
-                bool p = capability(gu->u, "prompts") && glove_policy_allows_any(gw->cfg.policy, GLOVE_POLICY_FEATURE_PROMPTS, uname);
-                const json_t *r = capability(gu->u, "resources");
-                bool rr = r && glove_policy_allows_any(gw->cfg.policy, GLOVE_POLICY_FEATURE_RESOURCES, uname);
-                prompts = prompts || p;
-                prompts_changed = prompts_changed || (p && json_is_true(json_object_get(capability(gu->u, "prompts"), "listChanged")));
-                resources = resources || rr;
-                subscribe = subscribe || (rr && json_is_true(json_object_get(r, "subscribe")));
-                list_changed = list_changed || (rr && json_is_true(json_object_get(r, "listChanged")));
-                completions = completions || (capability(gu->u, "completions") && (p || rr));
-        }
-        if (prompts)
-                json_object_set_new(caps, "prompts", prompts_changed ? json_pack("{s:b}", "listChanged", 1) : json_object());
-        if (resources) {
-                json_t *o = json_object();
-                if (o && subscribe)
-                        json_object_set_new(o, "subscribe", json_true());
-                if (o && list_changed)
-                        json_object_set_new(o, "listChanged", json_true());
-                json_object_set_new(caps, "resources", o);
-        }
-        if (completions)
-                json_object_set_new(caps, "completions", json_object());
-}
-
-/* ------------------------------------------------------------------ own names */
-
-/* The name the agent sees for gu's tool or prompt n. */
-static void seen_name(const struct gw_upstream *gu, const char *n, char *out, size_t size) {
-        if (gu->own_names)
-                snprintf(out, size, "%s", n);
-        else
-                snprintf(out, size, "%s.%s", glove_mcp_upstream_name(gu->u), n);
-}
-
-/* Whether gu's names of the kind include the name the agent sees as q: the
- * seen names of b's entries are compared with a's. Sets gw->err and
- * returns true on the first collision. */
-static bool collide(struct glove_kernel_gateway *gw, const struct gw_upstream *a, const struct gw_upstream *b, const json_t *na,
-                    const json_t *nb, const char *what) {
-        size_t i, k;
-        json_t *x, *y;
-        char sa[GLOVE_KERNEL_TOOL_MAX + 64], sb[GLOVE_KERNEL_TOOL_MAX + 64];
-        json_array_foreach(na, i, x) {
-                const char *xn = json_is_object(x) ? json_string_value(json_object_get(x, "name")) : json_string_value(x);
-                if (!xn)
-                        continue;
-                seen_name(a, xn, sa, sizeof(sa));
-                json_array_foreach(nb, k, y) {
-                        const char *yn = json_is_object(y) ? json_string_value(json_object_get(y, "name")) : json_string_value(y);
-                        if (!yn)
-                                continue;
-                        seen_name(b, yn, sb, sizeof(sb));
-                        if (strcmp(sa, sb) != 0)
-                                continue;
-                        glove_error_set(&gw->err, EINVAL, "gateway.name_collision",
-                                        "the %s %s of upstream %s and the %s %s of upstream %s would both reach the agent as %s "
-                                        "(--upstream-own-names)",
-                                        what, xn, glove_mcp_upstream_name(a->u), what, yn, glove_mcp_upstream_name(b->u), sa);
-                        return true;
-                }
-        }
-        return false;
-}
-
-static bool check_collisions(struct glove_kernel_gateway *gw) {
-        for (size_t i = 0; i < gw->n_ups; i++)
-                for (size_t k = i + 1; k < gw->n_ups; k++) {
-                        const struct gw_upstream *a = &gw->ups[i], *b = &gw->ups[k];
-                        if ((!a->own_names && !b->own_names) || a->left_out || b->left_out)
-                                continue;
-                        if (collide(gw, a, b, glove_mcp_upstream_tools(a->u), glove_mcp_upstream_tools(b->u), "tool") ||
-                            collide(gw, a, b, a->prompt_names, b->prompt_names, "prompt"))
-                                return true;
-                        if (a->own_names && b->own_names && capability(a->u, "resources") && capability(b->u, "resources")) {
-                                glove_error_set(&gw->err, EINVAL, "gateway.name_collision",
-                                                "upstreams %s and %s both offer resources under their own URIs: a URI could not "
-                                                "be routed (--upstream-own-names)",
-                                                glove_mcp_upstream_name(a->u), glove_mcp_upstream_name(b->u));
-                                return true;
-                        }
-                }
-        return false;
-}
-
-/* Glove's own prompts/list of one upstream at start: the names go to
- * gu->prompt_names when it ends (list_done finishes the call; the names
- * are taken here first). */
-static int startup_list(struct glove_kernel_gateway *gw, struct gw_upstream *gu) {
-        char id[48];
-        snprintf(id, sizeof(id), "glove-startup-prompts-%zu", gu->index);
-        json_t *jid = json_string(id);
-        int e;
-        struct glove_kernel_call *c = jid ? glove_kernel_calls_add(gw->calls, jid, gu->index, 0, &e) : NULL;
-        json_decref(jid);
-        if (!c)
-                return -ENOMEM;
-        c->owner = gw;
-        c->kind = GLOVE_KERNEL_REQUEST_LIST_PROMPTS;
-        c->internal = true;
-        c->gathered = json_array();
-        json_decref(gu->prompt_names);
-        gu->prompt_names = json_incref(c->gathered);
-        gw_call_started(gw, c);
-        c->list_pages = 1;
-        send_for(gu, c, "prompts/list", NULL);
-        return 0;
-}
-
-bool gw_own_names_ready(struct glove_kernel_gateway *gw) {
-        bool any = false;
-        for (size_t i = 0; i < gw->n_ups; i++)
-                any = any || gw->ups[i].own_names;
-        if (!any || gw->own_names_stage == 2)
-                return true;
-        if (gw->own_names_stage == 0) {
-                gw->own_names_stage = 1;
-                for (size_t i = 0; i < gw->n_ups; i++)
-                        if (!gw->ups[i].left_out && capability(gw->ups[i].u, "prompts") && startup_list(gw, &gw->ups[i]) < 0) {
-                                glove_error_set(&gw->err, ENOMEM, "gateway.nomem", "out of memory");
-                                gw_fail(gw);
-                                return false;
-                        }
-        }
-        for (size_t i = 0, seen = 0; i < GLOVE_KERNEL_CALLS_MAX && seen < gw->calls->count; i++) {
-                if (!gw->calls->slots[i].used)
-                        continue;
-                seen++;
-                if (gw->calls->slots[i].internal)
-                        return false; /* still listing */
-        }
-        gw->own_names_stage = 2;
-        if (check_collisions(gw)) {
-                gw_fail(gw);
-                return false;
-        }
-        return true;
 }

@@ -94,12 +94,21 @@ void gw_feature_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu
                          struct glove_mcp_message *m);
 /* notifications/resources/updated from gu. */
 void gw_feature_updated(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* The capability object cap ("resources", "prompts", "completions") u
+ * announced, or NULL. */
+const json_t *gw_capability(const struct glove_mcp_upstream *u, const char *cap);
+/* Neither left out nor DEAD. */
+bool gw_usable(const struct gw_upstream *gu);
+/* Sends method with params (stolen, may be NULL) to gu as c's request:
+ * c is re-keyed to gu and a new upstream id. */
+void gw_feature_send(struct gw_upstream *gu, struct glove_kernel_call *c, const char *method, json_t *params);
 /* The fields of a request_result record (NULL: ENOMEM). */
 json_t *gw_request_result_fields(const struct glove_kernel_call *c, const char *status);
 /* The own-names upstream (--upstream-own-names) whose tool (kind
  * TOOL_CALL) or prompt (PROMPT_GET) is name, or NULL. */
 struct gw_upstream *gw_own_name_upstream(struct glove_kernel_gateway *gw, enum glove_kernel_request_kind kind,
                                          const char *name);
+/* gateway_own_names.c */
 /* The initialize result's resources, prompts and completions capabilities,
  * added to caps (an object). */
 void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps);
