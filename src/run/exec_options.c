@@ -104,6 +104,12 @@ const char glove_run_help[] =
         "  --allow-arg NAME.TOOL:POINTER=PREFIX\n"
         "                                the string at JSON Pointer POINTER in the\n"
         "                                call's arguments must start with PREFIX\n"
+        "  --upstream-allow NAME:FEATURE[,FEATURE...]\n"
+        "                                let upstream NAME use client features:\n"
+        "                                sampling, elicitation, roots (its requests\n"
+        "                                reach the agent), logging (setLevel and its\n"
+        "                                log messages), instructions (relayed in the\n"
+        "                                agent's initialize); none by default\n"
         "  --policy FILE                 rules from a JSON policy file (docs/policy.md)\n"
         "  --call-timeout MS             answer upstream_timeout after MS (60000)\n"
         "  --max-frame BYTES             longest JSON-RPC line accepted (4M); a longer\n"
@@ -154,6 +160,7 @@ enum {
         OPT_NOFILE,
         OPT_UNSAFE_WRITE_SYSTEM_DIR,
         OPT_UNIX_SOCKETS,
+        OPT_UPSTREAM_ALLOW,
         OPT_END_,
 };
 
@@ -192,6 +199,7 @@ static const struct option run_options[] = {
         {"allow", required_argument, NULL, OPT_ALLOW},
         {"deny", required_argument, NULL, OPT_DENY},
         {"allow-arg", required_argument, NULL, OPT_ALLOW_ARG},
+        {"upstream-allow", required_argument, NULL, OPT_UPSTREAM_ALLOW},
         {"policy", required_argument, NULL, OPT_POLICY},
         {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
         {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
@@ -337,6 +345,9 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         break;
                 case OPT_ALLOW_ARG:
                         r = push(opts->allow_arg, &opts->n_allow_arg, optarg, "--allow-arg", err);
+                        break;
+                case OPT_UPSTREAM_ALLOW:
+                        r = push(opts->upstream_allow, &opts->n_upstream_allow, optarg, "--upstream-allow", err);
                         break;
                 case OPT_POLICY:
                         if (opts->policy_file)

@@ -46,6 +46,16 @@
 #define GLOVE_KERNEL_GATEWAY_TOOLS_PAGE 100
 /* Bytes queued towards an agent that is not reading. */
 #define GLOVE_KERNEL_GATEWAY_AGENT_PENDING_MAX (64 * 1024 * 1024)
+/* Requests of upstreams to the client (sampling, elicitation, roots)
+ * held or in flight towards the agent at once. */
+#define GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX 64
+/* logging/setLevel requests of the agent in flight at once. */
+#define GLOVE_KERNEL_GATEWAY_SET_LEVEL_MAX 8
+/* Bytes queued towards the agent above which relayed notifications
+ * (notifications/message, list_changed) are dropped instead of queued
+ * (audited "notification_dropped"); responses still use the whole
+ * GLOVE_KERNEL_GATEWAY_AGENT_PENDING_MAX. */
+#define GLOVE_KERNEL_GATEWAY_NOTIFY_PENDING_MAX (4 * 1024 * 1024)
 /* Grace between SIGTERM and SIGKILL for upstreams at the end, µs. */
 #define GLOVE_KERNEL_GATEWAY_GRACE_USEC (2 * 1000 * 1000ULL)
 

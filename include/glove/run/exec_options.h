@@ -81,6 +81,8 @@ struct glove_exec_options {
         size_t n_deny;
         const char *allow_arg[GLOVE_RUN_RULES_MAX];
         size_t n_allow_arg;
+        const char *upstream_allow[GLOVE_RUN_RULES_MAX];   /* --upstream-allow NAME:FEATURE[,...] */
+        size_t n_upstream_allow;
         const char *policy_file;
         int64_t call_timeout_ms;        /* GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS unless given; 1..MAX */
         size_t max_frame;               /* GLOVE_MCP_FRAME_DEFAULT unless given */
