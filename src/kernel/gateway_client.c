@@ -105,8 +105,9 @@ static void request_end(struct glove_kernel_gateway *gw, struct gw_client_reques
         request_clear(gw, q);
 }
 
-/* Sends a held request on to the agent, or refuses it when the agent did
- * not declare the capability. */
+/* Sends a request on to the agent (the decision on record first, fail
+ * closed), or refuses it when the agent did not declare the capability in
+ * its initialize (agent_unsupported). */
 static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_request *q) {
         const char *cap = NULL;
         (void)method_feature(q->method, &cap);
@@ -116,6 +117,12 @@ static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_re
                 snprintf(rule, sizeof(rule), "agent capability %s", cap ? cap : "?");
                 refuse_request(gw, gu, q->upstream_id, q->method, GLOVE_RPC_METHOD_NOT_FOUND,
                                "the agent does not offer this capability", "agent_unsupported", rule);
+                request_clear(gw, q);
+                return;
+        }
+        if (gw_audit(gw, "client_request",
+                     json_pack("{s:s,s:s,s:O,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", q->method, "id",
+                               q->upstream_id, "decision", "allow", "rule", cap, "glove_id", q->id)) < 0) {
                 request_clear(gw, q);
                 return;
         }
@@ -173,13 +180,6 @@ void gw_client_upstream_request(struct glove_kernel_gateway *gw, struct gw_upstr
         snprintf(q->id, sizeof(q->id), "glove-%" PRIu64, ++gw->next_client_id);
         q->start_us = glove_time_monotonic_us();
         timer_arm(gw, q->start_us + timeout_us(gw));
-        /* Fail closed: the decision is on record before it is relayed. */
-        if (gw_audit(gw, "client_request",
-                     json_pack("{s:s,s:s,s:O,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", m->method, "id",
-                               m->id, "decision", "allow", "rule", cap, "glove_id", q->id)) < 0) {
-                request_clear(gw, q);
-                return;
-        }
         if (gw->agent_initialized)
                 request_forward(gw, q);
         /* else held until the agent's notifications/initialized (MCP: no
@@ -324,7 +324,12 @@ static int on_client_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (!q->used)
                         continue;
                 uint64_t deadline = q->start_us + timeout_us(gw);
-                if (deadline <= now)
+                if (deadline <= now && !q->sent) {
+                        /* Held: the agent never finished initializing. */
+                        refuse_request(gw, &gw->ups[q->upstream], q->upstream_id, q->method, GLOVE_RPC_UPSTREAM_TIMEOUT,
+                                       "the agent did not initialize in time", "agent_timeout", rule);
+                        request_clear(gw, q);
+                } else if (deadline <= now)
                         request_end(gw, q, "timeout", GLOVE_RPC_UPSTREAM_TIMEOUT, "the agent did not answer in time", "agent_timeout",
                                     rule, "timeout");
                 else if (!next || deadline < next)
@@ -407,6 +412,10 @@ static void upstream_cancelled(struct glove_kernel_gateway *gw, struct gw_upstre
         for (size_t i = 0; rid && i < GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX; i++) {
                 struct gw_client_request *q = &gw->client_reqs[i];
                 if (q->used && q->upstream == gu->index && json_equal(q->upstream_id, rid)) {
+                        if (!q->sent) {
+                                request_clear(gw, q);
+                                return;
+                        }
                         request_end(gw, q, "cancelled", 0, NULL, NULL, NULL, "cancelled by the upstream");
                         return;
                 }
@@ -474,8 +483,10 @@ void gw_client_agent_initialize(struct glove_kernel_gateway *gw, const json_t *p
 void gw_client_upstream_gone(struct glove_kernel_gateway *gw, struct gw_upstream *gu) {
         for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX; i++) {
                 struct gw_client_request *q = &gw->client_reqs[i];
-                if (q->used && q->upstream == gu->index)
+                if (q->used && q->upstream == gu->index && q->sent)
                         request_end(gw, q, "unavailable", 0, NULL, NULL, NULL, "the upstream is gone");
+                else if (q->used && q->upstream == gu->index)
+                        request_clear(gw, q);
         }
         for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_SET_LEVEL_MAX; i++) {
                 struct gw_set_level *sl = &gw->set_levels[i];
@@ -488,9 +499,14 @@ void gw_client_upstream_gone(struct glove_kernel_gateway *gw, struct gw_upstream
 void gw_client_agent_gone(struct glove_kernel_gateway *gw) {
         for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX; i++) {
                 struct gw_client_request *q = &gw->client_reqs[i];
-                if (q->used)
+                if (q->used && q->sent)
                         request_end(gw, q, "agent_exited", GLOVE_RPC_INTERNAL_ERROR, "the agent is gone", "agent_unavailable",
                                     "agent", NULL);
+                else if (q->used) {
+                        refuse_request(gw, &gw->ups[q->upstream], q->upstream_id, q->method, GLOVE_RPC_INTERNAL_ERROR,
+                                       "the agent is gone", "agent_unavailable", "agent");
+                        request_clear(gw, q);
+                }
         }
         for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_SET_LEVEL_MAX; i++)
                 if (gw->set_levels[i].used)
