@@ -83,7 +83,8 @@ ASK_SAMPLING='{"op":"call","tool":"fx.ask","args":{"method":"sampling/createMess
         fagent --caps '{"sampling":{}}' --no-answer '[
  {"op":"parallel","n":65,"tool":"fx.ask","args":'"$ask"',"timeout_ms":30000},
  {"op":"sleep","ms":700},
- {"op":"parallel","n":64,"tool":"fx.ask","args":'"$ask"',"timeout_ms":30000}]'
+ {"op":"parallel","n":64,"tool":"fx.ask","args":'"$ask"',"timeout_ms":30000},
+ {"op":"sleep","ms":700}]'
         gr --call-timeout 1500 --upstream "fx=$PY,$FUP,--log,$LOG" --allow 'fx.*' --upstream-allow fx:sampling --audit-log "$AUDIT" "${FAGENT[@]}"
         expect_agent_end
         [ "$(jq -s '[.[] | select(.event == "client_request" and .decision == "deny" and .reason == "too_many_requests")] | length' "$AUDIT")" -eq 1 ] ||
