@@ -18,8 +18,8 @@
 //   {"rec":"step", "step":I, "op":..., ...}  a step's outcome
 //   {"rec":"end"}
 // Steps: {"op":"list"} (tool names), {"op":"call","tool":T,"args":{}}
-// (result text, isError, or error; "stall_ms": stop reading stdin for that
-// long once the call is sent), {"op":"parallel","n":N,"tool":T,"args":{}}
+// (result text, isError, or error; "stall_until": FILE: once the call is
+// sent, read nothing until FILE exists, then 300 ms more), {"op":"parallel","n":N,"tool":T,"args":{}}
 // (N calls at once; "outcomes" counts "ok" and error codes),
 // {"op":"set_level","level":L},
 // {"op":"wait","method":M,"timeout_ms":N} (a notification of that method),
@@ -112,9 +112,10 @@ for (const [i, s] of scenario.entries()) {
       rec.tools = (await client.listTools()).tools.map((t) => t.name);
     } else if (s.op === 'call') {
       const p = client.callTool({ name: s.tool, arguments: s.args ?? {} }, undefined, { timeout: s.timeout_ms ?? 20000 });
-      if (s.stall_ms) {
+      if (s.stall_until) {
         process.stdin.pause();
-        await sleep(s.stall_ms);
+        for (let t = 0; t < 1200 && !fs.existsSync(s.stall_until); t++) await sleep(50);
+        await sleep(300);
         process.stdin.resume();
       }
       const r = await p;

@@ -21,8 +21,9 @@ Tools:
                          (a name no rule can name) and sends
                          notifications/tools/list_changed
   extra {}               (after grow) "extra"
-  log {level, data, n, pad}  sends N (default 1) notifications/message
-                         (data followed by PAD "x")
+  log {level, data, n, pad, done}  sends N (default 1) notifications/message
+                         (data followed by PAD "x"), then creates the file
+                         DONE when given
   notify {method}        sends the notification METHOD (no params)
 logging/setLevel is answered {} ({"error"} for the level "fail").
 """
@@ -110,6 +111,8 @@ def call(rid, params):
             send({"jsonrpc": "2.0", "method": "notifications/message",
                   "params": {"level": a.get("level", "info"), "logger": "fx",
                              "data": a.get("data", "hello %d" % i) + "x" * int(a.get("pad", 0))}})
+        if a.get("done"):
+            open(a["done"], "w").close()
         text(rid, "logged")
     elif name == "notify":
         send({"jsonrpc": "2.0", "method": a.get("method")})
