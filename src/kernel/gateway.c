@@ -154,6 +154,7 @@ void glove_kernel_gateway_agent_exited(struct glove_kernel_gateway *gw) {
         gw->agent_gone = true;
         /* Answers still to come have no one to reach. */
         gw_finish_all_calls(gw, "agent_exited");
+        gw_client_agent_gone(gw);
         if (!gw->stopping) {
                 gw->stopping = true;
                 signal_upstreams(gw, SIGTERM);
@@ -181,13 +182,24 @@ static void up_ready(void *userdata, struct glove_mcp_upstream *u, bool changed)
 static void up_message(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
         (void)u;
         struct gw_upstream *gu = userdata;
-        if (m->kind == GLOVE_MCP_RESPONSE)
-                gw_upstream_response(gu->gw, gu, m);
-        else if (m->kind == GLOVE_MCP_NOTIFICATION && strcmp(m->method, "notifications/progress") == 0 && gu->gw->released)
-                gw_upstream_progress(gu->gw, gu, m);
-        else if (m->kind == GLOVE_MCP_NOTIFICATION && strcmp(m->method, "notifications/resources/updated") == 0 && gu->gw->released)
-                gw_feature_updated(gu->gw, gu, m);
-        /* Other notifications (logging, resources) are not relayed. */
+        if (m->kind == GLOVE_MCP_RESPONSE) {
+                if (!gw_client_upstream_response(gu->gw, gu, m))
+                        gw_upstream_response(gu->gw, gu, m);
+        } else if (m->kind == GLOVE_MCP_NOTIFICATION && strcmp(m->method, "notifications/progress") == 0) {
+                if (gu->gw->released)
+                        gw_upstream_progress(gu->gw, gu, m);
+        } else if (m->kind == GLOVE_MCP_NOTIFICATION && strcmp(m->method, "notifications/resources/updated") == 0) {
+                if (gu->gw->released)
+                        gw_feature_updated(gu->gw, gu, m);
+        } else if (m->kind == GLOVE_MCP_NOTIFICATION) {
+                gw_client_upstream_notification(gu->gw, gu, m); /* logging, list_changed: gateway_client.c */
+        }
+}
+
+static void up_request(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
+        (void)u;
+        struct gw_upstream *gu = userdata;
+        gw_client_upstream_request(gu->gw, gu, m);
 }
 
 static void up_oversized(void *userdata, struct glove_mcp_upstream *u, const int64_t *id, uint64_t bytes) {
@@ -211,12 +223,14 @@ static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *wh
                 snprintf(w, sizeof(w), "failed during initialization: %s", why);
                 leave_out(gw, gu, gu->left_out ? why : w);
                 gw_fail_calls_of(gw, gu->index);
+                gw_client_upstream_gone(gw, gu);
                 gw_check_startup(gw);
                 return;
         }
         if (!gw->stopping)
                 gw_audit(gw, "upstream_failed", json_pack("{s:s,s:s}", "name", name, "reason", why));
         gw_fail_calls_of(gw, gu->index);
+        gw_client_upstream_gone(gw, gu);
         if (starting) {
                 /* The first error set is the one reported (glove_error_set). */
                 if (protocol)
@@ -241,6 +255,7 @@ static const struct glove_mcp_upstream_ops upstream_ops = {
         .record = up_record,
         .ready = up_ready,
         .message = up_message,
+        .request = up_request,
         .oversized = up_oversized,
         .dead = up_dead,
         .exited = up_exited,
@@ -270,7 +285,13 @@ static int start_upstreams(struct glove_kernel_gateway *gw, struct glove_error *
                 gu->index = i;
                 gu->optional = gw->cfg.upstream_optional && gw->cfg.upstream_optional[i];
                 gu->own_names = gw->cfg.upstream_own_names && gw->cfg.upstream_own_names[i];
+                /* The client capabilities it is told of follow policy. */
+                gu->features = glove_policy_client_features(gw->cfg.policy, spec->name);
+                gu->client_caps = gw_client_declared(gu->features);
+                if (!gu->client_caps)
+                        return glove_error_set(err, ENOMEM, "gateway.nomem", "out of memory");
                 gu->cfg = (struct glove_mcp_upstream_config){
+                        .capabilities = gu->client_caps,
                         .max_frame = gw->cfg.max_frame,
                         .max_frame_name = gw->cfg.max_frame_name,
                         .tool_name_valid = glove_policy_tool_name_valid,
@@ -317,6 +338,8 @@ int glove_kernel_gateway_new(sd_event *event, const struct glove_kernel_gateway_
                         rr = sd_event_source_set_enabled(gw->call_timer, SD_EVENT_OFF);
                 if (rr < 0)
                         glove_error_set(err, -rr, "gateway.event_loop", "event loop: %s", strerror(-rr));
+                if (rr >= 0)
+                        rr = gw_client_init(gw, err);
         }
         gw->constructing = false;
         if (rr < 0) {
@@ -373,6 +396,7 @@ void glove_kernel_gateway_free(struct glove_kernel_gateway *gw) {
                 json_decref(gw->ups[i].subscribed);
                 json_decref(gw->ups[i].prompt_names);
         }
+        gw_client_free(gw);
         gw->agent_out_src = sd_event_source_disable_unref(gw->agent_out_src);
         gw->agent_in_src = sd_event_source_disable_unref(gw->agent_in_src);
         gw->startup_timer = sd_event_source_disable_unref(gw->startup_timer);

@@ -117,21 +117,30 @@ static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id,
         gw_send_agent(gw, glove_mcp_rpc_result(id, result));
 }
 
-/* The initialize result, with "instructions" naming the upstreams left out
- * at start (the agent's way to tell that tools it may expect are absent). */
+/* The initialize result: the capabilities the ready upstreams offer and
+ * policy allows (gw_client_announce), and "instructions" holding the
+ * upstreams' own where policy relays them, then naming the upstreams left
+ * out at start (the agent's way to tell that tools it may expect are
+ * absent). */
 static json_t *initialize_result(struct glove_kernel_gateway *gw, const json_t *params) {
         json_t *result = glove_kernel_gateway_initialize_result(params);
-        json_t *caps = result ? json_object_get(result, "capabilities") : NULL;
-        if (caps)
-                gw_feature_capabilities(gw, caps); /* resources, prompts, completions */
+        if (!result)
+                return NULL;
+        gw_client_announce(gw, json_object_get(result, "capabilities"));   /* tools, logging */
+        gw_feature_capabilities(gw, json_object_get(result, "capabilities")); /* resources, prompts, completions */
+        _cleanup_free_ char *relayed = NULL;
+        size_t relayed_len = 0;
+        if (gw_client_instructions(gw, &relayed, &relayed_len) < 0) {
+                json_decref(result);
+                return NULL;
+        }
         size_t count = 0;
         for (size_t i = 0; i < gw->n_ups; i++)
                 count += gw->ups[i].left_out;
-        if (!result || count == 0)
-                return result;
         char text[GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX * 200 + 200];
         size_t n = 0;
-        for (size_t i = 0; i < gw->n_ups; i++) {
+        text[0] = '\0';
+        for (size_t i = 0; i < gw->n_ups && count > 0; i++) {
                 const struct gw_upstream *gu = &gw->ups[i];
                 if (!gu->left_out)
                         continue;
@@ -141,24 +150,37 @@ static json_t *initialize_result(struct glove_kernel_gateway *gw, const json_t *
                 if (w > 0)
                         n = n + (size_t)w < sizeof(text) ? n + (size_t)w : sizeof(text) - 1;
         }
-        snprintf(text + n, sizeof(text) - n, "%s", count == 1
-                 ? ". Its tools are absent from tools/list, and a call of one answers upstream_unavailable."
-                 : ". Their tools are absent from tools/list, and a call of one answers upstream_unavailable.");
-        json_object_set_new(result, "instructions", json_string(text));
+        if (count > 0)
+                snprintf(text + n, sizeof(text) - n, "%s", count == 1
+                         ? ". Its tools are absent from tools/list, and a call of one answers upstream_unavailable."
+                         : ". Their tools are absent from tools/list, and a call of one answers upstream_unavailable.");
+        if (!relayed_len && count == 0)
+                return result;
+        _cleanup_free_ char *all = NULL;
+        if (asprintf(&all, "%s%s%s", relayed ? relayed : "", relayed_len && count ? "\n\n" : "", text) < 0) {
+                all = NULL;
+                json_decref(result);
+                return NULL;
+        }
+        json_object_set_new(result, "instructions", json_string(all));
         return result;
 }
 
 static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_mcp_message *m) {
         if (m->kind == GLOVE_MCP_RESPONSE) {
-                /* Glove never sends the agent requests: nothing to answer. */
-                gw_audit(gw, "response_dropped", json_pack("{s:s,s:O}", "from", "agent", "id", m->id));
+                /* An answer to a request Glove relayed from an upstream goes
+                 * back there; any other is dropped. */
+                if (!gw_client_agent_response(gw, m))
+                        gw_audit(gw, "response_dropped", json_pack("{s:s,s:O}", "from", "agent", "id", m->id));
                 return;
         }
         const char *method = m->method;
         if (m->kind == GLOVE_MCP_NOTIFICATION) {
                 if (strcmp(method, "notifications/cancelled") == 0)
                         gw_handle_agent_cancel(gw, m->params);
-                return; /* notifications/initialized and others need no action */
+                else
+                        gw_client_agent_notification(gw, m); /* initialized, roots/list_changed */
+                return;
         }
         /* JSON-RPC ids are unique among requests in flight: a second one
          * would make two answers carry the same id. */
@@ -166,8 +188,11 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 gw_refuse_duplicate(gw, m->id, method, m->params);
                 return;
         }
-        if (strcmp(method, "initialize") == 0)
+        if (strcmp(method, "initialize") == 0) {
+                gw_client_agent_initialize(gw, m->params);
                 gw_send_agent(gw, glove_mcp_rpc_result(m->id, initialize_result(gw, m->params)));
+        } else if (strcmp(method, "logging/setLevel") == 0)
+                gw_client_set_level(gw, m->id, m->params);
         else if (strcmp(method, "ping") == 0)
                 gw_send_agent(gw, glove_mcp_rpc_result(m->id, json_object()));
         else if (strcmp(method, "tools/list") == 0)

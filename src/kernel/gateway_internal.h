@@ -23,6 +23,32 @@ struct gw_upstream {
         json_t *subscribed;               /* owned or NULL: {URI: true} the agent subscribed to (upstream URIs) */
         json_t *prompt_names;             /* owned or NULL: its prompt names listed at start (own-names runs) */
         char left_out_why[160];           /* why, for the agent's instructions */
+        unsigned features;                /* client features policy grants it (glove_policy_client_features) */
+        json_t *client_caps;              /* owned: the capabilities declared in its initialize */
+        bool backlog_dropping;            /* its notifications are being dropped (agent backlog) */
+};
+
+/* A request of an upstream to the client (sampling/createMessage,
+ * elicitation/create, roots/list), held until the agent is initialized,
+ * then sent to the agent with id "glove-N" (gateway_client.c). */
+struct gw_client_request {
+        bool used, sent;
+        size_t upstream;
+        json_t *upstream_id;              /* owned: the upstream's own id */
+        json_t *params;                   /* owned while held; NULL once sent */
+        char method[32];
+        char id[32];                      /* "glove-N", unique over the gateway's life */
+        uint64_t start_us;
+};
+
+/* A logging/setLevel of the agent, sent to every upstream that takes it. */
+struct gw_set_level {
+        bool used;
+        json_t *agent_id;                 /* owned */
+        uint64_t start_us;
+        size_t waiting;                   /* answers still to come */
+        bool pending[GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX];
+        int64_t upstream_id[GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX];
 };
 
 struct glove_kernel_gateway {
@@ -44,6 +70,16 @@ struct glove_kernel_gateway {
         uint64_t call_timer_at;           /* armed deadline (monotonic µs), 0 when off */
 
         int own_names_stage;              /* 0: not checked, 1: prompts being listed, 2: checked */
+        /* Server-to-client requests and relays (gateway_client.c). */
+        json_t *agent_caps;               /* owned: the agent's initialize capabilities, NULL before it */
+        bool agent_initialized;           /* notifications/initialized seen */
+        struct gw_client_request client_reqs[GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX];
+        size_t n_client_reqs;
+        uint64_t next_client_id;
+        struct gw_set_level set_levels[GLOVE_KERNEL_GATEWAY_SET_LEVEL_MAX];
+        sd_event_source *client_timer;
+        uint64_t client_timer_at;
+
         bool constructing;                /* inside glove_kernel_gateway_new: failures are returned, not notified */
         bool attached, released, stopping, agent_gone, finished;
         struct glove_error err;           /* the latest failure */
@@ -118,3 +154,28 @@ void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps);
  * see twice (gw->err "gateway.name_collision", gw_fail; false). True when
  * the start may go on. */
 bool gw_own_names_ready(struct glove_kernel_gateway *gw);
+
+/* gateway_client.c */
+int gw_client_init(struct glove_kernel_gateway *gw, struct glove_error *err);
+void gw_client_free(struct glove_kernel_gateway *gw);
+/* The capabilities to declare to upstream gu (by its features): a new
+ * reference or NULL. */
+json_t *gw_client_declared(unsigned features);
+void gw_client_upstream_request(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* True when m answered a logging/setLevel Glove sent (consumed). */
+bool gw_client_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+void gw_client_upstream_notification(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+void gw_client_upstream_gone(struct glove_kernel_gateway *gw, struct gw_upstream *gu);
+/* True when m answered a request Glove sent the agent (consumed). */
+bool gw_client_agent_response(struct glove_kernel_gateway *gw, struct glove_mcp_message *m);
+void gw_client_agent_initialize(struct glove_kernel_gateway *gw, const json_t *params);
+void gw_client_agent_notification(struct glove_kernel_gateway *gw, struct glove_mcp_message *m);
+void gw_client_set_level(struct glove_kernel_gateway *gw, const json_t *id, json_t *params);
+void gw_client_agent_gone(struct glove_kernel_gateway *gw);
+/* Adds to the initialize result's capabilities what the ready upstreams
+ * offer and policy allows: tools.listChanged, logging. */
+void gw_client_announce(struct glove_kernel_gateway *gw, json_t *capabilities);
+/* True when logging/setLevel has an upstream to go to. */
+bool gw_client_logging_offered(struct glove_kernel_gateway *gw);
+/* Appends the instructions policy relays to text (a growing string). */
+int gw_client_instructions(struct glove_kernel_gateway *gw, char **text, size_t *len);

@@ -36,8 +36,9 @@ struct glove_mcp_upstream {
         size_t listed;                             /* entries received while LISTING, dropped ones included */
         bool relist;                               /* list_changed arrived while listing */
         bool has_tools;                            /* the upstream advertised the tools capability */
-        json_t *capabilities;                      /* owned: the initialize result's capabilities object, or NULL */
         char protocol_version[32];
+        json_t *server_caps;                       /* initialize result's capabilities, owned */
+        char *instructions;                        /* initialize result's instructions, owned, or NULL */
         int exit_code, exit_signal;                /* once reaped; -1 when unknown */
 };
 
@@ -391,8 +392,17 @@ static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *resul
         snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
         json_t *caps = json_object_get(result, "capabilities");
         u->has_tools = json_is_object(caps) && json_is_object(json_object_get(caps, "tools"));
-        json_decref(u->capabilities);
-        u->capabilities = json_is_object(caps) ? json_incref(caps) : NULL;
+        u->server_caps = json_is_object(caps) ? json_deep_copy(caps) : json_object();
+        json_t *instr = json_object_get(result, "instructions");
+        if (json_is_string(instr) && json_string_length(instr) > 0) {
+                size_t len = json_string_length(instr);
+                if (len > GLOVE_MCP_UPSTREAM_INSTRUCTIONS_MAX || strlen(json_string_value(instr)) != len)
+                        record(u, "instructions_dropped",
+                               json_pack("{s:s,s:I,s:s}", "upstream", u->spec->name, "bytes", (json_int_t)len, "reason",
+                                         len > GLOVE_MCP_UPSTREAM_INSTRUCTIONS_MAX ? "too_long" : "contains_nul"));
+                else
+                        u->instructions = strdup(json_string_value(instr));
+        }
         glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/initialized", NULL));
         if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
                 return;
@@ -419,10 +429,12 @@ static void handle_message(struct glove_mcp_upstream *u, struct glove_mcp_messag
                 return;
         }
         if (m->kind == GLOVE_MCP_REQUEST) {
-                /* No client capabilities (roots, sampling, elicitation) are
-                 * offered; only ping is answered. */
+                /* ping is answered here; the rest is the caller's (client
+                 * capabilities follow its policy). */
                 if (strcmp(m->method, "ping") == 0)
                         glove_mcp_upstream_send(u, glove_mcp_rpc_result(m->id, json_object()));
+                else if (u->cfg->ops->request)
+                        u->cfg->ops->request(u->cfg->userdata, u, m);
                 else
                         glove_mcp_upstream_send(u, glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL));
                 return;
@@ -568,8 +580,8 @@ int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec
         }
         u->control_id = u->next_id++;
         json_t *id = json_integer(u->control_id);
-        json_t *params = json_pack("{s:s,s:{},s:{s:s,s:s}}", "protocolVersion", glove_mcp_protocol_versions[0], "capabilities",
-                                   "clientInfo", "name", cfg->client_name ? cfg->client_name : "glove", "version",
+        json_t *params = json_pack("{s:s,s:o,s:{s:s,s:s}}", "protocolVersion", glove_mcp_protocol_versions[0], "capabilities",
+                                   cfg->capabilities ? json_deep_copy(cfg->capabilities) : json_object(), "clientInfo", "name", cfg->client_name ? cfg->client_name : "glove", "version",
                                    cfg->client_version ? cfg->client_version : GLOVE_VERSION);
         /* A failure here makes it DEAD (ops->dead), like any later one. */
         u->state = GLOVE_MCP_UPSTREAM_INITIALIZING;
@@ -599,7 +611,8 @@ void glove_mcp_upstream_free(struct glove_mcp_upstream *u) {
         glove_closep(&u->out_fd);
         json_decref(u->tools);
         json_decref(u->listing);
-        json_decref(u->capabilities);
+        json_decref(u->server_caps);
+        free(u->instructions);
         glove_mcp_reader_free(&u->reader);
         glove_mcp_writer_free(&u->writer);
         free(u);
@@ -641,5 +654,16 @@ bool glove_mcp_upstream_listed(const struct glove_mcp_upstream *u) {
 }
 
 const json_t *glove_mcp_upstream_capabilities(const struct glove_mcp_upstream *u) {
-        return u->capabilities;
+        return u->server_caps;
+}
+
+bool glove_mcp_upstream_offers(const struct glove_mcp_upstream *u, const char *key, const char *sub) {
+        json_t *v = u->server_caps ? json_object_get(u->server_caps, key) : NULL;
+        if (!json_is_object(v))
+                return false;
+        return !sub || json_is_true(json_object_get(v, sub));
+}
+
+const char *glove_mcp_upstream_instructions(const struct glove_mcp_upstream *u) {
+        return u->instructions;
 }

@@ -332,7 +332,7 @@ static int decode_arguments(struct glove_policy *p, const json_t *root, struct g
 
 /* ---- the document ---- */
 
-static const char *const top_keys[] = {"version", "allow", "deny", "arguments", "prompts", "resources", NULL};
+static const char *const top_keys[] = {"version", "allow", "deny", "arguments", "prompts", "resources", "upstreams", NULL};
 
 static int decode_document(struct glove_policy *p, const json_t *root, struct glove_error *err) {
         int64_t version;
@@ -349,6 +349,8 @@ static int decode_document(struct glove_policy *p, const json_t *root, struct gl
                 r = decode_arguments(p, root, err);
         if (r >= 0)
                 r = glove_policy_file_features(p, root, err);
+        if (r >= 0)
+                r = glove_policy_decode_upstreams(p, root, err);
         return r;
 }
 

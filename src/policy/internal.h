@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "glove/base/error.h"
 #include "glove/base/path.h"
 #include "glove/policy/policy.h"
@@ -77,6 +79,12 @@ struct glove_policy_tool {
         size_t cap_rules;
 };
 
+/* The client features granted to one upstream (client.c). */
+struct glove_policy_client {
+        char name[GLOVE_POLICY_NAME_MAX + 1];
+        unsigned features; /* enum glove_policy_client_feature */
+};
+
 struct glove_policy {
         struct glove_policy_name_rule *allow;
         size_t n_allow, cap_allow;
@@ -93,6 +101,8 @@ struct glove_policy {
          * GLOVE_POLICY_RULES_MAX rules of its own. */
         struct glove_policy *prompts;
         struct glove_policy *resources;
+        struct glove_policy_client clients[GLOVE_POLICY_CLIENTS_MAX]; /* client.c; not counted in n_rules */
+        size_t n_clients;
 };
 
 /* ---- name.c ---- */
@@ -220,3 +230,37 @@ int glove_policy_file_arguments(struct glove_policy *p, const json_t *obj, const
 /* file_features.c: the optional "prompts" and "resources" members of the
  * document root. */
 int glove_policy_file_features(struct glove_policy *p, const json_t *root, struct glove_error *err);
+/* ---- client.c ---- */
+
+/* Adds features to upstream name (validated here: [a-z0-9_-]{1,32}); what
+ * names the input in messages. Errors: policy.bad_client_rule (-EINVAL),
+ * policy.too_many_rules (-ENOSPC). */
+int glove_policy_add_client(struct glove_policy *policy, const char *name, unsigned features, const char *what,
+                            struct glove_error *err);
+
+/* Adds from's client grants to policy; with check_only, only checks that
+ * they fit (then a merge cannot fail). Errors: policy.too_many_rules. */
+int glove_policy_merge_clients(struct glove_policy *policy, const struct glove_policy *from, bool check_only,
+                               struct glove_error *err);
+
+/* The client grants as {NAME: [FEATURE...]}, or NULL (ENOMEM). */
+json_t *glove_policy_clients_json(const struct glove_policy *policy);
+
+/* Refuses a client grant for an upstream not in names[0..n):
+ * policy.unknown_upstream. */
+int glove_policy_check_client_upstreams(const struct glove_policy *policy, const char *const *names, size_t n,
+                                        struct glove_error *err);
+
+/* ---- file_upstreams.c ---- */
+
+/* Decodes the policy file's optional top-level "upstreams" object:
+ * {"NAME": {"client": {...}, "sandbox": {...}}}; "client" is decoded by
+ * glove_policy_decode_client, "sandbox" belongs to contained upstreams and
+ * is refused by this build (policy.unknown_field). */
+int glove_policy_decode_upstreams(struct glove_policy *policy, const json_t *root, struct glove_error *err);
+
+/* Decodes one upstream's "client" object {"sampling": BOOL, "elicitation":
+ * BOOL, "roots": BOOL, "logging": BOOL, "instructions": BOOL} at path (each
+ * key optional; true grants, false does not). */
+int glove_policy_decode_client(struct glove_policy *policy, const char *name, const json_t *obj, const char *path,
+                               struct glove_error *err);

@@ -274,6 +274,8 @@ int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, s
         }
         if (policy->n_rules + new_allow + new_deny + new_args > GLOVE_POLICY_RULES_MAX)
                 return too_many_rules(err, "policy file");
+        if (glove_policy_merge_clients(policy, from, true, err) < 0)
+                return -ENOSPC;
 
         /* Reserve everything first; nothing below can fail. */
         if (reserve((void **)&policy->allow, &policy->cap_allow, policy->n_allow + new_allow,
@@ -311,6 +313,8 @@ int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, s
         for (size_t i = 0; i < from->n_deny; i++)
                 free(from->deny[i].qualified);
         from->n_allow = from->n_deny = from->n_tools = from->n_rules = 0;
+        (void)glove_policy_merge_clients(policy, from, false, err); /* checked above: cannot fail */
+        from->n_clients = 0;
         return 0;
 }
 
@@ -464,7 +468,7 @@ int glove_policy_check_upstreams(const struct glove_policy *policy, const char *
                                        "%s %s: no upstream is named %.*s (the upstreams are: %s)", ref.kind, ref.qualified,
                                        (int)ref.name_len, ref.qualified, n ? list : "none");
         }
-        return 0;
+        return glove_policy_check_client_upstreams(policy, names, n, err);
 }
 
 static json_t *name_rules_json(const struct glove_policy_name_rule *rules, size_t n) {
@@ -513,6 +517,10 @@ json_t *glove_policy_to_json(const struct glove_policy *policy) {
                         json_decref(out);
                         out = NULL;
                 }
+        }
+        if (out && policy->n_clients > 0 && json_object_set_new(out, "client", glove_policy_clients_json(policy)) < 0) {
+                json_decref(out);
+                out = NULL;
         }
         return out;
 }

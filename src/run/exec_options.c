@@ -117,6 +117,12 @@ const char glove_run_help[] =
         "  --upstream-own-names NAME     offer NAME's tools and prompts under their own\n"
         "                                names and its resource URIs unchanged; rules\n"
         "                                still say NAME.TOOL (repeatable)\n"
+        "  --upstream-allow NAME:FEATURE[,FEATURE...]\n"
+        "                                let upstream NAME use client features:\n"
+        "                                sampling, elicitation, roots (its requests\n"
+        "                                reach the agent), logging (setLevel and its\n"
+        "                                log messages), instructions (relayed in the\n"
+        "                                agent's initialize); none by default\n"
         "  --policy FILE                 rules from a JSON policy file (docs/policy.md)\n"
         "  --call-timeout MS             answer upstream_timeout after MS (60000)\n"
         "  --max-frame BYTES             longest JSON-RPC line accepted (4M); a longer\n"
@@ -173,6 +179,7 @@ enum {
         OPT_ALLOW_RESOURCE,
         OPT_DENY_RESOURCE,
         OPT_UPSTREAM_OWN_NAMES,
+        OPT_UPSTREAM_ALLOW,
         OPT_END_,
 };
 
@@ -217,6 +224,7 @@ static const struct option run_options[] = {
         {"allow-resource", required_argument, NULL, OPT_ALLOW_RESOURCE},
         {"deny-resource", required_argument, NULL, OPT_DENY_RESOURCE},
         {"upstream-own-names", required_argument, NULL, OPT_UPSTREAM_OWN_NAMES},
+        {"upstream-allow", required_argument, NULL, OPT_UPSTREAM_ALLOW},
         {"policy", required_argument, NULL, OPT_POLICY},
         {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
         {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
@@ -379,6 +387,9 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                                 return glove_error_set(err, E2BIG, "usage.too_many", "more than %d --upstream-own-names",
                                                        GLOVE_RUN_UPSTREAMS_MAX);
                         opts->upstream_own_names[opts->n_upstream_own_names++] = optarg;
+                        break;
+                case OPT_UPSTREAM_ALLOW:
+                        r = push(opts->upstream_allow, &opts->n_upstream_allow, optarg, "--upstream-allow", err);
                         break;
                 case OPT_POLICY:
                         if (opts->policy_file)

@@ -129,6 +129,11 @@ static int setup_policy(struct run *r, struct glove_error *err) {
                         return rr;
                 }
         }
+        for (size_t i = 0; i < o->n_upstream_allow; i++)
+                if ((rr = glove_policy_allow_client(r->policy, o->upstream_allow[i], err)) < 0) {
+                        glove_error_prefix(err, "--upstream-allow");
+                        return rr;
+                }
         if (o->policy_file && (rr = glove_policy_load_file(r->policy, o->policy_file, err)) < 0)
                 return rr;
         return 0;

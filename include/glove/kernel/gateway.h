@@ -7,6 +7,14 @@
  * MCP server the agent talks to, and forwards only policy-approved tool
  * calls to host-side upstreams.
  *
+ *  - server-to-client requests of upstreams (sampling/createMessage,
+ *    elicitation/create, roots/list) reach the agent only where policy grants
+ *    that upstream the feature (glove_policy_client_features), with ids
+ *    "glove-N", at most GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX at once,
+ *    timed out after call_timeout_ms; the agent's answers go back with the
+ *    upstream's id; logging/setLevel, notifications/message and the
+ *    list_changed notifications are relayed under the same grants
+ *    (docs/mcp-mediation.md, "Client features");
  *  - initialize and ping are answered by the gateway; tools/list merges the
  *    upstreams' tools that policy shows, named UPSTREAM.TOOL, in pages of
  *    GLOVE_KERNEL_GATEWAY_TOOLS_PAGE; tools/call is decided by policy, and an
@@ -46,6 +54,16 @@
 #define GLOVE_KERNEL_GATEWAY_TOOLS_PAGE 100
 /* Bytes queued towards an agent that is not reading. */
 #define GLOVE_KERNEL_GATEWAY_AGENT_PENDING_MAX (64 * 1024 * 1024)
+/* Requests of upstreams to the client (sampling, elicitation, roots)
+ * held or in flight towards the agent at once. */
+#define GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX 64
+/* logging/setLevel requests of the agent in flight at once. */
+#define GLOVE_KERNEL_GATEWAY_SET_LEVEL_MAX 8
+/* Bytes queued towards the agent above which relayed notifications
+ * (notifications/message, list_changed) are dropped instead of queued
+ * (audited "notification_dropped"); responses still use the whole
+ * GLOVE_KERNEL_GATEWAY_AGENT_PENDING_MAX. */
+#define GLOVE_KERNEL_GATEWAY_NOTIFY_PENDING_MAX (4 * 1024 * 1024)
 /* Grace between SIGTERM and SIGKILL for upstreams at the end, µs. */
 #define GLOVE_KERNEL_GATEWAY_GRACE_USEC (2 * 1000 * 1000ULL)
 
@@ -158,8 +176,10 @@ const struct glove_mcp_upstream *glove_kernel_gateway_upstream(const struct glov
 void glove_kernel_gateway_free(struct glove_kernel_gateway *gw);
 
 /* The result of an agent's initialize: the version the agent asked for when
- * Glove speaks it, else Glove's newest; capabilities only
+ * Glove speaks it, else Glove's newest; capabilities
  * {"tools":{"listChanged":true}}; serverInfo Glove. A new reference or NULL
- * (ENOMEM). params borrowed, may be NULL. (The gateway adds "instructions"
- * naming the upstreams left out, when there are any.) */
+ * (ENOMEM). params borrowed, may be NULL. (The gateway then makes the
+ * capabilities those of its ready upstreams under policy: listChanged only
+ * when one has it, logging when one offers and is granted it; and adds
+ * "instructions": granted upstreams' own, and the upstreams left out.) */
 json_t *glove_kernel_gateway_initialize_result(const json_t *params);

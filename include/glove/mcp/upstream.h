@@ -8,8 +8,10 @@
  * caller-supplied sd-event loop: it sends initialize, then fetches tools/list
  * page by page (again after notifications/tools/list_changed), drops entries
  * no client may be offered (each reported as a "tool_dropped" record), and
- * answers the upstream's own requests (ping only; Glove offers upstreams no
- * client capabilities). Everything else it reads is handed to the caller.
+ * answers the upstream's ping itself; its other requests go to ops->request
+ * (or are answered method not found without one). The client capabilities
+ * declared in initialize are the caller's (cfg->capabilities). Everything
+ * else it reads is handed to the caller.
  *
  * Daemon-safe: no statics, no environment lookups (the caller passes the
  * environment explicitly), no printing, nothing process-wide on the caller
@@ -38,6 +40,9 @@
 #define GLOVE_MCP_UPSTREAM_PAGES_MAX 256
 /* Bytes queued towards an upstream that is not reading. */
 #define GLOVE_MCP_UPSTREAM_PENDING_MAX (64 * 1024 * 1024)
+/* Longest "instructions" of an initialize result kept, bytes; longer ones
+ * are not kept (an "instructions_dropped" record). */
+#define GLOVE_MCP_UPSTREAM_INSTRUCTIONS_MAX (16 * 1024)
 /* Longest part of a dropped tool's name written to its tool_dropped
  * record, in bytes (the record also gives the whole length). */
 #define GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX 256
@@ -123,6 +128,11 @@ struct glove_mcp_upstream_ops {
          * for the answer to initialize or tools/list, which makes the
          * upstream DEAD (protocol). Optional. */
         void (*oversized)(void *userdata, struct glove_mcp_upstream *u, const int64_t *id, uint64_t bytes);
+        /* A request of the upstream other than ping (sampling/createMessage,
+         * roots/list, ...): the caller answers it (glove_mcp_upstream_send
+         * with m->id). m is borrowed. Optional: without it the client
+         * answers method not found. */
+        void (*request)(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m);
         /* Asked after each message read: true stops handling the rest of
          * what was read in this round (it is handled on the next). Optional. */
         bool (*halted)(void *userdata);
@@ -137,6 +147,9 @@ struct glove_mcp_upstream_config {
          * passes glove_policy_tool_name_valid). */
         bool (*tool_name_valid)(const char *name, size_t len);
         const char *client_name, *client_version;   /* clientInfo of initialize; NULL: "glove", GLOVE_VERSION */
+        /* The "capabilities" of initialize (an object, borrowed, copied
+         * when sent); NULL: {} (none). */
+        const json_t *capabilities;
         const struct glove_mcp_upstream_ops *ops;   /* borrowed, outlives the client */
         void *userdata;
 };
@@ -179,9 +192,19 @@ const json_t *glove_mcp_upstream_tools(const struct glove_mcp_upstream *u);
  * the name's own length). */
 bool glove_mcp_upstream_has_tool(const struct glove_mcp_upstream *u, const char *tool);
 
-/* The capabilities object of the upstream's initialize result (borrowed),
- * or NULL before it or when it gave none that is an object. */
+/* The "capabilities" of its initialize result (borrowed; an object, {} when
+ * it gave none), or NULL before initialize was answered. */
 const json_t *glove_mcp_upstream_capabilities(const struct glove_mcp_upstream *u);
+
+/* True when its capabilities hold key (e.g. "logging") as an object; when
+ * sub is not NULL, also that object's member sub is true (e.g.
+ * "listChanged"). */
+bool glove_mcp_upstream_offers(const struct glove_mcp_upstream *u, const char *key, const char *sub);
+
+/* The "instructions" string of its initialize result (borrowed, at most
+ * GLOVE_MCP_UPSTREAM_INSTRUCTIONS_MAX bytes, no NUL), or NULL when it gave
+ * none (or too long ones). */
+const char *glove_mcp_upstream_instructions(const struct glove_mcp_upstream *u);
 
 /* Reserves the next request id for a request the caller sends. */
 int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u);

@@ -119,14 +119,56 @@ bool glove_policy_rule_at(const struct glove_policy *policy, size_t i, struct gl
  * names[0..n) (NUL-terminated upstream names): "policy.unknown_upstream"
  * (-EINVAL), naming the first such rule ("allow other.read") and the
  * upstreams there are. Such a rule could never apply: it is a typo or a
- * missing --upstream.
+ * missing --upstream. Client feature grants (glove_policy_allow_client, a
+ * file's "upstreams") are checked the same way ("client NAME: ...").
  */
 int glove_policy_check_upstreams(const struct glove_policy *policy, const char *const *names, size_t n,
                                  struct glove_error *err);
 
 /*
+ * Server-to-client features and relays per upstream (docs/policy.md,
+ * "Client features"; docs/mcp-mediation.md). Default deny: an upstream gets
+ * none unless granted with glove_policy_allow_client or a policy file's
+ * "upstreams": {"NAME": {"client": {...}}}.
+ *   SAMPLING      its sampling/createMessage requests reach the agent
+ *   ELICITATION   its elicitation/create requests reach the agent
+ *   ROOTS         its roots/list requests reach the agent, and the agent's
+ *                 notifications/roots/list_changed reach it
+ *   LOGGING       logging/setLevel reaches it; its notifications/message
+ *                 reach the agent
+ *   INSTRUCTIONS  its initialize "instructions" are relayed to the agent
+ */
+enum glove_policy_client_feature {
+        GLOVE_POLICY_CLIENT_SAMPLING = 1u << 0,
+        GLOVE_POLICY_CLIENT_ELICITATION = 1u << 1,
+        GLOVE_POLICY_CLIENT_ROOTS = 1u << 2,
+        GLOVE_POLICY_CLIENT_LOGGING = 1u << 3,
+        GLOVE_POLICY_CLIENT_INSTRUCTIONS = 1u << 4,
+};
+/* Upstreams with client features in one policy. */
+#define GLOVE_POLICY_CLIENTS_MAX 32
+
+/* The feature's word ("sampling", ...) and back (0 for an unknown word). */
+const char *glove_policy_client_feature_name(unsigned feature);
+unsigned glove_policy_client_feature_from_name(const char *name, size_t len);
+
+/*
+ * Grants upstream NAME the features of "NAME:FEATURE[,FEATURE...]" (FEATURE
+ * one of sampling, elicitation, roots, logging, instructions; NAME is
+ * [a-z0-9_-]{1,32}); grants add up. Errors: "policy.bad_client_rule"
+ * (-EINVAL) naming what is malformed, "policy.too_many_rules" (-ENOSPC: more
+ * than GLOVE_POLICY_CLIENTS_MAX upstreams).
+ */
+int glove_policy_allow_client(struct glove_policy *policy, const char *spec, struct glove_error *err);
+
+/* The features (a mask of enum glove_policy_client_feature) granted to
+ * upstream (NUL-terminated); 0 when none. */
+unsigned glove_policy_client_features(const struct glove_policy *policy, const char *upstream);
+
+/*
  * The policy as data, for the launch record (docs/mcp-mediation.md):
  * {"allow":[NAME.TOOL...], "deny":[...], "arguments":{NAME.TOOL:[rule text...]}}
+ * plus, when any upstream has client features, "client":{NAME:[FEATURE...]},
  * in the order the rules were added (rule texts as verdicts name them). A
  * new reference, or NULL on ENOMEM.
  */

@@ -96,6 +96,8 @@ struct glove_exec_options {
         size_t n_feature_rules;
         const char *upstream_own_names[GLOVE_RUN_UPSTREAMS_MAX];  /* --upstream-own-names NAME */
         size_t n_upstream_own_names;
+        const char *upstream_allow[GLOVE_RUN_RULES_MAX];   /* --upstream-allow NAME:FEATURE[,...] */
+        size_t n_upstream_allow;
         const char *policy_file;
         int64_t call_timeout_ms;        /* GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS unless given; 1..MAX */
         size_t max_frame;               /* GLOVE_MCP_FRAME_DEFAULT unless given */

@@ -196,6 +196,102 @@ static void test_gateway(void **state) {
         assert_int_equal(count_fds(), before);
 }
 
+/* The next message the gateway sent the agent. */
+static json_t *agent_next(struct agent *a) {
+        for (int i = 0; i < 2000; i++) {
+                char *nl = memchr(a->buf, '\n', a->len);
+                if (nl) {
+                        size_t n = (size_t)(nl - a->buf);
+                        json_t *m = json_loadb(a->buf, n, 0, NULL);
+                        memmove(a->buf, nl + 1, a->len - n - 1);
+                        a->len -= n + 1;
+                        assert_non_null(m);
+                        return m;
+                }
+                ssize_t r = read(a->fd, a->buf + a->len, sizeof(a->buf) - a->len);
+                if (r > 0) {
+                        a->len += (size_t)r;
+                        continue;
+                }
+                assert_true(r < 0 && errno == EAGAIN);
+                assert_true(sd_event_run(a->event, 10 * 1000) >= 0);
+        }
+        fail_msg("no message from the gateway");
+        return NULL;
+}
+
+/* Server-to-client requests: a granted one reaches the agent with a
+ * "glove-" id and its answer returns to the upstream; one not granted is
+ * answered by the gateway (policy_denied) and never reaches the agent. */
+static void test_client_requests(void **state) {
+        (void)state;
+        static struct agent a;
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(sd_event_new(&a.event), 0);
+        struct glove_policy *policy = NULL;
+        struct glove_error err = {0};
+        assert_int_equal(glove_policy_new(&policy), 0);
+        assert_int_equal(glove_policy_allow(policy, "py.*", &err), 0);
+        assert_int_equal(glove_policy_allow_client(policy, "py:sampling", &err), 0);
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        struct glove_mcp_upstream_spec spec;
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=python3," MCP_UPSTREAM_PY, env, &spec, &err), 0);
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&spec, env, NULL, 0, &err), 0);
+        struct glove_kernel_gateway_config cfg = {
+                .policy = policy, .upstreams = &spec, .n_upstreams = 1, .call_timeout_ms = 20000,
+                .max_frame = 65536, .notify = on_notify, .userdata = &a,
+        };
+        assert_int_equal(glove_kernel_gateway_new(a.event, &cfg, &a.gw, &err), 0);
+        int sp[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        a.fd = sp[1];
+        assert_int_equal(fcntl(a.fd, F_SETFL, O_NONBLOCK), 0);
+        int wfd = fcntl(sp[0], F_DUPFD_CLOEXEC, 0);
+        assert_int_equal(glove_kernel_gateway_attach_agent(a.gw, sp[0], wfd, &err), 0);
+        pump(&a, &a.ready);
+        assert_int_equal(a.ready, 1);
+
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","
+                       "\"capabilities\":{\"sampling\":{},\"roots\":{}}}}");
+        json_decref(agent_answer(&a, 1));
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"py.ask\","
+                       "\"arguments\":{\"method\":\"sampling/createMessage\"}}}");
+        json_t *q = agent_next(&a);
+        assert_string_equal(json_string_value(json_object_get(q, "method")), "sampling/createMessage");
+        const char *gid = json_string_value(json_object_get(q, "id"));
+        assert_non_null(gid);
+        assert_int_equal(strncmp(gid, "glove-", 6), 0);
+        char reply[256];
+        snprintf(reply, sizeof(reply), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"model\":\"unit-model\"}}", gid);
+        json_decref(q);
+        agent_send(&a, reply);
+        json_t *m = agent_answer(&a, 2);
+        const char *text = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(m, "result"), "content"), 0), "text"));
+        assert_non_null(text);
+        assert_non_null(strstr(text, "unit-model"));
+        json_decref(m);
+
+        /* roots is not granted: the gateway answers, the agent sees only
+         * the call's result. */
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"py.ask\","
+                       "\"arguments\":{\"method\":\"roots/list\"}}}");
+        m = agent_next(&a);
+        assert_int_equal(json_integer_value(json_object_get(m, "id")), 3);
+        text = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(m, "result"), "content"), 0), "text"));
+        assert_non_null(strstr(text, "policy_denied"));
+        json_decref(m);
+
+        glove_kernel_gateway_agent_exited(a.gw);
+        pump(&a, &a.finished);
+        glove_kernel_gateway_free(a.gw);
+        close(a.fd);
+        glove_mcp_upstream_spec_free(&spec);
+        glove_policy_free(policy);
+        sd_event_unref(a.event);
+}
+
 /* An upstream that never initializes: the startup bound fails the gateway
  * naming it, and free (with the process still running) reaps it. */
 static void test_startup_timeout(void **state) {
@@ -308,6 +404,7 @@ int main(void) {
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_gateway),
+                cmocka_unit_test(test_client_requests),
                 cmocka_unit_test(test_startup_timeout),
                 cmocka_unit_test(test_startup_optional_left_out),
         };
