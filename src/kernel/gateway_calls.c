@@ -202,6 +202,7 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
                 return;
         }
         c->owner = gw;
+        c->verbatim = true; /* a tools/call result is relayed as it is */
         snprintf(c->tool, sizeof(c->tool), "%s", name);
         if (gw_auditing(gw))
                 (void)hash_arguments(args, c->arguments_sha256); /* only audit records use it; empty fails them closed */
@@ -315,7 +316,7 @@ bool gw_upstream_raw_response(struct glove_kernel_gateway *gw, struct gw_upstrea
         json_t *jid = json_integer(r->id);
         struct glove_kernel_call *c = jid ? glove_kernel_calls_by_upstream(gw->calls, gu->index, jid) : NULL;
         json_decref(jid);
-        if (!c)
+        if (!c || !c->verbatim)
                 return false;
         /* As gw_upstream_response: the answer goes to the agent (a failure
          * to queue fails the gateway), then the call ends on record. */

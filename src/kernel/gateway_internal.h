@@ -71,9 +71,10 @@ void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, cons
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params);
 void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
 /* Fast path (issue 13): a response that glove_mcp_response_scan vouched
- * for, to a call in flight, forwarded with its value's bytes as they came.
- * Returns false (nothing done) for any other id: the tree path then drops
- * it on record as before. */
+ * for, to a call in flight whose result is relayed unchanged
+ * (glove_kernel_call.verbatim), forwarded with its value's bytes as they
+ * came. Returns false (nothing done) for any other id: the tree path then
+ * handles it (or drops it on record) as before. */
 bool gw_upstream_raw_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const char *line,
                               const struct glove_mcp_raw_response *r);
 /* The upstream's answer to upstream_id was longer than max_frame and was
