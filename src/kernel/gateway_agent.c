@@ -3,12 +3,12 @@
  * merged tools/list (gateway.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gateway_internal.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/number.h"
-#include <stdlib.h>
 
 /* Largest tools/list cursor (an offset into the combined list). */
 #define TOOLS_TOTAL_MAX ((unsigned long long)GLOVE_KERNEL_GATEWAY_UPSTREAMS_MAX * GLOVE_MCP_UPSTREAM_TOOLS_MAX)
