@@ -13,6 +13,10 @@
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
+# GLOVE_BEFORE=PATH (another glove binary, e.g. one built from an older
+# commit in its own build directory) adds it to the glove run round trips,
+# measured in the same rounds as BUILD_DIR's (mcp_bench.py --glove-before).
+#
 # The start-up comparison runs as root and again unprivileged (as nobody,
 # under setpriv, like tests/integration/run.sh; skipped with the reason when
 # that cannot run): wall time and CPU time (user + sys) per start, medians,
@@ -131,7 +135,9 @@ fi
 
 echo
 echo "== glove run: tools/call round trips through glove vs the same client direct to the same upstream"
-/usr/bin/python3 bench/mcp/mcp_bench.py --glove "$glove" --results bench/results/mcp.jsonl || rc=$?
+mcp_before=()
+[ -n "${GLOVE_BEFORE:-}" ] && mcp_before=(--glove-before "$GLOVE_BEFORE")
+/usr/bin/python3 bench/mcp/mcp_bench.py --glove "$glove" "${mcp_before[@]}" --results bench/results/mcp.jsonl || rc=$?
 
 echo
 echo "== gloved: durable create_session rate, validate_plan latency, replay of 10 000 sessions"

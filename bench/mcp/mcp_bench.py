@@ -2,7 +2,8 @@
 """glove run benchmark: tools/call round trips through Glove against the same
 client talking directly to the same upstream, side by side in one run.
 
-  bench/mcp/mcp_bench.py --glove PATH [--calls N] [--rounds R] [--results FILE]
+  bench/mcp/mcp_bench.py --glove PATH [--glove-before PATH] [--calls N] [--rounds R]
+                         [--modes direct,exec,glove] [--results FILE]
 
 The client is tests/agents/mcp-client.mjs (Client from
 @modelcontextprotocol/sdk) in its "bench" step; the upstreams are
@@ -16,16 +17,24 @@ exec:   as direct, but the client runs contained by `glove exec` (a
         without mediation).
 glove:  `glove run --upstream u=node,UPSTREAM --allow u.echo -- node
         mcp-client.mjs`: the client contained, Glove mediating every call.
+before: (with --glove-before PATH) the same through another glove binary
+        (e.g. one built from an older commit), in the same rounds, so that
+        a change is measured side by side with what it changes.
 
 For each upstream and each concurrency (1 call in flight, then 16), the
 modes alternate for R rounds (the order rotates every round); the figures are
 the medians over rounds of p50/p99 latency (µs) and calls per second.
-Glove's peak RSS is the largest VmHWM read from /proc/PID/status of the glove
-process while it runs; its CPU time per call is its utime+stime (from
-/proc/PID/stat, last read before it exits) over the calls it mediated,
-warm-up included. Appends one JSON line per measurement and one summary
-line per upstream and concurrency to the results file. Times are reported,
-never asserted.
+The client runs the warm-up calls, pauses, runs the timed calls, and pauses
+again; each pause is announced by a line in its output file, and the
+benchmark samples CPU times while the client is paused (nothing runs then),
+so the figures cover exactly the timed calls. Glove's CPU per call is the
+CPU time (the sum of /proc/PID/task/*/schedstat, in ns) of the glove
+process tree — `glove run` and every descendant running the glove binary
+(glove-init), never the agent or the upstream — over the timed calls. Its
+peak RSS is the largest VmHWM read from /proc/PID/status of the glove
+process while it runs. Appends one JSON line per measurement and one
+summary line per upstream and concurrency to the results file. Times are
+reported, never asserted.
 """
 import argparse
 import datetime
@@ -62,16 +71,25 @@ def git_commit():
         return None
 
 
+# The client's pause after the warm-up and after the timed calls, in ms:
+# long enough for a sample taken while it lasts (polled every POLL_S).
+PAUSE_MS = 200
+POLL_S = 0.01
+
+
 def scenario(tool, calls, inflight, warmup):
-    return json.dumps([{"op": "bench", "tool": tool, "args": {"message": "bench"}, "n": calls,
-                        "inflight": inflight, "warmup": warmup}])
+    """Warm-up calls, a pause, the timed calls, a pause (bench/mcp: the
+    CPU times are sampled in the pauses)."""
+    call = {"op": "bench", "tool": tool, "args": {"message": "bench"}, "inflight": inflight, "warmup": 0}
+    return json.dumps([dict(call, n=max(1, warmup), label="warmup"), {"op": "sleep", "ms": PAUSE_MS},
+                       dict(call, n=calls, label="timed"), {"op": "sleep", "ms": PAUSE_MS}])
 
 
 def read_result(path):
     with open(path) as fh:
         recs = [json.loads(line) for line in fh if line.strip()]
-    bench = [r for r in recs if r.get("op") == "bench"]
-    if not bench or not bench[0].get("pass"):
+    bench = [r for r in recs if r.get("op") == "bench" and r.get("label") == "timed"]
+    if not bench or not bench[0].get("pass") or not all(r.get("pass") for r in recs if r.get("op") != "end"):
         raise RuntimeError("the client failed: %s" % json.dumps(recs)[-600:])
     return bench[0]
 
@@ -87,13 +105,57 @@ def vm_hwm_kib(pid):
     return None
 
 
-def cpu_ticks(pid):
+def task_cpu_ns(pid):
+    """CPU time in ns of every live thread of pid (schedstat), or None."""
+    total = 0
     try:
-        with open("/proc/%d/stat" % pid) as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    except (OSError, IndexError, ValueError):
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
         return None
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def tree_cpu_ns(root, exe):
+    """CPU time of root and of every descendant whose executable is exe (the
+    glove binary: glove-init, helpers), not of the programs they run."""
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid != root:
+            try:
+                if os.path.realpath("/proc/%d/exe" % pid) != exe:
+                    todo.extend(children(pid))  # a program Glove runs: not counted, but its children may be glove
+                    continue
+            except OSError:
+                continue
+        v = task_cpu_ns(pid)
+        if v is not None:
+            total += v
+        todo.extend(children(pid))
+    return total
+
+
+def bench_lines(path):
+    """How many bench result lines the client has written so far."""
+    try:
+        with open(path) as fh:
+            return sum(1 for line in fh if '"op":"bench"' in line)
+    except OSError:
+        return 0
 
 
 def run_direct(upstream, calls, inflight, warmup, tmp, glove=None):
@@ -131,9 +193,10 @@ def run_glove(glove, upstream, calls, inflight, warmup, tmp):
     spec = ",".join(["u=" + NODE] + UPSTREAMS[upstream])
     argv = [glove, "run", "--upstream", spec, "--allow", "u.echo", "--read", TESTS, "--write", outdir,
             "--", NODE, CLIENT, "--out", out, scenario("u.echo", calls, inflight, warmup)]
+    exe = os.path.realpath(glove)
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [None]
-    ticks = [None]
+    marks = {}  # bench lines written -> glove tree CPU ns sampled in the pause after them
     stop = threading.Event()
 
     def sample():
@@ -141,10 +204,10 @@ def run_glove(glove, upstream, calls, inflight, warmup, tmp):
             v = vm_hwm_kib(p.pid)
             if v is not None and (peak[0] is None or v > peak[0]):
                 peak[0] = v
-            t = cpu_ticks(p.pid)
-            if t is not None:
-                ticks[0] = t
-            stop.wait(0.02)
+            n = bench_lines(out)
+            if n in (1, 2) and n not in marks:
+                marks[n] = tree_cpu_ns(p.pid, exe)
+            stop.wait(POLL_S)
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
@@ -154,8 +217,8 @@ def run_glove(glove, upstream, calls, inflight, warmup, tmp):
     if p.returncode != 0:
         raise RuntimeError("glove run exit %d: %s" % (p.returncode, err.decode(errors="replace")[-600:]))
     cpu = None
-    if ticks[0] is not None:
-        cpu = round(ticks[0] / os.sysconf("SC_CLK_TCK") * 1e6 / (calls + warmup), 1)
+    if 1 in marks and 2 in marks:
+        cpu = round((marks[2] - marks[1]) / 1e3 / calls, 1)
     return read_result(out), peak[0], cpu
 
 
@@ -166,17 +229,28 @@ def med(values):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--glove", required=True, help="the glove binary")
+    ap.add_argument("--glove-before", help="a second glove binary measured in the same rounds (mode \"before\")")
     ap.add_argument("--calls", type=int, default=2000, help="timed calls per measurement")
     ap.add_argument("--warmup", type=int, default=200, help="untimed calls first")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per configuration")
     ap.add_argument("--upstreams", default="fast,everything", help="comma-separated: fast, everything")
     ap.add_argument("--inflight", default="1,16", help="comma-separated concurrency levels")
+    ap.add_argument("--modes", default="direct,exec,glove",
+                    help="comma-separated: direct, exec, glove (before is added with --glove-before)")
     ap.add_argument("--results", default=os.path.join(REPO, "bench", "results", "mcp.jsonl"))
     a = ap.parse_args()
 
     for path in [NODE, CLIENT] + [UPSTREAMS[u][0] for u in a.upstreams.split(",")]:
         if not os.path.exists(path):
             sys.exit("bench: %s is missing (scripts/deps.sh installs node and tests/node_modules)" % path)
+    modes = [m for m in a.modes.split(",") if m]
+    if "direct" not in modes or any(m not in ("direct", "exec", "glove") for m in modes):
+        sys.exit("bench: --modes takes direct (required), exec and glove")
+    binaries = {"glove": a.glove}
+    if a.glove_before:
+        modes.append("before")
+        binaries["before"] = a.glove_before
+    mediated = [m for m in ("before", "glove") if m in modes]
 
     base = {
         "bench": "mcp-tools-call",
@@ -189,7 +263,7 @@ def main():
     }
     os.makedirs(os.path.dirname(a.results), exist_ok=True)
     lines = []
-    modes = ["direct", "exec", "glove"]
+    summaries = []
     print("%-10s %8s %-6s %10s %10s %12s %12s %14s" % ("upstream", "inflight", "mode", "p50 µs", "p99 µs", "calls/s",
                                                        "glove HWM", "glove CPU/call"))
     with tempfile.TemporaryDirectory(prefix="glove-bench-mcp.") as tmp:
@@ -197,8 +271,8 @@ def main():
         for upstream in a.upstreams.split(","):
             for inflight in [int(x) for x in a.inflight.split(",")]:
                 got = {m: [] for m in modes}
-                peaks = []
-                cpus = []
+                peaks = {m: [] for m in mediated}
+                cpus = {m: [] for m in mediated}
                 for rnd in range(a.rounds):
                     order = modes[rnd % len(modes):] + modes[:rnd % len(modes)]
                     for mode in order:
@@ -208,16 +282,16 @@ def main():
                         elif mode == "exec":
                             r, _, _ = run_direct(upstream, a.calls, inflight, a.warmup, tmp, glove=a.glove)
                         else:
-                            r, peak, cpu = run_glove(a.glove, upstream, a.calls, inflight, a.warmup, tmp)
+                            r, peak, cpu = run_glove(binaries[mode], upstream, a.calls, inflight, a.warmup, tmp)
                             if peak is not None:
-                                peaks.append(peak)
+                                peaks[mode].append(peak)
                             if cpu is not None:
-                                cpus.append(cpu)
+                                cpus[mode].append(cpu)
                         got[mode].append(r)
                         rec = dict(base, upstream=upstream, inflight=inflight, mode=mode, round=rnd,
                                    p50_us=r["p50_us"], p90_us=r["p90_us"], p99_us=r["p99_us"], max_us=r["max_us"],
                                    calls_per_s=r["calls_per_s"])
-                        if mode == "glove":
+                        if mode in mediated:
                             rec["glove_peak_rss_kib"] = peak
                             rec["glove_cpu_us_per_call"] = cpu
                         lines.append(rec)
@@ -226,19 +300,32 @@ def main():
                     s[mode] = {k: med([r[k] for r in got[mode]]) for k in ("p50_us", "p99_us", "calls_per_s")}
                     print("%-10s %8d %-6s %10.1f %10.1f %12.1f %12s %14s" % (
                         upstream, inflight, mode, s[mode]["p50_us"], s[mode]["p99_us"], s[mode]["calls_per_s"],
-                        ("%d KiB" % max(peaks)) if mode == "glove" and peaks else "",
-                        ("%.1f µs" % med(cpus)) if mode == "glove" and cpus else ""))
-                added = round(s["glove"]["p50_us"] - s["direct"]["p50_us"], 1)
-                added99 = round(s["glove"]["p99_us"] - s["direct"]["p99_us"], 1)
-                ratio = round(s["glove"]["calls_per_s"] / s["direct"]["calls_per_s"], 3)
-                sandbox = round(s["exec"]["p50_us"] - s["direct"]["p50_us"], 1)
-                print("%-10s %8d => glove adds %.1f µs at p50 (%.1f at p99; the sandbox alone %.1f at p50);"
-                      " throughput %.1f%% of direct" % (upstream, inflight, added, added99, sandbox, ratio * 100))
-                lines.append(dict(base, upstream=upstream, inflight=inflight, mode="summary",
-                                  direct=s["direct"], exec=s["exec"], glove=s["glove"], added_p50_us=added,
-                                  added_p99_us=added99, sandbox_only_added_p50_us=sandbox, throughput_ratio=ratio,
-                                  glove_peak_rss_kib=max(peaks) if peaks else None,
-                                  glove_cpu_us_per_call=med(cpus) if cpus else None))
+                        ("%d KiB" % max(peaks[mode])) if mode in mediated and peaks[mode] else "",
+                        ("%.1f µs" % med(cpus[mode])) if mode in mediated and cpus[mode] else ""))
+                summary = dict(base, upstream=upstream, inflight=inflight, mode="summary",
+                               **{m: s[m] for m in modes})
+                if "exec" in modes:
+                    summary["sandbox_only_added_p50_us"] = round(s["exec"]["p50_us"] - s["direct"]["p50_us"], 1)
+                for m in mediated:
+                    fig = {
+                        "added_p50_us": round(s[m]["p50_us"] - s["direct"]["p50_us"], 1),
+                        "added_p99_us": round(s[m]["p99_us"] - s["direct"]["p99_us"], 1),
+                        "throughput_ratio": round(s[m]["calls_per_s"] / s["direct"]["calls_per_s"], 3),
+                        "glove_peak_rss_kib": max(peaks[m]) if peaks[m] else None,
+                        "glove_cpu_us_per_call": med(cpus[m]) if cpus[m] else None,
+                    }
+                    # The figures of the binary under test stay at the top level, as before.
+                    summary.update(fig) if m == "glove" else summary.update({"before_" + k: v for k, v in fig.items()})
+                    summaries.append((upstream, inflight, m, fig))
+                lines.append(summary)
+    print()
+    print("%-10s %8s %-6s %14s %14s %12s %16s" % ("upstream", "inflight", "glove", "added p50 µs", "added p99 µs",
+                                                  "throughput", "glove CPU/call"))
+    for upstream, inflight, m, fig in summaries:
+        cpu = fig["glove_cpu_us_per_call"]
+        print("%-10s %8d %-6s %14.1f %14.1f %11.3fx %16s" % (
+            upstream, inflight, "after" if m == "glove" and "before" in modes else m, fig["added_p50_us"],
+            fig["added_p99_us"], fig["throughput_ratio"], "%.1f µs" % cpu if cpu is not None else "n/a"))
     with open(a.results, "a") as fh:
         for rec in lines:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -210,6 +210,20 @@ static void up_oversized(void *userdata, struct glove_mcp_upstream *u, const int
                 gw_upstream_oversized(gu->gw, gu, *id);
 }
 
+static bool up_raw_response(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len,
+                            const struct glove_mcp_raw_response *r) {
+        (void)u;
+        (void)len;
+        struct gw_upstream *gu = userdata;
+        return gw_upstream_raw_response(gu->gw, gu, line, r);
+}
+
+static void up_drained(void *userdata, struct glove_mcp_upstream *u) {
+        (void)u;
+        struct gw_upstream *gu = userdata;
+        gw_agent_drained(gu->gw);
+}
+
 /* Its tools answer upstream_unavailable from now on. */
 static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
         struct gw_upstream *gu = userdata;
@@ -260,6 +274,8 @@ static const struct glove_mcp_upstream_ops upstream_ops = {
         .dead = up_dead,
         .exited = up_exited,
         .halted = up_halted,
+        .raw_response = up_raw_response,
+        .drained = up_drained,
 };
 
 /* ------------------------------------------------------------------ object */

@@ -110,6 +110,11 @@ void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream) {
         }
 }
 
+void gw_hold_upstreams(struct glove_kernel_gateway *gw, bool hold) {
+        for (size_t i = 0; i < gw->n_ups; i++)
+                glove_mcp_upstream_hold(gw->ups[i].u, hold);
+}
+
 void gw_finish_all_calls(struct glove_kernel_gateway *gw, const char *status) {
         for (size_t i = 0; i < GLOVE_KERNEL_CALLS_MAX && gw->calls->count > 0; i++)
                 if (gw->calls->slots[i].used)
@@ -221,6 +226,7 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
                 return;
         }
         c->owner = gw;
+        c->verbatim = true; /* a tools/call result is relayed as it is */
         snprintf(c->tool, sizeof(c->tool), "%s", name);
         if (gw_auditing(gw))
                 (void)hash_arguments(args, c->arguments_sha256); /* only audit records use it; empty fails them closed */
@@ -336,6 +342,20 @@ void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
                 json_object_set(out, is_error ? "error" : "result", json_object_get(m->root, is_error ? "error" : "result"));
         gw_send_agent(gw, out);
         call_finish(gw, c, is_error ? "error" : "ok");
+}
+
+bool gw_upstream_raw_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const char *line,
+                              const struct glove_mcp_raw_response *r) {
+        json_t *jid = json_integer(r->id);
+        struct glove_kernel_call *c = jid ? glove_kernel_calls_by_upstream(gw->calls, gu->index, jid) : NULL;
+        json_decref(jid);
+        if (!c || !c->verbatim)
+                return false;
+        /* As gw_upstream_response: the answer goes to the agent (a failure
+         * to queue fails the gateway), then the call ends on record. */
+        (void)gw_queue_agent_response(gw, c->agent_id, r->is_error, line + r->value_off, r->value_len);
+        call_finish(gw, c, r->is_error ? "error" : "ok");
+        return true;
 }
 
 void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *gu, int64_t upstream_id) {

@@ -95,6 +95,10 @@ void gw_check_startup(struct glove_kernel_gateway *gw);
 int gw_send_agent(struct glove_kernel_gateway *gw, json_t *msg);
 void gw_agent_error(struct glove_kernel_gateway *gw, const json_t *id, int code, const char *message, const char *reason,
                     const char *rule);
+/* The fast path of responses (issue 13): queued, written by
+ * gw_agent_drained once the lines of one read are handled. */
+int gw_queue_agent_response(struct glove_kernel_gateway *gw, const json_t *id, bool is_error, const char *value, size_t len);
+void gw_agent_drained(struct glove_kernel_gateway *gw);
 int gw_on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 int gw_on_agent_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
@@ -106,10 +110,19 @@ void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, jso
 void gw_refuse_duplicate(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params);
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params);
 void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* Fast path (issue 13): a response that glove_mcp_response_scan vouched
+ * for, to a call in flight whose result is relayed unchanged
+ * (glove_kernel_call.verbatim), forwarded with its value's bytes as they
+ * came. Returns false (nothing done) for any other id: the tree path then
+ * handles it (or drops it on record) as before. */
+bool gw_upstream_raw_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const char *line,
+                              const struct glove_mcp_raw_response *r);
 /* The upstream's answer to upstream_id was longer than max_frame and was
  * skipped: that call fails (response_too_large), the upstream goes on. */
 void gw_upstream_oversized(struct glove_kernel_gateway *gw, struct gw_upstream *gu, int64_t upstream_id);
 void gw_upstream_progress(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m);
+/* Holds or releases the writes towards every upstream (glove_mcp_upstream_hold). */
+void gw_hold_upstreams(struct glove_kernel_gateway *gw, bool hold);
 void gw_fail_calls_of(struct glove_kernel_gateway *gw, size_t upstream);
 void gw_finish_all_calls(struct glove_kernel_gateway *gw, const char *status);
 int gw_on_call_timer(sd_event_source *s, uint64_t usec, void *userdata);

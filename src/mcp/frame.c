@@ -383,6 +383,61 @@ int glove_mcp_writer_queue(struct glove_mcp_writer *w, const void *data, size_t 
         return glove_buffer_append(&w->buf, data, len);
 }
 
+struct queue_ctx {
+        struct glove_mcp_writer *w;
+        size_t start, max_frame;
+        int err;
+};
+
+static int queue_chunk(const char *buffer, size_t size, void *data) {
+        struct queue_ctx *q = data;
+        if (q->w->buf.len - q->start + size > q->max_frame) {
+                q->err = -EMSGSIZE;
+                return -1;
+        }
+        int rr = glove_buffer_append(&q->w->buf, buffer, size);
+        if (rr < 0) {
+                q->err = rr;
+                return -1;
+        }
+        return 0;
+}
+
+int glove_mcp_writer_queue_json(struct glove_mcp_writer *w, const json_t *msg, size_t max_frame) {
+        struct queue_ctx q = {w, w->buf.len, max_frame, 0};
+        int rr = json_dump_callback(msg, queue_chunk, &q, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (rr == 0 && w->buf.len == q.start)
+                q.err = -EINVAL; /* encoded to nothing: not a message */
+        else if (rr < 0 && q.err == 0)
+                q.err = -EINVAL;
+        if (q.err == 0)
+                q.err = glove_buffer_append(&w->buf, "\n", 1);
+        if (q.err < 0) {
+                w->buf.len = q.start; /* drop what this message queued */
+                return q.err;
+        }
+        return 0;
+}
+
+int glove_mcp_writer_queue_pieces(struct glove_mcp_writer *w, const struct glove_mcp_piece *pieces, size_t n) {
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (pieces[i].len > SIZE_MAX - total)
+                        return -EMSGSIZE;
+                total += pieces[i].len;
+        }
+        int rr = glove_buffer_reserve(&w->buf, total);
+        if (rr < 0)
+                return rr;
+        size_t off = w->buf.len;
+        for (size_t i = 0; i < n; i++) {
+                if (pieces[i].len)
+                        memcpy(w->buf.data + off, pieces[i].base, pieces[i].len);
+                off += pieces[i].len;
+        }
+        return glove_buffer_commit(&w->buf, total);
+}
+
 int glove_mcp_writer_flush(struct glove_mcp_writer *w, int fd) {
         while (w->buf.len > 0) {
                 ssize_t n = write(fd, w->buf.data, w->buf.len);

@@ -36,6 +36,7 @@ struct glove_mcp_upstream {
         size_t listed;                             /* entries received while LISTING, dropped ones included */
         bool relist;                               /* list_changed arrived while listing */
         bool has_tools;                            /* the upstream advertised the tools capability */
+        bool held;                                 /* glove_mcp_upstream_hold: queue, write on release */
         char protocol_version[32];
         json_t *server_caps;                       /* initialize result's capabilities, owned */
         char *instructions;                        /* initialize result's instructions, owned, or NULL */
@@ -179,17 +180,20 @@ int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg) {
         _cleanup_json_ json_t *m = msg;
         if (!m || u->state == GLOVE_MCP_UPSTREAM_DEAD || u->in_fd < 0)
                 return -EPIPE;
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        int rr = glove_mcp_encode(m, SIZE_MAX, &buf, &len);
-        if (rr == 0)
-                rr = glove_mcp_writer_queue(&u->writer, buf, len);
+        int rr = glove_mcp_writer_queue_json(&u->writer, m, SIZE_MAX);
         if (rr < 0) {
                 dead(u, "it does not read its stdin");
                 return rr;
         }
-        flush(u);
+        if (!u->held)
+                flush(u);
         return 0;
+}
+
+void glove_mcp_upstream_hold(struct glove_mcp_upstream *u, bool hold) {
+        u->held = hold;
+        if (!hold && u->state != GLOVE_MCP_UPSTREAM_DEAD && glove_mcp_writer_pending(&u->writer))
+                flush(u);
 }
 
 int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u) {
@@ -476,14 +480,11 @@ static void oversized_line(struct glove_mcp_upstream *u) {
                 cfg->ops->oversized(cfg->userdata, u, response ? &sk->id : NULL, sk->bytes);
 }
 
-static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        (void)s;
-        (void)revents;
-        struct glove_mcp_upstream *u = userdata;
+/* Handles the complete lines buffered. Returns false when it stopped early
+ * (the upstream is DEAD, or the caller halted), true when it ran out of
+ * lines. */
+static bool handle_lines(struct glove_mcp_upstream *u) {
         const struct glove_mcp_upstream_config *cfg = u->cfg;
-        ssize_t n = glove_mcp_reader_fill(&u->reader, fd);
-        if (n == -EAGAIN)
-                return 0;
         for (;;) {
                 const char *line;
                 size_t len;
@@ -491,11 +492,23 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userd
                 if (rr == -EMSGSIZE) {
                         oversized_line(u);
                         if (u->state == GLOVE_MCP_UPSTREAM_DEAD || (cfg->ops->halted && cfg->ops->halted(cfg->userdata)))
-                                return 0;
+                                return false;
                         continue;
                 }
                 if (rr <= 0)
-                        break;
+                        return true;
+                /* Fast path (issue 13): a response to a call, routed by its
+                 * id and forwarded without a tree; the scanner takes only
+                 * what the tree parser would accept, and initialize and
+                 * tools/list answers (not READY) always go the tree's way. */
+                struct glove_mcp_raw_response raw;
+                if (cfg->ops->raw_response && u->state == GLOVE_MCP_UPSTREAM_READY &&
+                    glove_mcp_response_scan(line, len, cfg->max_frame, &raw) == 1 &&
+                    cfg->ops->raw_response(cfg->userdata, u, line, len, &raw)) {
+                        if (u->state == GLOVE_MCP_UPSTREAM_DEAD || (cfg->ops->halted && cfg->ops->halted(cfg->userdata)))
+                                return false;
+                        continue;
+                }
                 struct glove_mcp_message m;
                 if (glove_mcp_message_parse(line, len, cfg->max_frame, 0, &m, NULL, NULL) < 0) {
                         record(u, "upstream_invalid_message", json_pack("{s:s}", "from", u->spec->name));
@@ -504,9 +517,24 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userd
                 handle_message(u, &m);
                 glove_mcp_message_free(&m);
                 if (u->state == GLOVE_MCP_UPSTREAM_DEAD || (cfg->ops->halted && cfg->ops->halted(cfg->userdata)))
-                        return 0;
+                        return false;
         }
-        if (n <= 0)
+}
+
+static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)revents;
+        struct glove_mcp_upstream *u = userdata;
+        const struct glove_mcp_upstream_config *cfg = u->cfg;
+        ssize_t n = glove_mcp_reader_fill(&u->reader, fd);
+        if (n == -EAGAIN)
+                return 0;
+        bool all = handle_lines(u);
+        /* What the lines of this read made the caller queue goes out now,
+         * in one write where it can. */
+        if (cfg->ops->drained)
+                cfg->ops->drained(cfg->userdata, u);
+        if (all && n <= 0)
                 dead(u, "its stdout closed");
         return 0;
 }

@@ -4,7 +4,7 @@ as an upstream. It logs every line it receives, so a test can prove from the
 upstream's side what reached it.
 
   mcp-upstream.py [--log FILE] [--init MODE] [--tools N] [--page K]
-                  [--odd-names] [--nul-cursor] [MARKER...]
+                  [--odd-names] [--nul-cursor] [--raw] [MARKER...]
 
 --log FILE   append every line received to FILE, as "> LINE" (the format
              of mcp-tap.py)
@@ -22,6 +22,7 @@ upstream's side what reached it.
 --nul-cursor with --page: each nextCursor is "OFFSET\u0000mcp-upstream"; a
              cursor that is not exactly one given out is answered with a
              JSON-RPC error
+--raw        also list the tool raw (below)
 MARKER       ignored; lets a test find this process by its command line
 
 Tools:
@@ -46,6 +47,10 @@ Tools:
                       SDK writes it); notify: first sends a
                       notifications/message line of about BYTES bytes, then
                       answers "flooded"
+  raw {lines}         (with --raw) writes each of LINES (strings) as it is, "@ID@" replaced
+                      by the request's id in JSON and "@BADUTF8@" by the
+                      bytes C3 28 (not UTF-8): bytes a JSON encoder would
+                      never write
 """
 import json
 import os
@@ -58,6 +63,7 @@ extra_tools = 0
 page_size = 0
 odd_names = False
 nul_cursor = False
+raw_tool = False
 args = sys.argv[1:]
 while args and args[0].startswith("--"):
     opt = args.pop(0)
@@ -73,6 +79,8 @@ while args and args[0].startswith("--"):
         odd_names = True
     elif opt == "--nul-cursor":
         nul_cursor = True
+    elif opt == "--raw":
+        raw_tool = True
     else:
         sys.exit("mcp-upstream: unknown option %s" % opt)
 
@@ -123,6 +131,8 @@ def tools():
         {"name": "stray", "description": "Sends junk first", "inputSchema": obj},
         {"name": "flood", "description": "Answers with a long line", "inputSchema": obj},
     ]
+    if raw_tool:
+        t.append({"name": "raw", "description": "Answers with the lines given", "inputSchema": obj})
     if grown:
         t.append({"name": "extra", "description": "Exists after grow", "inputSchema": obj})
     t += [{"name": "pad%d" % i, "description": "Padding", "inputSchema": obj} for i in range(extra_tools)]
@@ -202,6 +212,12 @@ def call(rid, params):
                 sys.stdout.buffer.flush()
         else:
             text(rid, "x" * n)
+    elif name == "raw" and raw_tool:
+        for line in a.get("lines", []):
+            data = line.replace("@ID@", json.dumps(rid)).encode().replace(b"@BADUTF8@", b"\xc3\x28")
+            with out_lock:
+                sys.stdout.buffer.write(data + b"\n")
+                sys.stdout.buffer.flush()
     elif isinstance(name, str) and name.startswith("pad"):
         text(rid, "pad")
     elif odd_names and name in ODD_NAMES + ["bad", "twin", "ctl", "star"]:

@@ -60,6 +60,11 @@ struct glove_kernel_call {
         void *owner;                 /* the caller's context, opaque here */
         char tool[GLOVE_KERNEL_TOOL_MAX];   /* qualified name, for audit records */
         char arguments_sha256[65];
+        /* Its response goes to the agent unchanged but for the id, so the
+         * fast path of responses may forward the upstream's bytes as they
+         * are (issue 13). False (the default) for a request whose result
+         * the gateway rewrites: the tree path then handles its response. */
+        bool verbatim;
 };
 
 /* Why a call ended before its answer came. */

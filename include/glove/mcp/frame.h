@@ -170,6 +170,26 @@ void glove_mcp_writer_free(struct glove_mcp_writer *w);
  * would be exceeded (the peer is not reading). */
 int glove_mcp_writer_queue(struct glove_mcp_writer *w, const void *data, size_t len);
 
+/*
+ * Encodes msg as glove_mcp_encode does (compact, order preserved, then
+ * "\n") straight into the writer's queue, in one pass and without an
+ * intermediate copy (issue 13). All or nothing: on error the queue is as it
+ * was. Errors: -EINVAL when msg cannot be encoded, -EMSGSIZE when it
+ * exceeds max_frame (without its newline) or the pending bound, -ENOMEM.
+ */
+int glove_mcp_writer_queue_json(struct glove_mcp_writer *w, const json_t *msg, size_t max_frame);
+
+/*
+ * Queues n pieces (base/len pairs, borrowed) that together are one
+ * encoded message with its newline, all or nothing. Returns 0 or -EMSGSIZE
+ * (the pending bound), -ENOMEM.
+ */
+struct glove_mcp_piece {
+        const void *base;
+        size_t len;
+};
+int glove_mcp_writer_queue_pieces(struct glove_mcp_writer *w, const struct glove_mcp_piece *pieces, size_t n);
+
 /* Writes as much as fd takes. Returns 0 when everything was written,
  * -EAGAIN when bytes remain, or -errno (e.g. -EPIPE). */
 int glove_mcp_writer_flush(struct glove_mcp_writer *w, int fd);

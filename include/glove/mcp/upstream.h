@@ -29,6 +29,7 @@
 
 #include "glove/base/error.h"
 #include "glove/mcp/frame.h"
+#include "glove/mcp/response_scan.h"
 
 #define GLOVE_MCP_UPSTREAM_NAME_MAX 32
 #define GLOVE_MCP_UPSTREAM_ARGS_MAX 64
@@ -136,6 +137,19 @@ struct glove_mcp_upstream_ops {
         /* Asked after each message read: true stops handling the rest of
          * what was read in this round (it is handled on the next). Optional. */
         bool (*halted)(void *userdata);
+        /* The fast path of responses (issue 13; glove/mcp/response_scan.h).
+         * Optional. A line read while the client is READY that
+         * glove_mcp_response_scan accepts is offered here before anything
+         * is decoded: line (len bytes) and r are borrowed for the call.
+         * Return true when it was handled; false hands the line to the tree
+         * parser and to message like any other line, so a caller may take
+         * only the cases it knows (a call in flight) and leave the rest. */
+        bool (*raw_response)(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len,
+                             const struct glove_mcp_raw_response *r);
+        /* Called when the lines of one read have all been handled (and
+         * before the client waits for more): a caller that queued output
+         * while handling them may write it now, once. Optional. */
+        void (*drained)(void *userdata, struct glove_mcp_upstream *u);
 };
 
 struct glove_mcp_upstream_config {
@@ -213,6 +227,13 @@ int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u);
  * Returns 0, or -EPIPE when it is DEAD (or msg is NULL); a backlog over
  * GLOVE_MCP_UPSTREAM_PENDING_MAX makes it DEAD (ops->dead). */
 int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg);
+
+/* Holds (hold true) or releases the writes towards the upstream: while
+ * held, glove_mcp_upstream_send only queues (bounds and failures as
+ * always), and releasing writes what was queued, so that the requests of
+ * one read of the agent reach the upstream in one write (issue 13). Not
+ * nested: the last call wins. */
+void glove_mcp_upstream_hold(struct glove_mcp_upstream *u, bool hold);
 
 /* Signals the process group and the process. */
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig);

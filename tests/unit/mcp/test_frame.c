@@ -282,6 +282,64 @@ static void test_writer_bound(void **state) {
         glove_mcp_writer_free(&w);
 }
 
+/* glove_mcp_writer_queue_json writes exactly what glove_mcp_encode makes,
+ * and queues all of a message or nothing. */
+static void test_writer_queue_json(void **state) {
+        (void)state;
+        const char *texts[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"t\":\"caf\\u00e9 \\u0000 \\n\",\"r\":0.1,\"i\":-12,\"z\":[true,null,{}]}}}",
+                "{\"b\":1,\"a\":2}",
+                "[]",
+        };
+        struct glove_mcp_writer w;
+        glove_mcp_writer_init(&w, 4096);
+        size_t total = 0;
+        for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+                json_t *v = json_loads(texts[i], JSON_ALLOW_NUL, NULL);
+                assert_non_null(v);
+                char *enc = NULL;
+                size_t len = 0;
+                assert_int_equal(glove_mcp_encode(v, SIZE_MAX, &enc, &len), 0);
+                assert_int_equal(glove_mcp_writer_queue_json(&w, v, SIZE_MAX), 0);
+                assert_int_equal(w.buf.len, total + len);
+                assert_memory_equal(w.buf.data + total, enc, len);
+                total += len;
+                /* Over max_frame (without the newline): nothing queued. */
+                assert_int_equal(glove_mcp_writer_queue_json(&w, v, len - 2), -EMSGSIZE);
+                assert_int_equal(w.buf.len, total);
+                assert_int_equal(glove_mcp_writer_queue_json(&w, v, len - 1), 0);
+                assert_memory_equal(w.buf.data + total, enc, len);
+                total += len;
+                free(enc);
+                json_decref(v);
+        }
+        /* Over the pending bound: nothing queued. */
+        struct glove_mcp_writer small;
+        glove_mcp_writer_init(&small, 16);
+        json_t *v = json_loads(texts[1], 0, NULL);
+        assert_int_equal(glove_mcp_writer_queue_json(&small, v, SIZE_MAX), 0); /* 14 bytes */
+        assert_int_equal(small.buf.len, 14);
+        assert_int_equal(glove_mcp_writer_queue_json(&small, v, SIZE_MAX), -EMSGSIZE);
+        assert_int_equal(small.buf.len, 14);
+        json_decref(v);
+        glove_mcp_writer_free(&small);
+        glove_mcp_writer_free(&w);
+}
+
+static void test_writer_queue_pieces(void **state) {
+        (void)state;
+        struct glove_mcp_writer w;
+        glove_mcp_writer_init(&w, 12);
+        const struct glove_mcp_piece p[] = {{"{\"a\":", 5}, {"", 0}, {"1", 1}, {"}\n", 2}};
+        assert_int_equal(glove_mcp_writer_queue_pieces(&w, p, 4), 0);
+        assert_int_equal(w.buf.len, 8);
+        assert_memory_equal(w.buf.data, "{\"a\":1}\n", 8);
+        /* 8 more do not fit in 12: all or nothing. */
+        assert_int_equal(glove_mcp_writer_queue_pieces(&w, p, 4), -EMSGSIZE);
+        assert_int_equal(w.buf.len, 8);
+        glove_mcp_writer_free(&w);
+}
+
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
@@ -294,6 +352,8 @@ int main(void) {
                 cmocka_unit_test(test_message_rejections),
                 cmocka_unit_test(test_error_recovers_id),
                 cmocka_unit_test(test_writer_bound),
+                cmocka_unit_test(test_writer_queue_json),
+                cmocka_unit_test(test_writer_queue_pieces),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

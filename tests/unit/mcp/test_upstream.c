@@ -77,6 +77,10 @@ static void test_spec_parse(void **state) {
 
 struct seen {
         int ready, dead, exited, dropped, oversized, responses;
+        int raw, drained, invalid;       /* the fast path: offered, reads drained, invalid lines */
+        bool raw_take;                   /* what raw_response answers */
+        int64_t raw_id;
+        char raw_value[256];
         bool dropped_nul;
         char why[128];
         bool oversized_has_id;
@@ -87,6 +91,8 @@ struct seen {
 static int on_record(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields) {
         (void)u;
         struct seen *s = userdata;
+        if (strcmp(event, "upstream_invalid_message") == 0)
+                s->invalid++;
         if (strcmp(event, "tool_dropped") == 0) {
                 s->dropped++;
                 json_t *tool = json_object_get(fields, "tool");
@@ -257,6 +263,102 @@ static void test_oversized_answer_skipped(void **state) {
         sd_event_unref(e);
 }
 
+static bool on_raw(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len,
+                   const struct glove_mcp_raw_response *r) {
+        (void)u;
+        struct seen *s = userdata;
+        assert_true(r->value_off + r->value_len <= len);
+        s->raw++;
+        s->raw_id = r->id;
+        snprintf(s->raw_value, sizeof(s->raw_value), "%.*s", (int)r->value_len, line + r->value_off);
+        return s->raw_take;
+}
+
+static void on_drained(void *userdata, struct glove_mcp_upstream *u) {
+        (void)u;
+        ((struct seen *)userdata)->drained++;
+}
+
+static int64_t call(struct glove_mcp_upstream *u, const char *tool, json_t *args) {
+        int64_t n = glove_mcp_upstream_next_id(u);
+        json_t *id = json_integer(n);
+        assert_int_equal(glove_mcp_upstream_send(u, glove_mcp_rpc_request(id, "tools/call",
+                                                                          json_pack("{s:s,s:o}", "name", tool, "arguments", args))),
+                         0);
+        json_decref(id);
+        return n;
+}
+
+static void run_until(sd_event *e, const struct seen *seen, const int *counter, int want) {
+        for (int i = 0; i < 2000 && *counter < want && !seen->dead; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+        assert_int_equal(seen->dead, 0);
+        assert_int_equal(*counter, want);
+}
+
+/* The fast path of responses: a response is offered to ops->raw_response
+ * with its id and its value's bytes as the upstream wrote them; declined,
+ * it goes to ops->message decoded; a line the strict decoder refuses is
+ * offered to neither. Requests sent while held reach the upstream once
+ * released. */
+static void test_raw_responses_and_hold(void **state) {
+        (void)state;
+        static const struct glove_mcp_upstream_ops ops3 = {
+                .record = on_record, .ready = on_ready, .message = on_message, .dead = on_dead, .exited = on_exited,
+                .raw_response = on_raw, .drained = on_drained,
+        };
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct seen seen = {.raw_take = true};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 65536, .tool_name_valid = name_valid, .ops = &ops3, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_error err = {0};
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        assert_int_equal(glove_mcp_upstream_spec_parse("py=python3," MCP_UPSTREAM_PY ",--raw", env, &s, &err), 0);
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&s, env, NULL, 0, &err), 0);
+        struct glove_mcp_upstream *u = NULL;
+        assert_int_equal(glove_mcp_upstream_new(e, &s, &cfg, &u, &err), 0);
+        run_until(e, &seen, &seen.ready, 1);
+        /* initialize and tools/list went the tree's way. */
+        assert_int_equal(seen.raw, 0);
+
+        int64_t id = call(u, "raw", json_pack("{s:[s]}", "lines", "{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{ \"n\" : 0.1 }}"));
+        run_until(e, &seen, &seen.raw, 1);
+        assert_true(seen.raw_id == id);
+        assert_string_equal(seen.raw_value, "{ \"n\" : 0.1 }");
+        assert_int_equal(seen.responses, 0);
+        assert_true(seen.drained >= 1);
+
+        /* Declined: decoded and handed to message. */
+        seen.raw_take = false;
+        id = call(u, "echo", json_pack("{s:s}", "text", "slow"));
+        run_until(e, &seen, &seen.responses, 1);
+        assert_int_equal(seen.raw, 2);
+        assert_true(seen.response_id == id);
+        seen.raw_take = true;
+
+        /* Refused by the decoder: neither. */
+        id = call(u, "raw", json_pack("{s:[s,s]}", "lines", "{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"a\":1,\"a\":2}}",
+                                      "{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"ok\":true}}"));
+        run_until(e, &seen, &seen.raw, 3);
+        assert_int_equal(seen.invalid, 1);
+        assert_string_equal(seen.raw_value, "{\"ok\":true}");
+        assert_int_equal(seen.responses, 1);
+
+        /* Held: queued, then written at release. */
+        glove_mcp_upstream_hold(u, true);
+        int64_t a = call(u, "echo", json_pack("{s:s}", "text", "a"));
+        int64_t b = call(u, "echo", json_pack("{s:s}", "text", "b"));
+        glove_mcp_upstream_hold(u, false);
+        run_until(e, &seen, &seen.raw, 5);
+        assert_true(seen.raw_id == a || seen.raw_id == b);
+        assert_int_equal(glove_mcp_upstream_state(u), GLOVE_MCP_UPSTREAM_READY);
+        glove_mcp_upstream_free(u);
+        assert_true(no_children());
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
 int main(void) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -268,6 +370,7 @@ int main(void) {
                 cmocka_unit_test(test_start_missing_program_leaves_nothing),
                 cmocka_unit_test(test_real_upstream_listed),
                 cmocka_unit_test(test_oversized_answer_skipped),
+                cmocka_unit_test(test_raw_responses_and_hold),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
