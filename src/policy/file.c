@@ -302,7 +302,7 @@ static int decode_arguments(struct glove_policy *p, const json_t *root, struct g
 
 /* ---- the document ---- */
 
-static const char *const top_keys[] = {"version", "allow", "deny", "arguments", NULL};
+static const char *const top_keys[] = {"version", "allow", "deny", "arguments", "upstreams", NULL};
 
 static int decode_document(struct glove_policy *p, const json_t *root, struct glove_error *err) {
         int64_t version;
@@ -317,6 +317,8 @@ static int decode_document(struct glove_policy *p, const json_t *root, struct gl
                 r = decode_names(p, root, "deny", err);
         if (r >= 0)
                 r = decode_arguments(p, root, err);
+        if (r >= 0)
+                r = glove_policy_decode_upstreams(p, root, err);
         return r;
 }
 

@@ -34,6 +34,7 @@ void glove_policy_free(struct glove_policy *policy) {
         free(policy->allow);
         free(policy->deny);
         free(policy->tools);
+        json_decref(policy->sandboxes);
         free(policy);
 }
 
@@ -248,6 +249,9 @@ int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, s
         if (policy->n_rules + new_allow + new_deny + new_args > GLOVE_POLICY_RULES_MAX)
                 return too_many_rules(err, "policy file");
 
+        /* The "upstreams" sandboxes of a policy file (upstreams.c). */
+        if (from->sandboxes && policy->sandboxes && json_object_update(policy->sandboxes, from->sandboxes) < 0)
+                return no_memory(err);
         /* Reserve everything first; nothing below can fail. */
         if (reserve((void **)&policy->allow, &policy->cap_allow, policy->n_allow + new_allow,
                     sizeof(*policy->allow)) < 0 ||
@@ -284,6 +288,10 @@ int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, s
         for (size_t i = 0; i < from->n_deny; i++)
                 free(from->deny[i].qualified);
         from->n_allow = from->n_deny = from->n_tools = from->n_rules = 0;
+        if (from->sandboxes && !policy->sandboxes) {
+                policy->sandboxes = from->sandboxes;
+                from->sandboxes = NULL;
+        }
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "glove/run/exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,6 +132,18 @@ static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, vo
         return 0;
 }
 
+/* Points descriptors 0 and 1 at /dev/null. Returns 0 or -1 (errno set). */
+static int null_stdio(void) {
+        int n = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (n < 0)
+                return -1;
+        int r = dup2(n, 0) < 0 || dup2(n, 1) < 0 ? -1 : 0;
+        int e = errno;
+        close(n);
+        errno = e;
+        return r;
+}
+
 /* Runs the session to its end. Returns 0, or -errno with err set when it
  * could not start. */
 static int run_session(struct exec_run *x, struct glove_error *err) {
@@ -155,13 +168,17 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 /* A PTY merges stdout and stderr and turns \n into \r\n: only
                  * when both ends are a terminal (or asked for), never for
                  * output redirected to a file. */
-                .terminal = opts->tty || (probe.stdin_tty && probe.stdout_tty) ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES,
+                .terminal = opts->direct_stdio                               ? GLOVE_TERMINAL_STDERR
+                            : opts->tty || (probe.stdin_tty && probe.stdout_tty) ? GLOVE_TERMINAL_PTY
+                                                                                 : GLOVE_TERMINAL_PIPES,
                 .tty_modes = probe.have_modes ? &probe.modes : NULL,
                 .rows = probe.rows,
                 .cols = probe.cols,
                 .input_closed = probe.stdin_null,
-                .channel_stdin_fd = -1,
-                .channel_stdout_fd = -1,
+                /* --direct-stdio: Glove's own stdin and stdout are the
+                 * program's (a contained upstream's MCP channel). */
+                .channel_stdin_fd = opts->direct_stdio ? 0 : -1,
+                .channel_stdout_fd = opts->direct_stdio ? 1 : -1,
                 .egress = egress_on ? &egress : NULL,
                 .audit = &x->launch->audit,
                 .parent_death_kill = true,
@@ -182,6 +199,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         glove_net_policy_free(&egress);
         if (r < 0)
                 return r;
+        /* The sandbox holds its own copies: the channel's end of file must
+         * come with the program's, not wait for Glove's. */
+        if (opts->direct_stdio && null_stdio() < 0)
+                return glove_error_set(err, errno, "exec.direct_stdio", "cannot release stdin and stdout: %s", strerror(errno));
         r = sd_event_new(&x->loop);
         if (r < 0)
                 return glove_error_set(err, -r, "exec.event_loop", "sd_event_new: %s", strerror(-r));
@@ -191,7 +212,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         r = glove_session_attach(x->session, x->loop, err);
         if (r < 0)
                 return r;
-        r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, true, &x->term, err);
+        r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, !opts->direct_stdio, &x->term, err);
         if (r < 0)
                 return r;
         glove_cli_terminal_on_write_error(x->term, on_write_error, x);
@@ -212,14 +233,25 @@ static int finish(struct exec_run *x, bool mid_line) {
                 glove_launch_say("\n"); /* the limit message starts on its own line */
         struct glove_run_status st;
         bool out_failed = glove_error_is_set(&x->out_err);
-        if (x->stop_signal && o->stopped && !out_failed) {
+        /* A contained upstream stopped by glove run (--direct-stdio) is
+         * glove run's to report, not this one's. */
+        if (x->stop_signal && o->stopped && !out_failed && !opts->direct_stdio) {
                 char sigtext[64];
                 snprintf(sigtext, sizeof(sigtext), "%s", strsignal(x->stop_signal));
                 glove_error_set(&x->out_err, EINTR, "exec.stopped", "Glove received signal %d (%s); the agent was stopped",
                                 x->stop_signal, sigtext);
                 out_failed = true;
         }
-        glove_front_status(o, opts->program[0], !o->audit_failed && !out_failed, &st);
+        /* --direct-stdio (a contained upstream): glove run records how its
+         * program ended (upstream_exit) and stopped it itself; only a limit
+         * or a program that could not run is worth a line here. */
+        bool quiet = opts->direct_stdio && o->limit == GLOVE_CGROUP_LIMIT_NONE &&
+                     (o->stopped || o->sandbox.kind == GLOVE_SANDBOX_SIGNALED);
+        glove_front_status(o, opts->program[0], !o->audit_failed && !out_failed && !quiet, &st);
+        if (quiet && !o->audit_failed && !out_failed)
+                st.exit_code = o->sandbox.kind == GLOVE_SANDBOX_SIGNALED ? 128 + o->sandbox.value
+                             : o->sandbox.kind == GLOVE_SANDBOX_EXITED   ? o->sandbox.value
+                                                                         : GLOVE_EXIT_FAILURE;
         if (out_failed && !o->audit_failed) {
                 (void)glove_launch_fail(&x->out_err);
                 st.exit_code = x->stop_signal && o->stopped ? 128 + x->stop_signal : GLOVE_EXIT_FAILURE;
