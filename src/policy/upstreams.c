@@ -9,17 +9,24 @@
 #include "glove/base/json.h"
 #include "internal.h"
 
-/* json.* codes of the base helpers as policy.* codes; a list over its bound
- * is policy.too_many_grants. Returns the negative errno. */
+/* json.* codes of the base helpers as policy.* codes (stable static
+ * strings: an error keeps a pointer to its code); a list over its bound is
+ * policy.too_many_grants. Returns the negative errno. */
 static int translate(struct glove_error *err, const struct glove_error *j) {
-        const char *code = j->code && strncmp(j->code, "json.", 5) == 0 ? j->code + 5 : "invalid";
-        if (strcmp(code, "too_many_items") == 0)
-                code = "too_many_grants";
-        else if (strcmp(code, "not_integer") == 0)
-                code = "wrong_type";
-        char full[64];
-        snprintf(full, sizeof(full), "policy.%s", code);
-        return glove_error_set(err, j->errnum ? j->errnum : EINVAL, full, "%s", j->message);
+        static const struct {
+                const char *json, *policy;
+        } map[] = {
+                {"json.too_many_items", "policy.too_many_grants"}, {"json.not_integer", "policy.wrong_type"},
+                {"json.wrong_type", "policy.wrong_type"},          {"json.too_long", "policy.too_long"},
+                {"json.embedded_nul", "policy.embedded_nul"},      {"json.unknown_field", "policy.unknown_field"},
+                {"json.not_object", "policy.not_object"},          {"json.missing_field", "policy.missing_field"},
+                {"json.no_memory", "policy.no_memory"},            {"json.invalid_utf8", "policy.invalid_utf8"},
+        };
+        const char *code = "policy.invalid";
+        for (size_t i = 0; j->code && i < sizeof(map) / sizeof(map[0]); i++)
+                if (strcmp(j->code, map[i].json) == 0)
+                        code = map[i].policy;
+        return glove_error_set(err, j->errnum ? j->errnum : EINVAL, code, "%s", j->message);
 }
 
 #define TRY_JSON(expr)                                   \
