@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
@@ -156,6 +157,16 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         if (r < 0) {
                 glove_net_policy_free(&egress);
                 return r;
+        }
+        /* --direct-stdio hands descriptors 0 and 1 themselves to the
+         * program: only pipes (glove run's), never a socket, file, device
+         * or terminal, which the program could send through, reopen or
+         * change (docs/threat-model.md). */
+        struct stat st0, st1;
+        if (opts->direct_stdio && (fstat(0, &st0) < 0 || fstat(1, &st1) < 0 || !S_ISFIFO(st0.st_mode) || !S_ISFIFO(st1.st_mode))) {
+                glove_net_policy_free(&egress);
+                return glove_error_set(err, EINVAL, "exec.direct_stdio",
+                                       "--direct-stdio: stdin and stdout must both be pipes (they pass to the program as they are)");
         }
         struct glove_session_desc d = {
                 .argv = opts->program,
