@@ -11,6 +11,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/path.h"
+#include "glove/container/environment.h"
 #include "glove/container/grant.h"
 #include "glove/net/rule.h"
 
@@ -222,7 +223,11 @@ static int build_launcher(struct glove_mcp_upstream_spec *spec, const struct gra
                 r = r ?: push_arg(argv, &n, g->set.items[i].path);
         }
         /* The upstream's own variables (spec->envp, built already) beyond
-         * PATH, HOME and LANG, which glove exec sets itself. */
+         * PATH, HOME and LANG, which glove exec sets itself; checked here
+         * as glove exec checks --env names (reserved names, bounds), so a
+         * refusal comes at start, naming the upstream. */
+        const char *vars[GLOVE_MCP_UPSTREAM_ENV_MAX];
+        size_t n_vars = 0;
         for (size_t i = 0; r == 0 && spec->envp && spec->envp[i]; i++) {
                 const char *e = spec->envp[i];
                 if (strncmp(e, "PATH=", 5) == 0 || strncmp(e, "HOME=", 5) == 0 || strncmp(e, "LANG=", 5) == 0)
@@ -230,6 +235,17 @@ static int build_launcher(struct glove_mcp_upstream_spec *spec, const struct gra
                 _cleanup_free_ char *var = strndup(e, strcspn(e, "="));
                 r = var ? push_arg(argv, &n, "--env") : -ENOMEM;
                 r = r ?: push_arg(argv, &n, var);
+                if (r == 0 && n_vars < GLOVE_MCP_UPSTREAM_ENV_MAX)
+                        vars[n_vars++] = argv[n - 1];
+        }
+        if (r == 0) {
+                struct glove_env env = {0};
+                r = glove_env_build((const char *const *)spec->envp, vars, n_vars, &env, err);
+                glove_env_free(&env);
+                if (r < 0) {
+                        glove_error_prefix(err, "upstream %s: --upstream-env", spec->name);
+                        return r;
+                }
         }
         for (size_t i = 0; r == 0 && i < g->n_egress; i++) {
                 r = push_arg(argv, &n, "--egress-allow");
