@@ -106,6 +106,10 @@ const char glove_run_help[] =
         "                                (both repeatable; checked as --read, --write)\n"
         "  --upstream-egress NAME:HOST[:PORT]  let upstream NAME reach HOST:PORT\n"
         "                                through its own egress proxy (as --egress-allow)\n"
+        "  --upstream-limit NAME:LIMIT=VALUE  one of upstream NAME's limits (cpu-time,\n"
+        "                                memory, pids, wall-time, disk, nofile,\n"
+        "                                output-limit; as glove exec's options; the\n"
+        "                                defaults otherwise)\n"
         "  --upstream-uncontained NAME   run upstream NAME on the host with your full\n"
         "                                authority (audited; a warning on stderr)\n"
         "  --upstream-optional NAME      start without upstream NAME if it fails or is\n"
@@ -171,6 +175,7 @@ enum {
         OPT_UPSTREAM_RW,
         OPT_UPSTREAM_EGRESS,
         OPT_UPSTREAM_UNCONTAINED,
+        OPT_UPSTREAM_LIMIT,
         OPT_END_,
 };
 
@@ -211,6 +216,7 @@ static const struct option run_options[] = {
         {"upstream-rw", required_argument, NULL, OPT_UPSTREAM_RW},
         {"upstream-egress", required_argument, NULL, OPT_UPSTREAM_EGRESS},
         {"upstream-uncontained", required_argument, NULL, OPT_UPSTREAM_UNCONTAINED},
+        {"upstream-limit", required_argument, NULL, OPT_UPSTREAM_LIMIT},
         {"allow", required_argument, NULL, OPT_ALLOW},
         {"deny", required_argument, NULL, OPT_DENY},
         {"allow-arg", required_argument, NULL, OPT_ALLOW_ARG},
@@ -363,6 +369,9 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                 case OPT_UPSTREAM_UNCONTAINED:
                         r = push(opts->upstream_uncontained, &opts->n_upstream_uncontained, optarg, "--upstream-uncontained",
                                  err);
+                        break;
+                case OPT_UPSTREAM_LIMIT:
+                        r = push(opts->upstream_limit, &opts->n_upstream_limit, optarg, "--upstream-limit", err);
                         break;
                 case OPT_DIRECT_STDIO:
                         opts->direct_stdio = true;

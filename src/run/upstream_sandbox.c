@@ -208,8 +208,57 @@ static int push_arg(char **argv, size_t *n, const char *a) {
 }
 
 /* spec->launch_argv: glove exec around the upstream's command. */
-static int build_launcher(struct glove_mcp_upstream_spec *spec, const struct grants *g, const char *command,
-                          const char *runtime_dir, struct glove_error *err) {
+/* The limits of --upstream-limit NAME:LIMIT=VALUE that glove exec takes as
+ * --LIMIT VALUE. */
+static const char *const limit_names[] = {"cpu-time", "memory", "pids", "wall-time", "disk", "nofile", "output-limit"};
+
+/* Appends --LIMIT VALUE for each --upstream-limit of spec (and to rec's
+ * "limits" as given). */
+static int push_limits(const struct glove_exec_options *o, const struct glove_mcp_upstream_spec *spec, char **argv, size_t *n,
+                       json_t *rec, struct glove_error *err) {
+        const char *v;
+        for (size_t i = 0; i < o->n_upstream_limit; i++) {
+                if (!names(o->upstream_limit[i], spec->name, &v))
+                        continue;
+                const char *eq = strchr(v, '=');
+                bool known = false;
+                for (size_t k = 0; eq && k < sizeof(limit_names) / sizeof(limit_names[0]) && !known; k++)
+                        known = strlen(limit_names[k]) == (size_t)(eq - v) && strncmp(v, limit_names[k], (size_t)(eq - v)) == 0;
+                if (!known)
+                        return glove_error_set(err, EINVAL, "upstream.bad_limit",
+                                               "--upstream-limit %s: expected NAME:LIMIT=VALUE with LIMIT one of cpu-time, "
+                                               "memory, pids, wall-time, disk, nofile, output-limit",
+                                               o->upstream_limit[i]);
+                char opt[32];
+                snprintf(opt, sizeof(opt), "--%.*s", (int)(eq - v), v);
+                int r = push_arg(argv, n, opt);
+                r = r ?: push_arg(argv, n, eq + 1);
+                if (r == 0 && json_object_set_new(json_object_get(rec, "limits"), opt + 2, json_string(eq + 1)) < 0)
+                        r = -ENOMEM;
+                if (r < 0)
+                        return glove_error_set(err, -r, "upstream.nomem", "upstream %s: out of memory", spec->name);
+        }
+        return 0;
+}
+
+/* The launcher's options are parsed here as the launcher will parse them,
+ * so a bad value (a limit out of bounds, a second --memory) is refused at
+ * start, naming the upstream. */
+static int check_launcher(const struct glove_mcp_upstream_spec *spec, struct glove_error *err) {
+        int argc = 0;
+        while (spec->launch_argv[argc])
+                argc++;
+        _cleanup_free_ struct glove_exec_options *x = calloc(1, sizeof(*x));
+        if (!x)
+                return glove_error_set(err, ENOMEM, "upstream.nomem", "out of memory");
+        int r = glove_exec_parse(argc - 1, spec->launch_argv + 1, x, err);
+        if (r < 0)
+                glove_error_prefix(err, "upstream %s", spec->name);
+        return r;
+}
+
+static int build_launcher(const struct glove_exec_options *o, struct glove_mcp_upstream_spec *spec, const struct grants *g,
+                          const char *command, const char *runtime_dir, struct glove_error *err) {
         char **argv = calloc(LAUNCH_ARGS_MAX, sizeof(char *));
         if (!argv)
                 return glove_error_set(err, ENOMEM, "upstream.nomem", "out of memory");
@@ -251,6 +300,8 @@ static int build_launcher(struct glove_mcp_upstream_spec *spec, const struct gra
                 r = push_arg(argv, &n, "--egress-allow");
                 r = r ?: push_arg(argv, &n, g->egress[i]);
         }
+        if (r == 0 && push_limits(o, spec, argv, &n, spec->sandbox, err) < 0)
+                return -EINVAL;
         r = r ?: push_arg(argv, &n, "--");
         r = r ?: push_arg(argv, &n, command);
         for (size_t i = 1; r == 0 && spec->argv[i]; i++)
@@ -282,13 +333,13 @@ static int build_launcher(struct glove_mcp_upstream_spec *spec, const struct gra
                 return glove_error_set(err, -r, r == -E2BIG ? "upstream.bad_spec" : "upstream.nomem",
                                        "upstream %s: %s", spec->name,
                                        r == -E2BIG ? "too many arguments for its sandbox" : "out of memory");
-        return 0;
+        return check_launcher(spec, err);
 }
 
 /* The grants record of upstream_start: paths as resolved, variable names,
  * egress rules as given. */
 static json_t *grants_record(const struct grants *g, const struct glove_mcp_upstream_spec *spec) {
-        json_t *rec = json_pack("{s:[],s:[],s:[],s:[]}", "ro", "rw", "env", "egress");
+        json_t *rec = json_pack("{s:[],s:[],s:[],s:[],s:{}}", "ro", "rw", "env", "egress", "limits");
         if (!rec || append_paths(rec, &g->set) < 0)
                 goto fail;
         for (size_t i = 0; spec->envp && spec->envp[i]; i++) {
@@ -320,6 +371,7 @@ static int check_names(const struct glove_exec_options *o, const struct glove_mc
                 {o->upstream_ro, o->n_upstream_ro, "--upstream-ro", "NAME:PATH"},
                 {o->upstream_rw, o->n_upstream_rw, "--upstream-rw", "NAME:PATH"},
                 {o->upstream_egress, o->n_upstream_egress, "--upstream-egress", "NAME:HOST[:PORT]"},
+                {o->upstream_limit, o->n_upstream_limit, "--upstream-limit", "NAME:LIMIT=VALUE"},
         };
         for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
                 for (size_t i = 0; i < lists[l].n; i++)
@@ -358,10 +410,14 @@ int glove_run_upstream_sandboxes(const struct glove_exec_options *o, const struc
                 g->set.runtime_dir = runtime_dir;
                 r = gather(o, sb, spec, cwd, g, err);
                 uncontained[i] = is_uncontained(o, sb, spec->name);
-                if (r >= 0 && uncontained[i] && (g->set.count || g->n_egress))
+                bool limits = false;
+                const char *lv;
+                for (size_t k = 0; k < o->n_upstream_limit; k++)
+                        limits = limits || names(o->upstream_limit[k], spec->name, &lv);
+                if (r >= 0 && uncontained[i] && (g->set.count || g->n_egress || limits))
                         r = glove_error_set(err, EINVAL, "upstream.uncontained_grants",
                                             "upstream %s runs uncontained (on the host, with the invoker's authority): its "
-                                            "--upstream-ro, --upstream-rw and --upstream-egress grants would mean nothing",
+                                            "--upstream-ro, --upstream-rw, --upstream-egress and --upstream-limit would mean nothing",
                                             spec->name);
                 _cleanup_free_ char *command = NULL;
                 if (r >= 0 && !uncontained[i])
@@ -374,7 +430,7 @@ int glove_run_upstream_sandboxes(const struct glove_exec_options *o, const struc
                 }
                 if (r >= 0 && !uncontained[i]) {
                         spec->sandbox = grants_record(g, spec);
-                        r = spec->sandbox ? build_launcher(spec, g, command, runtime_dir, err)
+                        r = spec->sandbox ? build_launcher(o, spec, g, command, runtime_dir, err)
                                           : glove_error_set(err, ENOMEM, "upstream.nomem", "out of memory");
                 }
                 glove_grant_set_clear(&g->set);

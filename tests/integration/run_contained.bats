@@ -194,6 +194,9 @@ EOF
         check upstream.bad_grant --upstream-rw "$AGENTS"
         check upstream.bad_grant --upstream-egress nope:example.com
         check egress.bad_host --upstream-egress "py:exa mple.com"
+        check upstream.bad_limit --upstream-ro "py:$AGENTS" --upstream-limit py:cores=2
+        check usage.bad_number --upstream-ro "py:$AGENTS" --upstream-limit py:memory=1
+        check upstream.uncontained_grants --upstream-uncontained py --upstream-limit py:pids=64
         check upstream.bad_uncontained --upstream-uncontained nope
         check upstream.uncontained_grants --upstream-uncontained py --upstream-ro "py:$AGENTS"
         export GLOVE_X=1
@@ -259,4 +262,18 @@ EOF
         expect_client_pass
         no_leftovers "$m"
         audit_has '.event == "upstream_exit" and .name == "py" and .signal == 9' "the stubborn upstream was killed with SIGKILL"
+}
+
+@test "contained: --upstream-limit sets one upstream's own limits: a wall-time breach kills that upstream's sandbox, not the run" {
+        gr --upstream "py=$PY,$UPY" --upstream-ro "py:$AGENTS" --upstream-limit py:wall-time=1000 --upstream-limit py:pids=64 \
+                --upstream "other=$PY,$UPY" --upstream-ro "other:$AGENTS" --allow 'py.*' --allow 'other.*' --audit-log "$AUDIT" \
+                "${CLIENT[@]}" "[
+ $(step py.sleep '{"ms":60000}' upstream_unavailable),
+ $(step other.echo '{"text":"still here"}' ok "still here")
+]"
+        expect_client_pass
+        [[ "$stderr" == *"limits.wall_time: $PY exceeded its wall_time limit"* ]] || fail "the upstream's limit breach was not reported"
+        audit_has '.event == "upstream_start" and .name == "py" and .sandbox.limits == {"wall-time": "1000", "pids": "64"}'
+        audit_has '.event == "upstream_exit" and .name == "py" and .signal == 9'
+        audit_has '.event == "upstream_start" and .name == "other" and .sandbox.limits == {}'
 }

@@ -86,6 +86,8 @@ struct glove_exec_options {
         size_t n_upstream_egress;
         const char *upstream_uncontained[GLOVE_RUN_RULES_MAX];
         size_t n_upstream_uncontained;
+        const char *upstream_limit[GLOVE_RUN_RULES_MAX];   /* "NAME:LIMIT=VALUE" */
+        size_t n_upstream_limit;
         const char *allow[GLOVE_RUN_RULES_MAX];
         size_t n_allow;
         const char *deny[GLOVE_RUN_RULES_MAX];
@@ -119,7 +121,8 @@ int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, str
 /*
  * Parses `glove run` (argv[0] is "run"): the options of glove exec plus
  * --upstream, --upstream-env, --upstream-optional, --upstream-ro,
- * --upstream-rw, --upstream-egress, --upstream-uncontained, --allow, --deny,
+ * --upstream-rw, --upstream-egress, --upstream-uncontained, --upstream-limit,
+ * --allow, --deny,
  * --allow-arg, --policy,
  * --call-timeout MS, --max-frame BYTES (K, M, G suffixes, powers of 1024),
  * --audit-arguments. Values are checked for form here ("usage.bad_number",
