@@ -217,10 +217,12 @@ EOF
         check policy.uncontained_grants --policy "$p"
         echo '{"version":1,"upstreams":{"py":{"sandbox":{"ro":["/nonexistent-glove-grant"]}}}}' >"$p"
         check grant.missing_path --policy "$p"
-        # Without its script granted, the contained upstream cannot start.
+        # Without its script granted, the contained upstream cannot start:
+        # the interpreter inside says so, and Glove stops.
         gr "${up[@]}" "${agent[@]}"
-        expect_run_error 125
-        [ "$(run_error_code)" = upstream.start ] || fail "an upstream without its script: $RUN_ERROR"
+        expect_status 125
+        [[ "$stderr" == *"$UPY"*"No such file or directory"* ]] || fail "the script was visible without a grant"
+        [[ "$stderr" == *"glove: upstream.start: upstream py failed during initialization"* ]] || fail "no upstream.start line"
         [ ! -e "$w/ran" ] || fail "the agent ran"
 }
 
