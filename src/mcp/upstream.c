@@ -96,7 +96,9 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                 for (int s = 1; s < NSIG; s++)
                         signal(s, SIG_DFL);
                 sigprocmask(SIG_SETMASK, &none, NULL);
-                if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                /* Out of the way of the dup2s below first. */
+                int pass = spec->pass_fd > 2 ? fcntl(spec->pass_fd, F_DUPFD, 16) : -1;
+                if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (spec->pass_fd > 2 && pass < 0))
                         e = errno;
                 else if (getppid() != parent)
                         e = ESRCH;
@@ -104,9 +106,11 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                         e = errno;
                 if (!e && ep[1] != 3 && dup2(ep[1], 3) < 0)
                         e = errno;
+                if (!e && pass >= 0 && dup2(pass, GLOVE_MCP_UPSTREAM_PASS_FD) < 0)
+                        e = errno;
                 if (!e) {
                         fcntl(3, F_SETFD, FD_CLOEXEC);
-                        syscall(SYS_close_range, 4, ~0U, 0);
+                        syscall(SYS_close_range, pass >= 0 ? GLOVE_MCP_UPSTREAM_PASS_FD + 1 : 4, ~0U, 0);
                         execve(exe, argv, envp);
                         e = errno;
                 }

@@ -74,7 +74,8 @@ static void on_warning(struct glove_session *s, const struct glove_error *w, voi
  * goes to the audit log first (fail closed), then the agent starts. */
 static void on_ready(struct glove_session *s, void *userdata) {
         struct exec_run *x = userdata;
-        if (x->launch->audit.fd >= 0) {
+        /* --run-audit: glove run records the upstream's start itself. */
+        if (x->launch->audit.fd >= 0 && !x->opts->run_audit) {
                 char *const *envp = glove_session_environment(s);
                 struct glove_env env = {.envp = (char **)envp};
                 while (envp[env.count])
@@ -145,6 +146,34 @@ static int null_stdio(void) {
         return r;
 }
 
+/* --run-audit FD:RUN_ID:NAME (a contained upstream of glove run): FD is
+ * glove run's own audit log, open for appending, inherited; egress records
+ * go there with its run id and "upstream": NAME (*upstream, borrowed from
+ * spec). Errors: "usage.run_audit". */
+static int run_audit_attach(const char *spec, struct glove_audit_log *audit, const char **upstream, struct glove_error *err) {
+        char *end = NULL;
+        errno = 0;
+        long fd = strtol(spec, &end, 10);
+        const char *id = end && *end == ':' ? end + 1 : NULL;
+        const char *name = id ? strchr(id, ':') : NULL;
+        struct stat st;
+        int fl = -1;
+        if (!id || !name || errno || fd <= 2 || fd > 1024 || (size_t)(name - id) != GLOVE_AUDIT_RUN_ID_LEN || !name[1] ||
+            fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode) || (fl = fcntl((int)fd, F_GETFL)) < 0 || !(fl & O_APPEND) ||
+            (fl & O_ACCMODE) == O_RDONLY)
+                return glove_error_set(err, EINVAL, "usage.run_audit",
+                                       "--run-audit %s: expected FD:RUN_ID:NAME, FD an audit log open for appending", spec);
+        (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+        audit->fd = (int)fd;
+        audit->dev = st.st_dev;
+        audit->ino = st.st_ino;
+        audit->path = strdup("the run's audit log");
+        memcpy(audit->run_id, id, GLOVE_AUDIT_RUN_ID_LEN);
+        audit->run_id[GLOVE_AUDIT_RUN_ID_LEN] = '\0';
+        *upstream = name + 1;
+        return audit->path ? 0 : glove_error_set(err, ENOMEM, "exec.alloc", "out of memory");
+}
+
 /* Runs the session to its end. Returns 0, or -errno with err set when it
  * could not start. */
 static int run_session(struct exec_run *x, struct glove_error *err) {
@@ -153,7 +182,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         glove_cli_terminal_probe(&probe);
         struct glove_net_policy egress;
         bool egress_on = false;
+        const char *upstream = NULL;
         int r = glove_front_egress(opts, &egress, &egress_on, err);
+        if (r >= 0 && opts->run_audit)
+                r = run_audit_attach(opts->run_audit, &x->launch->audit, &upstream, err);
         if (r < 0) {
                 glove_net_policy_free(&egress);
                 return r;
@@ -196,6 +228,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .add_mounts = glove_launch_add_home,
                 .add_mounts_ctx = x->launch,
                 .nofile = opts->nofile,
+                .egress_upstream = upstream,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         /* Egress records may add at most --disk bytes to the audit log, as in
@@ -283,7 +316,7 @@ static int finish(struct exec_run *x, bool mid_line) {
         }
         if (opts->status_json && glove_run_status_write(x->launch->status_dirfd, x->launch->status_name, opts->status_json, &st, &err) < 0)
                 return glove_launch_fail(&err);
-        if (x->launch->audit.fd >= 0) {
+        if (x->launch->audit.fd >= 0 && !opts->run_audit) {
                 _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&o->sandbox, status, st.wall_time_ms);
                 _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
                 if (!exitrec || !stjson)

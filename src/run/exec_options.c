@@ -80,6 +80,9 @@ const char glove_exec_help[] =
         "  --direct-stdio    give PROGRAM Glove's own stdin and stdout as they are (no\n"
         "                    PTY, no copy, not counted by --output-limit); stderr is\n"
         "                    copied as usual (glove run starts contained upstreams so)\n"
+        "  --run-audit FD:RUN_ID:NAME  (glove run's, with --direct-stdio) append the\n"
+        "                    egress records, with RUN_ID and \"upstream\": NAME, to the\n"
+        "                    open audit log FD; no launch or exit record\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -176,6 +179,7 @@ enum {
         OPT_UPSTREAM_EGRESS,
         OPT_UPSTREAM_UNCONTAINED,
         OPT_UPSTREAM_LIMIT,
+        OPT_RUN_AUDIT,
         OPT_END_,
 };
 
@@ -204,6 +208,7 @@ enum {
 static const struct option exec_options[] = {
         SANDBOX_OPTIONS,
         {"direct-stdio", no_argument, NULL, OPT_DIRECT_STDIO},
+        {"run-audit", required_argument, NULL, OPT_RUN_AUDIT},
         {NULL, 0, NULL, 0},
 };
 
@@ -376,6 +381,11 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                 case OPT_DIRECT_STDIO:
                         opts->direct_stdio = true;
                         break;
+                case OPT_RUN_AUDIT:
+                        if (opts->run_audit)
+                                return glove_error_set(err, EINVAL, "usage.option_twice", "--run-audit given more than once");
+                        opts->run_audit = optarg;
+                        break;
                 case OPT_ALLOW:
                         r = push(opts->allow, &opts->n_allow, optarg, "--allow", err);
                         break;
@@ -485,6 +495,10 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
         if (argv[optind][0] == '\0')
                 return glove_error_set(err, EINVAL, "usage.missing_program", "the program name is empty");
         opts->program = &argv[optind];
+        if (opts->run_audit && (!opts->direct_stdio || opts->audit_log))
+                return glove_error_set(err, EINVAL, "usage.run_audit",
+                                       "--run-audit is glove run's, for a contained upstream: with --direct-stdio and "
+                                       "without --audit-log");
         if (opts->direct_stdio && opts->tty)
                 return glove_error_set(err, EINVAL, "usage.tty_direct_stdio",
                                        "--tty and --direct-stdio exclude each other: the program's stdin and stdout are Glove's own");

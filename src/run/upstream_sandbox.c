@@ -258,7 +258,8 @@ static int check_launcher(const struct glove_mcp_upstream_spec *spec, struct glo
 }
 
 static int build_launcher(const struct glove_exec_options *o, struct glove_mcp_upstream_spec *spec, const struct grants *g,
-                          const char *command, const char *runtime_dir, struct glove_error *err) {
+                          const char *command, const char *runtime_dir, const struct glove_audit_log *audit,
+                          struct glove_error *err) {
         char **argv = calloc(LAUNCH_ARGS_MAX, sizeof(char *));
         if (!argv)
                 return glove_error_set(err, ENOMEM, "upstream.nomem", "out of memory");
@@ -302,6 +303,15 @@ static int build_launcher(const struct glove_exec_options *o, struct glove_mcp_u
         }
         if (r == 0 && push_limits(o, spec, argv, &n, spec->sandbox, err) < 0)
                 return -EINVAL;
+        /* Its egress records go to the run's audit log, with the run's id
+         * and its name (the launcher gets the log as descriptor 4). */
+        if (r == 0 && audit && audit->fd > 2) {
+                char ra[16 + GLOVE_AUDIT_RUN_ID_LEN + GLOVE_MCP_UPSTREAM_NAME_MAX];
+                snprintf(ra, sizeof(ra), "%d:%s:%s", GLOVE_MCP_UPSTREAM_PASS_FD, audit->run_id, spec->name);
+                spec->pass_fd = audit->fd;
+                r = push_arg(argv, &n, "--run-audit");
+                r = r ?: push_arg(argv, &n, ra);
+        }
         r = r ?: push_arg(argv, &n, "--");
         r = r ?: push_arg(argv, &n, command);
         for (size_t i = 1; r == 0 && spec->argv[i]; i++)
@@ -430,7 +440,7 @@ int glove_run_upstream_sandboxes(const struct glove_exec_options *o, const struc
                 }
                 if (r >= 0 && !uncontained[i]) {
                         spec->sandbox = grants_record(g, spec);
-                        r = spec->sandbox ? build_launcher(o, spec, g, command, runtime_dir, err)
+                        r = spec->sandbox ? build_launcher(o, spec, g, command, runtime_dir, audit, err)
                                           : glove_error_set(err, ENOMEM, "upstream.nomem", "out of memory");
                 }
                 glove_grant_set_clear(&g->set);

@@ -102,6 +102,17 @@ s.serve_forever()' "$pf" 3>&- &
 ]"
         expect_client_pass
         AUDIT=$AUDIT.2 audit_has '.event == "upstream_start" and .sandbox.egress == ["127.0.0.1:'"$port"'"]'
+        # Each connection of the upstream is on record in the run's log, under
+        # the run's id and the upstream's name; its glove exec writes no
+        # launch or exit of its own.
+        local run_id
+        run_id=$(jq -r -s 'map(select(.event == "launch"))[0].run_id' "$AUDIT.2")
+        AUDIT=$AUDIT.2 audit_has '.event == "egress" and .upstream == "py" and .phase == "open" and .port == '"$port"'
+                and .decision == "allow" and .run_id == "'"$run_id"'"'
+        AUDIT=$AUDIT.2 audit_has '.event == "egress" and .upstream == "py" and .phase == "close" and .bytes_down > 0'
+        [ "$(jq -s 'map(select(.event == "launch" or .event == "exit")) | length' "$AUDIT.2")" -eq 2 ] ||
+                { show_records "$AUDIT.2"; fail "the upstream's glove exec wrote records of its own"; }
+        [ "$(jq -r -s 'map(.run_id) | unique | length' "$AUDIT.2")" -eq 1 ] || fail "more than one run_id in the log"
         # Positive control: on the host the same connection succeeds.
         gr --upstream "py=$PY,$UPY,--probe" --upstream-uncontained py --allow 'py.*' "${CLIENT[@]}" \
                 "[$(step py.connect "{\"host\":\"127.0.0.1\",\"port\":$port}" ok connected)]"

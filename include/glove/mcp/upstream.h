@@ -42,6 +42,9 @@
  * record, in bytes (the record also gives the whole length). */
 #define GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX 256
 
+/* The descriptor number spec->pass_fd is given as in the process. */
+#define GLOVE_MCP_UPSTREAM_PASS_FD 4
+
 /* Default PATH when the given environment has none. */
 #define GLOVE_MCP_UPSTREAM_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -64,6 +67,10 @@ struct glove_mcp_upstream_spec {
          * With a launcher, an exit status 128+N (N 1..64) is reported as
          * signal N in upstream_exit, as `glove exec` reports its program's. */
         int stop_signal;
+        /* A descriptor of the caller's (above 2; 0: none) the process gets
+         * as descriptor GLOVE_MCP_UPSTREAM_PASS_FD, without FD_CLOEXEC: the
+         * launcher's copy of the run's audit log. Borrowed. */
+        int pass_fd;
         /* For the upstream_start record: the sandbox's grants ({"ro","rw",
          * "env","egress"}, owned reference), NULL when uncontained. */
         json_t *sandbox;

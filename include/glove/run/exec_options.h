@@ -69,6 +69,7 @@ struct glove_exec_options {
         bool allow_unix_sockets;        /* --unix-sockets: socket(AF_UNIX) allowed */
         bool direct_stdio;              /* glove exec --direct-stdio: the program gets
                                          * Glove's own stdin and stdout */
+        const char *run_audit;          /* --run-audit FD:RUN_ID:NAME, or NULL */
 
         /* glove run only; all strings borrowed from argv. */
         const char *upstreams[GLOVE_RUN_UPSTREAMS_MAX];     /* "NAME=CMD[,ARG...]" */
@@ -112,7 +113,8 @@ struct glove_exec_options {
  * "usage.pids_too_low" (--pids under GLOVE_EXEC_PIDS_MIN, or under
  * GLOVE_EXEC_PIDS_MIN_EGRESS with --egress-allow: it could never run),
  * "usage.bad_path" (an empty --home-from),
- * "usage.tty_direct_stdio" (--tty with --direct-stdio),
+ * "usage.tty_direct_stdio" (--tty with --direct-stdio), "usage.run_audit"
+ * (--run-audit without --direct-stdio, or with --audit-log),
  * "egress.private_needs_rule" (--egress-allow-private
  * without its HOST[:PORT], or with an argument starting with '-').
  */
