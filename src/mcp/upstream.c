@@ -138,6 +138,14 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
 }
 
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig) {
+        /* A launcher (glove exec) counts signals: a second SIGTERM stops its
+         * sandbox at once. It gets each signal once, through its pidfd; its
+         * process group holds nothing else (its sandbox has a session of its
+         * own). */
+        if (u->spec->launch_path && u->pidfd >= 0) {
+                (void)syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0);
+                return;
+        }
         if (u->pid > 0)
                 (void)kill(-u->pid, sig);
         if (u->pidfd >= 0)

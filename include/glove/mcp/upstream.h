@@ -212,7 +212,8 @@ int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u);
  * GLOVE_MCP_UPSTREAM_PENDING_MAX makes it DEAD (ops->dead). */
 int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg);
 
-/* Signals the process group and the process. */
+/* Signals the process group and the process; a launcher
+ * (spec->launch_path) only the process, once, through its pidfd. */
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig);
 
 /* Gives the upstream up: it becomes DEAD at once (ops->dead with why, not a
