@@ -278,7 +278,7 @@ EOF
 }
 
 @test "contained: --upstream-limit sets one upstream's own limits: a wall-time breach kills that upstream's sandbox, not the run" {
-        gr --upstream "py=$PY,$UPY" --upstream-ro "py:$AGENTS" --upstream-limit py:wall-time=1000 --upstream-limit py:pids=64 \
+        gr --upstream "py=$PY,$UPY" --upstream-ro "py:$AGENTS" --upstream-limit py:wall-time=1000 --upstream-limit py:nofile=64 \
                 --upstream "other=$PY,$UPY" --upstream-ro "other:$AGENTS" --allow 'py.*' --allow 'other.*' --audit-log "$AUDIT" \
                 "${CLIENT[@]}" "[
  $(step py.sleep '{"ms":60000}' upstream_unavailable),
@@ -286,7 +286,7 @@ EOF
 ]"
         expect_client_pass
         [[ "$stderr" == *"limits.wall_time: $PY exceeded its wall_time limit"* ]] || fail "the upstream's limit breach was not reported"
-        audit_has '.event == "upstream_start" and .name == "py" and .sandbox.limits == {"wall-time": "1000", "pids": "64"}'
+        audit_has '.event == "upstream_start" and .name == "py" and .sandbox.limits == {"wall-time": "1000", "nofile": "64"}'
         audit_has '.event == "upstream_exit" and .name == "py" and .signal == 9'
         audit_has '.event == "upstream_start" and .name == "other" and .sandbox.limits == {}'
 }
