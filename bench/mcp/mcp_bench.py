@@ -191,7 +191,9 @@ def run_glove(glove, upstream, calls, inflight, warmup, tmp):
     if os.path.exists(out):
         os.unlink(out)
     spec = ",".join(["u=" + NODE] + UPSTREAMS[upstream])
-    argv = [glove, "run", "--upstream", spec, "--allow", "u.echo", "--read", TESTS, "--write", outdir,
+    # The upstream runs contained: its script and node_modules, read-only.
+    argv = [glove, "run", "--upstream", spec, "--upstream-ro", "u:" + HERE, "--upstream-ro",
+            "u:" + os.path.join(TESTS, "node_modules"), "--allow", "u.echo", "--read", TESTS, "--write", outdir,
             "--", NODE, CLIENT, "--out", out, scenario("u.echo", calls, inflight, warmup)]
     exe = os.path.realpath(glove)
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -318,9 +318,11 @@ static int start_upstreams(struct glove_kernel_gateway *gw, struct glove_error *
                 if (rr < 0)
                         return rr;
                 gw->n_ups++;
-                gw_audit(gw, "upstream_start", json_pack("{s:s,s:o,s:i}", "name", spec->name, "path",
+                /* contained, and a contained one's grants (docs/mcp-mediation.md, Upstreams). */
+                gw_audit(gw, "upstream_start", json_pack("{s:s,s:o,s:i,s:b,s:O*}", "name", spec->name, "path",
                                                          glove_audit_string(spec->path, strlen(spec->path)), "pid",
-                                                         (int)glove_mcp_upstream_pid(gu->u)));
+                                                         (int)glove_mcp_upstream_pid(gu->u), "contained",
+                                                         spec->launch_path != NULL, "sandbox", spec->sandbox));
                 if (gw->stopping)
                         return glove_error_set(err, gw->err.errnum, gw->err.code, "%s", gw->err.message);
         }

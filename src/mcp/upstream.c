@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +66,23 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
         }
         static char *const empty_env[] = {NULL};
         char *const *envp = spec->envp ? spec->envp : empty_env;
+        const char *exe = spec->launch_path ? spec->launch_path : spec->path;
+        char *const *argv = spec->launch_path ? spec->launch_argv : spec->argv;
+        /* Contained: the launcher execs the command inside its sandbox, so
+         * a command that cannot be executed is reported here, as execve
+         * would for an uncontained one. */
+        struct stat cst;
+        int ce = 0;
+        if (spec->launch_path)
+                ce = stat(spec->path, &cst) < 0 ? errno : !S_ISREG(cst.st_mode) ? EACCES : access(spec->path, X_OK) < 0 ? errno : 0;
+        if (ce) {
+                int e = ce;
+                close_pair(in);
+                close_pair(out);
+                close_pair(ep);
+                return glove_error_set(err, e, "upstream.start", "upstream %s: cannot execute %s: %s", spec->name, spec->path,
+                                       strerror(e));
+        }
         pid_t parent = getpid();
         pid_t pid = fork();
         if (pid < 0) {
@@ -81,7 +99,9 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                 for (int s = 1; s < NSIG; s++)
                         signal(s, SIG_DFL);
                 sigprocmask(SIG_SETMASK, &none, NULL);
-                if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                /* Out of the way of the dup2s below first. */
+                int pass = spec->pass_fd > 2 ? fcntl(spec->pass_fd, F_DUPFD, 16) : -1;
+                if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (spec->pass_fd > 2 && pass < 0))
                         e = errno;
                 else if (getppid() != parent)
                         e = ESRCH;
@@ -89,10 +109,12 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                         e = errno;
                 if (!e && ep[1] != 3 && dup2(ep[1], 3) < 0)
                         e = errno;
+                if (!e && pass >= 0 && dup2(pass, GLOVE_MCP_UPSTREAM_PASS_FD) < 0)
+                        e = errno;
                 if (!e) {
                         fcntl(3, F_SETFD, FD_CLOEXEC);
-                        syscall(SYS_close_range, 4, ~0U, 0);
-                        execve(spec->path, spec->argv, envp);
+                        syscall(SYS_close_range, pass >= 0 ? GLOVE_MCP_UPSTREAM_PASS_FD + 1 : 4, ~0U, 0);
+                        execve(exe, argv, envp);
                         e = errno;
                 }
                 (void)!write(3, &e, sizeof(e));
@@ -108,7 +130,7 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
         int n = glove_fd_read_exact(ep[0], &e, sizeof(e));
         glove_closep(&ep[0]);
         if (n == 0)
-                return glove_error_set(err, e, "upstream.start", "upstream %s: cannot execute %s: %s", spec->name, spec->path,
+                return glove_error_set(err, e, "upstream.start", "upstream %s: cannot execute %s: %s", spec->name, exe,
                                        strerror(e));
         u->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (u->pidfd < 0)
@@ -119,6 +141,14 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
 }
 
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig) {
+        /* A launcher (glove exec) counts signals: a second SIGTERM stops its
+         * sandbox at once. It gets each signal once, through its pidfd; its
+         * process group holds nothing else (its sandbox has a session of its
+         * own). */
+        if (u->spec->launch_path && u->pidfd >= 0) {
+                (void)syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0);
+                return;
+        }
         if (u->pid > 0)
                 (void)kill(-u->pid, sig);
         if (u->pidfd >= 0)
@@ -137,7 +167,7 @@ static int record(struct glove_mcp_upstream *u, const char *event, json_t *field
 
 /* Marks the upstream gone: the process is killed; its exit is reaped by
  * on_child_exit. */
-static void dead_as(struct glove_mcp_upstream *u, const char *why, bool protocol) {
+static void dead_how(struct glove_mcp_upstream *u, const char *why, bool protocol, bool eof) {
         if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
                 return;
         u->state = GLOVE_MCP_UPSTREAM_DEAD;
@@ -146,8 +176,17 @@ static void dead_as(struct glove_mcp_upstream *u, const char *why, bool protocol
         glove_closep(&u->in_fd);
         glove_closep(&u->out_fd);
         u->in_fd = u->out_fd = -1;
-        glove_mcp_upstream_kill(u, SIGKILL);
+        /* A launcher whose program closed its stdout is most likely ending
+         * its sandbox: it is left to exit on its own (a program still
+         * running there has lost its channel; the end of the run signals
+         * it as any upstream). */
+        if (!(eof && u->spec->launch_path))
+                glove_mcp_upstream_kill(u, u->spec->stop_signal ? u->spec->stop_signal : SIGKILL);
         u->cfg->ops->dead(u->cfg->userdata, u, why, protocol);
+}
+
+static void dead_as(struct glove_mcp_upstream *u, const char *why, bool protocol) {
+        dead_how(u, why, protocol, false);
 }
 
 static void dead(struct glove_mcp_upstream *u, const char *why) {
@@ -535,7 +574,7 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *userd
         if (cfg->ops->drained)
                 cfg->ops->drained(cfg->userdata, u);
         if (all && n <= 0)
-                dead(u, "its stdout closed");
+                dead_how(u, "its stdout closed", false, true);
         return 0;
 }
 
@@ -552,6 +591,11 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         struct glove_mcp_upstream *u = userdata;
         u->exit_code = si->si_code == CLD_EXITED ? si->si_status : -1;
         u->exit_signal = si->si_code == CLD_EXITED ? -1 : si->si_status;
+        /* A launcher (glove exec) exits 128+N when its program died of N. */
+        if (u->spec->launch_path && u->exit_code > 128 && u->exit_code <= 128 + 64) {
+                u->exit_signal = u->exit_code - 128;
+                u->exit_code = -1;
+        }
         u->pid = -1;
         u->child_src = sd_event_source_disable_unref(u->child_src);
         /* Drain what it wrote before exiting, then mark it gone. */

@@ -132,6 +132,14 @@ void glove_mcp_upstream_spec_free(struct glove_mcp_upstream_spec *spec) {
         }
         free(spec->path);
         spec->path = NULL;
+        free(spec->launch_path);
+        spec->launch_path = NULL;
+        for (size_t i = 0; spec->launch_argv && spec->launch_argv[i]; i++)
+                free(spec->launch_argv[i]);
+        free(spec->launch_argv);
+        spec->launch_argv = NULL;
+        json_decref(spec->sandbox);
+        spec->sandbox = NULL;
         if (spec->envp) {
                 for (size_t i = 0; spec->envp[i]; i++)
                         free(spec->envp[i]);

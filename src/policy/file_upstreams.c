@@ -20,6 +20,17 @@ static void member_path(char buf[GLOVE_JSON_PATH_MAX], const char *parent, const
                 snprintf(buf, GLOVE_JSON_PATH_MAX, "%.200s...", parent);
 }
 
+/* [a-z0-9_-]{1,32}, as --upstream NAME is. */
+static bool upstream_name_valid(const char *s) {
+        size_t n = strlen(s);
+        if (n == 0 || n > 32)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+                        return false;
+        return true;
+}
+
 static const char *const client_keys[] = {"sampling", "elicitation", "roots", "logging", "instructions", NULL};
 
 int glove_policy_decode_client(struct glove_policy *policy, const char *name, const json_t *obj, const char *path,
@@ -49,13 +60,16 @@ int glove_policy_decode_client(struct glove_policy *policy, const char *name, co
 
 static int decode_sandbox(struct glove_policy *policy, const char *name, const json_t *obj, const char *path,
                           struct glove_error *err) {
-        (void)policy;
-        (void)name;
-        (void)obj;
-        /* STUB: contained upstreams (their grants) are decoded by their own
-         * function once merged; until then the key is refused, never
-         * silently ignored. */
-        return fail(err, "policy.unknown_field", path, "per-upstream sandbox grants are not supported by this build");
+        /* Contained upstreams' grants (upstreams.c). */
+        json_t *decoded = NULL;
+        int r = glove_policy_decode_sandbox(obj, path, &decoded, err);
+        if (r < 0)
+                return r;
+        if (!policy->sandboxes)
+                policy->sandboxes = json_object();
+        if (!policy->sandboxes || json_object_set_new(policy->sandboxes, name, decoded) < 0)
+                return glove_error_set(err, ENOMEM, "policy.no_memory", "out of memory");
+        return 0;
 }
 
 static const struct {
@@ -95,14 +109,17 @@ int glove_policy_decode_upstreams(struct glove_policy *policy, const json_t *roo
                 return fail(err, "policy.wrong_type", "$.upstreams", "expected an object of upstream names");
         if (json_object_size(obj) == 0)
                 return fail(err, "policy.empty_list", "$.upstreams", "no upstreams; leave the field out");
-        if (json_object_size(obj) > GLOVE_POLICY_CLIENTS_MAX)
-                return glove_error_set(err, ENOSPC, "policy.too_many_rules", "$.upstreams: at most %d upstreams",
-                                       GLOVE_POLICY_CLIENTS_MAX);
+        if (json_object_size(obj) > GLOVE_POLICY_UPSTREAMS_MAX)
+                return glove_error_set(err, E2BIG, "policy.too_many_upstreams", "$.upstreams: more than %d upstreams",
+                                       GLOVE_POLICY_UPSTREAMS_MAX);
         const char *name;
         json_t *v;
         json_object_foreach(obj, name, v) {
                 char path[GLOVE_JSON_PATH_MAX];
                 member_path(path, "$.upstreams", name);
+                if (!upstream_name_valid(name))
+                        return glove_error_set(err, EINVAL, "policy.bad_upstream_name",
+                                               "%s: an upstream name is 1 to 32 characters from [a-z0-9_-]", path);
                 int r = decode_upstream(policy, name, v, path, err);
                 if (r < 0)
                         return r;

@@ -8,6 +8,7 @@
  * docs/policy.md.
  */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -103,7 +104,24 @@ struct glove_policy {
         struct glove_policy *resources;
         struct glove_policy_client clients[GLOVE_POLICY_CLIENTS_MAX]; /* client.c; not counted in n_rules */
         size_t n_clients;
+        json_t *sandboxes; /* "upstreams" NAME -> decoded "sandbox" (upstreams.c); NULL: none */
 };
+
+/* ---- upstreams.c: the "upstreams" object, each upstream's "sandbox" ---- */
+
+/* The bounds of one "sandbox" object are in glove/policy/policy.h. */
+
+/*
+ * Decodes one "sandbox" object at path (for messages): "ro", "rw" (absolute
+ * paths, "policy.bad_grant"), "env" (variable names, "policy.bad_env_name"),
+ * "egress" (HOST[:PORT] rules, checked for form by the run front end),
+ * each a non-empty list without repeats ("policy.empty_list",
+ * "policy.duplicate_rule", "policy.too_many_grants"), and "contained" (a
+ * boolean, true unless given); unknown keys "policy.unknown_field";
+ * "contained": false with "ro", "rw" or "egress" is
+ * "policy.uncontained_grants". *out: a new object with all five members.
+ */
+int glove_policy_decode_sandbox(const json_t *sb, const char *path, json_t **out, struct glove_error *err);
 
 /* ---- name.c ---- */
 

@@ -36,6 +36,7 @@ void glove_policy_free(struct glove_policy *policy) {
         free(policy->tools);
         glove_policy_free(policy->prompts);
         glove_policy_free(policy->resources);
+        json_decref(policy->sandboxes);
         free(policy);
 }
 
@@ -277,6 +278,9 @@ int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, s
         if (glove_policy_merge_clients(policy, from, true, err) < 0)
                 return -ENOSPC;
 
+        /* The "upstreams" sandboxes of a policy file (upstreams.c). */
+        if (from->sandboxes && policy->sandboxes && json_object_update(policy->sandboxes, from->sandboxes) < 0)
+                return no_memory(err);
         /* Reserve everything first; nothing below can fail. */
         if (reserve((void **)&policy->allow, &policy->cap_allow, policy->n_allow + new_allow,
                     sizeof(*policy->allow)) < 0 ||
@@ -315,6 +319,10 @@ int glove_policy_merge(struct glove_policy *policy, struct glove_policy *from, s
         from->n_allow = from->n_deny = from->n_tools = from->n_rules = 0;
         (void)glove_policy_merge_clients(policy, from, false, err); /* checked above: cannot fail */
         from->n_clients = 0;
+        if (from->sandboxes && !policy->sandboxes) {
+                policy->sandboxes = from->sandboxes;
+                from->sandboxes = NULL;
+        }
         return 0;
 }
 

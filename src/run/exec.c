@@ -8,11 +8,13 @@
 #include "glove/run/exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
 
@@ -72,7 +74,8 @@ static void on_warning(struct glove_session *s, const struct glove_error *w, voi
  * goes to the audit log first (fail closed), then the agent starts. */
 static void on_ready(struct glove_session *s, void *userdata) {
         struct exec_run *x = userdata;
-        if (x->launch->audit.fd >= 0) {
+        /* --run-audit: glove run records the upstream's start itself. */
+        if (x->launch->audit.fd >= 0 && !x->opts->run_audit) {
                 char *const *envp = glove_session_environment(s);
                 struct glove_env env = {.envp = (char **)envp};
                 while (envp[env.count])
@@ -131,6 +134,46 @@ static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, vo
         return 0;
 }
 
+/* Points descriptors 0 and 1 at /dev/null. Returns 0 or -1 (errno set). */
+static int null_stdio(void) {
+        int n = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (n < 0)
+                return -1;
+        int r = dup2(n, 0) < 0 || dup2(n, 1) < 0 ? -1 : 0;
+        int e = errno;
+        close(n);
+        errno = e;
+        return r;
+}
+
+/* --run-audit FD:RUN_ID:NAME (a contained upstream of glove run): FD is
+ * glove run's own audit log, open for appending, inherited; egress records
+ * go there with its run id and "upstream": NAME (*upstream, borrowed from
+ * spec). Errors: "usage.run_audit". */
+static int run_audit_attach(const char *spec, struct glove_audit_log *audit, const char **upstream, struct glove_error *err) {
+        char *end = NULL;
+        errno = 0;
+        long fd = strtol(spec, &end, 10);
+        const char *id = end && *end == ':' ? end + 1 : NULL;
+        const char *name = id ? strchr(id, ':') : NULL;
+        struct stat st;
+        int fl = -1;
+        if (!id || !name || errno || fd <= 2 || fd > 1024 || (size_t)(name - id) != GLOVE_AUDIT_RUN_ID_LEN || !name[1] ||
+            fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode) || (fl = fcntl((int)fd, F_GETFL)) < 0 || !(fl & O_APPEND) ||
+            (fl & O_ACCMODE) == O_RDONLY)
+                return glove_error_set(err, EINVAL, "usage.run_audit",
+                                       "--run-audit %s: expected FD:RUN_ID:NAME, FD an audit log open for appending", spec);
+        (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+        audit->fd = (int)fd;
+        audit->dev = st.st_dev;
+        audit->ino = st.st_ino;
+        audit->path = strdup("the run's audit log");
+        memcpy(audit->run_id, id, GLOVE_AUDIT_RUN_ID_LEN);
+        audit->run_id[GLOVE_AUDIT_RUN_ID_LEN] = '\0';
+        *upstream = name + 1;
+        return audit->path ? 0 : glove_error_set(err, ENOMEM, "exec.alloc", "out of memory");
+}
+
 /* Runs the session to its end. Returns 0, or -errno with err set when it
  * could not start. */
 static int run_session(struct exec_run *x, struct glove_error *err) {
@@ -139,10 +182,23 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         glove_cli_terminal_probe(&probe);
         struct glove_net_policy egress;
         bool egress_on = false;
+        const char *upstream = NULL;
         int r = glove_front_egress(opts, &egress, &egress_on, err);
+        if (r >= 0 && opts->run_audit)
+                r = run_audit_attach(opts->run_audit, &x->launch->audit, &upstream, err);
         if (r < 0) {
                 glove_net_policy_free(&egress);
                 return r;
+        }
+        /* --direct-stdio hands descriptors 0 and 1 themselves to the
+         * program: only pipes (glove run's), never a socket, file, device
+         * or terminal, which the program could send through, reopen or
+         * change (docs/threat-model.md). */
+        struct stat st0, st1;
+        if (opts->direct_stdio && (fstat(0, &st0) < 0 || fstat(1, &st1) < 0 || !S_ISFIFO(st0.st_mode) || !S_ISFIFO(st1.st_mode))) {
+                glove_net_policy_free(&egress);
+                return glove_error_set(err, EINVAL, "exec.direct_stdio",
+                                       "--direct-stdio: stdin and stdout must both be pipes (they pass to the program as they are)");
         }
         struct glove_session_desc d = {
                 .argv = opts->program,
@@ -155,19 +211,24 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 /* A PTY merges stdout and stderr and turns \n into \r\n: only
                  * when both ends are a terminal (or asked for), never for
                  * output redirected to a file. */
-                .terminal = opts->tty || (probe.stdin_tty && probe.stdout_tty) ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES,
+                .terminal = opts->direct_stdio                               ? GLOVE_TERMINAL_STDERR
+                            : opts->tty || (probe.stdin_tty && probe.stdout_tty) ? GLOVE_TERMINAL_PTY
+                                                                                 : GLOVE_TERMINAL_PIPES,
                 .tty_modes = probe.have_modes ? &probe.modes : NULL,
                 .rows = probe.rows,
                 .cols = probe.cols,
                 .input_closed = probe.stdin_null,
-                .channel_stdin_fd = -1,
-                .channel_stdout_fd = -1,
+                /* --direct-stdio: Glove's own stdin and stdout are the
+                 * program's (a contained upstream's MCP channel). */
+                .channel_stdin_fd = opts->direct_stdio ? 0 : -1,
+                .channel_stdout_fd = opts->direct_stdio ? 1 : -1,
                 .egress = egress_on ? &egress : NULL,
                 .audit = &x->launch->audit,
                 .parent_death_kill = true,
                 .add_mounts = glove_launch_add_home,
                 .add_mounts_ctx = x->launch,
                 .nofile = opts->nofile,
+                .egress_upstream = upstream,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         /* Egress records may add at most --disk bytes to the audit log, as in
@@ -182,6 +243,10 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         glove_net_policy_free(&egress);
         if (r < 0)
                 return r;
+        /* The sandbox holds its own copies: the channel's end of file must
+         * come with the program's, not wait for Glove's. */
+        if (opts->direct_stdio && null_stdio() < 0)
+                return glove_error_set(err, errno, "exec.direct_stdio", "cannot release stdin and stdout: %s", strerror(errno));
         r = sd_event_new(&x->loop);
         if (r < 0)
                 return glove_error_set(err, -r, "exec.event_loop", "sd_event_new: %s", strerror(-r));
@@ -191,7 +256,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
         r = glove_session_attach(x->session, x->loop, err);
         if (r < 0)
                 return r;
-        r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, true, &x->term, err);
+        r = glove_cli_terminal_attach(x->loop, glove_session_terminal(x->session), &probe, !opts->direct_stdio, &x->term, err);
         if (r < 0)
                 return r;
         glove_cli_terminal_on_write_error(x->term, on_write_error, x);
@@ -212,14 +277,25 @@ static int finish(struct exec_run *x, bool mid_line) {
                 glove_launch_say("\n"); /* the limit message starts on its own line */
         struct glove_run_status st;
         bool out_failed = glove_error_is_set(&x->out_err);
-        if (x->stop_signal && o->stopped && !out_failed) {
+        /* A contained upstream stopped by glove run (--direct-stdio) is
+         * glove run's to report, not this one's. */
+        if (x->stop_signal && o->stopped && !out_failed && !opts->direct_stdio) {
                 char sigtext[64];
                 snprintf(sigtext, sizeof(sigtext), "%s", strsignal(x->stop_signal));
                 glove_error_set(&x->out_err, EINTR, "exec.stopped", "Glove received signal %d (%s); the agent was stopped",
                                 x->stop_signal, sigtext);
                 out_failed = true;
         }
-        glove_front_status(o, opts->program[0], !o->audit_failed && !out_failed, &st);
+        /* --direct-stdio (a contained upstream): glove run records how its
+         * program ended (upstream_exit) and stopped it itself; only a limit
+         * or a program that could not run is worth a line here. */
+        bool quiet = opts->direct_stdio && o->limit == GLOVE_CGROUP_LIMIT_NONE &&
+                     (o->stopped || o->sandbox.kind == GLOVE_SANDBOX_SIGNALED);
+        glove_front_status(o, opts->program[0], !o->audit_failed && !out_failed && !quiet, &st);
+        if (quiet && !o->audit_failed && !out_failed)
+                st.exit_code = o->sandbox.kind == GLOVE_SANDBOX_SIGNALED ? 128 + o->sandbox.value
+                             : o->sandbox.kind == GLOVE_SANDBOX_EXITED   ? o->sandbox.value
+                                                                         : GLOVE_EXIT_FAILURE;
         if (out_failed && !o->audit_failed) {
                 (void)glove_launch_fail(&x->out_err);
                 st.exit_code = x->stop_signal && o->stopped ? 128 + x->stop_signal : GLOVE_EXIT_FAILURE;
@@ -240,7 +316,7 @@ static int finish(struct exec_run *x, bool mid_line) {
         }
         if (opts->status_json && glove_run_status_write(x->launch->status_dirfd, x->launch->status_name, opts->status_json, &st, &err) < 0)
                 return glove_launch_fail(&err);
-        if (x->launch->audit.fd >= 0) {
+        if (x->launch->audit.fd >= 0 && !opts->run_audit) {
                 _cleanup_json_ json_t *exitrec = glove_exec_exit_fields(&o->sandbox, status, st.wall_time_ms);
                 _cleanup_json_ json_t *stjson = glove_run_status_json(&st);
                 if (!exitrec || !stjson)

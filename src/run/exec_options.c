@@ -77,6 +77,12 @@ const char glove_exec_help[] =
         "  --unix-sockets    let it make Unix sockets (tmux, a local database,\n"
         "                    Python's forkserver): it can then also connect to any\n"
         "                    socket file in a grant, whose service sees your uid\n"
+        "  --direct-stdio    give PROGRAM Glove's own stdin and stdout as they are (no\n"
+        "                    PTY, no copy, not counted by --output-limit); stderr is\n"
+        "                    copied as usual (glove run starts contained upstreams so)\n"
+        "  --run-audit FD:RUN_ID:NAME  (glove run's, with --direct-stdio) append the\n"
+        "                    egress records, with RUN_ID and \"upstream\": NAME, to the\n"
+        "                    open audit log FD; no launch or exit record\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -90,12 +96,25 @@ const char glove_run_help[] =
         "Runs AGENT contained exactly as glove exec does, with its stdin and stdout\n"
         "as an MCP channel: Glove is the MCP server the agent talks to, and it\n"
         "forwards only policy-approved tool calls to upstream MCP servers that it\n"
-        "starts on the host, outside the sandbox. AGENT's stderr passes through.\n"
+        "starts, each in a sandbox of its own. AGENT's stderr passes through.\n"
         "\n"
         "Upstreams and policy (default deny):\n"
         "  --upstream NAME=CMD[,ARG...]  start an MCP server (stdio); its tools\n"
         "                                appear as NAME.TOOL; NAME is [a-z0-9_-]{1,32}\n"
         "  --upstream-env NAME:VAR       copy Glove's VAR to upstream NAME (repeatable)\n"
+        "  Each upstream runs in its own sandbox (as glove exec: offline, nothing of\n"
+        "  the host but the system view and its command file) unless uncontained:\n"
+        "  --upstream-ro NAME:PATH       grant PATH read-only to upstream NAME\n"
+        "  --upstream-rw NAME:PATH       grant PATH read-write to upstream NAME\n"
+        "                                (both repeatable; checked as --read, --write)\n"
+        "  --upstream-egress NAME:HOST[:PORT]  let upstream NAME reach HOST:PORT\n"
+        "                                through its own egress proxy (as --egress-allow)\n"
+        "  --upstream-limit NAME:LIMIT=VALUE  one of upstream NAME's limits (cpu-time,\n"
+        "                                memory, pids, wall-time, disk, nofile,\n"
+        "                                output-limit; as glove exec's options; the\n"
+        "                                defaults otherwise)\n"
+        "  --upstream-uncontained NAME   run upstream NAME on the host with your full\n"
+        "                                authority (audited; a warning on stderr)\n"
         "  --upstream-optional NAME      start without upstream NAME if it fails or is\n"
         "                                not ready within --call-timeout (audited;\n"
         "                                otherwise Glove exits 125) (repeatable)\n"
@@ -180,6 +199,13 @@ enum {
         OPT_DENY_RESOURCE,
         OPT_UPSTREAM_OWN_NAMES,
         OPT_UPSTREAM_ALLOW,
+        OPT_DIRECT_STDIO,
+        OPT_UPSTREAM_RO,
+        OPT_UPSTREAM_RW,
+        OPT_UPSTREAM_EGRESS,
+        OPT_UPSTREAM_UNCONTAINED,
+        OPT_UPSTREAM_LIMIT,
+        OPT_RUN_AUDIT,
         OPT_END_,
 };
 
@@ -207,6 +233,8 @@ enum {
 
 static const struct option exec_options[] = {
         SANDBOX_OPTIONS,
+        {"direct-stdio", no_argument, NULL, OPT_DIRECT_STDIO},
+        {"run-audit", required_argument, NULL, OPT_RUN_AUDIT},
         {NULL, 0, NULL, 0},
 };
 
@@ -215,6 +243,11 @@ static const struct option run_options[] = {
         {"upstream", required_argument, NULL, OPT_UPSTREAM},
         {"upstream-env", required_argument, NULL, OPT_UPSTREAM_ENV},
         {"upstream-optional", required_argument, NULL, OPT_UPSTREAM_OPTIONAL},
+        {"upstream-ro", required_argument, NULL, OPT_UPSTREAM_RO},
+        {"upstream-rw", required_argument, NULL, OPT_UPSTREAM_RW},
+        {"upstream-egress", required_argument, NULL, OPT_UPSTREAM_EGRESS},
+        {"upstream-uncontained", required_argument, NULL, OPT_UPSTREAM_UNCONTAINED},
+        {"upstream-limit", required_argument, NULL, OPT_UPSTREAM_LIMIT},
         {"allow", required_argument, NULL, OPT_ALLOW},
         {"deny", required_argument, NULL, OPT_DENY},
         {"allow-arg", required_argument, NULL, OPT_ALLOW_ARG},
@@ -362,6 +395,30 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                 case OPT_UPSTREAM_ENV:
                         r = push(opts->upstream_env, &opts->n_upstream_env, optarg, "--upstream-env", err);
                         break;
+                case OPT_UPSTREAM_RO:
+                        r = push(opts->upstream_ro, &opts->n_upstream_ro, optarg, "--upstream-ro", err);
+                        break;
+                case OPT_UPSTREAM_RW:
+                        r = push(opts->upstream_rw, &opts->n_upstream_rw, optarg, "--upstream-rw", err);
+                        break;
+                case OPT_UPSTREAM_EGRESS:
+                        r = push(opts->upstream_egress, &opts->n_upstream_egress, optarg, "--upstream-egress", err);
+                        break;
+                case OPT_UPSTREAM_UNCONTAINED:
+                        r = push(opts->upstream_uncontained, &opts->n_upstream_uncontained, optarg, "--upstream-uncontained",
+                                 err);
+                        break;
+                case OPT_UPSTREAM_LIMIT:
+                        r = push(opts->upstream_limit, &opts->n_upstream_limit, optarg, "--upstream-limit", err);
+                        break;
+                case OPT_DIRECT_STDIO:
+                        opts->direct_stdio = true;
+                        break;
+                case OPT_RUN_AUDIT:
+                        if (opts->run_audit)
+                                return glove_error_set(err, EINVAL, "usage.option_twice", "--run-audit given more than once");
+                        opts->run_audit = optarg;
+                        break;
                 case OPT_ALLOW:
                         r = push(opts->allow, &opts->n_allow, optarg, "--allow", err);
                         break;
@@ -491,6 +548,13 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
         if (argv[optind][0] == '\0')
                 return glove_error_set(err, EINVAL, "usage.missing_program", "the program name is empty");
         opts->program = &argv[optind];
+        if (opts->run_audit && (!opts->direct_stdio || opts->audit_log))
+                return glove_error_set(err, EINVAL, "usage.run_audit",
+                                       "--run-audit is glove run's, for a contained upstream: with --direct-stdio and "
+                                       "without --audit-log");
+        if (opts->direct_stdio && opts->tty)
+                return glove_error_set(err, EINVAL, "usage.tty_direct_stdio",
+                                       "--tty and --direct-stdio exclude each other: the program's stdin and stdout are Glove's own");
         return check_pids(opts, err);
 }
 

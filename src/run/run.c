@@ -36,6 +36,7 @@
 #include "exec_records.h"
 #include "launch.h"
 #include "session_front.h"
+#include "upstream_sandbox.h"
 
 extern char **environ;
 
@@ -48,6 +49,7 @@ struct run {
         struct glove_mcp_upstream_spec specs[GLOVE_RUN_UPSTREAMS_MAX];
         bool optional[GLOVE_RUN_UPSTREAMS_MAX];   /* --upstream-optional, by spec */
         bool own_names[GLOVE_RUN_UPSTREAMS_MAX];  /* --upstream-own-names, by spec */
+        bool uncontained[GLOVE_RUN_UPSTREAMS_MAX]; /* --upstream-uncontained, by spec */
         size_t n_specs;
         struct glove_kernel_gateway *gw;
         char call_timeout_rule[64];
@@ -139,6 +141,24 @@ static int setup_policy(struct run *r, struct glove_error *err) {
         return 0;
 }
 
+/* Each upstream in a sandbox of its own, unless uncontained (audited in
+ * upstream_start, and said on stderr). */
+static int setup_containment(struct run *r, struct glove_error *err) {
+        const char *names[GLOVE_RUN_UPSTREAMS_MAX];
+        for (size_t i = 0; i < r->n_specs; i++)
+                names[i] = r->specs[i].name;
+        int rr = glove_policy_check_sandbox_upstreams(r->policy, names, r->n_specs, err);
+        if (rr >= 0)
+                rr = glove_run_upstream_sandboxes(&r->opts, r->policy, &r->launch.audit, r->launch.cwd, r->launch.grants.runtime_dir,
+                                                  r->specs, r->n_specs, r->uncontained, err);
+        for (size_t i = 0; rr >= 0 && i < r->n_specs; i++)
+                if (r->uncontained[i])
+                        glove_launch_say("glove: warning: upstream.uncontained: upstream %s runs uncontained, on the host with "
+                                         "the invoker's full authority\n",
+                                         r->specs[i].name);
+        return rr;
+}
+
 /* --upstream and --upstream-env to upstream specs, looked up in Glove's
  * environment. */
 static int setup_specs(struct run *r, struct glove_error *err) {
@@ -158,12 +178,19 @@ static int setup_specs(struct run *r, struct glove_error *err) {
                 for (size_t k = 0; k + 1 < r->n_specs; k++)
                         if (strcmp(r->specs[k].name, s->name) == 0)
                                 return glove_error_set(err, EINVAL, "upstream.duplicate", "upstream name %s given twice", s->name);
-                rr = glove_mcp_upstream_spec_build_env(s, env, o->upstream_env, o->n_upstream_env, err);
-                if (rr < 0) {
-                        glove_error_prepend_word(err, "--upstream-env");
-                        return rr;
-                }
         }
+        /* --upstream-env and the policy's "env" names of each sandbox. */
+        char **envs = NULL;
+        size_t n_envs = 0;
+        int er = glove_run_upstream_env(o, r->policy, r->specs, r->n_specs, &envs, &n_envs, err);
+        for (size_t i = 0; er >= 0 && i < r->n_specs; i++) {
+                er = glove_mcp_upstream_spec_build_env(&r->specs[i], env, (const char *const *)envs, n_envs, err);
+                if (er < 0)
+                        glove_error_prepend_word(err, "--upstream-env");
+        }
+        glove_run_upstream_env_free(envs);
+        if (er < 0)
+                return er;
         for (size_t i = 0; i < o->n_upstream_optional; i++) {
                 bool known = false;
                 for (size_t k = 0; k < r->n_specs; k++)
@@ -192,7 +219,7 @@ static int setup_specs(struct run *r, struct glove_error *err) {
                         return glove_error_set(err, EINVAL, "upstream.bad_env", "--upstream-env %s names no --upstream",
                                                o->upstream_env[i]);
         }
-        return 0;
+        return setup_containment(r, err);
 }
 
 /* Every rule (--allow, --deny, --allow-arg, --policy) must name one of the
@@ -254,8 +281,8 @@ static json_t *launch_fields(struct run *r) {
                 json_t *argv = json_array();
                 for (size_t k = 0; s->argv[k]; k++)
                         json_array_append_new(argv, glove_audit_string(s->argv[k], strlen(s->argv[k])));
-                json_t *e = json_pack("{s:s,s:o,s:o}", "name", s->name, "path", glove_audit_string(s->path, strlen(s->path)), "argv",
-                                      argv);
+                json_t *e = json_pack("{s:s,s:o,s:o,s:b}", "name", s->name, "path", glove_audit_string(s->path, strlen(s->path)), "argv",
+                                      argv, "contained", s->launch_path != NULL);
                 if (e && r->own_names[i]) /* --upstream-own-names */
                         json_object_set_new(e, "own_names", json_true());
                 json_array_append_new(ups, e);

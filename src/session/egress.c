@@ -86,6 +86,8 @@ static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
                                              (json_int_t)ev->http_status, "address", ev->address, "address_class",
                                              ev->address_class, "bytes_up", (json_int_t)ev->bytes_up, "bytes_down",
                                              (json_int_t)ev->bytes_down, "duration_ms", (json_int_t)ev->duration_ms);
+        if (f && e->upstream && json_object_set_new(f, "upstream", json_string(e->upstream)) < 0)
+                f = (json_decref(f), NULL);
         struct glove_error err = {0};
         struct stat st;
         bool full = false;

@@ -26,6 +26,7 @@ struct glove_session_egress {
         atomic_bool audit_full;                /* the audit budget was passed (audit_failed too) */
         uint64_t audit_max;                    /* bytes the audit log may grow by; 0: no bound */
         uint64_t audit_base;                   /* its size when the session started */
+        const char *upstream;                  /* "upstream" of each record, or NULL; borrowed */
 };
 
 /* Empties e (no egress). */

@@ -556,6 +556,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
         if (r >= 0 && s->egress.enabled && d->seccomp_egress)
                 s->cfg.seccomp = d->seccomp_egress;
         s->egress.audit_max = d->audit_max_bytes;
+        s->egress.upstream = d->egress_upstream;
         if (r >= 0)
                 r = make_cgroup(s, d, &s->cfg, err);
         if (r >= 0) {

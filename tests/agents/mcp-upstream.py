@@ -19,6 +19,11 @@ upstream's side what reached it.
              129 bytes ("n" * 129), the entry 42, an entry without a name, and
              "twin" twice with different descriptions. A call of any of them
              (or of "bad", "twin") answers "odd NAME".
+--probe      also list read {path} (the file's text, or an isError result
+             naming the error), write {path, text} and connect {host, port}
+             (a TCP connection: "connected" or an isError result) and
+             fetch {url} (urllib, which honours HTTP_PROXY: the body): a
+             contained upstream's reach, tried from inside
 --nul-cursor with --page: each nextCursor is "OFFSET\u0000mcp-upstream"; a
              cursor that is not exactly one given out is answered with a
              JSON-RPC error
@@ -64,6 +69,7 @@ page_size = 0
 odd_names = False
 nul_cursor = False
 raw_tool = False
+probe = False
 args = sys.argv[1:]
 while args and args[0].startswith("--"):
     opt = args.pop(0)
@@ -81,6 +87,8 @@ while args and args[0].startswith("--"):
         nul_cursor = True
     elif opt == "--raw":
         raw_tool = True
+    elif opt == "--probe":
+        probe = True
     else:
         sys.exit("mcp-upstream: unknown option %s" % opt)
 
@@ -136,6 +144,8 @@ def tools():
     if grown:
         t.append({"name": "extra", "description": "Exists after grow", "inputSchema": obj})
     t += [{"name": "pad%d" % i, "description": "Padding", "inputSchema": obj} for i in range(extra_tools)]
+    if probe:
+        t += [{"name": n, "description": "Probe", "inputSchema": obj} for n in ("read", "write", "connect", "fetch")]
     if odd_names:
         t += [{"name": n, "description": "Odd name", "inputSchema": obj} for n in ODD_NAMES]
         t += [42, {"description": "No name", "inputSchema": obj},
@@ -218,6 +228,26 @@ def call(rid, params):
             with out_lock:
                 sys.stdout.buffer.write(data + b"\n")
                 sys.stdout.buffer.flush()
+    elif probe and name in ("read", "write", "connect", "fetch"):
+        a = params.get("arguments") or {}
+        try:
+            if name == "read":
+                with open(a["path"]) as fh:
+                    text(rid, fh.read())
+            elif name == "write":
+                with open(a["path"], "w") as fh:
+                    fh.write(a["text"])
+                text(rid, "written")
+            elif name == "fetch":
+                import urllib.request
+                with urllib.request.urlopen(a["url"], timeout=10) as r:
+                    text(rid, r.read().decode())
+            else:
+                import socket
+                socket.create_connection((a["host"], int(a["port"])), timeout=5).close()
+                text(rid, "connected")
+        except Exception as e:
+            result(rid, {"content": [{"type": "text", "text": "%s: %s" % (type(e).__name__, e)}], "isError": True})
     elif isinstance(name, str) and name.startswith("pad"):
         text(rid, "pad")
     elif odd_names and name in ODD_NAMES + ["bad", "twin", "ctl", "star"]:

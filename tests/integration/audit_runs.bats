@@ -46,7 +46,7 @@ s.serve_forever()' "$pf" 3>&- &
         local root=$BATS_TEST_TMPDIR/root
         mkdir -p "$root"
         echo "hi" >"$root/hi.txt"
-        gr --audit-log "$log" --upstream "fs=$NODE,$FILESYSTEM,$root" --allow fs.read_text_file \
+        gr --audit-log "$log" --upstream "fs=$NODE,$FILESYSTEM,$root" --upstream-ro "fs:$root" --allow fs.read_text_file \
                 --allow-arg "fs.read_text_file:/path=$root/" "${CLIENT[@]}" \
                 '[{"op":"call","tool":"fs.read_text_file","args":{"path":"'"$root/hi.txt"'"},"expect":"ok","text":"hi"}]'
         expect_client_pass

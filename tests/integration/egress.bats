@@ -712,7 +712,7 @@ for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
         start_server http
         local upy=$AGENTS/mcp-upstream.py
         run --separate-stderr timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" run --audit-log "$LOG" \
-                --upstream "py=$PY,$upy" --allow 'py.*' --egress-allow "127.0.0.1:$SRV_PORT" \
+                --upstream "py=$PY,$upy" --upstream-ro "py:$AGENTS" --allow 'py.*' --egress-allow "127.0.0.1:$SRV_PORT" \
                 -- /bin/sh -c '/usr/bin/curl -sS --max-time 10 --proxytunnel "$1" >&2; echo "curl_exit=$?" >&2' sh \
                 "http://127.0.0.1:$SRV_PORT/index.txt"
         expect_status 0

@@ -97,7 +97,7 @@ setup() {
         # glove run: the same private HOME, seeded (the agent here is not an
         # MCP client; it reports what it saw on stderr and exits).
         need_node_modules
-        g run --home-from "$SEED" --upstream "fs=$NODE,$FILESYSTEM,$SEED" -- /bin/sh -c 'cat "$HOME/.trust" >&2'
+        g run --home-from "$SEED" --upstream "fs=$NODE,$FILESYSTEM,$SEED" --upstream-ro "fs:$NODE_MODULES" --upstream-ro "fs:$SEED" -- /bin/sh -c 'cat "$HOME/.trust" >&2'
         expect_status 0
         [[ "$stderr" == *"trusted"* ]] || fail "glove run's HOME was not seeded"
 }

@@ -181,7 +181,8 @@ marker() { echo "glovemark$$x${RANDOM}x$BATS_TEST_NUMBER"; }
 # bytes on the same line).
 agent_stderr() {
         local e=$stderr
-        [[ "$e" == "glove: warning: limits.degraded: "* ]] && e=${e#*$'\n'}
+        # One warning from Glove, one from each contained upstream's sandbox.
+        while [[ "$e" == "glove: warning: limits.degraded: "* ]]; do e=${e#*$'\n'}; done
         e=${e%%glove: limits.*}
         printf '%s' "${e%$'\n'}"
 }
@@ -630,7 +631,7 @@ PYEOF
 @test "limits: glove run: a wall_time breach gives 137, the status object, the audit exit record, and no upstream left" {
         local m audit=$BATS_TEST_TMPDIR/audit.jsonl
         m=$(marker)
-        grs --upstream "py=$PY,$UPY,$m" --allow 'py.*' --audit-log "$audit" --wall-time 500 -- /bin/sleep 30
+        grs --upstream "py=$PY,$UPY,$m" --upstream-ro "py:$AGENTS" --allow 'py.*' --audit-log "$audit" --wall-time 500 -- /bin/sleep 30
         expect_breach wall_time
         status_is '.signal == 9 and .wall_time_ms >= 500 and .wall_time_ms < 5000'
         jq -e -s --slurpfile st "$SJ" '(.[-1].event == "exit") and (.[-1] as $e | $st[0] | to_entries | all(.value == $e[.key]))' \
@@ -643,7 +644,7 @@ PYEOF
         local m
         m=$(marker)
         if [ "$CG_STATE" = ok ]; then
-                grs --upstream "py=$PY,$UPY,$m" --pids 24 -- /bin/sh -c \
+                grs --upstream "py=$PY,$UPY,$m" --upstream-ro "py:$AGENTS" --pids 24 -- /bin/sh -c \
                         "b() { if [ \$1 -gt 0 ]; then b \$((\$1 - 1)) & b \$((\$1 - 1)) & wait; else sleep 20; fi; }; b 8; : $m"
                 expect_breach pids
                 expect_no_run_cgroup
@@ -652,7 +653,7 @@ PYEOF
                 echo "# the --pids half needs a run cgroup: $CG_WHY" >&3
         fi
         # The agent's stdout is the MCP channel; its stderr passes through, counted.
-        grs --upstream "py=$PY,$UPY,$m" --output-limit 300 -- "$PY" -c 'import os
+        grs --upstream "py=$PY,$UPY,$m" --upstream-ro "py:$AGENTS" --output-limit 300 -- "$PY" -c 'import os
 while True: os.write(2, b"z" * 50)'
         expect_breach terminal_output
         local agent_err

@@ -27,6 +27,7 @@ teardown() {
         # glove run: an argument given to an upstream never reaches the agent.
         run --separate-stderr timeout --foreground 30 "$GLOVE" run \
                 --upstream "py=$PY,$AGENTS/mcp-upstream.py,--log,$T/sk-SECRET-FROM-ARGV.log" --allow 'py.*' \
+                --upstream-ro "py:$AGENTS" --upstream-rw "py:$T" \
                 -- /bin/sh -c 'cat /proc/[0-9]*/cmdline | tr "\0" " " >&2' </dev/null
         [[ "${stderr-}" != *sk-SECRET-FROM-ARGV* ]] || fail "an upstream argument is visible to the agent"
 }

@@ -13,7 +13,7 @@ setup() { mcp_setup; }
 @test "run: an allowed call reaches the upstream; denied and unknown tools are refused before it; tools/list shows only allowed tools" {
         local d=$BATS_TEST_TMPDIR root log
         root=$d/root
-        log=$d/fs.tap
+        log=$(upstream_dir)/fs.tap
         mkdir -p "$root/sub"
         echo "hello from the host" >"$root/hello.txt"
         local scenario
@@ -31,7 +31,7 @@ setup() { mcp_setup; }
 ]
 EOF
 )
-        gr --upstream "fs=$PY,$TAP,$log,$NODE,$FILESYSTEM,$root" \
+        gr --upstream "fs=$PY,$TAP,$log,$NODE,$FILESYSTEM,$root" --upstream-ro "fs:$root" \
                 --allow fs.read_text_file --allow fs.list_directory --allow fs.write_file --deny fs.write_file \
                 --allow-arg "fs.list_directory:/path=$root" \
                 "${CLIENT[@]}" "$scenario"
@@ -51,7 +51,7 @@ EOF
 @test "run: a path_within rule from --policy stops ../ escapes on server-filesystem while paths inside succeed" {
         local d=$BATS_TEST_TMPDIR root log
         root=$d/root
-        log=$d/fs.tap
+        log=$(upstream_dir)/fs.tap
         mkdir -p "$root" "$d/rootkit"
         echo "inside the root" >"$root/inside.txt"
         echo "host secret" >"$d/secret.txt"
@@ -92,7 +92,7 @@ EOF
 ]
 EOF
 )
-        gr --upstream "fs=$PY,$TAP,$log,$NODE,$FILESYSTEM,$d" --policy "$d/policy.json" "${CLIENT[@]}" "$scenario"
+        gr --upstream "fs=$PY,$TAP,$log,$NODE,$FILESYSTEM,$d" --upstream-rw "fs:$d" --policy "$d/policy.json" "${CLIENT[@]}" "$scenario"
         expect_client_pass
         # Every refusal names the argument rule that decided.
         local rule
@@ -126,7 +126,7 @@ EOF
         # refuse a NUL: policy_denied, carrying the request's own id (an
         # id-less -32700 would leave a real client waiting until its timeout).
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         cat >"$d/policy.json" <<EOF
 {"version": 1, "allow": ["py.echo"],
  "arguments": {"py.echo": [{"kind": "path_within", "pointer": "/text", "root": "$d"}]}}
@@ -158,26 +158,31 @@ EOF
         audit_has '.event == "upstream_ready" and .name == "py" and .tools == 260'
 }
 
-@test "run: upstreams get PATH, HOME, LANG and only the --upstream-env variables named for them" {
-        export GLOVE_TEST_SHARED=for-a-only GLOVE_TEST_SECRET=never-copied
+@test "run: a contained upstream sees only the sandbox's minimal environment and the --upstream-env variables named for it; an uncontained one PATH, HOME, LANG and its own" {
+        export MCP_TEST_SHARED=for-a-only MCP_TEST_SECRET=never-copied
         local scenario='[
  {"op":"call","label":"a","tool":"a.env","expect":"ok","text":"for-a-only","text_excludes":"never-copied"},
- {"op":"call","label":"b","tool":"b.env","expect":"ok","text_excludes":"GLOVE_TEST"}
+ {"op":"call","label":"b","tool":"b.env","expect":"ok","text_excludes":"MCP_TEST"},
+ {"op":"call","label":"c","tool":"c.env","expect":"ok","text":"for-a-only","text_excludes":"never-copied"}
 ]'
-        gr --upstream "a=$PY,$UPY" --upstream "b=$PY,$UPY" --upstream-env a:GLOVE_TEST_SHARED --allow a.env --allow b.env \
+        gr --upstream "a=$PY,$UPY" --upstream "b=$PY,$UPY" --upstream "c=$PY,$UPY" --upstream-uncontained c \
+                --upstream-env a:MCP_TEST_SHARED --upstream-env c:MCP_TEST_SHARED --allow a.env --allow b.env --allow c.env \
                 "${CLIENT[@]}" "$scenario"
         expect_client_pass
         # Python adds LC_CTYPE itself under a C locale; leave it out.
         local keys
-        keys=$(record "$CLIENT_OUT" a .text | jq -r 'fromjson | keys - ["LC_CTYPE"] | join(" ")')
-        [ "$keys" = "GLOVE_TEST_SHARED HOME LANG PATH" ] || fail "upstream a's environment has: $keys"
-        keys=$(record "$CLIENT_OUT" b .text | jq -r 'fromjson | keys - ["LC_CTYPE"] | join(" ")')
-        [ "$keys" = "HOME LANG PATH" ] || fail "upstream b's environment has: $keys"
+        keys=$(record "$CLIENT_OUT" a .text | jq -r 'fromjson | keys - ["LC_CTYPE", "TERM"] | join(" ")')
+        [ "$keys" = "GLOVE_SANDBOXED HOME LANG MCP_TEST_SHARED PATH TMPDIR" ] || fail "upstream a's environment has: $keys"
+        [ "$(record "$CLIENT_OUT" a .text | jq -r 'fromjson | .HOME')" = /home/agent ] || fail "upstream a's HOME is not the sandbox's"
+        keys=$(record "$CLIENT_OUT" b .text | jq -r 'fromjson | keys - ["LC_CTYPE", "TERM"] | join(" ")')
+        [ "$keys" = "GLOVE_SANDBOXED HOME LANG PATH TMPDIR" ] || fail "upstream b's environment has: $keys"
+        keys=$(record "$CLIENT_OUT" c .text | jq -r 'fromjson | keys - ["LC_CTYPE"] | join(" ")')
+        [ "$keys" = "HOME LANG MCP_TEST_SHARED PATH" ] || fail "upstream c's (uncontained) environment has: $keys"
 }
 
 @test "run: an unknown tool is a -32602 protocol error (MCP spec) even where the SDK upstream itself answers an isError result; it is never forwarded" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/ev.tap
+        log=$(upstream_dir)/ev.tap
         # The difference Glove documents: server-everything (the TypeScript
         # SDK's McpServer) answers a call of a tool it lacks with a result
         # carrying isError, not with the protocol error of the spec.

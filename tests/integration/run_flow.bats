@@ -15,7 +15,7 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
 
 @test "run: progress is relayed with the agent's token; cancellation reaches the upstream with the upstream's request id" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/ev.tap
+        log=$(upstream_dir)/ev.tap
         # server-everything's trigger-long-running-operation sends one
         # progress notification per step when the call carries a progressToken.
         local scenario='[
@@ -49,7 +49,7 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
 
 @test "run: a cancelled call frees its slot at once: after 1024 cancellations the next call is answered; a late answer is dropped" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/ev.tap
+        log=$(upstream_dir)/ev.tap
         # server-everything never answers a cancelled request. With a
         # --call-timeout far longer than the test, a cancelled call that
         # kept its slot until its timeout would leave all 1024 slots taken
@@ -73,7 +73,7 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
 
 @test "run: --call-timeout answers upstream_timeout, cancels the call upstream, and the upstream stays usable" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         local scenario='[
  {"op":"call","tool":"py.sleep","args":{"ms":5000},"expect":"upstream_timeout","code":-32003,"rule":"--call-timeout 700"},
  {"op":"call","tool":"py.sleep","args":{"ms":50},"expect":"ok","text":"slept 50"},
@@ -94,7 +94,7 @@ tap_id() { tap_in "$1" | jq -c "select(.method == \"tools/call\" and ($2)) | .id
 
 @test "run: an upstream that crashes answers upstream_unavailable for calls in flight and after; other upstreams go on" {
         local d=$BATS_TEST_TMPDIR log m
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         m=$(mcp_marker)
         local scenario='[
  {"op":"call","tool":"py.echo","args":{"text":"before"},"expect":"ok","text":"before"},

@@ -28,7 +28,7 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         sha=$(sha256_canonical "$args")
         audit_has '.event == "upstream_start" and .name == "py" and .path == "'"$PY"'" and (.pid | type == "number")'
         audit_has '.event == "upstream_ready" and .name == "py" and .protocol_version == "2025-11-25" and .tools == 10'
-        audit_has '.event == "launch" and .upstreams == [{"name": "py", "path": "'"$PY"'", "argv": ["'"$PY"'", "'"$UPY"'"]}]'
+        audit_has '.event == "launch" and .upstreams == [{"name": "py", "path": "'"$PY"'", "argv": ["'"$PY"'", "'"$UPY"'"], "contained": true}]'
         audit_has '.event == "call" and .id == '"$id"' and .tool == "py.echo" and .decision == "allow" and .rule == "allow py.*"
                 and .arguments_sha256 == "'"$sha"'" and .arguments == '"$args"
         audit_has '.event == "call_result" and .id == '"$id"' and .tool == "py.echo" and .upstream_status == "ok"
@@ -128,7 +128,7 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
 
 @test "run: malformed, invalid UTF-8, batch, duplicate-key, duplicate-id and unknown-id frames get strict answers; the upstream never sees them" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         gr --upstream "py=$PY,$UPY,--log,$log" --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" \
                 --protocol 2024-11-05 --expect-protocol 2024-11-05 \
                 malformed utf8 batch dupkey invalid dup-inflight unknown-id unknown-method resources prompts notification \
@@ -173,7 +173,10 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
  {"op":"call","tool":"py.sleep","args":{"ms":60000},"detach":true},
  {"op":"sleep","ms":300}
 ]'
-        gr --upstream "ev=$NODE,$EVERYTHING,stdio,$m" --upstream "py=/bin/sh,-c,$stubborn" --allow 'ev.*' --allow 'py.*' \
+        # py runs on the host (a contained one: run_contained.bats), where
+        # only Glove's subreaper catches what it detaches.
+        gr --upstream "ev=$NODE,$EVERYTHING,stdio,$m" --upstream "py=/bin/sh,-c,$stubborn" --upstream-uncontained py \
+                --allow 'ev.*' --allow 'py.*' \
                 --audit-log "$AUDIT" "${CLIENT[@]}" "$scenario"
         expect_client_pass
         [ -s "$d/orphan.pid" ] || fail "positive control: the upstream's orphan never started"

@@ -16,7 +16,7 @@ fs_run() {
         ROOT=$BATS_TEST_TMPDIR/root
         mkdir -p "$ROOT"
         echo "hello from the host" >"$ROOT/hello.txt"
-        gr --upstream "fs=$NODE,$FILESYSTEM,$ROOT" "$@" "${CLIENT[@]}" \
+        gr --upstream "fs=$NODE,$FILESYSTEM,$ROOT" --upstream-ro "fs:$ROOT" "$@" "${CLIENT[@]}" \
                 '[{"op":"call","tool":"fs.read_text_file","args":{"path":"'"$ROOT/hello.txt"'"},"expect":"ok","text":"hello from the host"}]'
 }
 

@@ -20,7 +20,7 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
 
 @test "run: upstream tool names with NUL, control characters or '*', non-tool entries and names listed twice are never offered nor forwarded, and are audited" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         # --page 4: the two "twin" entries arrive in different pages.
         local scenario
         scenario=$(cat <<'EOF'
@@ -71,7 +71,7 @@ EOF
 
 @test "run: an upstream's tools/list cursors go back to it exactly as given, NUL and all" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         # 10 + 20 tools in pages of 7: four cursors "N\u0000mcp-upstream"; the
         # upstream refuses any other cursor.
         local scenario='[
@@ -86,7 +86,7 @@ EOF
 
 @test "run: NUL in jsonrpc, a cursor, a protocol version, a tool name or a cancelled id never passes for the text before it; arguments that are not an object are refused and digested" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         gr --upstream "py=$PY,$UPY,--log,$log" --allow 'py.*' --audit-log "$AUDIT" --audit-arguments "${ADVERSARIAL[@]}" \
                 bad-params nul-strings
         expect_adversarial_pass
@@ -111,7 +111,7 @@ EOF
 
 @test "run: an agent line that may hold more than 100000 JSON values is refused before it is decoded; Glove keeps serving" {
         local d=$BATS_TEST_TMPDIR log
-        log=$d/py.log
+        log=$(upstream_dir)/py.log
         gr --upstream "py=$PY,$UPY,--log,$log" --allow 'py.*' --audit-log "$AUDIT" "${ADVERSARIAL[@]}" many-values
         expect_adversarial_pass
         upstream_never_saw "$log" '.method == "tools/call"'

@@ -48,6 +48,9 @@
  * record, in bytes (the record also gives the whole length). */
 #define GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX 256
 
+/* The descriptor number spec->pass_fd is given as in the process. */
+#define GLOVE_MCP_UPSTREAM_PASS_FD 4
+
 /* Default PATH when the given environment has none. */
 #define GLOVE_MCP_UPSTREAM_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
@@ -58,6 +61,25 @@ struct glove_mcp_upstream_spec {
         char *argv[GLOVE_MCP_UPSTREAM_ARGS_MAX + 1];   /* owned strings, NULL-terminated; argv[0] as given */
         char *path;                                    /* resolved executable, owned */
         char **envp;                                   /* owned, NULL-terminated; NULL until built */
+        /* A contained upstream (docs/mcp-mediation.md, Upstreams): what
+         * actually runs is launch_path with launch_argv (a `glove exec`
+         * sandbox around path and argv), with envp. NULL: path and argv run
+         * directly (uncontained). Both owned. */
+        char *launch_path;
+        char **launch_argv;                            /* NULL-terminated */
+        /* The signal sent to it when it is given up or its channel fails
+         * (0: SIGKILL). A launcher that ends its sandbox cleanly on a signal
+         * takes that one; the end of a run still escalates to SIGKILL.
+         * With a launcher, an exit status 128+N (N 1..64) is reported as
+         * signal N in upstream_exit, as `glove exec` reports its program's. */
+        int stop_signal;
+        /* A descriptor of the caller's (above 2; 0: none) the process gets
+         * as descriptor GLOVE_MCP_UPSTREAM_PASS_FD, without FD_CLOEXEC: the
+         * launcher's copy of the run's audit log. Borrowed. */
+        int pass_fd;
+        /* For the upstream_start record: the sandbox's grants ({"ro","rw",
+         * "env","egress"}, owned reference), NULL when uncontained. */
+        json_t *sandbox;
 };
 
 /*
@@ -85,6 +107,7 @@ int glove_mcp_upstream_spec_parse(const char *text, const char *const *env, stru
 int glove_mcp_upstream_spec_build_env(struct glove_mcp_upstream_spec *spec, const char *const *env, const char *const *specs,
                                       size_t n_specs, struct glove_error *err);
 
+/* Releases everything spec owns (launch_argv and sandbox included). */
 void glove_mcp_upstream_spec_free(struct glove_mcp_upstream_spec *spec);
 
 enum glove_mcp_upstream_state {
@@ -169,7 +192,9 @@ struct glove_mcp_upstream_config {
 };
 
 /*
- * Starts spec's process (new session, PR_SET_PDEATHSIG(SIGKILL), stdin and
+ * Starts spec's process (spec->launch_path with spec->launch_argv when set,
+ * after checking that spec->path is an executable regular file, else
+ * spec->path with spec->argv; new session, PR_SET_PDEATHSIG(SIGKILL), stdin and
  * stdout pipes with the client's ends non-blocking, stderr shared with the
  * caller, no other descriptor inherited, default signal dispositions and an
  * empty mask, environment spec->envp or an empty one), adds its event
@@ -235,7 +260,8 @@ int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg);
  * nested: the last call wins. */
 void glove_mcp_upstream_hold(struct glove_mcp_upstream *u, bool hold);
 
-/* Signals the process group and the process. */
+/* Signals the process group and the process; a launcher
+ * (spec->launch_path) only the process, once, through its pidfd. */
 void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig);
 
 /* Gives the upstream up: it becomes DEAD at once (ops->dead with why, not a

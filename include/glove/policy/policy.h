@@ -30,6 +30,15 @@
 /* Largest policy file, in bytes. */
 #define GLOVE_POLICY_FILE_MAX (1024 * 1024)
 
+/* Bounds of the policy file's "upstreams" and of one "sandbox" object
+ * (docs/policy.md, Upstreams). */
+#define GLOVE_POLICY_UPSTREAMS_MAX 32
+#define GLOVE_POLICY_SANDBOX_GRANTS_MAX 128     /* "ro" and "rw", each */
+#define GLOVE_POLICY_SANDBOX_ENV_MAX 64
+#define GLOVE_POLICY_SANDBOX_ENV_NAME_MAX 128
+#define GLOVE_POLICY_SANDBOX_EGRESS_MAX 256
+#define GLOVE_POLICY_SANDBOX_RULE_MAX 512       /* one egress rule, bytes */
+
 struct glove_policy;
 
 /* A new empty policy (denies everything). Returns 0 or -ENOMEM. */
@@ -164,6 +173,20 @@ int glove_policy_allow_client(struct glove_policy *policy, const char *spec, str
 /* The features (a mask of enum glove_policy_client_feature) granted to
  * upstream (NUL-terminated); 0 when none. */
 unsigned glove_policy_client_features(const struct glove_policy *policy, const char *upstream);
+
+/*
+ * The "sandbox" of upstream name from the policy file's "upstreams"
+ * (docs/policy.md, Upstreams), checked for form: an object with "ro", "rw"
+ * (absolute paths), "env" (variable names), "egress" (HOST[:PORT] rules,
+ * unparsed) arrays and "contained" (boolean), every member present. NULL
+ * when the file gives none for name. Borrowed from policy.
+ */
+const json_t *glove_policy_upstream_sandbox(const struct glove_policy *policy, const char *name);
+
+/* As glove_policy_check_upstreams, for the "upstreams" entries of the
+ * policy file: one naming no upstream is "policy.unknown_upstream". */
+int glove_policy_check_sandbox_upstreams(const struct glove_policy *policy, const char *const *names, size_t n,
+                                         struct glove_error *err);
 
 /*
  * The policy as data, for the launch record (docs/mcp-mediation.md):

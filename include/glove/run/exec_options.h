@@ -67,6 +67,9 @@ struct glove_exec_options {
         bool unsafe_write_system_dir;   /* --unsafe-write-system-dir: writable grants of
                                          * the host's system directories allowed */
         bool allow_unix_sockets;        /* --unix-sockets: socket(AF_UNIX) allowed */
+        bool direct_stdio;              /* glove exec --direct-stdio: the program gets
+                                         * Glove's own stdin and stdout */
+        const char *run_audit;          /* --run-audit FD:RUN_ID:NAME, or NULL */
 
         /* glove run only; all strings borrowed from argv. */
         const char *upstreams[GLOVE_RUN_UPSTREAMS_MAX];     /* "NAME=CMD[,ARG...]" */
@@ -75,6 +78,17 @@ struct glove_exec_options {
         size_t n_upstream_env;
         const char *upstream_optional[GLOVE_RUN_UPSTREAMS_MAX];   /* --upstream-optional NAME */
         size_t n_upstream_optional;
+        /* Contained upstreams' grants: "NAME:PATH", "NAME:HOST[:PORT]", NAME. */
+        const char *upstream_ro[GLOVE_RUN_RULES_MAX];
+        size_t n_upstream_ro;
+        const char *upstream_rw[GLOVE_RUN_RULES_MAX];
+        size_t n_upstream_rw;
+        const char *upstream_egress[GLOVE_RUN_RULES_MAX];
+        size_t n_upstream_egress;
+        const char *upstream_uncontained[GLOVE_RUN_RULES_MAX];
+        size_t n_upstream_uncontained;
+        const char *upstream_limit[GLOVE_RUN_RULES_MAX];   /* "NAME:LIMIT=VALUE" */
+        size_t n_upstream_limit;
         const char *allow[GLOVE_RUN_RULES_MAX];
         size_t n_allow;
         const char *deny[GLOVE_RUN_RULES_MAX];
@@ -116,6 +130,8 @@ struct glove_exec_options {
  * "usage.pids_too_low" (--pids under GLOVE_EXEC_PIDS_MIN, or under
  * GLOVE_EXEC_PIDS_MIN_EGRESS with --egress-allow: it could never run),
  * "usage.bad_path" (an empty --home-from),
+ * "usage.tty_direct_stdio" (--tty with --direct-stdio), "usage.run_audit"
+ * (--run-audit without --direct-stdio, or with --audit-log),
  * "egress.private_needs_rule" (--egress-allow-private
  * without its HOST[:PORT], or with an argument starting with '-').
  */
@@ -123,7 +139,9 @@ int glove_exec_parse(int argc, char **argv, struct glove_exec_options *opts, str
 
 /*
  * Parses `glove run` (argv[0] is "run"): the options of glove exec plus
- * --upstream, --upstream-env, --upstream-optional, --allow, --deny,
+ * --upstream, --upstream-env, --upstream-optional, --upstream-ro,
+ * --upstream-rw, --upstream-egress, --upstream-uncontained, --upstream-limit,
+ * --allow, --deny,
  * --allow-arg, --policy,
  * --call-timeout MS, --max-frame BYTES (K, M, G suffixes, powers of 1024),
  * --audit-arguments. Values are checked for form here ("usage.bad_number",

@@ -152,6 +152,10 @@ struct glove_session_desc {
          * them the agent is stopped as when an append fails
          * (outcome.audit_failed and outcome.audit_full). 0: no bound. */
         uint64_t audit_max_bytes;
+        /* When not NULL, every egress record carries "upstream": this name
+         * (a contained upstream of glove run writing into its run's log).
+         * Borrowed for the session's life. */
+        const char *egress_upstream;
         /* RLIMIT_FSIZE of the agent, bytes (container/sandbox.h
          * file_size_max); 0: none. */
         uint64_t file_size_max;

@@ -33,12 +33,40 @@ need_node_modules() {
         [ -x "$NODE" ] || { echo "$NODE is missing: node is required (scripts/deps.sh)" >&2; return 1; }
 }
 
+# Upstreams run contained (docs/mcp-mediation.md, Upstreams). The test
+# upstreams need their scripts ($AGENTS), the npm peers ($NODE_MODULES) and a
+# directory of their own to write their logs in: upstream_dir prints it
+# ($BATS_TEST_TMPDIR/up, created), kept apart from the audit log and the
+# client's records, which no upstream may reach.
+upstream_dir() { mkdir -p "$BATS_TEST_TMPDIR/up" && echo "$BATS_TEST_TMPDIR/up"; }
+
 # gr [-N] ARGS...: `glove run ARGS...` under a timeout, captured by bats
-# `run` like gx: $status, $output, $stderr.
+# `run` like gx: $status, $output, $stderr. Each --upstream NAME=... gets
+# --upstream-ro NAME:$AGENTS, --upstream-ro NAME:$NODE_MODULES and
+# --upstream-rw NAME:$(upstream_dir), unless --upstream-uncontained NAME is
+# among ARGS or GR_GRANTS=0 (tests of the grants themselves).
 gr() {
-        local expect=()
+        local expect=() grants=() a prev="" up uncontained=" "
         if [[ "${1:-}" =~ ^-[0-9]+$ ]]; then expect=("$1"); shift; fi
-        run "${expect[@]}" --separate-stderr timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" run "$@"
+        if [ "${GR_GRANTS:-1}" = 1 ]; then
+                up=$(upstream_dir)
+                for a in "$@"; do
+                        [ "$a" = -- ] && break
+                        [ "$prev" = --upstream-uncontained ] && uncontained+="$a "
+                        prev=$a
+                done
+                prev=""
+                for a in "$@"; do
+                        [ "$a" = -- ] && break
+                        if [ "$prev" = --upstream ] && [[ "$a" =~ ^([a-z0-9_-]+)= ]] &&
+                                [[ "$uncontained" != *" ${BASH_REMATCH[1]} "* ]]; then
+                                grants+=(--upstream-ro "${BASH_REMATCH[1]}:$AGENTS" --upstream-ro "${BASH_REMATCH[1]}:$NODE_MODULES"
+                                         --upstream-rw "${BASH_REMATCH[1]}:$up")
+                        fi
+                        prev=$a
+                done
+        fi
+        run "${expect[@]}" --separate-stderr timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" run "${grants[@]}" "$@"
 }
 
 # The glove run options and agent command line for the SDK client, writing

@@ -79,7 +79,7 @@ static void test_failed_file_merges_nothing(void **state) {
         (void)state;
         struct glove_policy *p = new_policy();
         struct glove_error e = {0};
-        const char *doc = "{\"version\":1,\"upstreams\":{\"fs\":{\"client\":{\"sampling\":true}},\"ev\":{\"sandbox\":{}}}}";
+        const char *doc = "{\"version\":1,\"upstreams\":{\"fs\":{\"client\":{\"sampling\":true}},\"ev\":{\"sandbox\":{\"bogus\":1}}}}";
         assert_int_equal(glove_policy_load_json(p, doc, strlen(doc), &e), -EINVAL);
         assert_string_equal(e.code, "policy.unknown_field");
         assert_int_equal(glove_policy_client_features(p, "fs"), 0);

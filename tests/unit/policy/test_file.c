@@ -132,7 +132,7 @@ static const struct {
         {"policy.unsupported_version--0.json", "$.version"},
         {"policy.unsupported_version--2.json", "$.version"},
         {"policy.unknown_field--upstream-client-key.json", "$.upstreams.fs.client.smell"},
-        {"policy.unknown_field--upstream-sandbox.json", "$.upstreams.fs.sandbox"},
+        {"policy.unknown_field--upstream-sandbox.json", "$.upstreams.fs.sandbox.read"},
         {"policy.unknown_field--upstream-key.json", "$.upstreams.fs.other"},
         {"policy.wrong_type--upstream-client-value.json", "$.upstreams.fs.client.roots"},
         {"policy.wrong_type--upstream-entry.json", "$.upstreams.fs"},
@@ -154,6 +154,18 @@ static const struct {
         {"policy.wrong_type--values-string.json", RULE0 ".values"},
         {"policy.wrong_type--version-real.json", "$.version"},
         {"policy.wrong_type--version-string.json", "$.version"},
+        /* "upstreams" and each upstream's "sandbox" (upstreams.c). */
+        {"policy.unknown_field--sandbox-key.json", "$.upstreams.py.sandbox.net"},
+        {"policy.bad_grant--sandbox-relative.json", "$.upstreams.py.sandbox.ro[0]"},
+        {"policy.bad_env_name--sandbox.json", "$.upstreams.py.sandbox.env[0]"},
+        {"policy.bad_upstream_name--uppercase.json", "$.upstreams.PY"},
+        {"policy.uncontained_grants--ro.json", "$.upstreams.py.sandbox"},
+        {"policy.empty_list--sandbox-ro.json", "$.upstreams.py.sandbox.ro"},
+        {"policy.duplicate_rule--sandbox-env.json", "$.upstreams.py.sandbox.env[1]"},
+        {"policy.wrong_type--sandbox-contained.json", "$.upstreams.py.sandbox.contained"},
+        {"policy.wrong_type--upstreams-array.json", "$.upstreams"},
+        {"policy.wrong_type--sandbox-egress-item.json", "$.upstreams.py.sandbox.egress[0]"},
+        {"policy.too_many_grants--sandbox-ro.json", "$.upstreams.py.sandbox.ro"},
 };
 
 /* Every code a policy file's content can be refused with (docs/policy.md);
@@ -165,6 +177,8 @@ static const char *const content_codes[] = {
         "policy.bad_tool_name", "policy.bad_pointer", "policy.bad_root", "policy.unknown_kind",
         "policy.empty_list", "policy.empty_value", "policy.duplicate_rule", "policy.duplicate_value",
         "policy.too_many_rules", "policy.too_many_values",
+        "policy.bad_grant", "policy.bad_env_name", "policy.bad_upstream_name", "policy.uncontained_grants",
+        "policy.too_many_grants",
 };
 
 /* The code a fixture's name carries: the text before "--". */
@@ -248,6 +262,40 @@ static void test_fixture_directory_complete(void **state) {
 }
 
 /* ---- valid examples ---- */
+
+/* "upstreams": each sandbox decoded with every member present, contained
+ * unless false; an upstream without one has none; names are checked
+ * against the --upstream names. */
+static void test_upstreams_sandbox(void **state) {
+        (void)state;
+        _cleanup_policy_ struct glove_policy *p = new_policy();
+        struct glove_error err = {0};
+        if (glove_policy_load_file(p, fixture("valid--upstreams.json"), &err) < 0)
+                fail_msg("%s %s", err.code, err.message);
+        const json_t *fs = glove_policy_upstream_sandbox(p, "fs");
+        assert_non_null(fs);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(fs, "ro"), 0)), "/opt/mcp");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(fs, "rw"), 0)), "/srv/data");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(fs, "env"), 0)), "FS_TOKEN");
+        assert_string_equal(json_string_value(json_array_get(json_object_get(fs, "egress"), 0)), "api.example.com");
+        assert_true(json_is_true(json_object_get(fs, "contained")));
+        const json_t *py = glove_policy_upstream_sandbox(p, "py");
+        assert_non_null(py);
+        assert_true(json_is_false(json_object_get(py, "contained")));
+        assert_int_equal(json_array_size(json_object_get(py, "ro")), 0);
+        assert_int_equal(json_array_size(json_object_get(py, "env")), 1);
+        assert_null(glove_policy_upstream_sandbox(p, "other"));
+        const char *both[] = {"fs", "py"}, *one[] = {"fs"};
+        assert_int_equal(glove_policy_check_sandbox_upstreams(p, both, 2, &err), 0);
+        struct glove_error e2 = {0};
+        assert_int_equal(glove_policy_check_sandbox_upstreams(p, one, 1, &e2), -EINVAL);
+        assert_string_equal(e2.code, "policy.unknown_upstream");
+        assert_non_null(strstr(e2.message, "py"));
+        /* A policy without the file has no sandboxes. */
+        _cleanup_policy_ struct glove_policy *q = new_policy();
+        assert_null(glove_policy_upstream_sandbox(q, "fs"));
+        assert_int_equal(glove_policy_check_sandbox_upstreams(q, one, 0, &e2), 0);
+}
 
 struct expect {
         const char *upstream, *tool, *args;
@@ -539,6 +587,7 @@ int main(void) {
                 cmocka_unit_test(test_valid_filesystem),
                 cmocka_unit_test(test_valid_every_kind),
                 cmocka_unit_test(test_merge_with_command_line),
+                cmocka_unit_test(test_upstreams_sandbox),
                 cmocka_unit_test(test_merge_limits_all_or_nothing),
                 cmocka_unit_test(test_size_limit),
                 cmocka_unit_test(test_load_file_errors),

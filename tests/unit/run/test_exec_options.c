@@ -449,6 +449,53 @@ static void test_front_egress_rules(void **state) {
         glove_net_policy_free(&p);
 }
 
+/* --direct-stdio and --run-audit (glove run's contained upstreams), and
+ * the --upstream-* options of glove run, kept in order. */
+static void test_contained_upstream_options(void **state) {
+        (void)state;
+        struct glove_exec_options o;
+        struct glove_error err = {0};
+        char *ok[] = {"exec", "--direct-stdio", "--run-audit", "4:00:py", "--", "p", NULL};
+        assert_int_equal(parse(ok, &o, &err), 0);
+        assert_true(o.direct_stdio);
+        assert_string_equal(o.run_audit, "4:00:py");
+        char *tty[] = {"exec", "--direct-stdio", "--tty", "--", "p", NULL};
+        assert_int_equal(parse(tty, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "usage.tty_direct_stdio");
+        char *alone[] = {"exec", "--run-audit", "4:00:py", "--", "p", NULL};
+        assert_int_equal(parse(alone, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "usage.run_audit");
+        char *with_log[] = {"exec", "--direct-stdio", "--run-audit", "4:00:py", "--audit-log", "/l", "--", "p", NULL};
+        assert_int_equal(parse(with_log, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "usage.run_audit");
+        char *twice[] = {"exec", "--direct-stdio", "--run-audit", "4:0:a", "--run-audit", "4:0:b", "--", "p", NULL};
+        assert_int_equal(parse(twice, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "usage.option_twice");
+        /* glove exec has no --upstream-* option; glove run has no --direct-stdio. */
+        char *no_up[] = {"exec", "--upstream-ro", "a:/x", "--", "p", NULL};
+        assert_int_equal(parse(no_up, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "usage.unknown_option");
+        char *run_direct[] = {"run", "--direct-stdio", "--", "p", NULL};
+        glove_error_clear(&err);
+        assert_int_equal(glove_run_parse(4, run_direct, &o, &err), -EINVAL);
+        assert_string_equal(err.code, "usage.unknown_option");
+        char *run[] = {"run", "--upstream-ro", "a:/r1", "--upstream-rw", "a:/w", "--upstream-ro", "b:/r2", "--upstream-egress",
+                       "a:example.com", "--upstream-uncontained", "c", "--upstream-limit", "a:memory=64M", "--", "p", NULL};
+        glove_error_clear(&err);
+        assert_int_equal(glove_run_parse(15, run, &o, &err), 0);
+        assert_int_equal(o.n_upstream_ro, 2);
+        assert_string_equal(o.upstream_ro[0], "a:/r1");
+        assert_string_equal(o.upstream_ro[1], "b:/r2");
+        assert_int_equal(o.n_upstream_rw, 1);
+        assert_string_equal(o.upstream_rw[0], "a:/w");
+        assert_int_equal(o.n_upstream_egress, 1);
+        assert_string_equal(o.upstream_egress[0], "a:example.com");
+        assert_int_equal(o.n_upstream_uncontained, 1);
+        assert_string_equal(o.upstream_uncontained[0], "c");
+        assert_int_equal(o.n_upstream_limit, 1);
+        assert_string_equal(o.upstream_limit[0], "a:memory=64M");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_option),
@@ -472,6 +519,7 @@ int main(void) {
                 cmocka_unit_test(test_exit_codes),
                 cmocka_unit_test(test_egress_allow_private),
                 cmocka_unit_test(test_front_egress_rules),
+                cmocka_unit_test(test_contained_upstream_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
