@@ -12,7 +12,7 @@ setup() {
         mcp_setup
         AGENT_OUT=$OUT/agent.jsonl
         FUP=$AGENTS/features-upstream.py
-        LOG=$BATS_TEST_TMPDIR/fx.log
+        LOG=$(upstream_dir)/fx.log
 }
 
 # fagent [AGENT-OPTION...] SCENARIO: the agent's part of a glove run line.
@@ -100,7 +100,7 @@ ASK_SAMPLING='{"op":"call","tool":"fx.ask","args":{"method":"sampling/createMess
 }
 
 @test "run client: server-everything: the client capabilities Glove declares follow the grant (its sampling, elicitation and roots tools appear); roots round-trip and list_changed is relayed" {
-        local tap=$BATS_TEST_TMPDIR/ev.tap
+        local tap=$(upstream_dir)/ev.tap
         fagent --caps '{"sampling":{},"roots":{"listChanged":true}}' '[
  {"op":"list"},
  {"op":"call","tool":"ev.trigger-sampling-request","args":{"prompt":"hello"}},
@@ -133,7 +133,7 @@ ASK_SAMPLING='{"op":"call","tool":"fx.ask","args":{"method":"sampling/createMess
 }
 
 @test "run client: logging: setLevel reaches every upstream that offers it and is granted, and their messages reach the agent named by upstream" {
-        local log2=$BATS_TEST_TMPDIR/fy.log
+        local log2=$(upstream_dir)/fy.log
         fagent '[
  {"op":"set_level","level":"debug"},
  {"op":"call","tool":"fx.log","args":{"data":"from fx"}},
@@ -176,12 +176,12 @@ ASK_SAMPLING='{"op":"call","tool":"fx.ask","args":{"method":"sampling/createMess
         # About 72 MB of notifications/message (over the 64 MiB agent
         # backlog that fails a run) while the agent reads nothing until the
         # upstream has written them all.
-        local done=$OUT/flood.done
+        local done=$(upstream_dir)/flood.done
         fagent '[{"op":"quiet"},
  {"op":"call","tool":"fx.log","args":{"n":18,"pad":4000000,"done":"'"$done"'"},"stall_until":"'"$done"'","timeout_ms":120000},
  {"op":"call","tool":"fx.echo","args":{"text":"still here"}},
  {"op":"count"}]'
-        gr --upstream "fx=$PY,$FUP" --allow 'fx.*' --upstream-allow fx:logging --audit-log "$AUDIT" "${FAGENT[@]}"
+        gr --upstream "fx=$PY,$FUP" --allow 'fx.*' --upstream-allow fx:logging --audit-log "$AUDIT" --read "$(upstream_dir)" "${FAGENT[@]}"
         expect_agent_end
         [ "$(step 2 .text)" = '"logged"' ] || fail "the flooding call: $(step 2 .)"
         [ "$(step 3 .text)" = '"still here"' ] || fail "after the flood: $(step 3 .)"
@@ -267,7 +267,7 @@ ASK_SAMPLING='{"op":"call","tool":"fx.ask","args":{"method":"sampling/createMess
         for doc in '{"version":1,"upstreams":{"fx":{"client":{"sampling":1}}}}=policy.wrong_type' \
                    '{"version":1,"upstreams":{"fx":{"client":{"smell":true}}}}=policy.unknown_field' \
                    '{"version":1,"upstreams":{"fx":{"other":{}}}}=policy.unknown_field' \
-                   '{"version":1,"upstreams":{"fx":{"sandbox":{}}}}=policy.unknown_field' \
+                   '{"version":1,"upstreams":{"fx":{"sandbox":{"read":[]}}}}=policy.unknown_field' \
                    '{"version":1,"upstreams":{"nope":{"client":{"roots":true}}}}=policy.unknown_upstream'; do
                 code=${doc##*=}
                 echo "${doc%=*}" >"$pf"

@@ -130,7 +130,7 @@ expect_refused() {
  "resources": {"allow": ["fu:file:///*"], "arguments": {"fu": [{"kind": "path_within", "pointer": "/path", "root": "/data"}]}}}
 EOF
         chmod 600 "$pol"
-        local log=$BATS_TEST_TMPDIR/fu.tap
+        local log=$(upstream_dir)/fu.tap
         gr --upstream "fu=$PY,$TAP,$log,$NODE,$AGENTS/features-upstream.mjs,$NODE_MODULES" --policy "$pol" --audit-log "$AUDIT" "${FCLIENT[@]}" '[
  {"op":"request","method":"prompts/get","params":{"name":"fu.greet","arguments":{"who":"ann"}},"label":"short"},
  {"op":"request","method":"prompts/get","params":{"name":"fu.greet","arguments":{"who":"annabelle"}},"label":"long"},
@@ -155,7 +155,7 @@ EOF
 }
 
 @test "run: forged, malformed and oversized resource URIs are refused and never forwarded" {
-        local log=$BATS_TEST_TMPDIR/fu.tap long
+        local log=$(upstream_dir)/fu.tap long
         long=$(printf 'file:///data/%05000d' 0)
         gr --upstream "fu=$PY,$TAP,$log,$NODE,$AGENTS/features-upstream.mjs,$NODE_MODULES" --upstream "fv=$NODE,$AGENTS/features-upstream.mjs,$NODE_MODULES" \
                 --allow-resource 'fu:*' --audit-log "$AUDIT" "${FCLIENT[@]}" '[
@@ -203,7 +203,7 @@ EOF
 }
 
 @test "run: progress of a resources/read is relayed with the agent's token" {
-        local log=$BATS_TEST_TMPDIR/fu.tap
+        local log=$(upstream_dir)/fu.tap
         gr --upstream "fu=$PY,$TAP,$log,$NODE,$AGENTS/features-upstream.mjs,$NODE_MODULES" --allow-resource 'fu:prog://*' "${FCLIENT[@]}" '[
  {"op":"request","method":"resources/read","params":{"uri":"glove://fu/prog://steps"},"progress":true,"label":"read"}]'
         expect_features_pass
@@ -216,7 +216,7 @@ EOF
 }
 
 @test "run: a cancelled resources/read frees its slot at once: after 1024 cancellations the next read is answered" {
-        local log=$BATS_TEST_TMPDIR/fu.tap res=$OUT/cancel.json
+        local log=$(upstream_dir)/fu.tap res=$OUT/cancel.json
         # slow://wait answers after 30 s; with a --call-timeout far longer
         # than the test, 1024 cancelled reads that kept their slots would
         # leave the next read refused (in-flight bound).
