@@ -21,8 +21,9 @@ Checks:
   full         sessions opened until the 33rd initialize is 503
                endpoint.sessions_full, the in-sandbox command refuses clearly
                (exit 1, the code on stderr)
-  wait FILE    waits (at most 60 s) until FILE exists (the host's side of a
-               test runs meanwhile)
+  wait FILE    writes its network namespace (/proc/self/ns/net) to "ready"
+               beside OUT, then waits (at most 60 s) until FILE exists (the
+               host's side of a test runs meanwhile)
 """
 import json
 import os
@@ -199,7 +200,7 @@ def check_full():
     sids = []
     st, body = 0, b""
     for _ in range(40):  # earlier checks may hold sessions: open until refused
-        st, sid, body = http("POST", INIT)
+        st, sid, body = initialize()
         if st != 200:
             break
         sids.append(sid)
@@ -220,7 +221,8 @@ while args:
     try:
         if c == "wait":
             f = args.pop(0)
-            open(os.path.join(os.path.dirname(OUT), "ready"), "w").close()
+            with open(os.path.join(os.path.dirname(OUT), "ready"), "w") as r:
+                r.write(os.readlink("/proc/self/ns/net") + "\n")
             for _ in range(600):
                 if os.path.exists(f):
                     break
