@@ -3,7 +3,7 @@
 # gloved through the `complete` line at the end when sourced directly).
 
 _glove_opts_exec='--workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --nofile --unsafe-write-system-dir --wall-time --disk --output-limit --status-json --tty --egress-allow --egress-allow-private --unix-sockets --help'
-_glove_opts_run='--upstream --upstream-env --upstream-optional --allow --deny --allow-arg --policy --call-timeout --max-frame --audit-arguments --workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --nofile --unsafe-write-system-dir --wall-time --disk --output-limit --status-json --egress-allow --egress-allow-private --unix-sockets --help'
+_glove_opts_run='--upstream --upstream-env --upstream-optional --allow --deny --allow-arg --policy --call-timeout --max-frame --audit-arguments --mcp-endpoint --mcp-port --tty --workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --nofile --unsafe-write-system-dir --wall-time --disk --output-limit --status-json --egress-allow --egress-allow-private --unix-sockets --help'
 _glove_opts_ctl='--runtime-dir --json --timeout-ms --help'
 _glove_ctl_commands='capabilities plan validate-plan create-session session-status receipts receipts-ack start attach write-stdin resize signal stop cleanup sessions'
 _glove_daemon_commands='install uninstall start stop status'
@@ -16,7 +16,7 @@ _glove_value_kind() {
         case $1 in
         --workspace | --home-from | --runtime-dir | --state-dir | --materialization-root | --library-bundle-root | --search-path | --directory | --path-root) echo dir ;;
         --read | --write | --audit-log | --status-json | --policy | --session-policy | --session-store | --plan | --source | --executable | --read-only | --file) echo file ;;
-        --env | --upstream-optional | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --egress-allow-private | --upstream | --upstream-env | --allow | --deny | --allow-arg | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in) echo word ;;
+        --env | --upstream-optional | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --egress-allow-private | --upstream | --upstream-env | --allow | --deny | --allow-arg | --call-timeout | --max-frame | --mcp-endpoint | --mcp-port | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in) echo word ;;
         esac
 }
 

@@ -282,14 +282,17 @@ static const char *single_valued(int c) {
  * and the agent, plus the egress helper when egress is on (docs/limits.md). */
 static int check_pids(const struct glove_exec_options *opts, struct glove_error *err) {
         bool egress = opts->n_egress_allow > 0 || opts->n_egress_allow_private > 0;
-        uint64_t need = egress ? GLOVE_EXEC_PIDS_MIN_EGRESS : GLOVE_EXEC_PIDS_MIN;
+        uint64_t need = (egress ? GLOVE_EXEC_PIDS_MIN_EGRESS : GLOVE_EXEC_PIDS_MIN) + (opts->mcp_endpoints ? 1 : 0);
         if (!opts->pids_given || opts->pids >= need)
                 return 0;
         return glove_error_set(err, EINVAL, "usage.pids_too_low",
                                "--pids %llu can never run: the sandbox needs %llu processes at least (its PID 1 init%s and "
                                "the agent)",
                                (unsigned long long)opts->pids, (unsigned long long)need,
-                               egress ? ", the egress helper" : "");
+                               egress && opts->mcp_endpoints ? ", the egress helper, the MCP endpoint's listener"
+                               : egress                      ? ", the egress helper"
+                               : opts->mcp_endpoints         ? ", the MCP endpoint's listener"
+                                                             : "");
 }
 
 /* --mcp-endpoint stdio | command | http | command,http (either order). */

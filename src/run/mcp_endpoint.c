@@ -143,6 +143,16 @@ void conn_arm(struct ep_conn *c, uint64_t usec) {
         sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
+void stdio_input_ended(struct ep_conn *c) {
+        struct ep *ep = c->ep;
+        /* The command's stdin ended: its answers still come, then it closes. */
+        if (c->session >= 0 && ep->sessions[c->session].used && ep->sessions[c->session].inflight > 0)
+                return;
+        c->state = H_CLOSING;
+        if (!glove_mcp_writer_pending(&c->out))
+                conn_kill(c);
+}
+
 /* The in-sandbox command's lines. */
 static void stdio_process(struct ep_conn *c) {
         struct ep *ep = c->ep;
@@ -185,7 +195,7 @@ static void stdio_process(struct ep_conn *c) {
         }
         glove_buffer_consume(&c->in, off);
         if (c->eof)
-                conn_kill(c);
+                stdio_input_ended(c);
 }
 
 /* Writes a one-line refusal to the command and closes after it. */

@@ -107,6 +107,8 @@ int conn_queue(struct ep_conn *c, const void *data, size_t len);
 void conn_update(struct ep_conn *c);
 void conn_arm(struct ep_conn *c, uint64_t usec);
 const char *ep_transport_name(enum ep_transport t);
+/* The command's input is at its end: close once no answer is owed. */
+void stdio_input_ended(struct ep_conn *c);
 
 /* mcp_mux.c */
 /* A new session; returns its slot or -1 (full: "endpoint.sessions_full"). */

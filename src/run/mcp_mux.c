@@ -338,6 +338,8 @@ static void gateway_response(struct ep *ep, struct glove_mcp_message *m) {
                 http_answer(conn, m->root);
         else
                 mux_deliver(ep, s, json_incref(m->root));
+        if (ss->used && ss->transport == EP_COMMAND && ss->conn && ss->conn->eof && !ss->conn->dead && ss->inflight == 0)
+                stdio_input_ended(ss->conn);
 }
 
 static void gateway_progress(struct ep *ep, struct glove_mcp_message *m) {
