@@ -297,6 +297,7 @@ int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *text
                 json_decref(bad_id);
                 return r;
         }
+        json_decref(bad_id); /* the parser gives the id on success too */
         *kind_out = m.kind;
         switch (m.kind) {
         case GLOVE_MCP_REQUEST:
