@@ -109,3 +109,9 @@ except OSError as e:
         gr --mcp-port 9000 "${EV[@]}" -- /bin/true
         [ "$status" -eq 125 ] && [[ "$stderr" == *usage.mcp_port_without_endpoint* ]] || fail "status $status: $stderr"
 }
+
+@test "endpoints: --tty gives the agent a terminal with a non-stdio endpoint" {
+        gr --tty --mcp-endpoint command "${EV[@]}" -- "$PY" -c 'import os; print("tty", os.isatty(0), os.isatty(1), os.environ.get("GLOVE_MCP_COMMAND"), os.environ.get("GLOVE_MCP_URL"))'
+        [ "$status" -eq 0 ] || fail "status $status: $stderr"
+        [[ "$output" == *"tty True True /run/glove/mcp-stdio None"* ]] || fail "unexpected: $output"
+}
