@@ -129,7 +129,7 @@ const char glove_run_help[] =
         "  --disk BYTES, --unsafe-write-system-dir, --unix-sockets,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private HOST[:PORT]\n"
-        "  --tty                    only with --mcp-endpoint command or http\n"
+        "  --tty                         only with --mcp-endpoint command or http\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream (not optional) fails\n"

@@ -451,6 +451,9 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
         struct ep_session *ss = &ep->sessions[s];
         if (!ss->used)
                 return;
+        /* Gone from here on: nothing reached from the answers below (a
+         * pipelined request on a waiting connection) finds it again. */
+        ss->used = false;
         size_t cancelled = 0;
         for (int i = 0; i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX; i++) {
                 struct ep_inflight *f = &ep->inflight[i];
@@ -496,7 +499,6 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
         (void)ep_audit(ep, "endpoint_session",
                        json_pack("{s:s,s:I,s:s,s:s,s:I}", "phase", "close", "session", (json_int_t)ss->serial, "transport",
                                  ep_transport_name(ss->transport), "reason", reason, "cancelled", (json_int_t)cancelled));
-        ss->used = false;
         ss->conn = NULL;
         if (stream)
                 http_session_ended(stream);

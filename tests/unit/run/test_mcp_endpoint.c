@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -289,12 +291,81 @@ static void test_refusals(void **state) {
         close(c);
 }
 
+/* Reads what fd has until text appears (the loop runs meanwhile). */
+static bool read_until(struct fixture *f, int fd, char *buf, size_t size, const char *text) {
+        size_t len = 0;
+        buf[0] = '\0';
+        for (int round = 0; round < 400 && !strstr(buf, text); round++) {
+                sd_event_run(f->e, 5000);
+                ssize_t n;
+                while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) > 0) {
+                        len += (size_t)n;
+                        buf[len] = '\0';
+                }
+        }
+        return strstr(buf, text) != NULL;
+}
+
+static void test_http_stream(void **state) {
+        struct fixture *f = *state;
+        static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{\"sampling\":{}}}}";
+        char req[1024], buf[8192];
+        int c = connect_client(f);
+        snprintf(req, sizeof(req),
+                 "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: application/json, text/event-stream\r\n"
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                 strlen(init), init);
+        say(c, req);
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        char ans[256];
+        snprintf(ans, sizeof(ans), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{}}\n", str(g, "id"));
+        json_decref(g);
+        say(f->gw, ans);
+        assert_true(read_until(f, c, buf, sizeof(buf), "\"result\""));
+        char *sid = strstr(buf, "Mcp-Session-Id: ");
+        assert_non_null(sid);
+        char id[33];
+        memcpy(id, sid + 16, 32);
+        id[32] = '\0';
+        /* A request to the client before the GET stream waits for it. */
+        say(f->gw, "{\"jsonrpc\":\"2.0\",\"id\":\"glove-9\",\"method\":\"sampling/createMessage\",\"params\":{}}\n");
+        int s = connect_client(f);
+        snprintf(req, sizeof(req), "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", id);
+        say(s, req);
+        assert_true(read_until(f, s, buf, sizeof(buf), "glove-9"));
+        assert_non_null(strstr(buf, "text/event-stream"));
+        /* A broadcast notification comes on the stream as an SSE event. */
+        say(f->gw, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n");
+        assert_true(read_until(f, s, buf, sizeof(buf), "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}"));
+        /* The client's answer (POST, 202) reaches the gateway. */
+        static const char reply[] = "{\"jsonrpc\":\"2.0\",\"id\":\"glove-9\",\"result\":{\"ok\":1}}";
+        snprintf(req, sizeof(req),
+                 "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\n"
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                 id, strlen(reply), reply);
+        say(c, req);
+        json_t *r = hear(f, f->gw);
+        assert_non_null(r);
+        assert_string_equal(str(r, "id"), "glove-9");
+        json_decref(r);
+        assert_true(read_until(f, c, buf, sizeof(buf), "202 Accepted"));
+        /* DELETE ends the session and its stream. */
+        snprintf(req, sizeof(req), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nMcp-Session-Id: %s\r\n\r\n", id);
+        say(c, req);
+        assert_true(read_until(f, c, buf, sizeof(buf), "200 OK"));
+        assert_true(read_until(f, s, buf, sizeof(buf), "0\r\n\r\n"));
+        close(s);
+        close(c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_same_ids_two_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_server_requests, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_progress_and_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_http_stream, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
