@@ -19,6 +19,9 @@
 //   many:T,N        N sessions at once, one echo each
 //   serial:T,N      N sessions one after the other (the command spawned N times)
 //   stdin           reads one line from the agent's own stdin, records it
+//   bench:T,N       N sequential ev.echo calls through T after 20 warm-up
+//                   calls: p50/p99 microseconds and calls per second
+//                   (measures, asserts nothing)
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -135,6 +138,24 @@ for (const s of argv) {
       if (op === 'many') await Promise.all([...Array(n).keys()].map(one));
       else for (let i = 0; i < n; i++) await one(i);
       return { sessions: n };
+    });
+  } else if (op === 'bench') {
+    await step(s, async () => {
+      const n = Number(args[1]);
+      const c = await connect(args[0], 'bench');
+      for (let i = 0; i < 20; i++) await echo(c, 'warm');
+      const us = [];
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        await echo(c, 'b');
+        us.push((performance.now() - t) * 1000);
+      }
+      const total = performance.now() - t0;
+      await c.client.close();
+      us.sort((a, b) => a - b);
+      return { p50_us: Math.round(us[Math.floor(n * 0.5)]), p99_us: Math.round(us[Math.floor(n * 0.99)]),
+               calls_per_s: Math.round(n / (total / 1000)) };
     });
   } else if (op === 'stdin') {
     await step(s, async () => {
