@@ -116,8 +116,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int on_defer_close(sd_event_source *s, void *userdata) {
+static int on_defer_close(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)s;
+        (void)usec;
         conn_close(userdata);
         return 0;
 }
@@ -128,7 +129,10 @@ void conn_kill(struct ep_conn *c) {
         c->dead = true;
         sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
         sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
-        if (sd_event_add_defer(c->ep->cfg.event, &c->defer, on_defer_close, c) < 0)
+        /* A time source due now: run from the loop after this callback
+         * (sd_event_add_defer is not among the lazily bound functions,
+         * src/cli/sd_event_lazy.c). */
+        if (sd_event_add_time_relative(c->ep->cfg.event, &c->defer, CLOCK_MONOTONIC, 0, 0, on_defer_close, c) < 0)
                 conn_close(c); /* no memory for the source: now (callers do not touch c after a kill) */
 }
 
@@ -137,9 +141,7 @@ void conn_arm(struct ep_conn *c, uint64_t usec) {
                 sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
                 return;
         }
-        uint64_t now = 0;
-        sd_event_now(c->ep->cfg.event, CLOCK_MONOTONIC, &now);
-        sd_event_source_set_time(c->timer, now + usec);
+        sd_event_source_set_time_relative(c->timer, usec);
         sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
