@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,8 @@ int main(int argc, char **argv) {
         if (sock < 0)
                 return fail("socket");
         struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int one = 1;
+        (void)setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* each line out at once */
         if (connect(sock, (struct sockaddr *)&sin, sizeof(sin)) < 0)
                 return fail("connecting to the endpoint");
         if (write_all(sock, PREFACE, strlen(PREFACE)) < 0)

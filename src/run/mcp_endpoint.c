@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -96,6 +98,10 @@ void conn_update(struct ep_conn *c) {
         if (glove_mcp_writer_pending(&c->out))
                 ev |= EPOLLOUT;
         sd_event_source_set_io_events(c->io, ev);
+}
+
+int conn_push(struct ep_conn *c, const void *data, size_t len) {
+        return glove_mcp_writer_queue(&c->out, data, len);
 }
 
 int conn_queue(struct ep_conn *c, const void *data, size_t len) {
@@ -324,6 +330,10 @@ static void conn_new(struct ep *ep, int fd) {
                 close(fd);
                 return;
         }
+        /* Answers go out at once: no Nagle delay waiting for the ACK of a
+         * previous segment (a TCP socket; the command's too). */
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c->ep = ep;
         c->fd = fd;
         c->session = -1;

@@ -104,6 +104,8 @@ void conn_close(struct ep_conn *c);
 /* Closes c from the loop, after the current callback (safe anywhere). */
 void conn_kill(struct ep_conn *c);
 int conn_queue(struct ep_conn *c, const void *data, size_t len);
+/* Queues without writing (a later conn_queue writes it all at once). */
+int conn_push(struct ep_conn *c, const void *data, size_t len);
 void conn_update(struct ep_conn *c);
 void conn_arm(struct ep_conn *c, uint64_t usec);
 const char *ep_transport_name(enum ep_transport t);

@@ -83,7 +83,7 @@ static int respond(struct ep_conn *c, int status, const char *extra, const char 
                          c->keep_alive ? "" : "Connection: close\r\n");
         if (n < 0 || (size_t)n >= sizeof(head))
                 return -EINVAL;
-        int r = conn_queue(c, head, (size_t)n);
+        int r = len ? conn_push(c, head, (size_t)n) : conn_queue(c, head, (size_t)n);
         if (r >= 0 && len)
                 r = conn_queue(c, body, len);
         if (r < 0)
@@ -139,9 +139,9 @@ int http_sse_event(struct ep_conn *c, const json_t *msg) {
         size_t payload = sizeof(pre) - 1 + jn + 2;
         char size[32];
         int n = snprintf(size, sizeof(size), "%zx\r\n", payload);
-        int r = conn_queue(c, size, (size_t)n);
-        r = r < 0 ? r : conn_queue(c, pre, sizeof(pre) - 1);
-        r = r < 0 ? r : conn_queue(c, json, jn);
+        int r = conn_push(c, size, (size_t)n);
+        r = r < 0 ? r : conn_push(c, pre, sizeof(pre) - 1);
+        r = r < 0 ? r : conn_push(c, json, jn);
         r = r < 0 ? r : conn_queue(c, "\n\n\r\n", 4);
         return r;
 }
