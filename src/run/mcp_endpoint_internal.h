@@ -61,6 +61,7 @@ struct ep_session {
         json_t *backlog[GLOVE_MCP_ENDPOINT_BACKLOG_MAX]; /* HTTP: messages for the GET stream */
         size_t n_backlog;
         size_t inflight;               /* requests of this session in flight */
+        uint64_t last_used;            /* ep->next_use when a client message last came */
 };
 
 struct ep_inflight {
@@ -90,7 +91,7 @@ struct ep {
         struct ep_conn *conns;
         size_t n_conns;
         struct ep_session sessions[GLOVE_MCP_ENDPOINT_SESSIONS_MAX];
-        uint64_t next_serial, next_init_order;
+        uint64_t next_serial, next_init_order, next_use;
         struct ep_inflight inflight[GLOVE_MCP_ENDPOINT_INFLIGHT_MAX];
         struct ep_server_request server_req[GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX];
         bool failed;

@@ -271,7 +271,7 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
         c->state = H_WAIT;
         conn_arm(c, 0);
         bool progress = c->inflight >= 0 && ep->inflight[c->inflight].token;
-        if (accepts_sse(q) && (progress || !accepts_json(q))) {
+        if (q->minor == 1 && accepts_sse(q) && (progress || !accepts_json(q))) { /* chunked: HTTP/1.1 only */
                 c->sse = true;
                 if (sse_start(c) < 0)
                         conn_kill(c);
@@ -282,6 +282,10 @@ static void serve_get(struct ep_conn *c) {
         struct ep *ep = c->ep;
         if (!accepts_sse(&c->req)) {
                 refuse(c, 406, "endpoint.not_acceptable", "a GET stream needs Accept: text/event-stream", false, NULL);
+                return;
+        }
+        if (c->req.minor == 0) {
+                refuse(c, 505, "endpoint.http_version", "a GET stream needs HTTP/1.1", false, NULL);
                 return;
         }
         int s = request_session(c);

@@ -51,7 +51,28 @@ int mux_session_find(struct ep *ep, const char *sid, size_t n) {
         return -1;
 }
 
+/* With every slot taken, a new HTTP session may take the place of the
+ * least recently used HTTP session that is idle: no GET stream, nothing in
+ * flight (clients such as the SDK's never DELETE theirs). Its client gets
+ * 404 next time and starts a new session, as the transport says. */
+static void evict_idle(struct ep *ep) {
+        int victim = -1;
+        for (int s = 0; s < GLOVE_MCP_ENDPOINT_SESSIONS_MAX; s++) {
+                struct ep_session *ss = &ep->sessions[s];
+                if (!ss->used)
+                        return; /* a free slot */
+                if (ss->transport != EP_HTTP || ss->conn || ss->inflight)
+                        continue;
+                if (victim < 0 || ss->last_used < ep->sessions[victim].last_used)
+                        victim = s;
+        }
+        if (victim >= 0)
+                mux_session_close(ep, victim, "evicted");
+}
+
 int mux_session_open(struct ep *ep, enum ep_transport t, struct ep_conn *conn) {
+        if (t == EP_HTTP)
+                evict_idle(ep);
         for (int s = 0; s < GLOVE_MCP_ENDPOINT_SESSIONS_MAX; s++) {
                 struct ep_session *ss = &ep->sessions[s];
                 if (ss->used)
@@ -66,6 +87,7 @@ int mux_session_open(struct ep *ep, enum ep_transport t, struct ep_conn *conn) {
                 }
                 ss->used = true;
                 ss->serial = ++ep->next_serial;
+                ss->last_used = ++ep->next_use;
                 ss->transport = t;
                 ss->conn = t == EP_COMMAND ? conn : NULL;
                 (void)ep_audit(ep, "endpoint_session",
@@ -299,6 +321,7 @@ int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *text
         }
         json_decref(bad_id); /* the parser gives the id on success too */
         *kind_out = m.kind;
+        ep->sessions[s].last_used = ++ep->next_use;
         switch (m.kind) {
         case GLOVE_MCP_REQUEST:
                 r = client_request(ep, s, conn, &m, error_out);

@@ -18,7 +18,8 @@ Checks:
                and the endpoint still serves a new session afterwards
   keepalive    two requests on one connection
   stream       GET without a session 400; with one: a text/event-stream
-  full         sessions opened until the 33rd initialize is 503
+  full         an idle session gives way to a new one (404 after); sessions
+               with a GET stream open until the 33rd initialize is 503
                endpoint.sessions_full, the in-sandbox command refuses clearly
                (exit 1, the code on stderr)
   wait FILE    writes its network namespace (/proc/self/ns/net) to "ready"
@@ -197,18 +198,30 @@ def check_stream():
 
 
 def check_full():
-    sids = []
-    st, body = 0, b""
-    for _ in range(40):  # earlier checks may hold sessions: open until refused
+    # An idle session (no GET stream, nothing in flight) gives way to a new
+    # one; a session with its stream open does not. Open sessions, each with
+    # its stream, until refused.
+    st, first, _ = initialize()
+    sids, streams = [], []
+    body = b""
+    for _ in range(40):
         st, sid, body = initialize()
         if st != 200:
             break
         sids.append(sid)
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+        s.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n\r\n".encode())
+        read_response(s)
+        streams.append(s)
     expect("full.http_503", 1 <= len(sids) <= 32 and st == 503 and reason(body) == "endpoint.sessions_full",
            opened=len(sids), status=st)
+    st, _, body = http("POST", LIST, {"Mcp-Session-Id": first})
+    expect("full.idle_evicted_404", st == 404, status=st)
     p = subprocess.run(["/run/glove/mcp-stdio"], input=b"", capture_output=True, timeout=20)
     expect("full.command_refused", p.returncode == 1 and b"endpoint.sessions_full" in p.stderr,
            rc=p.returncode, stderr=p.stderr.decode(errors="replace"))
+    for s in streams:
+        s.close()
     for sid in sids:
         http("DELETE", None, {"Mcp-Session-Id": sid, "Content-Type": None, "Content-Length": None})
     st, sid, _ = initialize()

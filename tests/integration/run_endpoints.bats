@@ -38,9 +38,9 @@ expect_probe_pass() {
         audit_has '.event == "call_result" and .tool == "ev.echo"' "the echo calls were mediated"
 }
 
-@test "endpoints: two sessions at once with the same request ids each get their own answers; the command spawned again and again, and many at once" {
+@test "endpoints: two sessions at once with the same request ids each get their own answers; the command spawned again and again, and many at once; 40 HTTP clients in turn" {
         gr --mcp-endpoint command,http "${EV[@]}" "${EP_CLIENT[@]}" \
-                two:http,http two:command,http two:command,command serial:command,4 many:command,8 many:http,8
+                two:http,http two:command,http two:command,command serial:command,4 many:command,8 many:http,8 serial:http,40
         expect_client_pass
 }
 
