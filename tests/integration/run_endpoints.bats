@@ -115,3 +115,10 @@ except OSError as e:
         [ "$status" -eq 0 ] || fail "status $status: $stderr"
         [[ "$output" == *"tty True True /run/glove/mcp-stdio None"* ]] || fail "unexpected: $output"
 }
+
+@test "endpoints: with egress on, the endpoint's listener and the egress helper both serve; --mcp-port cannot take the proxy's port" {
+        gr --mcp-endpoint http --egress-allow example.com:443 "${EV[@]}" "${PROBE[@]}" sessions
+        expect_probe_pass
+        gr --mcp-endpoint http --mcp-port 3128 --egress-allow example.com:443 "${EV[@]}" -- /bin/true
+        [ "$status" -eq 125 ] && [[ "$stderr" == *usage.mcp_port_taken* ]] || fail "status $status: $stderr"
+}
