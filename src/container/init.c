@@ -243,6 +243,8 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
         }
         if (cfg->pid1_fd >= 0)
                 close(cfg->pid1_fd);
+        if (cfg->pid1_fd2 > 2)
+                close(cfg->pid1_fd2);
         int r = glove_sandbox_lockdown(cfg->seccomp);
         if (r < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, -r, "sandbox.privileges", glove_errno_text(-r));

@@ -109,20 +109,20 @@ static int write_idmaps(struct glove_sandbox *sb, struct glove_error *err) {
         return 0;
 }
 
-/* Closes every descriptor above 2 except the (up to three) given ones. */
-static int close_all_but(int a, int b, int c) {
-        int keep[3] = {a, b, c};
+/* Closes every descriptor above 2 except the (up to four) given ones. */
+static int close_all_but(int a, int b, int c, int d) {
+        int keep[4] = {a, b, c, d};
         /* sort ascending; -1 entries sort first and are skipped */
-        for (int i = 0; i < 3; i++)
-                for (int j = i + 1; j < 3; j++)
+        for (int i = 0; i < 4; i++)
+                for (int j = i + 1; j < 4; j++)
                         if (keep[j] < keep[i]) {
                                 int t = keep[i];
                                 keep[i] = keep[j];
                                 keep[j] = t;
                         }
         unsigned next = 3;
-        for (int i = 0; i < 3; i++) {
-                if (keep[i] < 3)
+        for (int i = 0; i < 4; i++) {
+                if (keep[i] < 3 || (unsigned)keep[i] < next)
                         continue;
                 if ((unsigned)keep[i] > next && syscall(SYS_close_range, next, (unsigned)keep[i] - 1, 0) < 0)
                         return -1;
@@ -240,8 +240,8 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
                 _exit(1);
         }
         /* Nothing Glove inherited reaches the sandbox: keep only stdio, the
-         * two pipes and pid1_fd. */
-        if (close_all_but(report_fd, release_fd, cfg->pid1_fd) < 0) {
+         * two pipes, pid1_fd and pid1_fd2. */
+        if (close_all_but(report_fd, release_fd, cfg->pid1_fd, cfg->pid1_fd2 > 2 ? cfg->pid1_fd2 : -1) < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.close_range", glove_errno_text(errno));
                 _exit(1);
         }

@@ -149,6 +149,17 @@ const char glove_run_help[] =
         "  --audit-arguments             put raw call arguments in audit records\n"
         "                                (otherwise only their SHA-256)\n"
         "\n"
+        "How the agent reaches Glove (docs/mcp-mediation.md, Endpoints):\n"
+        "  --mcp-endpoint stdio|command|http|command,http\n"
+        "                                stdio (default): the agent's stdin and stdout\n"
+        "                                are the MCP channel; command: a stdio MCP\n"
+        "                                server command at $GLOVE_MCP_COMMAND\n"
+        "                                (/run/glove/mcp-stdio); http: Streamable HTTP\n"
+        "                                at $GLOVE_MCP_URL (http://127.0.0.1:PORT/mcp on\n"
+        "                                the sandbox's own loopback). Not stdio: the\n"
+        "                                agent keeps its terminal as under glove exec\n"
+        "  --mcp-port PORT               the endpoint's port in the sandbox (8931)\n"
+        "\n"
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --home-from DIR,\n"
@@ -156,7 +167,7 @@ const char glove_run_help[] =
         "  --disk BYTES, --unsafe-write-system-dir, --unix-sockets,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private HOST[:PORT]\n"
-        "                           (not --tty: stdin and stdout are the MCP channel)\n"
+        "  --tty                         only with --mcp-endpoint command or http\n"
         "  -h, --help                    show this help\n"
         "\n"
         "Exit status: as glove exec; 125 also when an upstream (not optional) fails\n"
@@ -206,6 +217,8 @@ enum {
         OPT_UPSTREAM_UNCONTAINED,
         OPT_UPSTREAM_LIMIT,
         OPT_RUN_AUDIT,
+        OPT_MCP_ENDPOINT,
+        OPT_MCP_PORT,
         OPT_END_,
 };
 
@@ -262,6 +275,8 @@ static const struct option run_options[] = {
         {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
         {"max-frame", required_argument, NULL, OPT_MAX_FRAME},
         {"audit-arguments", no_argument, NULL, OPT_AUDIT_ARGUMENTS},
+        {"mcp-endpoint", required_argument, NULL, OPT_MCP_ENDPOINT},
+        {"mcp-port", required_argument, NULL, OPT_MCP_PORT},
         {NULL, 0, NULL, 0},
 };
 
@@ -323,6 +338,8 @@ static const char *single_valued(int c) {
         case OPT_MAX_FRAME: return "--max-frame";
         case OPT_HOME_FROM: return "--home-from";
         case OPT_NOFILE: return "--nofile";
+        case OPT_MCP_ENDPOINT: return "--mcp-endpoint";
+        case OPT_MCP_PORT: return "--mcp-port";
         default: return NULL;
         }
 }
@@ -331,14 +348,46 @@ static const char *single_valued(int c) {
  * and the agent, plus the egress helper when egress is on (docs/limits.md). */
 static int check_pids(const struct glove_exec_options *opts, struct glove_error *err) {
         bool egress = opts->n_egress_allow > 0 || opts->n_egress_allow_private > 0;
-        uint64_t need = egress ? GLOVE_EXEC_PIDS_MIN_EGRESS : GLOVE_EXEC_PIDS_MIN;
+        uint64_t need = (egress ? GLOVE_EXEC_PIDS_MIN_EGRESS : GLOVE_EXEC_PIDS_MIN) + (opts->mcp_endpoints ? 1 : 0);
         if (!opts->pids_given || opts->pids >= need)
                 return 0;
         return glove_error_set(err, EINVAL, "usage.pids_too_low",
                                "--pids %llu can never run: the sandbox needs %llu processes at least (its PID 1 init%s and "
                                "the agent)",
                                (unsigned long long)opts->pids, (unsigned long long)need,
-                               egress ? ", the egress helper" : "");
+                               egress && opts->mcp_endpoints ? ", the egress helper, the MCP endpoint's listener"
+                               : egress                      ? ", the egress helper"
+                               : opts->mcp_endpoints         ? ", the MCP endpoint's listener"
+                                                             : "");
+}
+
+/* --mcp-endpoint stdio | command | http | command,http (either order). */
+static int parse_endpoints(const char *arg, unsigned *out, struct glove_error *err) {
+        unsigned bits = 0;
+        const char *p = arg;
+        for (;;) {
+                const char *comma = strchr(p, ',');
+                size_t n = comma ? (size_t)(comma - p) : strlen(p);
+                unsigned bit = 0;
+                if (n == 5 && strncmp(p, "stdio", 5) == 0)
+                        bit = 0x80;
+                else if (n == 7 && strncmp(p, "command", 7) == 0)
+                        bit = GLOVE_RUN_ENDPOINT_COMMAND;
+                else if (n == 4 && strncmp(p, "http", 4) == 0)
+                        bit = GLOVE_RUN_ENDPOINT_HTTP;
+                if (!bit || (bits & bit))
+                        return glove_error_set(err, EINVAL, "usage.bad_mcp_endpoint",
+                                               "--mcp-endpoint %s: give stdio, command, http or command,http", arg);
+                bits |= bit;
+                if (!comma)
+                        break;
+                p = comma + 1;
+        }
+        if ((bits & 0x80) && bits != 0x80)
+                return glove_error_set(err, EINVAL, "usage.bad_mcp_endpoint",
+                                       "--mcp-endpoint %s: stdio (the agent's own stdin and stdout) combines with nothing", arg);
+        *out = bits & ~0x80u;
+        return 0;
 }
 
 static int parse(int argc, char **argv, bool run, struct glove_exec_options *opts, struct glove_error *err) {
@@ -488,10 +537,14 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->status_json = optarg;
                         break;
                 case OPT_TTY:
-                        if (run)
-                                return glove_error_set(err, EINVAL, "usage.tty_run",
-                                                       "--tty: glove run's agent talks MCP on its stdin and stdout, which cannot be a terminal");
-                        opts->tty = true;
+                        opts->tty = true; /* glove run: only with a non-stdio --mcp-endpoint (below) */
+                        break;
+                case OPT_MCP_ENDPOINT:
+                        r = parse_endpoints(optarg, &opts->mcp_endpoints, err);
+                        break;
+                case OPT_MCP_PORT:
+                        r = parse_number("--mcp-port", optarg, false, 1, 65535, &v, err);
+                        opts->mcp_port = (uint16_t)v;
                         break;
                 case OPT_EGRESS_ALLOW:
                         r = push(opts->egress_allow, &opts->n_egress_allow, optarg, "--egress-allow", err);
@@ -555,6 +608,19 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
         if (opts->direct_stdio && opts->tty)
                 return glove_error_set(err, EINVAL, "usage.tty_direct_stdio",
                                        "--tty and --direct-stdio exclude each other: the program's stdin and stdout are Glove's own");
+        if (run && opts->tty && !opts->mcp_endpoints)
+                return glove_error_set(err, EINVAL, "usage.tty_run",
+                                       "--tty: glove run's agent talks MCP on its stdin and stdout, which cannot be a terminal "
+                                       "(--mcp-endpoint command or http keeps the agent's terminal)");
+        if (run && opts->mcp_port && !opts->mcp_endpoints)
+                return glove_error_set(err, EINVAL, "usage.mcp_port_without_endpoint",
+                                       "--mcp-port needs --mcp-endpoint command or http");
+        if (!opts->mcp_port)
+                opts->mcp_port = GLOVE_RUN_MCP_PORT_DEFAULT;
+        if (opts->mcp_endpoints && opts->mcp_port == GLOVE_RUN_EGRESS_PORT &&
+            (opts->n_egress_allow || opts->n_egress_allow_private))
+                return glove_error_set(err, EINVAL, "usage.mcp_port_taken",
+                                       "--mcp-port %u is the egress proxy's port in the sandbox", (unsigned)opts->mcp_port);
         return check_pids(opts, err);
 }
 

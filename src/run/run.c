@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "cli_terminal.h"
 #include "exec_records.h"
 #include "launch.h"
+#include "mcp_endpoint.h"
 #include "session_front.h"
 #include "upstream_sandbox.h"
 
@@ -53,6 +55,10 @@ struct run {
         size_t n_specs;
         struct glove_kernel_gateway *gw;
         char call_timeout_rule[64];
+        /* --mcp-endpoint command/http: the endpoint serving the sandbox's
+         * listener, and the host path of the in-sandbox command. */
+        struct glove_mcp_endpoint *endpoint;
+        char *mcp_command_path;
 
         /* The sandbox: one session of the engine; the agent's stderr goes to
          * Glove's through the CLI terminal client. */
@@ -408,6 +414,9 @@ static void on_session_exited(struct glove_session *s, const struct glove_sessio
         struct run *r = userdata;
         r->outcome = *o;
         r->sandbox_gone = true;
+        /* The client sessions end (audited) before the gateway's calls. */
+        glove_mcp_endpoint_free(r->endpoint);
+        r->endpoint = NULL;
         if (o->kind == GLOVE_SESSION_SETUP_FAILED) {
                 if (!glove_error_is_set(&r->err))
                         r->err = o->error;
@@ -423,7 +432,9 @@ static void on_session_exited(struct glove_session *s, const struct glove_sessio
 static int on_forward_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         (void)s;
         struct run *r = userdata;
-        if (r->released)
+        if (r->released && si->ssi_signo == SIGWINCH && r->term && glove_terminal_is_pty(glove_session_terminal(r->session)))
+                glove_cli_terminal_resize(r->term); /* the kernel signals the agent */
+        else if (r->released)
                 (void)glove_session_signal(r->session, (int)si->ssi_signo);
         else {
                 glove_error_set(&r->err, EINTR, "run.interrupted", "interrupted by signal %u before the agent started", si->ssi_signo);
@@ -432,15 +443,100 @@ static int on_forward_signal(sd_event_source *s, const struct signalfd_siginfo *
         return 0;
 }
 
+/* The endpoint failed (audit, the gateway's channel): the run stops. */
+static void on_endpoint_failed(void *userdata, const struct glove_error *e) {
+        struct run *r = userdata;
+        glove_error_set(&r->err, e->errnum, e->code, "%s", e->message);
+        run_fail(r);
+}
+
+/* The in-sandbox command: next to glove (the build tree, a package's bin),
+ * else LIBEXECDIR/glove beside its bin. Never looked up in PATH. */
+static int find_mcp_command(struct run *r, struct glove_error *err) {
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return glove_error_set(err, errno ? errno : EINVAL, "run.mcp_command", "cannot read /proc/self/exe: %s",
+                                       strerror(errno));
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+                return glove_error_set(err, EINVAL, "run.mcp_command", "cannot locate glove's directory");
+        *slash = '\0';
+        static const char *const rel[] = {"/glove-mcp-stdio", "/../libexec/glove/glove-mcp-stdio"};
+        for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+                char path[4200];
+                snprintf(path, sizeof(path), "%s%s", exe, rel[i]);
+                char *real = realpath(path, NULL);
+                if (real && access(real, X_OK) == 0) {
+                        r->mcp_command_path = real;
+                        return 0;
+                }
+                free(real);
+        }
+        return glove_error_set(err, ENOENT, "run.mcp_command",
+                               "glove-mcp-stdio (the in-sandbox command of --mcp-endpoint command) is not installed next to glove "
+                               "or in its libexec/glove");
+}
+
+/* The perimeter's additions: the home (as glove exec), the endpoint file
+ * and the in-sandbox command. */
+static int add_mounts(struct glove_mount_plan *plan, void *ctx, struct glove_error *err) {
+        struct run *r = ctx;
+        int rr = glove_launch_add_home(plan, &r->launch, err);
+        if (rr < 0 || !r->opts.mcp_endpoints)
+                return rr;
+        char text[16];
+        int n = snprintf(text, sizeof(text), "%u\n", (unsigned)r->opts.mcp_port);
+        rr = glove_mount_plan_add_file(plan, "/run/glove/mcp-endpoint", text, (size_t)n, 0444, err);
+        if (rr >= 0 && r->mcp_command_path)
+                rr = glove_mount_plan_add_bind(plan, GLOVE_RUN_MCP_COMMAND, r->mcp_command_path, false, err);
+        return rr;
+}
+
+/* GLOVE_MCP_URL and GLOVE_MCP_COMMAND in the agent's environment. */
+static int endpoint_env(struct run *r, struct glove_error *err) {
+        char entry[128];
+        int rr = 0;
+        if (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_HTTP) {
+                snprintf(entry, sizeof(entry), "GLOVE_MCP_URL=http://127.0.0.1:%u/mcp", (unsigned)r->opts.mcp_port);
+                rr = glove_env_append(&r->launch.env, entry, err);
+        }
+        if (rr >= 0 && (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_COMMAND))
+                rr = glove_env_append(&r->launch.env, "GLOVE_MCP_COMMAND=" GLOVE_RUN_MCP_COMMAND, err);
+        return rr;
+}
+
 /* Starts the session, held before the agent's execve until the gateway is
- * ready, and gives the gateway the agent's stdin and stdout. */
+ * ready. stdio: the gateway gets the agent's stdin and stdout. command/http:
+ * the agent keeps its terminal (as glove exec), the gateway's channel goes
+ * to the endpoint, which serves the sandbox's listener. */
 static int setup_sandbox(struct run *r, struct glove_error *err) {
         _cleanup_fd_pair_ struct glove_fd_pair to_agent = GLOVE_FD_PAIR_INIT, from_agent = GLOVE_FD_PAIR_INIT;
-        if (glove_fd_pair_pipe(&to_agent, 0) < 0 || glove_fd_pair_pipe(&from_agent, 0) < 0)
+        bool ep = r->opts.mcp_endpoints != 0;
+        int gw_sv[2] = {-1, -1}, listen_sv[2] = {-1, -1};
+        if (!ep && (glove_fd_pair_pipe(&to_agent, 0) < 0 || glove_fd_pair_pipe(&from_agent, 0) < 0))
                 return glove_error_set(err, errno, "run.pipe", "pipe: %s", strerror(errno));
+        if (ep && (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gw_sv) < 0 ||
+                   socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, listen_sv) < 0)) {
+                int e = errno;
+                glove_closep(&gw_sv[0]);
+                glove_closep(&gw_sv[1]);
+                return glove_error_set(err, e, "run.pipe", "socketpair: %s", strerror(e));
+        }
+        if (ep) {
+                to_agent.fd[1] = gw_sv[0];                 /* the gateway writes here */
+                from_agent.fd[0] = fcntl(gw_sv[0], F_DUPFD_CLOEXEC, 3); /* and reads here */
+        }
+        struct glove_cli_terminal_probe probe;
+        glove_cli_terminal_probe(&probe);
         struct glove_net_policy egress;
         bool egress_on = false;
         int rr = glove_front_egress(&r->opts, &egress, &egress_on, err);
+        if (rr >= 0 && ep && (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_COMMAND))
+                rr = find_mcp_command(r, err);
+        if (rr >= 0 && ep)
+                rr = endpoint_env(r, err);
         struct glove_session_desc d = {
                 .argv = r->opts.program,
                 .envp = r->launch.env.envp,
@@ -454,10 +550,22 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .egress = egress_on ? &egress : NULL,
                 .audit = &r->launch.audit,
                 .parent_death_kill = true,
-                .add_mounts = glove_launch_add_home,
-                .add_mounts_ctx = &r->launch,
+                .add_mounts = add_mounts,
+                .add_mounts_ctx = r,
                 .nofile = r->opts.nofile,
+                .mcp_listen = ep,
+                .mcp_listen_fd = listen_sv[1],
+                .mcp_listen_port = r->opts.mcp_port,
         };
+        if (ep) {
+                /* As glove exec: a PTY when both ends are a terminal (or --tty). */
+                d.terminal = r->opts.tty || (probe.stdin_tty && probe.stdout_tty) ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES;
+                d.tty_modes = probe.have_modes ? &probe.modes : NULL;
+                d.rows = probe.rows;
+                d.cols = probe.cols;
+                d.input_closed = probe.stdin_null;
+                d.envp = r->launch.env.envp; /* after endpoint_env */
+        }
         glove_front_limits(&r->opts, &d.limits, &d.cgroup_policy);
         d.audit_max_bytes = d.limits.disk_bytes; /* as glove exec */
         static const struct glove_session_ops ops = {
@@ -467,7 +575,26 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
         glove_net_policy_free(&egress);
         glove_closep(&to_agent.fd[0]);
         glove_closep(&from_agent.fd[1]);
+        glove_closep(&listen_sv[1]);
         to_agent.fd[0] = from_agent.fd[1] = -1;
+        if (ep) {
+                struct glove_error eerr = {0};
+                struct glove_mcp_endpoint_config ec = {
+                        .event = r->event,
+                        .gateway_fd = gw_sv[1],
+                        .accept_fd = listen_sv[0],
+                        .port = r->opts.mcp_port,
+                        .http = (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_HTTP) != 0,
+                        .command = (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_COMMAND) != 0,
+                        .max_frame = r->opts.max_frame,
+                        .audit = &r->launch.audit,
+                        .failed = on_endpoint_failed,
+                        .userdata = r,
+                };
+                int er = glove_mcp_endpoint_new(&ec, &r->endpoint, &eerr);
+                if (rr >= 0 && er < 0)
+                        rr = glove_error_set(err, eerr.errnum, eerr.code, "%s", eerr.message);
+        }
         /* The gateway owns the agent's channel from here, also on failure. */
         struct glove_error aerr = {0};
         int ar = glove_kernel_gateway_attach_agent(r->gw, glove_fd_take(&from_agent.fd[0]), glove_fd_take(&to_agent.fd[1]), &aerr);
@@ -475,9 +602,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 return rr;
         if (ar < 0)
                 return glove_error_set(err, aerr.errnum, aerr.code, "%s", aerr.message);
-        struct glove_cli_terminal_probe probe;
-        glove_cli_terminal_probe(&probe);
-        return glove_cli_terminal_attach(r->event, glove_session_terminal(r->session), &probe, false, &r->term, err);
+        return glove_cli_terminal_attach(r->event, glove_session_terminal(r->session), &probe, ep, &r->term, err);
 }
 
 /* ------------------------------------------------------------------ the end */
@@ -504,6 +629,10 @@ static void reap_orphans(void) {
 }
 
 static void run_free(struct run *r) {
+        glove_mcp_endpoint_free(r->endpoint);
+        r->endpoint = NULL;
+        free(r->mcp_command_path);
+        r->mcp_command_path = NULL;
         glove_kernel_gateway_free(r->gw);
         r->gw = NULL;
         glove_cli_terminal_free(r->term, 0);

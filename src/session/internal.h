@@ -43,3 +43,15 @@ int glove_session_egress_start(struct glove_session_egress *e, struct glove_sand
 
 /* Stops the relay (cuts open tunnels, joins its threads), closes everything. */
 void glove_session_egress_stop(struct glove_session_egress *e);
+
+/* The in-sandbox MCP endpoint listener (session.h mcp_listen). */
+struct glove_session_mcp {
+        bool enabled;
+        uint16_t port;
+        /* The hook that was in cfg before (egress's), run first. */
+        int (*chain)(const struct glove_sandbox_config *cfg, struct glove_error *err);
+};
+
+/* Adds the listener's helper to cfg (pid1_setup chained after egress's,
+ * pid1_fd2 = fd, pid1_ctx = m). m must outlive the spawn. */
+void glove_session_mcp_setup(struct glove_session_mcp *m, int fd, uint16_t port, struct glove_sandbox_config *cfg);

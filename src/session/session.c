@@ -18,6 +18,8 @@
 #include "glove/base/time.h"
 #include "internal.h"
 
+#include "glove/container/seccomp.h"
+
 /* Pause between two attempts to remove the run cgroup (µs). */
 #define TEARDOWN_RETRY_USEC (5 * 1000ULL)
 
@@ -44,6 +46,7 @@ struct glove_session {
         struct glove_env env;                  /* the agent's environment, owned */
         struct glove_terminal *term;
         struct glove_session_egress egress;
+        struct glove_session_mcp mcp;
         struct glove_cgroup *cg;               /* NULL without a delegated cgroup */
         uint64_t nofile;                       /* the agent's RLIMIT_NOFILE */
 
@@ -536,7 +539,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 .disk_bytes = d->limits.disk_bytes,
                 .mask_root_only = geteuid() == 0,
                 /* Only with egress can the agent make TCP sockets at all. */
-                .tcp_buffer_max = d->egress ? GLOVE_SESSION_TCP_BUFFER_MAX : 0,
+                .tcp_buffer_max = d->egress || d->mcp_listen ? GLOVE_SESSION_TCP_BUFFER_MAX : 0,
         };
         if (read_u64_file("/proc/sys/user/max_inotify_instances", &v) == 0 && v >= 2)
                 mp.inotify_instances = (uint32_t)(v / 2 > UINT32_MAX ? UINT32_MAX : v / 2);
@@ -553,8 +556,10 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
 
         if (r >= 0)
                 r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
-        if (r >= 0 && s->egress.enabled && d->seccomp_egress)
-                s->cfg.seccomp = d->seccomp_egress;
+        if (r >= 0 && (s->egress.enabled || d->mcp_listen))
+                s->cfg.seccomp = d->seccomp_egress ? d->seccomp_egress : &glove_seccomp_prebuilt_egress;
+        if (r >= 0 && d->mcp_listen)
+                glove_session_mcp_setup(&s->mcp, d->mcp_listen_fd, d->mcp_listen_port, &s->cfg);
         s->egress.audit_max = d->audit_max_bytes;
         s->egress.upstream = d->egress_upstream;
         if (r >= 0)

@@ -107,6 +107,9 @@ struct glove_sandbox_config {
         /* A descriptor PID 1 keeps for pid1_setup (e.g. the egress channel),
          * or -1. Never reaches the agent. */
         int pid1_fd;
+        /* A second such descriptor (e.g. the in-sandbox MCP endpoint's
+         * channel): used only when above 2 (a zeroed config has none). */
+        int pid1_fd2;
         /* Called in PID 1 after the perimeter is built and before privileges
          * are dropped (PID 1 still holds its capabilities in the sandbox's
          * namespaces), with pid1_fd. Returns 0 or -errno with err set; a

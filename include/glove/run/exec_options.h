@@ -28,6 +28,14 @@ struct glove_exec_grant_spec {
 
 /* Bounds of `glove run`'s options. */
 #define GLOVE_RUN_UPSTREAMS_MAX 32
+/* --mcp-endpoint bits (none: stdio, the agent's own stdin and stdout). */
+#define GLOVE_RUN_ENDPOINT_COMMAND 0x1u
+#define GLOVE_RUN_ENDPOINT_HTTP 0x2u
+/* --mcp-port's default, and the egress proxy's port it must not take. */
+#define GLOVE_RUN_MCP_PORT_DEFAULT 8931
+#define GLOVE_RUN_EGRESS_PORT 3128
+/* Where the in-sandbox command is mounted (GLOVE_MCP_COMMAND). */
+#define GLOVE_RUN_MCP_COMMAND "/run/glove/mcp-stdio"
 #define GLOVE_RUN_RULES_MAX 256
 #define GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS 60000
 /* Bounds of --nofile (descriptors per process; also at most the invoker's
@@ -116,6 +124,8 @@ struct glove_exec_options {
         int64_t call_timeout_ms;        /* GLOVE_RUN_CALL_TIMEOUT_DEFAULT_MS unless given; 1..MAX */
         size_t max_frame;               /* GLOVE_MCP_FRAME_DEFAULT unless given */
         bool audit_arguments;
+        unsigned mcp_endpoints;         /* --mcp-endpoint: GLOVE_RUN_ENDPOINT_* bits; 0: stdio */
+        uint16_t mcp_port;              /* --mcp-port; GLOVE_RUN_MCP_PORT_DEFAULT unless given */
 };
 
 /*
@@ -127,6 +137,9 @@ struct glove_exec_options {
  * (-E2BIG: more grants than GLOVE_GRANTS_MAX or --env names than 64),
  * "usage.audit_log_twice", "usage.option_twice" (a single-valued option
  * such as --wall-time or --home-from given twice; the message names it),
+ * "usage.bad_mcp_endpoint", "usage.mcp_port_without_endpoint",
+ * "usage.mcp_port_taken" (--mcp-port 3128 with egress), "usage.tty_run"
+ * (--tty with the stdio endpoint),
  * "usage.pids_too_low" (--pids under GLOVE_EXEC_PIDS_MIN, or under
  * GLOVE_EXEC_PIDS_MIN_EGRESS with --egress-allow: it could never run),
  * "usage.bad_path" (an empty --home-from),

@@ -144,6 +144,20 @@ struct glove_session_desc {
         /* Audited egress: NULL for none (no network at all). Moved into the
          * session by glove_session_start (the caller's policy is left empty). */
         struct glove_net_policy *egress;
+        /* The in-sandbox MCP endpoint listener (docs/mcp-mediation.md,
+         * "Endpoints"): when mcp_listen is true, PID 1 brings lo up and forks
+         * one helper (one PID of limits.pids) that listens on
+         * 127.0.0.1:mcp_listen_port of the sandbox's own network namespace
+         * and passes each accepted connection over mcp_listen_fd (the
+         * sandbox's end of an AF_UNIX socketpair; borrowed during
+         * glove_session_start only, as channel_stdin_fd) with SCM_RIGHTS
+         * (glove/net/helper.h). The agent's filter is then seccomp_egress
+         * (it needs AF_INET sockets to reach the port); offline there is
+         * still no route out of the namespace. A failure to listen (e.g. the
+         * port is taken) is a setup failure "egress.listen". */
+        bool mcp_listen;
+        int mcp_listen_fd;
+        uint16_t mcp_listen_port;
         /* Egress records go here; borrowed for the session's life, may be
          * NULL or have fd -1. An append that fails stops the agent
          * (fail closed; outcome.audit_failed). */

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * glove run's in-sandbox MCP endpoints, host side (docs/mcp-mediation.md,
+ * "Endpoints"): the connections the sandbox's listener helper passes over
+ * an inherited channel (SCM_RIGHTS, glove/net/helper.h) are served here, on
+ * glove run's sd-event loop:
+ *
+ *  - a connection whose first bytes are GLOVE_MCP_ENDPOINT_PREFACE comes
+ *    from the in-sandbox command (/run/glove/mcp-stdio): newline-delimited
+ *    JSON-RPC, one client session per connection;
+ *  - any other connection is HTTP/1.1: the Streamable HTTP transport (MCP
+ *    2025-11-25 "Transports") at /mcp, one client session per
+ *    Mcp-Session-Id.
+ *
+ * Every session is multiplexed onto the gateway's one agent channel
+ * (mcp_mux.c): request ids and progress tokens are rewritten to unique
+ * strings and restored on the way back, notifications are broadcast,
+ * server-to-client requests ("glove-..." ids) go to one session.
+ *
+ * Bounds: GLOVE_MCP_ENDPOINT_SESSIONS_MAX sessions, _CONNS_MAX connections,
+ * _INFLIGHT_MAX requests in flight (all sessions), _SERVER_REQUESTS_MAX
+ * server-to-client requests pending, _OUTBOX_MAX bytes queued per session
+ * or connection. Stable codes: "endpoint.*" (docs/mcp-mediation.md).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "glove/audit/log.h"
+#include "glove/base/error.h"
+
+#define GLOVE_MCP_ENDPOINT_PREFACE "GLOVE-MCP-STDIO/1\n"
+#define GLOVE_MCP_ENDPOINT_SESSIONS_MAX 32
+#define GLOVE_MCP_ENDPOINT_CONNS_MAX 64
+#define GLOVE_MCP_ENDPOINT_INFLIGHT_MAX 1024
+#define GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX 64
+#define GLOVE_MCP_ENDPOINT_OUTBOX_MAX (16 * 1024 * 1024)
+/* Messages kept for an HTTP session without a GET stream. */
+#define GLOVE_MCP_ENDPOINT_BACKLOG_MAX 256
+/* A request head (and its body) must arrive within this, µs. */
+#define GLOVE_MCP_ENDPOINT_HEAD_TIMEOUT_USEC (30 * 1000 * 1000ULL)
+/* An idle keep-alive connection is closed after this, µs. */
+#define GLOVE_MCP_ENDPOINT_IDLE_TIMEOUT_USEC (120 * 1000 * 1000ULL)
+/* The default port on the sandbox's loopback. */
+#define GLOVE_MCP_ENDPOINT_PORT_DEFAULT 8931
+
+struct glove_mcp_endpoint;
+
+struct glove_mcp_endpoint_config {
+        sd_event *event;                 /* borrowed, outlives the endpoint */
+        int gateway_fd;                  /* the multiplexer's end of the gateway's agent channel (taken) */
+        int accept_fd;                   /* Glove's end of the listener's SCM_RIGHTS channel (taken) */
+        uint16_t port;                   /* the sandbox's port: Host and Origin must name it */
+        bool http;                       /* serve HTTP connections */
+        bool command;                    /* serve the in-sandbox command's connections */
+        size_t max_frame;                /* longest message (line or HTTP body), bytes */
+        struct glove_audit_log *audit;   /* borrowed, may be NULL or fd -1 */
+        /* A failure of the endpoint (audit append, the gateway's channel):
+         * err borrowed for the call. The caller stops the run. */
+        void (*failed)(void *userdata, const struct glove_error *err);
+        void *userdata;
+};
+
+/* Creates the endpoint on cfg->event. Both descriptors are taken, also on
+ * failure. Errors: "endpoint.event_loop", "endpoint.nomem". */
+int glove_mcp_endpoint_new(const struct glove_mcp_endpoint_config *cfg, struct glove_mcp_endpoint **out, struct glove_error *err);
+
+/* Closes every connection and session and the channels. NULL is fine. */
+void glove_mcp_endpoint_free(struct glove_mcp_endpoint *ep);

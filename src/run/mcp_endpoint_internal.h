@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Internal to glove run's MCP endpoint (mcp_endpoint.c, mcp_mux.c,
+ * mcp_http.c). */
+
+#include <jansson.h>
+
+#include "glove/base/buffer.h"
+#include "glove/mcp/frame.h"
+#include "glove/mcp/http_request.h"
+#include "mcp_endpoint.h"
+
+enum ep_transport { EP_COMMAND, EP_HTTP };
+
+enum conn_kind { CONN_NEW, CONN_STDIO, CONN_HTTP };
+
+enum http_state {
+        H_HEAD,    /* reading a request head */
+        H_BODY,    /* reading its body */
+        H_WAIT,    /* a request is with the gateway; its answer comes */
+        H_STREAM,  /* a GET's SSE stream */
+        H_CLOSING, /* the last bytes go out, then close */
+};
+
+struct ep;
+
+struct ep_conn {
+        struct ep *ep;
+        struct ep_conn *next, *prev;
+        int fd;
+        sd_event_source *io, *timer, *defer;
+        bool dead;         /* conn_kill: closed from the loop next */
+        enum conn_kind kind;
+        struct glove_buffer in;
+        struct glove_mcp_writer out;
+        bool eof;
+        /* stdio: its session; HTTP: the session of the request waited on or
+         * of the stream (-1: none) */
+        int session;
+        uint64_t session_serial;
+        /* HTTP */
+        enum http_state state;
+        struct glove_mcp_http_request req;
+        size_t head_len;
+        uint64_t body_len;
+        bool keep_alive;
+        bool sse;          /* the answer in H_WAIT is an SSE stream (headers sent) */
+        int inflight;      /* H_WAIT: the slot answered on this connection, -1 */
+};
+
+struct ep_session {
+        bool used;
+        uint64_t serial;
+        enum ep_transport transport;
+        bool initialized;
+        uint64_t init_order;
+        bool cap_sampling, cap_elicitation, cap_roots;
+        char sid[33];                  /* HTTP: the Mcp-Session-Id */
+        struct ep_conn *conn;          /* command: its connection; HTTP: the GET stream */
+        json_t *backlog[GLOVE_MCP_ENDPOINT_BACKLOG_MAX]; /* HTTP: messages for the GET stream */
+        size_t n_backlog;
+        size_t inflight;               /* requests of this session in flight */
+        uint64_t last_used;            /* ep->next_use when a client message last came */
+};
+
+struct ep_inflight {
+        bool used;
+        uint32_t gen;
+        int session;
+        uint64_t session_serial;
+        json_t *id;                    /* the client's own id */
+        json_t *token;                 /* its progressToken, or NULL */
+        bool initialize;
+        struct ep_conn *conn;          /* HTTP: the POST waiting for the answer */
+};
+
+struct ep_server_request {
+        bool used;
+        json_t *id;                    /* the gateway's id ("glove-...") */
+        int session;
+        uint64_t session_serial;
+};
+
+struct ep {
+        struct glove_mcp_endpoint_config cfg;
+        sd_event_source *accept_io, *gw_io;
+        int accept_fd, gw_fd;
+        struct glove_mcp_reader gw_in;
+        struct glove_mcp_writer gw_out;
+        struct ep_conn *conns;
+        size_t n_conns;
+        struct ep_session sessions[GLOVE_MCP_ENDPOINT_SESSIONS_MAX];
+        uint64_t next_serial, next_init_order, next_use;
+        struct ep_inflight inflight[GLOVE_MCP_ENDPOINT_INFLIGHT_MAX];
+        struct ep_server_request server_req[GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX];
+        bool failed;
+};
+
+/* mcp_endpoint.c */
+void ep_fail(struct ep *ep, int errnum, const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int ep_audit(struct ep *ep, const char *event, json_t *fields);
+void ep_refused(struct ep *ep, enum ep_transport t, int status, const char *reason);
+void conn_close(struct ep_conn *c);
+/* Closes c from the loop, after the current callback (safe anywhere). */
+void conn_kill(struct ep_conn *c);
+int conn_queue(struct ep_conn *c, const void *data, size_t len);
+/* Queues without writing (a later conn_queue writes it all at once). */
+int conn_push(struct ep_conn *c, const void *data, size_t len);
+void conn_update(struct ep_conn *c);
+void conn_arm(struct ep_conn *c, uint64_t usec);
+const char *ep_transport_name(enum ep_transport t);
+/* The command's input is at its end: close once no answer is owed. */
+void stdio_input_ended(struct ep_conn *c);
+
+/* mcp_mux.c */
+/* A new session; returns its slot or -1 (full: "endpoint.sessions_full"). */
+int mux_session_open(struct ep *ep, enum ep_transport t, struct ep_conn *conn);
+/* Ends a session: its requests are cancelled at the gateway, its pending
+ * server requests answered with an error. reason for the audit record. */
+void mux_session_close(struct ep *ep, int s, const char *reason);
+/* One message from a client session (a line or an HTTP body). For HTTP,
+ * conn is the POST's connection; *kind_out tells what it was. Returns 0,
+ * or a negative value with *reason set when it is refused (the caller
+ * answers). */
+int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *msg, size_t len, enum glove_mcp_kind *kind_out,
+                    json_t **error_out);
+/* The gateway's channel is readable / writable. */
+int mux_gateway_io(struct ep *ep, uint32_t revents);
+/* A message for a session outside an answer to its request. */
+void mux_deliver(struct ep *ep, int s, json_t *msg);
+/* The session for an HTTP Mcp-Session-Id, or -1. */
+int mux_session_find(struct ep *ep, const char *sid, size_t n);
+
+/* mcp_http.c */
+/* Bytes arrived (or EOF) on an HTTP connection: serve what is complete. */
+void http_process(struct ep_conn *c);
+/* The answer to the request c waits on (msg borrowed). */
+void http_answer(struct ep_conn *c, json_t *msg);
+/* A message for an SSE stream (the GET stream, or the POST's SSE answer). */
+int http_sse_event(struct ep_conn *c, const json_t *msg);
+/* The connection's session ended: a stream is finished. */
+void http_session_ended(struct ep_conn *c);

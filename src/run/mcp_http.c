@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Streamable HTTP MCP endpoint (MCP 2025-11-25 "Transports", Streamable
+ * HTTP; compatible with 2025-06-18 and 2025-03-26) at /mcp on the sandbox's
+ * loopback, served on glove run's loop (mcp_endpoint.h):
+ *
+ *   POST    one JSON-RPC message (Content-Length; chunked bodies: 411). A
+ *           request is answered application/json, or text/event-stream when
+ *           the client accepts it and the request carries a progressToken
+ *           (its progress comes first on that stream) or does not accept JSON;
+ *           a notification or response: 202. An initialize without
+ *           Mcp-Session-Id starts a session and its answer carries the id.
+ *   GET     the session's SSE stream for server-to-client messages (one per
+ *           session: a second is 409).
+ *   DELETE  ends the session.
+ * Refusals: 403 Host or Origin not this endpoint's (DNS rebinding), 400 no
+ * Mcp-Session-Id, 404 an unknown or ended one, 400 an unsupported
+ * MCP-Protocol-Version, 404 another path, 405 another method, 406/415 Accept
+ * or Content-Type, 413 a body over --max-frame, 431/400/505 a bad head.
+ * Bodies of refusals are JSON-RPC errors with data.reason.
+ */
+#include "mcp_endpoint_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/mcp/jsonrpc.h"
+
+static const char *status_text(int status) {
+        switch (status) {
+        case 200: return "OK";
+        case 202: return "Accepted";
+        case 400: return "Bad Request";
+        case 403: return "Forbidden";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 406: return "Not Acceptable";
+        case 408: return "Request Timeout";
+        case 409: return "Conflict";
+        case 411: return "Length Required";
+        case 413: return "Content Too Large";
+        case 415: return "Unsupported Media Type";
+        case 431: return "Request Header Fields Too Large";
+        case 503: return "Service Unavailable";
+        case 505: return "HTTP Version Not Supported";
+        default: return "Error";
+        }
+}
+
+static bool version_supported(struct glove_mcp_http_span v) {
+        static const char *const known[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                if (glove_mcp_http_span_eq(v, known[i]))
+                        return true;
+        return false;
+}
+
+/* After a complete answer: the next request, or the close. */
+static void request_done(struct ep_conn *c) {
+        c->sse = false;
+        c->inflight = -1;
+        if (!c->keep_alive) {
+                c->state = H_CLOSING;
+                shutdown(c->fd, SHUT_RD);
+                if (!glove_mcp_writer_pending(&c->out))
+                        conn_kill(c);
+                return;
+        }
+        c->state = H_HEAD;
+        conn_arm(c, GLOVE_MCP_ENDPOINT_IDLE_TIMEOUT_USEC);
+}
+
+/* Queues a whole response. extra: more header lines (each ending CRLF) or "". */
+static int respond(struct ep_conn *c, int status, const char *extra, const char *type, const char *body, size_t len) {
+        char head[512];
+        int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%s%s%s%sContent-Length: %zu\r\n%s\r\n", status,
+                         status_text(status), type ? "Content-Type: " : "", type ? type : "", type ? "\r\n" : "", extra, len,
+                         c->keep_alive ? "" : "Connection: close\r\n");
+        if (n < 0 || (size_t)n >= sizeof(head))
+                return -EINVAL;
+        int r = len ? conn_push(c, head, (size_t)n) : conn_queue(c, head, (size_t)n);
+        if (r >= 0 && len)
+                r = conn_queue(c, body, len);
+        if (r < 0)
+                conn_kill(c);
+        return r;
+}
+
+static void session_header(const struct ep_conn *c, char *buf, size_t size) {
+        buf[0] = '\0';
+        struct ep *ep = c->ep;
+        if (c->session >= 0 && ep->sessions[c->session].used && ep->sessions[c->session].serial == c->session_serial &&
+            ep->sessions[c->session].transport == EP_HTTP)
+                snprintf(buf, size, "Mcp-Session-Id: %s\r\n", ep->sessions[c->session].sid);
+}
+
+/* A JSON body for a status (msg borrowed). */
+static void respond_json(struct ep_conn *c, int status, const json_t *msg) {
+        _cleanup_free_ char *body = json_dumps(msg, JSON_COMPACT);
+        char extra[128];
+        session_header(c, extra, sizeof(extra));
+        if (!body) {
+                conn_kill(c);
+                return;
+        }
+        if (respond(c, status, extra, "application/json", body, strlen(body)) == 0)
+                request_done(c);
+}
+
+/* A refusal: audited; a JSON-RPC error body with data.reason. close: the
+ * connection ends after it (the head could not be trusted). */
+static void refuse(struct ep_conn *c, int status, const char *reason, const char *message, bool close_after, const char *extra) {
+        ep_refused(c->ep, EP_HTTP, status, reason);
+        if (close_after)
+                c->keep_alive = false;
+        json_t *nul = json_null();
+        _cleanup_json_ json_t *e = glove_mcp_rpc_error(nul, status == 400 ? -32600 : -32000, message, reason, NULL);
+        json_decref(nul);
+        _cleanup_free_ char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        if (!body) {
+                conn_kill(c);
+                return;
+        }
+        if (respond(c, status, extra ? extra : "", "application/json", body, strlen(body)) == 0)
+                request_done(c);
+}
+
+int http_sse_event(struct ep_conn *c, const json_t *msg) {
+        _cleanup_free_ char *json = json_dumps(msg, JSON_COMPACT);
+        if (!json)
+                return -ENOMEM;
+        size_t jn = strlen(json);
+        static const char pre[] = "event: message\ndata: ";
+        size_t payload = sizeof(pre) - 1 + jn + 2;
+        char size[32];
+        int n = snprintf(size, sizeof(size), "%zx\r\n", payload);
+        int r = conn_push(c, size, (size_t)n);
+        r = r < 0 ? r : conn_push(c, pre, sizeof(pre) - 1);
+        r = r < 0 ? r : conn_push(c, json, jn);
+        r = r < 0 ? r : conn_queue(c, "\n\n\r\n", 4);
+        return r;
+}
+
+static int sse_start(struct ep_conn *c) {
+        char extra[128], head[512];
+        session_header(c, extra, sizeof(extra));
+        int n = snprintf(head, sizeof(head),
+                         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                         "Transfer-Encoding: chunked\r\n%s\r\n",
+                         extra);
+        return conn_queue(c, head, (size_t)n);
+}
+
+void http_answer(struct ep_conn *c, json_t *msg) {
+        if (c->dead || c->state != H_WAIT)
+                return;
+        if (c->sse) {
+                if (http_sse_event(c, msg) < 0 || conn_queue(c, "0\r\n\r\n", 5) < 0) {
+                        conn_kill(c);
+                        return;
+                }
+                request_done(c);
+        } else {
+                respond_json(c, 200, msg);
+        }
+        if (!c->dead && c->state == H_HEAD && c->in.len)
+                http_process(c);
+}
+
+void http_session_ended(struct ep_conn *c) {
+        if (c->dead || c->state != H_STREAM)
+                return;
+        c->session = -1;
+        c->keep_alive = false;
+        if (conn_queue(c, "0\r\n\r\n", 5) < 0) {
+                conn_kill(c);
+                return;
+        }
+        request_done(c);
+}
+
+/* The session a request names (Mcp-Session-Id), or -1 after a refusal. */
+static int request_session(struct ep_conn *c) {
+        const struct glove_mcp_http_request *q = &c->req;
+        if (!q->session_id.s) {
+                refuse(c, 400, "endpoint.session_required", "Mcp-Session-Id is required after initialize", false, NULL);
+                return -1;
+        }
+        int s = mux_session_find(c->ep, q->session_id.s, q->session_id.n);
+        if (s < 0) {
+                refuse(c, 404, "endpoint.session_unknown", "no such MCP session (unknown or ended)", false, NULL);
+                return -1;
+        }
+        c->session = s;
+        c->session_serial = c->ep->sessions[s].serial;
+        return s;
+}
+
+static bool accepts_json(const struct glove_mcp_http_request *q) {
+        return !q->accept.s || glove_mcp_http_list_has(q->accept, "application/json", true);
+}
+
+static bool accepts_sse(const struct glove_mcp_http_request *q) {
+        return q->accept.s && glove_mcp_http_list_has(q->accept, "text/event-stream", true);
+}
+
+/* Whether body is a JSON-RPC request with method "initialize". */
+static bool is_initialize(struct ep *ep, const char *body, size_t len) {
+        struct glove_mcp_message m = {0};
+        struct glove_error e = {0};
+        if (glove_mcp_message_parse(body, len, ep->cfg.max_frame, GLOVE_MCP_PARSE_BOUND_VALUES, &m, NULL, &e) < 0)
+                return false;
+        bool yes = m.kind == GLOVE_MCP_REQUEST && strcmp(m.method, "initialize") == 0;
+        glove_mcp_message_free(&m);
+        return yes;
+}
+
+static void serve_post(struct ep_conn *c, const char *body, size_t len) {
+        struct ep *ep = c->ep;
+        const struct glove_mcp_http_request *q = &c->req;
+        if (!q->content_type.s || !glove_mcp_http_list_has(q->content_type, "application/json", false)) {
+                refuse(c, 415, "endpoint.content_type", "Content-Type must be application/json", false, NULL);
+                return;
+        }
+        if (!accepts_json(q) && !accepts_sse(q)) {
+                refuse(c, 406, "endpoint.not_acceptable", "Accept must allow application/json or text/event-stream", false, NULL);
+                return;
+        }
+        size_t i = 0;
+        while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+                i++;
+        if (i < len && body[i] == '[') {
+                refuse(c, 400, "endpoint.batch", "JSON-RPC batches are not supported", false, NULL);
+                return;
+        }
+        int s;
+        if (!q->session_id.s && is_initialize(ep, body, len)) {
+                s = mux_session_open(ep, EP_HTTP, NULL);
+                if (s < 0) {
+                        refuse(c, 503, "endpoint.sessions_full", "too many MCP client sessions at once", false, NULL);
+                        return;
+                }
+                c->session = s;
+                c->session_serial = ep->sessions[s].serial;
+        } else if ((s = request_session(c)) < 0) {
+                return;
+        }
+        enum glove_mcp_kind kind = GLOVE_MCP_NOTIFICATION;
+        json_t *error = NULL;
+        int r = mux_from_client(ep, s, c, body, len, &kind, &error);
+        if (r < 0) {
+                if (error)
+                        respond_json(c, r == -EBADMSG || r == -EINVAL ? 400 : 200, error);
+                else
+                        refuse(c, 400, "endpoint.bad_message", "the message could not be forwarded", false, NULL);
+                json_decref(error);
+                return;
+        }
+        if (kind != GLOVE_MCP_REQUEST) {
+                char extra[128];
+                session_header(c, extra, sizeof(extra));
+                if (respond(c, 202, extra, NULL, NULL, 0) == 0)
+                        request_done(c);
+                return;
+        }
+        c->state = H_WAIT;
+        conn_arm(c, 0);
+        bool progress = c->inflight >= 0 && ep->inflight[c->inflight].token;
+        if (q->minor == 1 && accepts_sse(q) && (progress || !accepts_json(q))) { /* chunked: HTTP/1.1 only */
+                c->sse = true;
+                if (sse_start(c) < 0)
+                        conn_kill(c);
+        }
+}
+
+static void serve_get(struct ep_conn *c) {
+        struct ep *ep = c->ep;
+        if (!accepts_sse(&c->req)) {
+                refuse(c, 406, "endpoint.not_acceptable", "a GET stream needs Accept: text/event-stream", false, NULL);
+                return;
+        }
+        if (c->req.minor == 0) {
+                refuse(c, 505, "endpoint.http_version", "a GET stream needs HTTP/1.1", false, NULL);
+                return;
+        }
+        int s = request_session(c);
+        if (s < 0)
+                return;
+        struct ep_session *ss = &ep->sessions[s];
+        if (ss->conn && !ss->conn->dead) {
+                refuse(c, 409, "endpoint.stream_exists", "this session already has a GET stream", false, NULL);
+                return;
+        }
+        if (sse_start(c) < 0) {
+                conn_kill(c);
+                return;
+        }
+        c->state = H_STREAM;
+        conn_arm(c, 0);
+        ss->conn = c;
+        for (size_t i = 0; i < ss->n_backlog; i++) {
+                if (!c->dead && http_sse_event(c, ss->backlog[i]) < 0)
+                        conn_kill(c);
+                json_decref(ss->backlog[i]);
+        }
+        ss->n_backlog = 0;
+}
+
+static void serve_delete(struct ep_conn *c) {
+        int s = request_session(c);
+        if (s < 0)
+                return;
+        mux_session_close(c->ep, s, "deleted");
+        c->session = -1;
+        if (respond(c, 200, "", NULL, NULL, 0) == 0)
+                request_done(c);
+}
+
+/* The head is parsed: the checks every request passes, then the method. */
+static void serve_head(struct ep_conn *c) {
+        struct ep *ep = c->ep;
+        const struct glove_mcp_http_request *q = &c->req;
+        char a[64], b[64];
+        snprintf(a, sizeof(a), "127.0.0.1:%u", ep->cfg.port);
+        snprintf(b, sizeof(b), "localhost:%u", ep->cfg.port);
+        if (q->minor == 0 && !glove_mcp_http_list_has(q->connection, "keep-alive", false))
+                c->keep_alive = false;
+        if (glove_mcp_http_list_has(q->connection, "close", false))
+                c->keep_alive = false;
+        if (!glove_mcp_http_span_eq(q->host, a) && !glove_mcp_http_span_eq(q->host, b)) {
+                refuse(c, 403, "endpoint.bad_host", "Host must be 127.0.0.1:PORT or localhost:PORT of this endpoint", true, NULL);
+                return;
+        }
+        snprintf(a, sizeof(a), "http://127.0.0.1:%u", ep->cfg.port);
+        snprintf(b, sizeof(b), "http://localhost:%u", ep->cfg.port);
+        if (q->origin.s && !glove_mcp_http_span_eq(q->origin, a) && !glove_mcp_http_span_eq(q->origin, b)) {
+                refuse(c, 403, "endpoint.bad_origin", "Origin is not this endpoint's", true, NULL);
+                return;
+        }
+        struct glove_mcp_http_span path = q->target;
+        const char *qm = memchr(path.s, '?', path.n);
+        if (qm)
+                path.n = (size_t)(qm - path.s);
+        if (!ep->cfg.http || path.n != 4 || memcmp(path.s, "/mcp", 4) != 0) {
+                refuse(c, 404, "endpoint.http_not_found", ep->cfg.http ? "the MCP endpoint is /mcp" : "this run serves no HTTP endpoint",
+                       false, NULL);
+                return;
+        }
+        if (q->method == GLOVE_MCP_HTTP_OTHER) {
+                refuse(c, 405, "endpoint.http_method", "GET, POST or DELETE", false, "Allow: GET, POST, DELETE\r\n");
+                return;
+        }
+        if (q->protocol_version.s && !version_supported(q->protocol_version)) {
+                refuse(c, 400, "endpoint.protocol_version", "unsupported MCP-Protocol-Version", false, NULL);
+                return;
+        }
+        if (q->method == GLOVE_MCP_HTTP_POST) {
+                if (q->has_transfer_encoding || !q->has_content_length) {
+                        refuse(c, 411, "endpoint.http_length_required", "a POST needs Content-Length (chunked bodies are not supported)",
+                               true, NULL);
+                        return;
+                }
+                if (q->content_length > ep->cfg.max_frame) {
+                        refuse(c, 413, "endpoint.http_body_too_large", "the body is longer than --max-frame", true, NULL);
+                        return;
+                }
+                c->body_len = q->content_length;
+                c->state = H_BODY;
+                return;
+        }
+        if (q->has_transfer_encoding || (q->has_content_length && q->content_length > 0)) {
+                refuse(c, 400, "endpoint.http_bad_head", "GET and DELETE take no body", true, NULL);
+                return;
+        }
+        if (q->method == GLOVE_MCP_HTTP_GET)
+                serve_get(c);
+        else
+                serve_delete(c);
+}
+
+void http_process(struct ep_conn *c) {
+        while (!c->dead) {
+                if (c->state == H_HEAD) {
+                        c->session = -1;
+                        bool bare = false;
+                        size_t end = glove_mcp_http_head_end((const char *)c->in.data, c->in.len, &bare);
+                        if (bare) {
+                                refuse(c, 400, "endpoint.http_bad_head", "lines must end in CRLF", true, NULL);
+                                return;
+                        }
+                        if (!end || end > GLOVE_MCP_HTTP_HEAD_MAX) {
+                                if (end > GLOVE_MCP_HTTP_HEAD_MAX || c->in.len > GLOVE_MCP_HTTP_HEAD_MAX)
+                                        refuse(c, 431, "endpoint.http_head_too_large", "the request head is too large", true, NULL);
+                                else if (c->eof)
+                                        conn_kill(c);
+                                return;
+                        }
+                        const char *reason = NULL;
+                        int st = glove_mcp_http_request_parse((const char *)c->in.data, end, &c->req, &reason);
+                        c->head_len = end;
+                        if (st) {
+                                refuse(c, st, reason, "malformed request head", true, NULL);
+                                return;
+                        }
+                        conn_arm(c, GLOVE_MCP_ENDPOINT_HEAD_TIMEOUT_USEC);
+                        /* The head stays in c->in until the request is served
+                         * (c->req points into it). */
+                        enum http_state before = c->state;
+                        serve_head(c);
+                        if (c->dead)
+                                return;
+                        if (c->state != H_BODY) {
+                                glove_buffer_consume(&c->in, c->head_len);
+                                if (c->state == before && before == H_HEAD)
+                                        continue;
+                                if (c->state == H_CLOSING)
+                                        return;
+                                continue;
+                        }
+                }
+                if (c->state == H_BODY) {
+                        if (c->in.len < c->head_len + c->body_len) {
+                                if (c->eof)
+                                        conn_kill(c);
+                                return;
+                        }
+                        serve_post(c, (const char *)c->in.data + c->head_len, (size_t)c->body_len);
+                        if (c->dead)
+                                return;
+                        glove_buffer_consume(&c->in, c->head_len + (size_t)c->body_len);
+                        if (c->state == H_HEAD)
+                                continue;
+                        return;
+                }
+                /* H_WAIT, H_STREAM, H_CLOSING: later bytes wait; the client
+                 * closing a stream ends it. */
+                if (c->eof && c->state == H_STREAM)
+                        conn_kill(c);
+                return;
+        }
+}

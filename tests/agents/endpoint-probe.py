@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+"""Raw HTTP and command probes of glove run's in-sandbox MCP endpoints
+(--mcp-endpoint http|command), run inside the sandbox as the agent.
+
+    endpoint-probe.py OUT CHECK...
+
+Each CHECK appends one JSON line {"check":..., "pass":..., ...} to OUT; the
+last line is {"check":"end","pass":...}. The port is read from
+/run/glove/mcp-endpoint, as the in-sandbox command does.
+
+Checks:
+  sessions     initialize issues an Mcp-Session-Id (visible ASCII); a request
+               without one is 400, with an unknown one 404, DELETE ends it and
+               it is 404 after; an unsupported MCP-Protocol-Version is 400
+  origin       a foreign Origin and a foreign Host are 403; ours pass
+  heads        a malformed head, a bare LF, an oversized head, a chunked body
+               and a body over --max-frame are refused (400, 400, 431, 411, 413)
+               and the endpoint still serves a new session afterwards
+  keepalive    two requests on one connection
+  stream       GET without a session 400; with one: a text/event-stream
+  full         an idle session gives way to a new one (404 after); sessions
+               with a GET stream open until the 33rd initialize is 503
+               endpoint.sessions_full, the in-sandbox command refuses clearly
+               (exit 1, the code on stderr)
+  wait FILE    writes its network namespace (/proc/self/ns/net) to "ready"
+               beside OUT, then waits (at most 60 s) until FILE exists (the
+               host's side of a test runs meanwhile)
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+OUT = sys.argv[1]
+PORT = int(open("/run/glove/mcp-endpoint").read().strip())
+ok_all = True
+
+
+def emit(rec):
+    global ok_all
+    ok_all = ok_all and rec["pass"]
+    with open(OUT, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def read_response(s):
+    """One HTTP response from socket s: (status, headers dict, body bytes)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = s.recv(65536)
+        if not b:
+            return (0, {}, data)
+        data += b
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if "content-length" in headers:
+        n = int(headers["content-length"])
+        while len(rest) < n:
+            b = s.recv(65536)
+            if not b:
+                break
+            rest += b
+        return (status, headers, rest[:n])
+    return (status, headers, rest)
+
+
+def raw(data, keep=False):
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    s.sendall(data)
+    r = read_response(s)
+    if keep:
+        return r, s
+    s.close()
+    return r
+
+
+def http(method, body=None, headers=None, host=None, close=True):
+    data = json.dumps(body).encode() if body is not None else b""
+    h = {"Host": host or f"127.0.0.1:{PORT}", "Accept": "application/json, text/event-stream",
+         "Content-Type": "application/json", "Content-Length": str(len(data))}
+    if close:
+        h["Connection"] = "close"
+    h.update(headers or {})
+    head = f"{method} /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items() if v is not None) + "\r\n"
+    return raw(head.encode() + data)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def reason(body):
+    try:
+        return json.loads(body)["error"]["data"]["reason"]
+    except Exception:
+        return None
+
+
+def initialize(headers=None, host=None):
+    st, h, body = http("POST", INIT, headers, host)
+    return st, h.get("mcp-session-id"), body
+
+
+def expect(name, cond, **extra):
+    emit({"check": name, "pass": bool(cond), **extra})
+
+
+def check_sessions():
+    st, sid, _ = initialize()
+    expect("sessions.initialize", st == 200 and sid and all(0x21 <= ord(c) <= 0x7e for c in sid), status=st, sid=sid)
+    st, _, body = http("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, {"Mcp-Session-Id": sid})
+    expect("sessions.notification_202", st == 202, status=st)
+    st, _, body = http("POST", LIST, {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+    expect("sessions.list", st == 200 and b"ev.echo" in body, status=st)
+    st, _, body = http("POST", LIST)
+    expect("sessions.missing_400", st == 400 and reason(body) == "endpoint.session_required", status=st, reason=reason(body))
+    st, _, body = http("POST", LIST, {"Mcp-Session-Id": "0123456789abcdef0123456789abcdef"})
+    expect("sessions.unknown_404", st == 404 and reason(body) == "endpoint.session_unknown", status=st, reason=reason(body))
+    st, _, body = http("POST", LIST, {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "1999-01-01"})
+    expect("sessions.bad_version_400", st == 400 and reason(body) == "endpoint.protocol_version", status=st, reason=reason(body))
+    st, _, _ = http("DELETE", None, {"Mcp-Session-Id": sid, "Content-Type": None, "Content-Length": None})
+    expect("sessions.delete", st == 200, status=st)
+    st, _, body = http("POST", LIST, {"Mcp-Session-Id": sid})
+    expect("sessions.deleted_404", st == 404 and reason(body) == "endpoint.session_unknown", status=st, reason=reason(body))
+
+
+def check_origin():
+    st, _, body = initialize({"Origin": "http://evil.example"})
+    expect("origin.foreign_403", st == 403 and reason(body) == "endpoint.bad_origin", status=st, reason=reason(body))
+    st, _, body = initialize({"Origin": f"http://127.0.0.1:{PORT + 1}"})
+    expect("origin.other_port_403", st == 403, status=st)
+    st, _, body = initialize(host=f"evil.example:{PORT}")
+    expect("origin.bad_host_403", st == 403 and reason(body) == "endpoint.bad_host", status=st, reason=reason(body))
+    st, sid, _ = initialize({"Origin": f"http://localhost:{PORT}"}, host=f"localhost:{PORT}")
+    expect("origin.ours_200", st == 200 and sid, status=st)
+
+
+def check_heads():
+    cases = [
+        ("heads.garbage_400", b"GARBAGE\r\n\r\n", 400),
+        ("heads.bare_lf_400", f"POST /mcp HTTP/1.1\nHost: 127.0.0.1:{PORT}\n\n".encode(), 400),
+        ("heads.oversized_431", f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nX-Big: {'a' * 20000}\r\n\r\n".encode(), 431),
+        ("heads.chunked_411", f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nContent-Type: application/json\r\n"
+                              f"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".encode(), 411),
+        ("heads.body_413", f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nContent-Type: application/json\r\n"
+                           f"Content-Length: 999999999\r\n\r\n".encode(), 413),
+        ("heads.version_505", f"POST /mcp HTTP/2.0\r\nHost: 127.0.0.1:{PORT}\r\n\r\n".encode(), 505),
+        ("heads.path_404", f"POST /other HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nContent-Length: 0\r\n\r\n".encode(), 404),
+        ("heads.method_405", f"PUT /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nContent-Length: 0\r\n\r\n".encode(), 405),
+    ]
+    for name, data, want in cases:
+        try:
+            st, _, body = raw(data)
+        except OSError as e:
+            st, body = 0, str(e).encode()
+        expect(name, st == want, status=st, reason=reason(body))
+    # A head that never ends and a connection dropped mid-head do no harm.
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1")
+    s.close()
+    st, sid, _ = initialize()
+    expect("heads.still_serving", st == 200 and sid, status=st)
+
+
+def check_keepalive():
+    body = json.dumps(INIT).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: application/json\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    (st, h, _), s = raw(head + body, keep=True)
+    sid = h.get("mcp-session-id")
+    lb = json.dumps(LIST).encode()
+    s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: application/json\r\nMcp-Session-Id: {sid}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(lb)}\r\n\r\n").encode() + lb)
+    st2, _, b2 = read_response(s)
+    s.close()
+    expect("keepalive.two_requests", st == 200 and st2 == 200 and b"ev.echo" in b2, status=[st, st2])
+
+
+def check_stream():
+    st, _, body = raw(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    expect("stream.no_session_400", st == 400, status=st)
+    st, sid, _ = initialize()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    s.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n\r\n".encode())
+    st, h, _ = read_response(s)
+    expect("stream.sse", st == 200 and h.get("content-type") == "text/event-stream", status=st, headers=h)
+    st2, _, body = raw(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n\r\n".encode())
+    expect("stream.second_409", st2 == 409, status=st2)
+    s.close()
+
+
+def check_full():
+    # An idle session (no GET stream, nothing in flight) gives way to a new
+    # one; a session with its stream open does not. Open sessions, each with
+    # its stream, until refused.
+    st, first, _ = initialize()
+    sids, streams = [], []
+    body = b""
+    for _ in range(40):
+        st, sid, body = initialize()
+        if st != 200:
+            break
+        sids.append(sid)
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+        s.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n\r\n".encode())
+        read_response(s)
+        streams.append(s)
+    expect("full.http_503", 1 <= len(sids) <= 32 and st == 503 and reason(body) == "endpoint.sessions_full",
+           opened=len(sids), status=st)
+    st, _, body = http("POST", LIST, {"Mcp-Session-Id": first})
+    expect("full.idle_evicted_404", st == 404, status=st)
+    p = subprocess.run(["/run/glove/mcp-stdio"], input=b"", capture_output=True, timeout=20)
+    expect("full.command_refused", p.returncode == 1 and b"endpoint.sessions_full" in p.stderr,
+           rc=p.returncode, stderr=p.stderr.decode(errors="replace"))
+    for s in streams:
+        s.close()
+    for sid in sids:
+        http("DELETE", None, {"Mcp-Session-Id": sid, "Content-Type": None, "Content-Length": None})
+    st, sid, _ = initialize()
+    expect("full.after_delete", st == 200 and sid, status=st)
+
+
+args = sys.argv[2:]
+while args:
+    c = args.pop(0)
+    try:
+        if c == "wait":
+            f = args.pop(0)
+            with open(os.path.join(os.path.dirname(OUT), "ready"), "w") as r:
+                r.write(os.readlink("/proc/self/ns/net") + "\n")
+            for _ in range(600):
+                if os.path.exists(f):
+                    break
+                time.sleep(0.1)
+            expect("wait", os.path.exists(f))
+        else:
+            globals()["check_" + c]()
+    except Exception as e:
+        expect(c, False, why=repr(e))
+emit({"check": "end", "pass": ok_all})
+sys.exit(0 if ok_all else 1)
