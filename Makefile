@@ -3,6 +3,9 @@
 #   make demo    build and run a contained program on a built-in example
 #   make check   normal build + ASan/UBSan debug build; unit and integration tests,
 #                then the agent CLI suite (make agents)
+#   make conformance  the official MCP conformance suite against its reference
+#                server, directly and through glove run; prints the scenario
+#                table (tests/conformance/run.sh)
 #   make agents  the five real agent CLIs against a fake model server, under
 #                glove exec and as gloved managed sessions (tests/agents/run.sh)
 #   make bench   start-up benchmarks (JSON lines under bench/results/)
@@ -18,7 +21,7 @@ MESON      ?= meson
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build asan demo check agents unit integration bench fuzz clean install uninstall
+.PHONY: all deps build asan demo check conformance agents unit integration bench fuzz clean install uninstall
 
 all: build
 
@@ -42,6 +45,9 @@ demo: build
 
 check: build asan
 	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+
+conformance: build
+	@tests/conformance/run.sh $(BUILD)
 
 agents: build
 	@tests/agents/run.sh $(BUILD)

@@ -2,8 +2,10 @@
 # make check: unit tests on both builds, then the integration suite (as root
 # and as an unprivileged user) against both binaries, then the package checks
 # (man pages against --help, completions, make install) on the normal build,
-# then the agent CLI suite (tests/agents/run.sh; the normal build only, it is
-# the slow one).
+# then the MCP conformance suite, directly and through glove run, with its
+# scenario table (tests/conformance/run.sh; the normal build only), then the
+# agent CLI suite (tests/agents/run.sh; the normal build only, it is the slow
+# one).
 # Prints one closing line "N passed, N failed[, N skipped]" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +48,7 @@ for dir in "$build" "$asan"; do
         count_bats "$dir, as an unprivileged user" tests/integration/run.sh "$dir" unprivileged
 done
 count_bats "$build, package" tests/package/run.sh "$build"
+count_bats "conformance, $build" tests/conformance/run.sh "$build"
 count_bats "agent CLIs, $build" tests/agents/run.sh "$build"
 if [ -x scripts/fuzz.sh ]; then
         echo "== fuzz smoke"

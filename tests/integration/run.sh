@@ -18,6 +18,8 @@
 #   GLOVE_AGENTS   directory holding the probe agents (grant it with --read)
 #   GLOVE_IT_LIB   directory holding host-side helper programs
 #   GLOVE_NODE_MODULES  tests/node_modules (npm MCP peers), empty if not installed
+#   GLOVE_FIXTURES the MCP fixtures of tests/fixtures/{interop,conformance}
+#                  (the interop client, the reference server and its bridge)
 #
 # When a mode cannot run on this host (no unprivileged user namespaces, or
 # root mode as a non-root user), the runner says why and reports a TAP skip:
@@ -65,7 +67,7 @@ cleanup() {
 }
 trap cleanup EXIT
 chmod 0755 "$work"
-mkdir "$work/suite" "$work/agents" "$work/bin" "$work/home" "$work/tmp"
+mkdir "$work/suite" "$work/agents" "$work/bin" "$work/home" "$work/tmp" "$work/fixtures"
 cp "$here"/*.bats "$here"/helpers.bash "$work/suite/"
 # readme.bats runs the README's quickstart from the README itself.
 cp "$repo/README.md" "$work/suite/"
@@ -73,7 +75,8 @@ cp "$repo/README.md" "$work/suite/"
 cp -r "$repo/examples" "$work/suite/examples"
 cp -r "$here/lib" "$work/suite/lib"
 cp -r "$repo/tests/agents/." "$work/agents/"
-chmod -R a+rX,go-w "$work/suite" "$work/agents"
+cp -r "$repo/tests/fixtures/interop" "$repo/tests/fixtures/conformance" "$work/fixtures/"
+chmod -R a+rX,go-w "$work/suite" "$work/agents" "$work/fixtures"
 # The npm test peers (tests/node_modules, from tests/package-lock.json via
 # scripts/deps.sh), when installed: hard links (fast) when the file system
 # allows and every file is world-readable already (hard links share modes, so
@@ -122,6 +125,7 @@ env_vars=(
         "GLOVE_AGENTS=$work/agents"
         "GLOVE_IT_LIB=$work/suite/lib"
         "GLOVE_NODE_MODULES=$node_modules"
+        "GLOVE_FIXTURES=$work/fixtures"
         "TMPDIR=$work/tmp"
         "BATS_TMPDIR=$work/tmp"
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
