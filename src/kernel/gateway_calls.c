@@ -279,6 +279,14 @@ void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, jso
                 return;
         }
         const char *uname = glove_mcp_upstream_name(gu->u);
+        /* Records name the tool as rules do (NAME.TOOL), also when the
+         * agent called it by its own name (--upstream-own-names). */
+        char qualified[sizeof(((struct glove_kernel_call *)0)->tool)];
+        if (gu->own_names) {
+                int w = snprintf(qualified, sizeof(qualified), "%s.%s", uname, tool);
+                if (w > 0 && (size_t)w < sizeof(qualified))
+                        name = qualified;
+        }
         struct glove_policy_verdict v;
         glove_policy_check_call(gw->cfg.policy, uname, tool, args, &v);
         if (!v.allowed) {

@@ -218,7 +218,7 @@ EOF
         local p=$d/p.json
         echo '{"version":1,"upstreams":{"py":{"sandbox":{"ro":["'"$AGENTS"'"],"net":[]}}}}' >"$p"
         check policy.unknown_field --policy "$p"
-        echo '{"version":1,"upstreams":{"py":{"client":{},"sandbox":{}}}}' >"$p"
+        echo '{"version":1,"upstreams":{"py":{"other":{},"sandbox":{}}}}' >"$p"
         check policy.unknown_field --policy "$p"
         echo '{"version":1,"upstreams":{"py":{"sandbox":{"ro":["relative/path"]}}}}' >"$p"
         check policy.bad_grant --policy "$p"

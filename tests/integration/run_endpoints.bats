@@ -15,7 +15,8 @@ setup() {
                 "$NODE" "$AGENTS/mcp-endpoint-client.mjs" --modules "$NODE_MODULES" --out "$CLIENT_OUT")
         PROBE_OUT=$OUT/probe.jsonl
         PROBE=(--read "$AGENTS" --write "$OUT" -- "$PY" "$AGENTS/endpoint-probe.py" "$PROBE_OUT")
-        EV=(--upstream "ev=$NODE,$EVERYTHING,stdio" --allow 'ev.*')
+        # Used without gr: the contained upstream's grant is given here.
+        EV=(--upstream "ev=$NODE,$EVERYTHING,stdio" --upstream-ro "ev:$NODE_MODULES" --allow 'ev.*')
 }
 
 # expect_probe_pass: glove exited 0 and every check of the prober passed.

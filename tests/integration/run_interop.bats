@@ -11,8 +11,7 @@
 #   makes one --cli method call per run.
 # Under Glove the SDK client is the agent on glove run's stdio channel; the
 # inspector, which spawns or dials its server itself, reaches Glove's
-# in-sandbox Streamable HTTP endpoint. A feature Glove does not mediate yet
-# (its word is absent from `glove run --help`) is a skip that says so.
+# in-sandbox Streamable HTTP endpoint.
 # The stdio bridge of the conformance suite (tests/fixtures/conformance/) is
 # checked here too: every message kind passes through it.
 
@@ -36,14 +35,6 @@ setup() {
         INSPECTOR_DIR=$NODE_MODULES/@modelcontextprotocol/inspector-cli/build
         [ -r "$INSPECTOR_DIR/index.js" ] || { echo "$INSPECTOR_DIR/index.js is missing: run scripts/deps.sh" >&2; return 1; }
         HELP=$("$GLOVE" run --help 2>&1)
-}
-
-# needs WORD...: skip (saying why) unless glove run --help names every WORD.
-needs() {
-        local w
-        for w in "$@"; do
-                grep -qi -- "$w" <<<"$HELP" || skip "glove run does not mediate this yet: \"$w\" is not in glove run --help"
-        done
 }
 
 # own_names: the glove run options that expose upstream ev under its own
@@ -139,16 +130,14 @@ policy() { printf '%s\n' "$2" >"$1"; }
 }
 
 @test "interop: SDK client through glove run as directly: resources, resource templates, read, subscribe" {
-        needs "$OWN_NAMES_OPT" resources
         local features=resources_list,resource_templates,resources_read,resources_template_read,resources_subscribe
-        policy "$OUT/policy.json" '{"version": 1, "resources": {"allow": ["ev.*"]}}'
+        policy "$OUT/policy.json" '{"version": 1, "resources": {"allow": ["ev:*"]}}'
         sdk_direct "$features"
         sdk_glove "$features" -- --policy "$OUT/policy.json"
         same_observations
 }
 
 @test "interop: SDK client through glove run as directly: prompts and completion" {
-        needs "$OWN_NAMES_OPT" prompts completion
         local features=prompts_list,prompts_get,completion
         policy "$OUT/policy.json" '{"version": 1, "prompts": {"allow": ["ev.*"]}}'
         sdk_direct "$features"
@@ -157,14 +146,12 @@ policy() { printf '%s\n' "$2" >"$1"; }
 }
 
 @test "interop: SDK client through glove run as directly: logging/setLevel and notifications/message" {
-        needs logging
         sdk_direct logging
-        sdk_glove logging
+        sdk_glove logging -- --upstream-allow ev:logging
         same_observations
 }
 
 @test "interop: SDK client through glove run as directly: sampling, elicitation and roots reach the agent where the policy allows" {
-        needs sampling elicitation roots
         local features=sampling,elicitation,roots
         policy "$OUT/policy.json" '{"version": 1, "upstreams": {"ev": {"client": {"sampling": true, "elicitation": true, "roots": true}}}}'
         sdk_direct "$features"
@@ -173,9 +160,8 @@ policy() { printf '%s\n' "$2" >"$1"; }
 }
 
 @test "interop: SDK client through glove run as directly: every feature, and the capabilities announced at initialize" {
-        needs "$OWN_NAMES_OPT" resources prompts completion logging sampling elicitation roots
-        policy "$OUT/policy.json" '{"version": 1, "resources": {"allow": ["ev.*"]}, "prompts": {"allow": ["ev.*"]},
- "upstreams": {"ev": {"client": {"sampling": true, "elicitation": true, "roots": true}}}}'
+        policy "$OUT/policy.json" '{"version": 1, "resources": {"allow": ["ev:*"]}, "prompts": {"allow": ["ev.*"]},
+ "upstreams": {"ev": {"client": {"sampling": true, "elicitation": true, "roots": true, "logging": true}}}}'
         local all=initialize,ping,tools_list,tools_call,progress,cancellation,logging,sampling,elicitation,roots
         all+=,resources_list,resource_templates,resources_read,resources_template_read,resources_subscribe,prompts_list,prompts_get,completion
         sdk_direct "$all"
@@ -184,11 +170,11 @@ policy() { printf '%s\n' "$2" >"$1"; }
 }
 
 @test "interop: inspector-cli --cli through glove run's HTTP endpoint answers as directly: tools, resources, prompts, logging" {
-        needs "$ENDPOINT_OPT" "$OWN_NAMES_OPT" resources prompts logging
         mkdir -p "$OUT/direct" "$OUT/glove"
         run --separate-stderr timeout --foreground -k 5 60 /bin/sh "$INSPECTOR_CALLS" "$OUT/direct" "$NODE" "$INSPECTOR_DIR" "$NODE" "$EVERYTHING" stdio
         [ -f "$OUT/direct/done" ] || fail "inspector-calls.sh did not finish directly"
-        policy "$OUT/policy.json" '{"version": 1, "allow": ["ev.*"], "resources": {"allow": ["ev.*"]}, "prompts": {"allow": ["ev.*"]}}'
+        policy "$OUT/policy.json" '{"version": 1, "allow": ["ev.*"], "resources": {"allow": ["ev:*"]}, "prompts": {"allow": ["ev.*"]},
+ "upstreams": {"ev": {"client": {"logging": true}, "sandbox": {"ro": ["'"$NODE_MODULES"'"]}}}}'
         run --separate-stderr timeout --foreground -k 5 90 "$GLOVE" run "$ENDPOINT_OPT" "$ENDPOINT_VALUE" "$OWN_NAMES_OPT" ev \
                 --upstream "ev=$NODE,$EVERYTHING,stdio" --policy "$OUT/policy.json" --audit-log "$AUDIT" \
                 --read "$NODE_MODULES" --read "$FIX" --write "$OUT" -- \
