@@ -1,4 +1,4 @@
-// fuzz-sources: src/policy/file.c src/policy/name.c src/policy/pointer.c src/policy/policy.c src/policy/rule.c src/base/error.c src/base/json.c src/base/path.c
+// fuzz-sources: src/policy/client.c src/policy/features.c src/policy/file.c src/policy/file_features.c src/policy/file_upstreams.c src/policy/name.c src/policy/pointer.c src/policy/policy.c src/policy/rule.c src/policy/upstreams.c src/base/error.c src/base/json.c src/base/path.c
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target for the policy file decoder (glove_policy_load_json,
