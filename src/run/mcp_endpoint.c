@@ -47,6 +47,10 @@ int ep_audit(struct ep *ep, const char *event, json_t *fields) {
         struct glove_audit_log *a = ep->cfg.audit;
         if (!a || a->fd < 0 || ep->failed)
                 return 0;
+        /* Charged to the agent before it is written: the record, plus the
+         * fields the audit layer adds (ts, event, run_id: under 128 bytes). */
+        if (f && ep->cfg.agent_bytes && !ep->cfg.agent_bytes(ep->cfg.userdata, json_dumpb(f, NULL, 0, JSON_COMPACT) + 128))
+                return 0;
         struct glove_error e = {0};
         int r = f ? glove_audit_append(a, event, f, &e) : -ENOMEM;
         if (r < 0) {

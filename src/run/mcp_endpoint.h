@@ -59,6 +59,12 @@ struct glove_mcp_endpoint_config {
         bool command;                    /* serve the in-sandbox command's connections */
         size_t max_frame;                /* longest message (line or HTTP body), bytes */
         struct glove_audit_log *audit;   /* borrowed, may be NULL or fd -1 */
+        /* Optional: charges n bytes of an endpoint record (endpoint_session,
+         * endpoint_refused) to the agent, as if it had sent them (its
+         * output limit); false: over the limit, the record is not written
+         * (the agent is being stopped). Without it an agent that opens and
+         * drops connections in a loop would grow the audit log unbounded. */
+        bool (*agent_bytes)(void *userdata, size_t n);
         /* A failure of the endpoint (audit append, the gateway's channel):
          * err borrowed for the call. The caller stops the run. */
         void (*failed)(void *userdata, const struct glove_error *err);

@@ -588,6 +588,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                         .command = (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_COMMAND) != 0,
                         .max_frame = r->opts.max_frame,
                         .audit = &r->launch.audit,
+                        .agent_bytes = on_agent_bytes,
                         .failed = on_endpoint_failed,
                         .userdata = r,
                 };

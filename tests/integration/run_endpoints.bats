@@ -123,3 +123,15 @@ except OSError as e:
         gr --mcp-endpoint http --mcp-port 3128 --egress-allow example.com:443 "${EV[@]}" -- /bin/true
         [ "$status" -eq 125 ] && [[ "$stderr" == *usage.mcp_port_taken* ]] || fail "status $status: $stderr"
 }
+
+@test "endpoints: endpoint records are charged to the agent's output limit: a flood of refused connections cannot grow the audit log past it" {
+        # Found by the red-team pass: 9 MB of endpoint_refused records in 10 s
+        # under --output-limit 100000, none of it charged to the agent.
+        gr --mcp-endpoint http --mcp-port 8931 "${EV[@]}" --output-limit 100000 --audit-log "$AUDIT" --read "$AGENTS" -- \
+                "$PY" "$AGENTS/endpoint-flood.py" 8931 30
+        local size
+        size=$(stat -c %s "$AUDIT")
+        [ "$size" -lt 400000 ] || fail "the audit log grew to $size bytes under --output-limit 100000"
+        audit_has '.event == "endpoint_refused"' "refusals are still recorded"
+        audit_has '.event == "exit" and .limit == "terminal_output"' "the agent was stopped at its output limit"
+}
