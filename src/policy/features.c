@@ -216,12 +216,63 @@ static const struct glove_policy_tool *resource_args(const struct glove_policy *
         return NULL;
 }
 
+/* A file: URI is decided only in its one canonical spelling, or another
+ * spelling of a denied file would pass a byte-for-byte deny pattern and
+ * reach a server that decodes and resolves it (red-team finding:
+ * file:///srv/data/%70rivate/key, .../data//private/key,
+ * .../data/./private/key). Canonical: "file:///" exactly (lower case, no
+ * authority such as localhost), a path without "." or ".." segments or
+ * empty segments (a trailing "/" is fine), and percent-escapes only with
+ * upper-case hex and only for bytes that need one (never an unreserved
+ * character of RFC 3986 or "/"). Any other URI: true (its patterns match
+ * byte for byte, docs/policy.md). */
+static bool file_uri_canonical(const char *uri, size_t len) {
+        if (len < 5 || strncasecmp(uri, "file:", 5) != 0)
+                return true;
+        if (len < 8 || memcmp(uri, "file:///", 8) != 0)
+                return false;
+        size_t seg = 7; /* index of the "/" that starts the current segment */
+        for (size_t i = 8; i <= len; i++) {
+                char c = i < len ? uri[i] : '\0';
+                if (i == len || c == '/' || c == '?' || c == '#') {
+                        size_t n = i - seg - 1;
+                        bool last = i == len || c != '/';
+                        if ((n == 0 && !last) || (n == 1 && uri[seg + 1] == '.') ||
+                            (n == 2 && uri[seg + 1] == '.' && uri[seg + 2] == '.'))
+                                return false;
+                        if (c != '/')
+                                return true; /* the query and fragment are not the path */
+                        seg = i;
+                        continue;
+                }
+                if (c == '%') {
+                        if (i + 2 >= len)
+                                return false;
+                        char h = uri[i + 1], l = uri[i + 2];
+                        bool hh = (h >= '0' && h <= '9') || (h >= 'A' && h <= 'F');
+                        bool ll = (l >= '0' && l <= '9') || (l >= 'A' && l <= 'F');
+                        if (!hh || !ll)
+                                return false;
+                        int b = hex(h) * 16 + hex(l);
+                        if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '-' || b == '.' ||
+                            b == '_' || b == '~' || b == '/')
+                                return false;
+                        i += 2;
+                }
+        }
+        return true;
+}
+
 static void check_resource(const struct glove_policy *policy, const char *upstream, const char *uri, size_t len,
                            bool args, struct glove_policy_verdict *v) {
         const struct glove_policy *res = policy ? policy->resources : NULL;
         size_t up_len = upstream ? strnlen(upstream, GLOVE_POLICY_NAME_MAX + 1) : 0;
         if (!res || up_len == 0 || up_len > GLOVE_POLICY_NAME_MAX || !glove_policy_resource_uri_valid(uri, len)) {
                 verdict(v, false, "", "default deny");
+                return;
+        }
+        if (!file_uri_canonical(uri, len)) {
+                verdict(v, false, "", "non-canonical file URI");
                 return;
         }
         const struct glove_policy_name_rule *r = resource_find(res->deny, res->n_deny, upstream, up_len, uri, len);

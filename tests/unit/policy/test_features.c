@@ -157,6 +157,36 @@ static void test_resource_decisions(void **state) {
         glove_policy_free(p);
 }
 
+/* The red-team pass's spellings of a denied file: each is refused, the
+ * canonical ones are decided by the rules. */
+static void test_file_uri_canonical(void **state) {
+        (void)state;
+        struct glove_policy *p = new_policy();
+        struct glove_error err = {0};
+        assert_int_equal(glove_policy_allow_resource(p, "fs:file:///srv/data/*", &err), 0);
+        assert_int_equal(glove_policy_deny_resource(p, "fs:file:///srv/data/private/*", &err), 0);
+        assert_true(res(p, "fs", "file:///srv/data/a.txt").allowed);
+        assert_true(res(p, "fs", "file:///srv/data/dir/").allowed);
+        assert_true(res(p, "fs", "file:///srv/data/a%20b.txt").allowed);     /* a space needs its escape */
+        assert_true(res(p, "fs", "file:///srv/data/a.txt?x=./../y").allowed); /* the query is no path */
+        assert_false(res(p, "fs", "file:///srv/data/private/key").allowed);
+        static const char *const other[] = {
+                "file:///srv/data/%70rivate/key", "file:///srv/data//private/key", "file:///srv/data/./private/key",
+                "file:///srv/data/private%2Fkey", "file:///srv/data/%2fprivate/key", "file:///srv/data/pr%69vate/key",
+                "file:///srv/data/../data/private/key", "file:///srv/data/private/..", "file://localhost/srv/data/private/key",
+                "FILE:///srv/data/private/key", "file:/srv/data/private/key", "file:///srv/data/a%c3%a9",
+                "file:///srv/data/a%2", "file:///srv/data/a%GG",
+        };
+        for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+                struct glove_policy_verdict v = res(p, "fs", other[i]);
+                if (v.allowed)
+                        fail_msg("%s was allowed", other[i]);
+                assert_string_equal(v.rule, "non-canonical file URI");
+        }
+        assert_true(res(p, "fs", "file:///srv/data/a%C3%A9").allowed);
+        glove_policy_free(p);
+}
+
 static void test_file_uri_path(void **state) {
         (void)state;
         struct {
@@ -257,6 +287,7 @@ int main(void) {
                 cmocka_unit_test(test_prompts_are_their_own_namespace),
                 cmocka_unit_test(test_resource_rule_parse),
                 cmocka_unit_test(test_resource_decisions),
+                cmocka_unit_test(test_file_uri_canonical),
                 cmocka_unit_test(test_file_uri_path),
                 cmocka_unit_test(test_resource_argument_rules),
                 cmocka_unit_test(test_policy_file),
