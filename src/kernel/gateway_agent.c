@@ -107,6 +107,12 @@ static bool list_upstream_tools(struct glove_kernel_gateway *gw, const struct gw
                 const char *tname = json_string_value(json_object_get(t, "name"));
                 if (!glove_policy_tool_visible(gw->cfg.policy, uname, tname))
                         continue;
+                /* An own name another upstream's qualified name or an
+                 * earlier own-names upstream already stands for: the
+                 * agent sees each name once, meaning what calls do. */
+                if (gu->own_names && (gw_own_name_shadows(gw, tname) ||
+                                      gw_own_name_upstream(gw, GLOVE_KERNEL_REQUEST_TOOL_CALL, tname) != gu))
+                        continue;
                 if ((*index)++ < start)
                         continue;
                 if (json_array_size(page) == GLOVE_KERNEL_GATEWAY_TOOLS_PAGE)

@@ -172,7 +172,22 @@ static bool names_contain(const json_t *names, const char *name) {
         return false;
 }
 
+bool gw_own_name_shadows(struct glove_kernel_gateway *gw, const char *name) {
+        size_t ulen;
+        const char *rest;
+        if (glove_kernel_split_name(name, &ulen, &rest) < 0)
+                return false;
+        struct gw_upstream *other = upstream_named(gw, name, ulen);
+        return other && !other->own_names;
+}
+
 struct gw_upstream *gw_own_name_upstream(struct glove_kernel_gateway *gw, enum glove_kernel_request_kind kind, const char *name) {
+        /* An own name that reads as NAME.X of an upstream under qualified
+         * names is never an own name, also when an upstream lists it only
+         * after the start-time check (list_changed): it would take over
+         * that upstream's calls (red-team finding). */
+        if (gw_own_name_shadows(gw, name))
+                return NULL;
         for (size_t i = 0; i < gw->n_ups; i++) {
                 struct gw_upstream *gu = &gw->ups[i];
                 if (!gu->own_names)

@@ -157,6 +157,10 @@ json_t *gw_request_result_fields(const struct glove_kernel_call *c, const char *
  * TOOL_CALL) or prompt (PROMPT_GET) is name, or NULL. */
 struct gw_upstream *gw_own_name_upstream(struct glove_kernel_gateway *gw, enum glove_kernel_request_kind kind,
                                          const char *name);
+/* True when name, offered as an own name, reads as NAME.X of an upstream
+ * that is not own-names: it is then neither listed nor routed as an own
+ * name (the qualified name keeps its meaning). */
+bool gw_own_name_shadows(struct glove_kernel_gateway *gw, const char *name);
 /* gateway_own_names.c */
 /* The initialize result's resources, prompts and completions capabilities,
  * added to caps (an object). */

@@ -304,3 +304,19 @@ EOF
         expect_run_error 125
         [ "$(run_error_code)" = upstream.bad_own_names ] || fail "expected upstream.bad_own_names: $RUN_ERROR"
 }
+
+@test "run: an own-names upstream that later offers another upstream's qualified name (list_changed) neither lists nor takes its calls" {
+        # Found by the red-team pass: after list_changed, calls of fv.x went to
+        # the own-names upstream fu, arguments included.
+        local log=$(upstream_dir)/calls.jsonl res=$OUT/answers.jsonl
+        gr --upstream "fu=$PY,$AGENTS/own-names-upstream.py,fu,$log" --upstream-own-names fu \
+                --upstream "fv=$PY,$AGENTS/own-names-upstream.py,fv,$log" --allow 'fu.*' --allow fv.x \
+                --read "$AGENTS" --write "$OUT" -- "$PY" "$AGENTS/own-names-agent.py" "$res"
+        [ "$status" -eq 0 ] || fail "glove run failed"
+        [ "$(jq -c -s '[.[] | select(.id == 5) | .result.content[0].text]' "$res")" = '["answered by fv"]' ] ||
+                { cat "$res" >&2; fail "fv.x was not answered by fv after fu offered fv.x"; }
+        [ "$(jq -s '[.[] | select(.id == 4) | .result.tools[].name | select(. == "fv.x")] | length' "$res")" -eq 1 ] ||
+                { cat "$res" >&2; fail "fv.x is listed other than once"; }
+        [ "$(jq -s '[.[] | select(.me == "fu" and .name == "fv.x")] | length' "$log")" -eq 0 ] ||
+                { cat "$log" >&2; fail "fu received a call of fv.x"; }
+}
