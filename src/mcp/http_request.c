@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "glove/base/http_chars.h"
+
 #define BAD "endpoint.http_bad_head"
 
 size_t glove_mcp_http_head_end(const char *buf, size_t len, bool *bare_lf) {
@@ -22,18 +24,6 @@ size_t glove_mcp_http_head_end(const char *buf, size_t len, bool *bare_lf) {
                         return i + 1;
         }
         return 0;
-}
-
-/* RFC 9110 section 5.6.2 tchar. */
-static bool is_tchar(unsigned char c) {
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-                return true;
-        return c && strchr("!#$%&'*+-.^_`|~", c);
-}
-
-/* A field value byte (RFC 9110 section 5.5): VCHAR, SP, HTAB, obs-text. */
-static bool is_value_char(unsigned char c) {
-        return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
 bool glove_mcp_http_span_eq(struct glove_mcp_http_span sp, const char *text) {
@@ -72,7 +62,7 @@ static bool name_is(const char *name, size_t n, const char *want) {
 static int parse_field(const char *line, size_t n, struct glove_mcp_http_request *req) {
         size_t c = 0;
         while (c < n && line[c] != ':') {
-                if (!is_tchar((unsigned char)line[c]))
+                if (!glove_http_is_tchar((unsigned char)line[c]))
                         return -1;
                 c++;
         }
@@ -81,7 +71,7 @@ static int parse_field(const char *line, size_t n, struct glove_mcp_http_request
         const char *v = line + c + 1;
         size_t vn = n - c - 1;
         for (size_t i = 0; i < vn; i++)
-                if (!is_value_char((unsigned char)v[i]))
+                if (!glove_http_is_value_char((unsigned char)v[i]))
                         return -1;
         while (vn && (*v == ' ' || *v == '\t'))
                 v++, vn--;
@@ -122,7 +112,7 @@ static int parse_request_line(const char *line, size_t n, struct glove_mcp_http_
         }
         size_t mn = (size_t)(sp1 - line);
         for (size_t i = 0; i < mn; i++)
-                if (!is_tchar((unsigned char)line[i])) {
+                if (!glove_http_is_tchar((unsigned char)line[i])) {
                         *reason = BAD;
                         return 400;
                 }

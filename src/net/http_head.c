@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "glove/base/http_chars.h"
 #include "glove/base/digest.h"
 #include "internal.h"
 
@@ -20,18 +21,6 @@ size_t glove_net_head_end(const char *buf, size_t len) {
                 if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')
                         return i + 4;
         return 0;
-}
-
-/* RFC 9110 section 5.6.2 tchar. */
-static bool is_tchar(unsigned char c) {
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-                return true;
-        return c && strchr("!#$%&'*+-.^_`|~", c);
-}
-
-/* A field value byte (RFC 9110 section 5.5): VCHAR, SP, HTAB, obs-text. */
-static bool is_value_char(unsigned char c) {
-        return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
 struct line {
@@ -48,7 +37,7 @@ static bool split_request_line(const struct line *l, struct line *method, struct
                                struct line *version) {
         const char *s = l->s, *end = l->s + l->n;
         const char *p = s;
-        while (p < end && is_tchar((unsigned char)*p))
+        while (p < end && glove_http_is_tchar((unsigned char)*p))
                 p++;
         if (p == s || p == end || *p != ' ')
                 return false;
@@ -157,7 +146,7 @@ enum glove_net_egress_reason glove_net_head_parse(const char *buf, size_t len, c
                 struct line l = { p, (size_t)(eol - p) };
                 p = eol + 2;
                 for (size_t i = 0; i < l.n; i++)
-                        if (!is_value_char((unsigned char)l.s[i]))
+                        if (!glove_http_is_value_char((unsigned char)l.s[i]))
                                 syntax_ok = false;
                 if (!syntax_ok)
                         break;
@@ -173,7 +162,7 @@ enum glove_net_egress_reason glove_net_head_parse(const char *buf, size_t len, c
                 }
                 /* field-name ":" OWS field-value OWS; no obs-fold. */
                 size_t k = 0;
-                while (k < l.n && is_tchar((unsigned char)l.s[k]))
+                while (k < l.n && glove_http_is_tchar((unsigned char)l.s[k]))
                         k++;
                 if (k == 0 || k == l.n || l.s[k] != ':') {
                         syntax_ok = false;

@@ -36,9 +36,10 @@ void glove_session_egress_init(struct glove_session_egress *e) {
 }
 
 /* In the helper process, forked by PID 1: nothing but the channel and the
- * listening socket, the agent's own lockdown, then accept-and-pass forever. */
-__attribute__((noreturn)) static void helper_main(int channel, int listen_fd) {
-        glove_proctitle_set("glove-egress");
+ * listening socket, the agent's own lockdown, then accept-and-pass forever.
+ * Shared by the egress proxy's helper and the MCP endpoint's (internal.h). */
+__attribute__((noreturn)) void glove_session_listener_helper(const char *title, int channel, int listen_fd) {
+        glove_proctitle_set(title);
         /* Move both above the target numbers first: either may be 3 or 4. */
         int c = fcntl(channel, F_DUPFD, 10), l = fcntl(listen_fd, F_DUPFD, 10);
         if (c < 0 || l < 0 || dup2(c, 3) < 0 || dup2(l, 4) < 0)
@@ -68,7 +69,7 @@ static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_erro
                 return glove_error_set(err, e, "egress.helper", "fork: %s", glove_errno_text(e));
         }
         if (pid == 0)
-                helper_main(cfg->pid1_fd, listen_fd);
+                glove_session_listener_helper("glove-egress", cfg->pid1_fd, listen_fd);
         close(listen_fd);
         return 0;
 }

@@ -55,3 +55,11 @@ struct glove_session_mcp {
 /* Adds the listener's helper to cfg (pid1_setup chained after egress's,
  * pid1_fd2 = fd, pid1_ctx = m). m must outlive the spawn. */
 void glove_session_mcp_setup(struct glove_session_mcp *m, int fd, uint16_t port, struct glove_sandbox_config *cfg);
+
+/* egress.c: the body of a listener helper forked by the sandbox's PID 1
+ * (the egress proxy's, the MCP endpoint's): keeps only channel (as fd 3)
+ * and listen_fd (as fd 4), takes title as its process title, installs the
+ * agent's egress lockdown and passes every accepted connection over the
+ * channel (glove_net_listener_run) until it fails. Never returns: exit 0
+ * when the channel closes, 1 on any failure. */
+__attribute__((noreturn)) void glove_session_listener_helper(const char *title, int channel, int listen_fd);

@@ -12,25 +12,9 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "glove/base/proctitle.h"
-#include "glove/container/seccomp.h"
 #include "glove/net/helper.h"
-
-__attribute__((noreturn)) static void helper_main(int channel, int listen_fd) {
-        glove_proctitle_set("glove-mcp-listen");
-        int c = fcntl(channel, F_DUPFD, 10), l = fcntl(listen_fd, F_DUPFD, 10);
-        if (c < 0 || l < 0 || dup2(c, 3) < 0 || dup2(l, 4) < 0)
-                _exit(1);
-        syscall(SYS_close_range, 5, ~0U, 0);
-        if (glove_sandbox_lockdown(&glove_seccomp_prebuilt_egress) < 0)
-                _exit(1);
-        struct glove_error err = {0};
-        _exit(glove_net_listener_run(3, 4, &err) < 0 ? 1 : 0);
-}
 
 /* In PID 1 (pid1_setup), after egress's own helper when there is one. */
 static int pid1_mcp(const struct glove_sandbox_config *cfg, struct glove_error *err) {
@@ -54,7 +38,7 @@ static int pid1_mcp(const struct glove_sandbox_config *cfg, struct glove_error *
                 return glove_error_set(err, e, "egress.helper", "fork: %s", glove_errno_text(e));
         }
         if (pid == 0)
-                helper_main(cfg->pid1_fd2, listen_fd);
+                glove_session_listener_helper("glove-mcp-listen", cfg->pid1_fd2, listen_fd);
         close(listen_fd);
         return 0;
 }
