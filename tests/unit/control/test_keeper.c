@@ -362,11 +362,18 @@ static bool jbool(const json_t *o, const char *key) {
         return json_is_true(v);
 }
 
-/* The status file, decoded (canonical, one object). */
+/* The status file, decoded (canonical, one object). The keeper writes its
+ * first one just after READY (gloved's gate does not wait for it), so a
+ * missing file is waited for, up to 10 s. */
 static json_t *read_status(struct rig *g) {
         _cleanup_free_ char *text = NULL;
         size_t n = 0;
-        assert_int_equal(glove_file_read_bounded(g->dir_fd, "s-1.status", 0, 1 << 20, &text, &n, NULL), 0);
+        int r;
+        for (int i = 0; (r = glove_file_read_bounded(g->dir_fd, "s-1.status", 0, 1 << 20, &text, &n, NULL)) == -ENOENT &&
+                        i < 1000;
+             i++)
+                usleep(10000);
+        assert_int_equal(r, 0);
         json_t *v = NULL;
         struct glove_error e = { 0 };
         if (glove_json_decode_canonical(text, n, 1 << 20, GLOVE_JSON_OBJECT_ONLY, &v, &e) < 0)
