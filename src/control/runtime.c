@@ -744,7 +744,16 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                         .add_mounts_ctx = s->launch,
                         .cwd = glove_supervisor_launch_cwd(s->launch),
                 };
-                glove_supervisor_launch_limits(s->launch, &d.limits);
+                struct glove_supervisor_limits pl;
+                glove_supervisor_launch_limits(s->launch, &pl);
+                d.limits = (struct glove_session_limits){
+                        .cpu_time_ms = pl.cpu_time_ms,
+                        .memory_bytes = pl.memory_bytes,
+                        .pids = pl.pids,
+                        .wall_time_ms = pl.wall_time_ms,
+                        .disk_bytes = pl.disk_bytes,
+                        .terminal_output_bytes = pl.terminal_output_bytes,
+                };
                 /* The keeper's run cgroup must go to gloved's pinned
                  * delegated parent (checked here too: still the same). */
                 glove_cgroup_host_pin(rt->o.cgroup_host, &d.cgroup_pin);

@@ -20,7 +20,6 @@
 #include "glove/base/path.h"
 #include "glove/container/mount_plan.h"
 #include "glove/net/rule.h"
-#include "glove/session/session.h"
 #include "glove/supervisor/lease.h"
 #include "glove/supervisor/prepare.h"
 #include "image.h"
@@ -398,7 +397,7 @@ static int cmp_mount(const void *a, const void *b) {
         return strcmp(((const struct sv_mount *)a)->target, ((const struct sv_mount *)b)->target);
 }
 
-static int get_limits(const json_t *root, struct glove_session_limits *out, struct glove_error *err) {
+static int get_limits(const json_t *root, struct glove_supervisor_limits *out, struct glove_error *err) {
         const json_t *lim = json_object_get(root, "limits");
         uint64_t v[SV_LIMIT_COUNT];
         for (size_t i = 0; i < SV_LIMIT_COUNT; i++) {
@@ -407,7 +406,7 @@ static int get_limits(const json_t *root, struct glove_session_limits *out, stru
                         return bad_plan(err, "limits");
                 v[i] = (uint64_t)json_integer_value(x);
         }
-        *out = (struct glove_session_limits){
+        *out = (struct glove_supervisor_limits){
                 .cpu_time_ms = v[SV_LIMIT_CPU_TIME_MS],
                 .memory_bytes = v[SV_LIMIT_MEMORY_BYTES],
                 .pids = v[SV_LIMIT_PIDS],
@@ -509,8 +508,8 @@ char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *
         return l ? l->envp : NULL;
 }
 
-void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_session_limits *out) {
-        *out = l ? l->limits : (struct glove_session_limits){ 0 };
+void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_supervisor_limits *out) {
+        *out = l ? l->limits : (struct glove_supervisor_limits){ 0 };
 }
 
 uint64_t glove_supervisor_launch_file_size_max(const struct glove_supervisor_launch *l) {

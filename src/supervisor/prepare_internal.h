@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 
-#include "glove/session/session.h"
 #include "glove/supervisor/adapter.h"
 #include "glove/supervisor/prepare.h"
 
@@ -43,7 +42,7 @@ struct glove_supervisor_launch {
         const struct sv_egress_policy *egress_policy;
         char **argv, **envp;
         size_t argc, envc;
-        struct glove_session_limits limits;
+        struct glove_supervisor_limits limits;
         struct glove_net_policy *egress;
         struct sv_mount *mounts;
         size_t n_mounts, cap_mounts;

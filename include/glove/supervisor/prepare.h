@@ -68,7 +68,6 @@
 #include "glove/supervisor/policy.h"
 
 struct glove_mount_plan;
-struct glove_session_limits;
 struct glove_net_policy;
 
 /* Largest mkfs.ext4 output kept for an error message, in bytes. */
@@ -229,8 +228,21 @@ char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *
  */
 uint64_t glove_supervisor_launch_file_size_max(const struct glove_supervisor_launch *l);
 
-/* The plan's six limits (units as struct glove_session_limits). */
-void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_session_limits *out);
+/* The plan's six limits (spec session-policy.md, the plan's "limits"), as
+ * the plan gives them: every one at least 1. The caller (gloved's runtime)
+ * hands them to the session engine (struct glove_session_limits has the
+ * same fields and units); the supervisor does not depend on the engine. */
+struct glove_supervisor_limits {
+        uint64_t cpu_time_ms;           /* CPU time of the whole tree, ms */
+        uint64_t memory_bytes;          /* memory of the whole tree, bytes */
+        uint64_t pids;                  /* processes and threads */
+        uint64_t wall_time_ms;          /* from release to end, ms */
+        uint64_t disk_bytes;            /* each private writable tmpfs, bytes */
+        uint64_t terminal_output_bytes; /* output relayed at most, bytes */
+};
+
+/* Copies the plan's six limits of l into *out (all 0 when l is NULL). */
+void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_supervisor_limits *out);
 
 /* Moves the egress policy out of l: NULL when offline or already taken; the
  * caller owns the result (glove_net_policy_free, then free). */

@@ -252,7 +252,7 @@ static void test_binding(void **state) {
         assert_string_equal(envp[1], "HOME=/home/agent");
         assert_string_equal(envp[2], "TERM=xterm-256color");
         assert_null(envp[3]);
-        struct glove_session_limits lim;
+        struct glove_supervisor_limits lim;
         glove_supervisor_launch_limits(l, &lim);
         assert_int_equal(lim.cpu_time_ms, 1000);
         assert_int_equal(lim.memory_bytes, 67108864);
