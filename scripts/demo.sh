@@ -7,10 +7,10 @@
 # read and write it, then has it try what a misbehaving agent would: read
 # /etc/shadow, read a file in your real home, write into /usr, open an
 # internet socket. Then `glove run`: a contained MCP client (built on
-# @modelcontextprotocol/sdk) uses server-filesystem, started by Glove on the
-# host over a demo directory; one tool call is allowed, one is refused by
-# policy before it reaches the server. Exit 0 when everything behaved as
-# expected, 1 otherwise.
+# @modelcontextprotocol/sdk) uses server-filesystem, which Glove starts in a
+# sandbox of its own that sees only node_modules and a demo directory; one
+# tool call is allowed, one is refused by policy before it reaches the
+# server. Exit 0 when everything behaved as expected, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -113,8 +113,9 @@ except OSError as e:
 
 # ---------------------------------------------------------------- glove run
 # The agent is now an MCP client; Glove is its MCP server and forwards only
-# the tool calls the policy allows to server-filesystem, which runs on the
-# host over $DEMO/data. The agent itself is granted nothing of $DEMO/data.
+# the tool calls the policy allows to server-filesystem, which runs in a
+# sandbox of its own over $DEMO/data (granted read-only, as is node_modules).
+# The agent itself is granted nothing of $DEMO/data.
 node=/usr/bin/node
 modules=$PWD/tests/node_modules
 fs_server=$modules/@modelcontextprotocol/server-filesystem/dist/index.js
@@ -130,6 +131,7 @@ else
         echo
         echo "$step. A contained MCP client uses server-filesystem on \$DEMO/data, allowed to read but not to write"
         echo "   $ glove run --upstream fs=node,server-filesystem,\$DEMO/data \\"
+        echo "         --upstream-ro fs:tests/node_modules --upstream-ro fs:\$DEMO/data \\"
         echo "         --allow fs.read_text_file --allow fs.list_directory --audit-log \$DEMO/audit.jsonl \\"
         echo "         -- node tests/agents/mcp-client.mjs  (lists tools, reads plan.txt, tries write_file)"
         scenario='[
@@ -140,6 +142,7 @@ else
         rc=0
         timeout --foreground -k 5 60 "$glove" run \
                 --upstream "fs=$node,$fs_server,$data" \
+                --upstream-ro "fs:$modules" --upstream-ro "fs:$data" \
                 --allow fs.read_text_file --allow fs.list_directory \
                 --audit-log "$work/audit.jsonl" \
                 --read "$modules" --read "$PWD/tests/agents" --write "$work/agent-out" \
