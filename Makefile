@@ -1,8 +1,14 @@
 # Glove: thin wrapper over meson + ninja.
 #   make         build build/glove (optimized, with debug info)
 #   make demo    build and run a contained program on a built-in example
-#   make check   normal build + ASan/UBSan debug build; unit and integration tests,
-#                then the agent CLI suite (make agents)
+#   make check   deps, the normal and the ASan/UBSan build, the layering check,
+#                unit tests, the integration matrix (each file in the cells
+#                tests/integration/matrix names, in parallel where safe), the
+#                package checks, make demo, the conformance suite, the agent
+#                CLI suite and the fuzz smoke; prints a table of stages
+#                (scripts/check.sh)
+#   make check-full  the same with every integration file in all four cells
+#                (normal and ASan builds, as root and as uid 65534)
 #   make conformance  the official MCP conformance suite against its reference
 #                server, directly and through glove run; prints the scenario
 #                table (tests/conformance/run.sh)
@@ -21,7 +27,7 @@ MESON      ?= meson
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build asan demo check conformance agents unit integration bench fuzz clean install uninstall
+.PHONY: all deps build asan demo check check-full conformance agents unit integration bench fuzz clean install uninstall
 
 all: build
 
@@ -43,8 +49,11 @@ asan: deps $(ASAN_BUILD)/build.ninja
 demo: build
 	@scripts/demo.sh $(BUILD)
 
-check: build asan
+check:
 	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+
+check-full:
+	@scripts/check.sh --full $(BUILD) $(ASAN_BUILD)
 
 conformance: build
 	@tests/conformance/run.sh $(BUILD)

@@ -8,7 +8,7 @@ packages=(
   build-essential pkg-config meson ninja-build clang libclang-rt-dev
   libseccomp-dev libjansson-dev libssl-dev libsystemd-dev libcmocka-dev
   bats bubblewrap hyperfine strace util-linux bsdutils procps curl e2fsprogs
-  python3 nodejs npm scdoc bash-completion zsh openssl jq
+  python3 nodejs npm scdoc bash-completion zsh openssl jq parallel
 )
 
 missing=()

@@ -93,7 +93,10 @@ def plan(out, tid, off):
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agents", "managed_agent.py")
 # template mode -> the aliases it may use
-PY_TEMPLATES = {"edit": ["keep", "ref", "src"], "many": ["keep", "src"], "count": ["keep", "ref", "src"]}
+# "many-eph" is "many" without the retained image, for a user who cannot
+# attach loop devices (uid 65534).
+PY_TEMPLATES = {"edit": ["keep", "ref", "src"], "many": ["keep", "src"], "many-eph": ["src"],
+                "count": ["keep", "ref", "src"]}
 for _m in ("cpu", "mem", "sleep", "fork", "flood", "disk", "burst", "echo", "noterm", "term", "brief"):
     PY_TEMPLATES[_m] = []
 PY_BASE = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 60000,
@@ -112,8 +115,9 @@ def pypolicy(out, host):
     src = open(AGENT).read()
     templates = []
     for mode, aliases in sorted(PY_TEMPLATES.items()):
-        # "many" is the 32-session template: it runs "brief".
-        launch = {"executable_path": "/usr/bin/python3", "arguments": ["-c", src, "brief" if mode == "many" else mode],
+        # "many" and "many-eph" are the 32-session templates: they run "brief".
+        launch = {"executable_path": "/usr/bin/python3",
+                  "arguments": ["-c", src, "brief" if mode.startswith("many") else mode],
                   "environment": ["PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"], "read_only_paths": []}
         templates.append({"runtime_template_id": "py-" + mode, "runtime_id": "pyrt",
                           "adapter_command_digest": launch_digest(launch), "sandbox_backend": "linux_production",
