@@ -72,8 +72,10 @@ self_cgroup() {
 # delegate_cgroups DIR: as root, make one cgroup per hierarchy, owned by uid
 # 65534, and list it in DIR/cgroups.
 #
-# v2 (when this process's cgroup2 cgroup can give memory, pids and cpu to a
-# child): DIR/cgroups gets D, delegated as systemd does with Delegate=yes
+# v2 (when the cgroup2 hierarchy's root offers memory, pids and cpu; the
+# root is the one cgroup that may hand controllers down while it holds
+# processes): DIR/cgroups gets D under that root, delegated as systemd does
+# with Delegate=yes
 # (D, cgroup.procs, cgroup.subtree_control and cgroup.threads owned by the
 # uid, the three controllers enabled in D's subtree_control) and D/runner,
 # the uid's leaf that the suite runs in; Glove's run cgroups then go beside
@@ -92,11 +94,10 @@ delegate_cgroups() {
         # Not "glove-…": that prefix names run cgroups (sweeps, leftover checks).
         name=nobody-it.$$.$RANDOM
         : >"$dir/cgroups"
-        local v2mnt v2cg
+        local v2mnt
         v2mnt=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
-        v2cg=$(self_cgroup "")
-        if [ -n "$v2mnt" ] && [ -n "$v2cg" ]; then
-                local parent=$v2mnt${v2cg%/}
+        if [ -n "$v2mnt" ] && [ -e "$v2mnt/cgroup.procs" ]; then
+                local parent=$v2mnt
                 local have
                 have=$(cat "$parent/cgroup.controllers" 2>/dev/null || true)
                 if [[ " $have " == *" memory "* && " $have " == *" pids "* && " $have " == *" cpu "* ]]; then

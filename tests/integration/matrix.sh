@@ -24,7 +24,8 @@
 # killed, counted as failed with its name, and the run goes on.
 #
 # Writes into DIR: CELL/FILE.tap (bats's TAP) and CELL/FILE.err (its
-# stderr) for every job, joblog.* (GNU parallel's job logs) and
+# stderr) for every job, CELL.skipped (the reason) for a cell this host
+# cannot run, joblog.* (GNU parallel's job logs) and
 # results.tsv, one line per job:
 #   cell  file  seconds  passed  failed  skipped  verdict  note
 # where verdict is ok, failed (a test failed, the plan is missing or does
@@ -178,6 +179,7 @@ for c in root unpriv asan asan-unpriv; do
         if [ $rc -eq 3 ]; then
                 echo "matrix.sh: the $c cell cannot run on this host: $why"
                 echo "$why" >"$work/$c.skip"
+                echo "$why" >"$logs/$c.skipped"
         elif [ $rc -ne 0 ]; then
                 echo "matrix.sh: could not prepare the $c cell (exit $rc)" >&2
                 exit 2
