@@ -188,12 +188,18 @@ start_fails() {
         if [ "$status" -eq 0 ]; then
                 # Preparation runs after start answered "preparing", and a
                 # failure inside the sandbox child (the copy) after
-                # "starting": the code is in the receipt and the store, the
-                # message on gloved's stderr.
-                local i
+                # "starting": the code is in the receipt and the store; a
+                # failure of gloved's own preparation also has its message
+                # on gloved's stderr (a keeper's does not). Wait for the
+                # message until the session is failed, and a second more.
+                local i failed_at=""
                 for i in $(seq 100); do
                         START_ERR=$(grep -F "session $1: " "$GD_ERR" | grep -F "$2" || true)
                         [ -n "$START_ERR" ] && break
+                        if [ -z "$failed_at" ] && [ "$(status_field "$1" 's["state"]')" = failed ]; then
+                                failed_at=$i
+                        fi
+                        [ -n "$failed_at" ] && [ $((i - failed_at)) -ge 10 ] && break
                         sleep 0.1
                 done
                 failed_cleanly "$1" "$2"

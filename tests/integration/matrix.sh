@@ -162,7 +162,7 @@ for s in parallel serial; do
 done
 
 # ------------------------------------------------------------ the cells
-work=$(mktemp -d /tmp/glove-matrix.XXXXXX)
+work=$(mktemp -d /tmp/glove-it.XXXXXX)
 chmod 0755 "$work"
 cleanup() {
         local c
