@@ -62,11 +62,9 @@ v1_mount() {
                 n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) { print $5; exit } }' /proc/self/mountinfo
 }
 
-# self_cgroup CONTROLLER|"": this process's cgroup in that v1 hierarchy, or
-# in the v2 hierarchy for "".
+# self_cgroup CONTROLLER: this process's cgroup in that v1 hierarchy.
 self_cgroup() {
-        awk -F: -v c="$1" '{ n = split($2, o, ","); if (c == "" && $1 == "0") { print $3; exit }
-                for (i = 1; i <= n; i++) if (c != "" && o[i] == c) { print $3; exit } }' /proc/self/cgroup
+        awk -F: -v c="$1" '{ n = split($2, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) { print $3; exit } }' /proc/self/cgroup
 }
 
 # delegate_cgroups DIR: as root, make one cgroup per hierarchy, owned by uid
