@@ -102,7 +102,14 @@ while [ $# -gt 0 ]; do
         --timeout) timeout_s=${2:?}; shift ;;
         --logs) logs=${2:?}; shift ;;
         --only) only+=("${2:?}"); shift ;;
-        --cells) keep_cells=",${2:?},"; shift ;;
+        --cells)
+                keep_cells=",${2:?},"
+                for x in ${2//,/ }; do
+                        case "$x" in root|unpriv|asan|asan-unpriv) ;;
+                        *) echo "matrix.sh: --cells: unknown cell $x (root, unpriv, asan, asan-unpriv)" >&2; exit 2 ;;
+                        esac
+                done
+                shift ;;
         -*) usage ;;
         *) break ;;
         esac
