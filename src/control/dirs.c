@@ -12,6 +12,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/path.h"
 
 int glove_control_dir_check(const struct stat *st, uid_t owner, const char *name, struct glove_error *err) {
@@ -114,31 +115,9 @@ int glove_control_dir_open_private(const char *path, uid_t owner, bool create, i
 
 int glove_control_file_replace(int dirfd, const char *name, const void *data, size_t len,
                                struct glove_error *err) {
-        char tmp[300];
-        uint8_t rnd[8];
-        char hex[17];
-        if (glove_digest_random(rnd, sizeof(rnd), err) < 0)
-                return -EIO;
-        glove_digest_hex_encode(rnd, sizeof(rnd), hex, sizeof(hex));
-        int n = snprintf(tmp, sizeof(tmp), ".%s.%s.tmp", name, hex);
-        if (n < 0 || (size_t)n >= sizeof(tmp))
-                return glove_error_set(err, ENAMETOOLONG, "dirs.write", "%s: name too long", name);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return glove_error_set(err, errno, "dirs.write", "%s: create: %s", name, strerror(errno));
-        int r = glove_fd_write_all(fd, data, len);
-        if (r == 0 && fchmod(fd, 0600) < 0)
-                r = -errno;
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dirfd, tmp, 0);
-                return glove_error_set(err, -r, "dirs.write", "%s: %s", name, strerror(-r));
-        }
-        if (fsync(dirfd) < 0)
-                return glove_error_set(err, errno, "dirs.write", "%s: fsync of the directory: %s", name,
-                                       strerror(errno));
+        struct glove_error e = { 0 };
+        int r = glove_file_replace(dirfd, name, data, len, 0600, GLOVE_FILE_REPLACE_SYNC_DIR, &e);
+        if (r < 0)
+                return glove_error_set(err, -r, "dirs.write", "%s", e.message);
         return 0;
 }

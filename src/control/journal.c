@@ -14,6 +14,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/control/dirs.h"
 
 #define SEAL_MAGIC "GLVSEAL1"
@@ -331,22 +332,9 @@ static int create_journal(const struct glove_control_journal_format *fmt, const 
         if (r < 0)
                 return io_error(err, r, "write seal", n->path);
         (void)unlinkat(dirfd, n->tmp, 0); /* a leftover of an interrupted creation; we hold the lock */
-        _cleanup_close_ int fd = openat(dirfd, n->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return io_error(err, -errno, "create", n->path);
-        r = glove_fd_write_all(fd, header, sizeof(header));
-        if (r == 0 && fchmod(fd, 0600) < 0)
-                r = -errno;
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dirfd, n->tmp, dirfd, n->base) < 0)
-                r = -errno;
-        if (r == 0 && fsync(dirfd) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dirfd, n->tmp, 0);
+        r = glove_file_replace(dirfd, n->base, header, sizeof(header), 0600, GLOVE_FILE_REPLACE_SYNC_DIR, NULL);
+        if (r < 0)
                 return io_error(err, r, "create", n->path);
-        }
         return 0;
 }
 

@@ -38,6 +38,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/json.h"
 #include "glove/base/time.h"
 #include "glove/control/runtime.h"
@@ -141,32 +142,17 @@ static int status_write(struct glove_keeper *k, bool sync_dir) {
                 glove_keeper_log(k, "status not written: %s", own ? e.message : "out of memory");
                 return -ENOMEM;
         }
-        char tmp[NAME_MAX_KEEPER], name[NAME_MAX_KEEPER];
-        snprintf(tmp, sizeof(tmp), "%s.status.tmp", k->stem);
+        char name[NAME_MAX_KEEPER];
         snprintf(name, sizeof(name), "%s.status", k->stem);
-        int r = 0;
-        /* A new file each time (whatever a crash left under the name goes). */
-        (void)unlinkat(FD_DIR, tmp, 0);
-        _cleanup_close_ int fd = openat(FD_DIR, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                r = -errno;
-        if (r == 0)
-                r = glove_fd_write_all(fd, text, len);
         /* Synced only at the end (sync_dir): the file must survive the
          * keeper's and gloved's deaths, which the page cache does; after a
          * host crash the boot id decides (host_restarted) and no status is
          * read. The end's outcome is synced all the same, off the agent's
          * path. */
-        if (r == 0 && sync_dir && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(FD_DIR, tmp, FD_DIR, name) < 0)
-                r = -errno;
-        if (r == 0 && sync_dir && fsync(FD_DIR) < 0)
-                r = -errno;
+        int r = glove_file_replace(FD_DIR, name, text, len, 0600,
+                                   sync_dir ? GLOVE_FILE_REPLACE_SYNC_DIR : GLOVE_FILE_REPLACE_NO_SYNC, NULL);
         if (r < 0) {
                 glove_keeper_log(k, "status not written: %s", strerror(-r));
-                if (fd >= 0)
-                        (void)unlinkat(FD_DIR, tmp, 0);
                 return r;
         }
         k->written = u;

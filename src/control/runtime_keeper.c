@@ -23,6 +23,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/json.h"
 #include "glove/base/time.h"
 #include "glove/container/grant.h"
@@ -379,10 +380,12 @@ void rt_keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, c
         int dfd = openat(cfg->materialization_root_fd, "keepers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return;
-        static const char *const ext[] = { "sock", "status", "status.tmp", "binding", "binding.new", "log" };
+        static const char *const ext[] = { "sock", "status", "binding", "log" };
         char name[64];
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(ext) - (keep_log ? 1 : 0); i++) {
                 snprintf(name, sizeof(name), "%s.%s", stem, ext[i]);
+                if (strcmp(ext[i], "status") == 0 || strcmp(ext[i], "binding") == 0)
+                        (void)glove_file_replace_sweep(dfd, name); /* a writer's leftover temporary */
                 (void)unlinkat(dfd, name, 0);
         }
         close(dfd);
@@ -631,21 +634,15 @@ static int binding_write(struct rt_session *s, struct glove_error *err) {
         if (dfd < 0)
                 return dfd;
         _cleanup_close_ int dir = dfd;
-        char name[64], tmp[72];
+        char name[64];
         snprintf(name, sizeof(name), "%s.binding", s->stem);
-        snprintf(tmp, sizeof(tmp), "%s.binding.new", s->stem);
-        (void)unlinkat(dir, tmp, 0);
-        _cleanup_close_ int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return glove_error_set(err, errno, "keeper.binding", "%s: %s", tmp, strerror(errno));
         /* Not synced: an adopting gloved needs it after gloved's death (the
          * page cache keeps it); after a host crash the session is
          * host_restarted and its receipt carries no binding. */
-        if (glove_fd_write_all(fd, text, n) < 0 || renameat(dir, tmp, dir, name) < 0) {
-                int e = errno ? errno : EIO;
-                (void)unlinkat(dir, tmp, 0);
-                return glove_error_set(err, e, "keeper.binding", "%s: %s", name, strerror(e));
-        }
+        struct glove_error e = { 0 };
+        r = glove_file_replace(dir, name, text, n, 0600, GLOVE_FILE_REPLACE_NO_SYNC, &e);
+        if (r < 0)
+                return glove_error_set(err, -r, "keeper.binding", "%s", e.message);
         return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/path.h"
 
 /* dst = normalize(base + "/" + rel + "/glove"), or an error. */
@@ -74,33 +75,10 @@ int glove_host_file_write_atomic(int dirfd, const char *name, const void *data, 
 
 int glove_host_file_write_atomic_mode(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
                                       bool replace, struct glove_error *err) {
-        char tmp[300], hex[17];
-        uint8_t rnd[8];
-        if (glove_digest_random(rnd, sizeof(rnd), err) < 0)
-                return -EIO;
-        glove_digest_hex_encode(rnd, sizeof(rnd), hex, sizeof(hex));
-        int n = snprintf(tmp, sizeof(tmp), ".%s.%s.tmp", name, hex);
-        if (n < 0 || (size_t)n >= sizeof(tmp))
-                return glove_error_set(err, ENAMETOOLONG, "host.write", "%s: name too long", name);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return glove_error_set(err, errno, "host.write", "%s: cannot create a temporary file: %s", name,
-                                       strerror(errno));
-        int r = glove_fd_write_all(fd, data, len);
-        if (r == 0 && fchmod(fd, mode & 0777) < 0)
-                r = -errno;
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat2(dirfd, tmp, dirfd, name, replace ? 0 : RENAME_NOREPLACE) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dirfd, tmp, 0);
-                if (r == -EEXIST)
-                        return glove_error_set(err, EEXIST, "host.exists", "%s exists already; not replaced", name);
-                return glove_error_set(err, -r, "host.write", "%s: %s", name, strerror(-r));
-        }
-        if (fsync(dirfd) < 0)
-                return glove_error_set(err, errno, "host.write", "%s: fsync of the directory: %s", name,
-                                       strerror(errno));
+        struct glove_error e = { 0 };
+        int r = glove_file_replace(dirfd, name, data, len, mode & 0777,
+                                   GLOVE_FILE_REPLACE_SYNC_DIR | (replace ? 0 : GLOVE_FILE_REPLACE_NOREPLACE), &e);
+        if (r < 0)
+                return glove_error_set(err, -r, r == -EEXIST ? "host.exists" : "host.write", "%s", e.message);
         return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/number.h"
 #include "glove/base/time.h"
 
@@ -32,20 +33,12 @@ int glove_run_status_write(int dirfd, const char *path, const char *shown, const
         struct stat existing;
         if (fstatat(dirfd, path, &existing, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(existing.st_mode))
                 return glove_error_set(err, EINVAL, "status.file_type", "--status-json %s: exists and is not a regular file", shown);
-        _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
-                return glove_error_set(err, ENOMEM, "status.write", "out of memory");
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return glove_error_set(err, errno, "status.write", "--status-json %s: %s", shown, strerror(errno));
-        int r = glove_fd_write_all(fd, text, strlen(text));
-        if (r == 0)
-                r = glove_fd_write_all(fd, "\n", 1);
-        if (r == 0 && renameat(dirfd, tmp, dirfd, path) < 0)
-                r = -errno;
-        if (r < 0) {
-                unlinkat(dirfd, tmp, 0);
-                return glove_error_set(err, -r, "status.write", "--status-json %s: %s", shown, strerror(-r));
-        }
+        size_t n = strlen(text);
+        text[n] = '\n'; /* json_dumps's NUL becomes the line's end */
+        struct glove_error e = { 0 };
+        int r = glove_file_replace(dirfd, path, text, n + 1, 0600, 0, &e);
+        text[n] = '\0';
+        if (r < 0)
+                return glove_error_set(err, -r, "status.write", "--status-json %s: %s", shown, glove_errno_text(-r));
         return 0;
 }

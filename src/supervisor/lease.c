@@ -18,6 +18,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/json.h"
 #include "glove/supervisor/lease.h"
 #include "internal.h"
@@ -121,24 +122,9 @@ static int take_lock(int dirfd, const char *handle, bool create, int *out, struc
 /* Replaces dirfd/name by a new file (0600) holding data, fsync'd. */
 static int replace_file(int dirfd, const char *name, const void *data, size_t len, const char *handle,
                         struct glove_error *err) {
-        char tmp[NAME_MAX + 1];
-        snprintf(tmp, sizeof(tmp), ".%.200s.tmp", name);
-        (void)unlinkat(dirfd, tmp, 0);
-        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return store_err(err, errno, handle, name);
-        int r = glove_fd_write_all(fd, data, len);
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-                r = -errno;
-        if (r == 0 && fsync(dirfd) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dirfd, tmp, 0);
-                return store_err(err, -r, handle, name);
-        }
-        return 0;
+        struct glove_error e = { 0 };
+        int r = glove_file_replace(dirfd, name, data, len, 0600, GLOVE_FILE_REPLACE_SYNC_DIR, &e);
+        return r < 0 ? store_err(err, -r, handle, name) : 0;
 }
 
 /* ---- the source ---- */
@@ -485,10 +471,10 @@ static bool handle_in_policy(const struct glove_supervisor_policy *p, const char
         return false;
 }
 
-/* The files of a lease directory (lease.h) and their temporary names. */
+/* The files of a lease directory (lease.h); their temporaries are swept. */
 /* The lock goes last: while it exists, a start that opens the lease meets
  * the sweep's lock (lease.busy) rather than making a new lock file. */
-static const char *const lease_files[] = { "record", "live", ".record.tmp", ".live.tmp", "lock", NULL };
+static const char *const lease_files[] = { "record", "live", "lock", NULL };
 
 /* Removes the versions (names of 64 hex digits, and their temporary
  * names) in vfd; nothing else. */
@@ -504,9 +490,8 @@ static void remove_versions(int vfd) {
         while ((e = readdir(d))) {
                 char hex[HEX_LEN + 1];
                 const char *n = e->d_name;
-                if (n[0] == '.' && strlen(n) == HEX_LEN + 5 && strcmp(n + HEX_LEN + 1, ".tmp") == 0) {
-                        memcpy(hex, n + 1, HEX_LEN);
-                        hex[HEX_LEN] = '\0';
+                if (glove_file_replace_temp_target(n, hex, sizeof(hex))) {
+                        /* a temporary of version hex */
                 } else {
                         if (strlen(n) != HEX_LEN)
                                 continue;
@@ -530,8 +515,10 @@ static int remove_lease(int root, const char *h, struct glove_error *err) {
                 if (unlinkat(dirfd, "versions", AT_REMOVEDIR) < 0)
                         return store_err(err, errno, h, "versions");
         }
-        for (size_t i = 0; lease_files[i]; i++)
+        for (size_t i = 0; lease_files[i]; i++) {
+                (void)glove_file_replace_sweep(dirfd, lease_files[i]);
                 (void)unlinkat(dirfd, lease_files[i], 0);
+        }
         if (unlinkat(root, h, AT_REMOVEDIR) < 0)
                 return store_err(err, errno, h, "remove");
         return 0;

@@ -48,9 +48,9 @@ int glove_control_dir_check(const struct stat *st, uid_t owner, const char *name
 int glove_control_file_check(int fd, uid_t owner, const char *name, const char *code, struct glove_error *err);
 
 /*
- * Writes data[0..len) durably to dirfd/name with mode 0600: to a temporary
- * name created with O_EXCL, fsync, renameat over name, fsync of the
- * directory. dirfd must be readable (not O_PATH). Errors: dirs.write (-errno).
+ * Writes data[0..len) durably to dirfd/name with mode 0600:
+ * glove_file_replace (glove/base/file.h) with the directory synced.
+ * Errors: dirs.write (-errno), with glove_file_replace's message.
  */
 int glove_control_file_replace(int dirfd, const char *name, const void *data, size_t len,
                                struct glove_error *err);

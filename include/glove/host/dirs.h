@@ -51,12 +51,11 @@ int glove_host_dirs_from_env(struct glove_host_dirs *out, struct glove_error *er
 #include <sys/types.h>
 
 /*
- * Writes data[0..len) to dirfd/name with mode 0600, atomically: a temporary
- * ".NAME.<random>.tmp" created O_EXCL|O_NOFOLLOW, written, fsync'd, renamed
- * onto name, then the directory fsync'd. With replace false the rename is
- * renameat2(RENAME_NOREPLACE): an existing name is never overwritten
- * (-EEXIST). dirfd must be readable (not O_PATH). On failure the temporary
- * file is removed. Errors: host.write (-errno), -EEXIST host.exists.
+ * Writes data[0..len) to dirfd/name with mode 0600, atomically and durably:
+ * glove_file_replace (glove/base/file.h) with the directory synced. With
+ * replace false an existing name is never overwritten (-EEXIST). On failure
+ * no temporary file is left. Errors: host.write (-errno), -EEXIST
+ * host.exists, with glove_file_replace's message.
  * glove_host_file_write_atomic_mode is the same with the final mode given
  * (permission bits only, e.g. 0644 for a systemd unit).
  */
