@@ -117,7 +117,7 @@ void glove_control_runtime_set_loop(struct glove_control_runtime *rt, sd_event *
         for (struct rt_session *s = rt->sessions; s; s = s->next) {
                 struct glove_error e = { 0 };
                 if (s->adopted && s->kfd >= 0 && !s->ksrc && rt_link_attach(s, &e) < 0)
-                        fprintf(stderr, "gloved: session %s: %s: %s\n", s->id, e.code, e.message);
+                        RT_LOG(s, GLOVE_LOG_WARNING, e.code, "session %s: %s: %s", s->id, e.code, e.message);
         }
 }
 
@@ -354,8 +354,8 @@ static json_t *receipt_that_fits(struct rt_session *s, struct glove_control_rece
         if (f->launch_binding)
                 (void)glove_json_encode_canonical(f->launch_binding, &benc, &blen, NULL);
         json_t *o = json_pack("{s:I}", "omitted_bytes", (json_int_t)blen);
-        fprintf(stderr, "gloved: session %s: its receipt would be %zu bytes: its launch binding (%zu bytes) is omitted\n",
-                s->id, len, blen);
+        RT_LOG(s, GLOVE_LOG_WARNING, "receipts.binding_omitted",
+               "session %s: its receipt would be %zu bytes: its launch binding (%zu bytes) is omitted", s->id, len, blen);
         if (!o)
                 return NULL;
         json_decref(s->binding);
@@ -386,8 +386,9 @@ void rt_finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
         uint64_t seq = 0;
         if (!receipt || glove_control_receipts_append(rt->o.receipts, "session.terminal", s->id, receipt, f->ended_at_ms,
                                                       &seq, &e) < 0)
-                fprintf(stderr, "gloved: session %s: the terminal receipt could not be appended: %s: %s\n", s->id,
-                        e.code ? e.code : "receipts.io", e.message);
+                RT_LOG(s, GLOVE_LOG_ERROR, e.code ? e.code : "receipts.io",
+                       "session %s: the terminal receipt could not be appended: %s: %s", s->id,
+                       e.code ? e.code : "receipts.io", e.message);
         s->receipt_seq = seq;
         json_decref(s->termination);
         s->termination = receipt ? json_incref(json_object_get(receipt, "termination")) : NULL;
@@ -404,12 +405,12 @@ void rt_finish(struct rt_session *s, struct glove_control_receipt_facts *f) {
             transition(rt, s->id, GLOVE_CONTROL_SESSION_STOPPING, "session.ended", &te) < 0)
                 failed = true, reason = te.code ? te.code : "store.transition";
         if (transition(rt, s->id, failed ? GLOVE_CONTROL_SESSION_FAILED : GLOVE_CONTROL_SESSION_EXITED, reason, &te) < 0)
-                fprintf(stderr, "gloved: session %s: the terminal transition could not be recorded: %s: %s\n", s->id,
-                        te.code, te.message);
+                RT_LOG(s, GLOVE_LOG_ERROR, te.code ? te.code : "store.transition",
+                       "session %s: the terminal transition could not be recorded: %s: %s", s->id, te.code, te.message);
         struct glove_error le = { 0 };
         if (s->launch ? glove_supervisor_launch_release(s->launch, &le) < 0
                       : glove_supervisor_release_leftovers(rt->o.config, s->id, st->plan, st->plan_len, &le) < 0)
-                fprintf(stderr, "gloved: session %s: %s: %s\n", s->id, le.code, le.message);
+                RT_LOG(s, GLOVE_LOG_WARNING, le.code, "session %s: %s: %s", s->id, le.code, le.message);
         if (s->live) {
                 s->live = false;
                 rt->live--;
@@ -775,8 +776,8 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                 free(egress);
         }
         if (r < 0) {
-                fprintf(stderr, "gloved: session %s: the start failed: %s: %s\n", s->id, e.code ? e.code : "start.failed",
-                        e.message);
+                RT_LOG(s, GLOVE_LOG_WARNING, e.code ? e.code : "start.failed", "session %s: the start failed: %s: %s",
+                       s->id, e.code ? e.code : "start.failed", e.message);
                 bool linked = s->kfd >= 0;
                 if (linked) /* the keeper is told to end what it started */
                         (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);

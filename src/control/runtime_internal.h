@@ -16,11 +16,17 @@
 #include <systemd/sd-event.h>
 
 #include "glove/audit/log.h"
+#include "glove/base/log.h"
 #include "glove/control/keeper.h"
 #include "glove/control/runtime.h"
 #include "glove/control/server.h"
 #include "glove/session/session.h"
 #include "glove/supervisor/prepare.h"
+
+/* Logs a line about session s (struct rt_session *) on gloved's log, with
+ * its session_id field. */
+#define RT_LOG(s, level, code, ...) \
+        glove_log((s)->rt->o.log, level, code, GLOVE_LOG_FIELDS({ "session_id", (s)->id }), __VA_ARGS__)
 
 struct rt_session;
 

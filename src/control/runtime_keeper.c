@@ -230,9 +230,9 @@ bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
         }
         case GLOVE_KEEPER_WARNING: {
                 _cleanup_json_ json_t *o = rt_json_object(p, n);
-                fprintf(stderr, "gloved: session %s: warning: %s: %s\n", s->id,
-                        o ? json_string_value(json_object_get(o, "code")) ?: "?" : "?",
-                        o ? json_string_value(json_object_get(o, "message")) ?: "" : "");
+                RT_LOG(s, GLOVE_LOG_WARNING, "keeper.warning", "session %s: warning: %s: %s", s->id,
+                       o ? json_string_value(json_object_get(o, "code")) ?: "?" : "?",
+                       o ? json_string_value(json_object_get(o, "message")) ?: "" : "");
                 return true;
         }
         case GLOVE_KEEPER_STATE: {
@@ -282,8 +282,8 @@ bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
                 return false;
         }
         default:
-                fprintf(stderr, "gloved: session %s: the keeper sent an unknown message (type %d)\n", s->id,
-                        (int)(unsigned char)type);
+                RT_LOG(s, GLOVE_LOG_WARNING, "keeper.unknown_message",
+                       "session %s: the keeper sent an unknown message (type %d)", s->id, (int)(unsigned char)type);
                 return true;
         }
 }
@@ -307,7 +307,8 @@ static int on_link(sd_event_source *src, int fd, uint32_t revents, void *userdat
                 if (n < 0 && errno != ECONNRESET && errno != EPIPE && errno != ENOTCONN) {
                         /* ENOBUFS, ENOMEM: not the keeper's end; the next
                          * wake-up tries again. */
-                        fprintf(stderr, "gloved: session %s: reading its keeper: %s\n", s->id, strerror(errno));
+                        RT_LOG(s, GLOVE_LOG_WARNING, "keeper.read", "session %s: reading its keeper: %s", s->id,
+                               strerror(errno));
                         return 0;
                 }
                 if (n <= 0) {
@@ -315,7 +316,8 @@ static int on_link(sd_event_source *src, int fd, uint32_t revents, void *userdat
                         return 0;
                 }
                 if ((size_t)n > sizeof(rt_link_buf)) {
-                        fprintf(stderr, "gloved: session %s: a keeper message of %zd bytes was refused\n", s->id, n);
+                        RT_LOG(s, GLOVE_LOG_WARNING, "keeper.message_too_large",
+                               "session %s: a keeper message of %zd bytes was refused", s->id, n);
                         continue;
                 }
                 if (!rt_link_message(s, rt_link_buf, (size_t)n))
@@ -560,8 +562,9 @@ static bool keeper_relink(struct rt_session *s) {
                 rt_link_close(s);
                 return false;
         }
-        fprintf(stderr, "gloved: session %s: keeper.relinked: its channel ended, the keeper (pid %d) lives: linked again\n",
-                s->id, (int)s->keeper_pid);
+        RT_LOG(s, GLOVE_LOG_NOTICE, "keeper.relinked",
+               "session %s: keeper.relinked: its channel ended, the keeper (pid %d) lives: linked again", s->id,
+               (int)s->keeper_pid);
         return true;
 }
 
@@ -609,8 +612,8 @@ void rt_keeper_lost(struct rt_session *s) {
         }
         if (lfd >= 0)
                 close(lfd);
-        fprintf(stderr, "gloved: session %s: keeper.lost: its keeper (pid %d) ended without an outcome%s%.*s\n", s->id,
-                (int)s->keeper_pid, loglen ? "; the end of its log: " : "", (int)loglen, log);
+        RT_LOG(s, GLOVE_LOG_WARNING, "keeper.lost", "session %s: keeper.lost: its keeper (pid %d) ended without an outcome%s%.*s",
+               s->id, (int)s->keeper_pid, loglen ? "; the end of its log: " : "", (int)loglen, log);
         rt_keep_transcript(s);
         free(s->mir);
         s->mir = NULL;
@@ -736,7 +739,8 @@ static void keeper_ready(struct rt_session *s, const json_t *id) {
         s->released = true;
         return;
 fail:
-        fprintf(stderr, "gloved: session %s: not released: %s: %s\n", s->id, e.code, e.message);
+        RT_LOG(s, GLOVE_LOG_WARNING, e.code ? e.code : "start.failed", "session %s: not released: %s: %s", s->id,
+               e.code, e.message);
         snprintf(s->fail_code, sizeof(s->fail_code), "%s", e.code ? e.code : "start.failed");
         /* Aborting before release ends in ENDED with released false:
          * start_failed. Keep the code for the receipt. */

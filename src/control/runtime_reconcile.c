@@ -38,14 +38,16 @@
 
 /* ---- reconciliation at start (docs/recovery.md) ---- */
 
-static void reconcile_log(const char *id, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void reconcile_log(const char *id, const char *code, const char *fmt, ...) {
+static void reconcile_log(struct glove_control_runtime *rt, const char *id, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void reconcile_log(struct glove_control_runtime *rt, const char *id, const char *code, const char *fmt, ...) {
         char msg[512];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        fprintf(stderr, "gloved: reconcile: %s: %s: %s\n", id, code, msg);
+        glove_log(rt->o.log, GLOVE_LOG_NOTICE, code, GLOVE_LOG_FIELDS({ "session_id", id }), "reconcile: %s: %s: %s", id,
+                  code, msg);
 }
 
 /* Where a recorded mount of a retained image still is what was recorded:
@@ -85,10 +87,10 @@ static int reconcile_end(struct glove_control_runtime *rt, const struct glove_co
         const json_t *mats = json_object_get(identity, "materializations");
         if (!mats || mounts_match(cfg, st->session_id, mats)) {
                 if (cfg && glove_supervisor_release_leftovers(cfg, st->session_id, st->plan, st->plan_len, &le) < 0)
-                        fprintf(stderr, "gloved: session %s: leftover mounts: %s: %s\n", st->session_id, le.code,
-                                le.message);
+                        glove_log(rt->o.log, GLOVE_LOG_WARNING, le.code, GLOVE_LOG_FIELDS({ "session_id", st->session_id }),
+                                  "session %s: leftover mounts: %s: %s", st->session_id, le.code, le.message);
         } else {
-                reconcile_log(st->session_id, "reconcile.materialization_mismatch",
+                reconcile_log(rt, st->session_id, "reconcile.materialization_mismatch",
                               "a mount under the materialization root is not the one recorded: left alone");
         }
         bool appended;
@@ -226,7 +228,7 @@ static int adopt(struct glove_control_runtime *rt, const struct glove_control_se
                 s->binding = NULL;
         }
         if (!s->binding) {
-                reconcile_log(s->id, "reconcile.binding_unavailable",
+                reconcile_log(rt, s->id, "reconcile.binding_unavailable",
                               "the launch binding file is missing or does not match its recorded digest");
                 s->binding = json_pack("{s:s}", "omitted", "binding.unavailable");
                 s->binding_digest[0] = '\0';
@@ -255,7 +257,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         if (glove_control_receipts_find(rt->o.receipts, "session.terminal", id, &seq, NULL) == 1) {
                 /* gloved ended between the receipt and the terminal
                  * transition: never a second receipt. */
-                reconcile_log(id, "reconcile.receipt_present", "receipt %llu is there; the terminal transition is recorded",
+                reconcile_log(rt, id, "reconcile.receipt_present", "receipt %llu is there; the terminal transition is recorded",
                               (unsigned long long)seq);
                 if (cfg)
                         abort_later(rt, stem);
@@ -266,7 +268,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         if (st->state == GLOVE_CONTROL_SESSION_PREPARING || st->state == GLOVE_CONTROL_SESSION_STARTING) {
                 if (cfg)
                         abort_later(rt, stem);
-                reconcile_log(id, "reconcile.start_interrupted", "gloved ended while the session was %s; it never started",
+                reconcile_log(rt, id, "reconcile.start_interrupted", "gloved ended while the session was %s; it never started",
                               glove_control_session_state_name(st->state));
                 f.termination = GLOVE_CONTROL_TERM_START_FAILED;
                 f.started_at_ms = -1;
@@ -274,21 +276,21 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                 return reconcile_end(rt, st, identity, &f, "service.restarted", err);
         }
         if (!identity || !cfg) {
-                reconcile_log(id, "reconcile.no_identity", "no runtime identity was recorded: its sandbox is not looked for");
+                reconcile_log(rt, id, "reconcile.no_identity", "no runtime identity was recorded: its sandbox is not looked for");
                 f.code = "service.restarted";
                 return reconcile_end(rt, st, identity, &f, "service.restarted", err);
         }
         const char *rec_boot = json_string_value(json_object_get(identity, "boot_id"));
         if (!rec_boot || strcmp(rec_boot, boot) != 0) {
-                reconcile_log(id, "reconcile.host_restarted", "recorded boot %s, this boot %s: nothing of it runs",
+                reconcile_log(rt, id, "reconcile.host_restarted", "recorded boot %s, this boot %s: nothing of it runs",
                               rec_boot ? rec_boot : "?", boot);
                 json_t *frozen = NULL;
                 struct glove_error fe = { 0 };
                 if (glove_supervisor_freeze_retained(cfg, id, json_object_get(identity, "materializations"), &frozen,
                                                      &fe) < 0)
-                        reconcile_log(id, fe.code ? fe.code : "materialize.freeze", "%s", fe.message);
+                        reconcile_log(rt, id, fe.code ? fe.code : "materialize.freeze", "%s", fe.message);
                 for (size_t i = 0; i < json_array_size(frozen); i++)
-                        reconcile_log(id, "reconcile.frozen", "retained image %s mounted read-only for inspection",
+                        reconcile_log(rt, id, "reconcile.frozen", "retained image %s mounted read-only for inspection",
                                       json_string_value(json_array_get(frozen, i)));
                 json_decref(frozen);
                 f.code = "host_restarted";
@@ -319,7 +321,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                 const char *why = NULL;
                 if (!identity_live(identity, &why)) {
                         close(fd);
-                        reconcile_log(id, "reconcile.identity_mismatch", "%s; nothing was signalled", why);
+                        reconcile_log(rt, id, "reconcile.identity_mismatch", "%s; nothing was signalled", why);
                         f.code = "identity.mismatch";
                         return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
                 }
@@ -339,18 +341,18 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                         struct rt_session tmp = { .rt = rt, .started_at_ms = rt_released_at(st),
                                                   .stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING };
                         rt_outcome_facts(&tmp, sout, &f);
-                        reconcile_log(id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
+                        reconcile_log(rt, id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
                                       glove_control_termination_name(f.termination));
                         return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
                 }
-                reconcile_log(id, "reconcile.identity_mismatch",
+                reconcile_log(rt, id, "reconcile.identity_mismatch",
                               "the keeper's pid %d belongs to another process (start time differs); nothing was signalled",
                               (int)kpid);
                 f.code = "identity.mismatch";
                 return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
         }
         if (keeper_same) {
-                reconcile_log(id, "reconcile.identity_mismatch",
+                reconcile_log(rt, id, "reconcile.identity_mismatch",
                               "the keeper %d lives but its socket does not answer as it; nothing was signalled", (int)kpid);
                 f.code = "identity.mismatch";
                 return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
@@ -362,7 +364,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
                                   .stopping = st->state == GLOVE_CONTROL_SESSION_STOPPING };
         if (json_is_object(out)) {
                 rt_outcome_facts(&tmp, out, &f);
-                reconcile_log(id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
+                reconcile_log(rt, id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
                               glove_control_termination_name(f.termination));
                 return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
         }
@@ -372,7 +374,7 @@ static int reconcile_one(struct glove_control_runtime *rt, const struct glove_co
         f.output_bytes = rt_jint(u, "output_bytes");
         f.peak_memory_bytes = rt_jint(u, "peak_memory_bytes");
         f.wall_time_ms = rt_jint(u, "wall_time_ms");
-        reconcile_log(id, "reconcile.keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
+        reconcile_log(rt, id, "reconcile.keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
         return reconcile_end(rt, st, identity, &f, "keeper.lost", err);
 }
 
@@ -428,7 +430,7 @@ static void reconcile_orphans(struct glove_control_runtime *rt) {
                         continue; /* a session the reconciler kept as it is (an error stopped it) */
                 abort_later(rt, stems[i]);
                 rt_keeper_files_remove(cfg, stems[i], false);
-                reconcile_log(st ? st->session_id : stems[i], "reconcile.orphan_removed",
+                reconcile_log(rt, st ? st->session_id : stems[i], "reconcile.orphan_removed",
                               "keeper files of a session that is %s were removed",
                               st ? glove_control_session_state_name(st->state) : "unknown");
         }
@@ -479,14 +481,14 @@ static void adopt_wait(struct glove_control_runtime *rt) {
                 s->adopt_told = true;
                 const char *code = json_string_value(json_object_get(s->termination, "code"));
                 if (s->ended)
-                        reconcile_log(s->id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
+                        reconcile_log(rt, s->id, code && strcmp(code, "keeper.lost") == 0 ? "reconcile.keeper_lost"
                                                                                       : "reconcile.ended_while_down",
                                       "the keeper %d held the end of the session (receipt %llu)", (int)s->keeper_pid,
                                       (unsigned long long)s->receipt_seq);
                 else if (s->released_on_adopt)
-                        reconcile_log(s->id, "reconcile.released", "recorded running but never released: released now");
+                        reconcile_log(rt, s->id, "reconcile.released", "recorded running but never released: released now");
                 else
-                        reconcile_log(s->id, "reconcile.adopted", "keeper %d%s", (int)s->keeper_pid,
+                        reconcile_log(rt, s->id, "reconcile.adopted", "keeper %d%s", (int)s->keeper_pid,
                                       s->stated ? "" : " (its state comes later: it is slow to answer)");
                 if (!s->ended && s->stopping)
                         /* gloved ended after recording stopping, maybe before

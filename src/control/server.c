@@ -20,6 +20,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
+#include "glove/base/log.h"
 #include "glove/control/frame.h"
 #include "glove/control/peerns.h"
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
@@ -159,7 +160,8 @@ static void handle(struct glove_control_conn *c, const uint8_t *payload, size_t 
         int r = glove_control_request_parse(payload, len, &root, &req, &e);
         if (c->ns_code && !(c->ns_needs_proof && c->ns_proven)) { /* whatever was sent, the secret included */
                 if (c->ns_needs_proof)
-                        fprintf(stderr, "gloved: connection refused: %s: %s\n", c->ns_code, c->ns_message);
+                        glove_log(c->srv->o->log, GLOVE_LOG_WARNING, c->ns_code, NULL, "connection refused: %s: %s",
+                                  c->ns_code, c->ns_message);
                 return refuse(c, glove_control_request_id(root), c->ns_code, c->ns_message);
         }
         if (r < 0)
@@ -369,7 +371,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct glove_control_conn *c = userdata;
         /* A whole frame still buffered waits for the peer to read the
          * previous responses: that is a send stall, not a frame one. */
-        fprintf(stderr, "gloved: connection dropped: %s deadline passed\n",
+        glove_log(c->srv->o->log, GLOVE_LOG_WARNING, "conn.deadline", NULL, "connection dropped: %s deadline passed",
                 !c->authed ? "authentication"
                            : (c->out.len || frame_ready(c) ? "send" : (c->in.len ? "frame" : "idle")));
         conn_free(c);
@@ -444,13 +446,15 @@ static void accept_one(struct server *s, int fd) {
         socklen_t len = sizeof(cred);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
             cred.uid != s->o->uid) {
-                fprintf(stderr, "gloved: connection refused: peer uid %d is not the service uid %u\n",
+                glove_log(s->o->log, GLOVE_LOG_WARNING, "auth.foreign_uid", NULL,
+                          "connection refused: peer uid %d is not the service uid %u",
                         len == sizeof(cred) ? (int)cred.uid : -1, (unsigned)s->o->uid);
                 close(fd);
                 return;
         }
         if (s->n_conns >= s->o->max_connections) {
-                fprintf(stderr, "gloved: connection refused: %u connections open\n", s->n_conns);
+                glove_log(s->o->log, GLOVE_LOG_WARNING, "conn.too_many", NULL, "connection refused: %u connections open",
+                          s->n_conns);
                 close(fd);
                 return;
         }
@@ -474,7 +478,7 @@ static void accept_one(struct server *s, int fd) {
                  * and logged here; nothing else of the request is looked at. */
                 c->ns_code = e.code;
                 snprintf(c->ns_message, sizeof(c->ns_message), "%s", e.message);
-                fprintf(stderr, "gloved: connection refused: %s: %s\n", e.code, e.message);
+                glove_log(s->o->log, GLOVE_LOG_WARNING, e.code, NULL, "connection refused: %s: %s", e.code, e.message);
         }
         glove_buffer_init(&c->in, IN_MAX);
         glove_buffer_init(&c->out, OUT_MAX);
@@ -498,7 +502,8 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                         if (errno == EINTR || errno == ECONNABORTED)
                                 continue;
                         if (errno != EAGAIN && errno != EWOULDBLOCK)
-                                fprintf(stderr, "gloved: accept: %s\n", strerror(errno));
+                                glove_log(((struct server *)userdata)->o->log, GLOVE_LOG_ERROR, "conn.accept", NULL,
+                                          "accept: %s", strerror(errno));
                         break;
                 }
                 accept_one(userdata, cfd);
@@ -507,8 +512,9 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 }
 
 static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata) {
-        (void)userdata;
-        fprintf(stderr, "gloved: %s received; stopping\n", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        const struct glove_control_server_options *o = userdata;
+        glove_log(o->log, GLOVE_LOG_NOTICE, "service.stopping", NULL, "%s received; stopping",
+                  si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         return sd_event_exit(sd_event_source_get_event(src), 0);
 }
 
@@ -532,9 +538,9 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
         if (r >= 0)
                 r = sd_event_add_io(s.ev, &lsrc, o->listen_fd, EPOLLIN, on_listen, &s);
         if (r >= 0)
-                r = sd_event_add_signal(s.ev, &sterm, SIGTERM, on_signal, NULL);
+                r = sd_event_add_signal(s.ev, &sterm, SIGTERM, on_signal, (void *)o);
         if (r >= 0)
-                r = sd_event_add_signal(s.ev, &sint, SIGINT, on_signal, NULL);
+                r = sd_event_add_signal(s.ev, &sint, SIGINT, on_signal, (void *)o);
         if (r >= 0) {
                 (void)sd_notify(0, "READY=1\nSTATUS=accepting control connections");
                 r = sd_event_loop(s.ev);

@@ -17,11 +17,13 @@
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
 
 #include "glove/base/number.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/log.h"
 #include "glove/base/path.h"
 #include "glove/base/time.h"
 #include "glove/control/dirs.h"
@@ -64,6 +66,9 @@ static const char usage_text[] =
         "  --client-timeout-ms MS   authentication, frame and send deadline (default 5000)\n"
         "  --idle-timeout-ms MS     idle authenticated connection deadline (default 600000)\n"
         "  --max-connections N      concurrent connections (default 256)\n"
+        "  --log-level LEVEL        debug, info, notice, warning or error (default info);\n"
+        "                           logs go to the journal under systemd, else JSON lines\n"
+        "                           on stderr (docs/daemon.md, \"Logs\")\n"
         "  -h, --help               show this help\n"
         "  -V, --version            show the version\n"
         "\n"
@@ -122,7 +127,7 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
-       OPT_MROOT, OPT_BROOT };
+       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL };
 
 static int parse_one(int opt, const char *v, struct glove_control_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -150,6 +155,11 @@ static int parse_one(int opt, const char *v, struct glove_control_service_option
                 return parse_u64(v, 1, 3600000, "--client-timeout-ms", &o->client_timeout_ms, err);
         case OPT_IDLE_TO:
                 return parse_u64(v, 1, 86400000, "--idle-timeout-ms", &o->idle_timeout_ms, err);
+        case OPT_LOG_LEVEL:
+                if (glove_log_level_parse(v, &o->log_level) < 0)
+                        return glove_error_set(err, EINVAL, "usage.bad_value",
+                                               "--log-level %s: expected debug, info, notice, warning or error", v);
+                return 0;
         case OPT_MAXCONN:
                 r = parse_u64(v, 1, 4096, "--max-connections", &n, err);
                 o->max_connections = (unsigned)n;
@@ -171,6 +181,7 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
                 { "max-connections", required_argument, NULL, OPT_MAXCONN },
                 { "materialization-root", required_argument, NULL, OPT_MROOT },
                 { "library-bundle-root", required_argument, NULL, OPT_BROOT },
+                { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -179,6 +190,7 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
                 .client_timeout_ms = GLOVE_CONTROL_CLIENT_TIMEOUT_MS_DEFAULT,
                 .idle_timeout_ms = GLOVE_CONTROL_IDLE_TIMEOUT_MS_DEFAULT,
                 .max_connections = GLOVE_CONTROL_MAX_CONNECTIONS_DEFAULT,
+                .log_level = GLOVE_LOG_INFO,
         };
         optind = 1;
         opterr = 0;
@@ -243,6 +255,7 @@ struct service {
         struct glove_control_receipts *receipts;
         uint8_t secret[GLOVE_CONTROL_SECRET_LEN];
         int mroot_fd, broot_fd;
+        struct glove_log *log; /* borrowed */
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         struct glove_control_runtime *runtime;
         struct glove_cgroup_host *cghost;  /* gloved's pinned cgroups, NULL: not applicable */
@@ -347,18 +360,19 @@ static int open_bundle_root(struct service *s, const struct glove_control_servic
 
 /* Leases whose handle left the policy go (one line each; a failure is only
  * reported: the store stays as it was). */
-static void sweep_leases(const struct glove_supervisor_runtime_config *cfg) {
+static void sweep_leases(const struct glove_supervisor_runtime_config *cfg, struct glove_log *log) {
         _cleanup_json_ json_t *removed = NULL, *kept = NULL;
         struct glove_error e = { 0 };
         if (glove_supervisor_lease_sweep(cfg, &removed, &kept, &e) < 0)
-                fprintf(stderr, "gloved: lease sweep: %s: %s\n", e.code, e.message);
+                glove_log(log, GLOVE_LOG_ERROR, e.code, NULL, "lease sweep: %s: %s", e.code, e.message);
         size_t i;
         json_t *h;
         json_array_foreach(removed, i, h)
-                fprintf(stderr, "gloved: lease.removed: %s: its handle is no longer in the policy\n", json_string_value(h));
+                glove_log(log, GLOVE_LOG_NOTICE, "lease.removed", GLOVE_LOG_FIELDS({ "handle", json_string_value(h) }),
+                          "lease.removed: %s: its handle is no longer in the policy", json_string_value(h));
         json_array_foreach(kept, i, h)
-                fprintf(stderr, "gloved: lease.kept: %s: no longer in the policy, but a live session holds it\n",
-                        json_string_value(h));
+                glove_log(log, GLOVE_LOG_NOTICE, "lease.kept", GLOVE_LOG_FIELDS({ "handle", json_string_value(h) }),
+                          "lease.kept: %s: no longer in the policy, but a live session holds it", json_string_value(h));
 }
 
 /* The managed runtime: the materialization root (0700, the service user's),
@@ -371,8 +385,8 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 return r;
         s->cfg.retained_available = glove_supervisor_retained_probe(&s->retained_why);
         if (!s->cfg.retained_available)
-                fprintf(stderr, "gloved: retained_write is unavailable: %s: %s\n", s->retained_why.code,
-                        s->retained_why.message);
+                glove_log(s->log, GLOVE_LOG_WARNING, s->retained_why.code, NULL, "retained_write is unavailable: %s: %s",
+                          s->retained_why.code, s->retained_why.message);
         s->restricted[0] = o->runtime_dir;
         s->restricted[1] = o->state_dir;
         s->restricted[2] = o->materialization_root;
@@ -416,9 +430,10 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                                      probe.parent[0] ? probe.parent : "nowhere", glove_cgroup_host_self_path(s->cghost),
                                      glove_cgroup_host_parent_path(s->cghost));
         if (cr == 0 && s->cghost)
-                fprintf(stderr, "gloved: cgroup: %s: gloved in %s, session cgroups beside it in %s\n",
-                        glove_cgroup_placement_name(glove_cgroup_host_placement(s->cghost)),
-                        glove_cgroup_host_self_path(s->cghost), glove_cgroup_host_parent_path(s->cghost));
+                glove_log(s->log, GLOVE_LOG_INFO, "cgroup.placement", NULL,
+                          "cgroup: %s: gloved in %s, session cgroups beside it in %s",
+                          glove_cgroup_placement_name(glove_cgroup_host_placement(s->cghost)),
+                          glove_cgroup_host_self_path(s->cghost), glove_cgroup_host_parent_path(s->cghost));
         if (cr < 0)
                 probe.backend = GLOVE_CGROUP_BACKEND_NONE;
         struct glove_control_runtime_options ro = {
@@ -431,6 +446,7 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
                 .cgroup_error = cr < 0 ? cr : 0,
                 .cgroup_why = &cgerr,
                 .cgroup_host = s->cghost,
+                .log = s->log,
         };
         r = glove_control_runtime_new(&ro, &s->runtime, err);
         /* Sessions an earlier gloved left: adopted when their keeper and
@@ -440,12 +456,13 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
         if (r == 0)
                 r = glove_control_runtime_reconcile(s->runtime, &acted, err);
         if (acted)
-                fprintf(stderr, "gloved: reconciled %zu session%s of an earlier gloved\n", acted, acted == 1 ? "" : "s");
+                glove_log(s->log, GLOVE_LOG_NOTICE, "reconcile.done", NULL, "reconciled %zu session%s of an earlier gloved",
+                          acted, acted == 1 ? "" : "s");
         if (r == 0)
-                sweep_leases(&s->cfg);
+                sweep_leases(&s->cfg, s->log);
         if (r == 0 && !glove_control_runtime_operational(s->runtime))
-                fprintf(stderr, "gloved: managed sessions are not operational: %s\n",
-                        glove_control_runtime_why(s->runtime));
+                glove_log(s->log, GLOVE_LOG_WARNING, "runtime.not_operational", NULL,
+                          "managed sessions are not operational: %s", glove_control_runtime_why(s->runtime));
         return r;
 }
 #endif
@@ -456,22 +473,25 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
  * sealed), the torn-tail evidence of an earlier store lies next to it, or the
  * receipt journal already holds receipts of earlier sessions. */
 static void created_empty(const char *store, const struct glove_control_journal_report *rep,
-                          const struct glove_control_receipts *receipts) {
+                          const struct glove_control_receipts *receipts, struct glove_log *log) {
         uint8_t mac[32];
         uint64_t n = receipts ? glove_control_receipts_head(receipts, mac) : 0;
         char torn[PATH_MAX];
         struct stat st;
         bool has_torn = (size_t)snprintf(torn, sizeof(torn), "%s.torn", store) < sizeof(torn) && lstat(torn, &st) == 0;
         if (rep->seal_replaced)
-                fprintf(stderr, "gloved: store.created_empty: %s.seal was there without its journal and committed no "
-                                "record; created an empty session store\n", store);
+                glove_log(log, GLOVE_LOG_WARNING, "store.created_empty", NULL,
+                          "store.created_empty: %s.seal was there without its journal and committed no "
+                          "record; created an empty session store", store);
         if (n > 0)
-                fprintf(stderr, "gloved: store.created_empty: created an empty session store %s, but the receipt "
-                                "journal holds %llu receipt%s of earlier sessions (was the store moved or deleted?)\n",
-                        store, (unsigned long long)n, n == 1 ? "" : "s");
+                glove_log(log, GLOVE_LOG_WARNING, "store.created_empty", NULL,
+                          "store.created_empty: created an empty session store %s, but the receipt "
+                          "journal holds %llu receipt%s of earlier sessions (was the store moved or deleted?)",
+                          store, (unsigned long long)n, n == 1 ? "" : "s");
         if (has_torn)
-                fprintf(stderr, "gloved: store.created_empty: created an empty session store %s next to %s of an "
-                                "earlier one (was the store moved or deleted?)\n", store, torn);
+                glove_log(log, GLOVE_LOG_WARNING, "store.created_empty", NULL,
+                          "store.created_empty: created an empty session store %s next to %s of an "
+                          "earlier one (was the store moved or deleted?)", store, torn);
 }
 
 static int start(struct service *s, const struct glove_control_service_options *o, struct glove_error *err) {
@@ -491,28 +511,31 @@ static int start(struct service *s, const struct glove_control_service_options *
         if (r == 0 && o->session_store) {
                 r = glove_control_store_open(o->session_store, uid, &s->store, &rep, err);
                 if (r == 0 && rep.unsealed_record)
-                        fprintf(stderr, "gloved: session store: accepted one complete record written just before "
-                                        "a crash (its seal was not updated)\n");
+                        glove_log(s->log, GLOVE_LOG_NOTICE, "store.unsealed_record", NULL,
+                                  "session store: accepted one complete record written just before "
+                                  "a crash (its seal was not updated)");
                 if (r == 0 && rep.torn_bytes)
-                        fprintf(stderr, "gloved: store.torn_tail: cut an incomplete last session record that was "
-                                        "never answered (%llu bytes at offset %llu, kept in %s.torn); earlier "
-                                        "sessions are intact\n",
-                                (unsigned long long)rep.torn_bytes, (unsigned long long)rep.torn_offset,
-                                o->session_store);
+                        glove_log(s->log, GLOVE_LOG_WARNING, "store.torn_tail", NULL,
+                                  "store.torn_tail: cut an incomplete last session record that was "
+                                  "never answered (%llu bytes at offset %llu, kept in %s.torn); earlier "
+                                  "sessions are intact",
+                                  (unsigned long long)rep.torn_bytes, (unsigned long long)rep.torn_offset,
+                                  o->session_store);
         }
         struct glove_control_receipts_options ro = { .state_dir = o->state_dir, .owner = uid,
                                                      .anchor = o->have_anchor ? o->anchor : NULL };
         if (r == 0)
                 r = glove_control_receipts_open(&ro, &s->receipts, err);
         if (r == 0 && rep.created)
-                created_empty(o->session_store, &rep, s->receipts);
+                created_empty(o->session_store, &rep, s->receipts, s->log);
         if (r == 0) {
                 uint64_t torn, off;
                 glove_control_receipts_recovery(s->receipts, &torn, &off);
                 if (torn)
-                        fprintf(stderr, "gloved: receipts.torn_tail: cut an incomplete last receipt record "
-                                        "(%llu bytes at offset %llu); earlier receipts are intact\n",
-                                (unsigned long long)torn, (unsigned long long)off);
+                        glove_log(s->log, GLOVE_LOG_WARNING, "receipts.torn_tail", NULL,
+                                  "receipts.torn_tail: cut an incomplete last receipt record "
+                                  "(%llu bytes at offset %llu); earlier receipts are intact",
+                                  (unsigned long long)torn, (unsigned long long)off);
         }
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
         if (r == 0 && o->materialization_root)
@@ -554,9 +577,10 @@ static void stop(struct service *s) {
         explicit_bzero(s->secret, sizeof(s->secret));
 }
 
-int glove_control_service_run(const struct glove_control_service_options *o, struct glove_error *err) {
+int glove_control_service_run(const struct glove_control_service_options *o, struct glove_log *log,
+                              struct glove_error *err) {
         struct service s = { .runtime_fd = -1, .state_fd = -1, .runtime_lock = -1, .state_lock = -1, .listen_fd = -1,
-                             .mroot_fd = -1, .broot_fd = -1
+                             .mroot_fd = -1, .broot_fd = -1, .log = log
 #if GLOVE_CONTROL_HAVE_SUPERVISOR
                              , .lease_fd = -1
 #endif
@@ -578,11 +602,13 @@ int glove_control_service_run(const struct glove_control_service_options *o, str
                         .idle_timeout_ms = o->idle_timeout_ms,
                         .max_connections = o->max_connections,
                         .components = &comp,
+                        .log = log,
                 };
                 size_t n_sessions = s.store ? glove_control_store_sessions(s.store) : 0;
-                fprintf(stderr, "gloved: listening on %s (policy %s, session store %s, %zu session%s)\n",
-                        s.bound ? s.socket_path : "an activated socket", s.policy ? "loaded" : "none",
-                        s.store ? "open" : "none", n_sessions, n_sessions == 1 ? "" : "s");
+                glove_log(log, GLOVE_LOG_INFO, "service.listening", NULL,
+                          "listening on %s (policy %s, session store %s, %zu session%s)",
+                          s.bound ? s.socket_path : "an activated socket", s.policy ? "loaded" : "none",
+                          s.store ? "open" : "none", n_sessions, n_sessions == 1 ? "" : "s");
                 r = glove_control_server_run(&so, err);
         }
         stop(&s);
@@ -612,11 +638,26 @@ int glove_control_service_main(int argc, char **argv) {
                 glove_control_service_options_free(&o);
                 return 0;
         }
-        r = glove_control_service_run(&o, &err);
-        glove_control_service_options_free(&o);
-        if (r < 0) {
-                fprintf(stderr, "gloved: %s: %s\n", err.code, err.message);
+        /* Under systemd (JOURNAL_STREAM names stderr) to the journal, else
+         * JSON lines on stderr (docs/daemon.md, "Logs"). */
+        struct glove_log_options lo = {
+                .level = o.log_level,
+                .sink = glove_log_sink_choose(getenv("JOURNAL_STREAM"), STDERR_FILENO),
+                .fd = STDERR_FILENO,
+                .identifier = "gloved",
+                .journal_sendv = sd_journal_sendv,
+        };
+        struct glove_log *log = NULL;
+        if (glove_log_new(&lo, &log) < 0) {
+                fprintf(stderr, "gloved: service.no_memory: the log could not be made\n");
+                glove_control_service_options_free(&o);
                 return 1;
         }
-        return 0;
+        r = glove_control_service_run(&o, log, &err);
+        glove_control_service_options_free(&o);
+        if (r < 0)
+                glove_log(log, GLOVE_LOG_ERROR, err.code ? err.code : "service.failed", NULL, "%s: %s",
+                          err.code ? err.code : "service.failed", err.message);
+        glove_log_free(log);
+        return r < 0 ? 1 : 0;
 }

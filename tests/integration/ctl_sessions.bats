@@ -334,7 +334,7 @@ INNER
         rm -f "$RT/gloved.sock" "$RT/bootstrap-secret"
         start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
                 --materialization-root "$T/mat"
-        grep -q "gloved: reconcile: r1: reconcile.adopted: " "$GD_ERR" || fail "r1 was not adopted: $(cat "$GD_ERR")"
+        grep -qF '"msg":"reconcile: r1: reconcile.adopted: ' "$GD_ERR" || fail "r1 was not adopted: $(cat "$GD_ERR")"
         [ "$(session_state r1)" = running ] || fail "r1 is not running after the restart"
         ctl stop r1 --grace 100
         expect_status 0

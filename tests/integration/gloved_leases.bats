@@ -61,7 +61,7 @@ restart_gloved() {
         start_gloved "$T/g" "${GD_ARGS[@]}" || fail "gloved did not restart: $(cat "$GD_ERR")"
         local idx
         for ((idx = 0; idx < 400; idx++)); do
-                grep -q '^gloved: listening on ' "$GD_ERR" && return 0
+                grep -qF '"msg":"listening on ' "$GD_ERR" && return 0
                 running "$GD_PID" || fail "gloved exited during start-up: $(cat "$GD_ERR")"
                 sleep 0.025
         done
@@ -333,7 +333,7 @@ EOF
         install -d -m 0700 "$T/g/state/leases/notalease"
         printf 'keep\n' >"$T/g/state/leases/notalease/data"
         restart_gloved
-        grep -q "^gloved: lease.removed: tok: " "$GD_ERR" || fail "no lease.removed line: $(cat "$GD_ERR")"
+        grep -qF '"code":"lease.removed","msg":"lease.removed: tok: ' "$GD_ERR" || fail "no lease.removed line: $(cat "$GD_ERR")"
         [ "$(ls -A "$T/g/state/leases/notalease")" = data ] ||
                 fail "the sweep touched a directory that is no lease: $(ls -la "$T/g/state/leases/notalease")"
         [ ! -e "$LEASE" ] || fail "the lease is left: $(ls -la "$LEASE")"

@@ -105,7 +105,7 @@ gd_launch() {
         echo "$GD_PID" >>"$T/snap.pids" # recovery.py: this test's gloved
         local idx
         for ((idx = 0; idx < 400; idx++)); do
-                if grep -q '^gloved: listening on ' "$GD_ERR" && [ -S "$RT/gloved.sock" ] &&
+                if grep -qF '"msg":"listening on ' "$GD_ERR" && [ -S "$RT/gloved.sock" ] &&
                         [ -f "$RT/bootstrap-secret" ]; then
                         return 0
                 fi
@@ -165,7 +165,7 @@ wait_seq() {
 # restart may add its own reconcile.frozen line).
 reconciled() {
         local n
-        n=$(grep -Ec "^gloved: reconcile: $1: reconcile\.($2): ." "$GD_ERR" || true)
+        n=$(grep -Ec "\"msg\":\"reconcile: $1: reconcile\.($2): ." "$GD_ERR" || true)
         [ "$n" -eq 1 ] || fail "expected one reconcile.$2 line for $1, got $n: $(grep "reconcile: " "$GD_ERR")"
 }
 
@@ -361,7 +361,7 @@ start_interrupted_case() {
         running "$k1" || fail "the keeper died with gloved"
         gd_start
         reconciled c1 adopted
-        [ "$(grep -c '^gloved: reconcile: ' "$GD_ERR")" -eq 1 ] || fail "the reconciler acted on more than c1: $(cat "$GD_ERR")"
+        [ "$(grep -cF '"msg":"reconcile: ' "$GD_ERR")" -eq 1 ] || fail "the reconciler acted on more than c1: $(cat "$GD_ERR")"
         [ "$("$PY" "$REC" keepers "$T/snap" "$T/mat")" = "$k1" ] || fail "the keeper is not the same process"
         wait_state c1 running
         count_ok c1 --min $((seen + 50)) --resize
@@ -634,7 +634,7 @@ s.close()' "$sock"
                 grep -q "keeper.relinked" "$GD_ERR" && break
                 sleep 0.05
         done
-        grep -q "gloved: session c1: keeper.relinked: " "$GD_ERR" || fail "gloved did not link again: $(cat "$GD_ERR")"
+        grep -qF '"msg":"session c1: keeper.relinked: ' "$GD_ERR" || fail "gloved did not link again: $(cat "$GD_ERR")"
         wait_state c1 running
         count_ok c1 --min 20
         wait_state c1 exited
@@ -730,7 +730,7 @@ PYEOF
         before=$(cat "$J" "$J.seal" | sha256sum)
         gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
         expect_status 1
-        [[ "$stderr" == *"gloved: journal.record_lost: "* ]] || fail "expected journal.record_lost: $stderr"
+        [[ "$stderr" == *'"level":"error","code":"journal.record_lost","msg":"journal.record_lost: '* ]] || fail "expected journal.record_lost: $stderr"
         [ "$(cat "$J" "$J.seal" | sha256sum)" = "$before" ] || fail "the evidence was rewritten"
 }
 

@@ -203,7 +203,7 @@ PYEOF
                 before=$(sha256sum "$J")
                 gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${args[@]}"
                 expect_status 1
-                [[ "$stderr" == "gloved: journal."* ]] || fail "damage $spec: expected a journal.* refusal"
+                [[ "$stderr" == '{"ts":"'*'","level":"error","code":"journal.'* ]] || fail "damage $spec: expected a journal.* refusal"
                 [ "$(sha256sum "$J")" = "$before" ] || fail "damage $spec: the store was rewritten"
         done
         cp "$T/good" "$J"
@@ -231,7 +231,7 @@ PYEOF
         # bytes and 40 of them.
         "$PY" -c 'import sys; open(sys.argv[1], "ab").write((300).to_bytes(4, "big") + b"{" * 40)' "$J"
         start_gloved "$T/b" "${args[@]}"
-        grep -q "gloved: store.torn_tail: .*44 bytes at offset $size" "$GD_ERR" ||
+        grep -q "\"msg\":\"store.torn_tail: .*44 bytes at offset $size" "$GD_ERR" ||
                 { cat "$GD_ERR" >&2; fail "no store.torn_tail line naming 44 bytes at offset $size"; }
         [ "$(stat -c %s "$J")" -eq "$size" ] || fail "the torn tail was not cut"
         [ "$(stat -c %s "$J.torn")" -eq 44 ] || fail "the torn bytes were not kept in $J.torn"

@@ -125,6 +125,8 @@ struct glove_control_conn;
 struct glove_supervisor_runtime_config;
 struct glove_supervisor_policy;
 
+struct glove_log;
+
 struct glove_control_runtime_options {
         const struct glove_supervisor_runtime_config *config; /* borrowed */
         const struct glove_supervisor_policy *policy;         /* borrowed */
@@ -144,6 +146,8 @@ struct glove_control_runtime_options {
         /* Audit records of the egress proxy: a per-session file under the
          * materialization root when true, none when false. */
         bool audit_files;
+        /* gloved's log (borrowed for the runtime's life; NULL: none). */
+        struct glove_log *log;
 };
 
 /*

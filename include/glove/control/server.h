@@ -70,6 +70,8 @@
 /* Pushed frames pending per connection at most, bytes. */
 #define GLOVE_CONTROL_PUSH_MAX (1024u * 1024)
 
+struct glove_log;
+
 struct glove_control_server_options {
         int listen_fd;                          /* listening AF_UNIX stream socket, O_NONBLOCK (borrowed) */
         uid_t uid;                              /* the only peer uid admitted */
@@ -78,6 +80,7 @@ struct glove_control_server_options {
         uint64_t idle_timeout_ms;               /* 1..86400000 */
         unsigned max_connections;               /* 1..4096 */
         struct glove_control_components *components; /* borrowed */
+        struct glove_log *log;                  /* gloved's log (borrowed; NULL: none) */
 };
 
 /*

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "glove/base/error.h"
+#include "glove/base/log.h"
 
 struct glove_control_service_options {
         char *runtime_dir;            /* malloc'd, absolute */
@@ -55,6 +56,7 @@ struct glove_control_service_options {
         uint64_t idle_timeout_ms;
         unsigned max_connections;
         bool help, version;           /* --help / --version seen */
+        enum glove_log_level log_level; /* --log-level (default GLOVE_LOG_INFO) */
 };
 
 /*
@@ -69,11 +71,16 @@ int glove_control_service_parse_args(int argc, char **argv, struct glove_control
 void glove_control_service_options_free(struct glove_control_service_options *o);
 
 /*
- * Runs gloved with parsed options until stopped. Returns 0 after a clean
- * stop, or a negative errno with err set when start-up or the loop failed.
+ * Runs gloved with parsed options until stopped, logging to log (borrowed;
+ * NULL: nowhere). Returns 0 after a clean stop, or a negative errno with err
+ * set when start-up or the loop failed (the caller logs it).
  */
-int glove_control_service_run(const struct glove_control_service_options *o, struct glove_error *err);
+int glove_control_service_run(const struct glove_control_service_options *o, struct glove_log *log,
+                              struct glove_error *err);
 
-/* The whole program: parse, run, report. Returns the exit status (0, 1 on
- * a start-up failure, 2 on a usage error). */
+/* The whole program: parse, run, report. Usage errors go to stderr as
+ * "gloved: CODE: message"; once the options are parsed every message goes
+ * to gloved's log (the journal when $JOURNAL_STREAM names stderr, else JSON
+ * lines on stderr), the start-up failure included. Returns the exit status
+ * (0, 1 on a start-up failure, 2 on a usage error). */
 int glove_control_service_main(int argc, char **argv);
