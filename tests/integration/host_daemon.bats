@@ -222,7 +222,7 @@ EOF
         expect_status 0
         [[ "$(printf '%s\n' "$output" | grep '^methods:')" == *" validate_plan create_session session_status"* ]] ||
                 fail "the unit's --session-policy and --session-store are not in effect: $output"
-        grep -q "gloved: listening on an activated socket (policy loaded, session store open, 0 sessions)" "$GD_ERR" ||
+        grep -qF '"msg":"listening on an activated socket (policy loaded, session store open, 0 sessions)"' "$GD_ERR" ||
                 { cat "$GD_ERR" >&2; fail "gloved did not take the activated socket with the unit's options"; }
         [ -f "$XDG_STATE_HOME/glove/sessions.journal" ] || fail "the unit's session store was not opened"
         stop_gloved

@@ -207,7 +207,8 @@ staged_policy() {
         [[ "$stderr" == *'$.runtime_templates[0].adapter_command_digest'* ]] || fail "no JSON path: $stderr"
         gloved_fails --runtime-dir "$T/g2/run" --state-dir "$T/g2/state" --session-policy "$T/cfg/bad.json"
         expect_status 1
-        [[ "$stderr" == "gloved: policy.adapter_digest_mismatch: "* ]] || fail "gloved: $stderr"
+        [[ "$stderr" == '{"ts":"'*'","level":"error","code":"policy.adapter_digest_mismatch","msg":"policy.adapter_digest_mismatch: '* ]] ||
+                fail "gloved: $stderr"
 }
 
 @test "policy validate: a 0644 file gets gloved's code; explain refuses it too" {
@@ -219,7 +220,7 @@ staged_policy() {
         local mine=${stderr#glove: }
         gloved_fails --runtime-dir "$T/g/run" --state-dir "$T/g/state" --session-policy "$T/cfg/policy.json"
         expect_status 1
-        [ "${stderr#gloved: }" = "$mine" ] || fail "gloved said '$stderr', validate said '$mine'"
+        [ "$(jq -r .msg <<<"$stderr")" = "$mine" ] || fail "gloved said '$stderr', validate said '$mine'"
         g policy explain --file "$T/cfg/policy.json"
         expect_glove_error 1 policy.file_mode
 }
