@@ -151,7 +151,7 @@ int glove_file_replace(int dirfd, const char *name, const void *data, size_t len
         if (r < 0)
                 return fail(err, r, name, "random name");
         const char *what = "create";
-        r = replace_unnamed(dirfd, name, tmp, data, len, mode, flags, &what);
+        r = flags & GLOVE_FILE_REPLACE_NAMED_TEMP ? 1 : replace_unnamed(dirfd, name, tmp, data, len, mode, flags, &what);
         if (r < 0)
                 return fail(err, r, name, what);
         if (r == 1) {

@@ -26,6 +26,10 @@ enum {
          * instead of replacing it (the check and the creation are one
          * atomic step). */
         GLOVE_FILE_REPLACE_NOREPLACE = 1u << 2,
+        /* Skip O_TMPFILE: write a named temporary from the start (the path
+         * taken anyway where O_TMPFILE or the link of an unnamed file is
+         * unavailable; lets tests prove that path). */
+        GLOVE_FILE_REPLACE_NAMED_TEMP = 1u << 3,
 };
 
 /* Longest name accepted (a single path component, as NAME_MAX), leaving

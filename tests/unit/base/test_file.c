@@ -76,23 +76,28 @@ static void assert_content(const char *name, const char *want) {
         assert_string_equal(buf, want);
 }
 
+/* The flags a test adds: 0 (O_TMPFILE where available) or NAMED_TEMP. */
+static unsigned extra(void **state) {
+        return *state ? GLOVE_FILE_REPLACE_NAMED_TEMP : 0;
+}
+
 static void test_replace_creates_and_replaces(void **state) {
-        (void)state;
+        unsigned x = extra(state);
         empty_dir();
         int before = count_fds();
         mode_t old = umask(077);
         struct glove_error e = { 0 };
-        assert_int_equal(glove_file_replace(dirfd_, "state", "one", 3, 0644, GLOVE_FILE_REPLACE_SYNC_DIR, &e), 0);
+        assert_int_equal(glove_file_replace(dirfd_, "state", "one", 3, 0644, GLOVE_FILE_REPLACE_SYNC_DIR | x, &e), 0);
         umask(old);
         assert_content("state", "one");
         struct stat st;
         assert_int_equal(fstatat(dirfd_, "state", &st, 0), 0);
         assert_int_equal(st.st_mode & 07777, 0644); /* the umask does not apply */
-        assert_int_equal(glove_file_replace(dirfd_, "state", "second", 6, 0600, 0, &e), 0);
+        assert_int_equal(glove_file_replace(dirfd_, "state", "second", 6, 0600, x, &e), 0);
         assert_content("state", "second");
         assert_int_equal(fstatat(dirfd_, "state", &st, 0), 0);
         assert_int_equal(st.st_mode & 07777, 0600);
-        assert_int_equal(glove_file_replace(dirfd_, "empty", NULL, 0, 0600, GLOVE_FILE_REPLACE_NO_SYNC, &e), 0);
+        assert_int_equal(glove_file_replace(dirfd_, "empty", NULL, 0, 0600, GLOVE_FILE_REPLACE_NO_SYNC | x, &e), 0);
         assert_content("empty", "");
         char names[256];
         listing(names, sizeof(names));
@@ -101,22 +106,23 @@ static void test_replace_creates_and_replaces(void **state) {
 }
 
 static void test_replace_symlink_not_followed(void **state) {
-        (void)state;
+        unsigned x = extra(state);
         empty_dir();
         assert_int_equal(symlinkat("target", dirfd_, "link"), 0);
-        assert_int_equal(glove_file_replace(dirfd_, "link", "x", 1, 0600, 0, NULL), 0);
+        assert_int_equal(glove_file_replace(dirfd_, "link", "x", 1, 0600, x, NULL), 0);
         struct stat st;
         assert_int_equal(fstatat(dirfd_, "link", &st, AT_SYMLINK_NOFOLLOW), 0);
         assert_true(S_ISREG(st.st_mode));
         assert_int_equal(fstatat(dirfd_, "target", &st, AT_SYMLINK_NOFOLLOW), -1);
+        empty_dir();
 }
 
 static void test_noreplace(void **state) {
-        (void)state;
+        unsigned x = extra(state);
         empty_dir();
         struct glove_error e = { 0 };
-        assert_int_equal(glove_file_replace(dirfd_, "key", "old", 3, 0600, GLOVE_FILE_REPLACE_NOREPLACE, &e), 0);
-        assert_int_equal(glove_file_replace(dirfd_, "key", "new", 3, 0600, GLOVE_FILE_REPLACE_NOREPLACE, &e),
+        assert_int_equal(glove_file_replace(dirfd_, "key", "old", 3, 0600, GLOVE_FILE_REPLACE_NOREPLACE | x, &e), 0);
+        assert_int_equal(glove_file_replace(dirfd_, "key", "new", 3, 0600, GLOVE_FILE_REPLACE_NOREPLACE | x, &e),
                          -EEXIST);
         assert_string_equal(e.code, "file.exists");
         assert_non_null(strstr(e.message, "key"));
@@ -129,7 +135,7 @@ static void test_noreplace(void **state) {
 /* A write that fails (the file size limit) leaves the old content and no
  * temporary, whichever way the temporary was made. */
 static void test_failure_keeps_old(void **state) {
-        (void)state;
+        unsigned x = extra(state);
         empty_dir();
         assert_int_equal(glove_file_replace(dirfd_, "state", "old", 3, 0600, 0, NULL), 0);
         struct rlimit saved, small = { .rlim_cur = 8, .rlim_max = 0 };
@@ -139,7 +145,7 @@ static void test_failure_keeps_old(void **state) {
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
         int before = count_fds();
         struct glove_error e = { 0 };
-        int r = glove_file_replace(dirfd_, "state", "much longer than eight bytes", 28, 0600, 0, &e);
+        int r = glove_file_replace(dirfd_, "state", "much longer than eight bytes", 28, 0600, x, &e);
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
         signal(SIGXFSZ, prev);
         assert_int_equal(r, -EFBIG);
@@ -176,12 +182,12 @@ static void test_invalid_names(void **state) {
 
 /* An O_PATH directory descriptor works, directory sync included. */
 static void test_opath_directory(void **state) {
-        (void)state;
+        unsigned x = extra(state);
         empty_dir();
         _cleanup_close_ int p = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(p >= 0);
         struct glove_error e = { 0 };
-        assert_int_equal(glove_file_replace(p, "f", "z", 1, 0600, GLOVE_FILE_REPLACE_SYNC_DIR, &e), 0);
+        assert_int_equal(glove_file_replace(p, "f", "z", 1, 0600, GLOVE_FILE_REPLACE_SYNC_DIR | x, &e), 0);
         assert_content("f", "z");
 }
 
@@ -208,14 +214,20 @@ static void test_temp_target_and_sweep(void **state) {
 }
 
 int main(void) {
+        static int named = 1;
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_replace_creates_and_replaces),
+                cmocka_unit_test_prestate(test_replace_creates_and_replaces, &named),
                 cmocka_unit_test(test_replace_symlink_not_followed),
+                cmocka_unit_test_prestate(test_replace_symlink_not_followed, &named),
                 cmocka_unit_test(test_noreplace),
+                cmocka_unit_test_prestate(test_noreplace, &named),
                 cmocka_unit_test(test_failure_keeps_old),
+                cmocka_unit_test_prestate(test_failure_keeps_old, &named),
                 cmocka_unit_test(test_failure_bad_directory),
                 cmocka_unit_test(test_invalid_names),
                 cmocka_unit_test(test_opath_directory),
+                cmocka_unit_test_prestate(test_opath_directory, &named),
                 cmocka_unit_test(test_temp_target_and_sweep),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
