@@ -40,6 +40,30 @@ mode_of() { stat -c %a "$1"; }
         [ "$(glove_error_code)" = client.unreachable ] || fail "expected client.unreachable"
 }
 
+@test "gloved: its log is JSON lines (ts, level, code, msg first); --log-level drops the lower levels" {
+        JOURNAL_STREAM=1:1 start_gloved "$T/a" # a stream that is not its stderr: JSON
+        stop_gloved
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS after SIGTERM"
+        local line n=0
+        while IFS= read -r line; do
+                n=$((n + 1))
+                jq -e 'keys_unsorted[0:4] == ["ts", "level", "code", "msg"] and ([.[] | type] | all(. == "string"))
+                       and (.ts | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}Z$"))' \
+                        <<<"$line" >/dev/null || fail "not a log line: $line"
+        done <"$GD_ERR"
+        [ "$n" -eq 2 ] || fail "expected the listening and the stopping line: $(cat "$GD_ERR")"
+        jq -s -e 'any(.[]; .level == "info" and .code == "service.listening" and (.msg | startswith("listening on ")))' \
+                "$GD_ERR" >/dev/null || fail "no listening line: $(cat "$GD_ERR")"
+        jq -s -e 'any(.[]; .level == "notice" and .code == "service.stopping" and .msg == "SIGTERM received; stopping")' \
+                "$GD_ERR" >/dev/null || fail "no stopping line: $(cat "$GD_ERR")"
+        start_gloved "$T/b" --log-level warning
+        stop_gloved
+        [ ! -s "$GD_ERR" ] || fail "--log-level warning wrote info or notice lines: $(cat "$GD_ERR")"
+        gloved_fails --runtime-dir "$T/c/run" --state-dir "$T/c/state" --log-level verbose
+        expect_status 2
+        [[ "$stderr" == "gloved: usage.bad_value: --log-level verbose: "* ]] || fail "$stderr"
+}
+
 @test "gloved: a fresh secret at every start; the old one is refused" {
         start_gloved "$T/a"
         old=$(cat "$RT/bootstrap-secret")
