@@ -391,6 +391,18 @@ void glove_log_flush(struct glove_log *log) {
         pthread_mutex_unlock(&log->mu);
 }
 
+void glove_log_tick(struct glove_log *log) {
+        if (!log)
+                return;
+        pthread_mutex_lock(&log->mu);
+        report_due(log, mono_us(log));
+        pthread_mutex_unlock(&log->mu);
+}
+
+uint64_t glove_log_rate_interval_us(const struct glove_log *log) {
+        return log ? log->o.rate_interval_us : 0;
+}
+
 void glove_log_free(struct glove_log *log) {
         if (!log)
                 return;

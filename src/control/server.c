@@ -518,6 +518,16 @@ static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, vo
         return sd_event_exit(sd_event_source_get_event(src), 0);
 }
 
+/* The log's rate-limit reports are written when a flood stops, not only
+ * at the next line. */
+static int on_log_tick(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void)usec;
+        struct glove_log *log = userdata;
+        glove_log_tick(log);
+        (void)sd_event_source_set_time_relative(src, glove_log_rate_interval_us(log));
+        return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+}
+
 int glove_control_server_run(const struct glove_control_server_options *o, struct glove_error *err) {
         struct server s = { .o = o };
         sigset_t mask, old;
@@ -526,7 +536,7 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
         sigaddset(&mask, SIGINT);
         if (sigprocmask(SIG_BLOCK, &mask, &old) < 0)
                 return glove_error_set(err, errno, "server.event", "sigprocmask: %s", strerror(errno));
-        sd_event_source *lsrc = NULL, *sterm = NULL, *sint = NULL;
+        sd_event_source *lsrc = NULL, *sterm = NULL, *sint = NULL, *ltick = NULL;
         int r = glove_control_peerns_init(&s.userns, err);
         if (r < 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
@@ -541,6 +551,9 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
                 r = sd_event_add_signal(s.ev, &sterm, SIGTERM, on_signal, (void *)o);
         if (r >= 0)
                 r = sd_event_add_signal(s.ev, &sint, SIGINT, on_signal, (void *)o);
+        if (r >= 0 && o->log)
+                r = sd_event_add_time_relative(s.ev, &ltick, CLOCK_MONOTONIC, glove_log_rate_interval_us(o->log),
+                                               1000000, on_log_tick, o->log);
         if (r >= 0) {
                 (void)sd_notify(0, "READY=1\nSTATUS=accepting control connections");
                 r = sd_event_loop(s.ev);
@@ -553,6 +566,7 @@ int glove_control_server_run(const struct glove_control_server_options *o, struc
         sd_event_source_disable_unref(lsrc);
         sd_event_source_disable_unref(sterm);
         sd_event_source_disable_unref(sint);
+        sd_event_source_disable_unref(ltick);
         sd_event_unref(s.ev);
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (r < 0)

@@ -23,8 +23,9 @@
  * Messages below the object's level are dropped. Rate limit: per code, at
  * most burst messages in each interval (counted from the first message of
  * the interval); further ones are counted, not written, and once the
- * interval has passed, the next message logged (of any code), or
- * glove_log_flush, first writes one warning of code "log.suppressed" naming
+ * interval has passed, the next message logged (of any code),
+ * glove_log_tick (a service's timer) or glove_log_flush first writes one
+ * warning of code "log.suppressed" naming
  * the code and the number suppressed (fields suppressed_code,
  * suppressed_count). Codes beyond GLOVE_LOG_RATE_CODES distinct ones at a
  * time share the limit of the oldest slot, which they take over.
@@ -117,6 +118,14 @@ void glove_log(struct glove_log *log, enum glove_log_level level, const char *co
 /* Writes the "log.suppressed" lines of every code with messages suppressed
  * (whatever is left of its interval) and resets their counts. */
 void glove_log_flush(struct glove_log *log);
+
+/* Writes the "log.suppressed" lines of the codes whose interval has passed
+ * (what the next message would write first): for a service's timer, so the
+ * count appears when a flood stops. NULL is a no-op. */
+void glove_log_tick(struct glove_log *log);
+
+/* The rate limit's interval in µs (0 for NULL): a period for the timer. */
+uint64_t glove_log_rate_interval_us(const struct glove_log *log);
 
 /* True when a message of level would be written (for costly messages). */
 bool glove_log_enabled(const struct glove_log *log, enum glove_log_level level);

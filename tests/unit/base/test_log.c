@@ -194,6 +194,34 @@ static void test_rate_limit(void **state) {
         assert_non_null(strstr(last, "\"suppressed_count\":\"2\""));
 }
 
+/* A tick writes the report once the interval has passed, without a
+ * further message. */
+static void test_rate_limit_tick(void **state) {
+        (void)state;
+        struct clock c = { .mono_us = 5 };
+        int fd;
+        struct glove_log *log = make(&c, &fd, GLOVE_LOG_INFO, 1);
+        assert_int_equal(glove_log_rate_interval_us(log), 10000000);
+        glove_log(log, GLOVE_LOG_WARNING, "flood", NULL, "one");
+        glove_log(log, GLOVE_LOG_WARNING, "flood", NULL, "two");
+        glove_log_tick(log); /* too early */
+        _cleanup_free_ char *s1 = contents(fd);
+        assert_int_equal(lines(s1), 1);
+        c.mono_us += 10000000;
+        glove_log_tick(log);
+        _cleanup_free_ char *s2 = contents(fd);
+        assert_int_equal(lines(s2), 2);
+        assert_non_null(strstr(s2, "\"code\":\"log.suppressed\""));
+        assert_non_null(strstr(s2, "\"suppressed_count\":\"1\""));
+        glove_log_tick(log); /* reported once */
+        glove_log_free(log);
+        _cleanup_free_ char *s3 = contents(fd);
+        close(fd);
+        assert_int_equal(lines(s3), 2);
+        glove_log_tick(NULL);
+        assert_int_equal(glove_log_rate_interval_us(NULL), 0);
+}
+
 /* More distinct codes than slots: every code still gets its burst. */
 static void test_rate_limit_many_codes(void **state) {
         (void)state;
@@ -295,7 +323,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_levels_filter),         cmocka_unit_test(test_json_shape_and_escaping),
                 cmocka_unit_test(test_long_message_is_cut),   cmocka_unit_test(test_rate_limit),
-                cmocka_unit_test(test_rate_limit_many_codes), cmocka_unit_test(test_journal_sink),
+                cmocka_unit_test(test_rate_limit_many_codes), cmocka_unit_test(test_rate_limit_tick), cmocka_unit_test(test_journal_sink),
                 cmocka_unit_test(test_sink_choose),           cmocka_unit_test(test_level_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
