@@ -450,6 +450,31 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
 }
 #endif
 
+/* The retention rule of the store: a session that ended and was cleaned
+ * up leaves the live state once no unacknowledged receipt names it. */
+static bool retire_acknowledged(void *ctx, const struct glove_control_session *st) {
+        return !glove_control_receipts_pending(ctx, st->session_id);
+}
+
+/* Startup compaction (after the reconciler: a receipt it looks for is never
+ * dropped before it looked), of whatever passed its threshold. A failure
+ * leaves the old state, which is consistent: gloved starts and says so. */
+static void compact_at_start(struct service *s) {
+        struct glove_error e = { 0 };
+        uint8_t mac[32];
+        if (s->store) {
+                glove_control_store_set_retention(s->store, retire_acknowledged, s->receipts);
+                if (glove_control_store_compact_if_due(s->store, &e) < 0)
+                        fprintf(stderr, "gloved: store.compaction_failed: %s: %s\n", e.code, e.message);
+        }
+        e = (struct glove_error){ 0 };
+        if (s->receipts &&
+            glove_control_receipts_head(s->receipts, mac) - glove_control_receipts_base(s->receipts) >=
+                    GLOVE_CONTROL_RECEIPTS_COMPACT_RECORDS &&
+            glove_control_receipts_compact(s->receipts, &e) < 0)
+                fprintf(stderr, "gloved: receipts.compaction_failed: %s: %s\n", e.code, e.message);
+}
+
 /* A session store was just created empty: says so on stderr where a store
  * was expected (store.created_empty): its seal was there without the journal
  * (an interrupted creation, or the journal deleted when it held nothing
@@ -493,6 +518,9 @@ static int start(struct service *s, const struct glove_control_service_options *
                 if (r == 0 && rep.unsealed_record)
                         fprintf(stderr, "gloved: session store: accepted one complete record written just before "
                                         "a crash (its seal was not updated)\n");
+                if (r == 0 && glove_control_store_last_compaction(s->store)->rolled_forward)
+                        fprintf(stderr, "gloved: store.compaction_finished: an earlier gloved stopped during a "
+                                        "compaction after installing its checkpoint; the journal was switched now\n");
                 if (r == 0 && rep.torn_bytes)
                         fprintf(stderr, "gloved: store.torn_tail: cut an incomplete last session record that was "
                                         "never answered (%llu bytes at offset %llu, kept in %s.torn); earlier "
@@ -518,6 +546,8 @@ static int start(struct service *s, const struct glove_control_service_options *
         if (r == 0 && o->materialization_root)
                 r = make_runtime(s, o, uid, err);
 #endif
+        if (r == 0)
+                compact_at_start(s);
         if (r == 0)
                 r = write_secret(s, o->runtime_dir, err);
         if (r == 0)
