@@ -112,14 +112,15 @@ int glove_control_checkpoint_read(int dirfd, const char *base, uid_t owner, cons
         size_t len = (size_t)st.st_size;
         if (len < GLOVE_CONTROL_CHECKPOINT_HEADER_LEN + GLOVE_CONTROL_CHECKPOINT_MAC_LEN)
                 return corrupt(err, name, "shorter than its header and MAC (truncated)");
+        /* Mapped privately from the file (no copy; pages come from the
+         * page cache at once): the file is private to the owner and only
+         * ever replaced by rename, never written in place. */
         _cleanup_(unmapp) struct mapping map = { .len = len };
-        map.data = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        map.data = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         if (map.data == MAP_FAILED)
-                return glove_error_set(err, ENOMEM, "checkpoint.no_memory", "out of memory reading %s", name);
-        uint8_t *p = map.data;
-        r = glove_fd_read_exact(fd, p, len);
-        if (r < 0)
-                return glove_error_set(err, -r, "checkpoint.io", "%s: read: %s", name, strerror(-r));
+                return glove_error_set(err, errno == ENOMEM ? ENOMEM : errno, "checkpoint.io", "%s: mmap: %s", name,
+                                       strerror(errno));
+        const uint8_t *p = map.data;
         if (memcmp(p, MAGIC, 8) != 0 || memcmp(p + 8, journal_magic, 8) != 0)
                 return corrupt(err, name, "wrong magic (not a checkpoint of this journal)");
         if (glove_control_get_be32(p + 16) != VERSION || glove_control_get_be32(p + 20) != 0)
