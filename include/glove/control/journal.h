@@ -226,7 +226,9 @@ struct glove_control_journal_report {
  * link, no symbolic link in the path. A missing journal is created (seal
  * first, then the journal through a temporary name and rename, then the
  * directory is synced) only when the seal is missing too or commits zero
- * records. Then the whole journal is read (at most fmt->max_bytes), scanned
+ * records. A rewrite (glove_control_journal_rewrite) interrupted between
+ * its two renames is finished (its seal put in place), and the leftovers of
+ * one interrupted earlier are removed, under the lock. Then the whole journal is read (at most fmt->max_bytes), scanned
  * with fn (see glove_control_journal_scan) and checked against the seal.
  * Nothing is rewritten, except that in recover mode an incomplete last
  * record is cut off (ftruncate + fsync) and reported.

@@ -937,7 +937,7 @@ static void test_compact_automatically(void **state) {
         assert_int_equal(glove_control_store_open_with(&o, &st, NULL, NULL), 0);
         glove_control_store_set_retention(st, retire_all, NULL);
         char id[32], key[32];
-        for (int i = 0; i < 200; i++) {
+        for (int i = 0; i < 60; i++) {
                 bool appended;
                 snprintf(id, sizeof(id), "s%d", i);
                 snprintf(key, sizeof(key), "k%d", i);
@@ -949,12 +949,12 @@ static void test_compact_automatically(void **state) {
         }
         assert_false(glove_control_store_last_compaction(st)->failed);
         uint64_t records = glove_control_store_records(st);
-        assert_int_equal(records, 200 * 7);
+        assert_int_equal(records, 60 * 7);
         glove_control_store_close(st);
         st = NULL;
         assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
         assert_int_equal(glove_control_store_records(st), records);
-        assert_non_null(glove_control_store_find(st, "s199"));
+        assert_non_null(glove_control_store_find(st, "s59"));
         glove_control_store_close(st);
 }
 
