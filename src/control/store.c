@@ -265,6 +265,13 @@ static bool plan_span(const char *rec, size_t len, const char **plan, size_t *pl
         return true;
 }
 
+/* The fields of a create record matched by fast_create (below). */
+struct fast_fields {
+        char id[GLOVE_CONTROL_ID_MAX + 1], key[GLOVE_CONTROL_ID_MAX + 1], cd[65], pd[65];
+        int64_t at;
+        uint64_t seq;
+};
+
 /* A decoded record: o is the record, or its envelope when plan is set. */
 struct record {
         json_t *o;
@@ -272,6 +279,8 @@ struct record {
         size_t plan_len;
         uint64_t seq;
         bool in_checkpoint; /* an entry of the checkpoint (its MAC covers the bytes) */
+        bool fast;          /* a create record matched exactly by fast_create: o is NULL */
+        struct fast_fields f;
 };
 
 /* Decodes strictly; canonically for a journal record. A checkpoint entry
@@ -283,6 +292,81 @@ struct record {
 static int decode(const struct record *rec, const char *p, size_t len, size_t max, json_t **o, struct glove_error *e) {
         return rec->in_checkpoint ? glove_json_decode_strict(p, len, max, GLOVE_JSON_OBJECT_ONLY, o, e)
                                   : glove_json_decode_canonical(p, len, max, GLOVE_JSON_OBJECT_ONLY, o, e);
+}
+
+/*
+ * The fast path of a create record (most of a store's records): accepts
+ * only the exact canonical bytes of a create envelope whose strings are
+ * identifiers or lowercase hex digests (no escapes possible) and whose
+ * integers are canonical, which is exactly what decoding, re-encoding and
+ * comparing would accept for such a record with these values; anything
+ * else (returns false) takes the jansson path, which gives the precise
+ * refusal. env[0..len) is the record with its plan replaced by {}.
+ */
+static bool lit(const char **p, const char *end, const char *s, size_t n) {
+        if ((size_t)(end - *p) < n || memcmp(*p, s, n) != 0)
+                return false;
+        *p += n;
+        return true;
+}
+#define LIT(p, end, s) lit(p, end, s, sizeof(s) - 1)
+
+static bool fast_hex(const char **p, const char *end, char out[65]) {
+        if (end - *p < 64)
+                return false;
+        for (int i = 0; i < 64; i++) {
+                char c = (*p)[i];
+                if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+                        return false;
+                out[i] = c;
+        }
+        out[64] = '\0';
+        *p += 64;
+        return true;
+}
+
+static bool fast_id(const char **p, const char *end, char out[GLOVE_CONTROL_ID_MAX + 1]) {
+        size_t n = 0;
+        while (*p + n < end && (*p)[n] != '"') {
+                if (n >= GLOVE_CONTROL_ID_MAX)
+                        return false;
+                out[n] = (*p)[n];
+                n++;
+        }
+        out[n] = '\0';
+        if (*p + n >= end || !glove_control_id_valid(out))
+                return false;
+        *p += n;
+        return true;
+}
+
+static bool fast_int(const char **p, const char *end, int64_t min, int64_t *out) {
+        const char *q = *p;
+        uint64_t v = 0;
+        if (q >= end || *q < '0' || *q > '9' || (*q == '0' && q + 1 < end && q[1] >= '0' && q[1] <= '9'))
+                return false;
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+                if (v > (uint64_t)INT64_MAX / 10 || (v == (uint64_t)INT64_MAX / 10 && (uint64_t)(*q - '0') > (uint64_t)INT64_MAX % 10))
+                        return false;
+                v = v * 10 + (uint64_t)(*q - '0');
+        }
+        if ((int64_t)v < min)
+                return false;
+        *out = (int64_t)v;
+        *p = q;
+        return true;
+}
+
+static bool fast_create(const char *env, size_t len, struct fast_fields *f) {
+        const char *p = env, *end = env + len;
+        int64_t seq;
+        return LIT(&p, end, "{\"controller_plan_digest\":\"") && fast_hex(&p, end, f->cd) &&
+               LIT(&p, end, "\",\"created_at_ms\":") && fast_int(&p, end, 0, &f->at) &&
+               LIT(&p, end, ",\"idempotency_key\":\"") && fast_id(&p, end, f->key) &&
+               LIT(&p, end, "\",\"kind\":\"create\",\"plan\":{},\"plan_content_digest\":\"") &&
+               fast_hex(&p, end, f->pd) && LIT(&p, end, "\",\"seq\":") && fast_int(&p, end, 1, &seq) &&
+               LIT(&p, end, ",\"session_id\":\"") && fast_id(&p, end, f->id) && LIT(&p, end, "\"}") && p == end &&
+               (f->seq = (uint64_t)seq, true);
 }
 
 /* Decodes payload into rec: the envelope and the plan span of a create
@@ -301,12 +385,21 @@ static int record_decode(const char *payload, size_t len, struct record *rec, st
         memcpy(env, payload, head);
         memcpy(env + head, "{}", 2);
         memcpy(env + head + 2, plan + plan_len, tail);
+        rec->plan = plan;
+        rec->plan_len = plan_len;
+        if (fast_create(env, head + 2 + tail, &rec->f)) {
+                rec->fast = true;
+                return 0;
+        }
         if (decode(rec, env, head + 2 + tail, ENVELOPE_MAX, &rec->o, &e) < 0)
                 return bad(err, rec->seq, "store.bad_record", e.message);
         rec->plan = plan;
         rec->plan_len = plan_len;
         return 0;
 }
+
+static int create_apply(struct glove_control_store *st, const struct record *rec, const char *id, const char *key,
+                        const char *cd, const char *pd, int64_t at, const char *pb, size_t pl, struct glove_error *err);
 
 static int replay_create(struct glove_control_store *st, const struct record *rec, struct glove_error *err) {
         const char *id, *key, *cd, *pd;
@@ -335,6 +428,14 @@ static int replay_create(struct glove_control_store *st, const struct record *re
                         return bad(err, seq, "store.bad_record", e.message);
                 pb = encoded;
         }
+        return create_apply(st, rec, id, key, cd, pd, at, pb, pl, err);
+}
+
+/* Applies a create whose envelope was checked (by jansson, or exactly by
+ * fast_create). */
+static int create_apply(struct glove_control_store *st, const struct record *rec, const char *id, const char *key,
+                        const char *cd, const char *pd, int64_t at, const char *pb, size_t pl, struct glove_error *err) {
+        uint64_t seq = rec->seq;
         if (pl < 2 || pb[0] != '{' || pb[pl - 1] != '}')
                 return bad(err, seq, "store.bad_record", "the plan is not an object");
         if (lookup(st, &st->by_id, id) || lookup(st, &st->by_key, key))
@@ -471,6 +572,19 @@ static int replay_payload(struct glove_control_store *st, uint64_t expect, const
         if (r < 0)
                 return r;
         _cleanup_json_ json_t *o = rec.o;
+        if (rec.fast) {
+                if (expect && rec.f.seq != expect)
+                        return bad(err, expect, "store.sequence", "the record's seq is not its position in the journal");
+                if (!expect && (rec.f.seq <= st->records || rec.f.seq > st->ckpt.covered_seq))
+                        return bad(err, rec.f.seq, "store.sequence",
+                                   "a checkpoint entry out of order or beyond the sequence the checkpoint covers");
+                rec.seq = rec.f.seq;
+                r = create_apply(st, &rec, rec.f.id, rec.f.key, rec.f.cd, rec.f.pd, rec.f.at, rec.plan, rec.plan_len,
+                                 err);
+                if (r == 0)
+                        st->records = rec.seq;
+                return r;
+        }
         if (glove_json_get_string(o, "kind", NULL, 16, &kind, &e) < 0 ||
             glove_json_get_int(o, "seq", NULL, 1, INT64_MAX, &n, &e) < 0)
                 return bad(err, rec.seq, "store.bad_record", e.message);
