@@ -1076,10 +1076,12 @@ static int add_session_records(struct glove_control_checkpoint_body *b, const st
                 }
                 r = add_json(b, o, err);
         }
-        if (r == 0 && s->cleaned)
-                r = add_json(b, json_pack("{s:I,s:s,s:I,s:s}", "at_ms", (json_int_t)s->cleaned_at_ms, "kind", "cleanup",
-                                          "seq", (json_int_t)s->cleaned_seq, "session_id", s->session_id),
-                             err);
+        if (r == 0 && s->cleaned) {
+                _cleanup_json_ json_t *o = json_pack("{s:I,s:s,s:I,s:s}", "at_ms", (json_int_t)s->cleaned_at_ms,
+                                                     "kind", "cleanup", "seq", (json_int_t)s->cleaned_seq,
+                                                     "session_id", s->session_id);
+                r = add_json(b, o, err);
+        }
         return r;
 }
 
@@ -1128,8 +1130,14 @@ int glove_control_store_compact(struct glove_control_store *st, struct glove_con
         if (st->broken)
                 return glove_error_set(err, EIO, "journal.broken", "an earlier compaction stopped midway; restart gloved");
         uint64_t n = glove_control_journal_records(st->journal);
-        if (n == 0)
-                return 0; /* the journal is a bare tail: nothing to fold */
+        bool any = n > 0;
+        for (size_t i = 0; !any && i < st->n; i++)
+                any = retired(st, st->sessions[i]);
+        if (!any)
+                return 0; /* a bare tail and nobody to drop: nothing to do */
+        /* (With a bare tail the covered head is the tail's genesis, a hash
+         * of its header: never its param, so the next open still tells the
+         * replaced journal from the new tail.) */
         step(st, GLOVE_CONTROL_COMPACT_BEGIN);
         _cleanup_free_ bool *drop = calloc(st->n ? st->n : 1, sizeof(*drop));
         struct glove_control_checkpoint_body body = { 0 };

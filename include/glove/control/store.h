@@ -241,7 +241,8 @@ struct glove_control_store_compaction {
  * rolls forward), JOURNAL_WRITTEN, JOURNAL_SWITCHED, SEAL_SWITCHED (new
  * state). Time and bytes are those of the live state (bounded by
  * GLOVE_CONTROL_STORE_CHECKPOINT_MAX_BYTES). Nothing to do (an empty
- * journal) returns 0. Runs by itself before an append (create, transition,
+ * journal and no session to drop) returns 0. Runs by itself before an
+ * append (create, transition,
  * cleanup) once the journal holds the options' compact_records records or
  * compact_bytes bytes. out may be NULL. Errors: checkpoint.too_large,
  * checkpoint.io (the old state stands), journal.* of the rewrite (the store

@@ -20,6 +20,7 @@
 
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
+#include "glove/control/receipts.h"
 #include "glove/control/store.h"
 #include "helpers.h"
 
@@ -1156,6 +1157,51 @@ static void test_tail_corruption_refused(void **state) {
         free(j);
 }
 
+/* gloved's retention rule: ended, cleaned up, and no unacknowledged receipt
+ * names it (service.c, docs/recovery.md "Compaction"). */
+static bool retire_acknowledged(void *ctx, const struct glove_control_session *s) {
+        return !glove_control_receipts_pending(ctx, s->session_id);
+}
+
+static void test_retention_waits_for_the_acknowledgement(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = NULL;
+        struct glove_control_receipts *rc = NULL;
+        struct glove_control_receipts_options ro = { .state_dir = f->dir, .owner = geteuid() };
+        assert_int_equal(glove_control_receipts_open(&ro, &rc, NULL), 0);
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        glove_control_store_set_retention(st, retire_acknowledged, rc);
+        bool appended;
+        assert_int_equal(create(st, "s1", "k1", PLAN1, NULL, NULL), 0);
+        run_to_end(st, "s1");
+        json_t *body = json_pack("{s:s}", "state", "exited");
+        assert_int_equal(glove_control_receipts_append(rc, "session.terminal", "s1", body, NOW, NULL, NULL), 0);
+        json_decref(body);
+        /* Not cleaned up: kept. */
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_non_null(glove_control_store_find(st, "s1"));
+        /* Cleaned up, its receipt not acknowledged: kept. */
+        assert_int_equal(glove_control_store_cleanup(st, "s1", NOW + 9, &appended, NULL), 0);
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_non_null(glove_control_store_find(st, "s1"));
+        /* Acknowledged: gone, and gone after a restart. */
+        uint8_t head[32];
+        char hex[65];
+        uint64_t n = glove_control_receipts_head(rc, head);
+        glove_digest_hex_encode(head, 32, hex, sizeof(hex));
+        assert_int_equal(glove_control_receipts_ack(rc, n, hex, NULL), 0);
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_null(glove_control_store_find(st, "s1"));
+        assert_null(glove_control_store_find_key(st, "k1"));
+        glove_control_store_close(st);
+        st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_null(glove_control_store_find(st, "s1"));
+        assert_int_equal(glove_control_store_sessions(st), 0);
+        glove_control_store_close(st);
+        glove_control_receipts_close(rc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_restart_keeps_sessions, setup, teardown),
@@ -1177,6 +1223,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_compact_crash_at_every_step, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_corruption_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tail_corruption_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_retention_waits_for_the_acknowledgement, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
