@@ -144,6 +144,19 @@ echo "== gloved: durable create_session rate, validate_plan latency, replay of 1
 bench/gloved.sh "$build" || rc=$?
 
 echo
+echo "== session store: 1 000 000 sessions through store and receipts alone (every transition, receipt, acknowledgement, cleanup), then the same next to 10 000 live sessions; RSS, descriptors, bytes and replay time every 100 000"
+# On tmpfs when there is one: this measures growth (memory, descriptors,
+# bytes, replay), not the disk's fsync latency (gloved.sh measures that).
+soak_sessions=${STORE_SOAK_SESSIONS:-1000000}
+soak_tmp=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")/glove-soak.XXXXXX")
+for live in 0 10000; do
+        rm -rf "${soak_tmp:?}"/* && chmod 0700 "$soak_tmp"
+        "$build/glove-bench-store-soak" "$soak_tmp" --sessions "$soak_sessions" --every 100000 --live "$live" |
+                tee -a bench/results/store-soak.jsonl || rc=$?
+done
+rm -rf "$soak_tmp"
+
+echo
 echo "== limits and egress: start-up with vs without a run cgroup; 256 MiB through the egress proxy vs direct"
 /usr/bin/python3 bench/limits_egress.py --glove "$glove" --results bench/results/limits-egress.jsonl || rc=$?
 

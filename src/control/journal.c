@@ -30,6 +30,8 @@ struct glove_control_journal {
         uint8_t head[GLOVE_CONTROL_JOURNAL_TAG_LEN];
         bool broken;
         bool unsealed; /* the last record was accepted unsealed at open: its slot is written before the next */
+        int dirfd;     /* the parent directory, for a rewrite */
+        char *path;    /* the journal's path, for messages */
 };
 
 void glove_control_journal_header_build(const struct glove_control_journal_format *fmt,
@@ -44,6 +46,13 @@ void glove_control_journal_header_build(const struct glove_control_journal_forma
         memcpy(out + 32, param, GLOVE_CONTROL_JOURNAL_PARAM_LEN);
 }
 
+void glove_control_journal_header_build_flags(const struct glove_control_journal_format *fmt,
+                                              const uint8_t param[GLOVE_CONTROL_JOURNAL_PARAM_LEN], uint32_t flags,
+                                              uint8_t out[GLOVE_CONTROL_JOURNAL_HEADER_LEN]) {
+        glove_control_journal_header_build(fmt, param, out);
+        glove_control_put_be32(out + 20, flags);
+}
+
 static int check_header(const struct glove_control_journal_format *fmt, const uint8_t *h, size_t len,
                         struct glove_error *err) {
         if (len < GLOVE_CONTROL_JOURNAL_HEADER_LEN)
@@ -56,7 +65,8 @@ static int check_header(const struct glove_control_journal_format *fmt, const ui
                 return glove_error_set(err, EBADMSG, "journal.bad_header", "unsupported journal version %u",
                                        glove_control_get_be32(h + 8));
         if (glove_control_get_be32(h + 12) != fmt->max_payload || glove_control_get_be32(h + 16) != fmt->max_records ||
-            glove_control_get_be32(h + 20) != 0 || glove_control_get_be64(h + 24) != fmt->max_bytes)
+            (glove_control_get_be32(h + 20) & ~(uint32_t)GLOVE_CONTROL_JOURNAL_FLAG_CONTINUES) != 0 ||
+            glove_control_get_be64(h + 24) != fmt->max_bytes)
                 return glove_error_set(err, EBADMSG, "journal.bad_header",
                                        "the journal header's bounds differ from this format's");
         return 0;
@@ -285,6 +295,8 @@ struct names {
         char base[256];
         char seal[256 + sizeof(GLOVE_CONTROL_JOURNAL_SEAL_SUFFIX)];
         char tmp[256 + 8];
+        char cjournal[256 + 16]; /* .NAME.compact: a rewrite's new journal */
+        char cseal[256 + 24];    /* .NAME.seal.compact: its seal */
         char dir[4096];
 };
 
@@ -301,6 +313,8 @@ static int split_names(const char *path, struct names *n, struct glove_error *er
         snprintf(n->base, sizeof(n->base), "%s", b);
         snprintf(n->seal, sizeof(n->seal), "%s%s", b, GLOVE_CONTROL_JOURNAL_SEAL_SUFFIX);
         snprintf(n->tmp, sizeof(n->tmp), ".%s.new", b);
+        snprintf(n->cjournal, sizeof(n->cjournal), ".%s.compact", b);
+        snprintf(n->cseal, sizeof(n->cseal), ".%s%s.compact", b, GLOVE_CONTROL_JOURNAL_SEAL_SUFFIX);
         size_t dl = (size_t)(slash - path);
         memcpy(n->dir, path, dl ? dl : 1);
         n->dir[dl ? dl : 1] = '\0';
@@ -408,6 +422,64 @@ static int open_files(const struct glove_control_journal_format *fmt, const stru
         return open_at(dirfd, n->base, O_RDWR, 0, n->path, jfd, err) < 0 || *jfd < 0
                        ? io_error(err, -ENOENT, "reopen", n->path)
                        : 0;
+}
+
+/* True when some slot of seal (1024 bytes) is a valid slot for header. */
+static bool seal_fits_header(const uint8_t header[GLOVE_CONTROL_JOURNAL_HEADER_LEN], const uint8_t *seal) {
+        for (int i = 0; i < 2; i++) {
+                const uint8_t *slot = seal + i * GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE;
+                uint8_t check[8];
+                if (memcmp(slot, SEAL_MAGIC, 8) == 0 && seal_check(header, slot, check, NULL) == 0 &&
+                    glove_digest_equal(check, slot + 56, 8))
+                        return true;
+        }
+        return false;
+}
+
+/*
+ * Finishes or discards an interrupted rewrite (glove_control_journal_rewrite)
+ * under the lock of the current seal: the rewrite renames .NAME.compact over
+ * the journal, then .NAME.seal.compact over the seal. A .NAME.seal.compact
+ * whose slots are valid for the header of the journal now in place was
+ * written for it (a seal slot's check covers the whole header, whose param a
+ * rewrite always changes), so the journal was switched and its seal is put
+ * in place (and locked) now; otherwise the journal was not switched and the
+ * leftovers are removed: the old journal and seal stand.
+ */
+static int resolve_rewrite(const struct names *n, int dirfd, int jfd, int *sfd, uid_t owner, struct glove_error *err) {
+        bool changed = false;
+        _cleanup_close_ int fd = openat(dirfd, n->cseal, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT)
+                return io_error(err, -errno, "open the seal of an interrupted rewrite", n->path);
+        if (fd >= 0) {
+                uint8_t header[GLOVE_CONTROL_JOURNAL_HEADER_LEN], seal[GLOVE_CONTROL_JOURNAL_SEAL_LEN];
+                struct stat st;
+                bool adopt = jfd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                             st.st_size == GLOVE_CONTROL_JOURNAL_SEAL_LEN && read_all_at(fd, seal, sizeof(seal)) == 0 &&
+                             read_all_at(jfd, header, sizeof(header)) == 0 && seal_fits_header(header, seal);
+                if (adopt) {
+                        int r = glove_control_file_check(fd, owner, n->cseal, "journal.file_insecure", err);
+                        if (r < 0)
+                                return r;
+                        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                                return glove_error_set(err, EBUSY, "journal.locked",
+                                                       "%s is being rewritten by another process", n->path);
+                        if (renameat(dirfd, n->cseal, dirfd, n->seal) < 0)
+                                return io_error(err, -errno, "finish an interrupted rewrite", n->path);
+                        close(*sfd);
+                        *sfd = TAKE_FD(fd);
+                } else if (unlinkat(dirfd, n->cseal, 0) < 0) {
+                        return io_error(err, -errno, "remove the seal of an interrupted rewrite", n->path);
+                }
+                changed = true;
+        }
+        if (unlinkat(dirfd, n->cjournal, 0) == 0)
+                changed = true;
+        else if (errno != ENOENT)
+                return io_error(err, -errno, "remove the journal of an interrupted rewrite", n->path);
+        if (changed && fsync(dirfd) < 0)
+                return io_error(err, -errno, "sync the directory", n->path);
+        return 0;
 }
 
 /* Keeps the bytes of a torn tail before they are cut: appends them to
@@ -525,9 +597,11 @@ int glove_control_journal_open(const struct glove_control_journal_format *fmt,
         if (!j)
                 return glove_error_set(err, ENOMEM, "journal.no_memory", "out of memory");
         j->fmt = fmt;
-        j->fd = j->seal_fd = -1;
+        j->fd = j->seal_fd = j->dirfd = -1;
         bool created = false, replaced = false;
         r = open_files(fmt, opts, &n, dirfd, &j->fd, &j->seal_fd, &created, &replaced, err);
+        if (r == 0)
+                r = resolve_rewrite(&n, dirfd, j->fd, &j->seal_fd, opts->owner, err);
         if (r == 0)
                 r = glove_control_file_check(j->seal_fd, opts->owner, n.seal, "journal.file_insecure", err);
         if (r == 0)
@@ -542,6 +616,11 @@ int glove_control_journal_open(const struct glove_control_journal_format *fmt,
                 report->created = created;
                 report->seal_replaced = created && replaced;
         }
+        if (!(j->path = strdup(opts->path))) {
+                glove_control_journal_close(j);
+                return glove_error_set(err, ENOMEM, "journal.no_memory", "out of memory");
+        }
+        j->dirfd = TAKE_FD(dirfd);
         *out = j;
         return 0;
 }
@@ -640,6 +719,133 @@ int glove_control_journal_append(struct glove_control_journal *j, const void *pa
         return 0;
 }
 
+uint32_t glove_control_journal_flags(const struct glove_control_journal *j) {
+        return glove_control_get_be32(j->header + 20);
+}
+
+static void step(glove_control_compact_hook hook, void *ctx, enum glove_control_compact_step s) {
+        if (hook)
+                hook(ctx, s);
+}
+
+/* Writes the new journal (header and records) to .NAME.compact and its seal
+ * to .NAME.seal.compact (locked), both synced. *jfd and *sfd receive them. */
+static int rewrite_files(struct glove_control_journal *j, const struct names *n, const uint8_t *header,
+                         const struct glove_control_journal_payload *recs, size_t count, uint64_t *size,
+                         uint8_t head[GLOVE_CONTROL_JOURNAL_TAG_LEN], int *jfd, int *sfd, struct glove_error *err) {
+        uint8_t prev[GLOVE_CONTROL_JOURNAL_TAG_LEN], seal[GLOVE_CONTROL_JOURNAL_SEAL_LEN] = { 0 };
+        uint64_t off = GLOVE_CONTROL_JOURNAL_HEADER_LEN, prev_off = off;
+        (void)unlinkat(j->dirfd, n->cjournal, 0);
+        (void)unlinkat(j->dirfd, n->cseal, 0);
+        *jfd = openat(j->dirfd, n->cjournal, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (*jfd < 0)
+                return io_error(err, -errno, "create the rewritten journal", n->path);
+        int r = j->fmt->genesis(j->fmt->ctx, header, head, err);
+        if (r < 0)
+                return r;
+        memcpy(prev, head, sizeof(prev));
+        r = write_all_at(*jfd, header, GLOVE_CONTROL_JOURNAL_HEADER_LEN, 0);
+        for (size_t i = 0; r == 0 && i < count; i++) {
+                uint8_t len[4], t[GLOVE_CONTROL_JOURNAL_TAG_LEN];
+                glove_control_put_be32(len, (uint32_t)recs[i].len);
+                r = j->fmt->chain(j->fmt->ctx, head, i + 1, recs[i].data, recs[i].len, t, err);
+                if (r < 0)
+                        return r;
+                r = write_all_at(*jfd, len, 4, (off_t)off);
+                if (r == 0)
+                        r = write_all_at(*jfd, recs[i].data, recs[i].len, (off_t)off + 4);
+                if (r == 0)
+                        r = write_all_at(*jfd, t, sizeof(t), (off_t)(off + 4 + recs[i].len));
+                memcpy(prev, head, sizeof(prev));
+                memcpy(head, t, sizeof(t));
+                prev_off = off;
+                off += recs[i].len + GLOVE_CONTROL_JOURNAL_RECORD_OVERHEAD;
+        }
+        if (r == 0 && fsync(*jfd) < 0)
+                r = -errno;
+        if (r < 0)
+                return io_error(err, r, "write the rewritten journal", n->path);
+        r = glove_control_journal_seal_slot(header, count, off, head, seal + (count % 2) * GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE,
+                                            err);
+        if (r == 0 && count > 0)
+                r = glove_control_journal_seal_slot(header, count - 1, prev_off, prev,
+                                                    seal + ((count - 1) % 2) * GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE, err);
+        if (r < 0)
+                return r;
+        *sfd = openat(j->dirfd, n->cseal, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (*sfd < 0)
+                return io_error(err, -errno, "create the rewritten seal", n->path);
+        if (flock(*sfd, LOCK_EX | LOCK_NB) < 0)
+                return io_error(err, -errno, "lock the rewritten seal", n->path);
+        r = write_all_at(*sfd, seal, sizeof(seal), 0);
+        if (r == 0 && fsync(*sfd) < 0)
+                r = -errno;
+        if (r < 0)
+                return io_error(err, r, "write the rewritten seal", n->path);
+        *size = off;
+        return 0;
+}
+
+int glove_control_journal_rewrite(struct glove_control_journal *j, const uint8_t param[GLOVE_CONTROL_JOURNAL_PARAM_LEN],
+                                  uint32_t flags, const struct glove_control_journal_payload *recs, size_t count,
+                                  glove_control_compact_hook hook, void *hook_ctx, struct glove_error *err) {
+        struct names n;
+        if (j->broken)
+                return glove_error_set(err, EIO, "journal.broken",
+                                       "an earlier write to this journal failed; restart gloved");
+        if (flags & ~(uint32_t)GLOVE_CONTROL_JOURNAL_FLAG_CONTINUES)
+                return glove_error_set(err, EINVAL, "journal.bad_header", "unknown journal flags %#x", flags);
+        uint64_t bytes = GLOVE_CONTROL_JOURNAL_HEADER_LEN;
+        for (size_t i = 0; i < count; i++) {
+                if (recs[i].len == 0 || recs[i].len > j->fmt->max_payload)
+                        return glove_error_set(err, EINVAL, "journal.bad_length", "record of %zu bytes (allowed 1..%u)",
+                                               recs[i].len, j->fmt->max_payload);
+                bytes += recs[i].len + GLOVE_CONTROL_JOURNAL_RECORD_OVERHEAD;
+        }
+        if (count > j->fmt->max_records || bytes > j->fmt->max_bytes)
+                return glove_error_set(err, ENOSPC, "journal.full", "the rewritten journal would not fit its bounds");
+        int r = split_names(j->path, &n, err);
+        if (r < 0)
+                return r;
+        uint8_t header[GLOVE_CONTROL_JOURNAL_HEADER_LEN], head[GLOVE_CONTROL_JOURNAL_TAG_LEN];
+        glove_control_journal_header_build_flags(j->fmt, param, flags, header);
+        if (memcmp(header, j->header, sizeof(header)) == 0)
+                return glove_error_set(err, EINVAL, "journal.bad_header",
+                                       "a rewrite must change the journal's header param");
+        _cleanup_close_ int jfd = -1, sfd = -1;
+        uint64_t size = 0;
+        r = rewrite_files(j, &n, header, recs, count, &size, head, &jfd, &sfd, err);
+        if (r < 0) {
+                (void)unlinkat(j->dirfd, n.cjournal, 0);
+                (void)unlinkat(j->dirfd, n.cseal, 0);
+                return r;
+        }
+        step(hook, hook_ctx, GLOVE_CONTROL_COMPACT_JOURNAL_WRITTEN);
+        if (renameat(j->dirfd, n.cjournal, j->dirfd, n.base) < 0 || fsync(j->dirfd) < 0) {
+                r = -errno;
+                (void)unlinkat(j->dirfd, n.cjournal, 0);
+                (void)unlinkat(j->dirfd, n.cseal, 0);
+                j->broken = true; /* the rename may have happened: the next start decides */
+                return io_error(err, r, "switch to the rewritten journal", n.path);
+        }
+        step(hook, hook_ctx, GLOVE_CONTROL_COMPACT_JOURNAL_SWITCHED);
+        if (renameat(j->dirfd, n.cseal, j->dirfd, n.seal) < 0 || fsync(j->dirfd) < 0) {
+                j->broken = true; /* the next start puts the seal in place */
+                return io_error(err, -errno, "switch to the rewritten seal", n.path);
+        }
+        step(hook, hook_ctx, GLOVE_CONTROL_COMPACT_SEAL_SWITCHED);
+        close(j->fd);
+        close(j->seal_fd); /* the old seal's lock; the new one is locked */
+        j->fd = TAKE_FD(jfd);
+        j->seal_fd = TAKE_FD(sfd);
+        memcpy(j->header, header, sizeof(header));
+        memcpy(j->head, head, sizeof(head));
+        j->records = count;
+        j->size = size;
+        j->unsealed = false;
+        return 0;
+}
+
 uint64_t glove_control_journal_records(const struct glove_control_journal *j) {
         return j->records;
 }
@@ -663,5 +869,8 @@ void glove_control_journal_close(struct glove_control_journal *j) {
                 close(j->fd);
         if (j->seal_fd >= 0)
                 close(j->seal_fd); /* releases the flock */
+        if (j->dirfd >= 0)
+                close(j->dirfd);
+        free(j->path);
         free(j);
 }

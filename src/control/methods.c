@@ -173,7 +173,11 @@ static json_t *do_session_status(struct glove_control_components *c, const struc
                 return invalid_params(req, &e);
         const struct glove_control_session *s = glove_control_store_find(c->store, id);
         if (!s)
-                return error_response(req, "session.not_found", "no such session", json_pack("{s:s}", "session_id", id));
+                return error_response(req, "session.not_found",
+                                      "no such session (a session that ended, was cleaned up and whose terminal "
+                                      "receipt was acknowledged leaves the store at its next compaction; the "
+                                      "receipt archive keeps its record)",
+                                      json_pack("{s:s}", "session_id", id));
         json_t *r = session_summary(s);
         json_t *hist = json_array();
         for (size_t i = 0; hist && i < s->n_history; i++) {

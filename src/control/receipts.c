@@ -14,10 +14,15 @@
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
 #include "glove/base/json.h"
+#include "glove/control/checkpoint.h"
 #include "glove/control/dirs.h"
 #include "glove/control/store.h"
 
 #define ENVELOPE_DOMAIN "glove.receipt.envelope.v1"
+#define CHECKPOINT_DOMAIN "glove.receipt.checkpoint.v1"
+
+/* How the journal being replayed relates to the checkpoint (as in store.c). */
+enum replay_mode { MODE_UNDECIDED = 0, MODE_PLAIN, MODE_TAIL, MODE_COVERED };
 #define ACK_MAX 256
 
 struct envelope {
@@ -27,12 +32,23 @@ struct envelope {
 };
 
 struct glove_control_receipts {
-        struct glove_control_journal_format fmt; /* ctx points at key */
+        struct glove_control_journal_format fmt; /* ctx points at this object */
         uint8_t key[GLOVE_CONTROL_RECEIPTS_KEY_LEN];
         uint8_t anchor[32];
         struct glove_control_journal *journal;
-        struct envelope *env;
+        struct envelope *env;    /* env[i] is receipt base + i + 1 */
         size_t n, cap;
+        uint64_t base;           /* receipts before env[0]: dropped after acknowledgement */
+        uint64_t scan_base;      /* sequence before the first record of the journal being replayed */
+        uint8_t base_mac[32];    /* the MAC of receipt base (the anchor when 0) */
+        bool have_ckpt;
+        struct glove_control_checkpoint ckpt;
+        uint8_t scan_header[GLOVE_CONTROL_JOURNAL_HEADER_LEN];
+        enum replay_mode mode;
+        uint64_t compact_records;
+        glove_control_compact_hook hook;
+        void *hook_ctx;
+        bool broken;             /* a compaction stopped after installing its checkpoint */
         uint64_t acked;
         uint64_t torn_bytes, torn_offset;
         uint64_t reserved_bytes, reserved_records; /* capacity promised to running sessions */
@@ -43,7 +59,7 @@ static int receipts_chain(void *ctx, const uint8_t prev[GLOVE_CONTROL_JOURNAL_TA
                           const void *payload, size_t len, uint8_t out[GLOVE_CONTROL_JOURNAL_TAG_LEN],
                           struct glove_error *err) {
         (void)seq; /* the sequence is inside the envelope */
-        const uint8_t *key = ctx;
+        const uint8_t *key = ((struct glove_control_receipts *)ctx)->key;
         size_t n = sizeof(ENVELOPE_DOMAIN) + 32 + len;
         _cleanup_free_ uint8_t *buf = malloc(n);
         if (!buf)
@@ -56,8 +72,9 @@ static int receipts_chain(void *ctx, const uint8_t prev[GLOVE_CONTROL_JOURNAL_TA
 
 static int receipts_genesis(void *ctx, const uint8_t header[GLOVE_CONTROL_JOURNAL_HEADER_LEN],
                             uint8_t out[GLOVE_CONTROL_JOURNAL_TAG_LEN], struct glove_error *err) {
-        (void)ctx;
+        struct glove_control_receipts *r = ctx;
         (void)err;
+        memcpy(r->scan_header, header, GLOVE_CONTROL_JOURNAL_HEADER_LEN);
         memcpy(out, header + 32, 32); /* the anchor */
         return 0;
 }
@@ -95,9 +112,57 @@ static int keep(struct glove_control_receipts *r, const void *bytes, size_t len,
         return 0;
 }
 
-static int replay_envelope(void *userdata, uint64_t seq, const void *payload, size_t len,
+static int ckpt_mismatch(struct glove_error *err, const char *what) {
+        return glove_error_set(err, EBADMSG, "checkpoint.mismatch",
+                               "the receipt journal %s; nothing was deleted: restore the journal and its checkpoint "
+                               "from the same backup (docs/recovery.md, \"Compaction\")",
+                               what);
+}
+
+/* Decides how the journal whose header the scan saw follows the checkpoint. */
+static int decide_mode(struct glove_control_receipts *r, struct glove_error *err) {
+        if (r->mode != MODE_UNDECIDED)
+                return 0;
+        const uint8_t *param = r->scan_header + 32;
+        bool continues = glove_control_get_be32(r->scan_header + 20) & GLOVE_CONTROL_JOURNAL_FLAG_CONTINUES;
+        if (!r->have_ckpt) {
+                if (continues)
+                        return glove_error_set(err, ENOENT, "checkpoint.missing",
+                                               "the receipt journal continues a checkpoint %s%s that is missing; "
+                                               "nothing was deleted: restore it from a backup (docs/recovery.md, "
+                                               "\"Compaction\")",
+                                               GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, GLOVE_CONTROL_CHECKPOINT_SUFFIX);
+                r->mode = MODE_PLAIN;
+                r->base = 0;
+                memcpy(r->base_mac, param, 32);
+        } else if (continues && memcmp(param, r->ckpt.covered_head, 32) == 0) {
+                r->mode = MODE_TAIL;
+                r->base = r->ckpt.covered_seq;
+                memcpy(r->base_mac, r->ckpt.covered_head, 32);
+        } else if (memcmp(param, r->ckpt.prev_param, 32) == 0) {
+                r->mode = MODE_COVERED;
+                r->scan_base = r->ckpt.old_end_seq - r->ckpt.old_records;
+                r->base = r->ckpt.covered_seq; /* what is kept follows the checkpoint */
+                memcpy(r->base_mac, r->ckpt.covered_head, 32);
+                return 0;
+        } else {
+                return ckpt_mismatch(err, "does not continue its checkpoint (another journal's, or replaced)");
+        }
+        r->scan_base = r->base;
+        return 0;
+}
+
+static int replay_envelope(void *userdata, uint64_t pos, const void *payload, size_t len,
                            const uint8_t tag[GLOVE_CONTROL_JOURNAL_TAG_LEN], struct glove_error *err) {
         struct glove_control_receipts *r = userdata;
+        int dr = decide_mode(r, err);
+        if (dr < 0)
+                return dr;
+        uint64_t seq = r->scan_base + pos;
+        if (r->mode == MODE_COVERED && pos > r->ckpt.old_records)
+                return ckpt_mismatch(err, "holds more records than the checkpoint replaced");
+        if (r->mode == MODE_COVERED && seq <= r->ckpt.covered_seq)
+                return 0; /* acknowledged and covered: dropped when the compaction is finished */
         _cleanup_json_ json_t *o = NULL;
         struct glove_error e = { 0 };
         const char *kind, *sid;
@@ -203,13 +268,58 @@ static int load_ack(struct glove_control_receipts *r, struct glove_error *err) {
             glove_digest_hex_decode(mac, strlen(mac), m, 32, &e) < 0)
                 return glove_error_set(err, EBADMSG, "receipts.ack_invalid", "%s: %s", GLOVE_CONTROL_RECEIPTS_ACK_FILE,
                                        e.message);
-        const uint8_t *want = seq == 0 ? r->anchor : ((uint64_t)seq <= r->n ? r->env[seq - 1].mac : NULL);
+        const uint8_t *want = (uint64_t)seq == r->base                              ? r->base_mac
+                              : (uint64_t)seq > r->base && (uint64_t)seq <= r->base + r->n ? r->env[seq - r->base - 1].mac
+                                                                                          : NULL;
         if (!want || !glove_digest_equal(want, m, 32))
                 return glove_error_set(err, EBADMSG, "receipts.ack_invalid",
                                        "%s acknowledges receipt %lld, which is not in the chain (journal truncated?)",
                                        GLOVE_CONTROL_RECEIPTS_ACK_FILE, (long long)seq);
         r->acked = (uint64_t)seq;
         return 0;
+}
+
+static int receipts_ckpt_mac(void *ctx, const void *data, size_t len, uint8_t out[GLOVE_CONTROL_CHECKPOINT_MAC_LEN],
+                             struct glove_error *err) {
+        struct glove_control_receipts *r = ctx;
+        size_t n = sizeof(CHECKPOINT_DOMAIN) + len;
+        _cleanup_free_ uint8_t *buf = malloc(n);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
+        memcpy(buf, CHECKPOINT_DOMAIN, sizeof(CHECKPOINT_DOMAIN));
+        memcpy(buf + sizeof(CHECKPOINT_DOMAIN), data, len);
+        return glove_digest_hmac_sha256(r->key, sizeof(r->key), buf, n, out, err);
+}
+
+/* Rewrites the journal to the receipts kept in memory, continuing the
+ * checkpoint's head. */
+static int rewrite_tail(struct glove_control_receipts *r, struct glove_error *err) {
+        _cleanup_free_ struct glove_control_journal_payload *p = calloc(r->n ? r->n : 1, sizeof(*p));
+        if (!p)
+                return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
+        for (size_t i = 0; i < r->n; i++)
+                p[i] = (struct glove_control_journal_payload){ .data = r->env[i].bytes, .len = r->env[i].len };
+        return glove_control_journal_rewrite(r->journal, r->ckpt.covered_head, GLOVE_CONTROL_JOURNAL_FLAG_CONTINUES, p,
+                                             r->n, r->hook, r->hook_ctx, err);
+}
+
+/* After the journal is open: the mode of an empty journal, and the
+ * roll-forward of a compaction stopped after installing its checkpoint. */
+static int finish_open(struct glove_control_receipts *r, struct glove_error *err) {
+        int rr = decide_mode(r, err);
+        if (rr == 0)
+                rr = glove_control_checkpoint_remove_leftover(r->dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, err);
+        if (rr < 0 || r->mode != MODE_COVERED)
+                return rr;
+        uint8_t head[32];
+        glove_control_journal_head(r->journal, head);
+        if (glove_control_journal_records(r->journal) != r->ckpt.old_records ||
+            memcmp(head, r->ckpt.old_end_head, 32) != 0)
+                return ckpt_mismatch(err, "does not end where its checkpoint says the replaced journal ended");
+        rr = rewrite_tail(r, err);
+        if (rr == 0)
+                r->mode = MODE_TAIL;
+        return rr;
 }
 
 int glove_control_receipts_open(const struct glove_control_receipts_options *o, struct glove_control_receipts **out,
@@ -227,8 +337,11 @@ int glove_control_receipts_open(const struct glove_control_receipts_options *o, 
                 .max_bytes = GLOVE_CONTROL_RECEIPTS_MAX_BYTES,
                 .chain = receipts_chain,
                 .genesis = receipts_genesis,
-                .ctx = r->key,
+                .ctx = r,
         };
+        r->compact_records = o->compact_records ? o->compact_records : GLOVE_CONTROL_RECEIPTS_COMPACT_RECORDS;
+        r->hook = o->hook;
+        r->hook_ctx = o->hook_ctx;
         char path[4096];
         int rr = glove_control_dir_open_private(o->state_dir, o->owner, false, &r->dirfd, err);
         if (rr == 0 && snprintf(path, sizeof(path), "%s/%s", o->state_dir, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE) >=
@@ -236,6 +349,12 @@ int glove_control_receipts_open(const struct glove_control_receipts_options *o, 
                 rr = glove_error_set(err, ENAMETOOLONG, "receipts.io", "state directory path too long");
         if (rr == 0)
                 rr = load_key(r, o->owner, err);
+        if (rr == 0)
+                rr = glove_control_checkpoint_read(r->dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, o->owner, r->fmt.magic,
+                                                   GLOVE_CONTROL_CHECKPOINT_HEADER_LEN + GLOVE_CONTROL_CHECKPOINT_MAC_LEN,
+                                                   1, receipts_ckpt_mac, r, NULL, NULL, &r->ckpt, &r->have_ckpt, err);
+        if (rr == 0 && r->have_ckpt && r->ckpt.entries != 0)
+                rr = glove_error_set(err, EBADMSG, "checkpoint.corrupt", "a receipt checkpoint holds entries");
         uint8_t zero[32] = { 0 };
         struct glove_control_journal_open_options jo = {
                 .path = path, .owner = o->owner, .create_param = o->anchor ? o->anchor : zero, .recover_torn_tail = true
@@ -243,8 +362,13 @@ int glove_control_receipts_open(const struct glove_control_receipts_options *o, 
         struct glove_control_journal_report rep;
         if (rr == 0)
                 rr = glove_control_journal_open(&r->fmt, &jo, replay_envelope, r, &r->journal, &rep, err);
+        if (rr == 0)
+                rr = finish_open(r, err);
         if (rr == 0) {
-                glove_control_journal_param(r->journal, r->anchor);
+                if (r->have_ckpt)
+                        memcpy(r->anchor, r->ckpt.origin, 32);
+                else
+                        glove_control_journal_param(r->journal, r->anchor);
                 r->torn_bytes = rep.torn_bytes;
                 r->torn_offset = rep.torn_offset;
                 if (o->anchor && memcmp(o->anchor, r->anchor, 32) != 0)
@@ -268,7 +392,11 @@ int glove_control_receipts_append(struct glove_control_receipts *r, const char *
             now_ms < 0)
                 return glove_error_set(err, EINVAL, "receipts.invalid_argument",
                                        "a receipt needs a kind, a session id and an object body");
-        uint64_t n = r->n + 1;
+        if (r->broken)
+                return glove_error_set(err, EIO, "journal.broken",
+                                       "a compaction stopped after installing its checkpoint; restart gloved, which "
+                                       "finishes it");
+        uint64_t n = r->base + r->n + 1;
         _cleanup_json_ json_t *o = json_pack("{s:I,s:s,s:O,s:I,s:s}", "appended_at_ms", (json_int_t)now_ms, "kind",
                                              kind, "receipt", (json_t *)receipt, "sequence", (json_int_t)n,
                                              "session_id", session_id);
@@ -321,8 +449,71 @@ void glove_control_receipts_unreserve(struct glove_control_receipts *r, size_t b
 }
 
 uint64_t glove_control_receipts_head(const struct glove_control_receipts *r, uint8_t mac[32]) {
-        memcpy(mac, r->n ? r->env[r->n - 1].mac : r->anchor, 32);
-        return r->n;
+        memcpy(mac, r->n ? r->env[r->n - 1].mac : r->base_mac, 32);
+        return r->base + r->n;
+}
+
+uint64_t glove_control_receipts_base(const struct glove_control_receipts *r) {
+        return r->base;
+}
+
+uint64_t glove_control_receipts_journal_bytes(const struct glove_control_receipts *r) {
+        return glove_control_journal_size(r->journal);
+}
+
+bool glove_control_receipts_pending(const struct glove_control_receipts *r, const char *session_id) {
+        char tail[GLOVE_CONTROL_ID_MAX + 32];
+        int tn = snprintf(tail, sizeof(tail), ",\"session_id\":\"%s\"}", session_id ? session_id : "");
+        if (!session_id || tn < 0 || (size_t)tn >= sizeof(tail))
+                return false;
+        uint64_t first = r->acked > r->base ? r->acked - r->base : 0;
+        for (size_t i = first; i < r->n; i++) {
+                const struct envelope *e = &r->env[i];
+                if (e->len >= (size_t)tn && memcmp(e->bytes + e->len - tn, tail, (size_t)tn) == 0)
+                        return true;
+        }
+        return false;
+}
+
+int glove_control_receipts_compact(struct glove_control_receipts *r, struct glove_error *err) {
+        if (r->broken)
+                return glove_error_set(err, EIO, "journal.broken", "an earlier compaction stopped midway; restart gloved");
+        if (r->acked <= r->base)
+                return 0; /* nothing acknowledged since the last checkpoint */
+        if (r->hook)
+                r->hook(r->hook_ctx, GLOVE_CONTROL_COMPACT_BEGIN);
+        size_t drop = (size_t)(r->acked - r->base);
+        struct glove_control_checkpoint c = { 0 };
+        uint8_t param[32];
+        glove_control_journal_param(r->journal, param);
+        memcpy(c.journal_magic, r->fmt.magic, 8);
+        c.generation = r->have_ckpt ? r->ckpt.generation + 1 : 1;
+        memcpy(c.origin, r->anchor, 32);
+        memcpy(c.prev_param, param, 32);
+        c.covered_seq = r->acked;
+        memcpy(c.covered_head, r->env[drop - 1].mac, 32);
+        c.old_records = glove_control_journal_records(r->journal);
+        c.old_end_seq = glove_control_receipts_head(r, c.old_end_head);
+        int rr = glove_control_checkpoint_write(r->dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, &c, NULL,
+                                                GLOVE_CONTROL_CHECKPOINT_HEADER_LEN + GLOVE_CONTROL_CHECKPOINT_MAC_LEN,
+                                                receipts_ckpt_mac, r, r->hook, r->hook_ctx, err);
+        if (rr < 0) {
+                (void)glove_control_checkpoint_remove_leftover(r->dirfd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, NULL);
+                return rr; /* the old state stands */
+        }
+        /* The checkpoint is the current state from here. */
+        r->ckpt = c;
+        r->have_ckpt = true;
+        for (size_t i = 0; i < drop; i++)
+                free(r->env[i].bytes);
+        memmove(r->env, r->env + drop, (r->n - drop) * sizeof(*r->env));
+        r->n -= drop;
+        r->base = c.covered_seq;
+        memcpy(r->base_mac, c.covered_head, 32);
+        rr = rewrite_tail(r, err);
+        if (rr < 0)
+                r->broken = true;
+        return rr;
 }
 
 static json_t *hex_json(const uint8_t *b) {
@@ -337,9 +528,16 @@ int glove_control_receipts_page(const struct glove_control_receipts *r, uint64_t
         if (limit < 1 || limit > GLOVE_CONTROL_RECEIPTS_PAGE_MAX)
                 return glove_error_set(err, EINVAL, "receipts.invalid_argument", "limit must be 1..%d",
                                        GLOVE_CONTROL_RECEIPTS_PAGE_MAX);
-        if (after > r->n)
+        if (after > r->base + r->n)
                 return glove_error_set(err, EINVAL, "receipts.invalid_argument",
-                                       "after_sequence %llu is beyond the head %zu", (unsigned long long)after, r->n);
+                                       "after_sequence %llu is beyond the head %llu", (unsigned long long)after,
+                                       (unsigned long long)(r->base + r->n));
+        if (after < r->base)
+                return glove_error_set(err, ERANGE, "receipts.compacted",
+                                       "receipts up to %llu were acknowledged and dropped from the journal; page from "
+                                       "after_sequence %llu or later (the acknowledged ones are in Sage's archive)",
+                                       (unsigned long long)r->base, (unsigned long long)r->base);
+        after -= r->base;
         _cleanup_json_ json_t *list = json_array();
         if (!list)
                 return -ENOMEM;
@@ -351,7 +549,7 @@ int glove_control_receipts_page(const struct glove_control_receipts *r, uint64_t
                         break;
                 json_t *env = json_loadb(e->bytes, e->len, JSON_REJECT_DUPLICATES, NULL);
                 json_t *item = env ? json_pack("{s:o,s:o,s:I}", "envelope", env, "mac", hex_json(e->mac), "sequence",
-                                               (json_int_t)(i + 1))
+                                               (json_int_t)(r->base + i + 1))
                                    : NULL;
                 if (!item || json_array_append_new(list, item) < 0)
                         return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
@@ -384,7 +582,7 @@ int glove_control_receipts_find(const struct glove_control_receipts *r, const ch
                 const char *k = json_string_value(json_object_get(env, "kind"));
                 if (!k || strcmp(k, kind) != 0)
                         continue;
-                *seq = i + 1;
+                *seq = r->base + i + 1;
                 if (receipt)
                         *receipt = json_incref(json_object_get(env, "receipt"));
                 return 1;
@@ -410,6 +608,10 @@ int glove_control_receipts_ack(struct glove_control_receipts *r, uint64_t sequen
         if (rr < 0)
                 return rr;
         r->acked = hs;
+        /* Acknowledged receipts leave the journal once enough gathered
+         * (the acknowledgement stands whatever the compaction does). */
+        if (r->n >= r->compact_records)
+                (void)glove_control_receipts_compact(r, NULL);
         return 0;
 }
 

@@ -1093,6 +1093,15 @@ int glove_control_runtime_cleanup(struct glove_control_runtime *rt, const char *
         int r = glove_supervisor_cleanup(rt->o.config, id, st->plan, st->plan_len, &removed, &kept, err);
         if (r < 0)
                 return r;
+        /* Recorded, so that the session can leave the live state once its
+         * terminal receipt is acknowledged (store.h, compaction). */
+        bool appended;
+        r = glove_control_store_cleanup(rt->o.store, id, rt->o.now_ms(), &appended, err);
+        if (r < 0) {
+                json_decref(removed);
+                json_decref(kept);
+                return r;
+        }
         *result = json_pack("{s:o,s:o}", "removed", removed ? removed : json_array(), "kept", kept ? kept : json_array());
         return *result ? 0 : -ENOMEM;
 }

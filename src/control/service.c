@@ -467,6 +467,33 @@ static int make_runtime(struct service *s, const struct glove_control_service_op
 }
 #endif
 
+/* The retention rule of the store: a session that ended and was cleaned
+ * up leaves the live state once no unacknowledged receipt names it. */
+static bool retire_acknowledged(void *ctx, const struct glove_control_session *st) {
+        return !glove_control_receipts_pending(ctx, st->session_id);
+}
+
+/* Startup compaction (after the reconciler: a receipt it looks for is never
+ * dropped before it looked), of whatever passed its threshold. A failure
+ * leaves the old state, which is consistent: gloved starts and says so. */
+static void compact_at_start(struct service *s) {
+        struct glove_error e = { 0 };
+        uint8_t mac[32];
+        if (s->store) {
+                glove_control_store_set_retention(s->store, retire_acknowledged, s->receipts);
+                if (glove_control_store_compact_if_due(s->store, &e) < 0)
+                        glove_log(s->log, GLOVE_LOG_WARNING, "store.compaction_failed", NULL,
+                                  "store.compaction_failed: %s: %s", e.code, e.message);
+        }
+        e = (struct glove_error){ 0 };
+        if (s->receipts &&
+            glove_control_receipts_head(s->receipts, mac) - glove_control_receipts_base(s->receipts) >=
+                    GLOVE_CONTROL_RECEIPTS_COMPACT_RECORDS &&
+            glove_control_receipts_compact(s->receipts, &e) < 0)
+                glove_log(s->log, GLOVE_LOG_WARNING, "receipts.compaction_failed", NULL,
+                          "receipts.compaction_failed: %s: %s", e.code, e.message);
+}
+
 /* A session store was just created empty: says so on stderr where a store
  * was expected (store.created_empty): its seal was there without the journal
  * (an interrupted creation, or the journal deleted when it held nothing
@@ -514,6 +541,10 @@ static int start(struct service *s, const struct glove_control_service_options *
                         glove_log(s->log, GLOVE_LOG_NOTICE, "store.unsealed_record", NULL,
                                   "session store: accepted one complete record written just before "
                                   "a crash (its seal was not updated)");
+                if (r == 0 && glove_control_store_last_compaction(s->store)->rolled_forward)
+                        glove_log(s->log, GLOVE_LOG_NOTICE, "store.compaction_finished", NULL,
+                                  "store.compaction_finished: an earlier gloved stopped during a "
+                                  "compaction after installing its checkpoint; the journal was switched now");
                 if (r == 0 && rep.torn_bytes)
                         glove_log(s->log, GLOVE_LOG_WARNING, "store.torn_tail", NULL,
                                   "store.torn_tail: cut an incomplete last session record that was "
@@ -541,6 +572,8 @@ static int start(struct service *s, const struct glove_control_service_options *
         if (r == 0 && o->materialization_root)
                 r = make_runtime(s, o, uid, err);
 #endif
+        if (r == 0)
+                compact_at_start(s);
         if (r == 0)
                 r = write_secret(s, o->runtime_dir, err);
         if (r == 0)

@@ -789,3 +789,27 @@ PYEOF
         grep -q "store.created_empty: created an empty session store $J next to $J.torn" "$GD_ERR" ||
                 fail "no warning next to .torn: $(cat "$GD_ERR")"
 }
+
+@test "gloved recovery: a corrupt session-store checkpoint, or one whose MAC does not verify, refuses start and deletes nothing" {
+        store_with_sessions "$T/p" 1
+        # Not a checkpoint at all.
+        head -c 300 /dev/urandom >"$J.ckpt"
+        chmod 600 "$J.ckpt"
+        before=$(cat "$J" "$J.seal" "$J.ckpt" | sha256sum)
+        gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
+        expect_status 1
+        [[ "$stderr" == *"gloved: checkpoint.corrupt: "*"nothing was deleted"* ]] || fail "expected checkpoint.corrupt: $stderr"
+        [ "$(cat "$J" "$J.seal" "$J.ckpt" | sha256sum)" = "$before" ] || fail "the evidence was rewritten"
+        # Well formed, with a MAC that does not verify.
+        "$PY" - "$J.ckpt" <<'PYEOF'
+import struct, sys
+h = b"GLVCKPT1" + b"GLVSESS1" + struct.pack(">II", 1, 0) + struct.pack(">Q", 1) + b"\1" * 64
+h += struct.pack(">Q", 1) + b"\2" * 32 + struct.pack(">QQ", 1, 1) + b"\2" * 32 + struct.pack(">QQ", 0, 0)
+assert len(h) == 200
+open(sys.argv[1], "wb").write(h + b"\3" * 32)
+PYEOF
+        gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
+        expect_status 1
+        [[ "$stderr" == *"gloved: checkpoint.mac_mismatch: "* ]] || fail "expected checkpoint.mac_mismatch: $stderr"
+        [ -s "$J" ] && [ -s "$J.ckpt" ] || fail "a file was deleted"
+}

@@ -16,7 +16,10 @@
  *     8  version       u32 big-endian
  *    12  max_payload   u32 big-endian, bytes per record payload
  *    16  max_records   u32 big-endian
- *    20  reserved      u32, zero
+ *    20  flags         u32 big-endian: 0, or GLOVE_CONTROL_JOURNAL_FLAG_CONTINUES
+ *                      (bit 0: the journal is the tail of a checkpoint and
+ *                      its first record follows the checkpoint's head; the
+ *                      journal's owner refuses it without that checkpoint)
  *    24  max_bytes     u64 big-endian, whole file including the header
  *    32  param         32 bytes (store id, or receipt chain anchor)
  *   records, each
@@ -60,7 +63,7 @@
  *   journal.seal_corrupt      no seal slot has a valid check, or the seal has
  *                             the wrong size (-EBADMSG)
  *   journal.bad_header        short header, wrong magic, version, bounds or
- *                             reserved bytes (-EBADMSG)
+ *                             unknown flags (-EBADMSG)
  *   journal.too_large         file larger than max_bytes (-EFBIG)
  *   journal.bad_length        a record length of 0 or above max_payload
  *                             (-EBADMSG)
@@ -94,6 +97,8 @@
 #define GLOVE_CONTROL_JOURNAL_SEAL_LEN 1024
 #define GLOVE_CONTROL_JOURNAL_SEAL_SLOT_STRIDE 512
 #define GLOVE_CONTROL_JOURNAL_SEAL_SLOT_LEN 64
+/* Header flag: this journal continues a checkpoint (checkpoint.h). */
+#define GLOVE_CONTROL_JOURNAL_FLAG_CONTINUES 1u
 /* Suffix appended to the journal's file name to name its seal. */
 #define GLOVE_CONTROL_JOURNAL_SEAL_SUFFIX ".seal"
 
@@ -153,6 +158,11 @@ struct glove_control_journal_scan {
 void glove_control_journal_header_build(const struct glove_control_journal_format *fmt,
                                         const uint8_t param[GLOVE_CONTROL_JOURNAL_PARAM_LEN],
                                         uint8_t out[GLOVE_CONTROL_JOURNAL_HEADER_LEN]);
+
+/* As glove_control_journal_header_build, with flags at offset 20. */
+void glove_control_journal_header_build_flags(const struct glove_control_journal_format *fmt,
+                                              const uint8_t param[GLOVE_CONTROL_JOURNAL_PARAM_LEN], uint32_t flags,
+                                              uint8_t out[GLOVE_CONTROL_JOURNAL_HEADER_LEN]);
 
 /*
  * Scans journal bytes data[0..len) in memory: checks the header against fmt,
@@ -216,7 +226,9 @@ struct glove_control_journal_report {
  * link, no symbolic link in the path. A missing journal is created (seal
  * first, then the journal through a temporary name and rename, then the
  * directory is synced) only when the seal is missing too or commits zero
- * records. Then the whole journal is read (at most fmt->max_bytes), scanned
+ * records. A rewrite (glove_control_journal_rewrite) interrupted between
+ * its two renames is finished (its seal put in place), and the leftovers of
+ * one interrupted earlier are removed, under the lock. Then the whole journal is read (at most fmt->max_bytes), scanned
  * with fn (see glove_control_journal_scan) and checked against the seal.
  * Nothing is rewritten, except that in recover mode an incomplete last
  * record is cut off (ftruncate + fsync) and reported.
@@ -247,6 +259,48 @@ bool glove_control_journal_has_room(const struct glove_control_journal *j, size_
  */
 int glove_control_journal_append(struct glove_control_journal *j, const void *payload, size_t len, uint64_t *seq,
                                  uint8_t tag[GLOVE_CONTROL_JOURNAL_TAG_LEN], struct glove_error *err);
+
+/* The named steps of a compaction (checkpoint.h, and the rewrite below),
+ * in order; a test hook is called at each (and may _exit there). */
+enum glove_control_compact_step {
+        GLOVE_CONTROL_COMPACT_BEGIN = 1,          /* nothing written yet */
+        GLOVE_CONTROL_COMPACT_CHECKPOINT_WRITTEN, /* .NAME.ckpt.new written and synced */
+        GLOVE_CONTROL_COMPACT_CHECKPOINT_INSTALLED, /* renamed to NAME.ckpt, directory synced */
+        GLOVE_CONTROL_COMPACT_JOURNAL_WRITTEN,    /* .NAME.compact and .NAME.seal.compact synced */
+        GLOVE_CONTROL_COMPACT_JOURNAL_SWITCHED,   /* .NAME.compact renamed over the journal */
+        GLOVE_CONTROL_COMPACT_SEAL_SWITCHED,      /* its seal renamed over the seal: the old journal is gone */
+        GLOVE_CONTROL_COMPACT_STEP_COUNT
+};
+typedef void (*glove_control_compact_hook)(void *ctx, enum glove_control_compact_step step);
+
+/* One record payload for glove_control_journal_rewrite (borrowed). */
+struct glove_control_journal_payload {
+        const void *data;
+        size_t len; /* 1..max_payload bytes */
+};
+
+/*
+ * Replaces the journal by a new one with header param and flags (the
+ * header must differ from the current one: a rewrite always changes the
+ * param) holding recs[0..count), chained from the new header's genesis.
+ * Steps: write .NAME.compact and its seal .NAME.seal.compact (locked
+ * before it is visible), fsync both (hook JOURNAL_WRITTEN); rename the
+ * journal into place, fsync the directory (hook JOURNAL_SWITCHED); rename
+ * the seal into place, fsync the directory (hook SEAL_SWITCHED). A crash
+ * anywhere leaves the old journal and seal, or the new journal with the
+ * new seal next to it, which glove_control_journal_open puts in place (the
+ * seal's slot checks cover the header, so the leftover seal tells which
+ * journal is current); the lock is held throughout. hook may be NULL.
+ * Errors: journal.full (the records do not fit the bounds), journal.bad_length,
+ * journal.bad_header, journal.broken, journal.io (after a failed switch
+ * the journal is broken until restart), chain errors.
+ */
+int glove_control_journal_rewrite(struct glove_control_journal *j, const uint8_t param[GLOVE_CONTROL_JOURNAL_PARAM_LEN],
+                                  uint32_t flags, const struct glove_control_journal_payload *recs, size_t count,
+                                  glove_control_compact_hook hook, void *hook_ctx, struct glove_error *err);
+
+/* The header flags (GLOVE_CONTROL_JOURNAL_FLAG_*). */
+uint32_t glove_control_journal_flags(const struct glove_control_journal *j);
 
 /* Committed records, and the journal's size in bytes. */
 uint64_t glove_control_journal_records(const struct glove_control_journal *j);

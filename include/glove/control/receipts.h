@@ -36,7 +36,9 @@
  * other fields), receipts.sequence, receipts.ack_invalid (a receipts.ack file
  * that does not name a record of the chain), receipts.ack_mismatch (an
  * acknowledgement that is not exactly the current head),
- * receipts.invalid_argument, receipts.io, journal.* (journal.h).
+ * receipts.invalid_argument, receipts.compacted (a page below the receipts
+ * dropped after acknowledgement), receipts.io, journal.* (journal.h),
+ * checkpoint.* (checkpoint.h).
  * Not thread-safe.
  */
 
@@ -48,6 +50,7 @@
 #include <jansson.h>
 
 #include "glove/base/error.h"
+#include "glove/control/checkpoint.h"
 #include "glove/control/journal.h"
 
 #define GLOVE_CONTROL_RECEIPTS_KEY_LEN 32
@@ -62,6 +65,9 @@
 /* Receipt kinds: 1..64 bytes of [a-z0-9._-]. */
 #define GLOVE_CONTROL_RECEIPTS_KIND_MAX 64
 
+/* An acknowledgement compacts the journal when it holds this many receipts. */
+#define GLOVE_CONTROL_RECEIPTS_COMPACT_RECORDS 1000u
+
 #define GLOVE_CONTROL_RECEIPTS_KEY_FILE "receipt.key"
 #define GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE "receipts.journal"
 #define GLOVE_CONTROL_RECEIPTS_ACK_FILE "receipts.ack"
@@ -72,6 +78,10 @@ struct glove_control_receipts_options {
         const char *state_dir;   /* absolute, mode 0700, owned by owner (already checked) */
         uid_t owner;
         const uint8_t *anchor;   /* 32 bytes, or NULL: keep the journal's (zeros when created) */
+        uint64_t compact_records; /* 0: GLOVE_CONTROL_RECEIPTS_COMPACT_RECORDS */
+        /* Test hook: called at each named step of a compaction (journal.h); NULL in gloved. */
+        glove_control_compact_hook hook;
+        void *hook_ctx;
 };
 
 /*
@@ -158,6 +168,34 @@ int glove_control_receipts_find(const struct glove_control_receipts *r, const ch
 
 /* The head: sequence (0 when empty) and MAC (the anchor when empty). */
 uint64_t glove_control_receipts_head(const struct glove_control_receipts *r, uint8_t mac[32]);
+
+/*
+ * Drops the acknowledged receipts from the journal (docs/recovery.md,
+ * "Compaction"): writes receipts.journal.ckpt (checkpoint.h, no entries;
+ * covered sequence and head = the acknowledged head; MAC = HMAC-SHA-256 with
+ * the receipt key over "glove.receipt.checkpoint.v1\0" and the file), then
+ * rewrites the journal to the unacknowledged receipts, byte for byte and
+ * with the same MACs: its header param is the acknowledged head's MAC, which
+ * the chain continues from. Sequences, MACs and the head are unchanged;
+ * receipts_page refuses an after_sequence below the acknowledged one
+ * (receipts.compacted). Nothing acknowledged since the last checkpoint: 0.
+ * Runs by itself after an acknowledgement once the journal holds the
+ * options' compact_records receipts. Opening refuses a corrupt or foreign
+ * checkpoint, or one made with another key, with the checkpoint.* codes,
+ * and finishes a compaction stopped after installing its checkpoint.
+ * Errors: checkpoint.* (the old state stands), journal.* of the rewrite
+ * (appends then fail with journal.broken until a restart finishes it).
+ */
+int glove_control_receipts_compact(struct glove_control_receipts *r, struct glove_error *err);
+
+/* True when an unacknowledged receipt names session_id (linear in the
+ * unacknowledged receipts). */
+bool glove_control_receipts_pending(const struct glove_control_receipts *r, const char *session_id);
+
+/* Receipts dropped after acknowledgement (the first kept is base + 1), and
+ * the journal's bytes. */
+uint64_t glove_control_receipts_base(const struct glove_control_receipts *r);
+uint64_t glove_control_receipts_journal_bytes(const struct glove_control_receipts *r);
 
 /* What start-up recovery did: bytes of a torn last record cut off and where
  * (both 0 when none). */

@@ -13,6 +13,13 @@
  *    "session_id":ID}
  *   {"at_ms":INT,"from":STATE,"kind":"transition","reason":CODE,
  *    ("runtime":{...},)"seq":N,"session_id":ID,"to":STATE}
+ *   {"at_ms":INT,"kind":"cleanup","seq":N,"session_id":ID}
+ *
+ * "seq" is the record's sequence: its position in the journal plus the
+ * sequence its checkpoint covers (0 without one). A cleanup record is valid
+ * once per session, for a terminal one (else store.bad_transition).
+ * Compaction (glove_control_store_compact) folds the journal into the
+ * checkpoint PATH.ckpt (checkpoint.h) and leaves an empty tail.
  *
  * "runtime", only on a transition to running and optional there, is the
  * session's runtime identity: a JSON object that is opaque to the store
@@ -92,6 +99,7 @@
 #include <sys/types.h>
 
 #include "glove/base/error.h"
+#include "glove/control/checkpoint.h"
 #include "glove/control/journal.h"
 #include "glove/control/session.h"
 
@@ -111,6 +119,12 @@
 #define GLOVE_CONTROL_REASON_MAX 128
 /* A session makes at most this many transitions (the chain has five steps). */
 #define GLOVE_CONTROL_SESSION_HISTORY_MAX 6
+/* Automatic compaction: before an append, when the journal (the tail after
+ * the checkpoint) holds this many records or bytes. */
+#define GLOVE_CONTROL_STORE_COMPACT_RECORDS 4000u
+#define GLOVE_CONTROL_STORE_COMPACT_BYTES (32ull * 1024 * 1024)
+/* Largest checkpoint file, bytes (the live sessions' records). */
+#define GLOVE_CONTROL_STORE_CHECKPOINT_MAX_BYTES (256ull * 1024 * 1024)
 
 struct glove_control_session_transition {
         enum glove_control_session_state from, to;
@@ -143,6 +157,10 @@ struct glove_control_session {
          * that transition had none or the session never ran. */
         char *runtime;
         size_t runtime_len;                       /* bytes, without the NUL */
+        /* cleanup_session ran (a "cleanup" record): only for a terminal session. */
+        bool cleaned;
+        int64_t cleaned_at_ms;                    /* Unix milliseconds */
+        uint64_t cleaned_seq;                     /* journal record of the cleanup */
 };
 
 struct glove_control_store;
@@ -159,6 +177,100 @@ extern const struct glove_control_journal_format glove_control_store_format;
  */
 int glove_control_store_open(const char *path, uid_t owner, struct glove_control_store **out,
                              struct glove_control_journal_report *report, struct glove_error *err);
+
+/* Store options (glove_control_store_open_with). */
+struct glove_control_store_options {
+        const char *path;            /* absolute journal path; the checkpoint is path + ".ckpt" */
+        uid_t owner;
+        uint64_t compact_records;    /* 0: GLOVE_CONTROL_STORE_COMPACT_RECORDS */
+        uint64_t compact_bytes;      /* 0: GLOVE_CONTROL_STORE_COMPACT_BYTES */
+        /* Test hook: called at each named step of a compaction (journal.h,
+         * enum glove_control_compact_step); NULL in gloved. */
+        glove_control_compact_hook hook;
+        void *hook_ctx;
+};
+
+/*
+ * As glove_control_store_open, with options. Opening reads the checkpoint
+ * PATH.ckpt when it exists (checkpoint.h: its MAC is verified, then its
+ * entries, the live sessions' records, are replayed as journal records are,
+ * their sequences increasing and at most its covered sequence), then the
+ * journal: either its tail (header flag "continues", param = the
+ * checkpoint's covered head; records numbered from covered + 1), or the
+ * journal the checkpoint replaced (param = the checkpoint's prev_param;
+ * a compaction stopped after installing the checkpoint): that one must end
+ * exactly at the checkpoint's old_end_seq and head, and is then switched for
+ * an empty tail (the roll-forward; glove_control_store_last_compaction says
+ * so). A leftover .PATH.ckpt.new is removed. Errors, besides those of
+ * glove_control_store_open: checkpoint.* (checkpoint.h), checkpoint.missing
+ * (the journal continues a checkpoint that is not there, -ENOENT),
+ * checkpoint.mismatch (the journal neither continues the checkpoint nor is
+ * the one it replaced, -EBADMSG). Nothing is deleted on a refusal.
+ */
+int glove_control_store_open_with(const struct glove_control_store_options *o, struct glove_control_store **out,
+                                  struct glove_control_journal_report *report, struct glove_error *err);
+
+/* Whether a session that ended and was cleaned up may leave the live state
+ * (gloved: its terminal receipt is acknowledged). Borrowed session. */
+typedef bool (*glove_control_store_retire_fn)(void *ctx, const struct glove_control_session *s);
+
+/* Sets the retention rule (NULL: no session ever leaves; compaction then
+ * only folds the journal into the checkpoint). ctx must outlive the store. */
+void glove_control_store_set_retention(struct glove_control_store *store, glove_control_store_retire_fn fn, void *ctx);
+
+/* What the last compaction did. */
+struct glove_control_store_compaction {
+        uint64_t dropped;          /* sessions that left the live state */
+        uint64_t kept;             /* live sessions in the checkpoint */
+        uint64_t entries;          /* records in the checkpoint */
+        uint64_t checkpoint_bytes;
+        bool rolled_forward;       /* open finished a compaction stopped after its checkpoint */
+        bool failed;               /* an automatic compaction failed (code says why; nothing was lost) */
+        const char *code;
+};
+
+/*
+ * Compacts now (docs/recovery.md, "Compaction"): sessions that are
+ * terminal, cleaned up and accepted by the retention rule leave the live
+ * state; the others' records (verbatim) make the new checkpoint, which
+ * covers every record up to the last one (covered head = the journal's
+ * head) and names the journal it replaces (prev_param, old records, end);
+ * then the journal is rewritten to an empty tail that continues it
+ * (glove_control_journal_rewrite). Steps and crash windows: BEGIN,
+ * CHECKPOINT_WRITTEN (old state stands), CHECKPOINT_INSTALLED (the next open
+ * rolls forward), JOURNAL_WRITTEN, JOURNAL_SWITCHED, SEAL_SWITCHED (new
+ * state). Time and bytes are those of the live state (bounded by
+ * GLOVE_CONTROL_STORE_CHECKPOINT_MAX_BYTES). Nothing to do (an empty
+ * journal and no session to drop) returns 0. Runs by itself before an
+ * append (create, transition,
+ * cleanup) once the journal holds the options' compact_records records or
+ * compact_bytes bytes. out may be NULL. Errors: checkpoint.too_large,
+ * checkpoint.io (the old state stands), journal.* of the rewrite (the store
+ * is then broken: appends fail with journal.broken until a restart, which
+ * finishes the compaction), store.no_memory, store.read_only.
+ */
+int glove_control_store_compact(struct glove_control_store *store, struct glove_control_store_compaction *out,
+                                struct glove_error *err);
+
+/* Compacts when the journal has reached the thresholds (as before an append). */
+int glove_control_store_compact_if_due(struct glove_control_store *store, struct glove_error *err);
+
+/* The last compaction's outcome (borrowed, valid until the next). */
+const struct glove_control_store_compaction *glove_control_store_last_compaction(const struct glove_control_store *store);
+
+/* The journal's (tail's) bytes and records. */
+uint64_t glove_control_store_journal_bytes(const struct glove_control_store *store);
+uint64_t glove_control_store_journal_records(const struct glove_control_store *store);
+
+/*
+ * Records that cleanup_session ran for session_id (a terminal session), as
+ * a record {"at_ms":INT,"kind":"cleanup","seq":N,"session_id":ID}: the
+ * session may then leave the live state at the next compaction. A session
+ * already cleaned appends nothing (*appended false). Errors:
+ * session.not_found, session.not_terminal, store.invalid_id, journal.*.
+ */
+int glove_control_store_cleanup(struct glove_control_store *store, const char *session_id, int64_t now_ms,
+                                bool *appended, struct glove_error *err);
 
 /*
  * Replays journal bytes data[0..len) in memory, without files, seal or lock,
@@ -232,7 +344,8 @@ const struct glove_control_session *glove_control_store_find_key(const struct gl
 /* The i-th session in creation order (i < glove_control_store_sessions), or NULL. */
 const struct glove_control_session *glove_control_store_at(const struct glove_control_store *store, size_t i);
 
-/* Number of sessions, and of journal records. */
+/* Number of live sessions, and the sequence of the last record (the number
+ * of records ever written, checkpoint included). */
 size_t glove_control_store_sessions(const struct glove_control_store *store);
 uint64_t glove_control_store_records(const struct glove_control_store *store);
 

@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -422,6 +425,233 @@ static void test_append_rejections(void **state) {
         glove_control_receipts_close(r);
 }
 
+
+/* ---- compaction (docs/recovery.md, "Compaction") ---- */
+
+static void ack_head(struct glove_control_receipts *r) {
+        uint8_t head[32];
+        char hex[65];
+        uint64_t n = glove_control_receipts_head(r, head);
+        glove_digest_hex_encode(head, 32, hex, sizeof(hex));
+        assert_int_equal(glove_control_receipts_ack(r, n, hex, NULL), 0);
+}
+
+/* Five receipts acknowledged, two more after them. *mac5 receives the MAC
+ * of receipt 5. */
+static void build_acked(struct fixture *f, uint8_t mac5[32]) {
+        struct glove_control_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        for (int i = 1; i <= 5; i++)
+                append(r, i);
+        assert_int_equal(glove_control_receipts_head(r, mac5), 5);
+        ack_head(r);
+        append(r, 6);
+        append(r, 7);
+        glove_control_receipts_close(r);
+}
+
+static void expect_kept(struct fixture *f, struct glove_control_receipts *r, const uint8_t mac5[32]) {
+        uint8_t head[32];
+        assert_int_equal(glove_control_receipts_head(r, head), 7);
+        json_t *pg = page(r, 5, 10);
+        assert_int_equal(json_array_size(json_object_get(pg, "envelopes")), 2);
+        assert_int_equal(json_integer_value(json_object_get(pg, "acknowledged_sequence")), 5);
+        char hex[65];
+        glove_digest_hex_encode(ANCHOR, 32, hex, sizeof(hex));
+        assert_string_equal(json_string_value(json_object_get(pg, "anchor")), hex);
+        verify_chain(f, pg, mac5);
+        json_decref(pg);
+}
+
+static void test_compact_drops_acknowledged(void **state) {
+        struct fixture *f = *state;
+        uint8_t mac5[32], head[32], head2[32];
+        build_acked(f, mac5);
+        struct glove_control_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        glove_control_receipts_head(r, head);
+        uint64_t bytes = glove_control_receipts_journal_bytes(r);
+        assert_true(glove_control_receipts_pending(r, "sess-1"));
+        assert_int_equal(glove_control_receipts_compact(r, NULL), 0);
+        assert_int_equal(glove_control_receipts_base(r), 5);
+        assert_true(glove_control_receipts_journal_bytes(r) < bytes);
+        glove_control_receipts_head(r, head2);
+        assert_memory_equal(head, head2, 32);
+        expect_kept(f, r, mac5);
+        json_t *p = NULL;
+        struct glove_error e = { 0 };
+        assert_true(glove_control_receipts_page(r, 0, 10, &p, &e) < 0);
+        assert_string_equal(e.code, "receipts.compacted");
+        /* The chain goes on from the head. */
+        append(r, 8);
+        glove_control_receipts_close(r);
+        r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        assert_int_equal(glove_control_receipts_head(r, head), 8);
+        json_t *pg = page(r, 5, 10);
+        assert_int_equal(json_array_size(json_object_get(pg, "envelopes")), 3);
+        verify_chain(f, pg, mac5);
+        json_decref(pg);
+        /* Everything acknowledged: an empty tail that still knows its head. */
+        ack_head(r);
+        assert_false(glove_control_receipts_pending(r, "sess-1"));
+        assert_int_equal(glove_control_receipts_compact(r, NULL), 0);
+        glove_control_receipts_close(r);
+        r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        assert_int_equal(glove_control_receipts_head(r, head2), 8);
+        assert_memory_equal(head, head2, 32);
+        assert_int_equal(glove_control_receipts_base(r), 8);
+        append(r, 9);
+        glove_control_receipts_close(r);
+        /* Another anchor is still refused. */
+        uint8_t other[32] = { 1 };
+        r = NULL;
+        e = (struct glove_error){ 0 };
+        assert_true(open_r(f, other, &r, &e) < 0);
+        assert_string_equal(e.code, "receipts.anchor_mismatch");
+}
+
+static int crash_at;
+static void crash_hook(void *ctx, enum glove_control_compact_step s) {
+        (void)ctx;
+        if ((int)s == crash_at)
+                _exit(42);
+}
+
+static void test_compact_crash_at_every_step(void **state) {
+        struct fixture *outer = *state;
+        for (int stepno = GLOVE_CONTROL_COMPACT_BEGIN; stepno < GLOVE_CONTROL_COMPACT_STEP_COUNT; stepno++) {
+                if (stepno == GLOVE_CONTROL_COMPACT_CHECKPOINT_WRITTEN + 100)
+                        continue;
+                char name[32];
+                snprintf(name, sizeof(name), "step%d", stepno);
+                struct fixture g = { .dir = th_join(outer->dir, name) };
+                assert_int_equal(mkdir(g.dir, 0700), 0);
+                g.journal = th_join(g.dir, "receipts.journal");
+                g.seal = th_join(g.dir, "receipts.journal.seal");
+                g.key = th_join(g.dir, "receipt.key");
+                g.ack = th_join(g.dir, "receipts.ack");
+                uint8_t mac5[32];
+                build_acked(&g, mac5);
+                crash_at = stepno;
+                pid_t pid = fork();
+                assert_true(pid >= 0);
+                if (pid == 0) {
+                        struct glove_control_receipts *r = NULL;
+                        struct glove_control_receipts_options o = { .state_dir = g.dir, .owner = geteuid(),
+                                                                    .anchor = ANCHOR, .hook = crash_hook };
+                        if (glove_control_receipts_open(&o, &r, NULL) < 0)
+                                _exit(1);
+                        (void)glove_control_receipts_compact(r, NULL);
+                        _exit(2);
+                }
+                int status = 0;
+                assert_int_equal(waitpid(pid, &status, 0), pid);
+                assert_true(WIFEXITED(status));
+                assert_int_equal(WEXITSTATUS(status), 42);
+                struct glove_control_receipts *r = NULL;
+                struct glove_error e = { 0 };
+                if (open_r(&g, ANCHOR, &r, &e) < 0)
+                        fail_msg("step %d: reopen: %s: %s", stepno, e.code, e.message);
+                assert_int_equal(glove_control_receipts_base(r),
+                                 stepno >= GLOVE_CONTROL_COMPACT_CHECKPOINT_INSTALLED ? 5 : 0);
+                expect_kept(&g, r, mac5);
+                append(r, 8);
+                glove_control_receipts_close(r);
+                r = NULL;
+                assert_int_equal(open_r(&g, ANCHOR, &r, NULL), 0);
+                uint8_t head[32];
+                assert_int_equal(glove_control_receipts_head(r, head), 8);
+                glove_control_receipts_close(r);
+                free(g.journal), free(g.seal), free(g.key), free(g.ack), free(g.dir);
+        }
+}
+
+static void put_file(const char *path, const void *data, size_t len) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t)len);
+        close(fd);
+}
+
+static void expect_refused(struct fixture *f, const char *code) {
+        struct glove_control_receipts *r = NULL;
+        struct glove_error e = { 0 };
+        size_t jl = 0, jl2 = 0;
+        unsigned char *j1 = th_read(f->journal, &jl);
+        assert_true(open_r(f, ANCHOR, &r, &e) < 0);
+        assert_string_equal(e.code, code);
+        assert_non_null(strstr(e.message, "nothing was deleted"));
+        unsigned char *j2 = th_read(f->journal, &jl2);
+        assert_int_equal(jl, jl2);
+        assert_memory_equal(j1, j2, jl);
+        free(j1), free(j2);
+}
+
+static void test_checkpoint_refusals(void **state) {
+        struct fixture *f = *state;
+        uint8_t mac5[32];
+        build_acked(f, mac5);
+        struct glove_control_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        assert_int_equal(glove_control_receipts_compact(r, NULL), 0);
+        glove_control_receipts_close(r);
+        char *ck = th_join(f->dir, "receipts.journal.ckpt");
+        size_t cl = 0, kl = 0;
+        unsigned char *orig = th_read(ck, &cl), *key = th_read(f->key, &kl);
+        assert_int_equal(cl, 232);
+        for (size_t off = 16; off < cl; off += 13) {
+                unsigned char b[232];
+                memcpy(b, orig, cl);
+                b[off] ^= 4;
+                put_file(ck, b, cl);
+                expect_refused(f, off < 24 || (off >= 192 && off < 200) ? "checkpoint.corrupt" : "checkpoint.mac_mismatch");
+        }
+        put_file(ck, orig, cl - 1);
+        expect_refused(f, "checkpoint.corrupt");
+        /* Made with another key. */
+        put_file(ck, orig, cl);
+        unsigned char other[32];
+        memcpy(other, key, 32);
+        other[0] ^= 1;
+        put_file(f->key, other, 32);
+        expect_refused(f, "checkpoint.mac_mismatch");
+        put_file(f->key, key, 32);
+        /* Missing: the tail says it continues a checkpoint. */
+        assert_int_equal(unlink(ck), 0);
+        expect_refused(f, "checkpoint.missing");
+        put_file(ck, orig, cl);
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        expect_kept(f, r, mac5);
+        glove_control_receipts_close(r);
+        free(orig), free(key), free(ck);
+}
+
+/* Automatic: an acknowledgement past the threshold compacts. */
+static void test_compact_on_ack(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_receipts *r = NULL;
+        struct glove_control_receipts_options o = { .state_dir = f->dir, .owner = geteuid(), .anchor = ANCHOR,
+                                                    .compact_records = 4 };
+        assert_int_equal(glove_control_receipts_open(&o, &r, NULL), 0);
+        for (int i = 1; i <= 40; i++) {
+                append(r, i);
+                if (i % 3 == 0)
+                        ack_head(r);
+        }
+        assert_int_equal(glove_control_receipts_base(r), 36); /* at 39 only 3 were kept: below the threshold */
+        glove_control_receipts_close(r);
+        r = NULL;
+        assert_int_equal(glove_control_receipts_open(&o, &r, NULL), 0);
+        uint8_t head[32];
+        assert_int_equal(glove_control_receipts_head(r, head), 40);
+        json_t *pg = page(r, 39, 10);
+        assert_int_equal(json_array_size(json_object_get(pg, "envelopes")), 1);
+        json_decref(pg);
+        glove_control_receipts_close(r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_key_and_chain, setup, teardown),
@@ -431,6 +661,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_envelopes_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_append_rejections, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_drops_acknowledged, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_crash_at_every_step, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_checkpoint_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_on_ack, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,11 +12,15 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
+#include "glove/control/receipts.h"
 #include "glove/control/store.h"
 #include "helpers.h"
 
@@ -819,6 +823,385 @@ static void test_second_writer_refused(void **state) {
         glove_control_store_close(a);
 }
 
+
+/* ---- compaction (docs/recovery.md, "Compaction") ---- */
+
+static bool retire_all(void *ctx, const struct glove_control_session *s) {
+        (void)ctx;
+        (void)s;
+        return true;
+}
+
+static void run_to_end(struct glove_control_store *st, const char *id) {
+        static const enum glove_control_session_state path[] = { GLOVE_CONTROL_SESSION_PREPARING,
+                                                                 GLOVE_CONTROL_SESSION_STARTING,
+                                                                 GLOVE_CONTROL_SESSION_RUNNING,
+                                                                 GLOVE_CONTROL_SESSION_STOPPING,
+                                                                 GLOVE_CONTROL_SESSION_EXITED };
+        for (size_t i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
+                bool appended;
+                struct glove_error e = { 0 };
+                const char *rt = path[i] == GLOVE_CONTROL_SESSION_RUNNING ? "{\"boot_id\":\"b\",\"pid\":7}" : NULL;
+                assert_int_equal(glove_control_store_transition_runtime(st, id, path[i], "", NOW + 2, rt,
+                                                                        rt ? strlen(rt) : 0, &appended, &e),
+                                 0);
+        }
+}
+
+/* s-done: ended and cleaned (retired at compaction); s-ended: ended, not
+ * cleaned; s-run: running; s-new: created. */
+static void build_mixed(struct fixture *f) {
+        struct glove_control_store *st = NULL;
+        bool appended;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(create(st, "s-done", "k-done", PLAN1, NULL, NULL), 0);
+        run_to_end(st, "s-done");
+        assert_int_equal(glove_control_store_cleanup(st, "s-done", NOW + 3, &appended, NULL), 0);
+        assert_true(appended);
+        assert_int_equal(glove_control_store_cleanup(st, "s-done", NOW + 3, &appended, NULL), 0);
+        assert_false(appended);
+        assert_int_equal(create(st, "s-ended", "k-ended", PLAN2, NULL, NULL), 0);
+        run_to_end(st, "s-ended");
+        assert_int_equal(create(st, "s-run", "k-run", PLAN1, NULL, NULL), 0);
+        assert_int_equal(transition(st, "s-run", GLOVE_CONTROL_SESSION_PREPARING, NULL), 0);
+        assert_int_equal(create(st, "s-new", "k-new", PLAN2, NULL, NULL), 0);
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_control_store_cleanup(st, "s-run", NOW, &appended, &e), -EBUSY);
+        assert_string_equal(e.code, "session.not_terminal");
+        glove_control_store_close(st);
+}
+
+/* The live sessions of build_mixed, with their history, as one string. */
+static void describe(const struct glove_control_store *st, char *buf, size_t len) {
+        size_t off = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < glove_control_store_sessions(st); i++) {
+                const struct glove_control_session *s = glove_control_store_at(st, i);
+                off += (size_t)snprintf(buf + off, len - off, "%s/%s/%s/%llu/%d/%s:", s->session_id, s->idempotency_key,
+                                        glove_control_session_state_name(s->state),
+                                        (unsigned long long)s->created_seq, s->cleaned, s->runtime ? s->runtime : "-");
+                for (size_t h = 0; h < s->n_history; h++)
+                        off += (size_t)snprintf(buf + off, len - off, "%llu,", (unsigned long long)s->history[h].seq);
+        }
+}
+
+static void test_compact_drops_retired_and_continues(void **state) {
+        struct fixture *f = *state;
+        build_mixed(f);
+        struct glove_control_store *st = NULL;
+        char before[2048], after[2048];
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        uint64_t records = glove_control_store_records(st);
+        assert_int_equal(records, 16); /* 4 creates, 11 transitions, 1 cleanup */
+        glove_control_store_set_retention(st, retire_all, NULL);
+        struct glove_control_store_compaction c;
+        assert_int_equal(glove_control_store_compact(st, &c, NULL), 0);
+        assert_int_equal(c.dropped, 1);
+        assert_int_equal(c.kept, 3);
+        assert_null(glove_control_store_find(st, "s-done"));
+        assert_non_null(glove_control_store_find(st, "s-ended"));
+        assert_int_equal(glove_control_store_records(st), records);
+        assert_int_equal(glove_control_store_journal_records(st), 0);
+        describe(st, before, sizeof(before));
+        /* The sequence continues after the checkpoint. */
+        assert_int_equal(transition(st, "s-new", GLOVE_CONTROL_SESSION_PREPARING, NULL), 0);
+        assert_int_equal(glove_control_store_records(st), records + 1);
+        glove_control_store_close(st);
+        st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_null(glove_control_store_find(st, "s-done"));
+        assert_int_equal(glove_control_store_records(st), records + 1);
+        const struct glove_control_session *s = glove_control_store_find(st, "s-new");
+        assert_int_equal(s->n_history, 1);
+        assert_int_equal(s->history[0].seq, records + 1);
+        /* Compacting again keeps everything live and verbatim. */
+        assert_int_equal(glove_control_store_compact(st, &c, NULL), 0);
+        assert_int_equal(c.dropped, 0);
+        glove_control_store_close(st);
+        st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        describe(st, after, sizeof(after));
+        assert_non_null(strstr(after, "s-run/k-run/preparing"));
+        assert_non_null(strstr(after, "{\"boot_id\":\"b\",\"pid\":7}"));
+        /* The idempotency key of a live session still answers a retry. */
+        bool replayed = false;
+        assert_int_equal(create(st, "s-ended", "k-ended", PLAN2, &replayed, NULL), 0);
+        assert_true(replayed);
+        glove_control_store_close(st);
+        (void)before;
+}
+
+static void test_compact_automatically(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = NULL;
+        struct glove_control_store_options o = { .path = f->path, .owner = geteuid(), .compact_records = 10 };
+        assert_int_equal(glove_control_store_open_with(&o, &st, NULL, NULL), 0);
+        glove_control_store_set_retention(st, retire_all, NULL);
+        char id[32], key[32];
+        for (int i = 0; i < 60; i++) {
+                bool appended;
+                snprintf(id, sizeof(id), "s%d", i);
+                snprintf(key, sizeof(key), "k%d", i);
+                assert_int_equal(create(st, id, key, PLAN1, NULL, NULL), 0);
+                run_to_end(st, id);
+                assert_int_equal(glove_control_store_cleanup(st, id, NOW + 5, &appended, NULL), 0);
+                assert_true(glove_control_store_journal_records(st) <= 10 + 7);
+                assert_true(glove_control_store_sessions(st) <= 3);
+        }
+        assert_false(glove_control_store_last_compaction(st)->failed);
+        uint64_t records = glove_control_store_records(st);
+        assert_int_equal(records, 60 * 7);
+        glove_control_store_close(st);
+        st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(glove_control_store_records(st), records);
+        assert_non_null(glove_control_store_find(st, "s59"));
+        glove_control_store_close(st);
+}
+
+/* Kills a child at each named step of a compaction; the reopened store has
+ * every live session, and its chain goes on. */
+static int crash_at;
+static void crash_hook(void *ctx, enum glove_control_compact_step s) {
+        (void)ctx;
+        if ((int)s == crash_at)
+                _exit(42);
+}
+
+static void test_compact_crash_at_every_step(void **state) {
+        struct fixture *f = *state;
+        char want[2048], got[2048];
+        struct fixture *outer = f;
+        for (int stepno = GLOVE_CONTROL_COMPACT_BEGIN; stepno < GLOVE_CONTROL_COMPACT_STEP_COUNT; stepno++) {
+                char name[32];
+                snprintf(name, sizeof(name), "step%d", stepno);
+                struct fixture g = { .dir = th_join(outer->dir, name) };
+                assert_int_equal(mkdir(g.dir, 0700), 0);
+                g.path = th_join(g.dir, "sessions.journal");
+                g.seal = th_join(g.dir, "sessions.journal.seal");
+                f = &g;
+                build_mixed(f);
+                struct glove_control_store *st = NULL;
+                assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+                uint64_t records = glove_control_store_records(st);
+                glove_control_store_close(st);
+                st = NULL;
+                crash_at = stepno;
+                pid_t pid = fork();
+                assert_true(pid >= 0);
+                if (pid == 0) {
+                        struct glove_control_store_options o = { .path = f->path, .owner = geteuid(),
+                                                                 .hook = crash_hook };
+                        if (glove_control_store_open_with(&o, &st, NULL, NULL) < 0)
+                                _exit(1);
+                        glove_control_store_set_retention(st, retire_all, NULL);
+                        (void)glove_control_store_compact(st, NULL, NULL);
+                        _exit(2);
+                }
+                int status = 0;
+                assert_int_equal(waitpid(pid, &status, 0), pid);
+                assert_true(WIFEXITED(status));
+                assert_int_equal(WEXITSTATUS(status), 42);
+                struct glove_error e = { 0 };
+                struct glove_control_store_options o = { .path = f->path, .owner = geteuid() };
+                if (glove_control_store_open_with(&o, &st, NULL, &e) < 0)
+                        fail_msg("step %d: reopen: %s: %s", stepno, e.code, e.message);
+                bool installed = stepno >= GLOVE_CONTROL_COMPACT_CHECKPOINT_INSTALLED;
+                assert_int_equal(glove_control_store_find(st, "s-done") == NULL, installed);
+                assert_non_null(glove_control_store_find(st, "s-ended"));
+                assert_non_null(glove_control_store_find(st, "s-run"));
+                assert_non_null(glove_control_store_find(st, "s-new"));
+                assert_int_equal(glove_control_store_records(st), records);
+                describe(st, want, sizeof(want));
+                assert_int_equal(transition(st, "s-new", GLOVE_CONTROL_SESSION_PREPARING, NULL), 0);
+                glove_control_store_close(st);
+                st = NULL;
+                assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+                assert_int_equal(glove_control_store_records(st), records + 1);
+                glove_control_store_close(st);
+                st = NULL;
+                /* No leftover of the interrupted compaction remains. */
+                char *tmp = th_join(f->dir, ".sessions.journal.ckpt.new");
+                struct stat sb;
+                assert_int_equal(lstat(tmp, &sb), -1);
+                free(tmp);
+                tmp = th_join(f->dir, ".sessions.journal.seal.compact");
+                assert_int_equal(lstat(tmp, &sb), -1);
+                free(tmp);
+                (void)got;
+                free(g.path), free(g.seal), free(g.dir);
+        }
+}
+
+/* Writes a file anew (mode 0600), creating it when missing. */
+static void put_file(const char *path, const void *data, size_t len) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t)len);
+        close(fd);
+}
+
+static void expect_refusal(struct fixture *f, const char *code) {
+        struct glove_control_store *st = NULL;
+        struct glove_error e = { 0 };
+        char *ck = th_join(f->dir, "sessions.journal.ckpt");
+        size_t jl = 0, cl = 0, jl2 = 0, cl2 = 0;
+        bool have_ck = access(ck, F_OK) == 0;
+        unsigned char *j1 = th_read(f->path, &jl), *c1 = have_ck ? th_read(ck, &cl) : NULL;
+        assert_true(glove_control_store_open(f->path, geteuid(), &st, NULL, &e) < 0);
+        assert_null(st);
+        assert_string_equal(e.code, code);
+        assert_non_null(strstr(e.message, "nothing was deleted"));
+        assert_int_equal(access(ck, F_OK) == 0, have_ck);
+        unsigned char *j2 = th_read(f->path, &jl2), *c2 = have_ck ? th_read(ck, &cl2) : NULL;
+        assert_int_equal(jl, jl2);
+        assert_int_equal(cl, cl2);
+        assert_true(jl == 0 || memcmp(j1, j2, jl) == 0);
+        assert_true(cl == 0 || memcmp(c1, c2, cl) == 0);
+        free(j1), free(j2), free(c1), free(c2), free(ck);
+}
+
+static void compacted(struct fixture *f) {
+        build_mixed(f);
+        struct glove_control_store *st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        glove_control_store_set_retention(st, retire_all, NULL);
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_int_equal(transition(st, "s-new", GLOVE_CONTROL_SESSION_PREPARING, NULL), 0);
+        glove_control_store_close(st);
+}
+
+static void test_checkpoint_corruption_refused(void **state) {
+        struct fixture *f = *state;
+        compacted(f);
+        char *ck = th_join(f->dir, "sessions.journal.ckpt");
+        size_t cl = 0;
+        unsigned char *orig = th_read(ck, &cl);
+        /* A flipped byte anywhere: header, an entry, the MAC. */
+        size_t offs[] = { 30, 100, 210, cl / 2, cl - 1 };
+        for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+                unsigned char *b = malloc(cl);
+                memcpy(b, orig, cl);
+                b[offs[i]] ^= 0x20;
+                put_file(ck, b, cl);
+                expect_refusal(f, offs[i] < 16 ? "checkpoint.corrupt" : "checkpoint.mac_mismatch");
+                free(b);
+        }
+        /* Truncated, and grown. */
+        put_file(ck, orig, cl - 7);
+        expect_refusal(f, "checkpoint.corrupt");
+        put_file(ck, orig, 100);
+        expect_refusal(f, "checkpoint.corrupt");
+        /* Entries reordered (the first two swapped; the MAC no longer fits). */
+        {
+                unsigned char *b = malloc(cl);
+                memcpy(b, orig, cl);
+                uint32_t l1 = glove_control_get_be32(orig + 200);
+                uint32_t l2 = glove_control_get_be32(orig + 200 + 4 + l1);
+                memcpy(b + 200, orig + 200 + 4 + l1, 4 + l2);
+                memcpy(b + 200 + 4 + l2, orig + 200, 4 + l1);
+                put_file(ck, b, cl);
+                expect_refusal(f, "checkpoint.mac_mismatch");
+                free(b);
+        }
+        /* Missing checkpoint: the tail says it continues one. */
+        assert_int_equal(unlink(ck), 0);
+        expect_refusal(f, "checkpoint.missing");
+        put_file(ck, orig, cl);
+        /* A journal of another store next to this checkpoint. */
+        size_t jl = 0;
+        unsigned char *tail = th_read(f->path, &jl);
+        unsigned char *seal = NULL;
+        size_t sl = 0;
+        seal = th_read(f->seal, &sl);
+        assert_int_equal(unlink(f->path), 0);
+        assert_int_equal(unlink(f->seal), 0);
+        assert_int_equal(unlink(ck), 0);
+        {
+                struct glove_control_store *st = NULL;
+                assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+                assert_int_equal(create(st, "other", "other", PLAN1, NULL, NULL), 0);
+                glove_control_store_close(st);
+        }
+        put_file(ck, orig, cl);
+        expect_refusal(f, "checkpoint.mismatch");
+        /* The original tail back: opens, with every live session. */
+        put_file(f->path, tail, jl);
+        put_file(f->seal, seal, sl);
+        struct glove_control_store *st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(glove_control_store_sessions(st), 3);
+        glove_control_store_close(st);
+        free(tail), free(seal), free(orig), free(ck);
+}
+
+/* The tail after a checkpoint is as strict as a journal: a truncated or
+ * corrupt tail record refuses. */
+static void test_tail_corruption_refused(void **state) {
+        struct fixture *f = *state;
+        compacted(f);
+        size_t jl = 0;
+        unsigned char *j = th_read(f->path, &jl);
+        size_t at = jl > 40 ? jl - 40 : 0;
+        j[at] ^= 1;
+        th_write(f->path, j, jl);
+        struct glove_control_store *st = NULL;
+        struct glove_error e = { 0 };
+        assert_true(glove_control_store_open(f->path, geteuid(), &st, NULL, &e) < 0);
+        assert_string_equal(e.code, "journal.chain_mismatch");
+        j[at] ^= 1;
+        th_write(f->path, j, 64); /* cut to the header: the seal committed a record */
+        e = (struct glove_error){ 0 };
+        assert_true(glove_control_store_open(f->path, geteuid(), &st, NULL, &e) < 0);
+        assert_string_equal(e.code, "journal.resized");
+        free(j);
+}
+
+/* gloved's retention rule: ended, cleaned up, and no unacknowledged receipt
+ * names it (service.c, docs/recovery.md "Compaction"). */
+static bool retire_acknowledged(void *ctx, const struct glove_control_session *s) {
+        return !glove_control_receipts_pending(ctx, s->session_id);
+}
+
+static void test_retention_waits_for_the_acknowledgement(void **state) {
+        struct fixture *f = *state;
+        struct glove_control_store *st = NULL;
+        struct glove_control_receipts *rc = NULL;
+        struct glove_control_receipts_options ro = { .state_dir = f->dir, .owner = geteuid() };
+        assert_int_equal(glove_control_receipts_open(&ro, &rc, NULL), 0);
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        glove_control_store_set_retention(st, retire_acknowledged, rc);
+        bool appended;
+        assert_int_equal(create(st, "s1", "k1", PLAN1, NULL, NULL), 0);
+        run_to_end(st, "s1");
+        json_t *body = json_pack("{s:s}", "state", "exited");
+        assert_int_equal(glove_control_receipts_append(rc, "session.terminal", "s1", body, NOW, NULL, NULL), 0);
+        json_decref(body);
+        /* Not cleaned up: kept. */
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_non_null(glove_control_store_find(st, "s1"));
+        /* Cleaned up, its receipt not acknowledged: kept. */
+        assert_int_equal(glove_control_store_cleanup(st, "s1", NOW + 9, &appended, NULL), 0);
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_non_null(glove_control_store_find(st, "s1"));
+        /* Acknowledged: gone, and gone after a restart. */
+        uint8_t head[32];
+        char hex[65];
+        uint64_t n = glove_control_receipts_head(rc, head);
+        glove_digest_hex_encode(head, 32, hex, sizeof(hex));
+        assert_int_equal(glove_control_receipts_ack(rc, n, hex, NULL), 0);
+        assert_int_equal(glove_control_store_compact(st, NULL, NULL), 0);
+        assert_null(glove_control_store_find(st, "s1"));
+        assert_null(glove_control_store_find_key(st, "k1"));
+        glove_control_store_close(st);
+        st = NULL;
+        assert_int_equal(glove_control_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_null(glove_control_store_find(st, "s1"));
+        assert_int_equal(glove_control_store_sessions(st), 0);
+        glove_control_store_close(st);
+        glove_control_receipts_close(rc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_restart_keeps_sessions, setup, teardown),
@@ -835,6 +1218,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_runtime_recorded_and_replayed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_refused_at_append, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_replay_rules, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_drops_retired_and_continues, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_automatically, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_crash_at_every_step, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_checkpoint_corruption_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_tail_corruption_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_retention_waits_for_the_acknowledgement, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
