@@ -144,6 +144,12 @@ struct glove_control_runtime_options {
         /* Audit records of the egress proxy: a per-session file under the
          * materialization root when true, none when false. */
         bool audit_files;
+        /* glove-keeper (keeper.h), absolute; NULL: beside gloved's own
+         * executable, else in its ../libexec/glove. Opened and verified
+         * once, when the runtime is operational; a start then fails with
+         * keeper.missing, keeper.unsafe or keeper.replaced when it is not
+         * (or no longer) the verified file. */
+        const char *keeper_path;
 };
 
 /*
