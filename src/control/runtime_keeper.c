@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gloved's side of the session keeper (glove/control/keeper.h,
- * docs/recovery.md): the fork, the channel, the copy of the transcript,
+ * docs/recovery.md): the launch, the channel, the copy of the transcript,
  * READY (the durable running gate), ENDED and the loss of a keeper. */
 #include <errno.h>
 #include <fcntl.h>

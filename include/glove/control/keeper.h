@@ -20,7 +20,7 @@
  *
  * Files, in DIR = MATERIALIZATION_ROOT/keepers (0700, the service user):
  *   DIR/SESSION.sock    the keeper's listening socket (0600), bound by gloved
- *                       before the fork and listened on by the keeper (so
+ *                       before the launch and listened on by the keeper (so
  *                       that a peer's SO_PEERCRED names the keeper); a
  *                       restarted gloved connects here.
  *                       The keeper accepts only a peer of its own uid
