@@ -121,10 +121,12 @@ int glove_keeper_exe_open(const char *path, struct glove_keeper_exe *out, struct
         _cleanup_digest_sha256_ struct glove_digest_sha256 *ctx = NULL;
         if ((r = glove_digest_sha256_init(&ctx, err)) < 0)
                 return r;
-        static uint8_t buf[65536]; /* gloved's start only, one thread */
+        _cleanup_free_ uint8_t *buf = malloc(65536);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "keeper.unsafe", "out of memory reading %s", out->path);
         off_t total = 0;
         for (;;) {
-                ssize_t got = pread(fd, buf, sizeof(buf), total);
+                ssize_t got = pread(fd, buf, 65536, total);
                 if (got < 0 && errno == EINTR)
                         continue;
                 if (got < 0)
