@@ -816,28 +816,43 @@ PYEOF
         wait_state kp exited
 }
 
-@test "gloved keeper: a missing, replaced or group/other-writable glove-keeper fails the start: keeper.missing, keeper.replaced, keeper.unsafe" {
-        # A private copy of gloved, so that its glove-keeper can be changed.
+# launch_fails ID CODE: start_session is accepted, and the launch of the
+# keeper fails: the session is failed with CODE, one start_failed receipt,
+# nothing left.
+launch_fails() {
+        ctl start "$1"
+        expect_status 0
+        wait_state "$1" failed
+        [ "$(status_field "$1" 's["history"][-1]["reason"]')" = "$2" ] ||
+                fail "the failed transition's reason is not $2: $(status_field "$1" 's["history"]')"
+        [ "$(terminal_receipts "$1")" = "1 start_failed $2" ] ||
+                fail "expected one start_failed receipt with $2, got: $(terminal_receipts "$1")"
+        grep -q "session $1: the start failed: $2: " "$GD_ERR" || fail "gloved did not say why $1 failed: $(cat "$GD_ERR")"
+        nothing_left "$1"
+}
+
+@test "gloved keeper: a replaced, group/other-writable or missing glove-keeper fails the start: keeper.replaced, keeper.unsafe, keeper.missing" {
+        # A private copy of gloved and its glove-keeper, so that they can be changed.
         mkdir -p "$T/bin"
-        cp "$GLOVED" "$T/bin/gloved"
-        local src
-        src="$(dirname "$GLOVED")/glove-keeper"
+        cp "$GLOVED" "$(dirname "$GLOVED")/glove-keeper" "$T/bin/"
         GLOVED=$T/bin/gloved
         fs_gloved "{\"templates\":[$SLEEPER]}"
-        grep -q "keeper.missing" "$GD_ERR" || fail "gloved did not say at start that glove-keeper is missing: $(cat "$GD_ERR")"
-        new_fs km sleeper '[]'
-        new_fs kr sleeper '[]'
-        new_fs ku sleeper '[]'
-        start_fails km keeper.missing
-        cp "$src" "$T/bin/glove-keeper"
-        chmod 0755 "$T/bin/glove-keeper"
-        restart_clean
+        local id
+        for id in kr ku km k4; do new_fs "$id" sleeper '[]'; done
         # Another file at the path after gloved started (an upgrade).
         cp "$T/bin/glove-keeper" "$T/bin/glove-keeper.new"
         mv -f "$T/bin/glove-keeper.new" "$T/bin/glove-keeper"
-        start_fails kr keeper.replaced
-        # start_fails restarted gloved: it verified the new file. Now others
-        # may write to it.
+        launch_fails kr keeper.replaced
         chmod o+w "$T/bin/glove-keeper"
-        start_fails ku keeper.unsafe
+        launch_fails ku keeper.unsafe
+        rm "$T/bin/glove-keeper"
+        launch_fails km keeper.missing
+        verify_chain
+        # Missing when gloved starts: said on stderr, and every start fails.
+        restart_clean
+        grep -q "gloved: keeper.missing: " "$GD_ERR" || fail "gloved did not say at start that glove-keeper is missing: $(cat "$GD_ERR")"
+        launch_fails k4 keeper.missing
+        for id in kr ku km; do
+                [ "$(status_field "$id" 's["state"]')" = failed ] || fail "after the restart $id is not failed"
+        done
 }
