@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The session keeper (keeper.h): one process per managed session, forked by
- * gloved and never exec'd.
+ * The session keeper (keeper.h): one process per managed session, the
+ * executable glove-keeper that gloved execs with its launch
+ * (keeper_launch.c); a unit test may run it in a fork of its own.
  *
  * Its life: detach from gloved (own session, default signals, descriptors
  * 0..2 on /dev/null and DIR/SESSION.log, the four it is given on 3..6,
@@ -697,7 +698,8 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
         if (setup_fds(a, a->stem) < 0)
                 _exit(1);
 
-        /* The keeper's own copies (this is fork's copy of gloved's memory). */
+        /* The keeper's own copies (of its decoded launch, or of a test's
+         * memory). */
         struct glove_keeper *k = calloc(1, sizeof(*k)); /* lives until _exit */
         if (!k)
                 _exit(1);

@@ -19,8 +19,8 @@
 /* ---- diagnostics (DIR/SESSION.log on descriptor 2) ----
  *
  * Formatted into a stack buffer and written with one write(2): no stdio
- * (a FILE lock held by another of gloved's threads at fork time would
- * never be released here). */
+ * (a unit test runs the keeper in a fork of a process that may have used
+ * it). */
 __attribute__((format(printf, 2, 3))) void glove_keeper_log(struct glove_keeper *k, const char *fmt, ...) {
         if (k->log_lines > LOG_LINES_MAX)
                 return;

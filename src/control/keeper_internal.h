@@ -68,6 +68,9 @@ enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6, FD_HOLD_FIRST = 
  * nonsense without end cannot fill the disk through the log). */
 #define LOG_LINE_MAX 1024
 #define LOG_LINES_MAX 1000
+/* Most descriptors that come with a launch (keeper_launch.c, keeper_exe.c):
+ * channel, listen, dir, audit and the held ones. */
+#define GLOVE_KEEPER_LAUNCH_FDS_MAX (4 + GLOVE_KEEPER_HOLD_FDS_MAX)
 /* File names in DIR: SESSION + the longest suffix. */
 #define NAME_MAX_KEEPER (GLOVE_CONTROL_ID_MAX + 16)
 

@@ -57,6 +57,11 @@ int glove_control_runtime_new(const struct glove_control_runtime_options *o, str
                          o->cgroup_why && o->cgroup_why->code ? o->cgroup_why->code : "cgroup.unavailable",
                          o->cgroup_why && o->cgroup_why->message[0] ? o->cgroup_why->message
                                                                      : "no delegated cgroup for run cgroups");
+        rt->keeper_exe.fd = -1;
+        rt->o.keeper_path = NULL; /* the caller's: not kept */
+        if (rt->operational && glove_keeper_exe_open(o->keeper_path, &rt->keeper_exe, &rt->keeper_why) < 0)
+                glove_log(rt->o.log, GLOVE_LOG_ERROR, rt->keeper_why.code, NULL,
+                          "%s: %s (managed sessions cannot start)", rt->keeper_why.code, rt->keeper_why.message);
         o = NULL;
         *out = rt;
         return 0;
@@ -1184,6 +1189,7 @@ void glove_control_runtime_free(struct glove_control_runtime *rt) {
                         attachment_drop(s->att, NULL);
                 session_entry_free(s);
         }
+        glove_keeper_exe_close(&rt->keeper_exe);
         free(rt);
 }
 

@@ -147,6 +147,10 @@ struct glove_control_runtime {
         char why[GLOVE_CGROUP_REASON_MAX * 2 + 64];
         struct prepare_pool pool;
         struct rt_aborts *aborts;  /* during glove_control_runtime_reconcile only */
+        /* glove-keeper, opened and verified once (keeper.h); when
+         * keeper_exe.fd is -1, keeper_why says why every start fails. */
+        struct glove_keeper_exe keeper_exe;
+        struct glove_error keeper_why;
 };
 
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gloved's side of the session keeper (glove/control/keeper.h,
- * docs/recovery.md): the fork, the channel, the copy of the transcript,
+ * docs/recovery.md): the launch, the channel, the copy of the transcript,
  * READY (the durable running gate), ENDED and the loss of a keeper. */
 #include <errno.h>
 #include <fcntl.h>
@@ -747,9 +747,10 @@ fail:
         (void)rt_link_send(s, GLOVE_KEEPER_ABORT, NULL, 0);
 }
 
-/* Forks the keeper of s (double fork: the keeper is nobody's child here and
- * is never waited for by gloved) with the complete description d, and
- * links it. Returns 0 or -errno (keeper.*). */
+/* Starts the keeper of s: glove-keeper exec'd by a double fork
+ * (glove_keeper_spawn: the keeper is nobody's child here and is never
+ * waited for by gloved) with its launch encoded from the complete
+ * description d, and links it. Returns 0 or -errno (keeper.*). */
 int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, struct glove_error *err) {
         struct glove_control_runtime *rt = s->rt;
         int dfd = keepers_dir(rt->o.config, err);
@@ -794,23 +795,25 @@ int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, st
         int hold[GLOVE_KEEPER_HOLD_FDS_MAX];
         a.n_hold_fds = glove_supervisor_launch_lease_fds(s->launch, hold, GLOVE_KEEPER_HOLD_FDS_MAX);
         a.hold_fds = hold;
-        pid_t p = fork();
-        if (p == 0) {
-                pid_t q = fork();
-                if (q != 0)
-                        _exit(q < 0 ? 1 : 0);
-                glove_keeper_run(&a);
-        }
-        int fe = errno;
+        /* Its standard error from the exec on (the loader's and the
+         * launch decoding's words too). */
+        char logname[64];
+        snprintf(logname, sizeof(logname), "%s.log", s->stem);
+        _cleanup_close_ int log = openat(dir, logname, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int r;
+        if (rt->keeper_exe.fd < 0)
+                r = glove_error_set(err, rt->keeper_why.errnum ? rt->keeper_why.errnum : ENOENT,
+                                    rt->keeper_why.code ? rt->keeper_why.code : "keeper.missing", "%s",
+                                    rt->keeper_why.message);
+        else if (log < 0)
+                r = glove_error_set(err, errno, "keeper.fork", "keepers/%s: %s", logname, strerror(errno));
+        else
+                r = glove_keeper_spawn(&rt->keeper_exe, &a, log, err);
         close(sv[1]);
-        int status = 0;
-        if (p > 0)
-                while (waitpid(p, &status, 0) < 0 && errno == EINTR)
-                        ;
-        if (p < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (r < 0) {
                 close(sv[0]);
                 (void)unlinkat(dir, name, 0);
-                return glove_error_set(err, p < 0 ? fe : EAGAIN, "keeper.fork", "the session keeper could not be started");
+                return r;
         }
         s->kfd = sv[0];
         return rt_link_attach(s, err);

@@ -722,3 +722,137 @@ r = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_
 assert r["started_at_ms"] is None and r["launch_binding"]["omitted_bytes"] > 57344, r["launch_binding"]' ||
                 fail "the failed start's receipt does not say the binding was omitted"
 }
+
+# ---------------------------------------------------------------- the keeper executable
+
+# keeper_pid: the pid of the one keeper under $T/mat (its status file).
+keeper_pid() {
+        "$PY" -c 'import glob, json, sys; f = glob.glob(sys.argv[1] + "/*.status"); print(json.load(open(f[0]))["keeper"]["pid"])' \
+                "$T/mat/keepers"
+}
+
+# secrets_in PID: which of gloved's secrets (the receipt key and the
+# bootstrap secret, raw and as hex) the memory of PID holds: "key secret",
+# "key", "" ...; "unreadable" when /proc/PID/mem cannot be read by this user.
+secrets_in() {
+        "$PY" - "$1" "$ST/receipt.key" "$RT/bootstrap-secret" <<'PYEOF'
+import sys
+pid, keyf, secf = sys.argv[1:4]
+key = open(keyf, "rb").read()
+sec_hex = open(secf, "rb").read().strip()
+needles = {"key": [key, key.hex().encode()], "secret": [bytes.fromhex(sec_hex.decode()), sec_hex]}
+found = set()
+try:
+    maps = open(f"/proc/{pid}/maps").read().splitlines()
+    mem = open(f"/proc/{pid}/mem", "rb", 0)
+except OSError:
+    print("unreadable")
+    sys.exit(0)
+for line in maps:
+    f = line.split()
+    lo, hi = (int(x, 16) for x in f[0].split("-"))
+    if f[1][0] != "r" or hi - lo > (256 << 20) or (len(f) > 5 and f[5] in ("[vvar]", "[vvar_vclock]")):
+        continue
+    try:
+        mem.seek(lo)
+        data = mem.read(hi - lo)
+    except OSError:
+        continue
+    for name, ns in needles.items():
+        if any(n in data for n in ns):
+            found.add(name)
+print(" ".join(sorted(found)))
+PYEOF
+}
+
+@test "gloved keeper: a keeper is glove-keeper exec'd, with an empty environment, its own descriptors only and none of gloved's secrets" {
+        fs_gloved "{\"templates\":[$SLEEPER]}"
+        new_fs kp sleeper '[]'
+        ctl start kp
+        expect_status 0
+        wait_state kp running
+        local kpid want
+        kpid=$(keeper_pid)
+        want=$(readlink -f "$(dirname "$GLOVED")/glove-keeper")
+        [ "$(readlink "/proc/$kpid/exe")" = "$want" ] || fail "the keeper runs $(readlink "/proc/$kpid/exe"), not $want"
+        [ ! -s "/proc/$kpid/environ" ] || fail "the keeper has an environment: $(tr '\0' ' ' <"/proc/$kpid/environ")"
+        # Its descriptors: /dev/null, its files, sockets, the PTY, the event
+        # loop's and the session's anonymous inodes; and none that gloved
+        # holds (no socket, journal, key or log of gloved's).
+        local bad
+        bad=$("$PY" - "$kpid" "$GD_PID" "$T" <<'PYEOF'
+import os, sys
+k, g, t = sys.argv[1:4]
+def links(pid):
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass
+    return out
+kl, gl = links(k), set(links(g).values())
+shared = ("/dev/null", "/dev/ptmx")
+mine = (t + "/mat/keepers", t + "/mat/audit/", "socket:", "pipe:", "/sys/fs/cgroup/")
+for fd, l in sorted(kl.items()):
+    if l in shared or l.startswith(("/dev/pts/", "anon_inode:")):
+        continue
+    if not l.startswith(mine):
+        print(f"not its own: {fd}->{l}")
+    elif l in gl:
+        print(f"shared with gloved: {fd}->{l}")
+PYEOF
+)
+        [ -z "$bad" ] || fail "the keeper's descriptors: $bad"
+        # gloved's memory holds both secrets (the scan works); the keeper's neither.
+        local g k
+        g=$(secrets_in "$GD_PID")
+        k=$(secrets_in "$kpid")
+        [ "$g" != unreadable ] && [ "$k" != unreadable ] ||
+                skip "the memory of gloved and its keeper is not readable as uid $(id -u) (the rest passed)"
+        [ "$g" = "key secret" ] || fail "the scan does not find the secrets in gloved's own memory: '$g'"
+        [ -z "$k" ] || fail "the keeper's memory holds gloved's: $k"
+        ctl stop kp
+        wait_state kp exited
+}
+
+# launch_fails ID CODE: start_session is accepted, and the launch of the
+# keeper fails: the session is failed with CODE, one start_failed receipt,
+# nothing left.
+launch_fails() {
+        ctl start "$1"
+        expect_status 0
+        wait_state "$1" failed
+        [ "$(status_field "$1" 's["history"][-1]["reason"]')" = "$2" ] ||
+                fail "the failed transition's reason is not $2: $(status_field "$1" 's["history"]')"
+        [ "$(terminal_receipts "$1")" = "1 start_failed $2" ] ||
+                fail "expected one start_failed receipt with $2, got: $(terminal_receipts "$1")"
+        grep -q "session $1: the start failed: $2: " "$GD_ERR" || fail "gloved did not say why $1 failed: $(cat "$GD_ERR")"
+        nothing_left "$1"
+}
+
+@test "gloved keeper: a replaced, group/other-writable or missing glove-keeper fails the start: keeper.replaced, keeper.unsafe, keeper.missing" {
+        # A private copy of gloved and its glove-keeper, so that they can be changed.
+        mkdir -p "$T/bin"
+        cp "$GLOVED" "$(dirname "$GLOVED")/glove-keeper" "$T/bin/"
+        GLOVED=$T/bin/gloved
+        fs_gloved "{\"templates\":[$SLEEPER]}"
+        local id
+        for id in kr ku km k4; do new_fs "$id" sleeper '[]'; done
+        # Another file at the path after gloved started (an upgrade).
+        cp "$T/bin/glove-keeper" "$T/bin/glove-keeper.new"
+        mv -f "$T/bin/glove-keeper.new" "$T/bin/glove-keeper"
+        launch_fails kr keeper.replaced
+        chmod o+w "$T/bin/glove-keeper"
+        launch_fails ku keeper.unsafe
+        rm "$T/bin/glove-keeper"
+        launch_fails km keeper.missing
+        verify_chain
+        # Missing when gloved starts: said on stderr, and every start fails.
+        restart_clean
+        grep -q "gloved: keeper.missing: " "$GD_ERR" || fail "gloved did not say at start that glove-keeper is missing: $(cat "$GD_ERR")"
+        launch_fails k4 keeper.missing
+        for id in kr ku km; do
+                [ "$(status_field "$id" 's["state"]')" = failed ] || fail "after the restart $id is not failed"
+        done
+}

@@ -11,7 +11,7 @@ load helpers
         run make -C "$GLOVE_SRC" install BUILD="$GLOVE_BUILD" DESTDIR="$dest" PREFIX=/usr
         [ "$status" -eq 0 ] || { echo "$output" >&2; fail "make install failed"; }
         local f
-        for f in bin/glove bin/gloved \
+        for f in bin/glove bin/gloved libexec/glove/glove-keeper libexec/glove/glove-mcp-stdio \
                 share/man/man1/glove.1 share/man/man1/glove-exec.1 share/man/man1/glove-run.1 \
                 share/man/man1/glove-ctl.1 share/man/man1/glove-setup.1 share/man/man1/glove-daemon.1 \
                 share/man/man1/glove-doctor.1 share/man/man1/glove-policy.1 share/man/man8/gloved.8 \
@@ -19,6 +19,8 @@ load helpers
                 share/glove/systemd/gloved.service.in share/glove/systemd/gloved.socket.in; do
                 [ -f "$dest/usr/$f" ] || fail "$dest/usr/$f was not installed"
         done
+        # gloved finds glove-keeper in its ../libexec/glove (keeper.h).
+        [ -x "$dest/usr/bin/../libexec/glove/glove-keeper" ] || fail "glove-keeper is not where gloved looks"
         # Nothing a test or benchmark needs is installed.
         [ ! -e "$dest/usr/bin/glove-bench-pty-read" ] || fail "a benchmark helper was installed"
         [ -z "$(find "$dest" -name 'glove-crashpoint*')" ] || fail "the crash-point shim was installed"

@@ -6,9 +6,12 @@
  * session-policy.md, "Receipts and recovery"; architecture.md, "Start and
  * recover the child through the executor and reconciler"; docs/recovery.md).
  *
- * One small process per managed session, forked by gloved once the launch
- * is prepared (after the "starting" transition) and never exec'd: it runs
- * the session engine (session.h) on its own sd-event loop and so holds the
+ * One small process per managed session, its own executable glove-keeper
+ * (src/cli/glove_keeper.c), started by gloved once the launch is prepared
+ * (after the "starting" transition) as a fork that only arranges
+ * descriptors and execs it (glove_keeper_spawn): it reads its launch from
+ * an inherited sealed memfd (glove_keeper_launch_encode/_decode, below) and
+ * runs the session engine (session.h) on its own sd-event loop and so holds the
  * PTY master, PID 1's pidfd, the transcript, the output accounting and the
  * limit watch. gloved talks to it over an AF_UNIX SOCK_SEQPACKET channel; it
  * comes and goes, the keeper stays. The sandbox's PID 1 is the keeper's
@@ -17,7 +20,7 @@
  *
  * Files, in DIR = MATERIALIZATION_ROOT/keepers (0700, the service user):
  *   DIR/SESSION.sock    the keeper's listening socket (0600), bound by gloved
- *                       before the fork and listened on by the keeper (so
+ *                       before the launch and listened on by the keeper (so
  *                       that a peer's SO_PEERCRED names the keeper); a
  *                       restarted gloved connects here.
  *                       The keeper accepts only a peer of its own uid
@@ -137,8 +140,8 @@ enum glove_keeper_msg {
         GLOVE_KEEPER_ENDED = 'e',
 };
 
-/* What the keeper child is given (all in the forked memory; nothing is
- * copied before use). */
+/* What the keeper is given: in glove-keeper, decoded from its launch
+ * (glove_keeper_launch_decode); in a unit test, a fork's own memory. */
 struct glove_keeper_args {
         const char *session_id;
         /* The file names' stem (STEM below stands for it where SESSION is
@@ -165,8 +168,9 @@ struct glove_keeper_args {
 };
 
 /*
- * The keeper's whole life, in the child of fork(2) (called at once after it,
- * on the only thread left). Never returns: _exit(0) after ACK or after the
+ * The keeper's whole life: in glove-keeper after its launch was decoded
+ * (glove_keeper_main), or in the child of fork(2) of a single-threaded unit
+ * test. Never returns: _exit(0) after ACK or after the
  * end without a connection; _exit(1) when the session could not even start
  * (its ENDED, kind setup_failed, was still sent and written).
  *
@@ -188,3 +192,129 @@ int glove_keeper_proc_start_time(pid_t pid, uint64_t *out);
 /* The boot id (/proc/sys/kernel/random/boot_id, 36 characters) into
  * out[37]. Returns 0 or -errno. */
 int glove_keeper_boot_id(char out[37]);
+
+
+/* ---- the executable and its launch (keeper_launch.c) ----
+ *
+ * gloved finds glove-keeper beside its own executable (the directory of
+ * /proc/self/exe: the build tree, a copied bin directory), else in
+ * DIR/../libexec/glove/ (meson installs it in LIBEXECDIR/glove); never
+ * through PATH. It opens it once at start (glove_keeper_exe_open) and
+ * execs that very descriptor (execveat AT_EMPTY_PATH) at each launch, after
+ * checking that the file at the path is still the one opened
+ * (glove_keeper_exe_check).
+ *
+ * Stable codes (session start failures; the start_failed receipt carries
+ * them):
+ *   keeper.missing   no glove-keeper beside gloved or in its libexec/glove,
+ *                    or it was removed since gloved started (-ENOENT)
+ *   keeper.unsafe    not a regular file, not executable, writable by group
+ *                    or others, or owned by neither root nor gloved's uid
+ *                    (-EPERM); checked at start and at every launch
+ *   keeper.replaced  the file at the path is no longer the one gloved
+ *                    verified at start (device, inode, size or
+ *                    modification time differ) (-ESTALE)
+ *   keeper.launch_unsupported  a session description the launch cannot
+ *                    carry (a grant set, a seccomp program that is not one
+ *                    of the prebuilt ones, GLOVE_TERMINAL_STDERR, an MCP
+ *                    listener, a mount kind the encoder does not know)
+ *                    (-EOPNOTSUPP)
+ *   keeper.launch    making the launch failed (memfd, encoding) (-errno)
+ *   keeper.fork      fork or exec failed (-errno)
+ */
+#define GLOVE_KEEPER_EXE_NAME "glove-keeper"
+/* Largest launch, bytes: the description (argv and environment at most
+ * 1 MiB each in practice) and the mount entries gloved adds (at most
+ * GLOVE_MOUNT_PLAN_DATA_MAX bytes of data, base64'd). */
+#define GLOVE_KEEPER_LAUNCH_MAX (12U << 20)
+/* The launch memfd's descriptor in a new glove-keeper; the launch's other
+ * descriptors follow it from GLOVE_KEEPER_LAUNCH_FD + 1 in the order the
+ * launch names (channel, listen, dir, audit when present, then held). */
+#define GLOVE_KEEPER_LAUNCH_FD 3
+/* Version of the launch (gloved and glove-keeper come from one build; a
+ * keeper refuses another). */
+#define GLOVE_KEEPER_LAUNCH_VERSION 1
+
+struct glove_keeper_exe {
+        int fd;                    /* O_RDONLY|O_CLOEXEC of the verified file; -1: none */
+        char path[4096];           /* where it was found (absolute) */
+        dev_t dev;                 /* its identity at open */
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+        uid_t uid;
+        char sha256[65];           /* hex SHA-256 of its content at open */
+};
+
+/*
+ * Finds (path NULL: beside /proc/self/exe, then ../libexec/glove), opens
+ * and verifies glove-keeper into *out (out->fd -1 on failure). path, when
+ * given, is absolute. Returns 0 or -errno with keeper.missing or
+ * keeper.unsafe. Reads the whole file once (its digest).
+ */
+int glove_keeper_exe_open(const char *path, struct glove_keeper_exe *out, struct glove_error *err);
+
+/* Whether x is still safe and the file at x->path is still x (fstat of the
+ * descriptor, lstat of the path). Returns 0 or -errno with keeper.missing,
+ * keeper.unsafe or keeper.replaced. */
+int glove_keeper_exe_check(const struct glove_keeper_exe *x, struct glove_error *err);
+
+/* Closes x's descriptor (idempotent). */
+void glove_keeper_exe_close(struct glove_keeper_exe *x);
+
+/*
+ * Encodes everything of a (and a->desc) that a keeper needs into a new
+ * sealed memfd (*memfd, O_CLOEXEC; F_SEAL_WRITE|F_SEAL_GROW|F_SEAL_SHRINK|
+ * F_SEAL_SEAL) holding one JSON object (at most GLOVE_KEEPER_LAUNCH_MAX
+ * bytes), and lists in fds[0..*n_fds) (room for 4 + GLOVE_KEEPER_HOLD_FDS_MAX)
+ * the descriptors that go with it, in the launch's order. The mount entries
+ * of desc->add_mounts are recorded by calling the hook once on an empty
+ * plan here; they are replayed in the keeper through the same
+ * glove_mount_plan_add_* functions, and checked here by replaying them
+ * once (an entry that would not come back equal is
+ * keeper.launch_unsupported). Seccomp programs travel by name (the
+ * prebuilt ones), the egress policy as its rules' text, a->now_ms not at
+ * all (the keeper reads the real clock). Returns 0 or -errno
+ * (keeper.launch, keeper.launch_unsupported, the hook's own codes).
+ */
+int glove_keeper_launch_encode(const struct glove_keeper_args *a, int *memfd, int *fds, size_t *n_fds,
+                               struct glove_error *err);
+
+/* A decoded launch: owns the args, the desc and every string of them. */
+struct glove_keeper_launch;
+
+/*
+ * Decodes text[0..len) (a launch of glove_keeper_launch_encode) whose
+ * descriptors are fds[0..n_fds) (borrowed; each checked for its kind:
+ * sockets, a directory, a regular file or character device for the audit
+ * log). *out owned by the caller. Returns 0 or -errno
+ * (keeper.launch_invalid).
+ */
+int glove_keeper_launch_decode(const char *text, size_t len, const int *fds, size_t n_fds,
+                               struct glove_keeper_launch **out, struct glove_error *err);
+
+/* The args of l (borrowed from l). */
+const struct glove_keeper_args *glove_keeper_launch_args(const struct glove_keeper_launch *l);
+
+/* Frees l (NULL: nothing); closes no descriptor. */
+void glove_keeper_launch_free(struct glove_keeper_launch *l);
+
+/*
+ * Starts the keeper of a: encodes the launch, checks x
+ * (glove_keeper_exe_check), then double-forks; the grandchild only moves
+ * descriptors (the memfd to GLOVE_KEEPER_LAUNCH_FD, the launch's after it,
+ * log_fd (>= 0, borrowed) on 2 and /dev/null on 0 and 1), closes every
+ * other one and execs x->fd with argv {"glove-keeper", NULL} and an empty
+ * environment. Nothing but async-signal-safe system calls runs between
+ * fork and exec. Waits for the exec to have happened (a close-on-exec pipe)
+ * or failed. Returns 0 or -errno (keeper.missing, keeper.unsafe,
+ * keeper.replaced, keeper.launch*, keeper.fork).
+ */
+int glove_keeper_spawn(const struct glove_keeper_exe *x, const struct glove_keeper_args *a, int log_fd,
+                       struct glove_error *err);
+
+/* glove-keeper's main: reads its launch from GLOVE_KEEPER_LAUNCH_FD and
+ * runs it (glove_keeper_run). A launch that cannot be read or decoded is
+ * written to standard error (the keeper's log) and ends the process with
+ * status 1 (gloved then sees its channel close: keeper.lost). */
+_Noreturn void glove_keeper_main(void);

@@ -148,6 +148,12 @@ struct glove_control_runtime_options {
         bool audit_files;
         /* gloved's log (borrowed for the runtime's life; NULL: none). */
         struct glove_log *log;
+        /* glove-keeper (keeper.h), absolute; NULL: beside gloved's own
+         * executable, else in its ../libexec/glove. Opened and verified
+         * once, when the runtime is operational; a start then fails with
+         * keeper.missing, keeper.unsafe or keeper.replaced when it is not
+         * (or no longer) the verified file. */
+        const char *keeper_path;
 };
 
 /*

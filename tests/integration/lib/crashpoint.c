@@ -35,10 +35,11 @@
  * substring split across two buffers is not seen).
  *
  * Only the process that loaded the shim may crash: the constructor records
- * getpid() and every match compares it, so a child forked later (the
- * session keeper is a fork of gloved without exec) never crashes; and the
- * constructor removes GLOVE_CRASH_* and this shim from the environment, so
- * a program exec'd later (mkfs, PID 1 of a sandbox) does not even load it.
+ * getpid() and every match compares it, so a child forked later never
+ * crashes; and the constructor removes GLOVE_CRASH_* and this shim from the
+ * environment, so a program exec'd later (mkfs, PID 1 of a sandbox, a
+ * session keeper, which gloved execs with an empty environment anyway)
+ * does not even load it.
  */
 /* pwrite and pwrite64 are both defined here under their own names: the
  * header must not turn pwrite into an alias of pwrite64. */

@@ -6,7 +6,9 @@
  * as gloved drives them: HELLO, STATE, TRANSCRIPT, READY, RELEASE, OUTPUT,
  * INPUT and CREDIT, KILL, ABORT, ENDED, ACK; the status file; a
  * reconnection; malformed and oversized messages; the end without a
- * connection.
+ * connection. Then glove-keeper's launch: a description encoded and decoded
+ * again field by field (the mount entries through the keeper's hook), what
+ * cannot travel, and the executable's checks (missing, unsafe, replaced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -33,8 +36,10 @@
 #include "glove/base/json.h"
 #include "glove/container/cgroup.h"
 #include "glove/container/grant.h"
+#include "glove/container/mount_plan.h"
 #include "glove/container/seccomp.h"
 #include "glove/control/keeper.h"
+#include "glove/net/rule.h"
 #include "keeper_internal.h"
 
 /* How long a test waits for one message at most: a bound against a hang,
@@ -786,6 +791,274 @@ static void test_keeper_start_failed(void **state) {
         rig_free(&g);
 }
 
+/* ---- the launch (keeper_launch.c) ---- */
+
+static int launch_hook(struct glove_mount_plan *plan, void *ctx, struct glove_error *err) {
+        (void)ctx;
+        static const uint8_t bin[] = { 0, 1, 2, 0xff, 'S', 'K', 'I', 'L', 'L', '\n' };
+        int r = glove_mount_plan_add_pinned_bind(plan, "/work", "/tmp", 7, 42, true, false, "src", err);
+        r = r ?: glove_mount_plan_add_pinned_bind(plan, "/opt/tool", "/usr/bin/true", 8, 43, false, true, NULL, err);
+        r = r ?: glove_mount_plan_add_tree(plan, "/copy", 1 << 20, 1000, 1000, "/usr/share", 9, 44, "copy", err);
+        if (r == 0)
+                plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_SKIP_LINKS;
+        r = r ?: glove_mount_plan_add_tree(plan, "/empty", 4096, 1000, 1000, NULL, 0, 0, NULL, err);
+        r = r ?: glove_mount_plan_add_dir(plan, "/home/agent/.skills", 0700, 1000, 1000, err);
+        r = r ?: glove_mount_plan_add_owned_file(plan, "/home/agent/.skills/SKILL.md", bin, sizeof(bin), 0600, 1000,
+                                                 1000, err);
+        r = r ?: glove_mount_plan_add_file(plan, "/etc/motd", "", 0, 0644, err);
+        r = r ?: glove_mount_plan_add_symlink(plan, "/home/agent/link", "../x", err);
+        return r;
+}
+
+static int tmpfs_hook(struct glove_mount_plan *plan, void *ctx, struct glove_error *err) {
+        (void)ctx;
+        return glove_mount_plan_add_tmpfs(plan, "/scratch", 4096, 0700, 0, 0, 0, err);
+}
+
+static void plan_entries_equal(const struct glove_mount_plan *a, const struct glove_mount_plan *b, size_t from) {
+        assert_int_equal(a->count, b->count);
+        for (size_t i = from; i < a->count; i++) {
+                const struct glove_mount_entry *x = &a->entries[i], *y = &b->entries[i];
+                assert_int_equal(x->kind, y->kind);
+                assert_int_equal(x->flags, y->flags);
+                assert_true(x->attrs == y->attrs && x->size == y->size && x->mode == y->mode);
+                assert_true(x->uid == y->uid && x->gid == y->gid && x->dev == y->dev && x->ino == y->ino);
+                assert_string_equal(a->data + x->dest, b->data + y->dest);
+                assert_string_equal(a->data + x->source, b->data + y->source);
+                assert_string_equal(a->data + x->name, b->data + y->name);
+                assert_int_equal(x->bytes_len, y->bytes_len);
+                assert_memory_equal(a->data + x->bytes, b->data + y->bytes, x->bytes_len);
+        }
+}
+
+static void test_launch_round_trip(void **state) {
+        (void)state;
+        char dir[] = "/tmp/glove-launch-test-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int sv[2], lv[2], hold[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lv), 0);
+        assert_int_equal(pipe2(hold, O_CLOEXEC), 0);
+        char apath[128];
+        snprintf(apath, sizeof(apath), "%s/audit.jsonl", dir);
+        struct glove_audit_log au = { .fd = open(apath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600),
+                                      .path = apath, .dev = 3, .ino = 5, .run_id = "r-1" };
+        assert_true(au.fd >= 0);
+        struct glove_net_policy eg;
+        glove_net_policy_init(&eg);
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_net_policy_add_rule(&eg, "api.example.com:443", false, &e), 0);
+        assert_int_equal(glove_net_policy_add_rule(&eg, ".example.org:8443", false, &e), 0);
+        assert_int_equal(glove_net_policy_add_rule(&eg, "[fd00::1]:8080", true, &e), 0);
+        assert_int_equal(glove_net_policy_add_rule(&eg, "10.0.0.1:80", true, &e), 0);
+        struct termios tm = { .c_iflag = ICRNL, .c_oflag = OPOST, .c_cflag = CS8, .c_lflag = ECHO | ICANON };
+        tm.c_cc[VINTR] = 3;
+        cfsetispeed(&tm, B38400);
+        cfsetospeed(&tm, B38400);
+        static char *argv[] = { "/usr/bin/agent", "--flag", "caf\xc3\xa9", NULL };
+        static char *envp[] = { "HOME=/home/agent", "TERM=xterm-256color", "EMPTY=", NULL };
+        struct glove_grant_set grants;
+        glove_grant_set_init(&grants);
+        struct glove_session_desc d = {
+                .argv = argv, .envp = envp, .grants = &grants, .add_mounts = launch_hook, .cwd = "/work",
+                .seccomp = &glove_seccomp_prebuilt_managed, .seccomp_egress = &glove_seccomp_prebuilt_managed_egress,
+                .limits = { 1, 2, 3, 4, 5, UINT64_C(1) << 40 }, .cgroup_policy = GLOVE_SESSION_CGROUP_REQUIRED,
+                .cgroup_pin = { .set = true, .dev = 12, .ino = UINT64_MAX }, .terminal = GLOVE_TERMINAL_PTY,
+                .tty_modes = &tm, .rows = 50, .cols = 132, .transcript_bytes = 4096, .channel_stdin_fd = -1,
+                .channel_stdout_fd = -1, .egress = &eg, .audit = &au, .audit_max_bytes = 65536,
+                .egress_upstream = "up", .file_size_max = 1 << 20, .nofile = 512, .parent_death_kill = true,
+        };
+        struct glove_keeper_args a = { .session_id = "s-1", .stem = "k0123", .desc = &d, .channel_fd = sv[1],
+                                       .listen_fd = lv[0], .dir_fd = dfd, .cgroup_parent = "/sys/fs/cgroup/x",
+                                       .cgroup_v2 = true, .hold_fds = hold, .n_hold_fds = 2 };
+        int memfd = -1, fds[4 + GLOVE_KEEPER_HOLD_FDS_MAX];
+        size_t n = 0;
+        assert_int_equal(glove_keeper_launch_encode(&a, &memfd, fds, &n, &e), 0);
+        assert_int_equal(n, 6);
+        int want[] = { sv[1], lv[0], dfd, au.fd, hold[0], hold[1] };
+        assert_memory_equal(fds, want, sizeof(want));
+        /* Sealed: nobody writes to it any more. */
+        int seals = fcntl(memfd, F_GET_SEALS);
+        assert_true(seals & F_SEAL_WRITE && seals & F_SEAL_GROW && seals & F_SEAL_SHRINK && seals & F_SEAL_SEAL);
+        assert_true(write(memfd, "x", 1) < 0);
+        struct stat st;
+        assert_int_equal(fstat(memfd, &st), 0);
+        char *text = malloc((size_t)st.st_size);
+        assert_int_equal(pread(memfd, text, (size_t)st.st_size, 0), st.st_size);
+        /* Too few descriptors for what it names: refused. */
+        struct glove_keeper_launch *l = NULL;
+        glove_error_clear(&e);
+        assert_true(glove_keeper_launch_decode(text, (size_t)st.st_size, fds, 5, &l, &e) < 0);
+        assert_string_equal(e.code, "keeper.launch_invalid");
+        assert_null(l);
+        assert_int_equal(glove_keeper_launch_decode(text, (size_t)st.st_size, fds, n, &l, &e), 0);
+        const struct glove_keeper_args *b = glove_keeper_launch_args(l);
+        assert_string_equal(b->session_id, "s-1");
+        assert_string_equal(b->stem, "k0123");
+        assert_string_equal(b->cgroup_parent, "/sys/fs/cgroup/x");
+        assert_true(b->cgroup_v2);
+        assert_true(b->channel_fd == sv[1] && b->listen_fd == lv[0] && b->dir_fd == dfd);
+        assert_int_equal(b->n_hold_fds, 2);
+        assert_memory_equal(b->hold_fds, hold, sizeof(hold));
+        assert_null(b->now_ms);
+        const struct glove_session_desc *c = b->desc;
+        for (size_t i = 0; i < 4; i++) {
+                assert_true((argv[i] == NULL) == (c->argv[i] == NULL));
+                if (argv[i])
+                        assert_string_equal(argv[i], c->argv[i]);
+        }
+        for (size_t i = 0; i < 4; i++) {
+                assert_true((envp[i] == NULL) == (c->envp[i] == NULL));
+                if (envp[i])
+                        assert_string_equal(envp[i], c->envp[i]);
+        }
+        assert_string_equal(c->cwd, "/work");
+        assert_ptr_equal(c->seccomp, &glove_seccomp_prebuilt_managed);
+        assert_ptr_equal(c->seccomp_egress, &glove_seccomp_prebuilt_managed_egress);
+        assert_memory_equal(&c->limits, &d.limits, sizeof(d.limits));
+        assert_int_equal(c->cgroup_policy, GLOVE_SESSION_CGROUP_REQUIRED);
+        assert_true(c->cgroup_pin.set && c->cgroup_pin.dev == 12 && c->cgroup_pin.ino == UINT64_MAX);
+        assert_int_equal(c->terminal, GLOVE_TERMINAL_PTY);
+        assert_non_null(c->tty_modes);
+        assert_true(c->tty_modes->c_iflag == tm.c_iflag && c->tty_modes->c_oflag == tm.c_oflag &&
+                    c->tty_modes->c_cflag == tm.c_cflag && c->tty_modes->c_lflag == tm.c_lflag);
+        assert_memory_equal(c->tty_modes->c_cc, tm.c_cc, sizeof(tm.c_cc));
+        assert_true(cfgetospeed(c->tty_modes) == B38400 && cfgetispeed(c->tty_modes) == B38400);
+        assert_true(c->rows == 50 && c->cols == 132 && c->transcript_bytes == 4096 && !c->input_closed);
+        assert_true(c->channel_stdin_fd == -1 && c->channel_stdout_fd == -1 && !c->mcp_listen);
+        assert_int_equal(c->egress->n_rules, eg.n_rules);
+        for (size_t i = 0; i < eg.n_rules; i++) {
+                assert_int_equal(c->egress->rules[i].host.kind, eg.rules[i].host.kind);
+                assert_string_equal(c->egress->rules[i].host.text, eg.rules[i].host.text);
+                assert_memory_equal(c->egress->rules[i].host.addr, eg.rules[i].host.addr, 16);
+                assert_true(c->egress->rules[i].port == eg.rules[i].port &&
+                            c->egress->rules[i].subdomains == eg.rules[i].subdomains &&
+                            c->egress->rules[i].allow_private == eg.rules[i].allow_private);
+        }
+        assert_true(c->audit && c->audit->fd == au.fd && c->audit->dev == 3 && c->audit->ino == 5);
+        assert_string_equal(c->audit->path, apath);
+        assert_string_equal(c->audit->run_id, "r-1");
+        assert_true(c->audit_max_bytes == 65536 && c->file_size_max == (1 << 20) && c->nofile == 512);
+        assert_string_equal(c->egress_upstream, "up");
+        assert_int_equal(c->grants->count, 0);
+        /* The mounts come back equal through the keeper's hook. */
+        struct glove_mount_plan_params pp = { .uid = 1000, .gid = 1000 };
+        struct glove_mount_plan *p1 = NULL, *p2 = NULL;
+        assert_int_equal(glove_mount_plan_new(&pp, &p1, &e), 0);
+        assert_int_equal(glove_mount_plan_new(&pp, &p2, &e), 0);
+        size_t base = p1->count;
+        assert_int_equal(launch_hook(p1, NULL, &e), 0);
+        assert_non_null(c->add_mounts);
+        assert_int_equal(c->add_mounts(p2, c->add_mounts_ctx, &e), 0);
+        assert_int_equal(p1->count, base + 8);
+        plan_entries_equal(p1, p2, base);
+        glove_mount_plan_free(p1);
+        glove_mount_plan_free(p2);
+        glove_keeper_launch_free(l);
+        /* A malformed launch is refused with its code. */
+        text[0] = '[';
+        glove_error_clear(&e);
+        assert_true(glove_keeper_launch_decode(text, (size_t)st.st_size, fds, n, &l, &e) < 0);
+        assert_string_equal(e.code, "keeper.launch_invalid");
+        free(text);
+        close(memfd);
+        /* What a launch cannot carry is refused before any process. */
+        d.add_mounts = tmpfs_hook;
+        glove_error_clear(&e);
+        assert_true(glove_keeper_launch_encode(&a, &memfd, fds, &n, &e) < 0);
+        assert_string_equal(e.code, "keeper.launch_unsupported");
+        d.add_mounts = NULL;
+        static const struct sock_fprog own = { 0 };
+        d.seccomp = &own;
+        glove_error_clear(&e);
+        assert_true(glove_keeper_launch_encode(&a, &memfd, fds, &n, &e) < 0);
+        assert_string_equal(e.code, "keeper.launch_unsupported");
+        d.seccomp = &glove_seccomp_prebuilt;
+        d.terminal = GLOVE_TERMINAL_STDERR;
+        glove_error_clear(&e);
+        assert_true(glove_keeper_launch_encode(&a, &memfd, fds, &n, &e) < 0);
+        assert_string_equal(e.code, "keeper.launch_unsupported");
+        glove_net_policy_free(&eg);
+        close(au.fd);
+        unlink(apath);
+        close(sv[0]);
+        close(sv[1]);
+        close(lv[0]);
+        close(lv[1]);
+        close(hold[0]);
+        close(hold[1]);
+        close(dfd);
+        rmdir(dir);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_keeper_exe(void **state) {
+        (void)state;
+        char dir[] = "/tmp/glove-exe-test-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[96], other[96];
+        snprintf(path, sizeof(path), "%s/glove-keeper", dir);
+        snprintf(other, sizeof(other), "%s/new", dir);
+        struct glove_keeper_exe x;
+        struct glove_error e = { 0 };
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_open(path, &x, &e) < 0);
+        assert_string_equal(e.code, "keeper.missing");
+        assert_int_equal(x.fd, -1);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_check(&x, &e) < 0);
+        assert_string_equal(e.code, "keeper.missing");
+        write_file(path, "#!keeper\n", 0757);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_open(path, &x, &e) < 0);
+        assert_string_equal(e.code, "keeper.unsafe");
+        write_file(path, "#!keeper\n", 0644);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_open(path, &x, &e) < 0);
+        assert_string_equal(e.code, "keeper.unsafe");
+        write_file(path, "#!keeper\n", 0755);
+        assert_int_equal(glove_keeper_exe_open(path, &x, &e), 0);
+        assert_true(x.fd >= 0);
+        /* SHA-256("#!keeper\n") */
+        assert_int_equal(strlen(x.sha256), 64);
+        assert_int_equal(glove_keeper_exe_check(&x, &e), 0);
+        assert_int_equal(chmod(path, 0775), 0);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_check(&x, &e) < 0);
+        assert_string_equal(e.code, "keeper.unsafe");
+        assert_int_equal(chmod(path, 0755), 0);
+        assert_int_equal(glove_keeper_exe_check(&x, &e), 0);
+        /* Another file at the path: replaced. */
+        write_file(other, "#!keeper\n", 0755);
+        assert_int_equal(rename(other, path), 0);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_check(&x, &e) < 0);
+        assert_string_equal(e.code, "keeper.replaced");
+        glove_keeper_exe_close(&x);
+        assert_int_equal(glove_keeper_exe_open(path, &x, &e), 0);
+        /* Rewritten in place (another size): replaced. */
+        write_file(path, "#!keeper, longer\n", 0755);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_check(&x, &e) < 0);
+        assert_string_equal(e.code, "keeper.replaced");
+        /* Removed: missing. */
+        assert_int_equal(unlink(path), 0);
+        glove_error_clear(&e);
+        assert_true(glove_keeper_exe_check(&x, &e) < 0);
+        assert_string_equal(e.code, "keeper.missing");
+        glove_keeper_exe_close(&x);
+        glove_keeper_exe_close(&x);
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_stat),       cmocka_unit_test(test_proc_start_time),
@@ -795,6 +1068,7 @@ int main(void) {
                 cmocka_unit_test(test_keeper_slow_reader),
                 cmocka_unit_test(test_keeper_start_failed),
                 cmocka_unit_test(test_keeper_status_while_running),
+                cmocka_unit_test(test_launch_round_trip), cmocka_unit_test(test_keeper_exe),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
