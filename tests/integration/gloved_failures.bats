@@ -850,7 +850,7 @@ launch_fails() {
         verify_chain
         # Missing when gloved starts: said on stderr, and every start fails.
         restart_clean
-        grep -q "gloved: keeper.missing: " "$GD_ERR" || fail "gloved did not say at start that glove-keeper is missing: $(cat "$GD_ERR")"
+        grep -q '"code":"keeper.missing"' "$GD_ERR" || fail "gloved did not say at start that glove-keeper is missing: $(cat "$GD_ERR")"
         launch_fails k4 keeper.missing
         for id in kr ku km; do
                 [ "$(status_field "$id" 's["state"]')" = failed ] || fail "after the restart $id is not failed"
