@@ -29,8 +29,8 @@
 #include <jansson.h>
 
 #include "glove/base/digest.h"
-#include "glove/control/receipts.h"
-#include "glove/control/store.h"
+#include "glove/store/receipts.h"
+#include "glove/store/store.h"
 
 #define CDIGEST "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -80,15 +80,15 @@ static void die(const char *what, const struct glove_error *e) {
         exit(1);
 }
 
-static bool retire(void *ctx, const struct glove_control_session *s) {
-        return !glove_control_receipts_pending(ctx, s->session_id);
+static bool retire(void *ctx, const struct glove_store_session *s) {
+        return !glove_store_receipts_pending(ctx, s->session_id);
 }
 
 struct bench {
         const char *dir;
         char store_path[4096];
-        struct glove_control_store *store;
-        struct glove_control_receipts *receipts;
+        struct glove_store *store;
+        struct glove_store_receipts *receipts;
         char plan[1200];
         char plan_digest[65];
         int64_t t;
@@ -96,40 +96,40 @@ struct bench {
 
 static double reopen(struct bench *b, double *cpu) {
         struct glove_error e = { 0 };
-        glove_control_store_close(b->store);
-        glove_control_receipts_close(b->receipts);
+        glove_store_close(b->store);
+        glove_store_receipts_close(b->receipts);
         b->store = NULL;
         b->receipts = NULL;
         double t0 = now_ms(), c0 = cpu_ms();
-        if (glove_control_store_open(b->store_path, geteuid(), &b->store, NULL, &e) < 0)
+        if (glove_store_open(b->store_path, geteuid(), &b->store, NULL, &e) < 0)
                 die("open the store", &e);
-        struct glove_control_receipts_options ro = { .state_dir = b->dir, .owner = geteuid() };
-        if (glove_control_receipts_open(&ro, &b->receipts, &e) < 0)
+        struct glove_store_receipts_options ro = { .state_dir = b->dir, .owner = geteuid() };
+        if (glove_store_receipts_open(&ro, &b->receipts, &e) < 0)
                 die("open the receipts", &e);
         double t1 = now_ms();
         *cpu = cpu_ms() - c0;
-        glove_control_store_set_retention(b->store, retire, b->receipts);
+        glove_store_set_retention(b->store, retire, b->receipts);
         return t1 - t0;
 }
 
 static void create(struct bench *b, const char *id) {
         struct glove_error e = { 0 };
-        const struct glove_control_session *s;
+        const struct glove_store_session *s;
         bool replayed;
-        struct glove_control_store_create q = { .session_id = id, .idempotency_key = id,
+        struct glove_store_create q = { .session_id = id, .idempotency_key = id,
                                                 .controller_plan_digest = CDIGEST,
                                                 .plan_content_digest = b->plan_digest, .plan = b->plan,
                                                 .plan_len = strlen(b->plan), .now_ms = b->t++ };
-        if (glove_control_store_create(b->store, &q, &s, &replayed, &e) < 0)
+        if (glove_store_create(b->store, &q, &s, &replayed, &e) < 0)
                 die("create", &e);
 }
 
 static void one_session(struct bench *b, unsigned long i) {
-        static const enum glove_control_session_state path[] = { GLOVE_CONTROL_SESSION_PREPARING,
-                                                                 GLOVE_CONTROL_SESSION_STARTING,
-                                                                 GLOVE_CONTROL_SESSION_RUNNING,
-                                                                 GLOVE_CONTROL_SESSION_STOPPING,
-                                                                 GLOVE_CONTROL_SESSION_EXITED };
+        static const enum glove_store_session_state path[] = { GLOVE_STORE_SESSION_PREPARING,
+                                                                 GLOVE_STORE_SESSION_STARTING,
+                                                                 GLOVE_STORE_SESSION_RUNNING,
+                                                                 GLOVE_STORE_SESSION_STOPPING,
+                                                                 GLOVE_STORE_SESSION_EXITED };
         static const char runtime[] = "{\"boot_id\":\"0f0e0d0c\",\"cgroup_id\":4242,\"pid\":1234,\"start_time\":99}";
         struct glove_error e = { 0 };
         char id[64];
@@ -137,24 +137,24 @@ static void one_session(struct bench *b, unsigned long i) {
         snprintf(id, sizeof(id), "soak-%lu", i);
         create(b, id);
         for (size_t k = 0; k < sizeof(path) / sizeof(path[0]); k++) {
-                bool running = path[k] == GLOVE_CONTROL_SESSION_RUNNING;
-                if (glove_control_store_transition_runtime(b->store, id, path[k], running ? "" : "session.ended", b->t++,
+                bool running = path[k] == GLOVE_STORE_SESSION_RUNNING;
+                if (glove_store_transition_runtime(b->store, id, path[k], running ? "" : "session.ended", b->t++,
                                                            running ? runtime : NULL, running ? strlen(runtime) : 0,
                                                            &appended, &e) < 0)
                         die("transition", &e);
         }
         json_t *receipt = json_pack("{s:s,s:I,s:s}", "state", "exited", "cpu_time_ms", (json_int_t)i, "termination",
                                     "exited");
-        if (glove_control_receipts_append(b->receipts, "session.terminal", id, receipt, b->t++, NULL, &e) < 0)
+        if (glove_store_receipts_append(b->receipts, "session.terminal", id, receipt, b->t++, NULL, &e) < 0)
                 die("receipt", &e);
         json_decref(receipt);
         uint8_t head[32];
         char hex[65];
-        uint64_t seq = glove_control_receipts_head(b->receipts, head);
+        uint64_t seq = glove_store_receipts_head(b->receipts, head);
         glove_digest_hex_encode(head, 32, hex, sizeof(hex));
-        if (glove_control_receipts_ack(b->receipts, seq, hex, &e) < 0)
+        if (glove_store_receipts_ack(b->receipts, seq, hex, &e) < 0)
                 die("acknowledge", &e);
-        if (glove_control_store_cleanup(b->store, id, b->t++, &appended, &e) < 0)
+        if (glove_store_cleanup(b->store, id, b->t++, &appended, &e) < 0)
                 die("cleanup", &e);
 }
 
@@ -166,10 +166,10 @@ static void report(struct bench *b, unsigned long done, unsigned long live, doub
                "\"store_journal_bytes\":%lld,\"store_checkpoint_bytes\":%lld,\"receipts_journal_bytes\":%lld,"
                "\"receipts_checkpoint_bytes\":%lld,\"receipts_head\":%llu}\n",
                live, done, (now_ms() - started) / 1e3, replay, cpu, rss_kib(), open_fds(),
-               glove_control_store_sessions(b->store), (unsigned long long)glove_control_store_records(b->store),
+               glove_store_sessions(b->store), (unsigned long long)glove_store_records(b->store),
                file_bytes(b->dir, "sessions.journal"), file_bytes(b->dir, "sessions.journal.ckpt"),
                file_bytes(b->dir, "receipts.journal"), file_bytes(b->dir, "receipts.journal.ckpt"),
-               (unsigned long long)glove_control_receipts_head(b->receipts, head));
+               (unsigned long long)glove_store_receipts_head(b->receipts, head));
         fflush(stdout);
 }
 
@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
                 if (i % every == 0)
                         report(&b, i, live, started);
         }
-        glove_control_store_close(b.store);
-        glove_control_receipts_close(b.receipts);
+        glove_store_close(b.store);
+        glove_store_receipts_close(b.receipts);
         return 0;
 }

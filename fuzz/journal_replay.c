@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// fuzz-sources: src/control/journal.c src/control/store.c src/control/session.c src/control/index.c src/control/dirs.c
+// fuzz-sources: src/store/journal.c src/store/store.c src/store/session.c src/store/index.c src/store/dirs.c
 /*
  * libFuzzer target: strict replay of the gloved session store
- * (glove/control/store.h, journal.h). The first input byte selects a mode:
+ * (glove/store/store.h, journal.h). The first input byte selects a mode:
  *
  *   even  raw journal bytes (header, lengths, tags, torn tails) replayed
- *         with glove_control_store_replay_bytes;
+ *         with glove_store_replay_bytes;
  *   odd   record payloads separated by '\n', framed into a journal whose
  *         header and SHA-256 chain are computed here, so that the fuzzer
  *         reaches the record decoder and the lifecycle rules instead of
  *         stopping at the chain; then replayed. With bit 1 of the mode byte
  *         set, the first 1024 bytes after it are a seal that the framed
- *         journal is checked against (glove_control_journal_seal_verify).
+ *         journal is checked against (glove_store_journal_seal_verify).
  *
  * Invariants besides memory safety: a replay either fails with a stable
  * store.* or journal.* code or yields a store whose record count equals the
@@ -26,48 +26,48 @@
 
 #include "glove/base/buffer.h"
 #include "glove/base/json.h"
-#include "glove/control/journal.h"
-#include "glove/control/store.h"
+#include "glove/store/journal.h"
+#include "glove/store/store.h"
 
-static void check_result(int r, const struct glove_error *e, struct glove_control_store *st) {
+static void check_result(int r, const struct glove_error *e, struct glove_store *st) {
         if (r < 0) {
                 if (!e->code || (strncmp(e->code, "store.", 6) != 0 && strncmp(e->code, "journal.", 8) != 0))
                         abort();
                 return;
         }
-        if (glove_control_store_sessions(st) > glove_control_store_records(st))
+        if (glove_store_sessions(st) > glove_store_records(st))
                 abort();
         /* A runtime identity only comes with the transition to running, and
          * is the canonical encoding of one object within its bound. */
-        for (size_t i = 0; i < glove_control_store_sessions(st); i++) {
-                const struct glove_control_session *s = glove_control_store_at(st, i);
+        for (size_t i = 0; i < glove_store_sessions(st); i++) {
+                const struct glove_store_session *s = glove_store_at(st, i);
                 bool ran = false;
                 for (size_t h = 0; h < s->n_history; h++)
-                        ran |= s->history[h].to == GLOVE_CONTROL_SESSION_RUNNING;
+                        ran |= s->history[h].to == GLOVE_STORE_SESSION_RUNNING;
                 if (!s->runtime)
                         continue;
-                if (!ran || s->runtime_len > GLOVE_CONTROL_STORE_RUNTIME_MAX || strlen(s->runtime) != s->runtime_len ||
-                    glove_json_is_canonical(s->runtime, s->runtime_len, GLOVE_CONTROL_STORE_RUNTIME_MAX,
+                if (!ran || s->runtime_len > GLOVE_STORE_RUNTIME_MAX || strlen(s->runtime) != s->runtime_len ||
+                    glove_json_is_canonical(s->runtime, s->runtime_len, GLOVE_STORE_RUNTIME_MAX,
                                             GLOVE_JSON_OBJECT_ONLY, NULL) != 1)
                         abort();
         }
 }
 
 static void replay_raw(const uint8_t *data, size_t size) {
-        struct glove_control_store *st = NULL;
+        struct glove_store *st = NULL;
         struct glove_error e = { 0 };
-        int r = glove_control_store_replay_bytes(data, size, &st, &e);
+        int r = glove_store_replay_bytes(data, size, &st, &e);
         check_result(r, &e, st);
-        glove_control_store_close(st);
+        glove_store_close(st);
 }
 
 static void replay_framed(const uint8_t *data, size_t size, const uint8_t *seal) {
-        const struct glove_control_journal_format *fmt = &glove_control_store_format;
+        const struct glove_store_journal_format *fmt = &glove_store_format;
         struct glove_buffer j;
-        uint8_t param[GLOVE_CONTROL_JOURNAL_PARAM_LEN] = { 0 }, header[GLOVE_CONTROL_JOURNAL_HEADER_LEN];
-        uint8_t tag[GLOVE_CONTROL_JOURNAL_TAG_LEN];
+        uint8_t param[GLOVE_STORE_JOURNAL_PARAM_LEN] = { 0 }, header[GLOVE_STORE_JOURNAL_HEADER_LEN];
+        uint8_t tag[GLOVE_STORE_JOURNAL_TAG_LEN];
         glove_buffer_init(&j, fmt->max_bytes);
-        glove_control_journal_header_build(fmt, param, header);
+        glove_store_journal_header_build(fmt, param, header);
         if (fmt->genesis(NULL, header, tag, NULL) < 0 || glove_buffer_append(&j, header, sizeof(header)) < 0)
                 abort();
         uint64_t n = 0;
@@ -76,7 +76,7 @@ static void replay_framed(const uint8_t *data, size_t size, const uint8_t *seal)
                 size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
                 if (len > 0 && len <= fmt->max_payload) {
                         uint8_t prefix[4];
-                        glove_control_put_be32(prefix, (uint32_t)len);
+                        glove_put_be32(prefix, (uint32_t)len);
                         if (fmt->chain(NULL, tag, n + 1, data + off, len, tag, NULL) < 0)
                                 abort();
                         if (glove_buffer_append(&j, prefix, 4) < 0 || glove_buffer_append(&j, data + off, len) < 0 ||
@@ -86,19 +86,19 @@ static void replay_framed(const uint8_t *data, size_t size, const uint8_t *seal)
                 }
                 off += len + 1;
         }
-        struct glove_control_store *st = NULL;
+        struct glove_store *st = NULL;
         struct glove_error e = { 0 };
-        int r = glove_control_store_replay_bytes(j.data, j.len, &st, &e);
+        int r = glove_store_replay_bytes(j.data, j.len, &st, &e);
         check_result(r, &e, st);
-        if (r == 0 && glove_control_store_records(st) != n)
+        if (r == 0 && glove_store_records(st) != n)
                 abort();
-        glove_control_store_close(st);
+        glove_store_close(st);
         if (seal) {
-                struct glove_control_journal_scan scan;
+                struct glove_store_journal_scan scan;
                 bool unsealed = false;
                 struct glove_error se = { 0 };
-                if (glove_control_journal_scan(fmt, j.data, j.len, NULL, NULL, &scan, NULL) == 0 &&
-                    glove_control_journal_seal_verify(&scan, seal, GLOVE_CONTROL_JOURNAL_SEAL_LEN, &unsealed, &se) < 0 &&
+                if (glove_store_journal_scan(fmt, j.data, j.len, NULL, NULL, &scan, NULL) == 0 &&
+                    glove_store_journal_seal_verify(&scan, seal, GLOVE_STORE_JOURNAL_SEAL_LEN, &unsealed, &se) < 0 &&
                     strcmp(se.code, "journal.seal_corrupt") != 0 && strcmp(se.code, "journal.resized") != 0 &&
                     strcmp(se.code, "journal.record_lost") != 0)
                         abort();
@@ -111,8 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size == 0)
                 return 0;
-        if ((data[0] & 3) == 3 && size > 1 + GLOVE_CONTROL_JOURNAL_SEAL_LEN)
-                replay_framed(data + 1 + GLOVE_CONTROL_JOURNAL_SEAL_LEN, size - 1 - GLOVE_CONTROL_JOURNAL_SEAL_LEN,
+        if ((data[0] & 3) == 3 && size > 1 + GLOVE_STORE_JOURNAL_SEAL_LEN)
+                replay_framed(data + 1 + GLOVE_STORE_JOURNAL_SEAL_LEN, size - 1 - GLOVE_STORE_JOURNAL_SEAL_LEN,
                               data + 1);
         else if (data[0] & 1)
                 replay_framed(data + 1, size - 1, NULL);

@@ -10,7 +10,7 @@
 # (never linked against the gcc-built libraries): the target file, every
 # src/base/*.c, and whatever the target declares in comment lines
 #
-#   // fuzz-sources: src/control/frame.c src/supervisor/*.c
+#   // fuzz-sources: src/protocol/frame.c src/supervisor/*.c
 #   // fuzz-pkgs: libsystemd
 #
 # (paths relative to the repository root, globs allowed; pkg-config names

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "glove/base/proctitle.h"
-#include "glove/control/ctl.h"
+#include "glove/ctl/ctl.h"
 #include "glove/host/daemon.h"
 #include "glove/host/doctor.h"
 #include "glove/host/policy.h"
@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
         if (strcmp(cmd, "run") == 0)
                 return glove_run_main(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)
-                return glove_control_ctl_main(argc - 1, argv + 1);
+                return glove_ctl_main(argc - 1, argv + 1);
         if (strcmp(cmd, "setup") == 0)
                 return glove_host_setup_main(argc - 1, argv + 1);
         if (strcmp(cmd, "doctor") == 0)

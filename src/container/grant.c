@@ -73,7 +73,7 @@ static bool is_system_identity(dev_t dev, ino_t ino) {
         return false;
 }
 
-/* gloved's runtime directory holds these two (src/control/service.c). */
+/* gloved's runtime directory holds these two (src/server/service.c). */
 #define GLOVED_SOCKET_NAME "gloved.sock"
 #define GLOVED_SECRET_NAME "bootstrap-secret"
 
@@ -358,7 +358,7 @@ static int gloved_socket_inodes(unsigned long *inodes, size_t *n, struct glove_e
  * when one is a socket of inodes (a live gloved), adds the region of every
  * directory it holds open. */
 /* Whether descriptor name of /proc/PID/fdinfo (fdinfo) was opened O_PATH:
- * gloved's own directories are held O_RDONLY (src/control/dirs.c); an
+ * gloved's own directories are held O_RDONLY (src/store/dirs.c); an
  * O_PATH descriptor is a passing lookup (a walk from /, a managed grant's
  * source), not a directory it keeps. Unreadable: not O_PATH. */
 static bool is_path_descriptor(int fdinfo, const char *name) {

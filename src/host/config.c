@@ -15,7 +15,7 @@
 #include "glove/base/fd.h"
 #include "glove/base/json.h"
 #include "glove/base/path.h"
-#include "glove/control/dirs.h"
+#include "glove/store/dirs.h"
 #include "glove/host/dirs.h"
 
 void glove_host_config_clear(struct glove_host_config *c) {
@@ -85,7 +85,7 @@ int glove_host_config_read(int dirfd, uid_t owner, struct glove_host_config *out
                                        errno == ELOOP ? "config.file_insecure" : "config.read", "%s: %s",
                                        GLOVE_HOST_CONFIG_FILE,
                                        errno == ELOOP ? "is a symbolic link" : strerror(errno));
-        int r = glove_control_file_check(fd, owner, GLOVE_HOST_CONFIG_FILE, "config.file_insecure", err);
+        int r = glove_store_file_check(fd, owner, GLOVE_HOST_CONFIG_FILE, "config.file_insecure", err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *buf = NULL;

@@ -15,9 +15,9 @@
 
 #include "doctor_internal.h"
 #include "glove/base/cleanup.h"
-#include "glove/control/client.h"
-#include "glove/control/dirs.h"
-#include "glove/control/receipts.h"
+#include "glove/protocol/client.h"
+#include "glove/store/dirs.h"
+#include "glove/store/receipts.h"
 #include "glove/host/config.h"
 #include "glove/host/dirs.h"
 #include "glove/supervisor/policy.h"
@@ -90,7 +90,7 @@ static void check_dir(struct doctor *d, const char *name, const char *path, int 
         }
         struct glove_error err = { 0 };
         int fd = -1;
-        int r = glove_control_dir_open_private(path, d->uid, false, &fd, &err);
+        int r = glove_store_dir_open_private(path, d->uid, false, &fd, &err);
         if (r == 0) {
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_OK, NULL, "%s: a directory of uid %u, mode 0700", path,
                                 (unsigned)d->uid);
@@ -120,14 +120,14 @@ static void check_key(struct doctor *d) {
         }
         struct glove_error err = { 0 };
         char path[PATH_MAX + 32];
-        snprintf(path, sizeof(path), "%s/%s", d->dirs.state, GLOVE_CONTROL_RECEIPTS_KEY_FILE);
+        snprintf(path, sizeof(path), "%s/%s", d->dirs.state, GLOVE_STORE_RECEIPTS_KEY_FILE);
         struct stat st;
-        bool absent = fstatat(d->state_fd, GLOVE_CONTROL_RECEIPTS_KEY_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+        bool absent = fstatat(d->state_fd, GLOVE_STORE_RECEIPTS_KEY_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
                       errno == ENOENT;
-        int r = glove_control_receipts_key_ensure(d->state_fd, d->uid, false, NULL, &err);
+        int r = glove_store_receipts_key_ensure(d->state_fd, d->uid, false, NULL, &err);
         if (r == 0)
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_OK, NULL, "%s: 32 bytes, mode 0600, one link", path);
-        else if (absent && fstatat(d->state_fd, GLOVE_CONTROL_RECEIPTS_JOURNAL_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        else if (absent && fstatat(d->state_fd, GLOVE_STORE_RECEIPTS_JOURNAL_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_MISSING, "run glove setup (or start gloved once)",
                                 "%s does not exist", path);
         else
@@ -218,9 +218,9 @@ static void check_gloved(struct doctor *d) {
                                 "the runtime directory is not usable, so gloved cannot be there");
                 return;
         }
-        _cleanup_client_ struct glove_control_client *c = NULL;
+        _cleanup_client_ struct glove_protocol_client *c = NULL;
         struct glove_error err = { 0 };
-        int r = glove_control_client_open(d->dirs.runtime, GLOVED_TIMEOUT_MS, &c, &err);
+        int r = glove_protocol_client_open(d->dirs.runtime, GLOVED_TIMEOUT_MS, &c, &err);
         if (r < 0) {
                 char fix[GLOVE_HOST_DOCTOR_TEXT_MAX];
                 doctor_text(fix, sizeof(fix),
@@ -232,8 +232,8 @@ static void check_gloved(struct doctor *d) {
                 return;
         }
         _cleanup_json_ json_t *caps = NULL;
-        struct glove_control_remote_error remote = { 0 };
-        r = glove_control_client_call(c, "capabilities", NULL, &caps, &remote, &err);
+        struct glove_protocol_remote_error remote = { 0 };
+        r = glove_protocol_client_call(c, "capabilities", NULL, &caps, &remote, &err);
         if (r != 0) {
                 json_decref(remote.data);
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_WRONG, "restart gloved and look at its stderr",

@@ -25,7 +25,7 @@
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
-#include "glove/control/dirs.h"
+#include "glove/store/dirs.h"
 #include "glove/supervisor/adapter.h"
 #include "glove/supervisor/trust.h"
 #include "policy_internal.h"
@@ -818,11 +818,11 @@ static int check_directory(struct stage *s, struct glove_error *err) {
                                                parent, why);
                 if (s->dry_run)
                         return 0;
-                int r = glove_control_dir_open_private(d, s->uid, true, &s->dir_fd, err);
+                int r = glove_store_dir_open_private(d, s->uid, true, &s->dir_fd, err);
                 if (r < 0)
                         return r;
         } else {
-                int r = glove_control_dir_open_private(d, s->uid, false, &s->dir_fd, err);
+                int r = glove_store_dir_open_private(d, s->uid, false, &s->dir_fd, err);
                 if (r < 0)
                         return r;
         }

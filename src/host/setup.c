@@ -17,8 +17,8 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/path.h"
-#include "glove/control/dirs.h"
-#include "glove/control/receipts.h"
+#include "glove/store/dirs.h"
+#include "glove/store/receipts.h"
 #include "glove/host/config.h"
 #include "glove/host/dirs.h"
 #include "glove/host/guided.h"
@@ -150,7 +150,7 @@ static int setup_dir(struct setup *s, const char *name, const char *label, const
                      struct glove_error *err) {
         struct stat st;
         bool existed = lstat(path, &st) == 0;
-        int r = glove_control_dir_open_private(path, s->uid, true, fd, err);
+        int r = glove_store_dir_open_private(path, s->uid, true, fd, err);
         if (r < 0)
                 return refuse(s, name, path, err);
         add_item(s, name, label, path, existed ? R_UNCHANGED : R_CREATED);
@@ -159,9 +159,9 @@ static int setup_dir(struct setup *s, const char *name, const char *label, const
 
 static int setup_key(struct setup *s, int state_fd, struct glove_error *err) {
         char path[PATH_MAX];
-        textf(path, sizeof(path), "%s/%s", s->dirs.state, GLOVE_CONTROL_RECEIPTS_KEY_FILE);
+        textf(path, sizeof(path), "%s/%s", s->dirs.state, GLOVE_STORE_RECEIPTS_KEY_FILE);
         bool created = false;
-        if (glove_control_receipts_key_ensure(state_fd, s->uid, true, &created, err) < 0)
+        if (glove_store_receipts_key_ensure(state_fd, s->uid, true, &created, err) < 0)
                 return refuse(s, "receipt_key", path, err);
         add_item(s, "receipt_key", "receipt key", path, created ? R_CREATED : R_UNCHANGED);
         return 0;

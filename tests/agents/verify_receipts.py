@@ -3,7 +3,7 @@
 
 Written from the documented format only (docs/control-protocol.md,
 "Journals" and "Receipts"; docs/digests.md, "Canonical form";
-include/glove/control/receipts.h), with the Python standard library.
+include/glove/store/receipts.h), with the Python standard library.
 
     verify_receipts.py --key KEYFILE --anchor HEX64 [--journal FILE]
                        [--page FILE] [--after-mac HEX64]

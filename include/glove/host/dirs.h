@@ -4,7 +4,7 @@
 /*
  * The per-user directories and files of the host tooling (docs/host.md;
  * spec architecture.md, "glove setup"). The defaults are those gloved and
- * `glove ctl` already use (src/control/service.c):
+ * `glove ctl` already use (src/server/service.c):
  *
  *   config   $XDG_CONFIG_HOME/glove, else $HOME/.config/glove
  *            session-policy.json   the session policy (gloved --session-policy)
@@ -15,7 +15,7 @@
  *            receipt.key, receipts.journal  (receipts.h)
  *
  * Every directory is owner-only (0700, owned by the user) and every file
- * 0600; glove_control_dir_open_private (control/dirs.h) checks them.
+ * 0600; glove_store_dir_open_private (store/dirs.h) checks them.
  */
 
 #include <linux/limits.h>

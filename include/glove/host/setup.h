@@ -6,7 +6,7 @@
  *
  * Creates, each only when missing: the configuration, runtime and state
  * directories (0700; dirs.h), the receipt key (0600, the code gloved uses:
- * glove_control_receipts_key_ensure), the starter session policy (0600,
+ * glove_store_receipts_key_ensure), the starter session policy (0600,
  * from the guided generator, written atomically and never over an existing
  * file; then loaded with gloved's loader) and config.json (config.h), into
  * which --path-root adds owner-approved roots. Whatever exists is checked,

@@ -84,7 +84,7 @@ struct glove_net_policy;
  * bundle.too_many_skills. Each is one `skills[]` entry of the launch
  * binding (about 200 bytes for a short key), so that a plan of the largest
  * size with ordinary names keeps its binding within
- * GLOVE_CONTROL_RUNTIME_BINDING_MAX (control/runtime.h). */
+ * GLOVE_RUNTIME_BINDING_MAX (runtime/runtime.h). */
 #define GLOVE_SUPERVISOR_SKILLS_MAX 64
 /* Most bytes of distinct bundle files one launch reads (32 MiB, two bundles
  * of the largest size): each distinct content_digest of the plan is opened,

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Control protocol methods of gloved and capability discovery (spec
+ * session-policy.md, "Capability activation"; spec architecture.md, "Sage
+ * session flow"; docs/control-protocol.md documents every method).
+ *
+ * Methods are advertised only when the component that serves them was
+ * constructed:
+ *   always               authenticate, capabilities, receipts_page, receipts_ack
+ *   policy loaded        validate_plan
+ *   policy and store     create_session, session_status
+ * A method that is not advertised answers method_not_found, exactly as an
+ * unknown one. Lifecycle methods (start_session, attach, ...) are never
+ * advertised in this build: lifecycle_operational is false.
+ *
+ * Error codes on the wire (error.code): method_not_found, invalid_params,
+ * plan.invalid, session.conflict, session.not_found, store.invalid_id,
+ * store.invalid_digest, store.invalid_plan, store.digest_mismatch,
+ * receipts.ack_mismatch, receipts.invalid_argument, journal.full,
+ * journal.broken, journal.resized, journal.io, auth.already_authenticated,
+ * internal.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "glove/protocol/frame.h"
+#include "glove/store/receipts.h"
+#include "glove/store/store.h"
+
+struct glove_supervisor_policy;
+struct glove_runtime;
+/* A connection of the server (server.h), for attach streams. */
+struct glove_server_conn;
+
+/* Protocol schema version reported by capabilities. */
+#define GLOVE_SERVER_PROTOCOL_VERSION 1
+/* Plan schema versions accepted by validate_plan (reported when it is
+ * advertised). */
+#define GLOVE_SERVER_PLAN_SCHEMA_VERSION 1
+#define GLOVE_STORE_SCHEMA_VERSION 1
+/* agent_runtime_adapter_schema_version while the managed runtime is
+ * operational (lifecycle methods advertised); 0 otherwise. */
+#define GLOVE_SERVER_ADAPTER_SCHEMA_VERSION 1
+
+/* The constructed components; every pointer borrowed. */
+struct glove_server_components {
+        const struct glove_supervisor_policy *policy; /* NULL without --session-policy */
+        struct glove_store *store;            /* NULL without --session-store */
+        struct glove_store_receipts *receipts;      /* never NULL in gloved */
+        struct glove_runtime *runtime;        /* NULL without --materialization-root */
+        int64_t (*now_ms)(void);                      /* Unix milliseconds; tests may fake it */
+        bool library_bundle_root;                     /* --library-bundle-root constructed */
+};
+
+/* True when method is advertised by c (see top of file). */
+bool glove_server_method_advertised(const struct glove_server_components *c, const char *method);
+
+/*
+ * The capabilities result object (new reference, NULL on ENOMEM):
+ *   {"adapter_schema_version":0,"lifecycle_operational":false,
+ *    "managed_runtime_ids":[],"methods":[...],"plan_schema_versions":[...],
+ *    "policy_revision":N|null,"protocol_version":1,
+ *    "receipt_schema_version":1,
+ *    "refinement_evaluation_protocol_schema_version":0,
+ *    "resource_mechanisms":[],"service":"gloved",
+ *    "session_store_schema_version":1|0,"version":"...",
+ *    "library_bundle_root":BOOL}
+ * library_bundle_root is true when the bundle root was constructed and the
+ * managed runtime is operational (lifecycle methods advertised): only then
+ * are plans' library projections mounted.
+ */
+json_t *glove_server_capabilities(const struct glove_server_components *c);
+
+/*
+ * Answers one authenticated request: returns the response object (new
+ * reference; NULL only when memory is exhausted). "authenticate" is
+ * answered with auth.already_authenticated (authentication happens once, in
+ * the server, before dispatch).
+ */
+json_t *glove_server_dispatch(struct glove_server_components *c, const struct glove_protocol_request *req);
+
+/* As glove_server_dispatch, for a request that arrived on connection conn
+ * (attach streams are bound to it; NULL: attach is invalid_params). */
+json_t *glove_server_dispatch_conn(struct glove_server_components *c, struct glove_server_conn *conn,
+                                    const struct glove_protocol_request *req);

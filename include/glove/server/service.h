@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * gloved start-up (issue "gloved control plane", The service; spec
+ * session-policy.md, "Capability activation" and "Protected files").
+ *
+ *   gloved [--runtime-dir DIR] [--state-dir DIR] [--session-policy FILE]
+ *          [--session-store FILE] [--receipt-anchor HEX64]
+ *          [--client-timeout-ms MS] [--idle-timeout-ms MS]
+ *          [--max-connections N]
+ *
+ * Start-up order, each step fatal on failure (exit 1, one line on stderr
+ * "gloved: <code>: <message>"):
+ *   1. runtime dir (default $XDG_RUNTIME_DIR/glove) and state dir (default
+ *      $XDG_STATE_HOME/glove, else $HOME/.local/state/glove): absolute,
+ *      created 0700 when missing, refused unless owned by the service user
+ *      with mode 0700; an exclusive lock on DIR/gloved.lock in each
+ *      (service.already_running);
+ *   2. the session policy, loaded once and frozen (glove_supervisor_policy_load);
+ *   3. the session store, replayed strictly (store.h);
+ *   4. the receipt journal and key (receipts.h);
+ *   5. a fresh 256-bit secret written to RUNTIME/bootstrap-secret (0600,
+ *      64 lowercase hex and a newline, atomically);
+ *   6. the socket: one inherited through sd_listen_fds (socket activation),
+ *      else RUNTIME/gloved.sock bound with mode 0600 (a stale socket is
+ *      replaced: the lock proves no other gloved owns it);
+ *   7. the loop (server.h), READY=1.
+ * On SIGTERM/SIGINT: connections closed, the socket (when gloved bound it)
+ * and the bootstrap secret removed, exit 0.
+ *
+ * Option errors are usage.* codes (exit 2): usage.unknown_option,
+ * usage.missing_value, usage.bad_value, usage.store_needs_policy,
+ * usage.not_built (--session-policy in a build without the supervisor).
+ * Start-up codes: service.no_default_dir, service.already_running,
+ * service.socket, service.listen_fds, service.secret, and the codes of
+ * dirs.h, policy.h, store.h/journal.h and receipts.h.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "glove/base/error.h"
+#include "glove/base/log.h"
+
+struct glove_server_service_options {
+        char *runtime_dir;            /* malloc'd, absolute */
+        char *state_dir;              /* malloc'd, absolute */
+        char *session_policy;         /* malloc'd or NULL */
+        char *session_store;          /* malloc'd or NULL */
+        char *materialization_root;   /* malloc'd or NULL: the managed runtime */
+        char *library_bundle_root;    /* malloc'd or NULL: library projections */
+        bool have_anchor;
+        uint8_t anchor[32];
+        uint64_t client_timeout_ms;
+        uint64_t idle_timeout_ms;
+        unsigned max_connections;
+        bool help, version;           /* --help / --version seen */
+        enum glove_log_level log_level; /* --log-level (default GLOVE_LOG_INFO) */
+};
+
+/*
+ * Parses gloved's arguments (argv[0] is the program) into o, filling
+ * defaults from the environment (XDG_RUNTIME_DIR, XDG_STATE_HOME, HOME).
+ * Returns 0, or -EINVAL with a usage.* or service.no_default_dir code.
+ * Release with glove_server_service_options_free.
+ */
+int glove_server_service_parse_args(int argc, char **argv, struct glove_server_service_options *o,
+                                     struct glove_error *err);
+
+void glove_server_service_options_free(struct glove_server_service_options *o);
+
+/*
+ * Runs gloved with parsed options until stopped, logging to log (borrowed;
+ * NULL: nowhere). Returns 0 after a clean stop, or a negative errno with err
+ * set when start-up or the loop failed (the caller logs it).
+ */
+int glove_server_service_run(const struct glove_server_service_options *o, struct glove_log *log,
+                              struct glove_error *err);
+
+/* The whole program: parse, run, report. Usage errors go to stderr as
+ * "gloved: CODE: message"; once the options are parsed every message goes
+ * to gloved's log (the journal when $JOURNAL_STREAM names stderr, else JSON
+ * lines on stderr), the start-up failure included. Returns the exit status
+ * (0, 1 on a start-up failure, 2 on a usage error). */
+int glove_server_service_main(int argc, char **argv);

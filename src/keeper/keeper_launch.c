@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The keeper's launch (keeper.h, "the executable and its launch";
+ * docs/recovery.md, "The keeper"): gloved encodes the session description
+ * into a sealed memfd; glove-keeper decodes it into a description of its
+ * own (keeper_exe.c starts it and reads the memfd).
+ *
+ * What travels: the strings and numbers of struct glove_session_desc; the
+ * seccomp programs by the name of the prebuilt one; the egress policy as
+ * its rules' text (parsed again by glove_net_policy_add_rule); the mount
+ * entries the add_mounts hook adds (recorded on an empty plan here,
+ * replayed by the same glove_mount_plan_add_* functions there); and the
+ * descriptors (channel, listening socket, keepers directory, egress audit
+ * log, held lease locks). Nothing else of gloved's memory reaches the
+ * keeper: the exec replaces it.
+ */
+#include "glove/keeper/keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/close_range.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "glove/base/base64.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/fd.h"
+#include "glove/base/json.h"
+#include "glove/base/path.h"
+#include "glove/container/mount_plan.h"
+#include "glove/container/seccomp.h"
+#include "glove/net/rule.h"
+#include "keeper_internal.h"
+
+/* ---- encoding ---- */
+
+static const struct {
+        const char *name;
+        const struct sock_fprog *prog;
+} seccomp_names[] = {
+        { "default", &glove_seccomp_prebuilt },
+        { "egress", &glove_seccomp_prebuilt_egress },
+        { "no_unix", &glove_seccomp_prebuilt_no_unix },
+        { "no_unix_egress", &glove_seccomp_prebuilt_no_unix_egress },
+        { "managed", &glove_seccomp_prebuilt_managed },
+        { "managed_egress", &glove_seccomp_prebuilt_managed_egress },
+};
+
+static const char *seccomp_name(const struct sock_fprog *p) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(seccomp_names); i++)
+                if (seccomp_names[i].prog == p)
+                        return seccomp_names[i].name;
+        return NULL;
+}
+
+static const struct sock_fprog *seccomp_prog(const char *name) {
+        for (size_t i = 0; name && i < GLOVE_ELEMENTSOF(seccomp_names); i++)
+                if (strcmp(seccomp_names[i].name, name) == 0)
+                        return seccomp_names[i].prog;
+        return NULL;
+}
+
+/* uint64 as a JSON integer (two's complement beyond INT64_MAX; decoded back
+ * the same way). */
+static json_t *ju(uint64_t v) {
+        return json_integer((json_int_t)v);
+}
+
+static json_t *jstr_or_null(const char *s) {
+        return s ? json_string(s) : json_null();
+}
+
+static json_t *strv_json(char *const *v) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && v && v[i]; i++)
+                if (json_array_append_new(a, json_string(v[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}
+
+static void put(json_t *o, const char *k, json_t *v, int *bad) {
+        if (!v || json_object_set_new(o, k, v) < 0)
+                *bad = 1;
+}
+
+/* An empty plan (no standard perimeter), as glove_mount_plan_new leaves its
+ * data: offset 0 holds "". */
+static struct glove_mount_plan *plan_empty(void) {
+        struct glove_mount_plan *p = calloc(1, sizeof(*p));
+        if (!p)
+                return NULL;
+        p->data = calloc(1, 4096);
+        if (!p->data) {
+                free(p);
+                return NULL;
+        }
+        p->data_len = 1;
+        p->data_cap = 4096;
+        return p;
+}
+
+static void plan_freep(struct glove_mount_plan **p) {
+        glove_mount_plan_free(*p);
+}
+#define _cleanup_plan_ __attribute__((cleanup(plan_freep)))
+
+static const char *pstr(const struct glove_mount_plan *p, uint32_t off) {
+        return glove_mount_plan_str(p, off);
+}
+
+/* "/" + a stored destination. */
+static int abs_path(char *out, size_t cap, const char *rel) {
+        return snprintf(out, cap, "/%s", rel) >= (int)cap ? -ENAMETOOLONG : 0;
+}
+
+/* One entry of the hook's as JSON; NULL with err set for a kind the
+ * launch does not carry. */
+static json_t *entry_json(const struct glove_mount_plan *p, const struct glove_mount_entry *e, struct glove_error *err) {
+        char dest[GLOVE_PATH_MAX + 2];
+        if (abs_path(dest, sizeof(dest), pstr(p, e->dest)) < 0) {
+                glove_error_set(err, ENAMETOOLONG, "keeper.launch", "a mount destination is too long");
+                return NULL;
+        }
+        json_t *o = json_object();
+        int bad = !o;
+        if (bad)
+                goto out;
+        put(o, "dest", json_string(dest), &bad);
+        switch (e->kind) {
+        case GLOVE_MOUNT_BIND:
+                if (!(e->flags & GLOVE_MOUNT_F_GRANT) || !e->name || !e->source)
+                        goto unsupported;
+                put(o, "kind", json_string("pinned_bind"), &bad);
+                put(o, "source", json_string(pstr(p, e->source)), &bad);
+                put(o, "dev", ju(e->dev), &bad);
+                put(o, "ino", ju(e->ino), &bad);
+                put(o, "is_dir", json_boolean(e->flags & GLOVE_MOUNT_F_DIR), &bad);
+                put(o, "read_only", json_boolean(e->attrs & MOUNT_ATTR_RDONLY), &bad);
+                put(o, "label", json_string(pstr(p, e->name)), &bad);
+                break;
+        case GLOVE_MOUNT_TREE:
+                put(o, "kind", json_string("tree"), &bad);
+                put(o, "size", ju(e->size), &bad);
+                put(o, "uid", ju(e->uid), &bad);
+                put(o, "gid", ju(e->gid), &bad);
+                put(o, "source", e->source ? json_string(pstr(p, e->source)) : json_null(), &bad);
+                put(o, "dev", ju(e->dev), &bad);
+                put(o, "ino", ju(e->ino), &bad);
+                put(o, "label", e->name ? json_string(pstr(p, e->name)) : json_null(), &bad);
+                put(o, "skip_links", json_boolean(e->flags & GLOVE_MOUNT_F_SKIP_LINKS), &bad);
+                break;
+        case GLOVE_MOUNT_DIR:
+                put(o, "kind", json_string("dir"), &bad);
+                put(o, "mode", ju(e->mode), &bad);
+                put(o, "uid", ju(e->uid), &bad);
+                put(o, "gid", ju(e->gid), &bad);
+                break;
+        case GLOVE_MOUNT_FILE: {
+                put(o, "kind", json_string("file"), &bad);
+                put(o, "mode", ju(e->mode), &bad);
+                put(o, "owned", json_boolean(e->flags & GLOVE_MOUNT_F_OWNED), &bad);
+                put(o, "uid", ju(e->uid), &bad);
+                put(o, "gid", ju(e->gid), &bad);
+                char *b64 = glove_base64_encode(p->data + e->bytes, e->bytes_len);
+                put(o, "data", b64 ? json_string(b64) : NULL, &bad);
+                free(b64);
+                break;
+        }
+        case GLOVE_MOUNT_SYMLINK:
+                put(o, "kind", json_string("symlink"), &bad);
+                put(o, "target", json_string(pstr(p, e->source)), &bad);
+                break;
+        default:
+                goto unsupported;
+        }
+out:
+        if (bad) {
+                json_decref(o);
+                glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the mounts");
+                return NULL;
+        }
+        return o;
+unsupported:
+        json_decref(o);
+        glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported",
+                        "mount entry kind %d at %s cannot be handed to a keeper", (int)e->kind, dest);
+        return NULL;
+}
+
+static int jget_u64(const json_t *o, const char *k, uint64_t *out) {
+        const json_t *v = json_object_get(o, k);
+        if (!json_is_integer(v))
+                return -EINVAL;
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+}
+
+static const char *jget_str(const json_t *o, const char *k) {
+        return json_string_value(json_object_get(o, k));
+}
+
+/* Replays one entry (entry_json's) into plan through the public adders. */
+static int entry_replay(struct glove_mount_plan *plan, const json_t *o, struct glove_error *err) {
+        const char *kind = jget_str(o, "kind"), *dest = jget_str(o, "dest");
+        uint64_t dev = 0, ino = 0, size = 0, uid = 0, gid = 0, mode = 0;
+        (void)jget_u64(o, "dev", &dev);
+        (void)jget_u64(o, "ino", &ino);
+        (void)jget_u64(o, "size", &size);
+        (void)jget_u64(o, "uid", &uid);
+        (void)jget_u64(o, "gid", &gid);
+        (void)jget_u64(o, "mode", &mode);
+        if (!kind || !dest)
+                return glove_error_set(err, EINVAL, "keeper.launch_invalid", "a mount entry without kind or dest");
+        if (strcmp(kind, "pinned_bind") == 0)
+                return glove_mount_plan_add_pinned_bind(plan, dest, jget_str(o, "source"), (dev_t)dev, (ino_t)ino,
+                                                        json_is_true(json_object_get(o, "is_dir")),
+                                                        json_is_true(json_object_get(o, "read_only")),
+                                                        jget_str(o, "label"), err);
+        if (strcmp(kind, "tree") == 0) {
+                int r = glove_mount_plan_add_tree(plan, dest, size, (uid_t)uid, (gid_t)gid, jget_str(o, "source"),
+                                                  (dev_t)dev, (ino_t)ino, jget_str(o, "label"), err);
+                if (r == 0 && json_is_true(json_object_get(o, "skip_links")))
+                        plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_SKIP_LINKS;
+                return r;
+        }
+        if (strcmp(kind, "dir") == 0)
+                return glove_mount_plan_add_dir(plan, dest, (uint32_t)mode, (uid_t)uid, (gid_t)gid, err);
+        if (strcmp(kind, "symlink") == 0) {
+                const char *t = jget_str(o, "target");
+                if (!t)
+                        return glove_error_set(err, EINVAL, "keeper.launch_invalid", "a symlink without target");
+                return glove_mount_plan_add_symlink(plan, dest, t, err);
+        }
+        if (strcmp(kind, "file") == 0) {
+                const char *b64 = jget_str(o, "data");
+                uint8_t *data = NULL;
+                size_t n = 0;
+                if (!b64 || glove_base64_decode(b64, strlen(b64), GLOVE_MOUNT_FILE_MAX, &data, &n) < 0)
+                        return glove_error_set(err, EINVAL, "keeper.launch_invalid", "a file entry's data is not base64");
+                int r = json_is_true(json_object_get(o, "owned"))
+                                ? glove_mount_plan_add_owned_file(plan, dest, data, n, (uint32_t)mode, (uid_t)uid,
+                                                                  (gid_t)gid, err)
+                                : glove_mount_plan_add_file(plan, dest, data, n, (uint32_t)mode, err);
+                free(data);
+                return r;
+        }
+        return glove_error_set(err, EINVAL, "keeper.launch_invalid", "mount entry kind %s is unknown", kind);
+}
+
+/* Whether entries a[i] of pa and b[j] of pb are the same mount. */
+static bool entry_same(const struct glove_mount_plan *pa, const struct glove_mount_entry *a,
+                       const struct glove_mount_plan *pb, const struct glove_mount_entry *b) {
+        if (a->kind != b->kind || a->flags != b->flags || a->attrs != b->attrs || a->size != b->size ||
+            a->mode != b->mode || a->uid != b->uid || a->gid != b->gid || a->dev != b->dev || a->ino != b->ino ||
+            a->bytes_len != b->bytes_len || (a->code == NULL) != (b->code == NULL) ||
+            (a->code && strcmp(a->code, b->code) != 0) || (a->label == NULL) != (b->label == NULL) ||
+            (a->label && strcmp(a->label, b->label) != 0))
+                return false;
+        const uint32_t oa[] = { a->dest, a->source, a->options, a->name }, ob[] = { b->dest, b->source, b->options, b->name };
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(oa); i++)
+                if ((oa[i] == 0) != (ob[i] == 0) || strcmp(pstr(pa, oa[i]), pstr(pb, ob[i])) != 0)
+                        return false;
+        return memcmp(pa->data + a->bytes, pb->data + b->bytes, a->bytes_len) == 0;
+}
+
+/* The hook's entries as a JSON array, checked by one replay. */
+static json_t *mounts_json(const struct glove_session_desc *d, json_t **cwd, struct glove_error *err) {
+        *cwd = json_null();
+        json_t *arr = json_array();
+        if (!arr) {
+                glove_error_set(err, ENOMEM, "keeper.launch", "out of memory");
+                return NULL;
+        }
+        if (!d->add_mounts)
+                return arr;
+        _cleanup_plan_ struct glove_mount_plan *p = plan_empty();
+        _cleanup_plan_ struct glove_mount_plan *q = plan_empty();
+        if (!p || !q) {
+                json_decref(arr);
+                glove_error_set(err, ENOMEM, "keeper.launch", "out of memory");
+                return NULL;
+        }
+        if (d->add_mounts(p, d->add_mounts_ctx, err) < 0) {
+                json_decref(arr);
+                return NULL;
+        }
+        for (size_t i = 0; i < p->count; i++) {
+                json_t *o = entry_json(p, &p->entries[i], err);
+                if (!o || json_array_append_new(arr, o) < 0 || entry_replay(q, o, err) < 0 || q->count != i + 1 ||
+                    !entry_same(p, &p->entries[i], q, &q->entries[i])) {
+                        json_decref(arr);
+                        if (!glove_error_is_set(err))
+                                glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported",
+                                                "mount entry %zu (/%s) does not come back equal from its launch", i,
+                                                pstr(p, p->entries[i].dest));
+                        return NULL;
+                }
+        }
+        if (p->cwd) {
+                json_decref(*cwd);
+                *cwd = json_string(pstr(p, p->cwd));
+        }
+        return arr;
+}
+
+static json_t *termios_json(const struct termios *t) {
+        if (!t)
+                return json_null();
+        json_t *cc = json_array();
+        for (size_t i = 0; cc && i < NCCS; i++)
+                json_array_append_new(cc, ju(t->c_cc[i]));
+        return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "iflag", ju(t->c_iflag), "oflag", ju(t->c_oflag), "cflag",
+                         ju(t->c_cflag), "lflag", ju(t->c_lflag), "cc", cc ? cc : json_null(), "ispeed",
+                         ju(cfgetispeed(t)), "ospeed", ju(cfgetospeed(t)));
+}
+
+static json_t *egress_json(const struct glove_net_policy *e) {
+        if (!e)
+                return json_null();
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < e->n_rules; i++) {
+                const struct glove_net_rule *r = &e->rules[i];
+                char text[GLOVE_NET_RULE_TEXT_MAX + 8];
+                bool v6 = r->host.kind == GLOVE_NET_HOST_IPV6;
+                snprintf(text, sizeof(text), v6 ? "%s[%s]:%u" : "%s%s:%u", r->subdomains ? "." : "", r->host.text,
+                         (unsigned)r->port);
+                json_array_append_new(a, json_pack("{s:s,s:b}", "rule", text, "allow_private", r->allow_private));
+        }
+        return a;
+}
+
+static json_t *desc_json(const struct glove_session_desc *d, struct glove_error *err) {
+        if (d->grants && d->grants->count > 0) {
+                glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported", "a keeper takes no grant set");
+                return NULL;
+        }
+        if (d->terminal == GLOVE_TERMINAL_STDERR || d->mcp_listen || d->channel_stdin_fd >= 0 ||
+            d->channel_stdout_fd >= 0) {
+                glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported",
+                                "a keeper takes neither a stdio channel nor an MCP listener");
+                return NULL;
+        }
+        const char *sc = seccomp_name(d->seccomp), *sce = d->seccomp_egress ? seccomp_name(d->seccomp_egress) : NULL;
+        if (!sc || (d->seccomp_egress && !sce)) {
+                glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported",
+                                "a keeper takes only the prebuilt seccomp programs");
+                return NULL;
+        }
+        json_t *cwd = NULL;
+        json_t *mounts = mounts_json(d, &cwd, err);
+        if (!mounts)
+                return NULL;
+        json_t *o = json_object();
+        int bad = !o;
+        if (bad) {
+                json_decref(mounts);
+                json_decref(cwd);
+                glove_error_set(err, ENOMEM, "keeper.launch", "out of memory");
+                return NULL;
+        }
+        put(o, "mounts", mounts, &bad);
+        put(o, "plan_cwd", cwd, &bad);
+        put(o, "argv", strv_json(d->argv), &bad);
+        put(o, "envp", strv_json(d->envp), &bad);
+        put(o, "cwd", jstr_or_null(d->cwd), &bad);
+        put(o, "seccomp", json_string(sc), &bad);
+        put(o, "seccomp_egress", jstr_or_null(sce), &bad);
+        put(o, "limits",
+            json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "cpu_time_ms", ju(d->limits.cpu_time_ms), "memory_bytes",
+                      ju(d->limits.memory_bytes), "pids", ju(d->limits.pids), "wall_time_ms", ju(d->limits.wall_time_ms),
+                      "disk_bytes", ju(d->limits.disk_bytes), "terminal_output_bytes",
+                      ju(d->limits.terminal_output_bytes)),
+            &bad);
+        put(o, "cgroup_required", json_boolean(d->cgroup_policy == GLOVE_SESSION_CGROUP_REQUIRED), &bad);
+        put(o, "cgroup_pin",
+            d->cgroup_pin.set ? json_pack("{s:o,s:o}", "dev", ju(d->cgroup_pin.dev), "ino", ju(d->cgroup_pin.ino))
+                              : json_null(),
+            &bad);
+        put(o, "pty", json_boolean(d->terminal == GLOVE_TERMINAL_PTY), &bad);
+        put(o, "tty_modes", termios_json(d->tty_modes), &bad);
+        put(o, "rows", ju(d->rows), &bad);
+        put(o, "cols", ju(d->cols), &bad);
+        put(o, "input_closed", json_boolean(d->input_closed), &bad);
+        put(o, "transcript_bytes", ju(d->transcript_bytes), &bad);
+        put(o, "egress", egress_json(d->egress), &bad);
+        put(o, "audit_max_bytes", ju(d->audit_max_bytes), &bad);
+        put(o, "egress_upstream", jstr_or_null(d->egress_upstream), &bad);
+        put(o, "file_size_max", ju(d->file_size_max), &bad);
+        put(o, "nofile", ju(d->nofile), &bad);
+        if (bad) {
+                json_decref(o);
+                glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
+                return NULL;
+        }
+        return o;
+}
+
+int glove_keeper_launch_encode(const struct glove_keeper_args *a, int *memfd, int *fds, size_t *n_fds,
+                               struct glove_error *err) {
+        *memfd = -1;
+        *n_fds = 0;
+        if (!a || !a->desc || !a->session_id || !a->stem || a->channel_fd < 0 || a->listen_fd < 0 || a->dir_fd < 0 ||
+            (a->n_hold_fds && !a->hold_fds) || a->n_hold_fds > GLOVE_KEEPER_HOLD_FDS_MAX)
+                return glove_error_set(err, EINVAL, "keeper.launch", "incomplete keeper arguments");
+        const struct glove_audit_log *au = a->desc->audit && a->desc->audit->fd >= 0 ? a->desc->audit : NULL;
+        _cleanup_json_ json_t *desc = desc_json(a->desc, err);
+        if (!desc)
+                return -(err->errnum ? err->errnum : EINVAL);
+        _cleanup_json_ json_t *o =
+                json_pack("{s:i,s:s,s:s,s:o,s:b,s:I,s:o,s:O}", "version", GLOVE_KEEPER_LAUNCH_VERSION, "session_id",
+                          a->session_id, "stem", a->stem, "cgroup_parent", jstr_or_null(a->cgroup_parent), "cgroup_v2",
+                          a->cgroup_v2, "n_hold", (json_int_t)a->n_hold_fds, "audit",
+                          au ? json_pack("{s:s?,s:o,s:o,s:s}", "path", au->path, "dev", ju(au->dev), "ino", ju(au->ino),
+                                         "run_id", au->run_id)
+                             : json_null(),
+                          "desc", desc);
+        if (!o)
+                return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
+        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
+        size_t len = text ? strlen(text) : 0;
+        if (!text)
+                return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
+        if (len > GLOVE_KEEPER_LAUNCH_MAX)
+                return glove_error_set(err, E2BIG, "keeper.launch", "the launch takes %zu bytes, more than %u", len,
+                                       GLOVE_KEEPER_LAUNCH_MAX);
+        _cleanup_close_ int fd = memfd_create("glove-keeper-launch", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return glove_error_set(err, errno, "keeper.launch", "memfd_create: %s", strerror(errno));
+        int r = glove_fd_write_all(fd, text, len);
+        if (r < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                return glove_error_set(err, r < 0 ? -r : errno, "keeper.launch", "the launch memfd: %s",
+                                       strerror(r < 0 ? -r : errno));
+        size_t n = 0;
+        fds[n++] = a->channel_fd;
+        fds[n++] = a->listen_fd;
+        fds[n++] = a->dir_fd;
+        if (au)
+                fds[n++] = au->fd;
+        for (size_t i = 0; i < a->n_hold_fds; i++)
+                fds[n++] = a->hold_fds[i];
+        *n_fds = n;
+        *memfd = TAKE_FD(fd);
+        return 0;
+}
+
+/* ---- decoding ---- */
+
+struct glove_keeper_launch {
+        json_t *root; /* owns every string below */
+        struct glove_keeper_args args;
+        struct glove_session_desc desc;
+        struct glove_grant_set grants;
+        struct glove_net_policy egress;
+        bool have_egress;
+        struct glove_audit_log audit;
+        struct termios tty;
+        const char **argv, **envp;
+        const json_t *mounts;
+        const char *plan_cwd;
+        int hold[GLOVE_KEEPER_HOLD_FDS_MAX];
+};
+
+void glove_keeper_launch_free(struct glove_keeper_launch *l) {
+        if (!l)
+                return;
+        if (l->have_egress)
+                glove_net_policy_free(&l->egress);
+        free(l->argv);
+        free(l->envp);
+        json_decref(l->root);
+        free(l);
+}
+
+const struct glove_keeper_args *glove_keeper_launch_args(const struct glove_keeper_launch *l) {
+        return &l->args;
+}
+
+/* The keeper's add_mounts: the recorded entries, in order. */
+static int launch_add_mounts(struct glove_mount_plan *plan, void *ctx, struct glove_error *err) {
+        const struct glove_keeper_launch *l = ctx;
+        size_t i;
+        const json_t *o;
+        json_array_foreach(l->mounts, i, o) {
+                int r = entry_replay(plan, o, err);
+                if (r < 0)
+                        return r;
+        }
+        if (l->plan_cwd)
+                return glove_mount_plan_set_cwd(plan, l->plan_cwd, err);
+        return 0;
+}
+
+static int invalid(struct glove_error *err, const char *what) {
+        return glove_error_set(err, EINVAL, "keeper.launch_invalid", "the launch's %s is missing or malformed", what);
+}
+
+static const char **strv(const json_t *a) {
+        if (!json_is_array(a))
+                return NULL;
+        size_t n = json_array_size(a);
+        const char **v = calloc(n + 1, sizeof(*v));
+        for (size_t i = 0; v && i < n; i++)
+                if (!(v[i] = json_string_value(json_array_get(a, i)))) {
+                        free(v);
+                        return NULL;
+                }
+        return v;
+}
+
+static bool fd_kind(int fd, mode_t want) {
+        struct stat st;
+        return fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == want;
+}
+
+static int decode_desc(struct glove_keeper_launch *l, const json_t *d, struct glove_error *err) {
+        struct glove_session_desc *s = &l->desc;
+        s->channel_stdin_fd = -1;
+        s->channel_stdout_fd = -1;
+        s->mcp_listen_fd = -1;
+        glove_grant_set_init(&l->grants);
+        s->grants = &l->grants;
+        if (!(l->argv = strv(json_object_get(d, "argv"))) || !l->argv[0])
+                return invalid(err, "argv");
+        if (!(l->envp = strv(json_object_get(d, "envp"))))
+                return invalid(err, "envp");
+        s->argv = (char *const *)l->argv;
+        s->envp = (char *const *)l->envp;
+        s->cwd = jget_str(d, "cwd");
+        s->seccomp = seccomp_prog(jget_str(d, "seccomp"));
+        if (!s->seccomp)
+                return invalid(err, "seccomp");
+        const char *sce = jget_str(d, "seccomp_egress");
+        if (sce && !(s->seccomp_egress = seccomp_prog(sce)))
+                return invalid(err, "seccomp_egress");
+        const json_t *lim = json_object_get(d, "limits");
+        if (jget_u64(lim, "cpu_time_ms", &s->limits.cpu_time_ms) < 0 ||
+            jget_u64(lim, "memory_bytes", &s->limits.memory_bytes) < 0 || jget_u64(lim, "pids", &s->limits.pids) < 0 ||
+            jget_u64(lim, "wall_time_ms", &s->limits.wall_time_ms) < 0 ||
+            jget_u64(lim, "disk_bytes", &s->limits.disk_bytes) < 0 ||
+            jget_u64(lim, "terminal_output_bytes", &s->limits.terminal_output_bytes) < 0)
+                return invalid(err, "limits");
+        s->cgroup_policy = json_is_true(json_object_get(d, "cgroup_required")) ? GLOVE_SESSION_CGROUP_REQUIRED
+                                                                                : GLOVE_SESSION_CGROUP_OPTIONAL;
+        const json_t *pin = json_object_get(d, "cgroup_pin");
+        if (json_is_object(pin)) {
+                s->cgroup_pin.set = true;
+                if (jget_u64(pin, "dev", &s->cgroup_pin.dev) < 0 || jget_u64(pin, "ino", &s->cgroup_pin.ino) < 0)
+                        return invalid(err, "cgroup_pin");
+        } else if (!json_is_null(pin)) {
+                return invalid(err, "cgroup_pin");
+        }
+        s->terminal = json_is_true(json_object_get(d, "pty")) ? GLOVE_TERMINAL_PTY : GLOVE_TERMINAL_PIPES;
+        const json_t *tm = json_object_get(d, "tty_modes");
+        if (json_is_object(tm)) {
+                uint64_t v[6];
+                const json_t *cc = json_object_get(tm, "cc");
+                if (jget_u64(tm, "iflag", &v[0]) < 0 || jget_u64(tm, "oflag", &v[1]) < 0 ||
+                    jget_u64(tm, "cflag", &v[2]) < 0 || jget_u64(tm, "lflag", &v[3]) < 0 ||
+                    jget_u64(tm, "ispeed", &v[4]) < 0 || jget_u64(tm, "ospeed", &v[5]) < 0 || !json_is_array(cc) ||
+                    json_array_size(cc) != NCCS)
+                        return invalid(err, "tty_modes");
+                memset(&l->tty, 0, sizeof(l->tty));
+                l->tty.c_iflag = (tcflag_t)v[0];
+                l->tty.c_oflag = (tcflag_t)v[1];
+                l->tty.c_cflag = (tcflag_t)v[2];
+                l->tty.c_lflag = (tcflag_t)v[3];
+                for (size_t i = 0; i < NCCS; i++)
+                        l->tty.c_cc[i] = (cc_t)json_integer_value(json_array_get(cc, i));
+                (void)cfsetispeed(&l->tty, (speed_t)v[4]);
+                (void)cfsetospeed(&l->tty, (speed_t)v[5]);
+                s->tty_modes = &l->tty;
+        }
+        uint64_t rows = 0, cols = 0, tb = 0;
+        if (jget_u64(d, "rows", &rows) < 0 || jget_u64(d, "cols", &cols) < 0 || rows > 65535 || cols > 65535 ||
+            jget_u64(d, "transcript_bytes", &tb) < 0 || jget_u64(d, "audit_max_bytes", &s->audit_max_bytes) < 0 ||
+            jget_u64(d, "file_size_max", &s->file_size_max) < 0 || jget_u64(d, "nofile", &s->nofile) < 0)
+                return invalid(err, "numbers");
+        s->rows = (unsigned short)rows;
+        s->cols = (unsigned short)cols;
+        s->transcript_bytes = (size_t)tb;
+        s->input_closed = json_is_true(json_object_get(d, "input_closed"));
+        s->egress_upstream = jget_str(d, "egress_upstream");
+        const json_t *eg = json_object_get(d, "egress");
+        if (json_is_array(eg)) {
+                glove_net_policy_init(&l->egress);
+                l->have_egress = true;
+                size_t i;
+                const json_t *r;
+                json_array_foreach(eg, i, r) {
+                        const char *text = jget_str(r, "rule");
+                        if (!text)
+                                return invalid(err, "egress");
+                        int rr = glove_net_policy_add_rule(&l->egress, text, json_is_true(json_object_get(r, "allow_private")),
+                                                           err);
+                        if (rr < 0)
+                                return rr;
+                }
+                s->egress = &l->egress;
+        } else if (!json_is_null(eg)) {
+                return invalid(err, "egress");
+        }
+        l->mounts = json_object_get(d, "mounts");
+        if (!json_is_array(l->mounts))
+                return invalid(err, "mounts");
+        l->plan_cwd = jget_str(d, "plan_cwd");
+        if (json_array_size(l->mounts) || l->plan_cwd) {
+                s->add_mounts = launch_add_mounts;
+                s->add_mounts_ctx = l;
+        }
+        return 0;
+}
+
+int glove_keeper_launch_decode(const char *text, size_t len, const int *fds, size_t n_fds,
+                               struct glove_keeper_launch **out, struct glove_error *err) {
+        *out = NULL;
+        struct glove_keeper_launch *l = calloc(1, sizeof(*l));
+        if (!l)
+                return glove_error_set(err, ENOMEM, "keeper.launch_invalid", "out of memory");
+        l->audit.fd = -1;
+        int r = glove_json_decode_strict(text, len, GLOVE_KEEPER_LAUNCH_MAX, GLOVE_JSON_OBJECT_ONLY, &l->root, err);
+        if (r < 0) {
+                err->code = "keeper.launch_invalid";
+                glove_keeper_launch_free(l);
+                return r;
+        }
+        const json_t *o = l->root;
+        json_t *ver = json_object_get(o, "version");
+        uint64_t n_hold = 0;
+        struct glove_keeper_args *a = &l->args;
+        a->session_id = jget_str(o, "session_id");
+        a->stem = jget_str(o, "stem");
+        a->cgroup_parent = jget_str(o, "cgroup_parent");
+        a->cgroup_v2 = json_is_true(json_object_get(o, "cgroup_v2"));
+        const json_t *au = json_object_get(o, "audit");
+        size_t need = 3 + (json_is_object(au) ? 1 : 0);
+        if (!json_is_integer(ver) || json_integer_value(ver) != GLOVE_KEEPER_LAUNCH_VERSION)
+                r = invalid(err, "version");
+        else if (!a->session_id || !a->stem)
+                r = invalid(err, "session_id or stem");
+        else if (jget_u64(o, "n_hold", &n_hold) < 0 || n_hold > GLOVE_KEEPER_HOLD_FDS_MAX || need + n_hold > n_fds)
+                r = invalid(err, "descriptor count");
+        if (r >= 0) {
+                a->channel_fd = fds[0];
+                a->listen_fd = fds[1];
+                a->dir_fd = fds[2];
+                if (!fd_kind(fds[0], S_IFSOCK) || !fd_kind(fds[1], S_IFSOCK) || !fd_kind(fds[2], S_IFDIR))
+                        r = invalid(err, "descriptors");
+        }
+        if (r >= 0 && json_is_object(au)) {
+                uint64_t dev = 0, ino = 0;
+                const char *run_id = jget_str(au, "run_id");
+                struct stat st;
+                if (jget_u64(au, "dev", &dev) < 0 || jget_u64(au, "ino", &ino) < 0 || !run_id ||
+                    strlen(run_id) >= sizeof(l->audit.run_id) || fstat(fds[3], &st) < 0 ||
+                    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+                        r = invalid(err, "audit");
+                else {
+                        l->audit.fd = fds[3];
+                        l->audit.path = (char *)jget_str(au, "path");
+                        l->audit.dev = (dev_t)dev;
+                        l->audit.ino = (ino_t)ino;
+                        snprintf(l->audit.run_id, sizeof(l->audit.run_id), "%s", run_id);
+                        l->desc.audit = &l->audit;
+                }
+        } else if (r >= 0 && !json_is_null(au)) {
+                r = invalid(err, "audit");
+        }
+        if (r >= 0) {
+                for (size_t i = 0; i < n_hold; i++)
+                        l->hold[i] = fds[need + i];
+                a->hold_fds = l->hold;
+                a->n_hold_fds = (size_t)n_hold;
+                r = decode_desc(l, json_object_get(o, "desc"), err);
+        }
+        if (r < 0) {
+                glove_keeper_launch_free(l);
+                return r;
+        }
+        a->desc = &l->desc;
+        *out = l;
+        return 0;
+}

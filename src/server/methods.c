@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Method dispatch and capability discovery (see methods.h). */
+#include "glove/server/methods.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "glove/base/base64.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/digest.h"
+#include "glove/base/json.h"
+
+#include "glove/runtime/runtime.h"
+#include "glove/server/server.h"
+#include "glove/supervisor/plan.h"
+#include "glove/supervisor/policy.h"
+#include "glove/supervisor/policy_query.h"
+
+enum need { NEED_NOTHING, NEED_RECEIPTS, NEED_POLICY, NEED_STORE, NEED_RUNTIME };
+
+/* The connection of the request being dispatched (attach streams). */
+static struct glove_server_conn *current_conn;
+
+typedef json_t *(*handler_fn)(struct glove_server_components *c, const struct glove_protocol_request *req);
+
+struct method {
+        const char *name;
+        enum need need;
+        handler_fn fn;
+};
+
+static json_t *error_response(const struct glove_protocol_request *req, const char *code, const char *message,
+                              json_t *data) {
+        return glove_protocol_response_error(req->id, code, message, data);
+}
+
+static json_t *from_error(const struct glove_protocol_request *req, const struct glove_error *e) {
+        return error_response(req, e->code ? e->code : "internal", e->message, NULL);
+}
+
+static json_t *invalid_params(const struct glove_protocol_request *req, const struct glove_error *e) {
+        return error_response(req, "invalid_params", e->message, json_pack("{s:s}", "reason", e->code));
+}
+
+/* ---- capabilities ---- */
+
+static json_t *do_capabilities(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        static const char *const none[] = { NULL };
+        struct glove_error e = { 0 };
+        if (glove_json_check_keys(req->params, none, "$.params", &e) < 0)
+                return invalid_params(req, &e);
+        return glove_protocol_response_result(req->id, glove_server_capabilities(c));
+}
+
+/* ---- plans ---- */
+
+static json_t *verdict_reasons(const struct glove_plan_verdict *v) {
+        json_t *list = json_array();
+        for (size_t i = 0; list && i < v->n_reasons; i++)
+                json_array_append_new(list, json_pack("{s:s,s:s}", "code", v->reasons[i].code, "path",
+                                                      v->reasons[i].path));
+        return list;
+}
+
+static int validate(struct glove_server_components *c, const char *plan, size_t len,
+                    struct glove_plan_verdict *v, struct glove_error *e) {
+        memset(v, 0, sizeof(*v));
+        return glove_supervisor_plan_validate(c->policy, plan, len, c->now_ms(), v, e);
+}
+
+static const char *const validate_keys[] = { "plan", NULL };
+
+static int get_plan(const json_t *params, const char **plan, size_t *len, struct glove_error *e) {
+        json_t *p = json_object_get(params, "plan");
+        int r = glove_json_get_string(params, "plan", "$.params", GLOVE_STORE_PLAN_MAX, plan, e);
+        if (r == 0)
+                *len = json_string_length(p);
+        return r;
+}
+
+static json_t *do_validate_plan(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *plan;
+        size_t len = 0;
+        if (glove_json_check_keys(req->params, validate_keys, "$.params", &e) < 0 ||
+            get_plan(req->params, &plan, &len, &e) < 0)
+                return invalid_params(req, &e);
+        struct glove_plan_verdict v;
+        if (validate(c, plan, len, &v, &e) < 0)
+                return from_error(req, &e);
+        return glove_protocol_response_result(
+                req->id, json_pack("{s:b,s:s,s:o,s:I,s:I}", "valid", v.valid, "plan_content_digest",
+                                   v.plan_content_digest, "reasons", verdict_reasons(&v), "reasons_total",
+                                   (json_int_t)v.n_reasons_total, "policy_revision",
+                                   (json_int_t)glove_supervisor_policy_revision(c->policy)));
+}
+
+/* ---- sessions ---- */
+
+static const char *const create_keys[] = { "controller_plan_digest", "idempotency_key", "plan", "session_id", NULL };
+
+static json_t *session_summary(const struct glove_store_session *s) {
+        return json_pack("{s:s,s:s,s:s,s:s,s:I}", "session_id", s->session_id, "state",
+                         glove_store_session_state_name(s->state), "plan_content_digest", s->plan_content_digest,
+                         "controller_plan_digest", s->controller_plan_digest, "created_at_ms",
+                         (json_int_t)s->created_at_ms);
+}
+
+static json_t *do_create_session(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        struct glove_store_create q = { 0 };
+        const char *plan;
+        if (glove_json_check_keys(req->params, create_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "session_id", "$.params", GLOVE_STORE_ID_MAX, &q.session_id, &e) < 0 ||
+            glove_json_get_string(req->params, "idempotency_key", "$.params", GLOVE_STORE_ID_MAX,
+                                  &q.idempotency_key, &e) < 0 ||
+            glove_json_get_string(req->params, "controller_plan_digest", "$.params", 64, &q.controller_plan_digest,
+                                  &e) < 0 ||
+            get_plan(req->params, &plan, &q.plan_len, &e) < 0)
+                return invalid_params(req, &e);
+        q.plan = plan;
+        q.now_ms = c->now_ms();
+        const struct glove_store_session *s = NULL;
+        bool replayed = false;
+        char digest[65] = "";
+        /* A retry (known key) or a reused session id is answered by the
+         * store without validating the plan again: the retry returns the
+         * original record even when the plan's expiry window has passed
+         * since, and a conflict is a conflict whatever the plan says. */
+        if (glove_store_find_key(c->store, q.idempotency_key) ||
+            glove_store_find(c->store, q.session_id)) {
+                uint8_t d[GLOVE_DIGEST_SHA256_LEN];
+                if (glove_digest_sha256(plan, q.plan_len, d, &e) < 0)
+                        return from_error(req, &e);
+                glove_digest_hex_encode(d, sizeof(d), digest, sizeof(digest));
+        } else {
+                struct glove_plan_verdict v;
+                if (validate(c, plan, q.plan_len, &v, &e) < 0)
+                        return from_error(req, &e);
+                if (!v.valid)
+                        return error_response(req, "plan.invalid", "the plan does not satisfy the session policy",
+                                              json_pack("{s:s,s:o,s:I}", "plan_content_digest", v.plan_content_digest,
+                                                        "reasons", verdict_reasons(&v), "reasons_total",
+                                                        (json_int_t)v.n_reasons_total));
+                snprintf(digest, sizeof(digest), "%s", v.plan_content_digest);
+        }
+        q.plan_content_digest = digest;
+        if (glove_store_create(c->store, &q, &s, &replayed, &e) < 0)
+                return from_error(req, &e);
+        return glove_protocol_response_result(req->id, session_summary(s));
+}
+
+static const char *const status_keys[] = { "session_id", NULL };
+
+static json_t *do_session_status(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        if (glove_json_check_keys(req->params, status_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "session_id", "$.params", GLOVE_STORE_ID_MAX, &id, &e) < 0)
+                return invalid_params(req, &e);
+        const struct glove_store_session *s = glove_store_find(c->store, id);
+        if (!s)
+                return error_response(req, "session.not_found",
+                                      "no such session (a session that ended, was cleaned up and whose terminal "
+                                      "receipt was acknowledged leaves the store at its next compaction; the "
+                                      "receipt archive keeps its record)",
+                                      json_pack("{s:s}", "session_id", id));
+        json_t *r = session_summary(s);
+        json_t *hist = json_array();
+        for (size_t i = 0; hist && i < s->n_history; i++) {
+                const struct glove_store_session_transition *t = &s->history[i];
+                json_array_append_new(hist, json_pack("{s:s,s:s,s:I,s:s,s:I}", "from",
+                                                      glove_store_session_state_name(t->from), "to",
+                                                      glove_store_session_state_name(t->to), "at_ms",
+                                                      (json_int_t)t->at_ms, "reason", t->reason, "sequence",
+                                                      (json_int_t)t->seq));
+        }
+        if (r && hist) {
+                json_object_set_new(r, "history", hist);
+                json_object_set_new(r, "idempotency_key", json_string(s->idempotency_key));
+        } else {
+                json_decref(hist);
+        }
+        return glove_protocol_response_result(req->id, r);
+}
+
+/* ---- receipts ---- */
+
+static const char *const page_keys[] = { "after_sequence", "limit", NULL };
+static const char *const ack_keys[] = { "head_mac", "sequence", NULL };
+
+static json_t *do_receipts_page(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        int64_t after, limit;
+        json_t *page = NULL;
+        if (glove_json_check_keys(req->params, page_keys, "$.params", &e) < 0 ||
+            glove_json_get_int(req->params, "after_sequence", "$.params", 0, INT64_MAX, &after, &e) < 0 ||
+            glove_json_get_int(req->params, "limit", "$.params", 1, GLOVE_STORE_RECEIPTS_PAGE_MAX, &limit, &e) < 0)
+                return invalid_params(req, &e);
+        if (glove_store_receipts_page(c->receipts, (uint64_t)after, (uint64_t)limit, &page, &e) < 0)
+                return from_error(req, &e);
+        return glove_protocol_response_result(req->id, page);
+}
+
+static json_t *do_receipts_ack(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        int64_t seq;
+        const char *mac;
+        if (glove_json_check_keys(req->params, ack_keys, "$.params", &e) < 0 ||
+            glove_json_get_int(req->params, "sequence", "$.params", 0, INT64_MAX, &seq, &e) < 0 ||
+            glove_json_get_string(req->params, "head_mac", "$.params", 64, &mac, &e) < 0)
+                return invalid_params(req, &e);
+        if (glove_store_receipts_ack(c->receipts, (uint64_t)seq, mac, &e) < 0)
+                return from_error(req, &e);
+        return glove_protocol_response_result(req->id, json_pack("{s:I}", "acknowledged_sequence", (json_int_t)seq));
+}
+
+/* ---- managed sessions ---- */
+
+static const char *const id_keys[] = { "session_id", NULL };
+static const char *const stdin_keys[] = { "data_b64", "session_id", NULL };
+static const char *const resize_keys[] = { "cols", "rows", "session_id", NULL };
+static const char *const signal_keys[] = { "session_id", "signal", NULL };
+static const char *const stop_keys[] = { "grace_ms", "session_id", NULL };
+
+static json_t *answer(const struct glove_protocol_request *req, int r, json_t *result, const struct glove_error *e) {
+        if (r < 0) {
+                json_decref(result);
+                return from_error(req, e);
+        }
+        return glove_protocol_response_result(req->id, result);
+}
+
+static int get_id(const struct glove_protocol_request *req, const char *const *keys, const char **id,
+                  struct glove_error *e) {
+        int r = glove_json_check_keys(req->params, keys, "$.params", e);
+        if (r == 0)
+                r = glove_json_get_string(req->params, "session_id", "$.params", GLOVE_STORE_ID_MAX, id, e);
+        return r;
+}
+
+static json_t *do_start_session(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_runtime_start(c->runtime, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_attach(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        if (!current_conn)
+                return error_response(req, "invalid_params", "attach needs a connection", NULL);
+        int r = glove_runtime_attach(c->runtime, glove_server_conn_peer(current_conn), id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_detach(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_runtime_detach(c->runtime, glove_server_conn_peer(current_conn), id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_write_stdin(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id, *text;
+        json_t *res = NULL;
+        if (get_id(req, stdin_keys, &id, &e) < 0 ||
+            glove_json_get_string(req->params, "data_b64", "$.params", GLOVE_PROTOCOL_FRAME_MAX, &text, &e) < 0)
+                return invalid_params(req, &e);
+        _cleanup_free_ uint8_t *data = NULL;
+        size_t n = 0;
+        size_t tl = json_string_length(json_object_get(req->params, "data_b64"));
+        int r = glove_base64_decode(text, tl, GLOVE_RUNTIME_STDIN_MAX, &data, &n);
+        if (r == -EMSGSIZE)
+                return error_response(req, "stdin.too_large", "write_stdin takes at most 65536 bytes per call",
+                                      json_pack("{s:i}", "max_bytes", GLOVE_RUNTIME_STDIN_MAX));
+        if (r < 0)
+                return error_response(req, "invalid_params", "data_b64 is not base64",
+                                      json_pack("{s:s}", "reason", "json.invalid_base64"));
+        r = glove_runtime_write_stdin(c->runtime, id, data, n, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_resize(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        int64_t rows, cols;
+        json_t *res = NULL;
+        if (get_id(req, resize_keys, &id, &e) < 0 ||
+            glove_json_get_int(req->params, "rows", "$.params", 1, GLOVE_RUNTIME_WINSIZE_MAX, &rows, &e) < 0 ||
+            glove_json_get_int(req->params, "cols", "$.params", 1, GLOVE_RUNTIME_WINSIZE_MAX, &cols, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_runtime_resize(c->runtime, id, (unsigned)rows, (unsigned)cols, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_signal(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id, *name;
+        json_t *res = NULL;
+        if (get_id(req, signal_keys, &id, &e) < 0 ||
+            glove_json_get_string(req->params, "signal", "$.params", 16, &name, &e) < 0) {
+                if (json_is_string(json_object_get(req->params, "signal")) && glove_json_check_keys(req->params, signal_keys, "$.params", &e) == 0)
+                        return error_response(req, "signal.unknown", "unknown signal name", NULL);
+                return invalid_params(req, &e);
+        }
+        int r = glove_runtime_signal(c->runtime, id, name, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_stop_session(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        int64_t grace = GLOVE_RUNTIME_GRACE_DEFAULT_MS;
+        json_t *res = NULL;
+        if (get_id(req, stop_keys, &id, &e) < 0 ||
+            (json_object_get(req->params, "grace_ms") &&
+             glove_json_get_int(req->params, "grace_ms", "$.params", 0, GLOVE_KEEPER_GRACE_MAX_MS, &grace, &e) < 0))
+                return invalid_params(req, &e);
+        int r = glove_runtime_stop(c->runtime, id, (uint64_t)grace, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_cleanup_session(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_runtime_cleanup(c->runtime, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_list_sessions(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        static const char *const none[] = { NULL };
+        struct glove_error e = { 0 };
+        if (glove_json_check_keys(req->params, none, "$.params", &e) < 0)
+                return invalid_params(req, &e);
+        return glove_protocol_response_result(req->id, glove_runtime_list(c->store));
+}
+
+static json_t *do_authenticate(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        (void)c;
+        return error_response(req, "auth.already_authenticated", "this connection is already authenticated", NULL);
+}
+
+static const struct method methods[] = {
+        { "authenticate", NEED_NOTHING, do_authenticate },
+        { "capabilities", NEED_NOTHING, do_capabilities },
+        { "receipts_page", NEED_RECEIPTS, do_receipts_page },
+        { "receipts_ack", NEED_RECEIPTS, do_receipts_ack },
+        { "validate_plan", NEED_POLICY, do_validate_plan },
+        { "create_session", NEED_STORE, do_create_session },
+        { "session_status", NEED_STORE, do_session_status },
+        { "list_sessions", NEED_STORE, do_list_sessions },
+        { "start_session", NEED_RUNTIME, do_start_session },
+        { "attach", NEED_RUNTIME, do_attach },
+        { "detach", NEED_RUNTIME, do_detach },
+        { "write_stdin", NEED_RUNTIME, do_write_stdin },
+        { "resize", NEED_RUNTIME, do_resize },
+        { "signal", NEED_RUNTIME, do_signal },
+        { "stop_session", NEED_RUNTIME, do_stop_session },
+        { "cleanup_session", NEED_RUNTIME, do_cleanup_session },
+};
+
+static bool available(const struct glove_server_components *c, const struct method *m) {
+        switch (m->need) {
+        case NEED_NOTHING:
+                return true;
+        case NEED_RECEIPTS:
+                return c->receipts != NULL;
+        case NEED_POLICY:
+                return c->policy != NULL;
+        case NEED_STORE:
+                return c->policy != NULL && c->store != NULL;
+        case NEED_RUNTIME:
+                return c->policy != NULL && c->store != NULL && glove_runtime_operational(c->runtime);
+        }
+        return false;
+}
+
+bool glove_server_method_advertised(const struct glove_server_components *c, const char *method) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++)
+                if (strcmp(methods[i].name, method) == 0)
+                        return available(c, &methods[i]);
+        return false;
+}
+
+json_t *glove_server_capabilities(const struct glove_server_components *c) {
+        json_t *names = json_array();
+        for (size_t i = 0; names && i < GLOVE_ELEMENTSOF(methods); i++)
+                if (available(c, &methods[i]))
+                        json_array_append_new(names, json_string(methods[i].name));
+        bool plans = glove_server_method_advertised(c, "validate_plan");
+        bool store = glove_server_method_advertised(c, "create_session");
+        json_t *revision = json_null();
+        bool lifecycle = glove_server_method_advertised(c, "start_session");
+        json_t *runtimes = NULL, *mech = NULL, *missing = NULL;
+        const char *placement = NULL; /* null without a managed runtime */
+        if (c->policy)
+                revision = json_integer(glove_supervisor_policy_revision(c->policy));
+        if (lifecycle)
+                runtimes = glove_supervisor_policy_managed_runtime_ids(c->policy);
+        if (c->runtime) {
+                mech = glove_runtime_mechanisms(c->runtime);
+                missing = glove_runtime_mechanisms_missing(c->runtime);
+                placement = glove_runtime_cgroup_placement(c->runtime);
+        }
+        json_t *caps = json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
+                         /* 1 exactly when the Linux managed runtime is
+                          * active: adapter runtimes then get their private
+                          * home, managed environment and pinned executable
+                          * (docs/session-policy.md, "Native adapters"). */
+                         "agent_runtime_adapter_schema_version", lifecycle ? GLOVE_SERVER_ADAPTER_SCHEMA_VERSION : 0,
+                         "lifecycle_operational", lifecycle,
+                         "managed_runtime_ids", runtimes ? runtimes : json_array(), "methods", names,
+                         "plan_schema_versions",
+                         plans ? json_pack("[i]", GLOVE_SERVER_PLAN_SCHEMA_VERSION) : json_array(),
+                         "policy_revision", revision, "protocol_version", GLOVE_SERVER_PROTOCOL_VERSION,
+                         "receipt_schema_version", c->receipts ? GLOVE_STORE_RECEIPT_SCHEMA_VERSION : 0,
+                         "refinement_evaluation_protocol_schema_version", 0, "resource_mechanisms",
+                         mech ? mech : json_array(), "resource_mechanisms_missing", missing ? missing : json_array(),
+                         "service", "gloved", "session_store_schema_version",
+                         store ? GLOVE_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);
+        if (caps && (json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0 ||
+                     json_object_set_new(caps, "cgroup_placement", placement ? json_string(placement) : json_null()) < 0)) {
+                json_decref(caps);
+                return NULL;
+        }
+        return caps;
+}
+
+json_t *glove_server_dispatch_conn(struct glove_server_components *c, struct glove_server_conn *conn,
+                                    const struct glove_protocol_request *req) {
+        current_conn = conn;
+        json_t *r = glove_server_dispatch(c, req);
+        current_conn = NULL;
+        return r;
+}
+
+json_t *glove_server_dispatch(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++)
+                if (strcmp(methods[i].name, req->method) == 0 && available(c, &methods[i]))
+                        return methods[i].fn(c, req);
+        return error_response(req, "method_not_found", "the method is not advertised by this service",
+                              json_pack("{s:s}", "method", req->method));
+}

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Capability derivation and method dispatch (glove/server/methods.h), in
+ * process, with the supervisor's policy and plan fixtures. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/server/methods.h"
+#include "helpers.h"
+
+#include "glove/supervisor/policy.h"
+
+/* generate.py's NOW_MS: the fixture plans are in their window then. */
+#define FIXTURE_NOW_MS 1767225600000LL
+
+static int64_t fixture_now(void) {
+        return FIXTURE_NOW_MS;
+}
+
+/* A day later: every fixture plan has expired. */
+static int64_t day_later(void) {
+        return FIXTURE_NOW_MS + 86400000;
+}
+
+struct fixture {
+        char *dir;
+        struct glove_store_receipts *receipts;
+        struct glove_store *store;
+        struct glove_supervisor_policy *policy;
+        struct glove_server_components c;
+};
+
+static char *fixture_text(const char *rel) {
+        char *path = NULL;
+        size_t len;
+        if (asprintf(&path, "%s/%s", FIXTURE_DIR, rel) < 0)
+                abort();
+        char *t = (char *)th_read(path, &len);
+        t[len] = '\0';
+        free(path);
+        return t;
+}
+
+static int setup(void **state) {
+        struct fixture *f = calloc(1, sizeof(*f));
+        f->dir = th_tempdir();
+        struct glove_store_receipts_options ro = { .state_dir = f->dir, .owner = geteuid() };
+        assert_int_equal(glove_store_receipts_open(&ro, &f->receipts, NULL), 0);
+        f->c = (struct glove_server_components){ .receipts = f->receipts, .now_ms = fixture_now };
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state) {
+        struct fixture *f = *state;
+        glove_store_receipts_close(f->receipts);
+        glove_store_close(f->store);
+        glove_supervisor_policy_free(f->policy);
+        th_rmtree(f->dir);
+        free(f);
+        return 0;
+}
+
+/* Dispatches {"id":7,"method":method,"params":params(text)}. */
+static json_t *call(struct fixture *f, const char *method, json_t *params) {
+        struct glove_protocol_request req = { .id = json_integer(7), .method = method,
+                                             .params = params ? params : json_object() };
+        json_t *resp = glove_server_dispatch(&f->c, &req);
+        json_decref(req.id);
+        json_decref(req.params);
+        assert_non_null(resp);
+        assert_int_equal(json_integer_value(json_object_get(resp, "id")), 7);
+        return resp;
+}
+
+static const char *error_code(const json_t *resp) {
+        return json_string_value(json_object_get(json_object_get(resp, "error"), "code"));
+}
+
+static void expect_methods(const json_t *caps, const char *const want[]) {
+        json_t *m = json_object_get(caps, "methods");
+        size_t n = 0;
+        while (want[n])
+                n++;
+        assert_int_equal(json_array_size(m), n);
+        for (size_t i = 0; i < n; i++)
+                assert_string_equal(json_string_value(json_array_get(m, i)), want[i]);
+}
+
+static void test_base_service(void **state) {
+        struct fixture *f = *state;
+        _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+        static const char *const base[] = { "authenticate", "capabilities", "receipts_page", "receipts_ack", NULL };
+        expect_methods(caps, base);
+        assert_int_equal(json_array_size(json_object_get(caps, "plan_schema_versions")), 0);
+        assert_int_equal(json_integer_value(json_object_get(caps, "session_store_schema_version")), 0);
+        assert_true(json_is_false(json_object_get(caps, "lifecycle_operational")));
+        assert_int_equal(json_array_size(json_object_get(caps, "managed_runtime_ids")), 0);
+        assert_int_equal(json_array_size(json_object_get(caps, "resource_mechanisms")), 0);
+        assert_int_equal(json_integer_value(json_object_get(caps, "agent_runtime_adapter_schema_version")), 0);
+        assert_int_equal(json_integer_value(json_object_get(caps, "refinement_evaluation_protocol_schema_version")), 0);
+        assert_true(json_is_null(json_object_get(caps, "policy_revision")));
+        /* No managed runtime: no placement. */
+        assert_true(json_is_null(json_object_get(caps, "cgroup_placement")));
+
+        /* Not advertised is not found, exactly as unknown. */
+        const char *absent[] = { "validate_plan", "create_session", "session_status", "start_session", "attach",
+                                 "no_such_method" };
+        for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
+                _cleanup_json_ json_t *r = call(f, absent[i], NULL);
+                assert_string_equal(error_code(r), "method_not_found");
+        }
+        _cleanup_json_ json_t *r = call(f, "capabilities", json_pack("{s:i}", "x", 1));
+        assert_string_equal(error_code(r), "invalid_params");
+        _cleanup_json_ json_t *again = call(f, "authenticate", NULL);
+        assert_string_equal(error_code(again), "auth.already_authenticated");
+}
+
+static void test_receipts_methods(void **state) {
+        struct fixture *f = *state;
+        _cleanup_json_ json_t *body = json_object();
+        assert_int_equal(glove_store_receipts_append(f->receipts, "resource.v1", "s1", body, 5, NULL, NULL), 0);
+        _cleanup_json_ json_t *p = call(f, "receipts_page", json_pack("{s:i,s:i}", "after_sequence", 0, "limit", 10));
+        json_t *res = json_object_get(p, "result");
+        assert_int_equal(json_array_size(json_object_get(res, "envelopes")), 1);
+        const char *mac = json_string_value(json_object_get(json_object_get(res, "head"), "mac"));
+        _cleanup_json_ json_t *bad = call(f, "receipts_ack", json_pack("{s:i,s:s}", "sequence", 0, "head_mac", mac));
+        assert_string_equal(error_code(bad), "receipts.ack_mismatch");
+        _cleanup_json_ json_t *ok = call(f, "receipts_ack", json_pack("{s:i,s:s}", "sequence", 1, "head_mac", mac));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(ok, "result"), "acknowledged_sequence")), 1);
+        _cleanup_json_ json_t *missing = call(f, "receipts_page", json_pack("{s:i}", "limit", 10));
+        assert_string_equal(error_code(missing), "invalid_params");
+        _cleanup_json_ json_t *range = call(f, "receipts_page", json_pack("{s:i,s:i}", "after_sequence", 0, "limit", 0));
+        assert_string_equal(error_code(range), "invalid_params");
+}
+
+static void load_policy_and_store(struct fixture *f) {
+        size_t len;
+        char *text = fixture_text("policy/valid.json");
+        len = strlen(text);
+        assert_int_equal(glove_supervisor_policy_decode(text, len, &f->policy, NULL), 0);
+        free(text);
+        char *path = th_join(f->dir, "sessions.journal");
+        assert_int_equal(glove_store_open(path, geteuid(), &f->store, NULL, NULL), 0);
+        free(path);
+        f->c.policy = f->policy;
+        f->c.store = f->store;
+}
+
+static json_t *create_params(const char *id, const char *key, const char *plan) {
+        return json_pack("{s:s,s:s,s:s,s:s}", "session_id", id, "idempotency_key", key, "controller_plan_digest",
+                         "1111111111111111111111111111111111111111111111111111111111111111", "plan", plan);
+}
+
+static void test_policy_and_store(void **state) {
+        struct fixture *f = *state;
+        load_policy_and_store(f);
+        _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+        static const char *const all[] = { "authenticate",  "capabilities",   "receipts_page", "receipts_ack",
+                                           "validate_plan", "create_session", "session_status", "list_sessions", NULL };
+        expect_methods(caps, all);
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(caps, "plan_schema_versions"), 0)), 1);
+        assert_int_equal(json_integer_value(json_object_get(caps, "session_store_schema_version")), 1);
+        assert_int_equal(json_integer_value(json_object_get(caps, "policy_revision")), 7);
+
+        char *plan = fixture_text("plan/valid.json");
+        char *bad_plan = fixture_text("plan/revision_mismatch.json");
+        _cleanup_json_ json_t *v = call(f, "validate_plan", json_pack("{s:s}", "plan", plan));
+        json_t *vr = json_object_get(v, "result");
+        assert_true(json_is_true(json_object_get(vr, "valid")));
+        assert_int_equal(strlen(json_string_value(json_object_get(vr, "plan_content_digest"))), 64);
+        _cleanup_json_ json_t *vb = call(f, "validate_plan", json_pack("{s:s}", "plan", bad_plan));
+        json_t *vbr = json_object_get(vb, "result");
+        assert_true(json_is_false(json_object_get(vbr, "valid")));
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(vbr, "reasons"), 0), "code")),
+                            "plan.revision_mismatch");
+        _cleanup_json_ json_t *vo = call(f, "validate_plan", json_pack("{s:{}}", "plan"));
+        assert_string_equal(error_code(vo), "invalid_params");
+
+        _cleanup_json_ json_t *c1 = call(f, "create_session", create_params("s-1", "key-1", plan));
+        json_t *c1r = json_object_get(c1, "result");
+        assert_string_equal(json_string_value(json_object_get(c1r, "state")), "created");
+        assert_string_equal(json_string_value(json_object_get(c1r, "plan_content_digest")),
+                            json_string_value(json_object_get(vr, "plan_content_digest")));
+        /* A byte-identical retry answers the original record, even after the
+         * plan's window has passed. */
+        f->c.now_ms = day_later;
+        _cleanup_json_ json_t *c2 = call(f, "create_session", create_params("s-1", "key-1", plan));
+        assert_true(json_equal(c1, c2));
+        _cleanup_json_ json_t *c3 = call(f, "create_session", create_params("s-1", "key-1", bad_plan));
+        assert_string_equal(error_code(c3), "session.conflict");
+        _cleanup_json_ json_t *c4 = call(f, "create_session", create_params("s-1", "key-2", plan));
+        assert_string_equal(error_code(c4), "session.conflict");
+        f->c.now_ms = fixture_now;
+        _cleanup_json_ json_t *c5 = call(f, "create_session", create_params("s-2", "key-2", bad_plan));
+        assert_string_equal(error_code(c5), "plan.invalid");
+        assert_non_null(json_object_get(json_object_get(json_object_get(c5, "error"), "data"), "reasons"));
+        _cleanup_json_ json_t *c6 = call(f, "create_session", create_params("bad id", "key-3", plan));
+        assert_string_equal(error_code(c6), "store.invalid_id");
+        assert_int_equal(glove_store_records(f->store), 1);
+
+        bool appended;
+        assert_int_equal(glove_store_transition(f->store, "s-1", GLOVE_STORE_SESSION_PREPARING, "", 9,
+                                                        &appended, NULL),
+                         0);
+        _cleanup_json_ json_t *st = call(f, "session_status", json_pack("{s:s}", "session_id", "s-1"));
+        json_t *str = json_object_get(st, "result");
+        assert_string_equal(json_string_value(json_object_get(str, "state")), "preparing");
+        assert_string_equal(json_string_value(json_object_get(str, "idempotency_key")), "key-1");
+        json_t *h = json_array_get(json_object_get(str, "history"), 0);
+        assert_string_equal(json_string_value(json_object_get(h, "from")), "created");
+        assert_string_equal(json_string_value(json_object_get(h, "to")), "preparing");
+        _cleanup_json_ json_t *nf = call(f, "session_status", json_pack("{s:s}", "session_id", "s-9"));
+        assert_string_equal(error_code(nf), "session.not_found");
+        free(plan);
+        free(bad_plan);
+}
+
+/* A policy without a store advertises validate_plan only. */
+static void test_policy_only(void **state) {
+        struct fixture *f = *state;
+        load_policy_and_store(f);
+        f->c.store = NULL;
+        _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+        static const char *const some[] = { "authenticate", "capabilities", "receipts_page", "receipts_ack",
+                                            "validate_plan", NULL };
+        expect_methods(caps, some);
+        assert_int_equal(json_integer_value(json_object_get(caps, "session_store_schema_version")), 0);
+        _cleanup_json_ json_t *r = call(f, "create_session", create_params("s-1", "key-1", "{}"));
+        assert_string_equal(error_code(r), "method_not_found");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_base_service, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_receipts_methods, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_policy_and_store, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_policy_only, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
