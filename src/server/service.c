@@ -64,6 +64,9 @@ static const char usage_text[] =
         "  --client-timeout-ms MS   authentication, frame and send deadline (default 5000)\n"
         "  --idle-timeout-ms MS     idle authenticated connection deadline (default 600000)\n"
         "  --max-connections N      concurrent connections (default 256)\n"
+        "  --compact-records N      compact the session journal past N records and the\n"
+        "                           receipt journal past N acknowledged receipts\n"
+        "                           (16..1000000; default 4000 and 1000)\n"
         "  --log-level LEVEL        debug, info, notice, warning or error (default info);\n"
         "                           logs go to the journal under systemd, else JSON lines\n"
         "                           on stderr (docs/daemon.md, \"Logs\")\n"
@@ -125,7 +128,7 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
-       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL };
+       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT };
 
 static int parse_one(int opt, const char *v, struct glove_server_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -158,6 +161,8 @@ static int parse_one(int opt, const char *v, struct glove_server_service_options
                         return glove_error_set(err, EINVAL, "usage.bad_value",
                                                "--log-level %s: expected debug, info, notice, warning or error", v);
                 return 0;
+        case OPT_COMPACT:
+                return parse_u64(v, 16, 1000000, "--compact-records", &o->compact_records, err);
         case OPT_MAXCONN:
                 r = parse_u64(v, 1, 4096, "--max-connections", &n, err);
                 o->max_connections = (unsigned)n;
@@ -180,6 +185,7 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
                 { "materialization-root", required_argument, NULL, OPT_MROOT },
                 { "library-bundle-root", required_argument, NULL, OPT_BROOT },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "compact-records", required_argument, NULL, OPT_COMPACT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -249,6 +255,7 @@ struct service {
         uint8_t secret[GLOVE_SERVER_SECRET_LEN];
         int mroot_fd, broot_fd;
         struct glove_log *log; /* borrowed */
+        uint64_t compact_records; /* --compact-records, 0: the defaults */
         struct glove_runtime *runtime;
         struct glove_cgroup_host *cghost;  /* gloved's pinned cgroups, NULL: not applicable */
         struct glove_supervisor_runtime_config cfg;
@@ -477,7 +484,7 @@ static void compact_at_start(struct service *s) {
         e = (struct glove_error){ 0 };
         if (s->receipts &&
             glove_store_receipts_head(s->receipts, mac) - glove_store_receipts_base(s->receipts) >=
-                    GLOVE_STORE_RECEIPTS_COMPACT_RECORDS &&
+                    (s->compact_records ? s->compact_records : GLOVE_STORE_RECEIPTS_COMPACT_RECORDS) &&
             glove_store_receipts_compact(s->receipts, &e) < 0)
                 glove_log(s->log, GLOVE_LOG_WARNING, "receipts.compaction_failed", NULL,
                           "receipts.compaction_failed: %s: %s", e.code, e.message);
@@ -523,7 +530,9 @@ static int start(struct service *s, const struct glove_server_service_options *o
                 r = glove_supervisor_policy_load(o->session_policy, uid, &s->policy, err);
         struct glove_store_journal_report rep = { 0 };
         if (r == 0 && o->session_store) {
-                r = glove_store_open(o->session_store, uid, &s->store, &rep, err);
+                struct glove_store_options so = { .path = o->session_store, .owner = uid,
+                                                   .compact_records = o->compact_records };
+                r = glove_store_open_with(&so, &s->store, &rep, err);
                 if (r == 0 && rep.unsealed_record)
                         glove_log(s->log, GLOVE_LOG_NOTICE, "store.unsealed_record", NULL,
                                   "session store: accepted one complete record written just before "
@@ -541,7 +550,8 @@ static int start(struct service *s, const struct glove_server_service_options *o
                                   o->session_store);
         }
         struct glove_store_receipts_options ro = { .state_dir = o->state_dir, .owner = uid,
-                                                     .anchor = o->have_anchor ? o->anchor : NULL };
+                                                     .anchor = o->have_anchor ? o->anchor : NULL,
+                                                     .compact_records = o->compact_records };
         if (r == 0)
                 r = glove_store_receipts_open(&ro, &s->receipts, err);
         if (r == 0 && rep.created)
@@ -557,6 +567,7 @@ static int start(struct service *s, const struct glove_server_service_options *o
         }
         if (r == 0 && o->materialization_root)
                 r = make_runtime(s, o, uid, err);
+        s->compact_records = o->compact_records;
         if (r == 0)
                 compact_at_start(s);
         if (r == 0)

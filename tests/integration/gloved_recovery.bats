@@ -798,7 +798,7 @@ PYEOF
         before=$(cat "$J" "$J.seal" "$J.ckpt" | sha256sum)
         gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
         expect_status 1
-        [[ "$stderr" == *"gloved: checkpoint.corrupt: "*"nothing was deleted"* ]] || fail "expected checkpoint.corrupt: $stderr"
+        [[ "$stderr" == *'"code":"checkpoint.corrupt","msg":"checkpoint.corrupt: '*"nothing was deleted"* ]] || fail "expected checkpoint.corrupt: $stderr"
         [ "$(cat "$J" "$J.seal" "$J.ckpt" | sha256sum)" = "$before" ] || fail "the evidence was rewritten"
         # Well formed, with a MAC that does not verify.
         "$PY" - "$J.ckpt" <<'PYEOF'
@@ -810,6 +810,63 @@ open(sys.argv[1], "wb").write(h + b"\3" * 32)
 PYEOF
         gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${SARGS[@]}"
         expect_status 1
-        [[ "$stderr" == *"gloved: checkpoint.mac_mismatch: "* ]] || fail "expected checkpoint.mac_mismatch: $stderr"
+        [[ "$stderr" == *'"code":"checkpoint.mac_mismatch","msg":"checkpoint.mac_mismatch: '* ]] || fail "expected checkpoint.mac_mismatch: $stderr"
         [ -s "$J" ] && [ -s "$J.ckpt" ] || fail "a file was deleted"
+}
+
+# gd_start_at MATCH WHEN PATH: gloved armed to SIGKILL itself around its
+# write of MATCH to a file whose name holds PATH (a compaction's checkpoint or
+# rewritten journal).
+gd_start_at() {
+        rm -f "$T/crash.report"
+        gd_launch env LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH="$1" GLOVE_CRASH_WHEN="$2" GLOVE_CRASH_PATH="$3" \
+                GLOVE_CRASH_REPORT="$T/crash.report" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+                "$GLOVED"
+}
+
+@test "gloved recovery: compaction killed before its checkpoint, after it, after the new journal and in the receipt journal: every live session and receipt survives and the chain verifies" {
+        setup_rec
+        GD_ARGS+=(--compact-records 16)
+        "$PY" "$MANAGED" pyplan "$T/cfg/policy.json" "$T/cfg/brief.plan" py-brief roomy
+        gd_start
+        new_session live-1 # created, never started: live through every compaction
+        gd_kill
+        local n=0 point match when path
+        for point in "GLVCKPT1 before sessions.journal.ckpt.new" "GLVCKPT1 synced sessions.journal.ckpt.new" \
+                "GLVSESS1 synced sessions.journal.compact" "GLVCKPT1 synced receipts.journal.ckpt.new"; do
+                read -r match when path <<<"$point"
+                gd_start_at "$match" "$when" "$path"
+                run --separate-stderr "$PY" "$REC" churn "$RT" "$T/cfg/brief.plan" c $((n + 1)) $((n + 40))
+                [ "$status" -eq 0 ] || fail "churn: $stderr"
+                [ "$output" -gt "$n" ] || fail "no session completed before the crash at $point: $stderr; $(cat "$GD_ERR")"
+                n=$output
+                wait_exit "$GD_PID" 60 || fail "gloved never reached the crash point $point (after $n sessions)"
+                [ "$WSTATUS" -eq 137 ] || fail "gloved exited $WSTATUS at $point: $(cat "$GD_ERR")"
+                grep -q "^crashpoint: pid $GD_PID: $when: match 1 on fd [0-9]* (.*$path)\$" "$T/crash.report" ||
+                        fail "the crash was not at $point: $(cat "$T/crash.report" 2>&1)"
+                echo "# killed at $point after $n sessions" >&3
+        done
+        # Unarmed: the restart finds the old or the new state, never a mix.
+        gd_start
+        [ -s "$T/cfg/sessions.journal.ckpt" ] || fail "no session checkpoint was installed"
+        [ -s "$ST/receipts.journal.ckpt" ] || fail "no receipt checkpoint was installed"
+        run --separate-stderr "$PY" "$REC" churn "$RT" "$T/cfg/brief.plan" c $((n + 1)) $((n + 20))
+        [ "$output" -eq $((n + 20)) ] || fail "sessions after the crashes: $output: $stderr; $(cat "$GD_ERR")"
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" session_status '{"session_id":"live-1"}'
+        [ "$(jq -r .result.state <<<"$output")" = created ] || fail "the live session was lost: $output"
+        # The first sessions ended, were cleaned up and acknowledged: compacted away.
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" session_status '{"session_id":"c-1"}'
+        [ "$(jq -r .error.code <<<"$output")" = session.not_found ] || fail "c-1 is still live: $output"
+        # A restart replays the checkpoints and verifies both chains; the
+        # acknowledged receipts left the journal, the sequence went on.
+        gd_kill
+        gd_start
+        grep -q '"code":"store.compaction_failed"\|"code":"receipts.compaction_failed"' "$GD_ERR" &&
+                fail "a compaction failed: $(cat "$GD_ERR")"
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" receipts_page '{"after_sequence":0,"limit":1}'
+        [ "$(jq -r .error.code <<<"$output")" = receipts.compacted ] || fail "no receipt was compacted away: $output"
+        base=$(jq -r .error.message <<<"$output" | sed -n 's/.*page from after_sequence \([0-9]*\).*/\1/p')
+        run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" receipts_page "{\"after_sequence\":$base,\"limit\":256}"
+        [ "$(jq -r '.result.head.sequence' <<<"$output")" -ge $((n + 20)) ] || fail "receipts: $output"
+        nothing_left
 }

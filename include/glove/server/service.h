@@ -55,6 +55,11 @@ struct glove_server_service_options {
         uint64_t client_timeout_ms;
         uint64_t idle_timeout_ms;
         unsigned max_connections;
+        /* --compact-records: the session journal is compacted past this many
+         * records and the receipt journal past this many acknowledged
+         * receipts (16..1000000); 0: GLOVE_STORE_COMPACT_RECORDS and
+         * GLOVE_STORE_RECEIPTS_COMPACT_RECORDS. */
+        uint64_t compact_records;
         bool help, version;           /* --help / --version seen */
         enum glove_log_level log_level; /* --log-level (default GLOVE_LOG_INFO) */
 };

@@ -97,6 +97,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import re
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -712,11 +713,59 @@ def cmd_fixture(store, plan, sid, *opts):
     print(json.dumps(runtime, sort_keys=True))
 
 
+def cmd_churn(rt, plan, prefix, first, last):
+    """Sessions PREFIX-FIRST..PREFIX-LAST, one after another, each through
+    its whole life: create, start, ended, cleanup; then the receipts up to
+    the head are acknowledged. Stops quietly at the first failure (the test
+    arms a crash point: gloved dies mid-way) and prints the number of the
+    last session whose cleanup and acknowledgement were answered (FIRST - 1
+    when none)."""
+    plan_text = open(plan).read()
+    done = int(first) - 1
+    after = 0
+    try:
+        s = connect(rt, 10)
+        for n in range(int(first), int(last) + 1):
+            sid = "%s-%d" % (prefix, n)
+            r = sessctl.call(s, "create_session", {"session_id": sid, "idempotency_key": "k-" + sid,
+                                                   "controller_plan_digest": sessctl.CD, "plan": plan_text})
+            if "result" not in r:
+                raise OSError("create %s: %s" % (sid, r))
+            r = sessctl.call(s, "start_session", {"session_id": sid})
+            if "result" not in r:
+                raise OSError("start %s: %s" % (sid, r))
+            deadline = time.monotonic() + 60
+            while True:
+                st = sessctl.call(s, "session_status", {"session_id": sid}).get("result", {}).get("state")
+                if st in ("exited", "failed"):
+                    break
+                if time.monotonic() > deadline:
+                    raise OSError("%s is %s after 60 s" % (sid, st))
+                time.sleep(0.02)
+            r = sessctl.call(s, "cleanup_session", {"session_id": sid})
+            if "result" not in r:
+                raise OSError("cleanup %s: %s" % (sid, r))
+            r = sessctl.call(s, "receipts_page", {"after_sequence": after, "limit": 1})
+            if r.get("error", {}).get("code") == "receipts.compacted":
+                after = int(re.search(r"after_sequence (\d+)", r["error"]["message"]).group(1))
+                r = sessctl.call(s, "receipts_page", {"after_sequence": after, "limit": 1})
+            head = r["result"]["head"]
+            r = sessctl.call(s, "receipts_ack", {"sequence": head["sequence"], "head_mac": head["mac"]})
+            if "result" not in r:
+                raise OSError("ack: %s" % r)
+            after = head["sequence"]
+            done = n
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print("churn stopped after %d: %s" % (done, e), file=sys.stderr)
+    print(done)
+
+
 COMMANDS = {
     "wait": cmd_wait, "count": cmd_count, "watch": cmd_watch, "seqcheck": cmd_seqcheck, "receipts": cmd_receipts,
     "snapshot": cmd_snapshot, "leftovers": cmd_leftovers, "simulate-reboot": cmd_simulate_reboot,
     "keepers": cmd_keepers, "frozen": cmd_frozen, "sigrec": cmd_sigrec, "signals": cmd_signals,
     "starttime": lambda pid: print(start_time(pid)), "cgroup": cmd_cgroup, "fixture": cmd_fixture,
+    "churn": cmd_churn,
 }
 
 if __name__ == "__main__":
