@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// fuzz-sources: src/store/journal.c src/store/store.c src/store/session.c src/store/index.c src/store/dirs.c
+// fuzz-sources: src/store/journal.c src/store/journal_rewrite.c src/store/store.c src/store/store_records.c src/store/store_compact.c src/store/checkpoint.c src/store/session.c src/store/index.c src/store/dirs.c
 /*
  * libFuzzer target: strict replay of the gloved session store
  * (glove/store/store.h, journal.h). The first input byte selects a mode:

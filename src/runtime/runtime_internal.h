@@ -2,10 +2,12 @@
 #pragma once
 
 /* The managed-session runtime's shared state (runtime.h): the registry and
- * lifecycle (runtime.c), the keeper link (runtime_keeper.c) and the start-up
- * reconciler (runtime_reconcile.c). Everything runs on the server's loop
- * thread, except the prepare workers (runtime.c). Internal: nothing here is
- * an interface of the control library. */
+ * lifecycle (runtime.c), attach streams (runtime_attach.c), start_session
+ * and the prepare workers (runtime_prepare.c), the keeper channel
+ * (runtime_link.c), the keeper's launch and files (runtime_keeper.c) and the
+ * start-up reconciler (runtime_reconcile.c). Everything runs on the server's
+ * loop thread, except the prepare workers (runtime_prepare.c). Internal:
+ * nothing here is an interface of the control library. */
 
 #include <jansson.h>
 #include <pthread.h>
@@ -157,8 +159,18 @@ struct glove_runtime {
 
 /* The entry of session id, or NULL. */
 struct rt_session *rt_find(struct glove_runtime *rt, const char *id);
-/* n bytes of output for attachment userdata (a struct attachment *). */
-void rt_client_output(void *userdata, int stream, const void *buf, size_t n);
+/* The store's record of session id, or NULL with session.not_found. */
+const struct glove_store_session *rt_stored(struct glove_runtime *rt, const char *id,
+                                            struct glove_error *err);
+/* Records session id's transition to `to` with reason: 0 or -errno. */
+int rt_transition(struct glove_runtime *rt, const char *id, enum glove_store_session_state to,
+                  const char *reason, struct glove_error *err);
+/* {"session_id","state"} of session id (new reference), or NULL. */
+json_t *rt_state_result(struct glove_runtime *rt, const char *id);
+/* The entry of session id when it runs or stops with a keeper channel;
+ * else NULL with session.not_found, session.terminal or
+ * session.not_running. */
+struct rt_session *rt_live_session(struct glove_runtime *rt, const char *id, struct glove_error *err);
 /* Appends the receipt of f (completed with the stored digests and the
  * binding), records the terminal transition, releases the
  * materializations, tells the attachments. */
@@ -171,10 +183,25 @@ void rt_fail_start(struct rt_session *s, const struct glove_error *why);
 int rt_binding_check(struct rt_session *s, struct glove_error *err);
 /* {"path","inode"} of PID 1's run cgroup (new reference), or NULL. */
 json_t *rt_cgroup_identity(struct rt_session *s, pid_t pid);
-/* The at_ms of the transition to running, -1 without one. */
-int64_t rt_released_at(const struct glove_store_session *s);
 
-/* ---- runtime_keeper.c ---- */
+/* ---- runtime_attach.c ---- */
+
+/* n bytes of output for attachment userdata (a struct attachment *). */
+void rt_client_output(void *userdata, int stream, const void *buf, size_t n);
+/* Unlinks and frees attachment a; with a reason, its gap and a
+ * session_detached notice are pushed first. */
+void rt_attachment_drop(struct attachment *a, const char *reason);
+/* session_ended (state "exited" or "failed") to every attachment of s,
+ * each then dropped. */
+void rt_end_notify(struct rt_session *s, const char *state);
+
+/* ---- runtime_prepare.c ---- */
+
+/* Stops the prepare workers; every session whose job was pending fails
+ * with a receipt (service.stopped). */
+void rt_pool_down(struct glove_runtime *rt);
+
+/* ---- runtime_link.c ---- */
 
 /* The last min(cap, kept) transcript bytes of m into out; how many. */
 size_t rt_mirror_copy(const struct mirror *m, uint8_t *out, size_t cap);
@@ -198,12 +225,6 @@ extern uint8_t rt_link_buf[GLOVE_KEEPER_MSG_MAX];
 json_t *rt_json_object(const uint8_t *p, size_t n);
 /* Member k of o as a non-negative integer (0 when absent or negative). */
 uint64_t rt_jint(const json_t *o, const char *k);
-/* The keeper files' stem of a session id ("k" + 32 hex of its SHA-256). */
-void rt_keeper_stem(const char *id, char out[40]);
-/* Removes DIR/STEM.{sock,status,binding} and, unless keep_log, .log. */
-void rt_keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, const char *stem, bool keep_log);
-/* DIR/STEM.status (new reference), or NULL. */
-json_t *rt_status_read(const struct glove_supervisor_runtime_config *cfg, const char *stem);
 /* The receipt facts of a keeper's OUTCOME (keeper.h). */
 void rt_outcome_facts(struct rt_session *s, const json_t *o, struct glove_runtime_receipt_facts *f);
 /* Keeps the copy of the transcript for attach after the end. */
@@ -211,6 +232,18 @@ void rt_keep_transcript(struct rt_session *s);
 /* s's keeper channel ended before ENDED: the status file's outcome, else
  * keeper.lost. */
 void rt_keeper_lost(struct rt_session *s);
+
+/* ---- runtime_keeper.c ---- */
+
+/* The keeper files' stem of a session id ("k" + 32 hex of its SHA-256). */
+void rt_keeper_stem(const char *id, char out[40]);
+/* Removes DIR/STEM.{sock,status,binding} and, unless keep_log, .log. */
+void rt_keeper_files_remove(const struct glove_supervisor_runtime_config *cfg, const char *stem, bool keep_log);
+/* DIR/STEM.status (new reference), or NULL. */
+json_t *rt_status_read(const struct glove_supervisor_runtime_config *cfg, const char *stem);
+/* Writes s->binding to DIR/STEM.binding (canonical JSON, 0600): 0 or
+ * -errno (keeper.dir, keeper.binding). */
+int rt_binding_write(struct rt_session *s, struct glove_error *err);
 /* Forks and links s's keeper with the complete description d. */
 int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, struct glove_error *err);
 /* Connects to DIR/STEM.sock; the peer must be of this uid: the descriptor
@@ -223,6 +256,11 @@ int rt_keeper_abort_start(const struct glove_supervisor_runtime_config *cfg, con
  * most GLOVE_RUNTIME_ABORT_WAIT_MS in all (n at most
  * GLOVE_RUNTIME_ABORTS_MAX), then ACK and close; fds become -1. */
 void rt_keeper_abort_wait(int *fds, size_t n);
+
+/* ---- runtime_reconcile.c ---- */
+
+/* The at_ms of the transition to running, -1 without one. */
+int64_t rt_released_at(const struct glove_store_session *s);
 /* The aborts one reconciliation pass collects (stems whose files go once
  * their keepers ended). */
 struct rt_aborts {

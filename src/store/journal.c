@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Chained record journals: scan, seal, open, append (see journal.h). */
+/* Chained record journals: header, scan, seal, open, append (see
+ * journal.h). The crash-safe rewrite is in journal_rewrite.c. */
 #include "glove/store/journal.h"
 
 #include <errno.h>
@@ -16,23 +17,10 @@
 #include "glove/base/fd.h"
 #include "glove/base/file.h"
 #include "glove/store/dirs.h"
+#include "journal_internal.h"
 
 #define SEAL_MAGIC "GLVSEAL1"
 #define SEAL_DOMAIN "glove.journal.seal.v1"
-
-struct glove_store_journal {
-        const struct glove_store_journal_format *fmt;
-        int fd;       /* journal, O_RDWR */
-        int seal_fd;  /* seal, O_RDWR, holds the flock */
-        uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN];
-        uint64_t records;
-        uint64_t size;
-        uint8_t head[GLOVE_STORE_JOURNAL_TAG_LEN];
-        bool broken;
-        bool unsealed; /* the last record was accepted unsealed at open: its slot is written before the next */
-        int dirfd;     /* the parent directory, for a rewrite */
-        char *path;    /* the journal's path, for messages */
-};
 
 void glove_store_journal_header_build(const struct glove_store_journal_format *fmt,
                                         const uint8_t param[GLOVE_STORE_JOURNAL_PARAM_LEN],
@@ -230,7 +218,7 @@ int glove_store_journal_seal_verify(const struct glove_store_journal_scan *scan,
 
 /* ---- files ---- */
 
-static int read_all_at(int fd, void *buf, size_t len) {
+int journal_read_all_at(int fd, void *buf, size_t len) {
         size_t done = 0;
         while (done < len) {
                 ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)done);
@@ -245,7 +233,7 @@ static int read_all_at(int fd, void *buf, size_t len) {
         return 0;
 }
 
-static int write_all_at(int fd, const void *buf, size_t len, off_t off) {
+int journal_write_all_at(int fd, const void *buf, size_t len, off_t off) {
         size_t done = 0;
         while (done < len) {
                 ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done, off + (off_t)done);
@@ -260,7 +248,7 @@ static int write_all_at(int fd, const void *buf, size_t len, off_t off) {
         return 0;
 }
 
-static int io_error(struct glove_error *err, int r, const char *what, const char *path) {
+int journal_io_error(struct glove_error *err, int r, const char *what, const char *path) {
         return glove_error_set(err, r, "journal.io", "%s: %s: %s", path, what, strerror(r < 0 ? -r : r));
 }
 
@@ -268,13 +256,13 @@ static int io_error(struct glove_error *err, int r, const char *what, const char
 static int read_seal(int fd, const char *path, uint8_t seal[GLOVE_STORE_JOURNAL_SEAL_LEN], struct glove_error *err) {
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return io_error(err, -errno, "fstat", path);
+                return journal_io_error(err, -errno, "fstat", path);
         if (st.st_size != GLOVE_STORE_JOURNAL_SEAL_LEN)
                 return glove_error_set(err, EBADMSG, "journal.seal_corrupt", "%s%s is %lld bytes, not %d", path,
                                        GLOVE_STORE_JOURNAL_SEAL_SUFFIX, (long long)st.st_size,
                                        GLOVE_STORE_JOURNAL_SEAL_LEN);
-        int r = read_all_at(fd, seal, GLOVE_STORE_JOURNAL_SEAL_LEN);
-        return r < 0 ? io_error(err, r, "read seal", path) : 0;
+        int r = journal_read_all_at(fd, seal, GLOVE_STORE_JOURNAL_SEAL_LEN);
+        return r < 0 ? journal_io_error(err, r, "read seal", path) : 0;
 }
 
 /* True when the seal was never written (all zero) or every valid slot
@@ -290,17 +278,7 @@ static bool seal_commits_nothing(const uint8_t *seal, size_t len) {
         return true;
 }
 
-struct names {
-        const char *path;
-        char base[256];
-        char seal[256 + sizeof(GLOVE_STORE_JOURNAL_SEAL_SUFFIX)];
-        char tmp[256 + 8];
-        char cjournal[256 + 16]; /* .NAME.compact: a rewrite's new journal */
-        char cseal[256 + 24];    /* .NAME.seal.compact: its seal */
-        char dir[4096];
-};
-
-static int split_names(const char *path, struct names *n, struct glove_error *err) {
+int journal_split_names(const char *path, struct names *n, struct glove_error *err) {
         n->path = path;
         size_t len = strlen(path);
         const char *slash = strrchr(path, '/');
@@ -338,17 +316,17 @@ static int create_journal(const struct glove_store_journal_format *fmt, const st
         r = glove_store_journal_seal_slot(header, 0, GLOVE_STORE_JOURNAL_HEADER_LEN, genesis, seal, err);
         if (r < 0)
                 return r;
-        r = write_all_at(seal_fd, seal, sizeof(seal), 0);
+        r = journal_write_all_at(seal_fd, seal, sizeof(seal), 0);
         if (r == 0 && ftruncate(seal_fd, sizeof(seal)) < 0)
                 r = -errno;
         if (r == 0 && fsync(seal_fd) < 0)
                 r = -errno;
         if (r < 0)
-                return io_error(err, r, "write seal", n->path);
+                return journal_io_error(err, r, "write seal", n->path);
         (void)unlinkat(dirfd, n->tmp, 0); /* a leftover of an interrupted creation; we hold the lock */
         r = glove_file_replace(dirfd, n->base, header, sizeof(header), 0600, GLOVE_FILE_REPLACE_SYNC_DIR, NULL);
         if (r < 0)
-                return io_error(err, r, "create", n->path);
+                return journal_io_error(err, r, "create", n->path);
         return 0;
 }
 
@@ -358,7 +336,7 @@ static int lock_seal(int fd, const char *path, struct glove_error *err) {
         if (errno == EWOULDBLOCK)
                 return glove_error_set(err, EBUSY, "journal.locked",
                                        "%s is locked by another process (is another gloved using it?)", path);
-        return io_error(err, -errno, "flock", path);
+        return journal_io_error(err, -errno, "flock", path);
 }
 
 static int open_at(int dirfd, const char *name, int flags, mode_t mode, const char *path, int *out,
@@ -370,7 +348,7 @@ static int open_at(int dirfd, const char *name, int flags, mode_t mode, const ch
                 return 0;
         if (errno == ELOOP)
                 return glove_error_set(err, EPERM, "journal.file_insecure", "%s/%s is a symbolic link", path, name);
-        return io_error(err, -errno, "open", path);
+        return journal_io_error(err, -errno, "open", path);
 }
 
 /* Opens seal and journal, creating them when nothing was ever committed. */
@@ -394,7 +372,7 @@ static int open_files(const struct glove_store_journal_format *fmt, const struct
                 if (*sfd < 0)
                         return errno == EEXIST ? glove_error_set(err, EBUSY, "journal.locked",
                                                                  "%s is being created by another process", n->path)
-                                               : io_error(err, -errno, "create seal", n->path);
+                                               : journal_io_error(err, -errno, "create seal", n->path);
         }
         r = lock_seal(*sfd, n->path, err);
         if (r < 0)
@@ -405,13 +383,13 @@ static int open_files(const struct glove_store_journal_format *fmt, const struct
         struct stat st;
         uint8_t seal[GLOVE_STORE_JOURNAL_SEAL_LEN];
         if (fstat(*sfd, &st) < 0)
-                return io_error(err, -errno, "fstat", n->path);
+                return journal_io_error(err, -errno, "fstat", n->path);
         size_t slen = st.st_size == GLOVE_STORE_JOURNAL_SEAL_LEN ? GLOVE_STORE_JOURNAL_SEAL_LEN : 0;
         if (st.st_size != 0 && slen == 0)
                 return glove_error_set(err, EBADMSG, "journal.seal_corrupt", "%s%s has the wrong size", n->path,
                                        GLOVE_STORE_JOURNAL_SEAL_SUFFIX);
-        if (slen && (r = read_all_at(*sfd, seal, slen)) < 0)
-                return io_error(err, r, "read seal", n->path);
+        if (slen && (r = journal_read_all_at(*sfd, seal, slen)) < 0)
+                return journal_io_error(err, r, "read seal", n->path);
         if (!seal_commits_nothing(seal, slen))
                 return glove_error_set(err, ENOENT, "journal.missing",
                                        "%s is missing but its seal records committed records", n->path);
@@ -420,12 +398,12 @@ static int open_files(const struct glove_store_journal_format *fmt, const struct
                 return r;
         *created = true;
         return open_at(dirfd, n->base, O_RDWR, 0, n->path, jfd, err) < 0 || *jfd < 0
-                       ? io_error(err, -ENOENT, "reopen", n->path)
+                       ? journal_io_error(err, -ENOENT, "reopen", n->path)
                        : 0;
 }
 
 /* True when some slot of seal (1024 bytes) is a valid slot for header. */
-static bool seal_fits_header(const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN], const uint8_t *seal) {
+bool journal_seal_fits_header(const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN], const uint8_t *seal) {
         for (int i = 0; i < 2; i++) {
                 const uint8_t *slot = seal + i * GLOVE_STORE_JOURNAL_SEAL_SLOT_STRIDE;
                 uint8_t check[8];
@@ -434,52 +412,6 @@ static bool seal_fits_header(const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN
                         return true;
         }
         return false;
-}
-
-/*
- * Finishes or discards an interrupted rewrite (glove_store_journal_rewrite)
- * under the lock of the current seal: the rewrite renames .NAME.compact over
- * the journal, then .NAME.seal.compact over the seal. A .NAME.seal.compact
- * whose slots are valid for the header of the journal now in place was
- * written for it (a seal slot's check covers the whole header, whose param a
- * rewrite always changes), so the journal was switched and its seal is put
- * in place (and locked) now; otherwise the journal was not switched and the
- * leftovers are removed: the old journal and seal stand.
- */
-static int resolve_rewrite(const struct names *n, int dirfd, int jfd, int *sfd, uid_t owner, struct glove_error *err) {
-        bool changed = false;
-        _cleanup_close_ int fd = openat(dirfd, n->cseal, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0 && errno != ENOENT)
-                return io_error(err, -errno, "open the seal of an interrupted rewrite", n->path);
-        if (fd >= 0) {
-                uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN], seal[GLOVE_STORE_JOURNAL_SEAL_LEN];
-                struct stat st;
-                bool adopt = jfd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                             st.st_size == GLOVE_STORE_JOURNAL_SEAL_LEN && read_all_at(fd, seal, sizeof(seal)) == 0 &&
-                             read_all_at(jfd, header, sizeof(header)) == 0 && seal_fits_header(header, seal);
-                if (adopt) {
-                        int r = glove_store_file_check(fd, owner, n->cseal, "journal.file_insecure", err);
-                        if (r < 0)
-                                return r;
-                        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-                                return glove_error_set(err, EBUSY, "journal.locked",
-                                                       "%s is being rewritten by another process", n->path);
-                        if (renameat(dirfd, n->cseal, dirfd, n->seal) < 0)
-                                return io_error(err, -errno, "finish an interrupted rewrite", n->path);
-                        close(*sfd);
-                        *sfd = TAKE_FD(fd);
-                } else if (unlinkat(dirfd, n->cseal, 0) < 0) {
-                        return io_error(err, -errno, "remove the seal of an interrupted rewrite", n->path);
-                }
-                changed = true;
-        }
-        if (unlinkat(dirfd, n->cjournal, 0) == 0)
-                changed = true;
-        else if (errno != ENOENT)
-                return io_error(err, -errno, "remove the journal of an interrupted rewrite", n->path);
-        if (changed && fsync(dirfd) < 0)
-                return io_error(err, -errno, "sync the directory", n->path);
-        return 0;
 }
 
 /* Keeps the bytes of a torn tail before they are cut: appends them to
@@ -491,16 +423,16 @@ static int keep_torn(int dirfd, const struct names *n, const uint8_t *bytes, siz
         snprintf(name, sizeof(name), "%s.torn", n->base);
         _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return io_error(err, -errno, "keep the incomplete last record in .torn", n->path);
+                return journal_io_error(err, -errno, "keep the incomplete last record in .torn", n->path);
         struct stat st;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
                 return glove_error_set(err, EPERM, "journal.file_insecure",
                                        "%s.torn is not a private regular file of gloved's user", n->path);
         int r = glove_fd_write_all(fd, bytes, len);
         if (r < 0)
-                return io_error(err, r, "keep the incomplete last record in .torn", n->path);
+                return journal_io_error(err, r, "keep the incomplete last record in .torn", n->path);
         if (fdatasync(fd) < 0 || fsync(dirfd) < 0)
-                return io_error(err, -errno, "sync .torn", n->path);
+                return journal_io_error(err, -errno, "sync .torn", n->path);
         return 0;
 }
 
@@ -522,7 +454,7 @@ static int load(struct glove_store_journal *j, const struct glove_store_journal_
                 struct glove_store_journal_report *rep, struct glove_error *err) {
         struct stat st;
         if (fstat(j->fd, &st) < 0)
-                return io_error(err, -errno, "fstat", o->path);
+                return journal_io_error(err, -errno, "fstat", o->path);
         if ((uint64_t)st.st_size > j->fmt->max_bytes)
                 return glove_error_set(err, EFBIG, "journal.too_large", "%s is %lld bytes; the bound is %llu", o->path,
                                        (long long)st.st_size, (unsigned long long)j->fmt->max_bytes);
@@ -532,11 +464,11 @@ static int load(struct glove_store_journal *j, const struct glove_store_journal_
         if (map.data == MAP_FAILED)
                 return glove_error_set(err, ENOMEM, "journal.no_memory", "out of memory reading %s", o->path);
         uint8_t *data = map.data;
-        int r = read_all_at(j->fd, data, len);
+        int r = journal_read_all_at(j->fd, data, len);
         if (r < 0)
                 return r == -EPIPE ? glove_error_set(err, EBADMSG, "journal.resized", "%s shrank while being read",
                                                      o->path)
-                                   : io_error(err, r, "read", o->path);
+                                   : journal_io_error(err, r, "read", o->path);
         struct glove_store_journal_scan scan;
         r = glove_store_journal_scan(j->fmt, data, len, fn, userdata, &scan, err);
         if (r < 0)
@@ -559,7 +491,7 @@ static int load(struct glove_store_journal *j, const struct glove_store_journal_
                 if (r < 0)
                         return r;
                 if (ftruncate(j->fd, (off_t)scan.end) < 0 || fsync(j->fd) < 0)
-                        return io_error(err, -errno, "cut the incomplete last record", o->path);
+                        return journal_io_error(err, -errno, "cut the incomplete last record", o->path);
                 if (rep) {
                         rep->torn_bytes = scan.torn_bytes;
                         rep->torn_offset = scan.end;
@@ -584,7 +516,7 @@ int glove_store_journal_open(const struct glove_store_journal_format *fmt,
         *out = NULL;
         if (report)
                 memset(report, 0, sizeof(*report));
-        int r = split_names(opts->path, &n, err);
+        int r = journal_split_names(opts->path, &n, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int dirfd = -1;
@@ -601,7 +533,7 @@ int glove_store_journal_open(const struct glove_store_journal_format *fmt,
         bool created = false, replaced = false;
         r = open_files(fmt, opts, &n, dirfd, &j->fd, &j->seal_fd, &created, &replaced, err);
         if (r == 0)
-                r = resolve_rewrite(&n, dirfd, j->fd, &j->seal_fd, opts->owner, err);
+                r = journal_resolve_rewrite(&n, dirfd, j->fd, &j->seal_fd, opts->owner, err);
         if (r == 0)
                 r = glove_store_file_check(j->seal_fd, opts->owner, n.seal, "journal.file_insecure", err);
         if (r == 0)
@@ -661,7 +593,7 @@ int glove_store_journal_append(struct glove_store_journal *j, const void *payloa
                  * new record: a crash in between leaves a consistent seal. */
                 int r = glove_store_journal_seal_slot(j->header, j->records, j->size, j->head, slot, err);
                 if (r == 0)
-                        r = write_all_at(j->seal_fd, slot, sizeof(slot),
+                        r = journal_write_all_at(j->seal_fd, slot, sizeof(slot),
                                          (off_t)((j->records % 2) * GLOVE_STORE_JOURNAL_SEAL_SLOT_STRIDE));
                 if (r == 0 && fdatasync(j->seal_fd) < 0)
                         r = -errno;
@@ -682,7 +614,7 @@ int glove_store_journal_append(struct glove_store_journal *j, const void *payloa
         glove_put_be32(rec, (uint32_t)len);
         memcpy(rec + 4, payload, len);
         memcpy(rec + 4 + len, t, sizeof(t));
-        r = write_all_at(j->fd, rec, total, (off_t)j->size);
+        r = journal_write_all_at(j->fd, rec, total, (off_t)j->size);
         if (r == 0 && fdatasync(j->fd) < 0)
                 r = -errno;
         if (r < 0) {
@@ -700,7 +632,7 @@ int glove_store_journal_append(struct glove_store_journal *j, const void *payloa
                 j->broken = true;
                 return r;
         }
-        r = write_all_at(j->seal_fd, slot, sizeof(slot), (off_t)((n % 2) * GLOVE_STORE_JOURNAL_SEAL_SLOT_STRIDE));
+        r = journal_write_all_at(j->seal_fd, slot, sizeof(slot), (off_t)((n % 2) * GLOVE_STORE_JOURNAL_SEAL_SLOT_STRIDE));
         if (r == 0 && fdatasync(j->seal_fd) < 0)
                 r = -errno;
         /* The record is durable either way; a failed seal leaves it as the one
@@ -721,129 +653,6 @@ int glove_store_journal_append(struct glove_store_journal *j, const void *payloa
 
 uint32_t glove_store_journal_flags(const struct glove_store_journal *j) {
         return glove_get_be32(j->header + 20);
-}
-
-static void step(glove_store_compact_hook hook, void *ctx, enum glove_store_compact_step s) {
-        if (hook)
-                hook(ctx, s);
-}
-
-/* Writes the new journal (header and records) to .NAME.compact and its seal
- * to .NAME.seal.compact (locked), both synced. *jfd and *sfd receive them. */
-static int rewrite_files(struct glove_store_journal *j, const struct names *n, const uint8_t *header,
-                         const struct glove_store_journal_payload *recs, size_t count, uint64_t *size,
-                         uint8_t head[GLOVE_STORE_JOURNAL_TAG_LEN], int *jfd, int *sfd, struct glove_error *err) {
-        uint8_t prev[GLOVE_STORE_JOURNAL_TAG_LEN], seal[GLOVE_STORE_JOURNAL_SEAL_LEN] = { 0 };
-        uint64_t off = GLOVE_STORE_JOURNAL_HEADER_LEN, prev_off = off;
-        (void)unlinkat(j->dirfd, n->cjournal, 0);
-        (void)unlinkat(j->dirfd, n->cseal, 0);
-        *jfd = openat(j->dirfd, n->cjournal, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (*jfd < 0)
-                return io_error(err, -errno, "create the rewritten journal", n->path);
-        int r = j->fmt->genesis(j->fmt->ctx, header, head, err);
-        if (r < 0)
-                return r;
-        memcpy(prev, head, sizeof(prev));
-        r = write_all_at(*jfd, header, GLOVE_STORE_JOURNAL_HEADER_LEN, 0);
-        for (size_t i = 0; r == 0 && i < count; i++) {
-                uint8_t len[4], t[GLOVE_STORE_JOURNAL_TAG_LEN];
-                glove_put_be32(len, (uint32_t)recs[i].len);
-                r = j->fmt->chain(j->fmt->ctx, head, i + 1, recs[i].data, recs[i].len, t, err);
-                if (r < 0)
-                        return r;
-                r = write_all_at(*jfd, len, 4, (off_t)off);
-                if (r == 0)
-                        r = write_all_at(*jfd, recs[i].data, recs[i].len, (off_t)off + 4);
-                if (r == 0)
-                        r = write_all_at(*jfd, t, sizeof(t), (off_t)(off + 4 + recs[i].len));
-                memcpy(prev, head, sizeof(prev));
-                memcpy(head, t, sizeof(t));
-                prev_off = off;
-                off += recs[i].len + GLOVE_STORE_JOURNAL_RECORD_OVERHEAD;
-        }
-        if (r == 0 && fsync(*jfd) < 0)
-                r = -errno;
-        if (r < 0)
-                return io_error(err, r, "write the rewritten journal", n->path);
-        r = glove_store_journal_seal_slot(header, count, off, head, seal + (count % 2) * GLOVE_STORE_JOURNAL_SEAL_SLOT_STRIDE,
-                                            err);
-        if (r == 0 && count > 0)
-                r = glove_store_journal_seal_slot(header, count - 1, prev_off, prev,
-                                                    seal + ((count - 1) % 2) * GLOVE_STORE_JOURNAL_SEAL_SLOT_STRIDE, err);
-        if (r < 0)
-                return r;
-        *sfd = openat(j->dirfd, n->cseal, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (*sfd < 0)
-                return io_error(err, -errno, "create the rewritten seal", n->path);
-        if (flock(*sfd, LOCK_EX | LOCK_NB) < 0)
-                return io_error(err, -errno, "lock the rewritten seal", n->path);
-        r = write_all_at(*sfd, seal, sizeof(seal), 0);
-        if (r == 0 && fsync(*sfd) < 0)
-                r = -errno;
-        if (r < 0)
-                return io_error(err, r, "write the rewritten seal", n->path);
-        *size = off;
-        return 0;
-}
-
-int glove_store_journal_rewrite(struct glove_store_journal *j, const uint8_t param[GLOVE_STORE_JOURNAL_PARAM_LEN],
-                                  uint32_t flags, const struct glove_store_journal_payload *recs, size_t count,
-                                  glove_store_compact_hook hook, void *hook_ctx, struct glove_error *err) {
-        struct names n;
-        if (j->broken)
-                return glove_error_set(err, EIO, "journal.broken",
-                                       "an earlier write to this journal failed; restart gloved");
-        if (flags & ~(uint32_t)GLOVE_STORE_JOURNAL_FLAG_CONTINUES)
-                return glove_error_set(err, EINVAL, "journal.bad_header", "unknown journal flags %#x", flags);
-        uint64_t bytes = GLOVE_STORE_JOURNAL_HEADER_LEN;
-        for (size_t i = 0; i < count; i++) {
-                if (recs[i].len == 0 || recs[i].len > j->fmt->max_payload)
-                        return glove_error_set(err, EINVAL, "journal.bad_length", "record of %zu bytes (allowed 1..%u)",
-                                               recs[i].len, j->fmt->max_payload);
-                bytes += recs[i].len + GLOVE_STORE_JOURNAL_RECORD_OVERHEAD;
-        }
-        if (count > j->fmt->max_records || bytes > j->fmt->max_bytes)
-                return glove_error_set(err, ENOSPC, "journal.full", "the rewritten journal would not fit its bounds");
-        int r = split_names(j->path, &n, err);
-        if (r < 0)
-                return r;
-        uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN], head[GLOVE_STORE_JOURNAL_TAG_LEN];
-        glove_store_journal_header_build_flags(j->fmt, param, flags, header);
-        if (memcmp(header, j->header, sizeof(header)) == 0)
-                return glove_error_set(err, EINVAL, "journal.bad_header",
-                                       "a rewrite must change the journal's header param");
-        _cleanup_close_ int jfd = -1, sfd = -1;
-        uint64_t size = 0;
-        r = rewrite_files(j, &n, header, recs, count, &size, head, &jfd, &sfd, err);
-        if (r < 0) {
-                (void)unlinkat(j->dirfd, n.cjournal, 0);
-                (void)unlinkat(j->dirfd, n.cseal, 0);
-                return r;
-        }
-        step(hook, hook_ctx, GLOVE_STORE_COMPACT_JOURNAL_WRITTEN);
-        if (renameat(j->dirfd, n.cjournal, j->dirfd, n.base) < 0 || fsync(j->dirfd) < 0) {
-                r = -errno;
-                (void)unlinkat(j->dirfd, n.cjournal, 0);
-                (void)unlinkat(j->dirfd, n.cseal, 0);
-                j->broken = true; /* the rename may have happened: the next start decides */
-                return io_error(err, r, "switch to the rewritten journal", n.path);
-        }
-        step(hook, hook_ctx, GLOVE_STORE_COMPACT_JOURNAL_SWITCHED);
-        if (renameat(j->dirfd, n.cseal, j->dirfd, n.seal) < 0 || fsync(j->dirfd) < 0) {
-                j->broken = true; /* the next start puts the seal in place */
-                return io_error(err, -errno, "switch to the rewritten seal", n.path);
-        }
-        step(hook, hook_ctx, GLOVE_STORE_COMPACT_SEAL_SWITCHED);
-        close(j->fd);
-        close(j->seal_fd); /* the old seal's lock; the new one is locked */
-        j->fd = TAKE_FD(jfd);
-        j->seal_fd = TAKE_FD(sfd);
-        memcpy(j->header, header, sizeof(header));
-        memcpy(j->head, head, sizeof(head));
-        j->records = count;
-        j->size = size;
-        j->unsealed = false;
-        return 0;
 }
 
 uint64_t glove_store_journal_records(const struct glove_store_journal *j) {
