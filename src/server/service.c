@@ -66,7 +66,7 @@ static const char usage_text[] =
         "  --max-connections N      concurrent connections (default 256)\n"
         "  --compact-records N      compact the session journal past N records and the\n"
         "                           receipt journal past N acknowledged receipts\n"
-        "                           (16..1000000; default 4000 and 1000)\n"
+        "                           (8..1000000; default 4000 and 1000)\n"
         "  --log-level LEVEL        debug, info, notice, warning or error (default info);\n"
         "                           logs go to the journal under systemd, else JSON lines\n"
         "                           on stderr (docs/daemon.md, \"Logs\")\n"
@@ -162,7 +162,7 @@ static int parse_one(int opt, const char *v, struct glove_server_service_options
                                                "--log-level %s: expected debug, info, notice, warning or error", v);
                 return 0;
         case OPT_COMPACT:
-                return parse_u64(v, 16, 1000000, "--compact-records", &o->compact_records, err);
+                return parse_u64(v, 8, 1000000, "--compact-records", &o->compact_records, err);
         case OPT_MAXCONN:
                 r = parse_u64(v, 1, 4096, "--max-connections", &n, err);
                 o->max_connections = (unsigned)n;

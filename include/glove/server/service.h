@@ -57,7 +57,7 @@ struct glove_server_service_options {
         unsigned max_connections;
         /* --compact-records: the session journal is compacted past this many
          * records and the receipt journal past this many acknowledged
-         * receipts (16..1000000); 0: GLOVE_STORE_COMPACT_RECORDS and
+         * receipts (8..1000000); 0: GLOVE_STORE_COMPACT_RECORDS and
          * GLOVE_STORE_RECEIPTS_COMPACT_RECORDS. */
         uint64_t compact_records;
         bool help, version;           /* --help / --version seen */
