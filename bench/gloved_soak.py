@@ -53,6 +53,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no bench/__pycache__ from importing managed.py
 from managed import CD, SESSCTL, Conn, canon, git_commit, session_run  # noqa: E402
 
 ARGV = ["/usr/bin/printf", "x"]
