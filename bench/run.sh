@@ -9,7 +9,11 @@
 # gloved, as root only: start_session to the first output byte against
 # `glove exec`, 32 sessions started at once, and attach throughput against a
 # direct pipe and a bare PTY read by C (bench/managed.py, JSON lines in
-# bench/results/managed.jsonl).
+# bench/results/managed.jsonl); then, as root only, a soak of gloved with
+# many real short managed sessions: RSS, descriptors, keepers, journal and
+# checkpoint bytes every 1 000 sessions and the replay time of a restart
+# (bench/gloved_soak.py, JSON lines in bench/results/gloved-soak.jsonl;
+# GLOVED_SOAK_SESSIONS, default 2 000; 10 000 is the full soak).
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
@@ -163,4 +167,9 @@ echo "== limits and egress: start-up with vs without a run cgroup; 256 MiB throu
 echo
 echo "== managed sessions: start_session -> first byte vs glove exec; 32 at once; attach throughput (glove ctl attach) vs a pipe and a bare PTY (root only)"
 /usr/bin/python3 bench/managed.py --build "$build" --results bench/results/managed.jsonl || rc=$?
+
+echo
+echo "== gloved soak: short managed sessions 8 at a time (create, start, attach to the end, cleanup, receipts acknowledged); RSS, descriptors, keepers, journal and checkpoint bytes every 1 000; restart replay time (root only)"
+# 2 000 sessions here (a few minutes); --sessions 10000 is the full soak.
+/usr/bin/python3 bench/gloved_soak.py --build "$build" --sessions "${GLOVED_SOAK_SESSIONS:-2000}" --results bench/results/gloved-soak.jsonl || rc=$?
 exit $rc
