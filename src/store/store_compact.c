@@ -15,22 +15,59 @@
 
 /* ---- compaction ---- */
 
-static int add_json(struct glove_store_checkpoint_body *b, json_t *o, struct glove_error *err) {
-        _cleanup_free_ char *bytes = NULL;
+/* The live sessions' records, gathered session by session and written to
+ * the checkpoint in journal order: replay requires every entry's sequence
+ * to be higher than the one before, and the records of sessions that were
+ * live at the same time interleave in the journal. */
+struct staged_entry {
+        uint64_t seq;
+        char *bytes; /* malloc'd canonical payload */
+        size_t len;
+};
+
+struct staged {
+        struct staged_entry *v;
+        size_t n, cap;
+};
+
+static void staged_free(struct staged *s) {
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i].bytes);
+        free(s->v);
+        *s = (struct staged){ 0 };
+}
+
+/* Takes bytes (malloc'd) in every case. */
+static int stage(struct staged *s, uint64_t seq, char *bytes, size_t len, struct glove_error *err) {
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 64;
+                struct staged_entry *v = reallocarray(s->v, cap, sizeof(*v));
+                if (!v) {
+                        free(bytes);
+                        return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory staging a checkpoint");
+                }
+                s->v = v;
+                s->cap = cap;
+        }
+        s->v[s->n++] = (struct staged_entry){ .seq = seq, .bytes = bytes, .len = len };
+        return 0;
+}
+
+static int stage_json(struct staged *s, uint64_t seq, json_t *o, struct glove_error *err) {
+        char *bytes = NULL;
         size_t len = 0;
         if (!o || glove_json_encode_canonical(o, &bytes, &len, err) < 0)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory encoding a checkpoint entry");
-        return glove_store_checkpoint_body_add(b, bytes, len, err);
+        return stage(s, seq, bytes, len, err);
 }
 
-/* Appends s's records (create, transitions, cleanup), as they were written. */
-static int add_session_records(struct glove_store_checkpoint_body *b, const struct glove_store_session *s,
-                               struct glove_error *err) {
-        _cleanup_free_ char *create = NULL;
+/* Stages s's records (create, transitions, cleanup) as they were written. */
+static int add_session_records(struct staged *b, const struct glove_store_session *s, struct glove_error *err) {
+        char *create = NULL;
         size_t len = 0;
         int r = store_create_bytes(s, &create, &len, err);
         if (r == 0)
-                r = glove_store_checkpoint_body_add(b, create, len, err);
+                r = stage(b, s->created_seq, create, len, err);
         for (size_t i = 0; r == 0 && i < s->n_history; i++) {
                 const struct glove_store_session_transition *t = &s->history[i];
                 _cleanup_json_ json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I,s:s,s:s}", "at_ms", (json_int_t)t->at_ms,
@@ -43,14 +80,29 @@ static int add_session_records(struct glove_store_checkpoint_body *b, const stru
                         if (!rt || json_object_set_new(o, "runtime", rt) < 0)
                                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
                 }
-                r = add_json(b, o, err);
+                r = stage_json(b, t->seq, o, err);
         }
         if (r == 0 && s->cleaned) {
                 _cleanup_json_ json_t *o = json_pack("{s:I,s:s,s:I,s:s}", "at_ms", (json_int_t)s->cleaned_at_ms,
                                                      "kind", "cleanup", "seq", (json_int_t)s->cleaned_seq,
                                                      "session_id", s->session_id);
-                r = add_json(b, o, err);
+                r = stage_json(b, s->cleaned_seq, o, err);
         }
+        return r;
+}
+
+static int by_seq(const void *a, const void *b) {
+        uint64_t x = ((const struct staged_entry *)a)->seq, y = ((const struct staged_entry *)b)->seq;
+        return x < y ? -1 : x > y;
+}
+
+/* Sorts the staged records by sequence and appends them to body. */
+static int stage_flush(struct staged *s, struct glove_store_checkpoint_body *body, struct glove_error *err) {
+        if (s->n)
+                qsort(s->v, s->n, sizeof(*s->v), by_seq);
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < s->n; i++)
+                r = glove_store_checkpoint_body_add(body, s->v[i].bytes, s->v[i].len, err);
         return r;
 }
 
@@ -113,13 +165,17 @@ int glove_store_compact(struct glove_store *st, struct glove_store_compaction *o
         if (!drop)
                 return glove_error_set(err, ENOMEM, "store.no_memory", "out of memory");
         int r = 0;
+        struct staged staged = { 0 };
         for (size_t i = 0; r == 0 && i < st->n; i++) {
                 drop[i] = retired(st, st->sessions[i]);
                 if (drop[i])
                         res.dropped++;
                 else
-                        r = add_session_records(&body, st->sessions[i], err);
+                        r = add_session_records(&staged, st->sessions[i], err);
         }
+        if (r == 0)
+                r = stage_flush(&staged, &body, err);
+        staged_free(&staged);
         struct glove_store_checkpoint c = { 0 };
         uint8_t param[GLOVE_STORE_JOURNAL_PARAM_LEN], head[GLOVE_STORE_JOURNAL_TAG_LEN];
         glove_store_journal_param(st->journal, param);

@@ -959,6 +959,44 @@ static void test_compact_automatically(void **state) {
         glove_store_close(st);
 }
 
+/* Sessions live at the same time have their records interleaved in the
+ * journal; the checkpoint keeps journal order, so it replays (found by the
+ * gloved soak: 8 sessions in flight). */
+static void test_compact_interleaved_sessions_replay(void **state) {
+        struct fixture *f = *state;
+        struct glove_store *st = NULL;
+        assert_int_equal(glove_store_open(f->path, geteuid(), &st, NULL, NULL), 0);
+        assert_int_equal(create(st, "a", "k-a", PLAN1, NULL, NULL), 0);
+        assert_int_equal(create(st, "b", "k-b", PLAN2, NULL, NULL), 0);
+        assert_int_equal(transition(st, "a", GLOVE_STORE_SESSION_PREPARING, NULL), 0);
+        assert_int_equal(create(st, "c", "k-c", PLAN1, NULL, NULL), 0);
+        assert_int_equal(transition(st, "b", GLOVE_STORE_SESSION_PREPARING, NULL), 0);
+        assert_int_equal(transition(st, "a", GLOVE_STORE_SESSION_STARTING, NULL), 0);
+        assert_int_equal(transition(st, "c", GLOVE_STORE_SESSION_FAILED, NULL), 0);
+        char before[2048], after[2048];
+        describe(st, before, sizeof(before));
+        uint64_t records = glove_store_records(st);
+        struct glove_store_compaction c;
+        assert_int_equal(glove_store_compact(st, &c, NULL), 0);
+        assert_int_equal(c.kept, 3);
+        assert_int_equal(c.entries, records);
+        glove_store_close(st);
+        st = NULL;
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_store_open(f->path, geteuid(), &st, NULL, &e), 0);
+        describe(st, after, sizeof(after));
+        assert_string_equal(before, after);
+        assert_int_equal(glove_store_records(st), records);
+        /* And once more on top of the first checkpoint. */
+        assert_int_equal(transition(st, "b", GLOVE_STORE_SESSION_STARTING, NULL), 0);
+        assert_int_equal(glove_store_compact(st, &c, NULL), 0);
+        glove_store_close(st);
+        st = NULL;
+        assert_int_equal(glove_store_open(f->path, geteuid(), &st, NULL, &e), 0);
+        assert_int_equal(glove_store_find(st, "b")->state, GLOVE_STORE_SESSION_STARTING);
+        glove_store_close(st);
+}
+
 /* Kills a child at each named step of a compaction; the reopened store has
  * every live session, and its chain goes on. */
 static int crash_at;
@@ -1219,6 +1257,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_runtime_refused_at_append, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_replay_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compact_drops_retired_and_continues, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_interleaved_sessions_replay, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compact_automatically, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compact_crash_at_every_step, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_corruption_refused, setup, teardown),
