@@ -91,9 +91,14 @@ class Gloved:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.starts += 1
 
+        tail = self.tail = []
+
         def drain(pipe):
             for line in pipe:
                 self.errlog.write(line)
+                self.errlog.flush()
+                tail.append(line.decode(errors="replace").rstrip())
+                del tail[:-20]
                 if not listening.is_set():
                     try:
                         o = json.loads(line)
@@ -110,7 +115,8 @@ class Gloved:
         deadline = time.monotonic() + 600
         while not listening.wait(0.001):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("gloved did not start (see %s)" % self.errlog.name)
+                self.drainer.join(timeout=10)
+                raise RuntimeError("gloved did not start (exit %s): %s" % (self.proc.poll(), "\n".join(self.tail)))
         while True:
             try:
                 c = Conn(self.rt)
@@ -373,7 +379,16 @@ def main():
                 for c in conns + [ctl]:
                     c.close()
                 t = time.monotonic()
-                listening_ms, answered_ms, msg = g.restart()
+                try:
+                    listening_ms, answered_ms, msg = g.restart()
+                except RuntimeError as e:
+                    # Recorded, not raised: a gloved that cannot replay its
+                    # own state is the finding (its log line says why).
+                    emit("gloved_soak.restart", {"sessions_done": done, "error": str(e),
+                                                 "store_journal_bytes": size(g.store),
+                                                 "store_ckpt_bytes": size(g.store + ".ckpt")})
+                    g.proc = None
+                    return 1
                 conns, ctl = connect()
                 r = {"sessions_done": done, "listening_ms": listening_ms, "first_answer_ms": answered_ms,
                      "message": msg, "rss_kib_after": None, "fds_after": len(os.listdir("/proc/%d/fd" % g.proc.pid)),
