@@ -7,7 +7,7 @@
 #
 #   pass.bats     two tests pass, one skips with a reason       -> ok
 #   fail.bats     one of two tests fails                        -> failed
-#   hang.bats     sleeps past the 4 s timeout                   -> failed, "timed out"
+#   hang.bats     sleeps past the 10 s timeout                   -> failed, "timed out"
 #   cut.bats      its bats is killed after the first of 3 tests -> failed, "the plan says 3"
 #   noplan.bats   its TAP log is emptied, then bats dies         -> failed, "no TAP plan"
 #   serial.bats   marked serial; runs after the parallel files  -> ok
@@ -90,13 +90,13 @@ is() { # file verdict note-substring
 
 echo "1..9"
 rc=0
-GLOVE_IT_SUITE=$suite "$repo/tests/integration/matrix.sh" --timeout 4 --logs "$t/logs" "$build" "$build" \
+GLOVE_IT_SUITE=$suite "$repo/tests/integration/matrix.sh" --timeout 10 --logs "$t/logs" "$build" "$build" \
         >"$t/out" 2>&1 || rc=$?
 check "the runner exits 1 when files failed" [ $rc -eq 1 ]
 check "a passing file with a skip is ok, counted 2 passed and 1 skipped" \
         sh -c '[ "$(awk -F"\t" "\$2 == \"pass.bats\" { print \$4, \$5, \$6, \$7 }" "$0")" = "2 0 1 ok" ]' "$t/logs/results.tsv"
 check "a failing test fails its file" is fail.bats failed "1 failed"
-check "a hanging file is killed at its timeout and named" is hang.bats failed "timed out after 4 s"
+check "a hanging file is killed at its timeout and named" is hang.bats failed "timed out after 10 s"
 check "a file cut short fails on its plan" is cut.bats failed "the plan says 3 tests"
 check "a file without a plan fails" is noplan.bats failed "no TAP plan"
 check "a serial file runs, after the parallel ones" \
