@@ -61,7 +61,11 @@ else
         chmod -R a+rX,go-w "$nm"
 fi
 cp "$bin" "$work/bin/glove"
-[ -x "$(dirname "$bin")/gloved" ] && cp "$(dirname "$bin")/gloved" "$work/bin/"
+# gloved and the programs found next to it (glove-keeper, which gloved execs
+# for each managed session; glove-mcp-stdio).
+for extra in "$(dirname "$bin")"/gloved "$(dirname "$bin")"/glove-keeper "$(dirname "$bin")"/glove-mcp-stdio; do
+        if [ -f "$extra" ] && [ -x "$extra" ]; then cp "$extra" "$work/bin/"; fi
+done
 chmod 0755 "$work/bin" "$work/bin"/*
 
 mode=root
