@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer runs of every fuzz/*.c target (DESIGN.md, "fuzzing").
 #
-#   scripts/fuzz.sh short [TARGET...]   each target for 10 s (make check; 7 targets,
+#   scripts/fuzz.sh short [TARGET...]   each target for 6 s (make check; 10 targets,
 #                                       2 at a time: about 60 s with the builds)
 #   scripts/fuzz.sh long  [TARGET...]   each target for FUZZ_SECONDS (default 600; make fuzz)
 #
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-short) seconds=10 ;;
+short) seconds=6 ;;
 long) seconds=${FUZZ_SECONDS:-600} ;;
 *)
         echo "usage: scripts/fuzz.sh short|long [TARGET...]" >&2

@@ -766,6 +766,12 @@ PYEOF
 }
 
 @test "gloved keeper: a keeper is glove-keeper exec'd, with an empty environment, its own descriptors only and none of gloved's secrets" {
+        # What a keeper holds is a property of the exec, not of the
+        # sanitizer: the normal build proves it (the unpriv cell), and a scan
+        # of an ASan gloved's memory costs about 12 s.
+        if ldd "$GLOVED" 2>/dev/null | grep -q libasan; then
+                skip "this gloved is an ASan build: the keeper's memory is scanned with the normal build (unpriv cell)"
+        fi
         fs_gloved "{\"templates\":[$SLEEPER]}"
         new_fs kp sleeper '[]'
         ctl start kp
