@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "glove/base/json.h"
 #include "glove/base/path.h"
 #include "glove/base/time.h"
+#include "glove/base/random.h"
 
 struct fd_path {
         char path[64];
@@ -113,15 +113,9 @@ void glove_audit_close(struct glove_audit_log *log) {
 
 int glove_audit_new_run_id(struct glove_audit_log *log, struct glove_error *err) {
         unsigned char rnd[GLOVE_AUDIT_RUN_ID_BYTES];
-        size_t got = 0;
-        while (got < sizeof(rnd)) {
-                ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return glove_error_set(err, errno, "audit.run_id", "getrandom: %s", strerror(errno));
-                got += (size_t)n;
-        }
+        int r = glove_random_bytes(rnd, sizeof(rnd));
+        if (r < 0)
+                return glove_error_set(err, -r, "audit.run_id", "getrandom: %s", strerror(-r));
         static const char hex[] = "0123456789abcdef";
         for (size_t i = 0; i < sizeof(rnd); i++) {
                 log->run_id[2 * i] = hex[rnd[i] >> 4];

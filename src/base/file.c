@@ -7,12 +7,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/random.h"
 
 #define TEMP_HEX 16
 #define TEMP_SUFFIX ".tmp"
@@ -26,16 +26,9 @@ static int fail(struct glove_error *err, int r, const char *name, const char *wh
 
 static int temp_name(const char *name, char *out, size_t size) {
         uint8_t rnd[TEMP_HEX / 2];
-        size_t got = 0;
-        while (got < sizeof(rnd)) {
-                ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                got += (size_t)n;
-        }
+        int r = glove_random_bytes(rnd, sizeof(rnd));
+        if (r < 0)
+                return r;
         char hex[TEMP_HEX + 1];
         for (size_t i = 0; i < sizeof(rnd); i++)
                 snprintf(hex + 2 * i, 3, "%02x", rnd[i]);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -22,6 +21,7 @@
 #include "cgroup_internal.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/time.h"
+#include "glove/base/random.h"
 
 #define DEFAULT_MEMORY_FLOOR (UINT64_C(256) << 20)
 
@@ -148,16 +148,9 @@ static int remove_dirs(struct glove_cgroup *cg, struct glove_error *err) {
 
 static int make_name(char name[GLOVE_CGROUP_NAME_MAX]) {
         uint8_t rnd[8];
-        size_t got = 0;
-        while (got < sizeof(rnd)) {
-                ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                got += (size_t)n;
-        }
+        int r = glove_random_bytes(rnd, sizeof(rnd));
+        if (r < 0)
+                return r;
         int n = snprintf(name, GLOVE_CGROUP_NAME_MAX, "glove-%d-", (int)getpid());
         for (size_t i = 0; i < sizeof(rnd); i++)
                 n += snprintf(name + n, (size_t)(GLOVE_CGROUP_NAME_MAX - n), "%02x", rnd[i]);
