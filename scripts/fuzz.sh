@@ -8,7 +8,8 @@
 # Each target is built into build-fuzz/ with clang
 # -fsanitize=fuzzer,address,undefined, compiled from the sources directly
 # (never linked against the gcc-built libraries): the target file, every
-# src/base/*.c, and whatever the target declares in comment lines
+# src/base/*.c, and whatever the target declares in comment lines; a source
+# two targets share is compiled once per run (build-fuzz/obj/)
 #
 #   // fuzz-sources: src/protocol/frame.c src/supervisor/*.c
 #   // fuzz-pkgs: libsystemd
@@ -68,32 +69,51 @@ declared() { # file key
         sed -n "s|^// $2:||p" "$1" | tr -s ' \t' '\n\n' | sed '/^$/d'
 }
 
-build() { # target
-        local t=$1 src=fuzz/$1.c
-        local -a sources=("$src") pkgs=(jansson libcrypto)
-        local f g
-        for f in src/base/*.c; do sources+=("$f"); done
+# The sources and pkg-config names of TARGET, one per line, into the
+# arrays SOURCES and PKGS.
+collect() { # target
+        local t=$1 src=fuzz/$1.c f g
+        SOURCES=("$src") PKGS=(jansson libcrypto)
+        for f in src/base/*.c; do SOURCES+=("$f"); done
         while read -r g; do
                 local matched=0
                 for f in $g; do
                         [ -e "$f" ] || continue
                         matched=1
-                        [[ " ${sources[*]} " == *" $f "* ]] || sources+=("$f")
+                        [[ " ${SOURCES[*]} " == *" $f "* ]] || SOURCES+=("$f")
                 done
                 if [ $matched = 0 ]; then
                         echo "fuzz.sh: $t: fuzz-sources entry $g matches no file" >&2
                         return 1
                 fi
         done < <(declared "$src" fuzz-sources)
-        while read -r g; do pkgs+=("$g"); done < <(declared "$src" fuzz-pkgs)
-        local cflags libs
-        cflags=$(pkg-config --cflags "${pkgs[@]}") || return 1
-        libs=$(pkg-config --libs "${pkgs[@]}") || return 1
+        while read -r g; do PKGS+=("$g"); done < <(declared "$src" fuzz-pkgs)
+}
+
+# The object of SOURCE in $out/obj (every target shares it: the flags are
+# the same for all).
+object_of() { # source
+        local o=${1//\//_}
+        echo "$out/obj/${o%.c}.o"
+}
+
+# Compiles one source into its object.
+compile() { # source
         # shellcheck disable=SC2086
         "$cc" -std=gnu17 -g -O1 -fno-omit-frame-pointer \
-                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-                -D_GNU_SOURCE -DGLOVE_VERSION='"fuzz"' -Iinclude $cflags \
-                -o "$out/bin/$t" "${sources[@]}" $libs
+                -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+                -D_GNU_SOURCE -DGLOVE_VERSION='"fuzz"' -Iinclude $CFLAGS_ALL \
+                -c -o "$(object_of "$1")" "$1"
+}
+
+link() { # target
+        local t=$1 f libs
+        local -a objs=()
+        collect "$t" || return 1
+        for f in "${SOURCES[@]}"; do objs+=("$(object_of "$f")"); done
+        libs=$(pkg-config --libs "${PKGS[@]}") || return 1
+        # shellcheck disable=SC2086
+        "$cc" -fsanitize=fuzzer,address,undefined -o "$out/bin/$t" "${objs[@]}" $libs
 }
 
 run() { # target
@@ -106,7 +126,7 @@ run() { # target
         else
                 echo "fuzz.sh: $t: no seed corpus in $seeds (starting empty)" >&2
         fi
-        if ! build "$t" >"$log" 2>&1; then
+        if ! link "$t" >"$log" 2>&1; then
                 echo "FAIL $t: build failed"
                 tail -n 30 "$log"
                 return 1
@@ -126,6 +146,39 @@ run() { # target
         fi
         echo "ok   $t: ${execs:-?} runs in ${seconds}s, $(find "$work" -type f | wc -l) new corpus files"
 }
+
+# Every source any target needs is compiled once, $jobs at a time, into a
+# fresh $out/obj; each target is then only linked.
+all_sources=() all_pkgs=()
+for t in "${targets[@]}"; do
+        [ -f "fuzz/$t.c" ] || continue
+        collect "$t" || exit 1
+        for f in "${SOURCES[@]}"; do
+                [[ " ${all_sources[*]} " == *" $f "* ]] || all_sources+=("$f")
+        done
+        for f in "${PKGS[@]}"; do
+                [[ " ${all_pkgs[*]} " == *" $f "* ]] || all_pkgs+=("$f")
+        done
+done
+CFLAGS_ALL=$(pkg-config --cflags "${all_pkgs[@]}") || exit 1
+rm -rf "$out/obj"
+mkdir -p "$out/obj"
+for f in "${all_sources[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+                sleep 0.05
+        done
+        compile "$f" >"$(object_of "$f").log" 2>&1 &
+done
+wait
+compile_failed=0
+for f in "${all_sources[@]}"; do
+        if [ ! -s "$(object_of "$f")" ]; then
+                echo "FAIL compiling $f:"
+                tail -n 30 "$(object_of "$f").log"
+                compile_failed=1
+        fi
+done
+[ $compile_failed = 0 ] || exit 1
 
 echo "fuzz.sh: $mode run, ${seconds}s per target, ${#targets[@]} target(s), $jobs at a time"
 failed=0
