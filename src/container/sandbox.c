@@ -210,6 +210,12 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
          * of file on the release pipe. */
         if (cfg->parent_death_kill && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 _exit(1);
+        /* Nothing else before "M": by then Glove has attached this process
+         * to the run cgroup in every hierarchy (unless it was cloned into
+         * it) and written its UID/GID maps. */
+        char go;
+        if (glove_fd_read_exact(release_fd, &go, 1) < 0 || go != 'M')
+                _exit(1);
         int r = hide_argv();
         if (r < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, -r, "sandbox.argv",
@@ -219,9 +225,6 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
         struct glove_sandbox_config local = *cfg;
         local.argv = argv;
         cfg = &local;
-        char go;
-        if (glove_fd_read_exact(release_fd, &go, 1) < 0 || go != 'M')
-                _exit(1);
 
         struct glove_error err = {0};
         if (setsid() < 0)
@@ -344,11 +347,16 @@ int glove_sandbox_spawn_start(const struct glove_sandbox_config *cfg, struct glo
         sb->pid = (pid_t)pid;
         sb->pidfd = pidfd;
 
-        int r = write_idmaps(sb, err);
+        /* The child waits for "M" before anything else (spec
+         * architecture.md: no child setup executes before cgroup
+         * attachment): the hook (the cgroup v1 attach) runs first, so the
+         * perimeter, the tree copies and HOME's seed are charged to the
+         * run. */
+        int r = cfg->after_clone ? cfg->after_clone(sb->pid, cfg->after_clone_ctx, err) : 0;
+        if (r == 0)
+                r = write_idmaps(sb, err);
         if (r == 0 && glove_fd_write_all(sb->release_fd, "M", 1) < 0)
                 r = glove_error_set(err, EPIPE, "sandbox.release", "sandbox child exited during setup");
-        if (r == 0 && cfg->after_clone)
-                r = cfg->after_clone(sb->pid, cfg->after_clone_ctx, err);
         if (r < 0) {
                 glove_sandbox_destroy(sb);
                 return r;

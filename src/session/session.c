@@ -60,7 +60,6 @@ struct glove_session {
          * they are final, and the cgroup may be removed right then. */
         struct glove_cgroup_stats final_stats;
         bool have_final_stats;
-        enum glove_cgroup_limit final_breach;  /* what final_stats show */
         /* The limit watch's last reading (glove_session_usage). */
         struct glove_cgroup_stats last_stats;
         bool have_last_stats;
@@ -210,33 +209,71 @@ static int teardown_cgroup(struct glove_session *s) {
         return 0;
 }
 
+/* CPU time of PID 1's tree from its rusage (ms). */
+static uint64_t rusage_cpu_ms(const struct rusage *ru) {
+        return (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+               (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+}
+
+/* The outcome classifier (docs/limits.md, "Which limit ended a run"): the
+ * one rule, for every caller of the engine (glove exec, glove run and its
+ * contained upstreams, gloved's managed sessions), that says which limit,
+ * if any, ended the run. st: the cgroup's figures read at the reap, or NULL
+ * without them; cpu_ms: the run's CPU time from st, else from PID 1's
+ * rusage. A run counts as ended by a limit when
+ *  - Glove recorded the breach (the limit watch, the wall clock, the
+ *    terminal's output count): s->out.limit is already set and is kept;
+ *  - the kernel enforced a limit on Glove's behalf: an OOM kill in the run
+ *    cgroup ("memory"), a fork refused at pids.max ("pids");
+ *  - the agent died of SIGXCPU or SIGKILL, the signals of the per-process
+ *    RLIMIT_CPU backstop (soft and hard limit), with the run's CPU time at
+ *    its limit (within GLOVE_SESSION_CPU_SLACK_PERCENT), and not while Glove
+ *    was stopping it ("cpu_time").
+ * An agent that ended on its own (any exit code, any other signal) was not
+ * stopped by the CPU-time limit, whatever its usage. */
+static enum glove_cgroup_limit classify_limit(const struct glove_session *s, const struct glove_cgroup_stats *st,
+                                              uint64_t cpu_ms) {
+        const struct glove_session_outcome *o = &s->out;
+        if (o->limit != GLOVE_CGROUP_LIMIT_NONE)
+                return o->limit;
+        if (st && st->oom_kills > 0)
+                return GLOVE_CGROUP_LIMIT_MEMORY;
+        if (st && st->pids_max_events > 0)
+                return GLOVE_CGROUP_LIMIT_PIDS;
+        bool backstop_signal = o->kind == GLOVE_SESSION_SIGNALED && (o->value == SIGXCPU || o->value == SIGKILL);
+        if (backstop_signal && !o->stopped && s->limits.cpu_time_ms &&
+            cpu_ms * 100 >= s->limits.cpu_time_ms * (100 - GLOVE_SESSION_CPU_SLACK_PERCENT))
+                return GLOVE_CGROUP_LIMIT_CPU_TIME;
+        return GLOVE_CGROUP_LIMIT_NONE;
+}
+
+/* Classifies the ended run (classify_limit) from st (NULL: from PID 1's
+ * rusage). A run that never started has no limit to report; one whose setup
+ * the kernel stopped for memory or pids does (the setup is charged to the
+ * run: docs/limits.md). */
+static void classify(struct glove_session *s, const struct glove_cgroup_stats *st) {
+        uint64_t cpu_ms = st ? st->cpu_usage_ns / 1000000 : s->have_rusage ? rusage_cpu_ms(&s->rusage) : 0;
+        if (s->out.released || s->out.kind == GLOVE_SESSION_SETUP_FAILED)
+                s->out.limit = classify_limit(s, st, cpu_ms);
+}
+
 static void final_usage(struct glove_session *s) {
         struct glove_session_outcome *o = &s->out;
         o->output_bytes = s->term ? glove_terminal_output_bytes(s->term) : 0;
         struct glove_cgroup_stats cs;
         if (s->have_final_stats) {
-                /* Read when PID 1 was reaped. */
+                /* Read when PID 1 was reaped, and classified then. */
                 o->usage_from_cgroup = true;
                 o->cpu_time_ms = s->final_stats.cpu_usage_ns / 1000000;
                 o->peak_memory_bytes = s->final_stats.memory_peak_bytes;
-                if (s->final_breach != GLOVE_CGROUP_LIMIT_NONE && o->limit == GLOVE_CGROUP_LIMIT_NONE)
-                        o->limit = s->final_breach;
         } else if (s->cg && glove_cgroup_stats(s->cg, &cs, NULL) == 0) {
                 o->usage_from_cgroup = true;
                 o->cpu_time_ms = cs.cpu_usage_ns / 1000000;
                 o->peak_memory_bytes = cs.memory_peak_bytes;
-                enum glove_cgroup_limit b = glove_cgroup_breach(s->cg, &cs);
-                if (b != GLOVE_CGROUP_LIMIT_NONE && b != GLOVE_CGROUP_LIMIT_CPU_TIME && o->limit == GLOVE_CGROUP_LIMIT_NONE)
-                        o->limit = b; /* as at the reap: CPU time only when Glove stopped it */
+                classify(s, &cs);
         } else if (s->have_rusage) {
-                const struct rusage *ru = &s->rusage;
-                o->cpu_time_ms = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
-                                 (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
-                o->peak_memory_bytes = (uint64_t)ru->ru_maxrss * 1024;
-                /* The per-process RLIMIT_CPU backstop kills with SIGXCPU. */
-                if (o->kind == GLOVE_SESSION_SIGNALED && o->value == SIGXCPU && s->limits.cpu_time_ms &&
-                    o->limit == GLOVE_CGROUP_LIMIT_NONE)
-                        o->limit = GLOVE_CGROUP_LIMIT_CPU_TIME;
+                o->cpu_time_ms = rusage_cpu_ms(&s->rusage);
+                o->peak_memory_bytes = (uint64_t)s->rusage.ru_maxrss * 1024;
         }
 }
 
@@ -330,6 +367,20 @@ static void outcome_from_sandbox(struct glove_session *s, const siginfo_t *si) {
         s->out.value = so.value;
 }
 
+/* The setup (perimeter, tree copies into tmpfs, HOME's seed) is charged to
+ * the run: when the kernel stopped it at a limit, the error names that
+ * limit instead of the step it cut short. */
+static void setup_limit_error(struct glove_session *s) {
+        const char *name = glove_cgroup_limit_name(s->out.limit);
+        uint64_t value = s->out.limit == GLOVE_CGROUP_LIMIT_MEMORY ? s->limits.memory_bytes : s->limits.pids;
+        glove_error_clear(&s->out.error); /* the step it cut short is not the cause */
+        glove_error_set(&s->out.error, s->out.limit == GLOVE_CGROUP_LIMIT_MEMORY ? ENOMEM : EAGAIN,
+                        s->out.limit == GLOVE_CGROUP_LIMIT_MEMORY ? "limits.memory" : "limits.pids",
+                        "the sandbox's setup (its perimeter, the trees copied into it, HOME's seed) went past the "
+                        "run's %s limit (%llu %s) and was stopped before the agent started; raise the limit or copy less",
+                        name, (unsigned long long)value, s->out.limit == GLOVE_CGROUP_LIMIT_MEMORY ? "bytes" : "tasks");
+}
+
 /* PID 1's pidfd is readable once it exited: reap it here, with its tree's
  * rusage (RUSAGE_CHILDREN would mix every session of the process). An io
  * source on the pidfd instead of a child source: no SIGCHLD mask needed. */
@@ -376,18 +427,14 @@ static int on_child(sd_event_source *src, int fd, uint32_t revents, void *userda
                 s->out.audit_failed = true;
         if (atomic_load(&s->egress.audit_full))
                 s->out.audit_full = true;
-        if (s->cg && glove_cgroup_stats(s->cg, &s->final_stats, NULL) == 0) {
+        /* The final figures, and the outcome classified at the reap from
+         * them (or from the rusage without a cgroup). */
+        if (s->cg && glove_cgroup_stats(s->cg, &s->final_stats, NULL) == 0)
                 s->have_final_stats = true;
-                s->final_breach = glove_cgroup_breach(s->cg, &s->final_stats);
-                /* After the fact only what the kernel enforced counts (an OOM
-                 * kill, a fork refused at pids.max): CPU time is Glove's to
-                 * enforce, and an agent that ended on its own between two
-                 * readings was not stopped by it. */
-                if (s->final_breach == GLOVE_CGROUP_LIMIT_CPU_TIME)
-                        s->final_breach = GLOVE_CGROUP_LIMIT_NONE;
-                if (s->out.limit == GLOVE_CGROUP_LIMIT_NONE && s->phase != PHASE_SPAWNING)
-                        s->out.limit = s->final_breach;
-        }
+        if (s->have_final_stats || !s->cg)
+                classify(s, s->have_final_stats ? &s->final_stats : NULL);
+        if (s->out.kind == GLOVE_SESSION_SETUP_FAILED && s->out.limit != GLOVE_CGROUP_LIMIT_NONE)
+                setup_limit_error(s);
         if (s->cg) {
                 /* Whatever PID 1 left in the cgroup: the cgroup goes now when
                  * it is empty (it normally is: the PID namespace died with
@@ -488,6 +535,12 @@ static int make_cgroup(struct glove_session *s, const struct glove_session_desc 
                 }
                 return 0;
         }
+        /* The limit watch enforces CPU time on the whole cgroup: the
+         * per-process RLIMIT_CPU backstop sits above it, so that it never
+         * races the watch (without a cgroup it stays at the limit and is
+         * the enforcement; docs/limits.md). */
+        if (cfg->cpu_time_ms)
+                cfg->cpu_time_ms += GLOVE_SESSION_CPU_BACKSTOP_MARGIN_MS;
         int fd = glove_cgroup_clone_fd(s->cg);
         if (fd >= 0) {
                 cfg->cgroup_fd = fd;

@@ -177,6 +177,10 @@ limit_case() {
         start_py
         limit_case l-cpu cpu cpu cpu_time_ms
         receipt_is l-cpu '.usage.cpu_time_ms >= 500 and .termination.signal == 9'
+        # At whole seconds the per-process RLIMIT_CPU backstop once sat at the
+        # limit and its SIGXCPU was receipted as a plain signal.
+        limit_case l-cpu1 cpu cpu1s cpu_time_ms
+        receipt_is l-cpu1 '.usage.cpu_time_ms >= 1000 and .termination.signal == 9'
         limit_case l-mem mem mem memory_bytes
         receipt_is l-mem '.usage.peak_memory_bytes > 0 and .usage.peak_memory_bytes <= 50331648'
         limit_case l-pids fork pids pids

@@ -268,6 +268,26 @@ print("coped", flush=True)'
         expect_no_survivor "$m"
 }
 
+@test "limits: a busy loop under --cpu-time of whole seconds is reported as \"cpu_time\" (137), not as the backstop's signal" {
+        need_cgroups
+        # At whole seconds the per-process RLIMIT_CPU backstop used to sit
+        # exactly at the limit, fire before the watch, and be reported as
+        # SIGXCPU (152, limit null).
+        gxs --cpu-time 1000 -- /bin/sh -c 'while :; do :; done'
+        expect_breach cpu_time
+        status_is '.cpu_time_ms >= 1000 and .cpu_time_ms < 4000'
+}
+
+@test "limits: with a run cgroup the RLIMIT_CPU backstop sits above --cpu-time (the watch stops the run first)" {
+        need_cgroups
+        gxs --cpu-time 1000 -- /bin/sh -c 'ulimit -St; ulimit -Ht'
+        expect_status 0
+        [ "$output" = $'2\n3' ] || fail "expected the backstop at 2 s soft, 3 s hard above a 1 s limit, got: $output"
+        gxs --cpu-time 2500 -- /bin/sh -c 'ulimit -St'
+        expect_status 0
+        expect_output 4
+}
+
 # ------------------------------------------------------------ wall_time
 
 @test "limits: a sleep is killed by \"wall_time\" after --wall-time MS" {
@@ -393,6 +413,11 @@ sys.exit(7)'
         gxs -- /bin/sh -c 'kill -TERM $$; sleep 5'
         expect_status 143
         status_is '.exit_code == 143 and .signal == 15 and .limit == null'
+        # SIGXCPU (the backstop's signal) far below the CPU-time limit is
+        # the agent's own doing, not a limit.
+        gxs -- /bin/sh -c 'kill -XCPU $$; sleep 5'
+        expect_status 152
+        status_is '.exit_code == 152 and .signal == 24 and .limit == null'
 }
 
 @test "limits: the status object is merged into the audit exit record" {
@@ -593,6 +618,39 @@ PYEOF
         printf '%s\n' "$stderr" | grep -v '^glove: warning: limits\.degraded: ' >"$BATS_TEST_TMPDIR/err"
         [ "$(grep -c . "$BATS_TEST_TMPDIR/err")" -eq 1 ] || fail "expected one error line on stderr"
         grep -qE '^glove: [a-z_]+\.[a-z_.]+: .*status' "$BATS_TEST_TMPDIR/err" || fail "the error does not name the status file"
+}
+
+# ------------------------------------------------------------ setup charged to the run
+
+@test "limits: the sandbox's setup is charged to the run: a --home-from copy counts in its memory and stops the start past --memory" {
+        need_cgroups
+        local seed=$BATS_TEST_TMPDIR/bigseed
+        mkdir "$seed"
+        head -c $((48 * MiB)) /dev/zero >"$seed/blob"
+        # The 48 MiB copy into HOME's tmpfs is the run's, even when attaching
+        # the sandbox to the run cgroup is slow: the crash-point shim holds
+        # glove's first write of a pid to a cgroup.procs (the v1 attach; on
+        # v2 the sandbox is cloned into its cgroup and nothing is held) back
+        # by a second, as a loaded host's RCU grace period might.
+        local shim wrap=$BATS_TEST_TMPDIR/glove-slow-attach
+        shim="$(dirname "$GLOVE")/glove-crashpoint.so"
+        [ -f "$shim" ] || fail "the crash-point shim $shim is missing (meson builds glove-crashpoint.so)"
+        # The match is the newline that ends the pid glove writes.
+        cat >"$wrap" <<EOF
+#!/bin/sh
+exec env LD_PRELOAD='$shim' GLOVE_CRASH_MATCH='
+' GLOVE_CRASH_PATH=cgroup.procs GLOVE_CRASH_WHEN=stall GLOVE_CRASH_STALL_MS=1000 '$GLOVE' "\$@"
+EOF
+        chmod 755 "$wrap"
+        GLOVE=$wrap gxs --memory 256M --home-from "$seed" -- /bin/true
+        expect_status 0
+        status_is ".exit_code == 0 and .limit == null and .peak_memory_bytes >= 48 * $MiB"
+        # Under a 32M limit the copy itself is stopped before the agent runs.
+        gxs --memory 32M --home-from "$seed" -- /bin/sh -c 'echo agent-ran'
+        expect_glove_error 125
+        [ "$(glove_error_code)" = limits.memory ] || fail "expected limits.memory, got: $stderr"
+        [[ "$output" != *agent-ran* ]] || fail "the agent ran although its HOME did not fit"
+        expect_no_run_cgroup
 }
 
 # ------------------------------------------------------------ without delegated cgroups

@@ -6,9 +6,10 @@
  * "glove exec"). Life of one sandbox:
  *
  *   glove_sandbox_spawn_start()   clone3 into new user, PID, mount, network,
- *                                 IPC, UTS and cgroup namespaces; write the
- *                                 UID/GID maps; run after_clone. The child
- *                                 builds the mount perimeter meanwhile.
+ *                                 IPC, UTS and cgroup namespaces; run
+ *                                 after_clone (the cgroup attach); write the
+ *                                 UID/GID maps; only then let the child build
+ *                                 the mount perimeter.
  *   glove_sandbox_spawn_finish()  once report_fd is readable: the child is
  *                                 ready and waiting for release, or failed.
  *                                 Nothing of the agent has run yet.
@@ -86,7 +87,11 @@ struct glove_sandbox_config {
         int stderr_fd;                        /* to keep Glove's own */
         bool controlling_tty;                 /* stdin is a PTY slave the agent takes as its
                                                * controlling terminal (new session) */
-        uint64_t cpu_time_ms;                 /* RLIMIT_CPU backstop per process; 0 for none */
+        uint64_t cpu_time_ms;                 /* RLIMIT_CPU backstop of every agent process, ms
+                                               * (rounded up to whole seconds: SIGXCPU there,
+                                               * SIGKILL a second later); 0 for none. The
+                                               * session engine sets it above the CPU-time
+                                               * limit when a cgroup watch enforces that */
         uint64_t file_size_max;               /* RLIMIT_FSIZE of the agent in bytes (soft = hard;
                                                * SIGXFSZ ignored, so a write past it fails
                                                * EFBIG); 0 for none */
@@ -98,10 +103,12 @@ struct glove_sandbox_config {
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released
                                                * (after Glove attached it to the run cgroup) */
-        /* Called in Glove right after the clone, while the child builds its
-         * perimeter (e.g. to move it into a cgroup v1 hierarchy, which waits
-         * for an RCU grace period): returns 0 or -errno with err set. NULL
-         * for none. */
+        /* Called in Glove right after the clone, before the UID/GID maps
+         * are written and before the child may start anything (it waits on
+         * the release pipe): e.g. to move it into the run cgroup's v1
+         * hierarchies, so that its whole setup is charged to the run (spec
+         * architecture.md: no child setup executes before cgroup
+         * attachment). Returns 0 or -errno with err set. NULL for none. */
         int (*after_clone)(pid_t pid, void *ctx, struct glove_error *err);
         void *after_clone_ctx;
         /* A descriptor PID 1 keeps for pid1_setup (e.g. the egress channel),
@@ -169,9 +176,10 @@ struct glove_sandbox_outcome {
 };
 
 /*
- * Starts creating the sandbox: copies argv, clones the child (which builds
- * its perimeter on its own from here), writes the UID/GID maps and runs
- * cfg->after_clone. Returns without waiting for the perimeter. Afterwards
+ * Starts creating the sandbox: copies argv, clones the child (into
+ * cfg->cgroup_fd when given), runs cfg->after_clone, writes the UID/GID maps
+ * and lets the child build its perimeter on its own from here; until then
+ * the child only waits. Returns without waiting for the perimeter. Afterwards
  * sb->pid and sb->pidfd name PID 1 and sb->report_fd (O_NONBLOCK,
  * O_CLOEXEC) becomes readable when PID 1 reported ready, reported a setup
  * failure, or died; then call glove_sandbox_spawn_finish(). cfg and what it

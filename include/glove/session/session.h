@@ -63,6 +63,18 @@
 
 /* How often the cgroup and the clock are read while the agent runs (ms). */
 #define GLOVE_SESSION_POLL_MS 50
+/* With a run cgroup, how far above the CPU-time limit the per-process
+ * RLIMIT_CPU backstop sits (ms; rounded up to whole seconds by the kernel's
+ * interface): far more than GLOVE_SESSION_POLL_MS, so the limit watch stops
+ * the run first. Without a cgroup the backstop is the limit itself
+ * (docs/limits.md, "CPU time"). */
+#define GLOVE_SESSION_CPU_BACKSTOP_MARGIN_MS 1000
+/* How far below its CPU-time limit (percent of it) a run's CPU time may be
+ * read when the backstop killed it and still count as the limit: RLIMIT_CPU
+ * counts whole scheduler ticks, which run ahead of the precise figures of
+ * the cgroup and of getrusage by several percent on a busy host (945 ms
+ * read for a 1 s backstop was seen on 2 loaded cores). */
+#define GLOVE_SESSION_CPU_SLACK_PERCENT 10
 /* How long output may keep flowing after PID 1 is gone (ms). */
 #define GLOVE_SESSION_DRAIN_MS 2000
 /* How long teardown retries removing the run cgroup (ms). */
@@ -195,7 +207,15 @@ struct glove_session_outcome {
         enum glove_session_outcome_kind kind;
         int value;
         struct glove_sandbox_outcome sandbox;  /* as read from PID 1 (not for SETUP_FAILED) */
-        enum glove_cgroup_limit limit;         /* the first limit breached, or NONE */
+        enum glove_cgroup_limit limit;         /* the limit that ended the run, or NONE: the
+                                                * one outcome classifier's answer, the same for
+                                                * every caller (docs/limits.md, "Which limit
+                                                * ended a run"): the first breach Glove recorded,
+                                                * else what the kernel enforced for it (an OOM
+                                                * kill, a refused fork, the RLIMIT_CPU backstop's
+                                                * SIGXCPU/SIGKILL with the CPU time at the limit).
+                                                * With SETUP_FAILED: memory or pids when the
+                                                * kernel stopped the setup at that limit */
         bool disk_full;                        /* a private tmpfs was full at the end */
         bool stopped;                          /* glove_session_stop() ended it */
         bool audit_failed;                     /* an egress record could not be appended */

@@ -4,7 +4,9 @@
  * (tests/integration/gloved_recovery.bats). It makes the process that loads
  * it kill itself with SIGKILL at an exact point of its output, so that a
  * test can crash gloved between two durable writes without any back door in
- * gloved itself. Built by meson as build/glove-crashpoint.so (a test
+ * gloved itself; or stall once before such a write, so that a test can make
+ * a race deterministic (limits.bats holds glove's cgroup v1 attach back to
+ * prove the sandbox waits for it). Built by meson as build/glove-crashpoint.so (a test
  * artifact, never installed); tests/integration/run.sh copies it next to
  * the binaries under test.
  *
@@ -12,14 +14,17 @@
  *   GLOVE_CRASH_MATCH=SUBSTRING  arm the shim: a write whose buffer contains
  *                                these bytes is a match. Unset or empty: the
  *                                shim is a pure pass-through.
- *   GLOVE_CRASH_WHEN=before|after|synced
+ *   GLOVE_CRASH_WHEN=before|after|synced|stall
  *                                before: SIGKILL instead of the matching
  *                                write (the file never gets the bytes);
  *                                after (the default): SIGKILL as soon as the
  *                                write returned (the bytes are in the file,
  *                                not necessarily synced); synced: SIGKILL
  *                                when the next fsync/fdatasync of the same
- *                                descriptor returns.
+ *                                descriptor returns; stall: no crash, but
+ *                                the first matching write waits
+ *                                GLOVE_CRASH_STALL_MS first.
+ *   GLOVE_CRASH_STALL_MS=N       stall: how long, in ms (default 1000).
  *   GLOVE_CRASH_SKIP=N           let the first N matches pass (default 0).
  *   GLOVE_CRASH_PATH=SUBSTRING   only writes to a descriptor whose
  *                                /proc/self/fd link contains SUBSTRING count
@@ -55,13 +60,14 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MATCH_MAX 256
 #define PATH_MAX_ 256
 #define REPORT_MAX 4096
 
-enum when { WHEN_BEFORE, WHEN_AFTER, WHEN_SYNCED };
+enum when { WHEN_BEFORE, WHEN_AFTER, WHEN_SYNCED, WHEN_STALL };
 
 static struct {
         bool armed;
@@ -69,6 +75,7 @@ static struct {
         enum when when;
         unsigned long skip;
         unsigned long matches;
+        unsigned long stall_ms;
         char match[MATCH_MAX];
         size_t match_len;
         char path[PATH_MAX_];
@@ -142,17 +149,21 @@ __attribute__((constructor)) static void crashpoint_init(void) {
                 cp.when = !w || !strcmp(w, "after") ? WHEN_AFTER
                         : !strcmp(w, "before")      ? WHEN_BEFORE
                         : !strcmp(w, "synced")      ? WHEN_SYNCED
+                        : !strcmp(w, "stall")       ? WHEN_STALL
                                                     : WHEN_AFTER;
-                if (w && strcmp(w, "after") && strcmp(w, "before") && strcmp(w, "synced"))
+                if (w && strcmp(w, "after") && strcmp(w, "before") && strcmp(w, "synced") && strcmp(w, "stall"))
                         cp.armed = false; /* a typo must not crash somewhere unintended */
                 const char *s = getenv("GLOVE_CRASH_SKIP");
                 cp.skip = s ? strtoul(s, NULL, 10) : 0;
+                const char *ms = getenv("GLOVE_CRASH_STALL_MS");
+                cp.stall_ms = ms ? strtoul(ms, NULL, 10) : 1000;
                 copy_env("GLOVE_CRASH_PATH", cp.path, sizeof(cp.path));
                 copy_env("GLOVE_CRASH_REPORT", cp.report, sizeof(cp.report));
         }
         drop_env("GLOVE_CRASH_MATCH");
         drop_env("GLOVE_CRASH_WHEN");
         drop_env("GLOVE_CRASH_SKIP");
+        drop_env("GLOVE_CRASH_STALL_MS");
         drop_env("GLOVE_CRASH_PATH");
         drop_env("GLOVE_CRASH_REPORT");
         drop_preload();
@@ -208,13 +219,23 @@ static bool hit(int fd, const struct iovec *bufs, int n) {
         return cp.matches > cp.skip;
 }
 
+/* STALL: waits cp.stall_ms once, then disarms. */
+static void stall(void) {
+        struct timespec ts = { .tv_sec = (time_t)(cp.stall_ms / 1000), .tv_nsec = (long)(cp.stall_ms % 1000) * 1000000L };
+        cp.armed = false;
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
 /* Around one write: BEFORE dies instead of it; AFTER dies once it returned;
- * SYNCED remembers the descriptor. */
+ * SYNCED remembers the descriptor; STALL waits before it. */
 #define AROUND(fd, bufs, n, call)                                                       \
         do {                                                                            \
                 bool h_ = hit((fd), (bufs), (n));                                       \
                 if (h_ && cp.when == WHEN_BEFORE)                                       \
                         crash((fd), "before");                                          \
+                if (h_ && cp.when == WHEN_STALL)                                        \
+                        stall();                                                        \
                 ssize_t r_ = (call);                                                    \
                 if (h_ && cp.when == WHEN_AFTER)                                        \
                         crash((fd), "after");                                           \

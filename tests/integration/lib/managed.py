@@ -101,7 +101,7 @@ for _m in ("cpu", "mem", "sleep", "fork", "flood", "disk", "burst", "echo", "not
     PY_TEMPLATES[_m] = []
 PY_BASE = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 60000,
            "disk_bytes": 16777216, "terminal_output_bytes": 16777216}
-PY_PROFILES = {"roomy": {}, "cpu": {"cpu_time_ms": 500}, "mem": {"memory_bytes": 48 << 20}, "pids": {"pids": 8},
+PY_PROFILES = {"roomy": {}, "cpu": {"cpu_time_ms": 500}, "cpu1s": {"cpu_time_ms": 1000}, "mem": {"memory_bytes": 48 << 20}, "pids": {"pids": 8},
                "wall": {"wall_time_ms": 1000}, "out": {"terminal_output_bytes": 40000},
                "disk": {"disk_bytes": 1 << 20}}
 
