@@ -272,3 +272,16 @@ staged_policy() {
         g policy validate
         expect_status 125
 }
+
+@test "policy explain: strings from the policy file reach the terminal escaped (ESC, BEL, C1, bidi controls), as glove ctl shows them" {
+        # Found by the review: explain printed a template's strings raw, so a
+        # policy file could retitle the operator's terminal (OSC ... BEL),
+        # clear it (C1 CSI) or reorder what it reads (a bidi override). A
+        # launch argument may hold any of them and still validate.
+        staged_policy "$T/cfg/policy.json" --arg "$(printf 'x\033]0;owned\007\302\2332J\342\200\256abc')"
+        g policy explain --file "$T/cfg/policy.json"
+        expect_status 0
+        expect_line '    arguments: exec x\x1b]0;owned\x07\x9b2J\u{202E}abc'
+        ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]\|\xe2\x80[\xaa-\xae]' <<<"$output" ||
+                fail "a raw control reached the terminal: $output"
+}
