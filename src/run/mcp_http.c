@@ -380,12 +380,24 @@ static void serve_head(struct ep_conn *c) {
                  * request is refused before its body comes: the endpoint's
                  * memory is bounded as a whole (mcp_endpoint.h, "Memory"). */
                 size_t total = c->head_len + (size_t)q->content_length;
+                const uint8_t *was = c->in.data;
                 if (!conn_fits(c, total > c->in.cap ? total : c->in.cap, c->out.buf.cap) ||
                     glove_buffer_reserve_exact(&c->in, total > c->in.len ? total - c->in.len : 0) < 0) {
                         refuse(c, 503, "endpoint.memory_full",
                                "Glove's memory for this agent's MCP connections is taken; retry when a request has been answered",
                                true, "Retry-After: 1\r\n");
                         return;
+                }
+                /* c->req points into c->in: moved by the growth, it is
+                 * parsed again from the same bytes (it parsed before).
+                 * With the room taken here the body's reads never move it
+                 * again before serve_post. */
+                if (c->in.data != was) {
+                        const char *reason = NULL;
+                        if (glove_mcp_http_request_parse((const char *)c->in.data, c->head_len, &c->req, &reason) != 0) {
+                                conn_kill(c);
+                                return;
+                        }
                 }
                 c->body_len = q->content_length;
                 c->state = H_BODY;
