@@ -14,7 +14,6 @@
 
 #include <jansson.h>
 
-#include "glove/base/shown.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
@@ -22,6 +21,7 @@
 #include "glove/supervisor/adapter.h"
 #include "glove/supervisor/policy.h"
 #include "policy_internal.h"
+#include "shown.h"
 
 /* Warning thresholds (docs/host.md). */
 #define LARGE_QUOTA_BYTES (8LL << 30)     /* an access max_bytes above 8 GiB */
@@ -107,15 +107,9 @@ static bool credential_name(const char *entry) {
         return false;
 }
 
-/* A string from the policy file as it reaches the operator's terminal:
- * escaped by glove_shown (C0, DEL, C1 and bidirectional controls), as glove
- * ctl shows what gloved says. One of 8 rotating buffers, so up to 8 in one
- * printf; a longer string is cut and ends in "...". */
-static const char *S(const char *s) {
-        static char bufs[8][GLOVE_SHOWN_SIZE(1024)];
-        static unsigned next;
-        return glove_shown(s, bufs[next++ % 8], sizeof(bufs[0]));
-}
+/* A string from the policy file as it reaches the operator's terminal
+ * (shown.h). */
+#define S(s) host_shown(s)
 
 static json_t *names_of(json_t *env) {
         json_t *a = json_array();
