@@ -37,8 +37,12 @@ static size_t conn_charge(size_t in_cap, size_t out_cap) {
         return t > GLOVE_MCP_ENDPOINT_CONN_FREE ? t - GLOVE_MCP_ENDPOINT_CONN_FREE : 0;
 }
 
+static size_t gateway_charge(size_t cap) {
+        return cap > GLOVE_MCP_ENDPOINT_GATEWAY_FREE ? cap - GLOVE_MCP_ENDPOINT_GATEWAY_FREE : 0;
+}
+
 size_t ep_held(const struct ep *ep) {
-        size_t n = ep->gw_out.buf.cap + ep->backlog_bytes;
+        size_t n = gateway_charge(ep->gw_out.buf.cap) + ep->backlog_bytes;
         for (const struct ep_conn *c = ep->conns; c; c = c->next)
                 n += conn_charge(c->in.cap, c->out.buf.cap);
         return n;
@@ -47,6 +51,11 @@ size_t ep_held(const struct ep *ep) {
 bool ep_room(const struct ep *ep, size_t more) {
         size_t held = ep_held(ep);
         return held <= ep->budget && more <= ep->budget - held;
+}
+
+bool ep_gateway_fits(const struct ep *ep, size_t cap) {
+        size_t was = gateway_charge(ep->gw_out.buf.cap), will = gateway_charge(cap);
+        return will <= was || ep_room(ep, will - was);
 }
 
 bool conn_fits(const struct ep_conn *c, size_t in_cap, size_t out_cap) {

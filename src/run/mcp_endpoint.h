@@ -31,13 +31,17 @@
  * lines) and queued output, the messages waiting for an HTTP session's GET
  * stream and the queue towards the gateway count against one budget,
  * glove_mcp_endpoint_memory_budget(max_frame) bytes, beyond
- * GLOVE_MCP_ENDPOINT_CONN_FREE bytes per connection that are always
- * available (request heads, refusals, small messages). Past it an HTTP
+ * GLOVE_MCP_ENDPOINT_CONN_FREE bytes per connection and
+ * GLOVE_MCP_ENDPOINT_GATEWAY_FREE of the gateway's queue that are always
+ * available (request heads, refusals, small messages, cancellations). Past it an HTTP
  * request is refused 503 "endpoint.memory_full" with Connection: close, a
  * command's connection gets a JSON-RPC error with that reason and is
  * closed, a connection whose answer cannot be queued is closed; each is
  * audited (endpoint_refused). The whole is at most
- * budget + GLOVE_MCP_ENDPOINT_CONNS_MAX * GLOVE_MCP_ENDPOINT_CONN_FREE.
+ * budget + GLOVE_MCP_ENDPOINT_CONNS_MAX * GLOVE_MCP_ENDPOINT_CONN_FREE +
+ * GLOVE_MCP_ENDPOINT_GATEWAY_FREE (budget + 13 MiB). A message the gateway's
+ * queue has no room for is refused to its client with -32000
+ * "endpoint.memory_full".
  */
 
 #include <stdbool.h>
@@ -59,6 +63,8 @@
 /* Bytes of input and output buffers each connection has outside the
  * budget: a request head and one read, and a small answer. */
 #define GLOVE_MCP_ENDPOINT_CONN_FREE (192 * 1024)
+/* Bytes of the queue towards the gateway outside the budget. */
+#define GLOVE_MCP_ENDPOINT_GATEWAY_FREE (1024 * 1024)
 /* Messages kept for an HTTP session without a GET stream. */
 #define GLOVE_MCP_ENDPOINT_BACKLOG_MAX 256
 /* A request head (and its body) must arrive within this, µs. */

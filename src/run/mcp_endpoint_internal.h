@@ -114,6 +114,8 @@ size_t ep_held(const struct ep *ep);
 bool ep_room(const struct ep *ep, size_t more);
 /* What one backlog message of len bytes is charged (its allocation). */
 #define EP_BACKLOG_CHARGE(len) ((len) + 64)
+/* Whether the gateway's queue may grow to cap bytes within the budget. */
+bool ep_gateway_fits(const struct ep *ep, size_t cap);
 /* Whether c may have input and output buffers of in_cap and out_cap bytes
  * within the budget. */
 bool conn_fits(const struct ep_conn *c, size_t in_cap, size_t out_cap);

@@ -260,6 +260,9 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
         if (r < 0) {
                 if (error)
                         respond_json(c, r == -EBADMSG || r == -EINVAL ? 400 : 200, error);
+                else if (r == -ENOBUFS)
+                        refuse(c, 503, "endpoint.memory_full", "Glove's memory for this agent's MCP connections is taken; retry later",
+                               false, "Retry-After: 1\r\n");
                 else
                         refuse(c, 400, "endpoint.bad_message", "the message could not be forwarded", false, NULL);
                 json_decref(error);

@@ -107,11 +107,13 @@ static int gw_send(struct ep *ep, const json_t *msg) {
         if (r < 0)
                 return r;
         /* The queue towards the gateway counts against the endpoint's
-         * memory budget: full, the message is refused as when the gateway
-         * does not read. */
+         * memory budget (-ENOBUFS), besides its own bound (-EMSGSIZE: the
+         * gateway is not reading). */
         size_t cap = glove_buffer_cap_after(&ep->gw_out.buf, n);
-        if (!cap || (cap > ep->gw_out.buf.cap && !ep_room(ep, cap - ep->gw_out.buf.cap)))
+        if (!cap)
                 return -EMSGSIZE;
+        if (!ep_gateway_fits(ep, cap))
+                return -ENOBUFS;
         r = glove_mcp_writer_queue(&ep->gw_out, line, n);
         if (r < 0)
                 return r;
@@ -272,6 +274,13 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
         if (method_is(m->method, "initialize"))
                 record_capabilities(ss, m->params);
         int r = gw_send(ep, m->root);
+        if (r == -ENOBUFS) {
+                *error_out = client_error(orig_id, -32000, "Glove's memory for this agent's MCP connections is taken; retry later",
+                                          "endpoint.memory_full");
+                json_decref(orig_id);
+                json_decref(orig_token);
+                return r;
+        }
         if (r < 0) {
                 *error_out = client_error(orig_id, -32000, r == -EMSGSIZE ? "the gateway is not reading" : "cannot forward",
                                           "endpoint.gateway");
@@ -351,6 +360,8 @@ int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *text
                 break;
         }
         glove_mcp_message_free(&m);
+        if (r == -ENOBUFS)
+                ep_refused(ep, ep->sessions[s].transport, 0, "endpoint.memory_full");
         return r;
 }
 

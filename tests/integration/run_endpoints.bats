@@ -146,12 +146,12 @@ vmrss() {
         # almost --max-frame bytes put 260 MiB in glove run's own process
         # (outside the agent's cgroup) at the default 4M. The bound is the
         # budget (32 MiB at 4M, docs/mcp-mediation.md) plus 192 KiB of
-        # buffers per connection (12 MiB for 64); 16 MiB more is left for the
-        # allocator (the ASan build's shadow). The ASan build's quarantine
+        # buffers per connection and 1 MiB of the gateway's queue (13 MiB);
+        # 15 MiB more is left for the allocator (the ASan build's shadow). The ASan build's quarantine
         # keeps freed memory resident (a growing line's every smaller
         # buffer: 126 MiB here), which is not memory Glove holds: it is
         # turned off for this run (ignored by the normal build).
-        local d=$BATS_TEST_TMPDIR body=$((4 * 1024 * 1024 - 1024)) bound_kib=$(((32 + 12 + 16) * 1024))
+        local d=$BATS_TEST_TMPDIR body=$((4 * 1024 * 1024 - 1024)) bound_kib=$(((32 + 13 + 15) * 1024))
         ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0" "$GLOVE" run --mcp-endpoint http,command --mcp-port 8931 "${EV[@]}" --audit-log "$AUDIT" --read "$AGENTS" --write "$OUT" -- \
                 "$PY" "$AGENTS/endpoint-hoard.py" 8931 "$OUT" 40 16 "$body" >"$d/stdout" 2>"$d/stderr" &
         local pid=$! i before after
