@@ -22,6 +22,20 @@
 
 #include "mcp_endpoint.h"
 
+/* Linked with --wrap=sd_event_add_time_relative: while fail_time_sources
+ * is set, every new relative time source fails as without memory. */
+static bool fail_time_sources;
+int __real_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+                                      sd_event_time_handler_t callback, void *userdata);
+int __wrap_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+                                      sd_event_time_handler_t callback, void *userdata);
+int __wrap_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+                                      sd_event_time_handler_t callback, void *userdata) {
+        if (fail_time_sources)
+                return -ENOMEM;
+        return __real_sd_event_add_time_relative(e, s, clock, usec, accuracy, callback, userdata);
+}
+
 struct fixture {
         sd_event *e;
         struct glove_mcp_endpoint *ep;
@@ -306,6 +320,36 @@ static bool read_until(struct fixture *f, int fd, char *buf, size_t size, const 
         return strstr(buf, text) != NULL;
 }
 
+/* A connection killed while the loop cannot allocate is still closed, and
+ * never used after it is freed: a refused HTTP request (403, the head is
+ * not trusted: closed after the answer) is killed inside the refusal, and
+ * the request parser goes on reading the connection afterwards. Under ASan
+ * a use after free fails the test; in any build the client sees the answer,
+ * then the end of the connection. */
+static void test_kill_without_memory(void **state) {
+        struct fixture *f = *state;
+        for (int i = 0; i < 3; i++) {
+                int c = connect_client(f);
+                fail_time_sources = true;
+                say(c, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n");
+                char buf[4096];
+                bool refused = read_until(f, c, buf, sizeof(buf), "\r\n\r\n");
+                fail_time_sources = false;
+                assert_true(refused);
+                assert_non_null(strstr(buf, "HTTP/1.1 403 "));
+                assert_non_null(strstr(buf, "Connection: close\r\n"));
+                bool closed = false;
+                for (int round = 0; round < 400 && !closed; round++) {
+                        sd_event_run(f->e, 5000);
+                        char b;
+                        ssize_t n = read(c, &b, 1);
+                        closed = n == 0 || (n < 0 && errno != EAGAIN);
+                }
+                assert_true(closed);
+                close(c);
+        }
+}
+
 static void test_http_stream(void **state) {
         struct fixture *f = *state;
         static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{\"sampling\":{}}}}";
@@ -366,6 +410,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_progress_and_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_http_stream, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_kill_without_memory, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
