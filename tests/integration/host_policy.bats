@@ -285,3 +285,17 @@ staged_policy() {
         ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]\|\xe2\x80[\xaa-\xae]' <<<"$output" ||
                 fail "a raw control reached the terminal: $output"
 }
+
+@test "policy detect: a name found on disk reaches the terminal escaped" {
+        # An entry's link target is a file name anyone who can write the
+        # directory chooses: OSC ... BEL and C1 CSI in it are shown escaped.
+        local name
+        name=$(printf 'real\033]0;owned\007\302\233')
+        mkdir -p "$T/det/bin"
+        printf '#!/bin/sh\n' >"$T/det/$name"
+        chmod 755 "$T/det/$name"
+        ln -s "../$name" "$T/det/bin/codex"
+        g policy detect --search-path "$T/det/bin"
+        [[ "$output" == *'-> '"$T"'/det/real\x1b]0;owned\x07\x9b;'* ]] || fail "not shown escaped: $output"
+        ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$output" || fail "a raw control reached the terminal: $output"
+}
