@@ -9,13 +9,12 @@ void glove_buffer_init(struct glove_buffer *b, size_t max) {
         *b = (struct glove_buffer){ .max = max };
 }
 
-int glove_buffer_reserve(struct glove_buffer *b, size_t n) {
+size_t glove_buffer_cap_after(const struct glove_buffer *b, size_t n) {
         if (n > b->max || b->len > b->max - n)
-                return -EMSGSIZE;
+                return 0;
         size_t need = b->len + n;
         if (need <= b->cap)
-                return 0;
-
+                return b->cap;
         size_t cap = b->cap ? b->cap : GLOVE_BUFFER_MIN_CAP;
         while (cap < need && cap <= b->max / 2)
                 cap *= 2;
@@ -23,13 +22,30 @@ int glove_buffer_reserve(struct glove_buffer *b, size_t n) {
                 cap = need; /* doubling would pass max; need <= max */
         if (cap > b->max)
                 cap = b->max; /* only when max < GLOVE_BUFFER_MIN_CAP; still >= need */
+        return cap;
+}
 
+static int grow_to(struct glove_buffer *b, size_t cap) {
         uint8_t *p = realloc(b->data, cap);
         if (!p)
                 return -ENOMEM;
         b->data = p;
         b->cap = cap;
         return 0;
+}
+
+int glove_buffer_reserve(struct glove_buffer *b, size_t n) {
+        if (n > b->max || b->len > b->max - n)
+                return -EMSGSIZE;
+        size_t cap = glove_buffer_cap_after(b, n);
+        return cap <= b->cap ? 0 : grow_to(b, cap);
+}
+
+int glove_buffer_reserve_exact(struct glove_buffer *b, size_t n) {
+        if (n > b->max || b->len > b->max - n)
+                return -EMSGSIZE;
+        size_t need = b->len + n;
+        return need <= b->cap ? 0 : grow_to(b, need);
 }
 
 int glove_buffer_commit(struct glove_buffer *b, size_t n) {

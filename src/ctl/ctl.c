@@ -14,6 +14,7 @@
 
 #include "glove/base/number.h"
 #include "glove/base/cleanup.h"
+#include "glove/base/shown.h"
 #include "glove/base/fd.h"
 #include "glove/protocol/client.h"
 #include "glove/store/store.h"
@@ -74,34 +75,15 @@ int ctl_usage_error(const char *fmt, ...) {
         return GLOVE_CTL_EXIT_FAILURE;
 }
 
-/* A string from gloved as it may reach a terminal: C0 controls, DEL and the
- * UTF-8 encodings of C1 controls (U+0080..U+009F) are shown as \xNN, so a
- * peer cannot send escape sequences to the operator's terminal. Returns one
- * of 8 rotating static buffers (so up to 8 may appear in one printf); a
- * string longer than fits is cut and ends in "...". */
+/* A string from gloved as it may reach a terminal, escaped by glove_shown
+ * (glove/base/shown.h: C0, DEL, C1 and bidirectional controls), so a peer
+ * cannot send escape sequences to the operator's terminal. Returns one of 8
+ * rotating static buffers (so up to 8 may appear in one printf); a string
+ * longer than fits is cut and ends in "...". */
 const char *ctl_shown(const char *s) {
         static char bufs[8][1024];
         static unsigned next;
-        char *out = bufs[next++ % 8];
-        size_t o = 0, cap = sizeof(bufs[0]) - 8;
-        if (!s)
-                s = "?";
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                if (o >= cap) {
-                        memcpy(out + o, "...", 4);
-                        return out;
-                }
-                bool c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
-                if (*p < 0x20 || *p == 0x7f || c1) {
-                        o += (size_t)snprintf(out + o, 5, "\\x%02x", c1 ? p[1] : *p);
-                        if (c1)
-                                p++;
-                } else {
-                        out[o++] = (char)*p;
-                }
-        }
-        out[o] = '\0';
-        return out;
+        return glove_shown(s, bufs[next++ % 8], sizeof(bufs[0]));
 }
 
 int ctl_failure(const struct glove_error *e) {

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "doctor_internal.h"
+#include "shown.h"
 #include "glove/base/cleanup.h"
 #include "glove/protocol/client.h"
 #include "glove/store/dirs.h"
@@ -300,10 +301,12 @@ static void print_json(const struct doctor *d) {
 static void print_text(const struct doctor *d) {
         for (size_t i = 0; i < d->n; i++) {
                 const struct glove_host_doctor_item *it = &d->items[i];
+                /* A detail may quote the host (a path, a file's line):
+                 * shown escaped. */
                 printf("%-7s  %-17s  %s%s\n", status_words[it->status], it->name, it->required ? "(needed) " : "",
-                       it->detail);
+                       host_shown(it->detail));
                 if (it->fix[0])
-                        printf("%-7s  %-17s  what to do: %s\n", "", "", it->fix);
+                        printf("%-7s  %-17s  what to do: %s\n", "", "", host_shown(it->fix));
         }
         if (ready(d)) {
                 puts("glove doctor: ready: everything a default glove exec needs is present");

@@ -22,6 +22,7 @@
 #include "glove/supervisor/policy.h"
 #include "glove/supervisor/trust.h"
 #include "policy_internal.h"
+#include "shown.h"
 
 static const char usage_text[] =
         "Usage: glove policy COMMAND [OPTIONS]\n"
@@ -59,7 +60,8 @@ int policy_usage(const char *cmd, const char *fmt, ...) {
 }
 
 int policy_refuse(const struct glove_error *err) {
-        fprintf(stderr, "glove: %s: %s\n", err->code ? err->code : "policy.failed", err->message);
+        /* The message may quote the file (a key, a value): shown escaped. */
+        fprintf(stderr, "glove: %s: %s\n", err->code ? err->code : "policy.failed", host_shown(err->message));
         return POLICY_EXIT_REFUSED;
 }
 
@@ -222,11 +224,11 @@ int policy_detect_main(int argc, char **argv) {
                         const char *rid = json_string_value(json_object_get(ad, "runtime_id"));
                         json_t *sel = json_object_get(ad, "selected");
                         if (json_is_object(sel))
-                                printf("%s: usable: %s (in %s)\n", rid,
-                                       json_string_value(json_object_get(sel, "executable")),
-                                       json_string_value(json_object_get(sel, "directory")));
+                                printf("%s: usable: %s (in %s)\n", host_shown(rid),
+                                       host_shown(json_string_value(json_object_get(sel, "executable"))),
+                                       host_shown(json_string_value(json_object_get(sel, "directory"))));
                         else
-                                printf("%s: not usable for discovery\n", rid);
+                                printf("%s: not usable for discovery\n", host_shown(rid));
                         size_t k;
                         json_t *d;
                         json_array_foreach(json_object_get(ad, "directories"), k, d) {
@@ -235,15 +237,15 @@ int policy_detect_main(int argc, char **argv) {
                                 const char *entry = json_string_value(json_object_get(d, "entry"));
                                 bool found = json_is_true(json_object_get(d, "found"));
                                 if (json_is_true(json_object_get(d, "trusted")))
-                                        printf("  %s: found, trusted\n", dir);
+                                        printf("  %s: found, trusted\n", host_shown(dir));
                                 else if (found)
-                                        printf("  %s: found %s%s%s; untrusted: %s\n", dir, entry,
+                                        printf("  %s: found %s%s%s; untrusted: %s\n", host_shown(dir), host_shown(entry),
                                                res && strcmp(res, entry) ? " -> " : "",
-                                               res && strcmp(res, entry) ? res : "",
-                                               json_string_value(json_object_get(d, "reason")));
+                                               res && strcmp(res, entry) ? host_shown(res) : "",
+                                               host_shown(json_string_value(json_object_get(d, "reason"))));
                                 else
-                                        printf("  %s: not found (%s)\n", dir,
-                                               json_string_value(json_object_get(d, "reason")));
+                                        printf("  %s: not found (%s)\n", host_shown(dir),
+                                               host_shown(json_string_value(json_object_get(d, "reason"))));
                         }
                 }
         }

@@ -21,6 +21,7 @@
 #include "glove/supervisor/adapter.h"
 #include "glove/supervisor/policy.h"
 #include "policy_internal.h"
+#include "shown.h"
 
 /* Warning thresholds (docs/host.md). */
 #define LARGE_QUOTA_BYTES (8LL << 30)     /* an access max_bytes above 8 GiB */
@@ -106,6 +107,10 @@ static bool credential_name(const char *entry) {
         return false;
 }
 
+/* A string from the policy file as it reaches the operator's terminal
+ * (shown.h). */
+#define S(s) host_shown(s)
+
 static json_t *names_of(json_t *env) {
         json_t *a = json_array();
         size_t i;
@@ -123,7 +128,7 @@ static void print_list(const char *label, json_t *a) {
         printf("    %s:", label);
         size_t i;
         json_t *v;
-        json_array_foreach(a, i, v) printf(" %s", json_string_value(v));
+        json_array_foreach(a, i, v) printf(" %s", S(json_string_value(v)));
         putchar('\n');
 }
 
@@ -161,8 +166,8 @@ static json_t *templates(struct ex *x, json_t *p) {
                                       json_string_value(json_object_get(t, "adapter_command_digest")));
                 json_array_append_new(out, o);
                 if (!x->json) {
-                        printf("  %s (runtime %s%s, %s): %s\n", id, rid, a ? ", native adapter" : "",
-                               json_string_value(json_object_get(t, "sandbox_backend")), how);
+                        printf("  %s (runtime %s%s, %s): %s\n", S(id), S(rid), a ? ", native adapter" : "",
+                               S(json_string_value(json_object_get(t, "sandbox_backend"))), S(how));
                         print_list("search directories", json_object_get(l, "executable_search_paths"));
                         print_list("arguments", json_object_get(l, "arguments"));
                         print_list("environment (names)", json_object_get(o, "environment_names"));
@@ -210,7 +215,7 @@ static json_t *aliases(struct ex *x, json_t *p) {
                 json_int_t ttl = json_integer_value(json_object_get(al, "max_ttl_secs"));
                 json_array_append(out, al);
                 if (!x->json)
-                        printf("  %s: %s at %s in the sandbox, grants for at most %lld s\n", name, host, target,
+                        printf("  %s: %s at %s in the sandbox, grants for at most %lld s\n", S(name), S(host), S(target),
                                (long long)ttl);
                 char jp[256];
                 const char *why = wide_reason(host);
@@ -225,9 +230,9 @@ static json_t *aliases(struct ex *x, json_t *p) {
                         const char *mat = json_string_value(json_object_get(t, "materialization"));
                         json_int_t max = json_integer_value(json_object_get(t, "max_bytes"));
                         if (!x->json)
-                                printf("    %s by %s (create %s, cleanup %s), quota up to %lld bytes\n", acc, mat,
-                                       json_string_value(json_object_get(t, "create_policy")),
-                                       json_string_value(json_object_get(t, "cleanup_policy")), (long long)max);
+                                printf("    %s by %s (create %s, cleanup %s), quota up to %lld bytes\n", S(acc), S(mat),
+                                       S(json_string_value(json_object_get(t, "create_policy"))),
+                                       S(json_string_value(json_object_get(t, "cleanup_policy"))), (long long)max);
                         snprintf(jp, sizeof(jp), "$.path_aliases[%zu].access[%zu]", i, k);
                         if (strcmp(acc, "read") != 0)
                                 warn(x, "explain.writable_alias", jp, "alias %s is writable (%s by %s)", name, acc,
@@ -261,7 +266,7 @@ static json_t *profiles(struct ex *x, json_t *p) {
                 if (!x->json)
                         printf("  %s: cpu %lld ms, memory %lld bytes, %lld pids, wall %lld ms, disk %lld bytes, "
                                "terminal output %lld bytes\n",
-                               id, V("cpu_time_ms"), V("memory_bytes"), V("pids"), V("wall_time_ms"), V("disk_bytes"),
+                               S(id), V("cpu_time_ms"), V("memory_bytes"), V("pids"), V("wall_time_ms"), V("disk_bytes"),
                                V("terminal_output_bytes"));
                 char jp[256];
                 if (V("memory_bytes") > LARGE_MEMORY_BYTES) {
@@ -303,7 +308,7 @@ static json_t *egress(struct ex *x, json_t *p) {
                 }
                 json_t *list = json_array();
                 if (!x->json)
-                        printf("  %s: %s\n", name, json_array_size(targets) ? "may connect to" : "no network at all");
+                        printf("  %s: %s\n", S(name), json_array_size(targets) ? "may connect to" : "no network at all");
                 json_t *t;
                 json_array_foreach(targets, k, t) {
                         const char *host = json_string_value(json_object_get(t, "host"));
@@ -312,7 +317,7 @@ static json_t *egress(struct ex *x, json_t *p) {
                         json_array_append_new(list, json_pack("{s:s,s:I,s:b}", "host", host, "port", port, "private",
                                                               priv));
                         if (!x->json)
-                                printf("    %s port %lld%s\n", host, (long long)port,
+                                printf("    %s port %lld%s\n", S(host), (long long)port,
                                        priv ? " (PRIVATE address allowed)" : "");
                         if (priv) {
                                 char jp[256];
@@ -350,14 +355,14 @@ static json_t *secrets(struct ex *x, json_t *p) {
                                                              "target_path",
                                                              json_string_value(json_object_get(m, "target_path"))));
                         if (!x->json)
-                                printf("  %s: %s, leased and mounted writable at %s for runtime %s\n", name,
-                                       json_string_value(json_object_get(m, "source_path")),
-                                       json_string_value(json_object_get(m, "target_path")),
-                                       json_string_value(json_object_get(m, "runtime_id")));
+                                printf("  %s: %s, leased and mounted writable at %s for runtime %s\n", S(name),
+                                       S(json_string_value(json_object_get(m, "source_path"))),
+                                       S(json_string_value(json_object_get(m, "target_path"))),
+                                       S(json_string_value(json_object_get(m, "runtime_id"))));
                 } else {
                         json_array_append_new(out, json_pack("{s:s,s:n}", "handle", name, "target_path"));
                         if (!x->json)
-                                printf("  %s: not mounted (no secret_mounts entry)\n", name);
+                                printf("  %s: not mounted (no secret_mounts entry)\n", S(name));
                         char jp[64];
                         snprintf(jp, sizeof(jp), "$.secret_handles[%zu]", i);
                         warn(x, "explain.secret_unmounted", jp,
@@ -404,7 +409,7 @@ int policy_explain_main(int argc, char **argv) {
         _cleanup_json_ json_t *warnings = json_array();
         x.warnings = warnings;
         if (!x.json)
-                printf("%s: revision %lld; plans live at most %lld ms; sha256 %s\n", file,
+                printf("%s: revision %lld; plans live at most %lld ms; sha256 %s\n", S(file),
                        (long long)glove_supervisor_policy_revision(pol),
                        (long long)glove_supervisor_policy_max_plan_ttl_ms(pol), glove_supervisor_policy_digest(pol));
         json_t *t = templates(&x, p);
@@ -415,8 +420,8 @@ int policy_explain_main(int argc, char **argv) {
                 json_t *d;
                 json_array_foreach(json_object_get(p, "library_projection_destinations"), i, d)
                         printf("  %s: bundles mounted read-only under %s\n",
-                               json_string_value(json_object_get(d, "alias")),
-                               json_string_value(json_object_get(d, "target_path")));
+                               S(json_string_value(json_object_get(d, "alias"))),
+                               S(json_string_value(json_object_get(d, "target_path"))));
         }
         json_t *pr = profiles(&x, p);
         json_t *eg = egress(&x, p);
@@ -424,7 +429,7 @@ int policy_explain_main(int argc, char **argv) {
                 printf("tool policies:");
                 size_t i;
                 json_t *v;
-                json_array_foreach(json_object_get(p, "tool_policy_ids"), i, v) printf(" %s", json_string_value(v));
+                json_array_foreach(json_object_get(p, "tool_policy_ids"), i, v) printf(" %s", S(json_string_value(v)));
                 putchar('\n');
         }
         json_t *se = secrets(&x, p);
@@ -452,9 +457,9 @@ int policy_explain_main(int argc, char **argv) {
                 if (json_array_size(warnings) == 0)
                         puts("warnings: none");
                 json_array_foreach(warnings, i, w) printf("warning: %s: %s: %s\n",
-                                                          json_string_value(json_object_get(w, "code")),
-                                                          json_string_value(json_object_get(w, "path")),
-                                                          json_string_value(json_object_get(w, "message")));
+                                                          S(json_string_value(json_object_get(w, "code"))),
+                                                          S(json_string_value(json_object_get(w, "path"))),
+                                                          S(json_string_value(json_object_get(w, "message"))));
         }
         return POLICY_EXIT_OK;
 }

@@ -29,6 +29,7 @@
 #include "glove/supervisor/adapter.h"
 #include "glove/supervisor/trust.h"
 #include "policy_internal.h"
+#include "shown.h"
 
 /* Bounds (docs/host.md lists them). */
 #define STAGE_MAX_ENTRIES 200000             /* files, directories and links */
@@ -952,18 +953,18 @@ static void report(const struct stage *s) {
                 json_decref(o);
                 return;
         }
-        printf("%s %s %s%s%s from %s\n", s->dry_run ? "would stage" : "staged", s->kind, s->name,
-               s->version[0] ? "@" : "", s->version, s->root);
+        printf("%s %s %s%s%s from %s\n", s->dry_run ? "would stage" : "staged", s->kind, host_shown(s->name),
+               s->version[0] ? "@" : "", host_shown(s->version), host_shown(s->root));
         if (s->package)
                 printf("packages: %zu (optional dependencies not installed: %zu)\n", s->n_pkgs, s->optional_missing);
         printf("files: %zu, directories: %zu, links: %zu, bytes: %llu\n", s->files, s->dirs, s->links,
                (unsigned long long)s->bytes);
         printf("digest: %s\n", s->digest);
-        printf("closure: %s\n", closure);
-        printf("entry point: %s -> %s/%s/%s\n", entry, STAGE_CLOSURES, s->digest, s->entry_rel);
-        printf("executable: %s\n", exe);
-        printf("template: --runtime %s --search-path %s --read-only %s\n", s->adapter->runtime_id, s->directory,
-               closure);
+        printf("closure: %s\n", host_shown(closure));
+        printf("entry point: %s -> %s/%s/%s\n", host_shown(entry), STAGE_CLOSURES, s->digest, host_shown(s->entry_rel));
+        printf("executable: %s\n", host_shown(exe));
+        printf("template: --runtime %s --search-path %s --read-only %s\n", s->adapter->runtime_id, host_shown(s->directory),
+               host_shown(closure));
 }
 
 int policy_stage_main(int argc, char **argv) {

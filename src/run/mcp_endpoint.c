@@ -26,6 +26,53 @@ const char *ep_transport_name(enum ep_transport t) {
         return t == EP_HTTP ? "http" : "command";
 }
 
+size_t glove_mcp_endpoint_memory_budget(size_t max_frame) {
+        size_t b = 3 * max_frame + 1024 * 1024;
+        return b > GLOVE_MCP_ENDPOINT_MEMORY_FLOOR ? b : GLOVE_MCP_ENDPOINT_MEMORY_FLOOR;
+}
+
+/* A connection's charge: its buffers' allocations beyond the free part. */
+static size_t conn_charge(size_t in_cap, size_t out_cap) {
+        size_t t = in_cap + out_cap;
+        return t > GLOVE_MCP_ENDPOINT_CONN_FREE ? t - GLOVE_MCP_ENDPOINT_CONN_FREE : 0;
+}
+
+static size_t gateway_charge(size_t cap) {
+        return cap > GLOVE_MCP_ENDPOINT_GATEWAY_FREE ? cap - GLOVE_MCP_ENDPOINT_GATEWAY_FREE : 0;
+}
+
+size_t ep_held(const struct ep *ep) {
+        size_t n = gateway_charge(ep->gw_out.buf.cap) + ep->backlog_bytes;
+        for (const struct ep_conn *c = ep->conns; c; c = c->next)
+                n += conn_charge(c->in.cap, c->out.buf.cap);
+        return n;
+}
+
+bool ep_room(const struct ep *ep, size_t more) {
+        size_t held = ep_held(ep);
+        return held <= ep->budget && more <= ep->budget - held;
+}
+
+bool ep_gateway_fits(const struct ep *ep, size_t cap) {
+        size_t was = gateway_charge(ep->gw_out.buf.cap), will = gateway_charge(cap);
+        return will <= was || ep_room(ep, will - was);
+}
+
+bool conn_fits(const struct ep_conn *c, size_t in_cap, size_t out_cap) {
+        size_t was = conn_charge(c->in.cap, c->out.buf.cap), will = conn_charge(in_cap, out_cap);
+        return will <= was || ep_room(c->ep, will - was);
+}
+
+/* Returns what an emptied buffer holds: an idle connection is charged
+ * nothing. Input only from the read path (c->req and a body being served
+ * point into it). */
+static void conn_trim(struct ep_conn *c, bool input) {
+        if (input && c->in.len == 0 && c->in.cap)
+                glove_buffer_free(&c->in);
+        if (!glove_mcp_writer_pending(&c->out) && c->out.buf.cap)
+                glove_buffer_free(&c->out.buf);
+}
+
 void ep_fail(struct ep *ep, int errnum, const char *code, const char *fmt, ...) {
         if (ep->failed)
                 return;
@@ -78,7 +125,6 @@ void conn_close(struct ep_conn *c) {
                         ep->inflight[i].conn = NULL;
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
-        sd_event_source_disable_unref(c->defer);
         if (c->fd >= 0)
                 close(c->fd);
         glove_buffer_free(&c->in);
@@ -105,31 +151,38 @@ void conn_update(struct ep_conn *c) {
 }
 
 int conn_push(struct ep_conn *c, const void *data, size_t len) {
+        size_t cap = glove_buffer_cap_after(&c->out.buf, len);
+        if (!cap && len)
+                return -EMSGSIZE; /* the connection's own bound: not reading */
+        if (!conn_fits(c, c->in.cap, cap)) {
+                ep_refused(c->ep, c->kind == CONN_STDIO ? EP_COMMAND : EP_HTTP, 0, "endpoint.memory_full");
+                return -ENOBUFS;
+        }
         return glove_mcp_writer_queue(&c->out, data, len);
 }
 
 int conn_queue(struct ep_conn *c, const void *data, size_t len) {
-        int r = glove_mcp_writer_queue(&c->out, data, len);
+        int r = conn_push(c, data, len);
         if (r < 0)
                 return r;
         r = glove_mcp_writer_flush(&c->out, c->fd);
         if (r < 0 && r != -EAGAIN)
                 return r;
+        conn_trim(c, false);
         conn_update(c);
         return 0;
 }
 
+/* The connection's one timer: a head or idle timeout kills it; once it is
+ * dead the same timer, due at once, closes it from the loop. */
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)s;
         (void)usec;
-        conn_kill(userdata);
-        return 0;
-}
-
-static int on_defer_close(sd_event_source *s, uint64_t usec, void *userdata) {
-        (void)s;
-        (void)usec;
-        conn_close(userdata);
+        struct ep_conn *c = userdata;
+        if (c->dead)
+                conn_close(c);
+        else
+                conn_kill(c);
         return 0;
 }
 
@@ -138,15 +191,21 @@ void conn_kill(struct ep_conn *c) {
                 return;
         c->dead = true;
         sd_event_source_set_enabled(c->io, SD_EVENT_OFF);
-        sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
-        /* A time source due now: run from the loop after this callback
-         * (sd_event_add_defer is not among the lazily bound functions,
-         * src/cli/sd_event_lazy.c). */
-        if (sd_event_add_time_relative(c->ep->cfg.event, &c->defer, CLOCK_MONOTONIC, 0, 0, on_defer_close, c) < 0)
-                conn_close(c); /* no memory for the source: now (callers do not touch c after a kill) */
+        /* The close runs from the loop after this callback, on the timer the
+         * connection already owns: nothing is allocated here, so nothing can
+         * fail into freeing c under a caller that still uses it (callers
+         * test c->dead after a call that may kill). A time in the past (1 µs
+         * of CLOCK_MONOTONIC) is due at the next iteration. Setting the time
+         * and enabling an existing time source only reorder the loop's
+         * queue; should either fail, c stays dead, silent and counted until
+         * glove_mcp_endpoint_free closes it. */
+        if (sd_event_source_set_time(c->timer, 1) >= 0)
+                (void)sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
 void conn_arm(struct ep_conn *c, uint64_t usec) {
+        if (c->dead)
+                return; /* the timer is the pending close */
         if (!usec) {
                 sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
                 return;
@@ -258,13 +317,52 @@ static bool classify(struct ep_conn *c) {
         return true;
 }
 
+/* The memory budget has no room for c's input: what it holds is dropped
+ * first (its memory back), then it is refused and closed, audited. An HTTP
+ * request is refused in http.c before its body comes (its length is
+ * known); here are the command's lines and bytes sent ahead of their turn. */
+static void conn_over_budget(struct ep_conn *c) {
+        glove_buffer_free(&c->in);
+        if (c->kind != CONN_STDIO) {
+                ep_refused(c->ep, EP_HTTP, 0, "endpoint.memory_full");
+                conn_kill(c);
+                return;
+        }
+        static const char line[] = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":"
+                                   "\"Glove's memory for this agent's MCP connections is taken: the line is dropped and the "
+                                   "connection closed\",\"data\":{\"reason\":\"endpoint.memory_full\"}}}\n";
+        ep_refused(c->ep, EP_COMMAND, 0, "endpoint.memory_full");
+        c->state = H_CLOSING;
+        c->eof = true; /* nothing more is read from it */
+        if (conn_queue(c, line, sizeof(line) - 1) < 0 || !glove_mcp_writer_pending(&c->out))
+                conn_kill(c);
+        else
+                shutdown(c->fd, SHUT_RD);
+}
+
 static void conn_readable(struct ep_conn *c) {
-        int r = glove_buffer_reserve(&c->in, GLOVE_MCP_READ_CHUNK);
+        /* A body's room was reserved exactly when its head came
+         * (mcp_http.c): read no further than its end, so that it never
+         * grows (the next request's bytes come on the next read). */
+        size_t want = GLOVE_MCP_READ_CHUNK;
+        if (c->kind == CONN_HTTP && c->state == H_BODY && c->head_len + c->body_len > c->in.len &&
+            c->head_len + c->body_len - c->in.len < want)
+                want = (size_t)(c->head_len + c->body_len - c->in.len);
+        size_t cap = glove_buffer_cap_after(&c->in, want);
+        if (!cap) {
+                conn_kill(c);
+                return;
+        }
+        if (!conn_fits(c, cap, c->out.buf.cap)) {
+                conn_over_budget(c);
+                return;
+        }
+        int r = glove_buffer_reserve(&c->in, want);
         if (r < 0) {
                 conn_kill(c);
                 return;
         }
-        ssize_t n = read(c->fd, c->in.data + c->in.len, GLOVE_MCP_READ_CHUNK);
+        ssize_t n = read(c->fd, c->in.data + c->in.len, want);
         if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
                         return;
@@ -289,6 +387,8 @@ static void conn_readable(struct ep_conn *c) {
                 stdio_process(c);
         else
                 http_process(c);
+        if (!c->dead)
+                conn_trim(c, true);
 }
 
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -307,6 +407,7 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                         conn_kill(c);
                         return 0;
                 }
+                conn_trim(c, false);
                 conn_update(c);
         }
         if (!c->dead && revents & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
@@ -408,6 +509,7 @@ int glove_mcp_endpoint_new(const struct glove_mcp_endpoint_config *cfg, struct g
                 return glove_error_set(err, ENOMEM, "endpoint.nomem", "out of memory");
         }
         ep->cfg = *cfg;
+        ep->budget = glove_mcp_endpoint_memory_budget(cfg->max_frame);
         ep->gw_fd = cfg->gateway_fd;
         ep->accept_fd = cfg->accept_fd;
         glove_mcp_reader_init(&ep->gw_in, cfg->max_frame);
@@ -435,7 +537,7 @@ void glove_mcp_endpoint_free(struct glove_mcp_endpoint *e) {
                 conn_close(ep->conns);
         for (int s = 0; s < GLOVE_MCP_ENDPOINT_SESSIONS_MAX; s++)
                 for (size_t i = 0; i < ep->sessions[s].n_backlog; i++)
-                        json_decref(ep->sessions[s].backlog[i]);
+                        free(ep->sessions[s].backlog[i]);
         for (size_t i = 0; i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX; i++)
                 if (ep->inflight[i].used) {
                         json_decref(ep->inflight[i].id);

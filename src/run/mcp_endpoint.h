@@ -22,7 +22,26 @@
  * Bounds: GLOVE_MCP_ENDPOINT_SESSIONS_MAX sessions, _CONNS_MAX connections,
  * _INFLIGHT_MAX requests in flight (all sessions), _SERVER_REQUESTS_MAX
  * server-to-client requests pending, _OUTBOX_MAX bytes queued per session
- * or connection. Stable codes: "endpoint.*" (docs/mcp-mediation.md).
+ * or connection, and over all of them the memory budget below. Stable
+ * codes: "endpoint.*" (docs/mcp-mediation.md).
+ *
+ * Memory: what the endpoint holds lives in glove run's own process, outside
+ * the agent's cgroup, so it is bounded as a whole, not per connection: the
+ * bytes allocated for every connection's input (partial heads, bodies and
+ * lines) and queued output, the messages waiting for an HTTP session's GET
+ * stream and the queue towards the gateway count against one budget,
+ * glove_mcp_endpoint_memory_budget(max_frame) bytes, beyond
+ * GLOVE_MCP_ENDPOINT_CONN_FREE bytes per connection and
+ * GLOVE_MCP_ENDPOINT_GATEWAY_FREE of the gateway's queue that are always
+ * available (request heads, refusals, small messages, cancellations). Past it an HTTP
+ * request is refused 503 "endpoint.memory_full" with Connection: close, a
+ * command's connection gets a JSON-RPC error with that reason and is
+ * closed, a connection whose answer cannot be queued is closed; each is
+ * audited (endpoint_refused). The whole is at most
+ * budget + GLOVE_MCP_ENDPOINT_CONNS_MAX * GLOVE_MCP_ENDPOINT_CONN_FREE +
+ * GLOVE_MCP_ENDPOINT_GATEWAY_FREE (budget + 13 MiB). A message the gateway's
+ * queue has no room for is refused to its client with -32000
+ * "endpoint.memory_full".
  */
 
 #include <stdbool.h>
@@ -39,6 +58,13 @@
 #define GLOVE_MCP_ENDPOINT_INFLIGHT_MAX 1024
 #define GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX 64
 #define GLOVE_MCP_ENDPOINT_OUTBOX_MAX (16 * 1024 * 1024)
+/* The memory budget's floor, bytes (the budget at --max-frame 4M). */
+#define GLOVE_MCP_ENDPOINT_MEMORY_FLOOR (32 * 1024 * 1024)
+/* Bytes of input and output buffers each connection has outside the
+ * budget: a request head and one read, and a small answer. */
+#define GLOVE_MCP_ENDPOINT_CONN_FREE (192 * 1024)
+/* Bytes of the queue towards the gateway outside the budget. */
+#define GLOVE_MCP_ENDPOINT_GATEWAY_FREE (1024 * 1024)
 /* Messages kept for an HTTP session without a GET stream. */
 #define GLOVE_MCP_ENDPOINT_BACKLOG_MAX 256
 /* A request head (and its body) must arrive within this, µs. */
@@ -70,6 +96,13 @@ struct glove_mcp_endpoint_config {
         void (*failed)(void *userdata, const struct glove_error *err);
         void *userdata;
 };
+
+/* The endpoint's memory budget for a --max-frame of max_frame bytes:
+ * GLOVE_MCP_ENDPOINT_MEMORY_FLOOR, or 3 * max_frame + 1 MiB when that is
+ * larger (a largest request, its copy towards the gateway and a largest
+ * answer at once): 32 MiB at 4 MiB, 49 MiB at 16 MiB, 769 MiB at the
+ * 256 MiB maximum. Bytes. */
+size_t glove_mcp_endpoint_memory_budget(size_t max_frame);
 
 /* Creates the endpoint on cfg->event. Both descriptors are taken, also on
  * failure. Errors: "endpoint.event_loop", "endpoint.nomem". */

@@ -29,8 +29,8 @@ struct ep_conn {
         struct ep *ep;
         struct ep_conn *next, *prev;
         int fd;
-        sd_event_source *io, *timer, *defer;
-        bool dead;         /* conn_kill: closed from the loop next */
+        sd_event_source *io, *timer; /* timer: head/idle timeout, then the deferred close */
+        bool dead;         /* conn_kill: closed from the loop next (never freed before) */
         enum conn_kind kind;
         struct glove_buffer in;
         struct glove_mcp_writer out;
@@ -58,7 +58,7 @@ struct ep_session {
         bool cap_sampling, cap_elicitation, cap_roots;
         char sid[33];                  /* HTTP: the Mcp-Session-Id */
         struct ep_conn *conn;          /* command: its connection; HTTP: the GET stream */
-        json_t *backlog[GLOVE_MCP_ENDPOINT_BACKLOG_MAX]; /* HTTP: messages for the GET stream */
+        char *backlog[GLOVE_MCP_ENDPOINT_BACKLOG_MAX]; /* HTTP: messages for the GET stream (compact JSON) */
         size_t n_backlog;
         size_t inflight;               /* requests of this session in flight */
         uint64_t last_used;            /* ep->next_use when a client message last came */
@@ -95,6 +95,8 @@ struct ep {
         struct ep_inflight inflight[GLOVE_MCP_ENDPOINT_INFLIGHT_MAX];
         struct ep_server_request server_req[GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX];
         bool failed;
+        size_t budget;                 /* glove_mcp_endpoint_memory_budget(cfg.max_frame) */
+        size_t backlog_bytes;          /* charged for the sessions' backlogs */
 };
 
 /* mcp_endpoint.c */
@@ -102,8 +104,24 @@ void ep_fail(struct ep *ep, int errnum, const char *code, const char *fmt, ...) 
 int ep_audit(struct ep *ep, const char *event, json_t *fields);
 void ep_refused(struct ep *ep, enum ep_transport t, int status, const char *reason);
 void conn_close(struct ep_conn *c);
-/* Closes c from the loop, after the current callback (safe anywhere). */
+/* Marks c dead and closes it from the loop, after the current callback
+ * (safe anywhere). Never frees c itself: a caller may read c->dead after
+ * any call that can kill. */
 void conn_kill(struct ep_conn *c);
+/* The bytes charged to the memory budget now (mcp_endpoint.h, "Memory"). */
+size_t ep_held(const struct ep *ep);
+/* Whether the budget has room for `more` bytes beyond what is held. */
+bool ep_room(const struct ep *ep, size_t more);
+/* What one backlog message of len bytes is charged (its allocation). */
+#define EP_BACKLOG_CHARGE(len) ((len) + 64)
+/* Whether the gateway's queue may grow to cap bytes within the budget. */
+bool ep_gateway_fits(const struct ep *ep, size_t cap);
+/* Whether c may have input and output buffers of in_cap and out_cap bytes
+ * within the budget. */
+bool conn_fits(const struct ep_conn *c, size_t in_cap, size_t out_cap);
+/* Queues and writes what the peer takes. Errors: -EMSGSIZE (the
+ * connection's own bound), -ENOBUFS (the memory budget: audited
+ * "endpoint.memory_full"), -ENOMEM, a write error. The caller kills c. */
 int conn_queue(struct ep_conn *c, const void *data, size_t len);
 /* Queues without writing (a later conn_queue writes it all at once). */
 int conn_push(struct ep_conn *c, const void *data, size_t len);
@@ -139,5 +157,7 @@ void http_process(struct ep_conn *c);
 void http_answer(struct ep_conn *c, json_t *msg);
 /* A message for an SSE stream (the GET stream, or the POST's SSE answer). */
 int http_sse_event(struct ep_conn *c, const json_t *msg);
+/* The same for a message already encoded (compact JSON, len bytes). */
+int http_sse_text(struct ep_conn *c, const char *json, size_t len);
 /* The connection's session ended: a stream is finished. */
 void http_session_ended(struct ep_conn *c);

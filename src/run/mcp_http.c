@@ -16,7 +16,8 @@
  * Refusals: 403 Host or Origin not this endpoint's (DNS rebinding), 400 no
  * Mcp-Session-Id, 404 an unknown or ended one, 400 an unsupported
  * MCP-Protocol-Version, 404 another path, 405 another method, 406/415 Accept
- * or Content-Type, 413 a body over --max-frame, 431/400/505 a bad head.
+ * or Content-Type, 413 a body over --max-frame, 431/400/505 a bad head,
+ * 503 the endpoint's memory budget has no room for the body (Retry-After).
  * Bodies of refusals are JSON-RPC errors with data.reason.
  */
 #include "mcp_endpoint_internal.h"
@@ -134,7 +135,10 @@ int http_sse_event(struct ep_conn *c, const json_t *msg) {
         _cleanup_free_ char *json = json_dumps(msg, JSON_COMPACT);
         if (!json)
                 return -ENOMEM;
-        size_t jn = strlen(json);
+        return http_sse_text(c, json, strlen(json));
+}
+
+int http_sse_text(struct ep_conn *c, const char *json, size_t jn) {
         static const char pre[] = "event: message\ndata: ";
         size_t payload = sizeof(pre) - 1 + jn + 2;
         char size[32];
@@ -256,6 +260,9 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
         if (r < 0) {
                 if (error)
                         respond_json(c, r == -EBADMSG || r == -EINVAL ? 400 : 200, error);
+                else if (r == -ENOBUFS)
+                        refuse(c, 503, "endpoint.memory_full", "Glove's memory for this agent's MCP connections is taken; retry later",
+                               false, "Retry-After: 1\r\n");
                 else
                         refuse(c, 400, "endpoint.bad_message", "the message could not be forwarded", false, NULL);
                 json_decref(error);
@@ -304,9 +311,12 @@ static void serve_get(struct ep_conn *c) {
         conn_arm(c, 0);
         ss->conn = c;
         for (size_t i = 0; i < ss->n_backlog; i++) {
-                if (!c->dead && http_sse_event(c, ss->backlog[i]) < 0)
+                size_t n = strlen(ss->backlog[i]);
+                /* Released before it is queued: the budget sees one copy. */
+                _cleanup_free_ char *text = ss->backlog[i];
+                ep->backlog_bytes -= EP_BACKLOG_CHARGE(n);
+                if (!c->dead && http_sse_text(c, text, n) < 0)
                         conn_kill(c);
-                json_decref(ss->backlog[i]);
         }
         ss->n_backlog = 0;
 }
@@ -368,6 +378,29 @@ static void serve_head(struct ep_conn *c) {
                 if (q->content_length > ep->cfg.max_frame) {
                         refuse(c, 413, "endpoint.http_body_too_large", "the body is longer than --max-frame", true, NULL);
                         return;
+                }
+                /* The whole request's room is taken now, exactly, or the
+                 * request is refused before its body comes: the endpoint's
+                 * memory is bounded as a whole (mcp_endpoint.h, "Memory"). */
+                size_t total = c->head_len + (size_t)q->content_length;
+                const uint8_t *was = c->in.data;
+                if (!conn_fits(c, total > c->in.cap ? total : c->in.cap, c->out.buf.cap) ||
+                    glove_buffer_reserve_exact(&c->in, total > c->in.len ? total - c->in.len : 0) < 0) {
+                        refuse(c, 503, "endpoint.memory_full",
+                               "Glove's memory for this agent's MCP connections is taken; retry when a request has been answered",
+                               true, "Retry-After: 1\r\n");
+                        return;
+                }
+                /* c->req points into c->in: moved by the growth, it is
+                 * parsed again from the same bytes (it parsed before).
+                 * With the room taken here the body's reads never move it
+                 * again before serve_post. */
+                if (c->in.data != was) {
+                        const char *reason = NULL;
+                        if (glove_mcp_http_request_parse((const char *)c->in.data, c->head_len, &c->req, &reason) != 0) {
+                                conn_kill(c);
+                                return;
+                        }
                 }
                 c->body_len = q->content_length;
                 c->state = H_BODY;

@@ -106,6 +106,14 @@ static int gw_send(struct ep *ep, const json_t *msg) {
         int r = glove_mcp_encode(msg, ep->cfg.max_frame, &line, &n);
         if (r < 0)
                 return r;
+        /* The queue towards the gateway counts against the endpoint's
+         * memory budget (-ENOBUFS), besides its own bound (-EMSGSIZE: the
+         * gateway is not reading). */
+        size_t cap = glove_buffer_cap_after(&ep->gw_out.buf, n);
+        if (!cap)
+                return -EMSGSIZE;
+        if (!ep_gateway_fits(ep, cap))
+                return -ENOBUFS;
         r = glove_mcp_writer_queue(&ep->gw_out, line, n);
         if (r < 0)
                 return r;
@@ -114,6 +122,8 @@ static int gw_send(struct ep *ep, const json_t *msg) {
                 ep_fail(ep, -r, "endpoint.gateway", "writing to the gateway: %s", strerror(-r));
                 return r;
         }
+        if (!glove_mcp_writer_pending(&ep->gw_out))
+                glove_buffer_free(&ep->gw_out.buf);
         sd_event_source_set_io_events(ep->gw_io, EPOLLIN | (glove_mcp_writer_pending(&ep->gw_out) ? EPOLLOUT : 0));
         return 0;
 }
@@ -183,11 +193,20 @@ void mux_deliver(struct ep *ep, int s, json_t *msg) {
                 json_decref(msg);
                 return;
         }
-        if (ss->n_backlog >= GLOVE_MCP_ENDPOINT_BACKLOG_MAX) {
-                json_decref(msg); /* no GET stream and the backlog is full: dropped */
+        /* No GET stream: kept, encoded (its bytes are what is charged),
+         * unless the backlog or the endpoint's memory budget is full:
+         * dropped. */
+        char *text = ss->n_backlog < GLOVE_MCP_ENDPOINT_BACKLOG_MAX ? json_dumps(msg, JSON_COMPACT) : NULL;
+        json_decref(msg);
+        if (!text)
+                return;
+        size_t charge = EP_BACKLOG_CHARGE(strlen(text));
+        if (!ep_room(ep, charge)) {
+                free(text);
                 return;
         }
-        ss->backlog[ss->n_backlog++] = msg;
+        ep->backlog_bytes += charge;
+        ss->backlog[ss->n_backlog++] = text;
 }
 
 static bool method_is(const char *m, const char *want) {
@@ -255,6 +274,13 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
         if (method_is(m->method, "initialize"))
                 record_capabilities(ss, m->params);
         int r = gw_send(ep, m->root);
+        if (r == -ENOBUFS) {
+                *error_out = client_error(orig_id, -32000, "Glove's memory for this agent's MCP connections is taken; retry later",
+                                          "endpoint.memory_full");
+                json_decref(orig_id);
+                json_decref(orig_token);
+                return r;
+        }
         if (r < 0) {
                 *error_out = client_error(orig_id, -32000, r == -EMSGSIZE ? "the gateway is not reading" : "cannot forward",
                                           "endpoint.gateway");
@@ -334,6 +360,8 @@ int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *text
                 break;
         }
         glove_mcp_message_free(&m);
+        if (r == -ENOBUFS)
+                ep_refused(ep, ep->sessions[s].transport, 0, "endpoint.memory_full");
         return r;
 }
 
@@ -447,6 +475,8 @@ int mux_gateway_io(struct ep *ep, uint32_t revents) {
                         sd_event_source_set_enabled(ep->gw_io, SD_EVENT_OFF);
                         return 0;
                 }
+                if (!glove_mcp_writer_pending(&ep->gw_out))
+                        glove_buffer_free(&ep->gw_out.buf);
         }
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 ssize_t n = glove_mcp_reader_fill(&ep->gw_in, ep->gw_fd);
@@ -515,8 +545,10 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
                 q->id = NULL;
                 q->used = false;
         }
-        for (size_t i = 0; i < ss->n_backlog; i++)
-                json_decref(ss->backlog[i]);
+        for (size_t i = 0; i < ss->n_backlog; i++) {
+                ep->backlog_bytes -= EP_BACKLOG_CHARGE(strlen(ss->backlog[i]));
+                free(ss->backlog[i]);
+        }
         ss->n_backlog = 0;
         struct ep_conn *stream = ss->transport == EP_HTTP ? ss->conn : NULL;
         (void)ep_audit(ep, "endpoint_session",

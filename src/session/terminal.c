@@ -66,17 +66,22 @@ int glove_terminal_new(const struct glove_terminal_config *cfg, struct glove_ter
                 return glove_error_set(err, EINVAL, "terminal.config", "transcript of %zu bytes is over the bound of %d", ring,
                                        GLOVE_TERMINAL_TRANSCRIPT_MAX);
         struct glove_terminal *t = calloc(1, sizeof(*t));
-        if (!t || !(t->ring = malloc(ring)) || !(t->inq = malloc(GLOVE_TERMINAL_INPUT_MAX))) {
-                glove_terminal_free(t);
+        if (!t)
                 return glove_error_set(err, ENOMEM, "terminal.alloc", "out of memory");
-        }
+        /* Every descriptor is -1 before the first failure path: calloc's 0
+         * is a real descriptor (the caller's stdin, or another thread's
+         * in gloved) that glove_terminal_free would close. */
         t->cfg = *cfg;
-        t->ring_cap = ring;
         t->child[0] = t->child[1] = t->child[2] = -1;
         t->in_fd = -1;
         t->in_last = '\n';
         t->out[0] = (struct stream){.t = t, .fd = -1, .id = 1};
         t->out[1] = (struct stream){.t = t, .fd = -1, .id = 2};
+        if (!(t->ring = malloc(ring)) || !(t->inq = malloc(GLOVE_TERMINAL_INPUT_MAX))) {
+                glove_terminal_free(t);
+                return glove_error_set(err, ENOMEM, "terminal.alloc", "out of memory");
+        }
+        t->ring_cap = ring;
         if (cfg->mode == GLOVE_TERMINAL_PTY) {
                 int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
                 t->out[0].fd = master;

@@ -272,3 +272,30 @@ staged_policy() {
         g policy validate
         expect_status 125
 }
+
+@test "policy explain: strings from the policy file reach the terminal escaped (ESC, BEL, C1, bidi controls), as glove ctl shows them" {
+        # Found by the review: explain printed a template's strings raw, so a
+        # policy file could retitle the operator's terminal (OSC ... BEL),
+        # clear it (C1 CSI) or reorder what it reads (a bidi override). A
+        # launch argument may hold any of them and still validate.
+        staged_policy "$T/cfg/policy.json" --arg "$(printf 'x\033]0;owned\007\302\2332J\342\200\256abc')"
+        g policy explain --file "$T/cfg/policy.json"
+        expect_status 0
+        expect_line '    arguments: exec x\x1b]0;owned\x07\x9b2J\u{202E}abc'
+        ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]\|\xe2\x80[\xaa-\xae]' <<<"$output" ||
+                fail "a raw control reached the terminal: $output"
+}
+
+@test "policy detect: a name found on disk reaches the terminal escaped" {
+        # An entry's link target is a file name anyone who can write the
+        # directory chooses: OSC ... BEL and C1 CSI in it are shown escaped.
+        local name
+        name=$(printf 'real\033]0;owned\007\302\233')
+        mkdir -p "$T/det/bin"
+        printf '#!/bin/sh\n' >"$T/det/$name"
+        chmod 755 "$T/det/$name"
+        ln -s "../$name" "$T/det/bin/codex"
+        g policy detect --search-path "$T/det/bin"
+        [[ "$output" == *'-> '"$T"'/det/real\x1b]0;owned\x07\x9b;'* ]] || fail "not shown escaped: $output"
+        ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$output" || fail "a raw control reached the terminal: $output"
+}

@@ -42,6 +42,22 @@ void glove_buffer_init(struct glove_buffer *b, size_t max);
 int glove_buffer_reserve(struct glove_buffer *b, size_t n);
 
 /*
+ * The capacity (bytes) glove_buffer_reserve(b, n) would leave b with: cap
+ * when no growth is needed, else the doubled size it would allocate; 0 when
+ * it would fail with -EMSGSIZE. Lets a caller charge a growth to a budget
+ * before it happens. Allocates nothing.
+ */
+size_t glove_buffer_cap_after(const struct glove_buffer *b, size_t n);
+
+/*
+ * As glove_buffer_reserve, but a growth allocates exactly len + n bytes
+ * (no doubling): for a caller that knows the size it needs, e.g. a body
+ * whose length was announced. Returns 0, -EMSGSIZE, -ENOMEM; b is unchanged
+ * on error.
+ */
+int glove_buffer_reserve_exact(struct glove_buffer *b, size_t n);
+
+/*
  * Marks n bytes written at data[len..) as content (after glove_buffer_reserve).
  * Returns 0, or -EINVAL when n exceeds cap - len (b unchanged).
  */

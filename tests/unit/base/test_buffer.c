@@ -154,6 +154,30 @@ static void test_reset_keeps_storage(void **state) {
         glove_buffer_free(&b);
 }
 
+/* cap_after predicts what reserve allocates (a budget charges it before);
+ * reserve_exact allocates no more than asked. */
+static void test_cap_after_and_reserve_exact(void **state) {
+        (void)state;
+        struct glove_buffer b;
+        glove_buffer_init(&b, 100000);
+        for (size_t n = 1; n < 30000; n = n * 3 + 7) {
+                size_t want = glove_buffer_cap_after(&b, n);
+                assert_int_equal(glove_buffer_reserve(&b, n), 0);
+                assert_int_equal(b.cap, want);
+                assert_int_equal(glove_buffer_commit(&b, n / 2), 0);
+        }
+        assert_int_equal(glove_buffer_cap_after(&b, 100001), 0);
+        assert_int_equal(glove_buffer_cap_after(&b, 0), b.cap);
+        glove_buffer_free(&b);
+        assert_int_equal(glove_buffer_append(&b, "abc", 3), 0);
+        assert_int_equal(glove_buffer_reserve_exact(&b, 70000 - 3), 0);
+        assert_int_equal(b.cap, 70000);
+        assert_memory_equal(b.data, "abc", 3);
+        assert_int_equal(glove_buffer_reserve_exact(&b, 100000), -EMSGSIZE);
+        assert_int_equal(b.cap, 70000);
+        glove_buffer_free(&b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_init_is_empty),
@@ -164,6 +188,7 @@ int main(void) {
                 cmocka_unit_test(test_find_for_line_framing),
                 cmocka_unit_test(test_reserve_commit),
                 cmocka_unit_test(test_reset_keeps_storage),
+                cmocka_unit_test(test_cap_after_and_reserve_exact),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

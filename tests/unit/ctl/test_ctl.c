@@ -86,6 +86,7 @@ static void test_shown_escapes_terminal_controls(void **state) {
          * other UTF-8 passes. */
         assert_string_equal(ctl_shown("x\xc2\x9by"), "x\\x9by");
         assert_string_equal(ctl_shown("caf\xc3\xa9"), "caf\xc3\xa9");
+        assert_string_equal(ctl_shown("a\xe2\x80\xae" "b"), "a\\u{202E}b"); /* a bidi override */
         assert_string_equal(ctl_shown(NULL), "?");
         char big[4096];
         memset(big, 'z', sizeof(big) - 1);

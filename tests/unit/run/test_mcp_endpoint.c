@@ -22,6 +22,20 @@
 
 #include "mcp_endpoint.h"
 
+/* Linked with --wrap=sd_event_add_time_relative: while fail_time_sources
+ * is set, every new relative time source fails as without memory. */
+static bool fail_time_sources;
+int __real_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+                                      sd_event_time_handler_t callback, void *userdata);
+int __wrap_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+                                      sd_event_time_handler_t callback, void *userdata);
+int __wrap_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_t clock, uint64_t usec, uint64_t accuracy,
+                                      sd_event_time_handler_t callback, void *userdata) {
+        if (fail_time_sources)
+                return -ENOMEM;
+        return __real_sd_event_add_time_relative(e, s, clock, usec, accuracy, callback, userdata);
+}
+
 struct fixture {
         sd_event *e;
         struct glove_mcp_endpoint *ep;
@@ -306,6 +320,72 @@ static bool read_until(struct fixture *f, int fd, char *buf, size_t size, const 
         return strstr(buf, text) != NULL;
 }
 
+/* A connection killed while the loop cannot allocate is still closed, and
+ * never used after it is freed: a refused HTTP request (403, the head is
+ * not trusted: closed after the answer) is killed inside the refusal, and
+ * the request parser goes on reading the connection afterwards. Under ASan
+ * a use after free fails the test; in any build the client sees the answer,
+ * then the end of the connection. */
+static void test_kill_without_memory(void **state) {
+        struct fixture *f = *state;
+        for (int i = 0; i < 3; i++) {
+                int c = connect_client(f);
+                fail_time_sources = true;
+                say(c, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n");
+                char buf[4096];
+                bool refused = read_until(f, c, buf, sizeof(buf), "\r\n\r\n");
+                fail_time_sources = false;
+                assert_true(refused);
+                assert_non_null(strstr(buf, "HTTP/1.1 403 "));
+                assert_non_null(strstr(buf, "Connection: close\r\n"));
+                bool closed = false;
+                for (int round = 0; round < 400 && !closed; round++) {
+                        sd_event_run(f->e, 5000);
+                        char b;
+                        ssize_t n = read(c, &b, 1);
+                        closed = n == 0 || (n < 0 && errno != EAGAIN);
+                }
+                assert_true(closed);
+                close(c);
+        }
+}
+
+/* A body that comes after its head and is larger than one read: the
+ * request head the connection keeps (pointers into its input buffer) must
+ * still be valid when the body is served, however the buffer grew. Under
+ * ASan a use after free fails the test; in any build the request is
+ * answered (400: no Mcp-Session-Id). */
+static void test_large_body_after_head(void **state) {
+        struct fixture *f = *state;
+        int c = connect_client(f);
+        size_t body = 300 * 1024;
+        char head[256];
+        snprintf(head, sizeof(head),
+                 "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nContent-Type: application/json\r\n"
+                 "Accept: application/json\r\nContent-Length: %zu\r\n\r\n",
+                 body);
+        say(c, head);
+        for (int round = 0; round < 10; round++)
+                sd_event_run(f->e, 1000);
+        char *b = malloc(body);
+        assert_non_null(b);
+        memset(b, ' ', body);
+        memcpy(b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 40);
+        size_t off = 0;
+        for (int round = 0; round < 4000 && off < body; round++) {
+                ssize_t n = write(c, b + off, body - off);
+                if (n > 0)
+                        off += (size_t)n;
+                sd_event_run(f->e, 1000);
+        }
+        free(b);
+        assert_int_equal(off, body);
+        char buf[4096];
+        assert_true(read_until(f, c, buf, sizeof(buf), "endpoint.session_required"));
+        assert_non_null(strstr(buf, "HTTP/1.1 400 "));
+        close(c);
+}
+
 static void test_http_stream(void **state) {
         struct fixture *f = *state;
         static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{\"sampling\":{}}}}";
@@ -366,6 +446,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_progress_and_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_http_stream, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_kill_without_memory, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_large_body_after_head, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -286,6 +289,48 @@ static void test_input_room(void **state) {
         sd_event_unref(loop);
 }
 
+/* A failed allocation in glove_terminal_new closes no descriptor it did not
+ * open: before any failure path its descriptors are -1, not calloc's 0 (in
+ * gloved, 0 can be another thread's descriptor). The transcript ring's
+ * malloc is made to fail with RLIMIT_AS in a child process. */
+static void test_alloc_failure_closes_nothing(void **state) {
+        (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+        /* ASan reserves terabytes of shadow: RLIMIT_AS cannot make one
+         * malloc fail there. The normal build runs this test. */
+        print_message("skipped: under ASan RLIMIT_AS cannot make one allocation fail (the normal build runs this test)\n");
+        skip();
+#endif
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (null < 0 || dup2(null, 0) < 0)
+                        _exit(3);
+                long pages = 0;
+                FILE *f = fopen("/proc/self/statm", "re");
+                if (!f || fscanf(f, "%ld", &pages) != 1)
+                        _exit(3);
+                fclose(f);
+                /* Room for small allocations, not for a 16 MiB ring. */
+                rlim_t as = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + 4 * 1024 * 1024;
+                struct rlimit rl = {as, as};
+                if (setrlimit(RLIMIT_AS, &rl) < 0)
+                        _exit(3);
+                struct glove_terminal_config cfg = {.mode = GLOVE_TERMINAL_PIPES, .transcript_bytes = GLOVE_TERMINAL_TRANSCRIPT_MAX};
+                struct glove_terminal *t = NULL;
+                struct glove_error err = {0};
+                int r = glove_terminal_new(&cfg, &t, &err);
+                if (r != -ENOMEM || strcmp(err.code, "terminal.alloc") != 0)
+                        _exit(4); /* the allocation did not fail: the test proves nothing */
+                _exit(fcntl(0, F_GETFD) >= 0 ? 0 : 1);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0); /* 1: descriptor 0 was closed */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pipes_streams_transcript_and_limit),
@@ -293,6 +338,7 @@ int main(void) {
                 cmocka_unit_test(test_pty_resize_and_output),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_input_room),
+                cmocka_unit_test(test_alloc_failure_closes_nothing),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
