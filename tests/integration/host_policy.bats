@@ -296,6 +296,6 @@ staged_policy() {
         chmod 755 "$T/det/$name"
         ln -s "../$name" "$T/det/bin/codex"
         g policy detect --search-path "$T/det/bin"
-        [[ "$output" == *'-> '"$T"'/det/real\x1b]0;owned\x07\x9b;'* ]] || fail "not shown escaped: $output"
+        [[ "$output" == *"$T"'/det/real\x1b]0;owned\x07\x9b (in '* ]] || fail "not shown escaped: $output"
         ! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$output" || fail "a raw control reached the terminal: $output"
 }
