@@ -251,15 +251,22 @@ static int loop_attach_flags(int image_fd, const char *name, uint32_t flags, int
         return glove_error_set(err, EBUSY, "materialize.loop", "no free loop device after 64 attempts");
 }
 
-/* Mounts the block device open as dev_fd on the directory open (O_PATH) as
- * dir_fd, both through their descriptors: the kernel looks the source up
- * by /proc/self/fd/N, which leads to the very device inode configured, not
- * to whatever /dev/loopN names by then. */
-static int mount_fd(int dev_fd, int dir_fd, unsigned long flags, const char *data) {
-        char source[32], target[32];
-        snprintf(source, sizeof(source), "/proc/self/fd/%d", dev_fd);
+/* Mounts the loop device named dev, which must still be the block device
+ * want_rdev that was configured through its descriptor, on the directory
+ * open (O_PATH) as dir_fd, through that descriptor. The source is passed by
+ * name, not as /proc/self/fd/N (which the kernel would resolve the same
+ * way), because mountinfo shows the source string as given and tools and
+ * recovery look for /dev/loopN there; the callers check the mounted root's
+ * device afterwards, so a name swapped in between cannot pass unnoticed. */
+static int mount_dev(const char *dev, uint64_t want_rdev, int dir_fd, unsigned long flags, const char *data) {
+        struct stat st;
+        if (stat(dev, &st) < 0)
+                return -errno;
+        if (!S_ISBLK(st.st_mode) || st.st_rdev != (dev_t)want_rdev)
+                return -EXDEV;
+        char target[32];
         snprintf(target, sizeof(target), "/proc/self/fd/%d", dir_fd);
-        return mount(source, target, "ext4", flags, data) < 0 ? -errno : 0;
+        return mount(dev, target, "ext4", flags, data) < 0 ? -errno : 0;
 }
 
 /* Detaches the mount whose root the O_PATH descriptor fd is, after checking
@@ -398,7 +405,7 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
                 r = mkdir_open(msess, alias, &mdir_new, &mdir, err);
         if (r < 0)
                 goto fail;
-        r = mount_fd(loop, mdir, MS_NOSUID | MS_NODEV, NULL);
+        r = mount_dev(img->loop_device, img->loop_rdev, mdir, MS_NOSUID | MS_NODEV, NULL);
         if (r < 0) {
                 r = glove_error_set(err, -r, "materialize.mount", "%s: mounting %s: %s", alias, img->loop_device,
                                     strerror(-r));
@@ -529,8 +536,8 @@ int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_
                 return r;
         /* Read-only, and noload: the journal of an image whose host went
          * down is not replayed (that would write); what is seen is what was
-         * on disk. Through the descriptors, like sv_image_create. */
-        r = mount_fd(loop, mdir, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "noload");
+         * on disk. Checked like sv_image_create's. */
+        r = mount_dev(img.loop_device, img.loop_rdev, mdir, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "noload");
         if (r < 0)
                 return glove_error_set(err, -r, "materialize.freeze", "%s: mounting %s read-only: %s", alias,
                                        img.loop_device, strerror(-r));
