@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "glove/container/grant.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,26 +72,28 @@ static bool is_system_identity(dev_t dev, ino_t ino) {
         return false;
 }
 
-/* gloved's runtime directory holds these two (src/server/service.c). */
-#define GLOVED_SOCKET_NAME "gloved.sock"
-#define GLOVED_SECRET_NAME "bootstrap-secret"
-
-/* Whether the directory dirfd holds a gloved runtime directory's entries:
- * a socket named gloved.sock or a regular file named bootstrap-secret. */
-static bool holds_gloved_runtime(int dirfd) {
-        struct stat st;
-        if (fstatat(dirfd, GLOVED_SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
-                return true;
-        return fstatat(dirfd, GLOVED_SECRET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+/* Whether the directory dirfd holds one of guards' marker entries. */
+static const struct glove_grant_marker *holds_marker(const struct glove_grant_guards *guards, int dirfd) {
+        for (size_t i = 0; i < guards->n_markers; i++) {
+                struct stat st;
+                if (fstatat(dirfd, guards->markers[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    (st.st_mode & S_IFMT) == guards->markers[i].type)
+                        return &guards->markers[i];
+        }
+        return NULL;
 }
 
-/* Refuses norm when it is, or lies inside, a gloved runtime directory: norm
- * itself (when a directory) and each of its ancestors is looked at, at most
- * one directory per path component. */
-static int check_inside_gloved_runtime(const char *norm, bool is_dir, struct glove_error *err) {
+/* Refuses norm when it, or one of its ancestors, is a directory holding a
+ * marker: norm itself (when a directory) and each ancestor is looked at, at
+ * most one directory per path component. */
+static int check_markers(const struct glove_grant_guards *guards, const char *norm, bool is_dir,
+                         struct glove_error *err) {
+        if (!guards || guards->n_markers == 0)
+                return 0;
         char dir[GLOVE_PATH_MAX];
         if (strlen(norm) >= sizeof(dir))
-                return 0;
+                return glove_error_set(err, ENAMETOOLONG, guards->code, "%s: path longer than %d bytes", norm,
+                                       GLOVE_PATH_MAX - 1);
         strcpy(dir, norm);
         if (!is_dir) {
                 char *slash = strrchr(dir, '/');
@@ -100,11 +101,11 @@ static int check_inside_gloved_runtime(const char *norm, bool is_dir, struct glo
         }
         for (;;) {
                 _cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0 && holds_gloved_runtime(fd))
-                        return glove_error_set(err, EPERM, "grant.gloved_runtime",
-                                               "%s: %s is a gloved runtime directory (its control socket and bootstrap "
-                                               "secret); it cannot be granted",
-                                               norm, dir);
+                const struct glove_grant_marker *m = fd >= 0 ? holds_marker(guards, fd) : NULL;
+                if (m)
+                        return glove_error_set(err, EPERM, guards->code,
+                                               "%s: %s holds %s, so it is %s; it cannot be granted", norm, dir, m->name,
+                                               guards->marker_what ? guards->marker_what : "protected");
                 if (strcmp(dir, "/") == 0)
                         return 0;
                 char *slash = strrchr(dir, '/');
@@ -112,81 +113,44 @@ static int check_inside_gloved_runtime(const char *norm, bool is_dir, struct glo
         }
 }
 
-/* Refuses the directory grant norm when a live gloved's runtime directory
- * lies beneath it: every listening Unix socket bound in Glove's network
- * namespace is listed in /proc/net/unix (proc(5)) with the path it was bound
- * to, and gloved binds RUNTIME_DIR/gloved.sock by its absolute path. The
- * table is read line by line, at most GLOVE_GRANT_UNIX_TABLE_MAX bytes. */
-static int check_contains_gloved_runtime(const char *norm, struct glove_error *err) {
-        _cleanup_close_ int fd = open("/proc/net/unix", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return glove_error_set(err, errno, "grant.gloved_runtime",
-                                       "%s: cannot read /proc/net/unix to look for gloved runtime directories: %s", norm,
-                                       strerror(errno));
-        char buf[8192];
-        size_t have = 0, total = 0;
-        for (;;) {
-                ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return glove_error_set(err, errno, "grant.gloved_runtime", "reading /proc/net/unix: %s",
-                                               strerror(errno));
-                total += (size_t)n;
-                if (total > GLOVE_GRANT_UNIX_TABLE_MAX)
-                        return glove_error_set(err, EFBIG, "grant.gloved_runtime",
-                                               "/proc/net/unix is longer than %d bytes; cannot tell whether %s holds a "
-                                               "gloved runtime directory",
-                                               GLOVE_GRANT_UNIX_TABLE_MAX, norm);
-                have += (size_t)n;
-                buf[have] = '\0';
-                char *line = buf, *nl;
-                while ((nl = strchr(line, '\n')) || (n == 0 && *line)) {
-                        if (nl)
-                                *nl = '\0';
-                        /* Num RefCount Protocol Flags Type St Inode Path */
-                        char *p = line;
-                        for (int field = 0; field < 7 && p; field++) {
-                                p += strspn(p, " ");
-                                p = strchr(p, ' ');
-                        }
-                        if (p) {
-                                p++;
-                                size_t len = strlen(p);
-                                size_t suffix = sizeof("/" GLOVED_SOCKET_NAME) - 1;
-                                if (p[0] == '/' && len > suffix && strcmp(p + len - suffix, "/" GLOVED_SOCKET_NAME) == 0) {
-                                        p[len - suffix] = '\0';
-                                        const char *rdir = p[0] ? p : "/";
-                                        /* A name the socket no longer has (its
-                                         * directory renamed since: found by
-                                         * gloved's descriptors instead) is no
-                                         * reason to refuse. */
-                                        struct stat sst;
-                                        p[len - suffix] = '/';
-                                        bool there = stat(p, &sst) == 0 && S_ISSOCK(sst.st_mode);
-                                        p[len - suffix] = '\0';
-                                        if (there && glove_path_is_beneath(rdir, norm))
-                                                return glove_error_set(err, EPERM, "grant.gloved_runtime",
-                                                                       "%s: holds the runtime directory %s of a running gloved "
-                                                                       "(its control socket and bootstrap secret); grant a "
-                                                                       "directory that does not contain it",
-                                                                       norm, rdir);
-                                }
-                        }
-                        if (!nl) {
-                                line += strlen(line);
-                                break;
-                        }
-                        line = nl + 1;
-                }
-                if (n == 0)
-                        return 0;
-                have = strlen(line);
-                memmove(buf, line, have);
-                if (have == sizeof(buf) - 1)
-                        return glove_error_set(err, EPROTO, "grant.gloved_runtime", "a line of /proc/net/unix is longer than %zu bytes",
-                                               sizeof(buf) - 1);
+int glove_grant_guards_add(struct glove_grant_guards *guards, const char *path, const char *what,
+                           struct glove_error *err) {
+        const char *code = guards->code ? guards->code : "grant.guard";
+        if (!path || path[0] != '/')
+                return glove_error_set(err, EINVAL, code, "a guarded directory must be an absolute path");
+        if (guards->count >= GLOVE_GRANT_GUARDS_MAX)
+                return glove_error_set(err, E2BIG, code,
+                                       "more than %d guarded directories; cannot tell what a grant reaches",
+                                       GLOVE_GRANT_GUARDS_MAX);
+        if (guards->count == guards->cap) {
+                size_t ncap = guards->cap ? guards->cap * 2 : 16;
+                struct glove_grant_guard *n = realloc(guards->items, ncap * sizeof(*n));
+                if (!n)
+                        return glove_error_set(err, ENOMEM, code, "out of memory");
+                guards->items = n;
+                guards->cap = ncap;
         }
+        struct glove_grant_guard *g = &guards->items[guards->count];
+        *g = (struct glove_grant_guard){0};
+        int r = glove_path_normalize(path, "/", &g->path, err);
+        if (r < 0)
+                return r;
+        if (!(g->what = strdup(what ? what : "a guarded directory"))) {
+                free(g->path);
+                return glove_error_set(err, ENOMEM, code, "out of memory");
+        }
+        guards->count++;
+        return 0;
+}
+
+void glove_grant_guards_free(struct glove_grant_guards *guards) {
+        for (size_t i = 0; i < guards->count; i++) {
+                free(guards->items[i].path);
+                free(guards->items[i].what);
+        }
+        free(guards->items);
+        guards->items = NULL;
+        guards->count = guards->cap = 0;
 }
 
 /* ---- protected regions ------------------------------------------------ */
@@ -201,14 +165,14 @@ enum prot_kind {
         PROT_SYSTEM,  /* a system tree: refused for writable grants */
         PROT_HIDDEN,  /* /root: itself and its hidden entries are system */
         PROT_SCRATCH, /* /var/tmp, /var/home, /var/srv: writable within */
-        PROT_GLOVED,  /* a directory a live gloved holds open: every grant refused */
+        PROT_GUARD,   /* a directory the caller guards: every grant refused */
 };
 
 struct prot {
         struct glove_region r;
         enum prot_kind kind;
-        char *label; /* the host path it was found by, owned */
-        pid_t pid;   /* PROT_GLOVED: the gloved holding it */
+        char *label;      /* the host path it was found by, owned */
+        const char *what; /* PROT_GUARD: how the caller names it, borrowed */
 };
 
 struct glove_grant_protected {
@@ -229,14 +193,10 @@ static void protected_free(struct glove_grant_protected *p) {
         free(p);
 }
 
-/* Adds the region of the host path label (kind, pid). A path no mount
+/* Adds the region of the host path label (kind, what). A path no mount
  * holds is skipped (it names nothing). */
-static int prot_add(struct glove_grant_protected *p, const char *label, enum prot_kind kind, pid_t pid,
+static int prot_add(struct glove_grant_protected *p, const char *label, enum prot_kind kind, const char *what,
                     struct glove_error *err) {
-        if (p->count >= GLOVE_GRANT_PROTECTED_MAX)
-                return glove_error_set(err, E2BIG, "grant.gloved_runtime",
-                                       "more than %d protected directories; cannot tell what a grant reaches",
-                                       GLOVE_GRANT_PROTECTED_MAX);
         if (p->count == p->cap) {
                 size_t ncap = p->cap ? p->cap * 2 : 32;
                 struct prot *n = realloc(p->items, ncap * sizeof(*n));
@@ -255,7 +215,7 @@ static int prot_add(struct glove_grant_protected *p, const char *label, enum pro
                 return r;
         }
         it->kind = kind;
-        it->pid = pid;
+        it->what = what;
         it->label = strdup(label);
         if (!it->label) {
                 free(it->r.path);
@@ -299,7 +259,7 @@ static int prot_add_system(struct glove_grant_protected *p, struct glove_error *
                 struct stat st;
                 if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue;
-                int r = prot_add(p, real, root ? PROT_HIDDEN : PROT_SYSTEM, 0, err);
+                int r = prot_add(p, real, root ? PROT_HIDDEN : PROT_SYSTEM, NULL, err);
                 if (r < 0)
                         return r;
         }
@@ -307,190 +267,41 @@ static int prot_add_system(struct glove_grant_protected *p, struct glove_error *
                 char real[PATH_MAX];
                 if (!realpath(system_scratch[i], real))
                         continue;
-                int r = prot_add(p, real, PROT_SCRATCH, 0, err);
+                int r = prot_add(p, real, PROT_SCRATCH, NULL, err);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-#define GLOVED_INODES_MAX 256
-
-/* The inodes of every Unix socket bound to a path ending in /gloved.sock
- * (/proc/net/unix: Num RefCount Protocol Flags Type St Inode Path). */
-static int gloved_socket_inodes(unsigned long *inodes, size_t *n, struct glove_error *err) {
-        *n = 0;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        struct glove_error rerr = {0};
-        int r = glove_file_read_bounded(AT_FDCWD, "/proc/net/unix", 0, GLOVE_GRANT_UNIX_TABLE_MAX, &text, &len, &rerr);
-        if (r < 0)
-                return glove_error_set(err, -r, "grant.gloved_runtime",
-                                       "cannot read /proc/net/unix to look for a running gloved: %s", rerr.message);
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *f[8] = {0}, *s2 = NULL;
-                char *tok = strtok_r(line, " ", &s2);
-                for (int i = 0; tok && i < 8; i++) {
-                        f[i] = tok;
-                        if (i < 7)
-                                tok = strtok_r(NULL, " ", &s2);
-                }
-                if (!f[7])
-                        continue;
-                size_t pl = strlen(f[7]), sl = sizeof("/" GLOVED_SOCKET_NAME) - 1;
-                if (f[7][0] != '/' || pl < sl || strcmp(f[7] + pl - sl, "/" GLOVED_SOCKET_NAME) != 0)
-                        continue;
-                char *end;
-                unsigned long ino = strtoul(f[6], &end, 10);
-                if (*end)
-                        continue;
-                if (*n >= GLOVED_INODES_MAX)
-                        return glove_error_set(err, E2BIG, "grant.gloved_runtime",
-                                               "more than %d gloved.sock sockets; cannot tell which gloved holds what",
-                                               GLOVED_INODES_MAX);
-                inodes[(*n)++] = ino;
+/* Every guarded directory, by its region. */
+static int prot_add_guards(struct glove_grant_protected *p, const struct glove_grant_guards *guards,
+                           struct glove_error *err) {
+        for (size_t i = 0; guards && i < guards->count; i++) {
+                int r = prot_add(p, guards->items[i].path, PROT_GUARD, guards->items[i].what, err);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
 
-/* Looks at the descriptors of the process whose /proc/PID/fd is fddir:
- * when one is a socket of inodes (a live gloved), adds the region of every
- * directory it holds open. */
-/* Whether descriptor name of /proc/PID/fdinfo (fdinfo) was opened O_PATH:
- * gloved's own directories are held O_RDONLY (src/store/dirs.c); an
- * O_PATH descriptor is a passing lookup (a walk from /, a managed grant's
- * source), not a directory it keeps. Unreadable: not O_PATH. */
-static bool is_path_descriptor(int fdinfo, const char *name) {
-        if (fdinfo < 0)
-                return false;
-        _cleanup_close_ int fd = openat(fdinfo, name, O_RDONLY | O_CLOEXEC);
-        char buf[256];
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        const char *f = strstr(buf, "flags:");
-        unsigned long flags;
-        return f && sscanf(f + 6, "%lo", &flags) == 1 && (flags & O_PATH);
-}
-
-static int prot_add_gloved_fds(struct glove_grant_protected *p, pid_t pid, int fddir, int fdinfo,
-                               const unsigned long *inodes, size_t n_inodes, struct glove_error *err) {
-        _cleanup_closedir_ DIR *d = fdopendir(fddir);
-        if (!d) {
-                close(fddir);
-                return 0;
-        }
-        bool live = false;
-        size_t seen = 0;
-        struct dirent *e;
-        /* Directories first collected as paths, kept only once the process
-         * is known to hold the socket. */
-        char **dirs = NULL;
-        size_t n_dirs = 0;
-        int r = 0;
-        bool cut = false;
-        while ((e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                        continue;
-                if (++seen > GLOVE_GRANT_GLOVED_FDS_MAX) {
-                        r = glove_error_set(err, E2BIG, "grant.gloved_runtime",
-                                            "gloved (pid %d) holds more than %d descriptors; cannot tell which "
-                                            "directories it holds",
-                                            (int)pid, GLOVE_GRANT_GLOVED_FDS_MAX);
-                        break;
-                }
-                char link[GLOVE_PATH_MAX];
-                ssize_t l = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-                if (l <= 0)
-                        continue;
-                if ((size_t)l >= sizeof(link) - 1) {
-                        cut = true; /* possibly cut: refused below if this gloved is live */
-                        continue;
-                }
-                link[l] = '\0';
-                unsigned long ino;
-                if (sscanf(link, "socket:[%lu]", &ino) == 1) {
-                        for (size_t i = 0; i < n_inodes; i++)
-                                live = live || inodes[i] == ino;
-                        continue;
-                }
-                struct stat st;
-                if (link[0] != '/' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode) ||
-                    is_path_descriptor(fdinfo, e->d_name))
-                        continue;
-                char **nd = realloc(dirs, (n_dirs + 1) * sizeof(*dirs));
-                if (!nd || !(nd[n_dirs] = strdup(link))) {
-                        dirs = nd ? nd : dirs;
-                        r = glove_error_set(err, ENOMEM, "grant.open", "out of memory");
-                        break;
-                }
-                dirs = nd;
-                n_dirs++;
-        }
-        /* A directory a live gloved holds must not go unprotected because its
-         * name is too long to read whole. */
-        if (r >= 0 && live && cut)
-                r = glove_error_set(err, ENAMETOOLONG, "grant.gloved_runtime",
-                                    "gloved (pid %d) holds a descriptor whose path is longer than %d bytes",
-                                    (int)pid, GLOVE_PATH_MAX - 2);
-        for (size_t i = 0; i < n_dirs; i++) {
-                _cleanup_free_ char *norm = NULL;
-                struct glove_error nerr = {0};
-                if (r >= 0 && live && glove_path_normalize(dirs[i], "/", &norm, &nerr) >= 0)
-                        r = prot_add(p, norm, PROT_GLOVED, pid, err);
-                free(dirs[i]);
-        }
-        free(dirs);
-        return r;
-}
-
-/* Every live gloved but this process (gloved's own launches): a process
- * named gloved* holding a socket bound to .../gloved.sock. The directories
- * are read from /proc/PID/fd, so a runtime directory renamed after gloved
- * started is found where it is now. Processes whose descriptors this one
- * may not read are skipped. */
-static int prot_add_gloved(struct glove_grant_protected *p, struct glove_error *err) {
-        unsigned long inodes[GLOVED_INODES_MAX];
-        size_t n_inodes = 0;
-        int r = gloved_socket_inodes(inodes, &n_inodes, err);
-        if (r < 0 || n_inodes == 0)
+/* The protected regions: the mount table, the system trees (system) and
+ * guards' directories. */
+static int protected_new(const struct glove_grant_guards *guards, bool system, struct glove_grant_protected **out,
+                         struct glove_error *err) {
+        struct glove_grant_protected *p = calloc(1, sizeof(*p));
+        if (!p)
+                return glove_error_set(err, ENOMEM, "grant.open", "out of memory");
+        int r = glove_mount_table_read(&p->mounts, err);
+        if (r >= 0 && system)
+                r = prot_add_system(p, err);
+        if (r >= 0)
+                r = prot_add_guards(p, guards, err);
+        if (r < 0) {
+                protected_free(p);
                 return r;
-        _cleanup_closedir_ DIR *d = opendir("/proc");
-        if (!d)
-                return glove_error_set(err, errno, "grant.gloved_runtime", "cannot list /proc: %s", strerror(errno));
-        size_t seen = 0;
-        struct dirent *e;
-        pid_t self = getpid();
-        while ((e = readdir(d))) {
-                if (!isdigit((unsigned char)e->d_name[0]))
-                        continue;
-                if (++seen > GLOVE_GRANT_PROCS_MAX)
-                        return glove_error_set(err, E2BIG, "grant.gloved_runtime",
-                                               "more than %d processes; cannot tell which one is gloved",
-                                               GLOVE_GRANT_PROCS_MAX);
-                pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-                if (pid == self)
-                        continue;
-                char path[sizeof(e->d_name) + 8], comm[32];
-                snprintf(path, sizeof(path), "%s/comm", e->d_name);
-                _cleanup_close_ int cfd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
-                if (cfd < 0)
-                        continue;
-                ssize_t n = read(cfd, comm, sizeof(comm) - 1);
-                if (n < 6 || strncmp(comm, "gloved", 6) != 0)
-                        continue;
-                snprintf(path, sizeof(path), "%s/fd", e->d_name);
-                int fddir = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fddir < 0)
-                        continue;
-                snprintf(path, sizeof(path), "%s/fdinfo", e->d_name);
-                _cleanup_close_ int fdinfo = openat(dirfd(d), path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                r = prot_add_gloved_fds(p, pid, fddir, fdinfo, inodes, n_inodes, err);
-                if (r < 0)
-                        return r;
         }
+        *out = p;
         return 0;
 }
 
@@ -500,20 +311,10 @@ static int protected_get(struct glove_grant_set *set, struct glove_grant_protect
                 *out = set->protected_regions;
                 return 0;
         }
-        struct glove_grant_protected *p = calloc(1, sizeof(*p));
-        if (!p)
-                return glove_error_set(err, ENOMEM, "grant.open", "out of memory");
-        int r = glove_mount_table_read(&p->mounts, err);
+        int r = protected_new(set->guards, true, out, err);
         if (r >= 0)
-                r = prot_add_system(p, err);
-        if (r >= 0)
-                r = prot_add_gloved(p, err);
-        if (r < 0) {
-                protected_free(p);
-                return r;
-        }
-        *out = set->protected_regions = p;
-        return 0;
+                set->protected_regions = *out;
+        return r;
 }
 
 /* Whether the grant region g is a system region (or holds one): it holds a
@@ -543,31 +344,39 @@ static const struct prot *system_conflict(const struct glove_grant_protected *p,
         return NULL;
 }
 
+/* Refuses norm when it is, holds or lies inside a guarded directory by
+ * path (the regions are compared by check_regions). */
+static int check_guard_paths(const struct glove_grant_guards *guards, const char *norm, struct glove_error *err) {
+        for (size_t i = 0; guards && i < guards->count; i++) {
+                const struct glove_grant_guard *q = &guards->items[i];
+                if (glove_path_is_beneath(norm, q->path) || glove_path_is_beneath(q->path, norm))
+                        return glove_error_set(err, EPERM, guards->code, "%s: %s %s (%s); it cannot be granted", norm,
+                                               glove_path_is_beneath(norm, q->path) ? "lies inside" : "holds", q->what,
+                                               q->path);
+        }
+        return 0;
+}
+
 /* Refuses the grant norm when one of the regions it reaches (its own and
  * every mount at or beneath it) overlaps a protected region: a system tree
- * for a writable grant, a live gloved's directory for every grant. */
-static int check_regions(struct glove_grant_set *set, const char *norm, enum glove_grant_mode mode,
-                         struct glove_error *err) {
-        struct glove_grant_protected *p = NULL;
-        int r = protected_get(set, &p, err);
-        if (r < 0)
-                return r;
+ * for a writable grant (write, unless allow_system_write), a guarded
+ * directory for every grant. */
+static int check_regions(struct glove_grant_protected *p, const struct glove_grant_guards *guards, const char *norm,
+                         bool write, struct glove_error *err) {
         struct glove_region *g = NULL;
         size_t n = 0;
-        r = glove_mount_table_grant_regions(&p->mounts, norm, &g, &n, err);
+        int r = glove_mount_table_grant_regions(&p->mounts, norm, &g, &n, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 const char *through = i == 0 ? "" : " through a mount beneath it";
                 for (size_t j = 0; j < p->count && r >= 0; j++) {
                         const struct prot *q = &p->items[j];
-                        if (q->kind == PROT_GLOVED && glove_region_overlaps(&g[i], &q->r))
-                                r = glove_error_set(err, EPERM, "grant.gloved_runtime",
-                                                    "%s: reaches%s the directory %s that a running gloved (pid %d) "
-                                                    "holds (its runtime or state directory); it cannot be granted",
-                                                    norm, through, q->label, (int)q->pid);
+                        if (q->kind == PROT_GUARD && glove_region_overlaps(&g[i], &q->r))
+                                r = glove_error_set(err, EPERM, guards->code, "%s: reaches%s %s (%s); it cannot be granted",
+                                                    norm, through, q->what, q->label);
                 }
-                if (r < 0 || mode != GLOVE_GRANT_WRITE || set->allow_system_write)
+                if (r < 0 || !write)
                         continue;
                 const struct prot *s = system_conflict(p, &g[i]);
                 if (s)
@@ -578,6 +387,40 @@ static int check_regions(struct glove_grant_set *set, const char *norm, enum glo
                                             norm, through, s->label);
         }
         glove_regions_free(g, n);
+        return r;
+}
+
+/* The checks of guards and regions for the grant norm of set. */
+static int check_protected(struct glove_grant_set *set, const char *norm, bool is_dir, enum glove_grant_mode mode,
+                           struct glove_error *err) {
+        int r = check_markers(set->guards, norm, is_dir, err);
+        if (r == 0)
+                r = check_guard_paths(set->guards, norm, err);
+        if (r < 0)
+                return r;
+        struct glove_grant_protected *p = NULL;
+        r = protected_get(set, &p, err);
+        if (r < 0)
+                return r;
+        return check_regions(p, set->guards, norm, mode == GLOVE_GRANT_WRITE && !set->allow_system_write, err);
+}
+
+int glove_grant_guards_check(const struct glove_grant_guards *guards, const char *norm, struct glove_error *err) {
+        if (!guards)
+                return 0;
+        struct stat st;
+        bool is_dir = stat(norm, &st) == 0 && S_ISDIR(st.st_mode);
+        int r = check_markers(guards, norm, is_dir, err);
+        if (r == 0)
+                r = check_guard_paths(guards, norm, err);
+        if (r < 0 || guards->count == 0)
+                return r;
+        struct glove_grant_protected *p = NULL;
+        r = protected_new(guards, false, &p, err);
+        if (r < 0)
+                return r;
+        r = check_regions(p, guards, norm, false, err);
+        protected_free(p);
         return r;
 }
 
@@ -692,7 +535,7 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
                                        "%s: would hide the agent's private HOME (%s); grant a directory below it instead",
                                        path, GLOVE_ENV_HOME);
         /* The invoker's own runtime directory (ssh-agent, gpg-agent, D-Bus,
-         * gloved's socket) likewise. */
+         * a service's socket) likewise. */
         const char *xdg = set->runtime_dir;
         if (xdg && xdg[0] == '/' && glove_path_is_beneath(norm, xdg))
                 return glove_error_set(err, EPERM, "grant.restricted",
@@ -730,11 +573,7 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
                                        "/opt, /root, /sbin, /usr, /var); the agent could change what the host runs; grant "
                                        "it read-only",
                                        norm);
-        r = check_inside_gloved_runtime(norm, is_dir, err);
-        if (r == 0 && is_dir)
-                r = check_contains_gloved_runtime(norm, err);
-        if (r == 0)
-                r = check_regions(set, norm, mode, err);
+        r = check_protected(set, norm, is_dir, mode, err);
         if (r < 0)
                 return r;
         if (workspace && !is_dir)

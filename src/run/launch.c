@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "launch.h"
+#include "gloved_guards.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -117,6 +118,16 @@ int glove_launch_prepare(const struct glove_exec_options *opts, struct glove_lau
                 return glove_error_set(err, errno, "exec.cwd", "cannot determine the working directory: %s", strerror(errno));
         l->grants.runtime_dir = getenv("XDG_RUNTIME_DIR");
         l->grants.allow_system_write = opts->unsafe_write_system_dir;
+        /* What no grant may reach beyond the system trees: the directories
+         * of every gloved this invoker can see (looked for only when
+         * something is granted). */
+        if (opts->n_grants > 0 || opts->home_from) {
+                int r = glove_run_gloved_guards(&l->guards, err);
+                if (r < 0)
+                        return r;
+                l->grants.guards = &l->guards;
+                l->home_set.guards = &l->guards;
+        }
         for (size_t i = 0; i < opts->n_grants; i++) {
                 int r = glove_grant_set_add(&l->grants, opts->grants[i].path, opts->grants[i].mode, opts->grants[i].workspace,
                                             l->cwd, err);
@@ -215,6 +226,7 @@ int glove_launch_add_home(struct glove_mount_plan *plan, void *ctx, struct glove
 void glove_launch_free(struct glove_launch *l) {
         glove_grant_set_clear(&l->grants);
         glove_grant_set_clear(&l->home_set);
+        glove_grant_guards_free(&l->guards);
         free(l->home_from);
         l->home_from = NULL;
         glove_env_free(&l->env);

@@ -27,6 +27,7 @@ extern const int glove_launch_stop_signals[7];
 struct glove_launch {
         char cwd[4096];
         struct glove_grant_set grants;
+        struct glove_grant_guards guards; /* running gloveds' directories, refused to every grant */
         struct glove_env env;
         struct glove_audit_log audit;     /* fd -1 without --audit-log */
         int status_dirfd;                 /* --status-json's directory, pinned; -1 without */

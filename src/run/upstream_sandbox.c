@@ -2,6 +2,7 @@
 /* Contained upstreams: their grants, checked as glove exec checks them, and
  * the `glove exec` command line each one runs under (upstream_sandbox.h). */
 #include "upstream_sandbox.h"
+#include "gloved_guards.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -408,6 +409,12 @@ int glove_run_upstream_sandboxes(const struct glove_exec_options *o, const struc
                                  struct glove_mcp_upstream_spec *specs, size_t n_specs, bool *uncontained,
                                  struct glove_error *err) {
         int r = check_names(o, specs, n_specs, err);
+        if (r < 0 || n_specs == 0)
+                return r;
+        /* The upstreams' grants, like the agent's, never reach a running
+         * gloved's directories. */
+        _cleanup_(glove_grant_guards_free) struct glove_grant_guards guards = { 0 };
+        r = glove_run_gloved_guards(&guards, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_specs; i++) {
@@ -418,6 +425,7 @@ int glove_run_upstream_sandboxes(const struct glove_exec_options *o, const struc
                         return glove_error_set(err, ENOMEM, "upstream.nomem", "out of memory");
                 glove_grant_set_init(&g->set);
                 g->set.runtime_dir = runtime_dir;
+                g->set.guards = &guards;
                 r = gather(o, sb, spec, cwd, g, err);
                 uncontained[i] = is_uncontained(o, sb, spec->name);
                 bool limits = false;

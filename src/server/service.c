@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gloved: options, start-up and shutdown (see service.h). */
 #include "glove/server/service.h"
+#include "glove/server/exposure.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -517,6 +518,30 @@ static void created_empty(const char *store, const struct glove_store_journal_re
                           "earlier one (was the store moved or deleted?)", store, torn);
 }
 
+/* Refuses to start when a running sandbox reaches the runtime, state or
+ * materialization directory (glove/server/exposure.h). */
+static int check_exposure(const struct glove_server_service_options *o, struct glove_error *err) {
+        struct glove_server_exposure_dir dirs[3];
+        size_t n = 0;
+        dirs[n++] = (struct glove_server_exposure_dir){ o->runtime_dir, "the runtime directory" };
+        dirs[n++] = (struct glove_server_exposure_dir){ o->state_dir, "the state directory" };
+        if (o->materialization_root)
+                dirs[n++] = (struct glove_server_exposure_dir){ o->materialization_root, "the materialization root" };
+        /* What gloved mounts into its own sessions (which may outlive an
+         * earlier gloved in their keepers): leases and materializations. */
+        char leases[PATH_MAX];
+        const char *areas[2];
+        size_t n_areas = 0;
+        if (o->materialization_root) {
+                if ((size_t)snprintf(leases, sizeof(leases), "%s/" GLOVE_LEASE_DIR, o->state_dir) >= sizeof(leases))
+                        return glove_error_set(err, ENAMETOOLONG, "service.state_dir", "%s/" GLOVE_LEASE_DIR " is too long",
+                                               o->state_dir);
+                areas[n_areas++] = leases;
+                areas[n_areas++] = o->materialization_root;
+        }
+        return glove_server_exposure_check(dirs, n, areas, n_areas, err);
+}
+
 static int start(struct service *s, const struct glove_server_service_options *o, struct glove_error *err) {
         uid_t uid = geteuid();
         int r = glove_store_dir_open_private(o->runtime_dir, uid, true, &s->runtime_fd, err);
@@ -526,6 +551,10 @@ static int start(struct service *s, const struct glove_server_service_options *o
                 r = take_lock(s->runtime_fd, o->runtime_dir, &s->runtime_lock, err);
         if (r == 0)
                 r = take_lock(s->state_fd, o->state_dir, &s->state_lock, err);
+        /* Before any secret is written or read (the bootstrap secret, the
+         * receipt key): no sandbox that already runs may reach them. */
+        if (r == 0)
+                r = check_exposure(o, err);
         if (r == 0 && o->session_policy)
                 r = glove_supervisor_policy_load(o->session_policy, uid, &s->policy, err);
         struct glove_store_journal_report rep = { 0 };

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/loop.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -26,6 +28,9 @@
 #include "glove/base/fd.h"
 #include "glove/supervisor/prepare.h"
 #include "image.h"
+
+/* The block major of loop devices (Documentation/admin-guide/devices.txt). */
+#define SV_LOOP_MAJOR 7
 
 static const char *const mkfs_candidates[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4" };
 
@@ -114,8 +119,13 @@ bool glove_supervisor_retained_probe(struct glove_error *why) {
         return true;
 }
 
-/* Runs mkfs.ext4 on image (absolute). Output kept bounded for the message. */
-static int run_mkfs(const char *image, uid_t uid, gid_t gid, struct glove_error *err) {
+/* The descriptor number the image has in mkfs.ext4 (its path there is
+ * /proc/self/fd/3: the file gloved created, whatever its name now is). */
+#define MKFS_IMAGE_FD 3
+
+/* Runs mkfs.ext4 on the image open as image_fd, through that descriptor.
+ * Output kept bounded for the message. */
+static int run_mkfs(int image_fd, uid_t uid, gid_t gid, struct glove_error *err) {
         char mkfs[PATH_MAX];
         int r = sv_mkfs_resolve(mkfs, err);
         if (r < 0) {
@@ -125,7 +135,14 @@ static int run_mkfs(const char *image, uid_t uid, gid_t gid, struct glove_error 
         }
         char ext[64];
         snprintf(ext, sizeof(ext), "root_owner=%u:%u,nodiscard", (unsigned)uid, (unsigned)gid);
-        char *const argv[] = { "mkfs.ext4", "-F", "-q", "-t", "ext4", "-m", "0", "-E", ext, (char *)image, NULL };
+        char image[32];
+        snprintf(image, sizeof(image), "/proc/self/fd/%d", MKFS_IMAGE_FD);
+        char *const argv[] = { "mkfs.ext4", "-F", "-q", "-t", "ext4", "-m", "0", "-E", ext, image, NULL };
+        /* Above stdio and MKFS_IMAGE_FD, so that the dup2 below always
+         * makes a new descriptor (one without FD_CLOEXEC). */
+        _cleanup_close_ int src = fcntl(image_fd, F_DUPFD_CLOEXEC, MKFS_IMAGE_FD + 1);
+        if (src < 0)
+                return glove_error_set(err, errno, "materialize.mkfs", "dup: %s", strerror(errno));
         char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -137,6 +154,7 @@ static int run_mkfs(const char *image, uid_t uid, gid_t gid, struct glove_error 
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, p[1], 1);
         posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+        posix_spawn_file_actions_adddup2(&fa, src, MKFS_IMAGE_FD);
         sigset_t none, all;
         sigemptyset(&none);
         sigfillset(&all);
@@ -202,6 +220,13 @@ static int loop_attach_flags(int image_fd, const char *name, uint32_t flags, int
                                 continue; /* raced with a removal */
                         return glove_error_set(err, errno, "materialize.loop", "%s: %s", dev, strerror(errno));
                 }
+                /* What the name gave must be a loop device (major 7) before
+                 * it is configured; from here on only the descriptor is used. */
+                struct stat bst;
+                if (fstat(fd, &bst) < 0 || !S_ISBLK(bst.st_mode) || major(bst.st_rdev) != SV_LOOP_MAJOR) {
+                        close(fd);
+                        return glove_error_set(err, EPERM, "materialize.loop", "%s is not a loop block device", dev);
+                }
                 struct loop_config cfg = { .fd = (unsigned)image_fd, .info = { .lo_flags = LO_FLAGS_AUTOCLEAR | flags } };
                 size_t nl = strnlen(name, sizeof(cfg.info.lo_file_name) - 1);
                 memcpy(cfg.info.lo_file_name, name, nl);
@@ -224,6 +249,57 @@ static int loop_attach_flags(int image_fd, const char *name, uint32_t flags, int
                 return 0;
         }
         return glove_error_set(err, EBUSY, "materialize.loop", "no free loop device after 64 attempts");
+}
+
+/* Mounts the loop device named dev, which must still be the block device
+ * want_rdev that was configured through its descriptor, on the directory
+ * open (O_PATH) as dir_fd, through that descriptor. The source is passed by
+ * name, not as /proc/self/fd/N (which the kernel would resolve the same
+ * way), because mountinfo shows the source string as given and tools and
+ * recovery look for /dev/loopN there; the callers check the mounted root's
+ * device afterwards, so a name swapped in between cannot pass unnoticed. */
+static int mount_dev(const char *dev, uint64_t want_rdev, int dir_fd, unsigned long flags, const char *data) {
+        struct stat st;
+        if (stat(dev, &st) < 0)
+                return -errno;
+        if (!S_ISBLK(st.st_mode) || st.st_rdev != (dev_t)want_rdev)
+                return -EXDEV;
+        char target[32];
+        snprintf(target, sizeof(target), "/proc/self/fd/%d", dir_fd);
+        return mount(dev, target, "ext4", flags, data) < 0 ? -errno : 0;
+}
+
+/* Detaches the mount whose root the O_PATH descriptor fd is, after checking
+ * that it is one (STATX_ATTR_MOUNT_ROOT) and that it is what is expected:
+ * on device want_dev, or on a loop device when want_dev is 0, and, when
+ * nonzero, with mount id want_mnt and root inode want_ino. The unmount goes
+ * through the descriptor (/proc/self/fd/N), so what was checked is what is
+ * detached. *detached tells whether there was a mount to detach. */
+static int detach_fd(int fd, uint64_t want_dev, uint64_t want_mnt, uint64_t want_ino, const char *name,
+                     const char *code, bool *detached, struct glove_error *err) {
+        *detached = false;
+        struct statx stx;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0)
+                return glove_error_set(err, errno, code, "%s: statx: %s", name, strerror(errno));
+        if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+                return glove_error_set(err, ENOTSUP, code, "%s: the kernel does not say whether it is a mount; left alone",
+                                       name);
+        if (!(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+                return 0; /* nothing mounted there */
+        dev_t dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        bool same = want_dev ? dev == (dev_t)want_dev : major(dev) == SV_LOOP_MAJOR;
+        same = same && (!want_mnt || stx.stx_mnt_id == want_mnt) && (!want_ino || stx.stx_ino == want_ino);
+        if (!same)
+                return glove_error_set(err, EPERM, code,
+                                       "%s: what is mounted there is not the session's retained image (device %u:%u); "
+                                       "left alone",
+                                       name, major(dev), minor(dev));
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        if (umount2(path, MNT_DETACH) < 0)
+                return glove_error_set(err, errno, code, "%s: unmount: %s", name, strerror(errno));
+        *detached = true;
+        return 0;
 }
 
 static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_image *img, struct glove_error *err) {
@@ -249,10 +325,9 @@ static int mkdir_open(int dirfd, const char *name, bool *created, int *out, stru
 int sv_image_create(int root_fd, const char *root, const char *session, const char *alias, uint64_t size,
                     uid_t uid, gid_t gid, struct sv_image *img, struct glove_error *err) {
         *img = (struct sv_image){ .size = size };
-        char name[300], image_path[PATH_MAX];
+        char name[300];
         snprintf(name, sizeof(name), "%s.ext4", alias);
-        if (snprintf(image_path, sizeof(image_path), "%s/images/%s/%s", root, session, name) >= (int)sizeof(image_path) ||
-            snprintf(img->mount_path, sizeof(img->mount_path), "%s/mounts/%s/%s", root, session, alias) >=
+        if (snprintf(img->mount_path, sizeof(img->mount_path), "%s/mounts/%s/%s", root, session, alias) >=
                     (int)sizeof(img->mount_path))
                 return glove_error_set(err, ENAMETOOLONG, "materialize.image", "%s: path too long", alias);
         _cleanup_close_ int images = -1, isess = -1, mounts = -1, msess = -1, mdir = -1, image = -1, loop = -1, top = -1;
@@ -306,7 +381,7 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
                                     alias, (unsigned long long)(SV_IMAGE_RESERVE_BYTES >> 20));
                 goto fail;
         }
-        r = run_mkfs(image_path, uid, gid, err);
+        r = run_mkfs(image, uid, gid, err);
         if (r < 0)
                 goto fail;
         /* mkfs never shrinks a file, but re-check: the whole size stays allocated. */
@@ -330,11 +405,10 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
                 r = mkdir_open(msess, alias, &mdir_new, &mdir, err);
         if (r < 0)
                 goto fail;
-        char target[64];
-        snprintf(target, sizeof(target), "/proc/self/fd/%d", mdir);
-        if (mount(img->loop_device, target, "ext4", MS_NOSUID | MS_NODEV, NULL) < 0) {
-                int e = errno;
-                r = glove_error_set(err, e, "materialize.mount", "%s: mounting %s: %s", alias, img->loop_device, strerror(e));
+        r = mount_dev(img->loop_device, img->loop_rdev, mdir, MS_NOSUID | MS_NODEV, NULL);
+        if (r < 0) {
+                r = glove_error_set(err, -r, "materialize.mount", "%s: mounting %s: %s", alias, img->loop_device,
+                                    strerror(-r));
                 goto fail;
         }
         img->mounted = true;
@@ -352,7 +426,11 @@ int sv_image_create(int root_fd, const char *root, const char *session, const ch
         return 0; /* closing loop: the mount holds the device; autoclear detaches it after the last unmount */
 fail:
         if (img->mounted) {
-                (void)umount2(img->mount_path, MNT_DETACH | UMOUNT_NOFOLLOW);
+                /* Only what this call mounted: the loop device it configured. */
+                _cleanup_close_ int at = -1;
+                bool gone;
+                if (msess >= 0 && glove_fd_open_beneath(msess, alias, O_PATH | O_DIRECTORY, &at, NULL) >= 0)
+                        (void)detach_fd(at, img->loop_rdev, 0, 0, alias, "materialize.mount", &gone, NULL);
                 img->mounted = false;
         }
         if (loop >= 0) {
@@ -374,20 +452,42 @@ int sv_image_release(struct sv_image *img, struct glove_error *err) {
         if (!img->mounted)
                 return 0;
         img->mounted = false;
-        if (umount2(img->mount_path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
-                return glove_error_set(err, errno, "materialize.mount", "%s: unmount: %s", img->mount_path,
-                                       strerror(errno));
-        return 0;
+        _cleanup_close_ int fd = -1;
+        int r = glove_fd_open_nofollow(img->mount_path, O_PATH | O_DIRECTORY, &fd, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return glove_error_set(err, -r, "materialize.mount", "%s: %s", img->mount_path, strerror(-r));
+        bool gone;
+        return detach_fd(fd, img->root_dev, img->mnt_id, img->root_ino, img->mount_path, "materialize.mount", &gone, err);
 }
 
 int sv_image_cleanup(int root_fd, const char *root, const char *session, const char *alias, bool remove_image,
                      struct glove_error *err) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/mounts/%s/%s", root, session, alias);
-        if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
-                return glove_error_set(err, errno, "materialize.cleanup", "%s: unmount: %s", path, strerror(errno));
         char rel[PATH_MAX];
         snprintf(rel, sizeof(rel), "mounts/%s/%s", session, alias);
+        /* Resolved beneath the root by descriptor; only a retained image's
+         * mount (an ext4 on a loop device) is detached. */
+        _cleanup_close_ int at = -1;
+        int r = glove_fd_open_beneath(root_fd, rel, O_PATH | O_DIRECTORY, &at, NULL);
+        if (r < 0 && r != -ENOENT)
+                return glove_error_set(err, -r, "materialize.cleanup", "%s: %s", path, strerror(-r));
+        bool gone = false;
+        struct statfs sfs;
+        if (r >= 0 && fstatfs(at, &sfs) == 0 && (unsigned long)sfs.f_type != EXT4_SUPER_MAGIC) {
+                /* Not an ext4 at all: not an image, whatever is there. */
+                struct statx stx;
+                if (statx(at, "", AT_EMPTY_PATH, 0, &stx) == 0 && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+                    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+                        return glove_error_set(err, EPERM, "materialize.cleanup",
+                                               "%s: what is mounted there is not a retained image; left alone", path);
+        } else if (r >= 0) {
+                r = detach_fd(at, 0, 0, 0, path, "materialize.cleanup", &gone, err);
+                if (r < 0)
+                        return r;
+        }
         if (unlinkat(root_fd, rel, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 return glove_error_set(err, errno, "materialize.cleanup", "%s: %s", path, strerror(errno));
         if (remove_image) {
@@ -434,13 +534,24 @@ int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_
                 r = mkdir_open(msess, alias, NULL, &mdir, err);
         if (r < 0)
                 return r;
-        char target[64];
-        snprintf(target, sizeof(target), "/proc/self/fd/%d", mdir);
         /* Read-only, and noload: the journal of an image whose host went
          * down is not replayed (that would write); what is seen is what was
-         * on disk. */
-        if (mount(img.loop_device, target, "ext4", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "noload") < 0)
-                return glove_error_set(err, errno, "materialize.freeze", "%s: mounting %s read-only: %s", alias,
-                                       img.loop_device, strerror(errno));
+         * on disk. Checked like sv_image_create's. */
+        r = mount_dev(img.loop_device, img.loop_rdev, mdir, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "noload");
+        if (r < 0)
+                return glove_error_set(err, -r, "materialize.freeze", "%s: mounting %s read-only: %s", alias,
+                                       img.loop_device, strerror(-r));
+        /* What is mounted there now is the device configured above. */
+        _cleanup_close_ int top = -1;
+        struct stat tst;
+        if (glove_fd_open_beneath(msess, alias, O_PATH | O_DIRECTORY, &top, NULL) < 0 || fstat(top, &tst) < 0 ||
+            tst.st_dev != (dev_t)img.loop_rdev) {
+                if (top >= 0) {
+                        bool gone;
+                        (void)detach_fd(top, img.loop_rdev, 0, 0, alias, "materialize.freeze", &gone, NULL);
+                }
+                return glove_error_set(err, EIO, "materialize.freeze", "%s: the mounted image is not at mounts/%s/%s",
+                                       alias, session, alias);
+        }
         return 0; /* closing loop: autoclear after the last unmount */
 }

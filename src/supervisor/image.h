@@ -33,8 +33,11 @@ int sv_mkfs_resolve(char out[4096], struct glove_error *err);
 
 /*
  * Creates ROOT/images/SESSION/ALIAS.ext4 (O_EXCL, 0600, fallocate'd to size
- * bytes), formats it (root directory owned by uid:gid), attaches it to a
- * free loop device (LO_FLAGS_AUTOCLEAR), mounts it nosuid,nodev at
+ * bytes), formats it through its descriptor (/proc/self/fd/3 in mkfs; root
+ * directory owned by uid:gid), attaches it to a free loop device
+ * (LO_FLAGS_AUTOCLEAR; the node opened must be a loop block device), mounts
+ * it by the device's name, checked to be the configured device just before
+ * and the mounted root's device just after, nosuid,nodev at
  * ROOT/mounts/SESSION/ALIAS (0700). On failure everything made is undone.
  * Codes materialize.root_full (also when fewer than SV_IMAGE_RESERVE_BYTES
  * would stay free), materialize.image, materialize.mkfs,
@@ -43,13 +46,17 @@ int sv_mkfs_resolve(char out[4096], struct glove_error *err);
 int sv_image_create(int root_fd, const char *root, const char *session, const char *alias, uint64_t size,
                     uid_t uid, gid_t gid, struct sv_image *img, struct glove_error *err);
 
-/* Detaches img's host mount (MNT_DETACH); the loop device goes with
- * autoclear. Idempotent. */
+/* Detaches img's host mount (MNT_DETACH) through a descriptor of
+ * img->mount_path checked to be that mount's root (root_dev, root_ino,
+ * mnt_id); anything else there is left alone (materialize.mount). The loop
+ * device goes with autoclear. Idempotent. */
 int sv_image_release(struct sv_image *img, struct glove_error *err);
 
 /* Cleanup of one alias of a session no longer running: detaches a leftover
- * host mount, removes the mount directory, and the image when remove_image.
- * Idempotent. */
+ * host mount (resolved beneath root_fd by descriptor, detached through it
+ * only when it is an ext4 on a loop device; anything else mounted there:
+ * -EPERM materialize.cleanup, left alone), removes the mount directory, and
+ * the image when remove_image. Idempotent. */
 int sv_image_cleanup(int root_fd, const char *root, const char *session, const char *alias, bool remove_image,
                      struct glove_error *err);
 

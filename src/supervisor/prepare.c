@@ -18,6 +18,7 @@
 #include "glove/base/fd.h"
 #include "glove/base/json.h"
 #include "glove/base/path.h"
+#include "glove/container/grant.h"
 #include "glove/container/mount_plan.h"
 #include "glove/net/rule.h"
 #include "glove/supervisor/lease.h"
@@ -32,6 +33,24 @@ static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", 
 /* ---- resolution ---- */
 
 static const char *const restricted_roots[] = { "/dev", "/proc", "/run", "/sys" };
+
+/* The same directories by region (glove/container/grant.h, guards): p, or
+ * a mount beneath it, reaching one of them under another name (a bind
+ * mount of the state directory elsewhere) is refused too. */
+static int check_restricted_regions(const struct glove_supervisor_runtime_config *cfg, const char *what,
+                                    const char *p, struct glove_error *err) {
+        _cleanup_(glove_grant_guards_free) struct glove_grant_guards guards = { .code = "materialize.restricted" };
+        int r = 0;
+        for (size_t i = 0; r >= 0 && cfg->restricted && i < GLOVE_SUPERVISOR_RESTRICTED_MAX && cfg->restricted[i]; i++)
+                r = glove_grant_guards_add(&guards, cfg->restricted[i], "a directory holding gloved's own state", err);
+        if (r >= 0 && cfg->materialization_root)
+                r = glove_grant_guards_add(&guards, cfg->materialization_root, "the materialization root", err);
+        if (r >= 0)
+                r = glove_grant_guards_check(&guards, p, err);
+        if (r < 0)
+                glove_error_prefix(err, "%s", what);
+        return r;
+}
 
 static int check_restricted(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
                             struct glove_error *err) {
@@ -49,7 +68,7 @@ static int check_restricted(const struct glove_supervisor_runtime_config *cfg, c
         if (cfg->materialization_root && sv_paths_overlap(p, cfg->materialization_root))
                 return glove_error_set(err, EPERM, "materialize.restricted",
                                        "%s: %s overlaps the materialization root", what, p);
-        return 0;
+        return check_restricted_regions(cfg, what, p, err);
 }
 
 /* Resolves host path p for what (an alias or "launch path") into m. */

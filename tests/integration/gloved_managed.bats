@@ -141,6 +141,18 @@ host_listing() {
         local img=$T/mat/images/e1/keep.ext4
         [ -f "$img" ] || fail "no retained image at $img"
         [ "$(stat -c %s "$img")" -eq $((8 << 20)) ] || fail "the image is not exactly max_bytes"
+        # A mount gloved did not make, where the image was mounted: cleanup
+        # detaches only a retained image it identified (a loop device's
+        # ext4), so this one stays, and cleanup says why.
+        local mp=$T/mat/mounts/e1/keep seen
+        mkdir -p "$mp" "$T/decoy"
+        echo decoy >"$T/decoy/mark"
+        mount --bind "$T/decoy" "$mp" || fail "mount --bind of the decoy failed"
+        sc call "$RT" cleanup_session '{"session_id":"e1"}'
+        seen=$(cat "$mp/mark" 2>/dev/null || true)
+        umount "$mp" 2>/dev/null || true
+        [ "$seen" = decoy ] || fail "cleanup_session unmounted a mount gloved did not make: $output"
+        [[ "$output" == *materialize.cleanup* ]] || fail "cleanup over a foreign mount must fail materialize.cleanup: $output"
         sc call "$RT" cleanup_session '{"session_id":"e1"}'
         expect_status 0
         [ "$(jq -c .result <<<"$output")" = '{"kept":["keep"],"removed":["src"]}' ] || fail "cleanup: $output"

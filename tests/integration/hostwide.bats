@@ -289,6 +289,29 @@ for line in open("/proc/keys"):
         [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a parent of a bind of it"
 }
 
+@test "hostwide: gloved refuses to start with its directories inside a running sandbox's grant (service.exposed_directory)" {
+        require_gloved
+        local d=$T/rt16
+        mkdir -p "$d"
+        # The sandbox runs first: the grant check at its start saw no gloved.
+        spawn_glove "$T/sb.out" "$T/sb.err" --write "$d" -- /bin/sh -c "echo up > $d/up; exec sleep 120"
+        wait_for "$d/up" up 30 || fail "the sandbox did not start: $(cat "$T/sb.err")"
+        gloved_fails --runtime-dir "$d/run" --state-dir "$d/state"
+        expect_status 1
+        [[ "$stderr" == *"service.exposed_directory"* ]] || fail "expected service.exposed_directory: $stderr"
+        [ ! -e "$d/state/receipt.key" ] || fail "gloved made its receipt key where the sandbox reaches it"
+        [ ! -e "$d/run/bootstrap-secret" ] || fail "gloved wrote its bootstrap secret where the sandbox reaches it"
+        # Inside a directory of the grant, or holding it: refused alike.
+        mkdir -p "$d/sub"
+        gloved_fails --runtime-dir "$T/rt2" --state-dir "$d/sub/state"
+        expect_status 1
+        [[ "$stderr" == *"service.exposed_directory"* ]] || fail "a state directory deeper in the grant: $stderr"
+        # Directories no sandbox reaches: gloved starts while the sandbox runs.
+        start_gloved "$T/g"
+        [ -f "$ST/receipt.key" ] || fail "gloved beside the sandbox made no receipt key"
+        stop_gloved
+}
+
 # ------------------------------------------------------------ the audit log and the status file
 
 @test "hostwide: an audit log or status file with a hard link inside a grant is refused (audit.hard_link, status.hard_link)" {

@@ -42,6 +42,66 @@ struct glove_grant {
         int fd;                     /* O_PATH descriptor, owned, O_CLOEXEC */
 };
 
+/* Most guarded directories one set takes (glove_grant_guards). */
+#define GLOVE_GRANT_GUARDS_MAX 4096
+
+/* A directory the caller protects from every grant, in either mode. */
+struct glove_grant_guard {
+        char *path; /* normalized absolute host path of a directory, owned */
+        char *what; /* how a refusal names it ("the runtime directory of a
+                     * running gloved (pid 42)"), owned */
+};
+
+/* An entry whose presence marks the directory holding it (and everything
+ * beneath) as guarded: its name and file type (S_IFSOCK, S_IFREG, ...). */
+struct glove_grant_marker {
+        const char *name;
+        mode_t type;
+};
+
+/*
+ * What a caller protects from grants, beyond the system trees the
+ * container knows itself: the container module knows no service's files, so
+ * the caller (glove exec/run front ends: live gloveds' directories; gloved:
+ * its own) says what must stay out of every sandbox. A grant is refused with
+ * code when it is, holds or lies inside a guarded directory, by path or by
+ * region (glove/container/region.h: the grant's region or that of a mount
+ * beneath it overlaps the directory's), or when the path or one of its
+ * ancestors holds a marker entry. Fill with glove_grant_guards_add; free
+ * with glove_grant_guards_free. The markers, code and what strings are
+ * borrowed (static in practice).
+ */
+struct glove_grant_guards {
+        const char *code;                         /* stable refusal code, e.g. "grant.gloved_runtime" */
+        struct glove_grant_guard *items;          /* owned, count entries */
+        size_t count, cap;
+        const struct glove_grant_marker *markers; /* borrowed, n_markers entries */
+        size_t n_markers;
+        const char *marker_what;                  /* names a marked directory in messages */
+};
+
+/*
+ * Appends a copy of path (absolute; normalized here) and what to guards.
+ * -E2BIG beyond GLOVE_GRANT_GUARDS_MAX (code guards->code: fail closed);
+ * -EINVAL for a relative path; -ENOMEM.
+ */
+int glove_grant_guards_add(struct glove_grant_guards *guards, const char *path, const char *what,
+                           struct glove_error *err);
+
+/* Frees the guarded directories; code and markers stay. */
+void glove_grant_guards_free(struct glove_grant_guards *guards);
+
+/*
+ * Refuses (-EPERM, guards->code) the normalized absolute path norm when it
+ * is, holds or lies inside a guarded directory, by path or by region (norm's
+ * own region and that of every mount beneath it, against each guard's
+ * region, read from /proc/self/mountinfo; "grant.mountinfo" when it cannot
+ * be read), or when norm or an ancestor holds a marker. For callers that
+ * expose host paths other than through glove_grant_set_add (gloved's
+ * materializations). NULL guards: nothing is guarded.
+ */
+int glove_grant_guards_check(const struct glove_grant_guards *guards, const char *norm, struct glove_error *err);
+
 struct glove_grant_set {
         struct glove_grant items[GLOVE_GRANTS_MAX];
         size_t count;
@@ -53,24 +113,15 @@ struct glove_grant_set {
          * (refused by default: "grant.system_directory"); set by the front
          * end from an explicitly unsafe option. */
         bool allow_system_write;
-        /* The protected regions (system trees, live gloveds' directories)
-         * and the mount table, computed by the first glove_grant_set_add
-         * and kept for the next ones; owned, freed by glove_grant_set_clear. */
+        /* What the caller protects from every grant (NULL: nothing beyond
+         * the system trees); set before the first glove_grant_set_add.
+         * Borrowed: it must outlive the adds. */
+        const struct glove_grant_guards *guards;
+        /* The protected regions (system trees, the guards) and the mount
+         * table, computed by the first glove_grant_set_add and kept for the
+         * next ones; owned, freed by glove_grant_set_clear. */
         struct glove_grant_protected *protected_regions;
 };
-
-/* Most processes looked at, and descriptors of one gloved read, when
- * looking for the directories a live gloved holds open
- * ("grant.gloved_runtime"; more fail closed). */
-#define GLOVE_GRANT_PROCS_MAX (4 * 1024 * 1024)
-#define GLOVE_GRANT_GLOVED_FDS_MAX 65536
-/* Most live gloveds (processes holding a listening gloved.sock) and
- * directories they hold open, together, that are protected. */
-#define GLOVE_GRANT_PROTECTED_MAX 4096
-
-/* Longest /proc/net/unix read when looking for a gloved runtime directory
- * inside a directory grant ("grant.gloved_runtime"). */
-#define GLOVE_GRANT_UNIX_TABLE_MAX (64 * 1024 * 1024)
 
 /* Initializes an empty set. */
 void glove_grant_set_init(struct glove_grant_set *set);
@@ -99,19 +150,11 @@ void glove_grant_set_clear(struct glove_grant_set *set);
  *                          or that of a mount beneath it overlaps a system
  *                          tree's, so a bind mount of /etc elsewhere counts),
  *                          unless set->allow_system_write;
- *   "grant.gloved_runtime" the path is, or lies inside, a directory holding
- *                          gloved's control socket (gloved.sock) or
- *                          bootstrap secret; or a directory grant holds the
- *                          path a running gloved's listening
- *                          RUNTIME/gloved.sock is still bound at
- *                          (/proc/net/unix); or a region the grant reaches
- *                          overlaps a directory a live gloved other than this
- *                          process holds open (a process named gloved*
- *                          holding a gloved.sock socket; its /proc/PID/fd);
- *                          also when /proc/net/unix is unreadable or longer
- *                          than GLOVE_GRANT_UNIX_TABLE_MAX, or past
- *                          GLOVE_GRANT_PROCS_MAX, GLOVE_GRANT_GLOVED_FDS_MAX,
- *                          GLOVE_GRANT_PROTECTED_MAX;
+ *   set->guards->code  (e.g. "grant.gloved_runtime") the path is, holds or
+ *                          lies inside a directory set->guards names, by
+ *                          path or by region, or it or an ancestor holds one
+ *                          of set->guards' markers (glove_grant_guards_check);
+ *                          also past GLOVE_GRANT_GUARDS_MAX;
  *   "grant.mountinfo"      /proc/self/mountinfo cannot be read or parsed, or
  *                          exceeds GLOVE_REGION_MOUNTINFO_MAX or
  *                          GLOVE_REGION_MOUNTS_MAX (fail closed);

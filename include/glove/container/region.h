@@ -12,8 +12,8 @@
  *
  * Grants compare regions (glove_grant_set_add, glove_grant_set_check_outside):
  * a grant reaches its own region and the region of every mount at or beneath
- * it; each is compared with the protected regions (system trees, directories
- * a live gloved holds open, the audit log and status file).
+ * it; each is compared with the protected regions (system trees, the
+ * directories a caller guards, the audit log and status file).
  */
 
 #include <stdbool.h>

@@ -278,21 +278,54 @@ static void test_system_directory(void **state) {
         glove_grant_set_clear(&set);
 }
 
-/* A directory holding gloved's bootstrap secret (or socket) is refused, and
- * so is anything inside it, in either mode. */
-static void test_gloved_runtime(void **state) {
+/* A directory holding one of the caller's markers (here gloved's bootstrap
+ * secret) is refused, and so is anything inside it, in either mode, with
+ * the caller's code; without guards the container refuses nothing of it. */
+static const struct glove_grant_marker test_markers[] = { { "bootstrap-secret", S_IFREG } };
+
+static void test_guard_markers(void **state) {
         (void)state;
         assert_int_equal(mkdir(P("rt"), 0700), 0);
         assert_int_equal(mkdir(P("rt/inner"), 0700), 0);
         touch("rt/bootstrap-secret");
+        struct glove_grant_guards guards = { .code = "grant.gloved_runtime", .markers = test_markers, .n_markers = 1 };
         struct glove_grant_set set;
         glove_grant_set_init(&set);
+        add_ok(&set, P("rt"), GLOVE_GRANT_READ, false, NULL);
+        glove_grant_set_clear(&set);
+        set.guards = &guards;
         add_fails(&set, P("rt"), GLOVE_GRANT_READ, false, NULL, EPERM, "grant.gloved_runtime");
         add_fails(&set, P("rt/bootstrap-secret"), GLOVE_GRANT_READ, false, NULL, EPERM, "grant.gloved_runtime");
         add_fails(&set, P("rt/inner"), GLOVE_GRANT_WRITE, false, NULL, EPERM, "grant.gloved_runtime");
         assert_int_equal(unlink(P("rt/bootstrap-secret")), 0);
         add_ok(&set, P("rt"), GLOVE_GRANT_READ, false, NULL);
         glove_grant_set_clear(&set);
+}
+
+/* A guarded directory: a grant holding it, inside it or of it is refused
+ * with the caller's code; a sibling is not. glove_grant_guards_check
+ * answers the same for a bare path. */
+static void test_guard_dirs(void **state) {
+        (void)state;
+        assert_int_equal(mkdir(P("gd"), 0700), 0);
+        assert_int_equal(mkdir(P("gd/st"), 0700), 0);
+        assert_int_equal(mkdir(P("gd/other"), 0700), 0);
+        struct glove_grant_guards guards = { .code = "test.guarded" };
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_grant_guards_add(&guards, P("gd/st"), "a test directory", &err), 0);
+        assert_int_equal(glove_grant_guards_add(&guards, "relative", "x", &err), -EINVAL);
+        struct glove_grant_set set;
+        glove_grant_set_init(&set);
+        set.guards = &guards;
+        add_fails(&set, P("gd"), GLOVE_GRANT_READ, false, NULL, EPERM, "test.guarded");
+        add_fails(&set, P("gd/st"), GLOVE_GRANT_WRITE, false, NULL, EPERM, "test.guarded");
+        add_ok(&set, P("gd/other"), GLOVE_GRANT_WRITE, false, NULL);
+        glove_grant_set_clear(&set);
+        assert_int_equal(glove_grant_guards_check(&guards, P("gd"), &err), -EPERM);
+        assert_string_equal(err.code, "test.guarded");
+        assert_int_equal(glove_grant_guards_check(&guards, P("gd/other"), &err), 0);
+        assert_int_equal(glove_grant_guards_check(NULL, P("gd"), &err), 0);
+        glove_grant_guards_free(&guards);
 }
 
 static void test_fifo_refused(void **state) {
@@ -509,7 +542,8 @@ int main(void) {
                 cmocka_unit_test(test_restricted),
                 cmocka_unit_test(test_fifo_refused),
                 cmocka_unit_test(test_system_directory),
-                cmocka_unit_test(test_gloved_runtime),
+                cmocka_unit_test(test_guard_markers),
+                cmocka_unit_test(test_guard_dirs),
                 cmocka_unit_test(test_same_path_same_mode_merged),
                 cmocka_unit_test(test_workspace_merges_with_write),
                 cmocka_unit_test(test_nested_same_mode_accepted),
