@@ -214,7 +214,36 @@ static int reopen_tty(void) {
         return 0;
 }
 
+/* Queued real-time signals (sigqueue, rt_sigqueueinfo) and POSIX timers
+ * (timer_create preallocates its signal) are counted per user in every user
+ * namespace up to the host's, each level checked against the receiving
+ * task's RLIMIT_SIGPENDING: unbounded, an agent holds the invoker's whole
+ * limit and sigqueue and timer_create fail with EAGAIN in every host process
+ * of the uid, root's included. Every process of the sandbox descends from
+ * PID 1 and all share one count (one uid in one user namespace), so soft =
+ * hard = GLOVE_SANDBOX_SIGPENDING_MAX (a quarter of the invoker's soft limit
+ * when that is lower) bounds the sandbox's share; raising the hard limit
+ * needs CAP_SYS_RESOURCE in the host's user namespace. Returns 0 or -errno. */
+static int bound_sigpending(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_SIGPENDING, &rl) < 0)
+                return -errno;
+        rlim_t bound = GLOVE_SANDBOX_SIGPENDING_MAX;
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < bound)
+                bound = rl.rlim_cur / 4;
+        rl.rlim_cur = rl.rlim_max = bound;
+        return setrlimit(RLIMIT_SIGPENDING, &rl) < 0 ? -errno : 0;
+}
+
 __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd) {
+        /* Before anything else runs in the sandbox (the egress helper, the
+         * agent), so all of them inherit it. */
+        int sr = bound_sigpending();
+        if (sr < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, -sr, "sandbox.rlimit",
+                                  "cannot lower RLIMIT_SIGPENDING for the sandbox");
+                _exit(1);
+        }
         if (cfg->controlling_tty) {
                 int t = reopen_tty();
                 if (t < 0) {

@@ -17,11 +17,23 @@
     hostwide.py unix-connect PATH      socket(AF_UNIX) then connect(PATH); prints
                                        "socket ERRNO" or "connect ok:REPLY|ERRNO"
     hostwide.py socketpair             socketpair(AF_UNIX): "socketpair ok|ERRNO"
+    hostwide.py sigfill MAX            block SIGRTMIN and sigqueue it to itself
+                                       until MAX are pending or an error;
+                                       prints "queued N ok|ERRNO", "timer
+                                       ok|ERRNO" (timer_create, which queues
+                                       its signal the same way), "limit SOFT
+                                       HARD" of RLIMIT_SIGPENDING and "raise
+                                       ok|ERRNO" for a raise of the hard limit,
+                                       then "holding" until stdin closes
+Each also runs on the host (tests/integration/hostwide.bats measures what
+the invoker's own processes still get while the agent holds its maximum).
 """
+import ctypes
 import errno
 import fcntl
 import os
 import resource
+import signal
 import socket
 import struct
 import sys
@@ -139,6 +151,45 @@ def do_socketpair():
         say("socketpair %s" % ename(e.errno))
 
 
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def hold():
+    say("holding")
+    sys.stdin.read()  # hold until the test closes stdin
+
+
+def sigfill(most):
+    sig = signal.SIGRTMIN
+    signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+    pid = os.getpid()
+    n, res = 0, "ok"
+    while n < most:
+        if libc.sigqueue(pid, sig, ctypes.c_void_p(n)) != 0:
+            res = ename(ctypes.get_errno())
+            break
+        n += 1
+    say("queued %d %s" % (n, res))
+    # timer_create(CLOCK_MONOTONIC, NULL: SIGALRM on expiry): the kernel
+    # charges its preallocated signal to the same count.
+    timer = ctypes.c_void_p()
+    if libc.timer_create(1, None, ctypes.byref(timer)) == 0:
+        say("timer ok")
+    else:
+        say("timer %s" % ename(ctypes.get_errno()))
+    soft, hard = resource.getrlimit(resource.RLIMIT_SIGPENDING)
+    say("limit %d %d" % (soft, hard))
+    try:
+        up = hard + 1 if hard != resource.RLIM_INFINITY else hard
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (up, up))
+        say("raise ok")
+    except OSError as e:
+        say("raise %s" % ename(e.errno))
+    except ValueError:
+        say("raise EPERM")
+    hold()
+
+
 def main():
     op = sys.argv[1]
     if op == "tcpfill":
@@ -153,6 +204,8 @@ def main():
         unix_connect(sys.argv[2])
     elif op == "socketpair":
         do_socketpair()
+    elif op == "sigfill":
+        sigfill(int(sys.argv[2]))
     else:
         sys.exit(2)
 

@@ -376,3 +376,56 @@ except Exception:
         expect_status 0
         expect_output "connect ok:HOST-UNIX"
 }
+
+# ------------------------------------------------------------ per-uid counters (issue 31)
+
+# hold_agent OP ARG...: starts `hostwide.py OP ARG...` in a sandbox with its
+# stdin on a FIFO kept open by this shell (fd 7) and waits until it says
+# "holding" (it has taken what it can); HOUT is its output. release_agent
+# lets it end.
+hold_agent() {
+        local fifo=$T/hold.fifo err=$T/hold.err
+        HOUT=$T/hold.out
+        mkfifo "$fifo"
+        chmod 0666 "$fifo"
+        "$PY" "$LIB/spawn.py" "$GLOVE" exec --read "$AGENTS" -- "${HW[@]}" "$@" <"$fifo" >"$HOUT" 2>"$err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$HOUT" '^holding$' 60 || { cat "$HOUT" "$err" >&2; exec 7>&-; return 1; }
+}
+release_agent() {
+        exec 7>&-
+        wait_exit "$GPID" 20
+}
+
+# host_proc CMD...: CMD as a host process of the invoking uid, without
+# capabilities (root's CAP_SYS_RESOURCE would pass the per-user pipe limit),
+# stdin closed (hostwide.py then does not hold what it took).
+host_proc() {
+        if is_root; then
+                setpriv --bounding-set=-all --inh-caps=-all -- "$@" </dev/null
+        else
+                "$@" </dev/null
+        fi
+}
+
+@test "hostwide: queued real-time signals and POSIX timers stop at the sandbox's RLIMIT_SIGPENDING (EAGAIN, hard limit fixed); the invoker's host processes can still sigqueue and timer_create" {
+        # RLIMIT_SIGPENDING counts per user in every user namespace up to the
+        # host's: unbounded, the agent queued the invoker's whole limit
+        # (96,360 here) and sigqueue/timer_create failed in every host
+        # process of the uid, root's included.
+        local soft bound host
+        soft=$(ulimit -Si)
+        bound=1024
+        [ "$soft" = unlimited ] || [ $((soft / 4)) -ge $bound ] || bound=$((soft / 4))
+        hold_agent sigfill 200000
+        host=$(host_proc "${HW[@]}" sigfill 1024 | tr '\n' ' ')
+        release_agent
+        echo "# agent (uid limit $soft): $(tr '\n' ' ' <"$HOUT")| host process meanwhile: $host" >&3
+        grep -qx "queued $bound EAGAIN" "$HOUT" || fail "the agent was not stopped at $bound queued signals: $(head -1 "$HOUT")"
+        grep -qx "timer EAGAIN" "$HOUT" || fail "timer_create was not refused at the bound"
+        grep -qx "limit $bound $bound" "$HOUT" || fail "RLIMIT_SIGPENDING inside is not $bound/$bound"
+        grep -qx "raise EPERM" "$HOUT" || fail "the agent raised its hard RLIMIT_SIGPENDING"
+        [[ "$host" == *"queued 1024 ok"*"timer ok"* ]] || fail "a host process of uid $(id -u) could not queue a signal or make a timer: $host"
+}

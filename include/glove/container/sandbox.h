@@ -72,6 +72,11 @@
 /* The id the agent runs as inside when the invoker is root. */
 #define GLOVE_SANDBOX_ROOT_INSIDE_ID 1000
 #define GLOVE_SANDBOX_HOSTNAME "glove"
+/* RLIMIT_SIGPENDING (soft = hard) of every process in the sandbox: queued
+ * real-time signals and POSIX timers, counted per user up to the host's user
+ * namespace; a quarter of the invoker's soft limit when that is lower
+ * (docs/threat-model.md, "Host-wide and per-user kernel resources"). */
+#define GLOVE_SANDBOX_SIGPENDING_MAX 1024
 
 struct glove_sandbox_config {
         char *const *argv;                    /* program and arguments; argv[0] is looked up in
