@@ -25,6 +25,19 @@
                                        HARD" of RLIMIT_SIGPENDING and "raise
                                        ok|ERRNO" for a raise of the hard limit,
                                        then "holding" until stdin closes
+    hostwide.py fanotify MAX           fanotify_init (FAN_REPORT_FID, as an
+                                       unprivileged caller must) until MAX
+                                       groups or an error: "groups N ok|ERRNO",
+                                       then "holding" until stdin closes
+    hostwide.py pipes COUNT SIZE       COUNT pipes (the read end kept), each
+                                       grown to SIZE bytes by F_SETPIPE_SZ
+                                       until a growth fails (the rest keep the
+                                       default size): "pipes N grown G
+                                       ok|ERRNO", then "holding" until stdin
+                                       closes
+    hostwide.py pipes COUNT SIZE CMD...  the same, then "new pipe BYTES" (the
+                                       size a new pipe gets), then runs CMD
+                                       while it holds them: "ran STATUS"
 Each also runs on the host (tests/integration/hostwide.bats measures what
 the invoker's own processes still get while the agent holds its maximum).
 """
@@ -36,6 +49,7 @@ import resource
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import termios
 
@@ -190,6 +204,53 @@ def sigfill(most):
     hold()
 
 
+FAN_REPORT_FID = 0x200
+
+
+def fanotify(most):
+    fds, res = [], "ok"
+    while len(fds) < most:
+        fd = libc.fanotify_init(FAN_REPORT_FID, os.O_RDONLY)
+        if fd < 0:
+            res = ename(ctypes.get_errno())
+            break
+        fds.append(fd)
+    say("groups %d %s" % (len(fds), res))
+    hold()
+
+
+F_SETPIPE_SZ = 1031
+F_GETPIPE_SZ = 1032
+
+
+def pipes(count, size, cmd):
+    keep, grown, res = [], 0, "ok"
+    while len(keep) < count:
+        try:
+            r, w = os.pipe()
+        except OSError as e:
+            res = ename(e.errno)
+            break
+        os.close(w)
+        keep.append(r)
+        if size and res == "ok":
+            try:
+                fcntl.fcntl(r, F_SETPIPE_SZ, size)
+                grown += 1
+            except OSError as e:
+                res = ename(e.errno)  # default-size pipes from here on
+    say("pipes %d grown %d %s" % (len(keep), grown, res))
+    if cmd:
+        # Past the uid's soft limit a new unprivileged pipe gets two pages.
+        r, w = os.pipe()
+        say("new pipe %d" % fcntl.fcntl(w, F_GETPIPE_SZ))
+        os.close(r)
+        os.close(w)
+        say("ran %d" % subprocess.run(cmd, close_fds=True).returncode)
+    else:
+        hold()
+
+
 def main():
     op = sys.argv[1]
     if op == "tcpfill":
@@ -206,6 +267,10 @@ def main():
         do_socketpair()
     elif op == "sigfill":
         sigfill(int(sys.argv[2]))
+    elif op == "fanotify":
+        fanotify(int(sys.argv[2]))
+    elif op == "pipes":
+        pipes(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     else:
         sys.exit(2)
 

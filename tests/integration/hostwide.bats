@@ -429,3 +429,67 @@ host_proc() {
         grep -qx "raise EPERM" "$HOUT" || fail "the agent raised its hard RLIMIT_SIGPENDING"
         [[ "$host" == *"queued 1024 ok"*"timer ok"* ]] || fail "a host process of uid $(id -u) could not queue a signal or make a timer: $host"
 }
+
+@test "hostwide: fanotify_init is refused in the sandbox (EPERM); the invoker keeps every fanotify group of its uid" {
+        local max host
+        max=$(cat /proc/sys/user/max_fanotify_groups 2>/dev/null) || skip "no user.max_fanotify_groups on this kernel (fanotify groups are not counted per user)"
+        # Unbounded, the agent took all max_fanotify_groups (128) of the uid.
+        hold_agent fanotify 100000
+        host=$(host_proc "${HW[@]}" fanotify "$max")
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent: $(head -1 "$HOUT"); host process meanwhile (limit $max): $host" >&3
+        grep -qx "groups 0 EPERM" "$HOUT" || fail "the agent made fanotify groups: $(head -1 "$HOUT")"
+        [[ "$host" =~ ^groups\ ([0-9]+)\  ]] || fail "host: $host"
+        [ "${BASH_REMATCH[1]}" -ge $((max / 2)) ] || fail "a host process of uid $(id -u) got ${BASH_REMATCH[1]} of $max fanotify groups"
+}
+
+@test "hostwide: the agent cannot grow a pipe past 64 KiB (F_SETPIPE_SZ EPERM); a host process of the invoking uid can still grow one to 1 MiB" {
+        local soft host n
+        soft=$(cat /proc/sys/fs/pipe-user-pages-soft)
+        [ "$soft" -gt 0 ] || skip "fs.pipe-user-pages-soft is 0 here: no per-user soft limit to take"
+        # Unbounded, soft/256 one-MiB pipes (64 with the default 16,384
+        # pages) took the uid's whole soft limit: the invoker's other
+        # processes then failed F_SETPIPE_SZ with EPERM.
+        n=$((soft / 256 + 1))
+        hold_agent pipes "$n" 1048576
+        host=$(host_proc "${HW[@]}" pipes 1 1048576)
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent: $(head -1 "$HOUT"); host process meanwhile: $host" >&3
+        grep -qx "pipes $n grown 0 EPERM" "$HOUT" || fail "the agent grew pipes: $(head -1 "$HOUT")"
+        [ "$host" = "pipes 1 grown 1 ok" ] || fail "a host process of uid $(id -u) could not grow a pipe to 1 MiB: $host"
+        # Shrinking, and setting the default size, stay allowed.
+        gx --read "$AGENTS" -- "${HW[@]}" pipes 2 65536
+        expect_status 0
+        expect_line "pipes 2 grown 2 ok"
+        gx --read "$AGENTS" -- "${HW[@]}" pipes 2 4096
+        expect_status 0
+        expect_line "pipes 2 grown 2 ok"
+}
+
+@test "hostwide: with the invoker's uid past fs.pipe-user-pages-soft (default-size pipes, no F_SETPIPE_SZ for the uid), the egress relay still carries a 4 MiB tunnel" {
+        local soft n port
+        soft=$(cat /proc/sys/fs/pipe-user-pages-soft)
+        [ "$soft" -gt 0 ] || skip "fs.pipe-user-pages-soft is 0 here: nothing to go past"
+        # Default-size pipes cost 16 pages each: soft/16 + 256 of them put
+        # the uid past its soft limit (what the seccomp cap cannot prevent,
+        # docs/threat-model.md); the relay's own pipes are then two pages and
+        # its F_SETPIPE_SZ fails.
+        n=$((soft / 16 + 256))
+        [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge $((n + 64)) ] || skip "uid $(id -u)'s hard RLIMIT_NOFILE $(ulimit -Hn) is below the $((n + 64)) descriptors the test needs"
+        mkdir -p "$T/www"
+        head -c $((4 << 20)) /dev/zero >"$T/www/big"
+        "$PY" -u -m http.server --bind 127.0.0.1 --directory "$T/www" 0 >"$T/www.out" 2>&1 3>&- &
+        track_pid $!
+        wait_for "$T/www.out" ' port [0-9]+' 10 || fail "no HTTP server: $(cat "$T/www.out")"
+        port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$T/www.out" | head -1)
+        gx --nofile $((n + 64)) --egress-allow "127.0.0.1:$port" --read "$AGENTS" -- "${HW[@]}" pipes "$n" 0 \
+                /usr/bin/curl -sS -p -o /dev/null -w '%{size_download}\n' "http://127.0.0.1:$port/big" </dev/null
+        echo "# agent held $n default-size pipes: $(echo $output)" >&3
+        expect_status 0
+        expect_line "pipes $n grown 0 ok"
+        expect_line "new pipe 8192"
+        expect_line "$((4 << 20))"
+        expect_line "ran 0"
+}
