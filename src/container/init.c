@@ -160,14 +160,19 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
                 if (setrlimit(RLIMIT_NOFILE, &nl) < 0)
                         e = errno;
         }
-        /* POSIX message queue bytes are counted per user up to the host's
-         * user namespace: the agent gets a quarter of what Glove had, so the
-         * invoker's other processes keep the rest. */
-        struct rlimit mq;
-        if (!e && getrlimit(RLIMIT_MSGQUEUE, &mq) == 0 && mq.rlim_cur != RLIM_INFINITY) {
-                mq.rlim_cur /= 4;
-                mq.rlim_max = mq.rlim_cur;
-                if (setrlimit(RLIMIT_MSGQUEUE, &mq) < 0)
+        /* POSIX message queue bytes and System V shared memory locked with
+         * SHM_LOCK are counted per user up to the host's user namespace,
+         * each level against the caller's limit: the agent gets a quarter
+         * of what Glove had, soft = hard, so the invoker's other processes
+         * keep the rest. */
+        static const int per_user[] = {RLIMIT_MSGQUEUE, RLIMIT_MEMLOCK};
+        for (size_t i = 0; !e && i < sizeof(per_user) / sizeof(per_user[0]); i++) {
+                struct rlimit q;
+                if (getrlimit(per_user[i], &q) < 0 || q.rlim_cur == RLIM_INFINITY)
+                        continue;
+                q.rlim_cur /= 4;
+                q.rlim_max = q.rlim_cur;
+                if (setrlimit(per_user[i], &q) < 0)
                         e = errno;
         }
         /* Every descriptor above stdio closes at execve; the error pipe is

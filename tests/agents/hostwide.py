@@ -38,6 +38,12 @@
     hostwide.py pipes COUNT SIZE CMD...  the same, then "new pipe BYTES" (the
                                        size a new pipe gets), then runs CMD
                                        while it holds them: "ran STATUS"
+    hostwide.py shmlock MAX            System V segments of 1 MiB, each locked
+                                       with SHM_LOCK (and removed, so they go
+                                       when the process ends), until MAX MiB
+                                       or an error: "locked N ok|ERRNO",
+                                       "limit SOFT HARD" of RLIMIT_MEMLOCK,
+                                       then "holding" until stdin closes
 Each also runs on the host (tests/integration/hostwide.bats measures what
 the invoker's own processes still get while the agent holds its maximum).
 """
@@ -251,6 +257,34 @@ def pipes(count, size, cmd):
         hold()
 
 
+IPC_PRIVATE, IPC_CREAT, IPC_RMID, SHM_LOCK = 0, 0o1000, 0, 11
+
+
+def shmlock(most):
+    libc.shmget.restype = ctypes.c_int
+    ids, res = [], "ok"
+    try:
+        while len(ids) < most:
+            sid = libc.shmget(IPC_PRIVATE, ctypes.c_size_t(1 << 20), IPC_CREAT | 0o600)
+            if sid < 0:
+                res = ename(ctypes.get_errno())
+                break
+            ids.append(sid)
+            if libc.shmctl(sid, SHM_LOCK, None) != 0:
+                res = ename(ctypes.get_errno())
+                break
+        locked = len(ids) - (res != "ok")
+        say("locked %d %s" % (locked, res))
+        soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+        say("limit %d %d" % (soft, hard))
+        hold()
+    finally:
+        # Removed segments that nothing attaches are destroyed at once, and
+        # their lock's charge with them.
+        for sid in ids:
+            libc.shmctl(sid, IPC_RMID, None)
+
+
 def main():
     op = sys.argv[1]
     if op == "tcpfill":
@@ -269,6 +303,8 @@ def main():
         sigfill(int(sys.argv[2]))
     elif op == "fanotify":
         fanotify(int(sys.argv[2]))
+    elif op == "shmlock":
+        shmlock(int(sys.argv[2]))
     elif op == "pipes":
         pipes(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     else:

@@ -493,3 +493,22 @@ host_proc() {
         expect_line "$((4 << 20))"
         expect_line "ran 0"
 }
+
+@test "hostwide: shared memory the agent locks (SHM_LOCK) stops at a quarter of the invoker's RLIMIT_MEMLOCK; a host process of the invoking uid can still lock 1 MiB" {
+        local soft host quarter
+        soft=$(ulimit -Sl)
+        [ "$soft" != unlimited ] || skip "RLIMIT_MEMLOCK is unlimited for uid $(id -u): Glove leaves it so, and nothing is counted against a limit"
+        quarter=$((soft * 1024 / 4))
+        [ "$soft" -ge 4096 ] || skip "uid $(id -u)'s RLIMIT_MEMLOCK ($soft KiB) is below the 4 MiB the test locks in 1 MiB segments"
+        # Counted per user up to the host's user namespace: unbounded, the
+        # agent locked the invoker's whole limit and SHM_LOCK failed in the
+        # invoker's other processes (ENOMEM).
+        hold_agent shmlock 100000
+        host=$(host_proc "${HW[@]}" shmlock 1)
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent (uid limit $soft KiB): $(tr '\n' ' ' <"$HOUT")| host process meanwhile: $host" >&3
+        grep -qx "limit $quarter $quarter" "$HOUT" || fail "RLIMIT_MEMLOCK inside is not $quarter/$quarter"
+        grep -qxE "locked $((quarter >> 20)) (ENOMEM|EPERM)" "$HOUT" || fail "the agent locked other than $((quarter >> 20)) MiB: $(head -1 "$HOUT")"
+        [ "$host" = "locked 1 ok" ] || fail "a host process of uid $(id -u) could not lock 1 MiB: $host"
+}
