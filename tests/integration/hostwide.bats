@@ -2,8 +2,12 @@
 # Host-wide resources and boundaries a red-team pass and a newcomer crossed
 # (issue 14): TCP socket memory, the open-file table, the kernel keyring
 # listing, line disciplines, writable grants of system directories, grants
-# holding a running gloved's runtime directory. Each attack is made from
-# inside the sandbox by a real program (tests/agents/hostwide.py).
+# holding a running gloved's runtime directory; per-uid counters the agent
+# shares with the invoker's other processes (issue 31): queued signals,
+# fanotify groups, pipe buffers, locked shared memory. Each attack is made
+# from inside the sandbox by a real program (tests/agents/hostwide.py); the
+# per-uid ones are measured from a host process of the invoking uid while
+# the agent holds what it could take.
 
 load helpers
 load "$GLOVE_IT_LIB/gloved"
