@@ -162,7 +162,8 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
         }
         /* POSIX message queue bytes and System V shared memory locked with
          * SHM_LOCK are counted per user up to the host's user namespace,
-         * each level against the caller's limit: the agent gets a quarter
+         * checked against the caller's limit in its own namespace: the
+         * agent gets a quarter
          * of what Glove had, soft = hard, so the invoker's other processes
          * keep the rest. */
         static const int per_user[] = {RLIMIT_MSGQUEUE, RLIMIT_MEMLOCK};
@@ -221,10 +222,11 @@ static int reopen_tty(void) {
 
 /* Queued real-time signals (sigqueue, rt_sigqueueinfo) and POSIX timers
  * (timer_create preallocates its signal) are counted per user in every user
- * namespace up to the host's, each level checked against the receiving
- * task's RLIMIT_SIGPENDING: unbounded, an agent holds the invoker's whole
- * limit and sigqueue and timer_create fail with EAGAIN in every host process
- * of the uid, root's included. Every process of the sandbox descends from
+ * namespace up to the host's, checked against the receiving task's
+ * RLIMIT_SIGPENDING in its own namespace (and against the limit the
+ * namespace's creator had at each level above): unbounded, an agent holds
+ * the invoker's whole limit and sigqueue and timer_create fail with EAGAIN
+ * in every host process of the uid, root's included. Every process of the sandbox descends from
  * PID 1 and all share one count (one uid in one user namespace), so soft =
  * hard = GLOVE_SANDBOX_SIGPENDING_MAX (a quarter of the invoker's soft limit
  * when that is lower) bounds the sandbox's share; raising the hard limit
