@@ -251,6 +251,14 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
                                   "cannot lower RLIMIT_SIGPENDING for the sandbox");
                 _exit(1);
         }
+        /* Without a run cgroup nothing else bounds the sandbox's tasks, and
+         * they count against the invoker's RLIMIT_NPROC on the host. */
+        struct rlimit np = {.rlim_cur = cfg->nproc, .rlim_max = cfg->nproc};
+        if (cfg->nproc > 0 && setrlimit(RLIMIT_NPROC, &np) < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.rlimit",
+                                  "cannot lower RLIMIT_NPROC for the sandbox");
+                _exit(1);
+        }
         if (cfg->controlling_tty) {
                 int t = reopen_tty();
                 if (t < 0) {

@@ -44,6 +44,11 @@
                                        or an error: "locked N ok|ERRNO",
                                        "limit SOFT HARD" of RLIMIT_MEMLOCK,
                                        then "holding" until stdin closes
+    hostwide.py forkfill MAX           forks children that wait, until MAX or
+                                       an error: "forked N ok|ERRNO", "limit
+                                       SOFT HARD" of RLIMIT_NPROC, then
+                                       "holding" until stdin closes (the
+                                       children end with it)
 Each also runs on the host (tests/integration/hostwide.bats measures what
 the invoker's own processes still get while the agent holds its maximum).
 """
@@ -285,6 +290,27 @@ def shmlock(most):
             libc.shmctl(sid, IPC_RMID, None)
 
 
+def forkfill(most):
+    r, w = os.pipe()
+    n, res = 0, "ok"
+    while n < most:
+        try:
+            pid = os.fork()
+        except OSError as e:
+            res = ename(e.errno)
+            break
+        if pid == 0:
+            os.close(w)
+            os.read(r, 1)
+            os._exit(0)
+        n += 1
+    say("forked %d %s" % (n, res))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    say("limit %d %d" % (soft, hard))
+    hold()
+    os.close(w)
+
+
 def main():
     op = sys.argv[1]
     if op == "tcpfill":
@@ -305,6 +331,8 @@ def main():
         fanotify(int(sys.argv[2]))
     elif op == "shmlock":
         shmlock(int(sys.argv[2]))
+    elif op == "forkfill":
+        forkfill(int(sys.argv[2]))
     elif op == "pipes":
         pipes(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     else:

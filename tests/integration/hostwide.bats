@@ -516,3 +516,31 @@ host_proc() {
         grep -qxE "locked $((quarter >> 20)) (ENOMEM|EPERM)" "$HOUT" || fail "the agent locked other than $((quarter >> 20)) MiB: $(head -1 "$HOUT")"
         [ "$host" = "locked 1 ok" ] || fail "a host process of uid $(id -u) could not lock 1 MiB: $host"
 }
+
+@test "hostwide: without a run cgroup, an unprivileged invoker's agent stops forking at RLIMIT_NPROC (the pids default); the invoker's host processes can still fork" {
+        is_root || skip "the test runs glove as a uid of its own, which has no delegated cgroup; switching to it needs root"
+        local u=54329 fifo=$T/np.fifo host n
+        ! getent passwd "$u" >/dev/null || skip "uid $u exists on this host"
+        [ -z "$(ps -o pid= -u "$u")" ] || skip "uid $u has processes on this host"
+        # Processes count per uid up to the host's user namespace: unbounded
+        # (no pids.max), the agent forked up to the invoker's RLIMIT_NPROC
+        # and the invoker's host processes could fork no more.
+        HOUT=$T/np.out
+        mkfifo "$fifo"
+        (cd / && exec setpriv --reuid="$u" --regid="$u" --clear-groups bash -c 'ulimit -u 2000 && exec "$@"' sh \
+                "$GLOVE" exec --read "$AGENTS" -- "${HW[@]}" forkfill 5000) <"$fifo" >"$HOUT" 2>"$T/np.err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$HOUT" '^holding$' 60 || { cat "$HOUT" "$T/np.err" >&2; exec 7>&-; fail "the agent did not report"; }
+        host=$(cd / && setpriv --reuid="$u" --regid="$u" --clear-groups bash -c 'ulimit -u 2000 && exec "$@"' sh "${HW[@]}" forkfill 1 </dev/null)
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent of uid $u (its limit 2000): $(tr '\n' ' ' <"$HOUT")| host process meanwhile: $host" >&3
+        grep -q 'limits.degraded' "$T/np.err" || fail "the run had a cgroup (the test proves nothing): $(cat "$T/np.err")"
+        grep -qx "limit 512 512" "$HOUT" || fail "RLIMIT_NPROC inside is not 512"
+        [[ "$(head -1 "$HOUT")" =~ ^forked\ ([0-9]+)\ EAGAIN$ ]] || fail "the agent: $(head -1 "$HOUT")"
+        n=${BASH_REMATCH[1]}
+        [ "$n" -le 512 ] && [ "$n" -ge 400 ] || fail "the agent forked $n processes"
+        [ "$host" = "forked 1 ok" ] || fail "a host process of uid $u could not fork: $host"
+}

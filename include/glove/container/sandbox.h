@@ -99,6 +99,11 @@ struct glove_sandbox_config {
                                                * cannot be raised again without
                                                * CAP_SYS_RESOURCE in the host's user
                                                * namespace); 0 to keep Glove's */
+        uint64_t nproc;                       /* RLIMIT_NPROC (soft = hard) of every process in
+                                               * the sandbox, PID 1 included: its tasks, counted
+                                               * per uid in the sandbox's user namespace (the
+                                               * kernel exempts uid 0); for a run without a
+                                               * cgroup; 0 to keep Glove's */
         int cgroup_fd;                        /* cgroup v2 directory to clone into
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released
