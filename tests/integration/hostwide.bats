@@ -4,10 +4,10 @@
 # listing, line disciplines, writable grants of system directories, grants
 # holding a running gloved's runtime directory; per-uid counters the agent
 # shares with the invoker's other processes (issue 31): queued signals,
-# fanotify groups, pipe buffers, locked shared memory. Each attack is made
-# from inside the sandbox by a real program (tests/agents/hostwide.py); the
-# per-uid ones are measured from a host process of the invoking uid while
-# the agent holds what it could take.
+# fanotify groups, pipe buffers, locked shared memory, processes without a
+# run cgroup. Each attack is made from inside the sandbox by a real program
+# (tests/agents/hostwide.py); the per-uid ones are measured from a host
+# process of the invoking uid while the agent holds what it could take.
 
 load helpers
 load "$GLOVE_IT_LIB/gloved"
