@@ -160,14 +160,20 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
                 if (setrlimit(RLIMIT_NOFILE, &nl) < 0)
                         e = errno;
         }
-        /* POSIX message queue bytes are counted per user up to the host's
-         * user namespace: the agent gets a quarter of what Glove had, so the
-         * invoker's other processes keep the rest. */
-        struct rlimit mq;
-        if (!e && getrlimit(RLIMIT_MSGQUEUE, &mq) == 0 && mq.rlim_cur != RLIM_INFINITY) {
-                mq.rlim_cur /= 4;
-                mq.rlim_max = mq.rlim_cur;
-                if (setrlimit(RLIMIT_MSGQUEUE, &mq) < 0)
+        /* POSIX message queue bytes and System V shared memory locked with
+         * SHM_LOCK are counted per user up to the host's user namespace,
+         * checked against the caller's limit in its own namespace: the
+         * agent gets a quarter
+         * of what Glove had, soft = hard, so the invoker's other processes
+         * keep the rest. */
+        static const int per_user[] = {RLIMIT_MSGQUEUE, RLIMIT_MEMLOCK};
+        for (size_t i = 0; !e && i < sizeof(per_user) / sizeof(per_user[0]); i++) {
+                struct rlimit q;
+                if (getrlimit(per_user[i], &q) < 0 || q.rlim_cur == RLIM_INFINITY)
+                        continue;
+                q.rlim_cur /= 4;
+                q.rlim_max = q.rlim_cur;
+                if (setrlimit(per_user[i], &q) < 0)
                         e = errno;
         }
         /* Every descriptor above stdio closes at execve; the error pipe is
@@ -214,7 +220,45 @@ static int reopen_tty(void) {
         return 0;
 }
 
+/* Queued real-time signals (sigqueue, rt_sigqueueinfo) and POSIX timers
+ * (timer_create preallocates its signal) are counted per user in every user
+ * namespace up to the host's, checked against the receiving task's
+ * RLIMIT_SIGPENDING in its own namespace (and against the limit the
+ * namespace's creator had at each level above): unbounded, an agent holds
+ * the invoker's whole limit and sigqueue and timer_create fail with EAGAIN
+ * in every host process of the uid, root's included. Every process of the sandbox descends from
+ * PID 1 and all share one count (one uid in one user namespace), so soft =
+ * hard = GLOVE_SANDBOX_SIGPENDING_MAX (a quarter of the invoker's soft limit
+ * when that is lower) bounds the sandbox's share; raising the hard limit
+ * needs CAP_SYS_RESOURCE in the host's user namespace. Returns 0 or -errno. */
+static int bound_sigpending(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_SIGPENDING, &rl) < 0)
+                return -errno;
+        rlim_t bound = GLOVE_SANDBOX_SIGPENDING_MAX;
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < bound)
+                bound = rl.rlim_cur / 4;
+        rl.rlim_cur = rl.rlim_max = bound;
+        return setrlimit(RLIMIT_SIGPENDING, &rl) < 0 ? -errno : 0;
+}
+
 __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config *cfg, int report_fd) {
+        /* Before anything else runs in the sandbox (the egress helper, the
+         * agent), so all of them inherit it. */
+        int sr = bound_sigpending();
+        if (sr < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, -sr, "sandbox.rlimit",
+                                  "cannot lower RLIMIT_SIGPENDING for the sandbox");
+                _exit(1);
+        }
+        /* Without a run cgroup nothing else bounds the sandbox's tasks, and
+         * they count against the invoker's RLIMIT_NPROC on the host. */
+        struct rlimit np = {.rlim_cur = cfg->nproc, .rlim_max = cfg->nproc};
+        if (cfg->nproc > 0 && setrlimit(RLIMIT_NPROC, &np) < 0) {
+                glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.rlimit",
+                                  "cannot lower RLIMIT_NPROC for the sandbox");
+                _exit(1);
+        }
         if (cfg->controlling_tty) {
                 int t = reopen_tty();
                 if (t < 0) {

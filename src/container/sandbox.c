@@ -49,7 +49,7 @@ static const char *const child_codes[] = {
         "materialize.copy", "materialize.quota_exceeded",            "materialize.too_deep",
         "path.open",        "path.relative",  "path.symlink",        "sandbox.argv",    "sandbox.cgroupns",
         "sandbox.clone",    "sandbox.close_range", "sandbox.fork",   "sandbox.hostname", "sandbox.idmap",
-        "sandbox.pipe",     "sandbox.privileges", "sandbox.release", "sandbox.setsid",  "sandbox.setup",
+        "sandbox.pipe",     "sandbox.privileges", "sandbox.release", "sandbox.rlimit", "sandbox.setsid",  "sandbox.setup",
         "sandbox.stdio",    "sandbox.tty",    "sandbox.userns",
 };
 

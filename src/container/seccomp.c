@@ -172,6 +172,21 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* A lease lets its holder stall every other opener of the file, also
          * on the host, for fs.lease-break-time, even on a read-only grant. */
         DENY_ARG("fcntl", SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, F_SETLEASE), "file leases stall host openers"),
+        /* Pipe buffers are charged to the real uid's user_struct, one count
+         * for the whole host (fs.pipe-user-pages-soft): past it every
+         * unprivileged process of the invoker's uid fails F_SETPIPE_SZ and
+         * gets two-page pipes. No pipe grows past the default 64 KiB (16
+         * pages); shrinking stays. The kernel reads the size as 32 bits: any
+         * register value above 64 KiB is refused, so upper garbage cannot
+         * slip past. */
+        {"fcntl", EPERM, 2, {SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, F_SETPIPE_SZ), SCMP_A2(SCMP_CMP_GT, GLOVE_SECCOMP_PIPE_SIZE_MAX)},
+         "pipe buffers count against the invoker's host-wide per-user limit", 0},
+        /* fanotify groups are counted per user up to the host's user
+         * namespace (user.max_fanotify_groups, 128): an agent took them all.
+         * Refused, not halved like inotify: a share per sandbox bounds no
+         * number of concurrent sandboxes, and an unprivileged group offers
+         * nothing inotify does not. */
+        DENY("fanotify_init", "fanotify groups count against the invoker's per-user limit"),
         /* io_uring performs system calls the filter never sees. */
         DENY("io_uring_setup", "io_uring bypasses the filter"),
         DENY("io_uring_enter", "io_uring bypasses the filter"),

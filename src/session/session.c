@@ -533,6 +533,9 @@ static int make_cgroup(struct glove_session *s, const struct glove_session_desc 
                                         (unsigned)geteuid());
                         s->ops.warning(s, &w, s->userdata);
                 }
+                /* No pids.max: the sandbox's tasks stop at RLIMIT_NPROC
+                 * instead (not for a root invoker, whom the kernel exempts). */
+                cfg->nproc = d->limits.pids;
                 return 0;
         }
         /* The limit watch enforces CPU time on the whole cgroup: the

@@ -17,13 +17,50 @@
     hostwide.py unix-connect PATH      socket(AF_UNIX) then connect(PATH); prints
                                        "socket ERRNO" or "connect ok:REPLY|ERRNO"
     hostwide.py socketpair             socketpair(AF_UNIX): "socketpair ok|ERRNO"
+    hostwide.py sigfill MAX            block SIGRTMIN and sigqueue it to itself
+                                       until MAX are pending or an error;
+                                       prints "queued N ok|ERRNO", "timer
+                                       ok|ERRNO" (timer_create, which queues
+                                       its signal the same way), "limit SOFT
+                                       HARD" of RLIMIT_SIGPENDING and "raise
+                                       ok|ERRNO" for a raise of the hard limit,
+                                       then "holding" until stdin closes
+    hostwide.py fanotify MAX           fanotify_init (FAN_REPORT_FID, as an
+                                       unprivileged caller must) until MAX
+                                       groups or an error: "groups N ok|ERRNO",
+                                       then "holding" until stdin closes
+    hostwide.py pipes COUNT SIZE       COUNT pipes (the read end kept), each
+                                       grown to SIZE bytes by F_SETPIPE_SZ
+                                       until a growth fails (the rest keep the
+                                       default size): "pipes N grown G
+                                       ok|ERRNO", then "holding" until stdin
+                                       closes
+    hostwide.py pipes COUNT SIZE CMD...  the same, then "new pipe BYTES" (the
+                                       size a new pipe gets), then runs CMD
+                                       while it holds them: "ran STATUS"
+    hostwide.py shmlock MAX            System V segments of 1 MiB, each locked
+                                       with SHM_LOCK (and removed, so they go
+                                       when the process ends), until MAX MiB
+                                       or an error: "locked N ok|ERRNO",
+                                       "limit SOFT HARD" of RLIMIT_MEMLOCK,
+                                       then "holding" until stdin closes
+    hostwide.py forkfill MAX           forks children that wait, until MAX or
+                                       an error: "forked N ok|ERRNO", "limit
+                                       SOFT HARD" of RLIMIT_NPROC, then
+                                       "holding" until stdin closes (the
+                                       children end with it)
+Each also runs on the host (tests/integration/hostwide.bats measures what
+the invoker's own processes still get while the agent holds its maximum).
 """
+import ctypes
 import errno
 import fcntl
 import os
 import resource
+import signal
 import socket
 import struct
+import subprocess
 import sys
 import termios
 
@@ -139,6 +176,141 @@ def do_socketpair():
         say("socketpair %s" % ename(e.errno))
 
 
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def hold():
+    say("holding")
+    sys.stdin.read()  # hold until the test closes stdin
+
+
+def sigfill(most):
+    sig = signal.SIGRTMIN
+    signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+    pid = os.getpid()
+    n, res = 0, "ok"
+    while n < most:
+        if libc.sigqueue(pid, sig, ctypes.c_void_p(n)) != 0:
+            res = ename(ctypes.get_errno())
+            break
+        n += 1
+    say("queued %d %s" % (n, res))
+    # timer_create(CLOCK_MONOTONIC, NULL: SIGALRM on expiry): the kernel
+    # charges its preallocated signal to the same count.
+    timer = ctypes.c_void_p()
+    if libc.timer_create(1, None, ctypes.byref(timer)) == 0:
+        say("timer ok")
+    else:
+        say("timer %s" % ename(ctypes.get_errno()))
+    soft, hard = resource.getrlimit(resource.RLIMIT_SIGPENDING)
+    say("limit %d %d" % (soft, hard))
+    try:
+        up = hard + 1 if hard != resource.RLIM_INFINITY else hard
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (up, up))
+        say("raise ok")
+    except OSError as e:
+        say("raise %s" % ename(e.errno))
+    except ValueError:
+        say("raise EPERM")
+    hold()
+
+
+FAN_REPORT_FID = 0x200
+
+
+def fanotify(most):
+    fds, res = [], "ok"
+    while len(fds) < most:
+        fd = libc.fanotify_init(FAN_REPORT_FID, os.O_RDONLY)
+        if fd < 0:
+            res = ename(ctypes.get_errno())
+            break
+        fds.append(fd)
+    say("groups %d %s" % (len(fds), res))
+    hold()
+
+
+F_SETPIPE_SZ = 1031
+F_GETPIPE_SZ = 1032
+
+
+def pipes(count, size, cmd):
+    keep, grown, res = [], 0, "ok"
+    while len(keep) < count:
+        try:
+            r, w = os.pipe()
+        except OSError as e:
+            res = ename(e.errno)
+            break
+        os.close(w)
+        keep.append(r)
+        if size and res == "ok":
+            try:
+                fcntl.fcntl(r, F_SETPIPE_SZ, size)
+                grown += 1
+            except OSError as e:
+                res = ename(e.errno)  # default-size pipes from here on
+    say("pipes %d grown %d %s" % (len(keep), grown, res))
+    if cmd:
+        # Past the uid's soft limit a new unprivileged pipe gets two pages.
+        r, w = os.pipe()
+        say("new pipe %d" % fcntl.fcntl(w, F_GETPIPE_SZ))
+        os.close(r)
+        os.close(w)
+        say("ran %d" % subprocess.run(cmd, close_fds=True).returncode)
+    else:
+        hold()
+
+
+IPC_PRIVATE, IPC_CREAT, IPC_RMID, SHM_LOCK = 0, 0o1000, 0, 11
+
+
+def shmlock(most):
+    libc.shmget.restype = ctypes.c_int
+    ids, res = [], "ok"
+    try:
+        while len(ids) < most:
+            sid = libc.shmget(IPC_PRIVATE, ctypes.c_size_t(1 << 20), IPC_CREAT | 0o600)
+            if sid < 0:
+                res = ename(ctypes.get_errno())
+                break
+            ids.append(sid)
+            if libc.shmctl(sid, SHM_LOCK, None) != 0:
+                res = ename(ctypes.get_errno())
+                break
+        locked = len(ids) - (res != "ok")
+        say("locked %d %s" % (locked, res))
+        soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+        say("limit %d %d" % (soft, hard))
+        hold()
+    finally:
+        # Removed segments that nothing attaches are destroyed at once, and
+        # their lock's charge with them.
+        for sid in ids:
+            libc.shmctl(sid, IPC_RMID, None)
+
+
+def forkfill(most):
+    r, w = os.pipe()
+    n, res = 0, "ok"
+    while n < most:
+        try:
+            pid = os.fork()
+        except OSError as e:
+            res = ename(e.errno)
+            break
+        if pid == 0:
+            os.close(w)
+            os.read(r, 1)
+            os._exit(0)
+        n += 1
+    say("forked %d %s" % (n, res))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    say("limit %d %d" % (soft, hard))
+    hold()
+    os.close(w)
+
+
 def main():
     op = sys.argv[1]
     if op == "tcpfill":
@@ -153,6 +325,16 @@ def main():
         unix_connect(sys.argv[2])
     elif op == "socketpair":
         do_socketpair()
+    elif op == "sigfill":
+        sigfill(int(sys.argv[2]))
+    elif op == "fanotify":
+        fanotify(int(sys.argv[2]))
+    elif op == "shmlock":
+        shmlock(int(sys.argv[2]))
+    elif op == "forkfill":
+        forkfill(int(sys.argv[2]))
+    elif op == "pipes":
+        pipes(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
     else:
         sys.exit(2)
 

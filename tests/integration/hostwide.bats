@@ -2,8 +2,12 @@
 # Host-wide resources and boundaries a red-team pass and a newcomer crossed
 # (issue 14): TCP socket memory, the open-file table, the kernel keyring
 # listing, line disciplines, writable grants of system directories, grants
-# holding a running gloved's runtime directory. Each attack is made from
-# inside the sandbox by a real program (tests/agents/hostwide.py).
+# holding a running gloved's runtime directory; per-uid counters the agent
+# shares with the invoker's other processes (issue 31): queued signals,
+# fanotify groups, pipe buffers, locked shared memory, processes without a
+# run cgroup. Each attack is made from inside the sandbox by a real program
+# (tests/agents/hostwide.py); the per-uid ones are measured from a host
+# process of the invoking uid while the agent holds what it could take.
 
 load helpers
 load "$GLOVE_IT_LIB/gloved"
@@ -398,4 +402,168 @@ except Exception:
         gx --unix-sockets --read "$T/g" --read "$AGENTS" -- "${HW[@]}" unix-connect "$T/g/service.sock"
         expect_status 0
         expect_output "connect ok:HOST-UNIX"
+}
+
+# ------------------------------------------------------------ per-uid counters (issue 31)
+
+# hold_agent OP ARG...: starts `hostwide.py OP ARG...` in a sandbox with its
+# stdin on a FIFO kept open by this shell (fd 7) and waits until it says
+# "holding" (it has taken what it can); HOUT is its output. release_agent
+# lets it end.
+hold_agent() {
+        local fifo=$T/hold.fifo err=$T/hold.err
+        HOUT=$T/hold.out
+        mkfifo "$fifo"
+        chmod 0666 "$fifo"
+        "$PY" "$LIB/spawn.py" "$GLOVE" exec --read "$AGENTS" -- "${HW[@]}" "$@" <"$fifo" >"$HOUT" 2>"$err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$HOUT" '^holding$' 60 || { cat "$HOUT" "$err" >&2; exec 7>&-; return 1; }
+}
+release_agent() {
+        exec 7>&-
+        wait_exit "$GPID" 20
+}
+
+# host_proc CMD...: CMD as a host process of the invoking uid, without
+# capabilities (root's CAP_SYS_RESOURCE would pass the per-user pipe limit),
+# stdin closed (hostwide.py then does not hold what it took).
+host_proc() {
+        if is_root; then
+                setpriv --bounding-set=-all --inh-caps=-all -- "$@" </dev/null
+        else
+                "$@" </dev/null
+        fi
+}
+
+@test "hostwide: queued real-time signals and POSIX timers stop at the sandbox's RLIMIT_SIGPENDING (EAGAIN, hard limit fixed); the invoker's host processes can still sigqueue and timer_create" {
+        # RLIMIT_SIGPENDING counts per user in every user namespace up to the
+        # host's: unbounded, the agent queued the invoker's whole limit
+        # (96,360 here) and sigqueue/timer_create failed in every host
+        # process of the uid, root's included.
+        local soft bound host
+        soft=$(ulimit -Si)
+        bound=1024
+        [ "$soft" = unlimited ] || [ $((soft / 4)) -ge $bound ] || bound=$((soft / 4))
+        hold_agent sigfill 200000
+        host=$(host_proc "${HW[@]}" sigfill 1024 | tr '\n' ' ')
+        release_agent
+        echo "# agent (uid limit $soft): $(tr '\n' ' ' <"$HOUT")| host process meanwhile: $host" >&3
+        grep -qx "queued $bound EAGAIN" "$HOUT" || fail "the agent was not stopped at $bound queued signals: $(head -1 "$HOUT")"
+        grep -qx "timer EAGAIN" "$HOUT" || fail "timer_create was not refused at the bound"
+        grep -qx "limit $bound $bound" "$HOUT" || fail "RLIMIT_SIGPENDING inside is not $bound/$bound"
+        grep -qx "raise EPERM" "$HOUT" || fail "the agent raised its hard RLIMIT_SIGPENDING"
+        [[ "$host" == *"queued 1024 ok"*"timer ok"* ]] || fail "a host process of uid $(id -u) could not queue a signal or make a timer: $host"
+}
+
+@test "hostwide: fanotify_init is refused in the sandbox (EPERM); the invoker keeps every fanotify group of its uid" {
+        local max host
+        max=$(cat /proc/sys/user/max_fanotify_groups 2>/dev/null) || skip "no user.max_fanotify_groups on this kernel (fanotify groups are not counted per user)"
+        # Unbounded, the agent took all max_fanotify_groups (128) of the uid.
+        hold_agent fanotify 100000
+        host=$(host_proc "${HW[@]}" fanotify "$max")
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent: $(head -1 "$HOUT"); host process meanwhile (limit $max): $host" >&3
+        grep -qx "groups 0 EPERM" "$HOUT" || fail "the agent made fanotify groups: $(head -1 "$HOUT")"
+        [[ "$host" =~ ^groups\ ([0-9]+)\  ]] || fail "host: $host"
+        [ "${BASH_REMATCH[1]}" -ge $((max / 2)) ] || fail "a host process of uid $(id -u) got ${BASH_REMATCH[1]} of $max fanotify groups"
+}
+
+@test "hostwide: the agent cannot grow a pipe past 64 KiB (F_SETPIPE_SZ EPERM); a host process of the invoking uid can still grow one to 1 MiB" {
+        local soft host n
+        soft=$(cat /proc/sys/fs/pipe-user-pages-soft)
+        [ "$soft" -gt 0 ] || skip "fs.pipe-user-pages-soft is 0 here: no per-user soft limit to take"
+        # Unbounded, soft/256 one-MiB pipes (64 with the default 16,384
+        # pages) took the uid's whole soft limit: the invoker's other
+        # processes then failed F_SETPIPE_SZ with EPERM.
+        n=$((soft / 256 + 1))
+        hold_agent pipes "$n" 1048576
+        host=$(host_proc "${HW[@]}" pipes 1 1048576)
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent: $(head -1 "$HOUT"); host process meanwhile: $host" >&3
+        grep -qx "pipes $n grown 0 EPERM" "$HOUT" || fail "the agent grew pipes: $(head -1 "$HOUT")"
+        [ "$host" = "pipes 1 grown 1 ok" ] || fail "a host process of uid $(id -u) could not grow a pipe to 1 MiB: $host"
+        # Shrinking, and setting the default size, stay allowed.
+        gx --read "$AGENTS" -- "${HW[@]}" pipes 2 65536
+        expect_status 0
+        expect_line "pipes 2 grown 2 ok"
+        gx --read "$AGENTS" -- "${HW[@]}" pipes 2 4096
+        expect_status 0
+        expect_line "pipes 2 grown 2 ok"
+}
+
+@test "hostwide: with the invoker's uid past fs.pipe-user-pages-soft (default-size pipes, no F_SETPIPE_SZ for the uid), the egress relay still carries a 4 MiB tunnel" {
+        local soft n port
+        soft=$(cat /proc/sys/fs/pipe-user-pages-soft)
+        [ "$soft" -gt 0 ] || skip "fs.pipe-user-pages-soft is 0 here: nothing to go past"
+        # Default-size pipes cost 16 pages each: soft/16 + 256 of them put
+        # the uid past its soft limit (what the seccomp cap cannot prevent,
+        # docs/threat-model.md); the relay's own pipes are then two pages and
+        # its F_SETPIPE_SZ fails.
+        n=$((soft / 16 + 256))
+        [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge $((n + 64)) ] || skip "uid $(id -u)'s hard RLIMIT_NOFILE $(ulimit -Hn) is below the $((n + 64)) descriptors the test needs"
+        mkdir -p "$T/www"
+        head -c $((4 << 20)) /dev/zero >"$T/www/big"
+        "$PY" -u -m http.server --bind 127.0.0.1 --directory "$T/www" 0 >"$T/www.out" 2>&1 3>&- &
+        track_pid $!
+        wait_for "$T/www.out" ' port [0-9]+' 10 || fail "no HTTP server: $(cat "$T/www.out")"
+        port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$T/www.out" | head -1)
+        gx --nofile $((n + 64)) --egress-allow "127.0.0.1:$port" --read "$AGENTS" -- "${HW[@]}" pipes "$n" 0 \
+                /usr/bin/curl -sS -p -o /dev/null -w '%{size_download}\n' "http://127.0.0.1:$port/big" </dev/null
+        echo "# agent held $n default-size pipes: $(echo $output)" >&3
+        expect_status 0
+        expect_line "pipes $n grown 0 ok"
+        expect_line "new pipe 8192"
+        expect_line "$((4 << 20))"
+        expect_line "ran 0"
+}
+
+@test "hostwide: shared memory the agent locks (SHM_LOCK) stops at a quarter of the invoker's RLIMIT_MEMLOCK; a host process of the invoking uid can still lock 1 MiB" {
+        local soft host quarter
+        soft=$(ulimit -Sl)
+        [ "$soft" != unlimited ] || skip "RLIMIT_MEMLOCK is unlimited for uid $(id -u): Glove leaves it so, and nothing is counted against a limit"
+        quarter=$((soft * 1024 / 4))
+        [ "$soft" -ge 4096 ] || skip "uid $(id -u)'s RLIMIT_MEMLOCK ($soft KiB) is below the 4 MiB the test locks in 1 MiB segments"
+        # Counted per user up to the host's user namespace: unbounded, the
+        # agent locked the invoker's whole limit and SHM_LOCK failed in the
+        # invoker's other processes (ENOMEM).
+        hold_agent shmlock 100000
+        host=$(host_proc "${HW[@]}" shmlock 1)
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent (uid limit $soft KiB): $(tr '\n' ' ' <"$HOUT")| host process meanwhile: $host" >&3
+        grep -qx "limit $quarter $quarter" "$HOUT" || fail "RLIMIT_MEMLOCK inside is not $quarter/$quarter"
+        grep -qxE "locked $((quarter >> 20)) (ENOMEM|EPERM)" "$HOUT" || fail "the agent locked other than $((quarter >> 20)) MiB: $(head -1 "$HOUT")"
+        [ "$host" = "locked 1 ok" ] || fail "a host process of uid $(id -u) could not lock 1 MiB: $host"
+}
+
+@test "hostwide: without a run cgroup, an unprivileged invoker's agent stops forking at RLIMIT_NPROC (the pids default); the invoker's host processes can still fork" {
+        is_root || skip "the test runs glove as a uid of its own, which has no delegated cgroup; switching to it needs root"
+        local u=54329 fifo=$T/np.fifo host n
+        ! getent passwd "$u" >/dev/null || skip "uid $u exists on this host"
+        [ -z "$(ps -o pid= -u "$u")" ] || skip "uid $u has processes on this host"
+        # Processes count per uid up to the host's user namespace: unbounded
+        # (no pids.max), the agent forked up to the invoker's RLIMIT_NPROC
+        # and the invoker's host processes could fork no more.
+        HOUT=$T/np.out
+        mkfifo "$fifo"
+        (cd / && exec setpriv --reuid="$u" --regid="$u" --clear-groups bash -c 'ulimit -u 2000 && exec "$@"' sh \
+                "$GLOVE" exec --read "$AGENTS" -- "${HW[@]}" forkfill 5000) <"$fifo" >"$HOUT" 2>"$T/np.err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$HOUT" '^holding$' 60 || { cat "$HOUT" "$T/np.err" >&2; exec 7>&-; fail "the agent did not report"; }
+        host=$(cd / && setpriv --reuid="$u" --regid="$u" --clear-groups bash -c 'ulimit -u 2000 && exec "$@"' sh "${HW[@]}" forkfill 1 </dev/null)
+        host=${host%%$'\n'*}
+        release_agent
+        echo "# agent of uid $u (its limit 2000): $(tr '\n' ' ' <"$HOUT")| host process meanwhile: $host" >&3
+        grep -q 'limits.degraded' "$T/np.err" || fail "the run had a cgroup (the test proves nothing): $(cat "$T/np.err")"
+        grep -qx "limit 512 512" "$HOUT" || fail "RLIMIT_NPROC inside is not 512"
+        [[ "$(head -1 "$HOUT")" =~ ^forked\ ([0-9]+)\ EAGAIN$ ]] || fail "the agent: $(head -1 "$HOUT")"
+        n=${BASH_REMATCH[1]}
+        [ "$n" -le 512 ] && [ "$n" -ge 400 ] || fail "the agent forked $n processes"
+        [ "$host" = "forked 1 ok" ] || fail "a host process of uid $u could not fork: $host"
 }

@@ -73,6 +73,11 @@
 /* The id the agent runs as inside when the invoker is root. */
 #define GLOVE_SANDBOX_ROOT_INSIDE_ID 1000
 #define GLOVE_SANDBOX_HOSTNAME "glove"
+/* RLIMIT_SIGPENDING (soft = hard) of every process in the sandbox: queued
+ * real-time signals and POSIX timers, counted per user up to the host's user
+ * namespace; a quarter of the invoker's soft limit when that is lower
+ * (docs/threat-model.md, "Host-wide and per-user kernel resources"). */
+#define GLOVE_SANDBOX_SIGPENDING_MAX 1024
 
 struct glove_sandbox_config {
         char *const *argv;                    /* program and arguments; argv[0] is looked up in
@@ -99,6 +104,11 @@ struct glove_sandbox_config {
                                                * cannot be raised again without
                                                * CAP_SYS_RESOURCE in the host's user
                                                * namespace); 0 to keep Glove's */
+        uint64_t nproc;                       /* RLIMIT_NPROC (soft = hard) of every process in
+                                               * the sandbox, PID 1 included: its tasks, counted
+                                               * per uid in the sandbox's user namespace (the
+                                               * kernel exempts uid 0); for a run without a
+                                               * cgroup; 0 to keep Glove's */
         int cgroup_fd;                        /* cgroup v2 directory to clone into
                                                * (CLONE_INTO_CGROUP), or -1 */
         bool cgroupns_after_release;          /* PID 1 enters a new cgroup namespace once released

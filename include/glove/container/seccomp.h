@@ -24,6 +24,11 @@
 /* Most argument comparisons one rule carries. */
 #define GLOVE_SECCOMP_MAX_ARGS 2
 
+/* The largest pipe buffer, in bytes, F_SETPIPE_SZ may ask for inside the
+ * sandbox: the kernel's default (16 pages). Larger requests fail with EPERM,
+ * as the kernel itself answers past fs.pipe-user-pages-soft. */
+#define GLOVE_SECCOMP_PIPE_SIZE_MAX 65536
+
 /* One deny rule: when the named system call is made and every argument
  * comparison holds (all of them, AND), the call fails with errno_value. A rule
  * with no comparisons denies every use of the call. Several rules for one call
