@@ -99,6 +99,45 @@ cgroup_or_skip() {
                 skip "the host itself uses 1048576 as both maxima"
 }
 
+@test "hostwide: an egress run holding every TCP connection it can under --memory 128M pins at most 64 MiB of host TCP memory; its own listeners and self-connects are refused" {
+        cgroup_or_skip
+        # Unbounded, 8 processes held 4,000 loopback connections of their own
+        # (a listener each, filled without reading) and the host's TCP memory
+        # grew by 80,000 pages (313 MiB): the kernel admits one packet per
+        # connection past the cgroup's socket limit.
+        local fifo=$T/fifo out=$T/out err=$T/err before after
+        mkfifo "$fifo"
+        chmod 0666 "$fifo"
+        before=$(tcp_mem)
+        "$PY" "$LIB/spawn.py" "$GLOVE" exec --memory 128M --egress-allow example.com:443 --read "$AGENTS" -- \
+                "${HW[@]}" tcpmany 8 1500 <"$fifo" >"$out" 2>"$err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$out" '^held ' 60 || { cat "$err" >&2; exec 7>&-; return 1; }
+        after=$(tcp_mem)
+        exec 7>&-
+        wait_exit "$GPID" 30
+        echo "# $(tr '\n' ' ' <"$out"); host TCP memory grew by $((after - before)) pages" >&3
+        grep -qx 'own EACCES' "$out" || fail "a listener of the agent's own was accepted: $(cat "$out")"
+        grep -qx 'self EACCES' "$out" || fail "a self-connected socket was made: $(cat "$out")"
+        [ $((after - before)) -lt $(((64 << 20) / 4096)) ] || fail "the host's TCP memory grew by $((after - before)) pages"
+}
+
+@test "hostwide: MPTCP and SCTP sockets, which Landlock's TCP ports do not cover, are refused with egress" {
+        gx --egress-allow example.com:443 -- "$PY" -c '
+import errno, socket
+for p in (262, 132):
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+        print(p, "ok")
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])'
+        expect_status 0
+        expect_line "262 EPERM"
+        expect_line "132 EPERM"
+}
+
 # ------------------------------------------------------------ open files
 
 @test "hostwide: the agent's descriptors are bounded at 1024 (EMFILE) and the hard limit cannot be raised" {
