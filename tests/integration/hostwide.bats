@@ -87,16 +87,16 @@ cgroup_or_skip() {
         [ "$DELTA" -lt $(((128 << 20) / 4096)) ] || fail "the host's TCP memory grew by $DELTA pages"
 }
 
-@test "hostwide: one loopback TCP connection filled without reading queues less than 3 MiB (per-namespace tcp_rmem/tcp_wmem)" {
+@test "hostwide: one loopback TCP connection filled without reading queues less than 9 MiB (per-namespace tcp_rmem/tcp_wmem)" {
         # No cgroup limit: the per-socket bound holds in degraded mode too.
         hold_tcpfill 1 300 --egress-allow example.com:443
-        [ "$QUEUED" -lt $((3 << 20)) ] || fail "one connection queued $QUEUED bytes"
+        [ "$QUEUED" -lt $((9 << 20)) ] || fail "one connection queued $QUEUED bytes"
         gx --egress-allow example.com:443 -- /bin/cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem
         expect_status 0
-        [[ "${lines[0]}" =~ [[:space:]]1048576$ && "${lines[1]}" =~ [[:space:]]1048576$ ]] || fail "tcp_rmem/tcp_wmem max"
+        [[ "${lines[0]}" =~ [[:space:]]4194304$ && "${lines[1]}" =~ [[:space:]]4194304$ ]] || fail "tcp_rmem/tcp_wmem max"
         # The host's own values are untouched.
-        [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)" != 1048576 ] || [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)" != 1048576 ] ||
-                skip "the host itself uses 1048576 as both maxima"
+        [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)" != 4194304 ] || [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)" != 4194304 ] ||
+                skip "the host itself uses 4194304 as both maxima"
 }
 
 @test "hostwide: an egress run holding every TCP connection it can under --memory 128M pins at most 64 MiB of host TCP memory; its own listeners and self-connects are refused" {
