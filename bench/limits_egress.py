@@ -31,7 +31,7 @@
              `--egress-allow-private` switch when it predates issue 14);
      direct: on the host, straight to the server, no Glove.
    The modes alternate; reports MiB/s (median of the transfers), the
-   glove/direct ratio (the issue's goal is at least 0.8; reported, not
+   glove/direct ratio (issue 31 sets the goal at 0.9, issue 4 had 0.8; reported, not
    checked), and the CPU time Glove's own process (the relay threads; the
    sandbox's processes are not counted) spent during the transfer, per GiB:
    the sum of /proc/PID/task/*/schedstat between the client's "tunnel up"
@@ -374,9 +374,9 @@ def egress_bench(glove, transfers, size_mib, records, before=None):
     for name in ("glove", "before"):
         if name in med and "direct" in med:
             ratio = med[name] / med["direct"]
-            print("   ratio %s/direct: %.2f (issue 4's goal: at least 0.8; reported, not checked)" % (name, ratio))
+            print("   ratio %s/direct: %.2f (issue 31's goal: at least 0.9; reported, not checked)" % (name, ratio))
             records.append(dict(common, metric="ratio", numerator=name, denominator="direct",
-                                ratio_median=round(ratio, 3), goal=0.8))
+                                ratio_median=round(ratio, 3), goal=0.9))
     return sum(failures.values())
 
 

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -209,6 +210,11 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
          * by value (libseccomp compares an argument once per rule), and
          * anything past the last family the kernel knows. */
         {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_GE, 46)}, "only AF_UNIX, AF_INET, AF_INET6 with egress", GLOVE_SECCOMP_EGRESS},
+        /* Protocols past UDP (MPTCP 262, SCTP 132, UDP-Lite 136): Landlock's
+         * TCP port rights, which keep every TCP connection at Glove's
+         * listeners, do not cover them (net/confine.h). The full register:
+         * upper garbage is refused too. */
+        {"socket", EPERM, 1, {SCMP_A2(SCMP_CMP_GT, IPPROTO_UDP)}, "only TCP and UDP with egress", GLOVE_SECCOMP_EGRESS},
         EGRESS_DENY_FAMILY(0),
         EGRESS_DENY_FAMILY(3),
         EGRESS_DENY_FAMILY(4),

@@ -39,7 +39,7 @@ static const char usage_text[] =
         "  cgroup_delegation  run cgroups with memory/pids/cpu limits can be made (needed)\n"
         "  cgroup_version     which cgroup hierarchies are mounted and carry the controllers\n"
         "  openat2            descriptor-relative path resolution (else a slower walk)\n"
-        "  landlock           the Landlock ABI (information: Glove does not use it)\n"
+        "  landlock           the Landlock ABI (4+: TCP confinement of networked runs)\n"
         "  retained_images    mkfs.ext4 ownership, /dev/loop-control, mount capability\n"
         "  config_dir, runtime_dir, state_dir   owner-only 0700 directories (glove setup)\n"
         "  receipt_key        STATE/receipt.key: 0600, 32 bytes\n"

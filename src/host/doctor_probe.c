@@ -168,17 +168,24 @@ void doctor_probe_landlock(struct glove_host_doctor_item *it) {
         it->name = "landlock";
         it->required = false;
         long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-        if (abi >= 1) {
+        if (abi >= 4) {
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_OK, NULL,
-                                "Landlock ABI %ld (reported for information: Glove's perimeter is namespaces, "
-                                "mounts and seccomp; it does not use Landlock)", abi);
+                                "Landlock ABI %ld: runs with egress or an MCP endpoint may make TCP connections "
+                                "only to Glove's listeners (docs/limits.md)", abi);
                 return;
         }
         int e = errno;
+        if (abi >= 1) {
+                doctor_item_set(it, GLOVE_HOST_DOCTOR_MISSING,
+                                "a kernel >= 6.7 gives ABI 4; until then a run with egress can hold as many TCP "
+                                "connections as its descriptors allow (docs/limits.md)",
+                                "Landlock ABI %ld has no TCP rights", abi);
+                return;
+        }
         doctor_item_set(it, GLOVE_HOST_DOCTOR_MISSING,
-                        "nothing to do for Glove, which does not use Landlock; to enable it boot with "
-                        "lsm=...,landlock",
-                        "Landlock is %s (reported for information only)",
+                        "boot with lsm=...,landlock (kernel >= 6.7): without it a run with egress can hold as many "
+                        "TCP connections as its descriptors allow (docs/limits.md)",
+                        "Landlock is %s",
                         e == EOPNOTSUPP ? "built in but disabled at boot" : "not built into this kernel");
 }
 

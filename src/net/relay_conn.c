@@ -289,6 +289,9 @@ struct direction {
         const char *pre;     /* bytes read with the head, sent first */
         size_t pre_len;
         bool eof, shut;
+        /* Readiness as last seen: false after EAGAIN, true again when poll
+         * reports the socket (no splice that is known to fail). */
+        bool src_ready, dst_ready;
         uint64_t *moved;
 };
 
@@ -311,7 +314,10 @@ static int step(struct direction *d, size_t chunk, bool *progress) {
                 *d->moved += (uint64_t)n;
                 *progress = true;
         }
-        if (d->queued == 0 && !d->eof) {
+        /* The pipe is refilled once it is empty: one large splice each way
+         * rather than many small ones (CPU per byte is what a busy host
+         * runs out of). */
+        if (d->queued == 0 && !d->eof && d->src_ready) {
                 ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, chunk, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
                 if (n > 0) {
                         d->queued = (size_t)n;
@@ -319,16 +325,20 @@ static int step(struct direction *d, size_t chunk, bool *progress) {
                 } else if (n == 0) {
                         d->eof = true;
                         *progress = true;
-                } else if (errno != EAGAIN && errno != EINTR) {
+                } else if (errno == EAGAIN) {
+                        d->src_ready = false;
+                } else if (errno != EINTR) {
                         return -errno;
                 }
         }
-        while (d->queued > 0) {
+        while (d->queued > 0 && d->dst_ready) {
                 ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->queued, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n < 0 && errno == EAGAIN)
+                if (n < 0 && errno == EAGAIN) {
+                        d->dst_ready = false;
                         break;
+                }
                 if (n <= 0)
                         return n < 0 ? -errno : -EIO;
                 d->queued -= (size_t)n;
@@ -409,8 +419,10 @@ static int response_head(struct conn *c, struct direction *down, bool *progress)
 
 /* Relays until the tunnel ends; returns why it ended. */
 static enum glove_net_egress_reason tunnel(struct conn *c) {
-        struct direction up = { .src = c->client, .dst = c->dest, .pipe = { -1, -1 }, .moved = &c->ev.bytes_up };
-        struct direction down = { .src = c->dest, .dst = c->client, .pipe = { -1, -1 }, .moved = &c->ev.bytes_down };
+        struct direction up = { .src = c->client, .dst = c->dest, .pipe = { -1, -1 }, .src_ready = true, .dst_ready = true,
+                                .moved = &c->ev.bytes_up };
+        struct direction down = { .src = c->dest, .dst = c->client, .pipe = { -1, -1 }, .src_ready = true,
+                                  .dst_ready = true, .moved = &c->ev.bytes_down };
         if (c->forward) {
                 up.pre = c->fwd;
                 up.pre_len = c->fwd_len;
@@ -477,6 +489,12 @@ static enum glove_net_egress_reason tunnel(struct conn *c) {
                         break;
                 }
                 hup = (p[1].revents | p[2].revents) & POLLHUP;
+                /* What poll reports (a hang-up too: the next splice sees it). */
+                const short rd = POLLIN | POLLHUP | POLLRDHUP, wr = POLLOUT | POLLHUP;
+                up.src_ready |= (p[1].revents & rd) != 0;
+                down.dst_ready |= (p[1].revents & wr) != 0;
+                down.src_ready |= (p[2].revents & rd) != 0;
+                up.dst_ready |= (p[2].revents & wr) != 0;
         }
 out:
         for (int i = 0; i < 2; i++) {

@@ -56,6 +56,24 @@ struct glove_session_mcp {
  * pid1_fd2 = fd, pid1_ctx = m). m must outlive the spawn. */
 void glove_session_mcp_setup(struct glove_session_mcp *m, int fd, uint16_t port, struct glove_sandbox_config *cfg);
 
+/* TCP confinement (confine.c; glove/net/confine.h): PID 1's last setup
+ * step. */
+struct glove_session_confine {
+        uint16_t ports[2];                     /* the listeners the agent may connect to */
+        size_t n_ports;
+        /* The hook and context that were in cfg before (egress's, the MCP
+         * endpoint's), run first. */
+        int (*chain)(const struct glove_sandbox_config *cfg, struct glove_error *err);
+        void *chain_ctx;
+};
+
+/* Makes cfg's PID 1 confine itself after the hooks already there: TCP
+ * connect only to ports (n of them, at most 2 kept), TCP bind nowhere.
+ * Without Landlock's TCP rights (ABI < 4) nothing is confined. c must
+ * outlive the spawn. */
+void glove_session_confine_setup(struct glove_session_confine *c, const uint16_t *ports, size_t n,
+                                 struct glove_sandbox_config *cfg);
+
 /* egress.c: the body of a listener helper forked by the sandbox's PID 1
  * (the egress proxy's, the MCP endpoint's): keeps only channel (as fd 3)
  * and listen_fd (as fd 4), takes title as its process title, installs the

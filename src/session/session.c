@@ -47,6 +47,7 @@ struct glove_session {
         struct glove_terminal *term;
         struct glove_session_egress egress;
         struct glove_session_mcp mcp;
+        struct glove_session_confine confine;
         struct glove_cgroup *cg;               /* NULL without a delegated cgroup */
         uint64_t nofile;                       /* the agent's RLIMIT_NOFILE */
 
@@ -616,6 +617,17 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 s->cfg.seccomp = d->seccomp_egress ? d->seccomp_egress : &glove_seccomp_prebuilt_egress;
         if (r >= 0 && d->mcp_listen)
                 glove_session_mcp_setup(&s->mcp, d->mcp_listen_fd, d->mcp_listen_port, &s->cfg);
+        if (r >= 0 && (s->egress.enabled || d->mcp_listen)) {
+                /* Every TCP connection in the namespace ends at one of Glove's
+                 * listeners (docs/limits.md, host-wide resources). */
+                uint16_t ports[2];
+                size_t n = 0;
+                if (s->egress.enabled)
+                        ports[n++] = GLOVE_SESSION_EGRESS_PORT;
+                if (d->mcp_listen)
+                        ports[n++] = d->mcp_listen_port;
+                glove_session_confine_setup(&s->confine, ports, n, &s->cfg);
+        }
         s->egress.audit_max = d->audit_max_bytes;
         s->egress.upstream = d->egress_upstream;
         if (r >= 0)

@@ -7,6 +7,15 @@
                                        MAX_MB are queued or every send
                                        would block; prints "queued BYTES", then
                                        holds them until stdin closes
+    hostwide.py tcpmany PROCS CONNS    PROCS processes each open up to CONNS
+                                       loopback TCP connections every way the
+                                       agent may (a listener of its own, a
+                                       socket bound and connected to its own
+                                       port, the egress proxy's port) and fill
+                                       them without reading; prints "own ERRNO|ok",
+                                       "self ERRNO|ok", then "held N" (the
+                                       connections still open), then holds them
+                                       until stdin closes
     hostwide.py nofile COUNT           open /dev/null until COUNT descriptors or
                                        an error; prints "opened N ERRNO|ok", then
                                        "raise ERRNO|ok" for a raise of the hard limit
@@ -73,10 +82,115 @@ def say(*a):
     print(*a, flush=True)
 
 
+def fill(c, limit=1 << 30):
+    """Sends into c without blocking until it would block: bytes accepted."""
+    c.setblocking(False)
+    queued = 0
+    chunk = b"x" * 65536
+    while queued < limit:
+        try:
+            queued += c.send(chunk)
+        except OSError:
+            break
+    return queued
+
+
+def proxy_port():
+    url = os.environ.get("HTTPS_PROXY", "")
+    return int(url.rsplit(":", 1)[1]) if url.count(":") >= 2 else 0
+
+
+def tcpmany_child(conns, w):
+    """One process: connections held open and filled; reports on w."""
+    keep = []
+    own = "ok"
+    try:
+        lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(conns)
+        port = lst.getsockname()[1]
+        keep.append(lst)
+        for _ in range(conns):
+            c = socket.create_connection(("127.0.0.1", port))
+            s, _ = lst.accept()
+            keep += [c, s]
+            fill(c)
+    except OSError as e:
+        own = ename(e.errno)
+    selfc = "ok"
+    try:
+        # TCP simultaneous open with itself: no listener needed.
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.bind(("127.0.0.1", 0))
+        c.connect(c.getsockname())
+        keep.append(c)
+        fill(c)
+    except OSError as e:
+        selfc = ename(e.errno)
+    pport = proxy_port()
+    held = []
+    for _ in range(conns if pport else 0):
+        try:
+            c = socket.create_connection(("127.0.0.1", pport), timeout=2)
+        except OSError:
+            break
+        held.append(c)
+        # A request head that never ends: the proxy reads what it may.
+        fill(c, 4096)
+    for c in held:
+        try:
+            if c.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b"":
+                continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            continue
+        keep.append(c)
+    os.write(w, ("%s %s %d\n" % (own, selfc, sum(1 for k in keep if k.type == socket.SOCK_STREAM))).encode())
+    sys.stdin.read()
+
+
+def tcpmany(procs, conns):
+    r, w = os.pipe()
+    pids = []
+    for _ in range(procs):
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                tcpmany_child(conns, w)
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    os.close(w)
+    own = selfc = "ok"
+    held = 0
+    with os.fdopen(r) as f:
+        for line in f:
+            o, s, n = line.split()
+            own = o if o != "ok" else own
+            selfc = s if s != "ok" else selfc
+            held += int(n)
+            procs -= 1
+            if procs == 0:
+                break
+    say("own %s" % own)
+    say("self %s" % selfc)
+    say("held %d" % held)
+    sys.stdin.read()
+    for pid in pids:
+        os.waitpid(pid, 0)
+
+
 def tcpfill(conns, max_mb):
     limit = max_mb << 20
     lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lst.bind(("127.0.0.1", 0))
+    try:
+        lst.bind(("127.0.0.1", 0))
+    except OSError as e:
+        say("queued 0 conns 0 %s" % ename(e.errno))
+        sys.stdin.read()
+        return
     lst.listen(conns)
     port = lst.getsockname()[1]
     keep = []
@@ -315,6 +429,8 @@ def main():
     op = sys.argv[1]
     if op == "tcpfill":
         tcpfill(int(sys.argv[2]), int(sys.argv[3]))
+    elif op == "tcpmany":
+        tcpmany(int(sys.argv[2]), int(sys.argv[3]))
     elif op == "nofile":
         nofile(int(sys.argv[2]))
     elif op == "keys":

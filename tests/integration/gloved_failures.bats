@@ -664,12 +664,15 @@ for l in sys.argv[1].splitlines():
         port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/www.log" | head -n1)
         other=$((port == 65535 ? port - 1 : port + 1))
         local script="/usr/bin/curl -sS --max-time 10 --proxytunnel http://127.0.0.1:$port/index.txt; echo allowed_exit=\$?;
-/usr/bin/curl -sS --max-time 10 --proxytunnel -o /dev/null -w 'other_connect=%{http_connect}\n' http://127.0.0.1:$other/; echo done"
+/usr/bin/curl -sS --max-time 10 --proxytunnel -o /dev/null -w 'other_connect=%{http_connect}\n' http://127.0.0.1:$other/;
+/usr/bin/python3 -c 'import socket; socket.socket().bind((\"127.0.0.1\", 0))' 2>/dev/null; echo bind_exit=\$?; echo done"
         fs_gloved "{\"templates\":[$(sh_template web "$script")],\"egress\":[{\"policy_id\":\"web\",\"targets\":[{\"host\":\"127.0.0.1\",\"port\":$port,\"allow_private\":true}]}]}"
         run_managed e1 web '[]' web
         expect_line "hello from the host"
         expect_line "allowed_exit=0"
         expect_line "other_connect=403"
+        # No TCP listener of its own (Landlock; docs/limits.md, TCP connections).
+        expect_line "bind_exit=1"
         local log="$T/mat/audit/e1.jsonl"
         [ -f "$log" ] || fail "no egress audit log at $log"
         [ "$(stat -c %a "$log")" = 600 ] || fail "the audit log is not 0600"

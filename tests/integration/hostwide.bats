@@ -91,16 +91,55 @@ cgroup_or_skip() {
         [ "$DELTA" -lt $(((128 << 20) / 4096)) ] || fail "the host's TCP memory grew by $DELTA pages"
 }
 
-@test "hostwide: one loopback TCP connection filled without reading queues less than 3 MiB (per-namespace tcp_rmem/tcp_wmem)" {
+@test "hostwide: one loopback TCP connection filled without reading queues less than 9 MiB (per-namespace tcp_rmem/tcp_wmem)" {
         # No cgroup limit: the per-socket bound holds in degraded mode too.
         hold_tcpfill 1 300 --egress-allow example.com:443
-        [ "$QUEUED" -lt $((3 << 20)) ] || fail "one connection queued $QUEUED bytes"
+        [ "$QUEUED" -lt $((9 << 20)) ] || fail "one connection queued $QUEUED bytes"
         gx --egress-allow example.com:443 -- /bin/cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem
         expect_status 0
-        [[ "${lines[0]}" =~ [[:space:]]1048576$ && "${lines[1]}" =~ [[:space:]]1048576$ ]] || fail "tcp_rmem/tcp_wmem max"
+        [[ "${lines[0]}" =~ [[:space:]]4194304$ && "${lines[1]}" =~ [[:space:]]4194304$ ]] || fail "tcp_rmem/tcp_wmem max"
         # The host's own values are untouched.
-        [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)" != 1048576 ] || [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)" != 1048576 ] ||
-                skip "the host itself uses 1048576 as both maxima"
+        [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)" != 4194304 ] || [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)" != 4194304 ] ||
+                skip "the host itself uses 4194304 as both maxima"
+}
+
+@test "hostwide: an egress run holding every TCP connection it can under --memory 128M pins at most 64 MiB of host TCP memory; its own listeners and self-connects are refused" {
+        cgroup_or_skip
+        # Unbounded, 8 processes held 4,000 loopback connections of their own
+        # (a listener each, filled without reading) and the host's TCP memory
+        # grew by 80,000 pages (313 MiB): the kernel admits one packet per
+        # connection past the cgroup's socket limit.
+        local fifo=$T/fifo out=$T/out err=$T/err before after
+        mkfifo "$fifo"
+        chmod 0666 "$fifo"
+        before=$(tcp_mem)
+        "$PY" "$LIB/spawn.py" "$GLOVE" exec --memory 128M --egress-allow example.com:443 --read "$AGENTS" -- \
+                "${HW[@]}" tcpmany 8 1500 <"$fifo" >"$out" 2>"$err" 3>&- &
+        GPID=$!
+        track_pid "$GPID"
+        exec 7>"$fifo"
+        wait_for "$out" '^held ' 60 || { cat "$err" >&2; exec 7>&-; return 1; }
+        after=$(tcp_mem)
+        exec 7>&-
+        wait_exit "$GPID" 30
+        echo "# $(tr '\n' ' ' <"$out"); host TCP memory grew by $((after - before)) pages" >&3
+        grep -qx 'own EACCES' "$out" || fail "a listener of the agent's own was accepted: $(cat "$out")"
+        grep -qx 'self EACCES' "$out" || fail "a self-connected socket was made: $(cat "$out")"
+        [ $((after - before)) -lt $(((64 << 20) / 4096)) ] || fail "the host's TCP memory grew by $((after - before)) pages"
+}
+
+@test "hostwide: MPTCP and SCTP sockets, which Landlock's TCP ports do not cover, are refused with egress" {
+        gx --egress-allow example.com:443 -- "$PY" -c '
+import errno, socket
+for p in (262, 132):
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+        print(p, "ok")
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])'
+        expect_status 0
+        expect_line "262 EPERM"
+        expect_line "132 EPERM"
 }
 
 # ------------------------------------------------------------ open files

@@ -88,7 +88,7 @@
 /* The largest TCP buffer (receive or send) a socket of an egress run's
  * network namespace autotunes to: its net.ipv4.tcp_rmem/tcp_wmem maximum,
  * bytes (docs/limits.md). */
-#define GLOVE_SESSION_TCP_BUFFER_MAX (1U << 20)
+#define GLOVE_SESSION_TCP_BUFFER_MAX (4U << 20)
 /* The egress helper's port on the sandbox's own loopback. */
 #define GLOVE_SESSION_EGRESS_PORT 3128
 
