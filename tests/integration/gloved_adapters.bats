@@ -22,15 +22,16 @@ setup() {
 
 teardown() {
         gloved_teardown
+        [ -z "${STICKY:-}" ] || rm -rf -- "$STICKY"
         return 0
 }
 
 # ---------------------------------------------------------------- helpers
 
 # chain_trusted DIR: DIR and every ancestor are owned by root or this user
-# and writable by neither group nor others (a root-owned sticky ancestor such
-# as /tmp allowed): the trust rule gloved applies, so that a refusal below
-# is for the reason the test sets up, and an acceptance is not luck.
+# and writable by neither group nor others (sticky or not: /tmp fails): the
+# trust rule gloved applies, so that a refusal below is for the reason the
+# test sets up, and an acceptance is not luck.
 chain_trusted() {
         local d=$1 me st uid mode m
         me=$(id -u)
@@ -41,7 +42,7 @@ chain_trusted() {
                 [ "$uid" = 0 ] || [ "$uid" = "$me" ] ||
                         fail "test setup: $d is owned by uid $uid, so the test directories cannot pass the trust rule"
                 m=$((8#$mode))
-                if (((m & 8#022) != 0)) && ! { [ "$uid" = 0 ] && (((m & 8#1000) != 0)) && [ "$d" != "$1" ]; }; then
+                if (((m & 8#022) != 0)); then
                         fail "test setup: $d (mode $mode) is group- or other-writable"
                 fi
                 [ "$d" = / ] && return 0
@@ -226,6 +227,20 @@ assert "CODEX_HOME" in b["environment_names"] and "HOME" in b["environment_names
         [[ "$STARTERR" == *"$T/d/none: no codex there"* ]] || fail "empty directory not listed: $STARTERR"
         [[ "$STARTERR" == *"$T/d/noexec: codex is not executable (mode 0644)"* ]] || fail "non-executable not listed: $STARTERR"
         [[ "$(status_field f2 's["history"][-1]["reason"]')" = launch.discovery_failed ]]
+}
+
+@test "gloved adapters: a search directory beneath a sticky world-writable ancestor (/tmp) is refused, naming the ancestor" {
+        [ "$(stat -c %a /tmp)" = 1777 ] || skip "/tmp here is not a sticky world-writable directory (mode $(stat -c %a /tmp))"
+        # The directory itself is this user's and 0755: only its sticky
+        # ancestor, where any user can create entries, makes it untrusted.
+        STICKY=$(mktemp -d /tmp/glove-sticky.XXXXXX)
+        chmod 0755 "$STICKY"
+        agent_script "$STICKY/codex"
+        fs_gloved "{\"templates\":[{\"id\":\"s\",\"runtime_id\":\"codex\",\"discovery\":\"codex\",
+                \"search_paths\":[\"$STICKY\"],\"argv\":[]}]}"
+        start_fails k1 s launch.discovery_failed
+        [[ "$STARTERR" == *"$STICKY: /tmp is writable by group and others (mode 1777)"* ]] ||
+                fail "the sticky ancestor is not named: $STARTERR"
 }
 
 @test "gloved adapters: a search directory owned by another uid, and a symbolic-link search directory, are refused" {
