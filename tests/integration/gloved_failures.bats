@@ -383,6 +383,35 @@ assert a["termination"]["kind"] == "exit" and a["receipt_sequence"] >= 1, a
         start_fails l2 materialize.symlink
 }
 
+@test "gloved create_policy: empty_directory copies an existing source, starts empty only when it is absent, and still vets the host path" {
+        mkdir -p "$T/seed/sub" "$T/real"
+        echo seeded >"$T/seed/sub/f"
+        chmod -R a+rX "$T/seed"
+        ln -s "$T/real" "$T/lnk"
+        local tpl tpl2
+        tpl=$(probe_template cp "seed,absent" read /seed/sub/f list /absent)
+        tpl2=$(probe_template cl "lnk" list /lnk)
+        fs_gloved "{\"aliases\":[
+                {\"alias\":\"absent\",\"host_path\":\"$T/absent\",\"target_path\":\"/absent\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"create_policy\":\"empty_directory\",\"max_bytes\":1048576}]},
+                {\"alias\":\"lnk\",\"host_path\":\"$T/lnk\",\"target_path\":\"/lnk\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"create_policy\":\"empty_directory\",\"max_bytes\":1048576}]},
+                {\"alias\":\"seed\",\"host_path\":\"$T/seed\",\"target_path\":\"/seed\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"create_policy\":\"empty_directory\",\"max_bytes\":1048576}]}],
+                \"templates\":[$tpl,$tpl2]}"
+        run_managed cp1 cp '[{"alias":"absent","access":"ephemeral_write","materialization":"copy"},{"alias":"seed","access":"ephemeral_write","materialization":"copy"}]'
+        # The existing source is copied; the absent one starts empty.
+        expect_line "read /seed/sub/f ok:seeded"
+        expect_line "list /absent ok:"
+        [ ! -e "$T/absent" ] || fail "the absent source was created on the host"
+        # A host path that is a symbolic link is refused, empty_directory or not.
+        new_fs cl1 cl '[{"alias":"lnk","access":"ephemeral_write","materialization":"copy"}]'
+        ctl start cl1
+        wait_state cl1 failed
+        [ "$(status_field cl1 's["history"][-1]["reason"]')" = materialize.symlink ] ||
+                fail "the link was not refused: $(status_field cl1 's["history"]')"
+}
+
 @test "gloved failures: a copy larger than max_bytes is materialize.quota_exceeded, after the sandbox was made" {
         mkdir -p "$T/host/big"
         head -c 300000 /dev/urandom >"$T/host/big/blob"
