@@ -135,6 +135,12 @@ host_listing() {
         [[ "$o" == *"read reference"* ]] || fail "the read alias was not readable: $o"
         receipt_is e1 '.termination.kind == "exit" and .exit_code == 0'
         receipt_is e1 '[.launch_binding.mounts[] | .kind] | (index("ephemeral_tmpfs") != null and index("retained_image") != null and index("read_bind") != null)'
+        # The retained image's loop device and host identity stay in the
+        # kept binding; the receipt has its alias, kind and size only.
+        receipt_is e1 '.launch_binding.materializations == [{"alias":"keep","kind":"retained_image","size":8388608}]'
+        receipt_is e1 '[.. | strings | select(startswith("/dev/") or startswith("/sys/"))] == []'
+        jq -e '.materializations[0].loop.device | startswith("/dev/loop")' "$ST/bindings/e1.json" >/dev/null ||
+                fail "the kept binding does not name the loop device: $(jq -c .materializations "$ST/bindings/e1.json")"
         # The host source is unchanged, byte for byte (and so is everything else).
         host_listing "$T/host" >"$T/after"
         diff "$T/before" "$T/after" >&2 || fail "the host tree changed"
