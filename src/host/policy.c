@@ -107,7 +107,7 @@ static const char detect_help[] =
         "DIR has an entry of that name (and what it resolves to), and whether the\n"
         "discovery trust rule gloved applies passes for DIR, every ancestor, the\n"
         "resolved file and its directories: owned by root or you, writable by neither\n"
-        "group nor others (a root-owned sticky ancestor such as /tmp passes), no\n"
+        "group nor others (a sticky ancestor such as /tmp is refused too), no\n"
         "symbolic link on the way (the entry itself may be one). When it fails, the\n"
         "reason names the directory, its owner or its mode. Nothing is written.\n"
         "\n"

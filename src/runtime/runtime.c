@@ -258,6 +258,11 @@ void rt_finish(struct rt_session *s, struct glove_runtime_receipt_facts *f) {
         f->launch_binding = s->binding;
         f->launch_binding_digest = s->binding_digest[0] ? s->binding_digest : NULL;
         f->ended_at_ms = rt->o.now_ms();
+        /* The whole binding stays here; the receipt commits to it. */
+        struct glove_error ke = { 0 };
+        if (rt_binding_keep(s, &ke) < 0)
+                RT_LOG(s, GLOVE_LOG_WARNING, ke.code, "session %s: the launch binding could not be kept: %s: %s", s->id,
+                       ke.code, ke.message);
         _cleanup_json_ json_t *receipt = receipt_that_fits(s, f);
         if (s->reserved) {
                 glove_store_receipts_unreserve(rt->o.receipts, GLOVE_RUNTIME_RECEIPT_RESERVE);
@@ -425,6 +430,7 @@ int glove_runtime_cleanup(struct glove_runtime *rt, const char *id, json_t **res
                 json_decref(kept);
                 return r;
         }
+        rt_binding_forget(rt, id);
         *result = json_pack("{s:o,s:o}", "removed", removed ? removed : json_array(), "kept", kept ? kept : json_array());
         return *result ? 0 : -ENOMEM;
 }

@@ -244,6 +244,8 @@ json_t *rt_status_read(const struct glove_supervisor_runtime_config *cfg, const 
 /* Writes s->binding to DIR/STEM.binding (canonical JSON, 0600): 0 or
  * -errno (keeper.dir, keeper.binding). */
 int rt_binding_write(struct rt_session *s, struct glove_error *err);
+int rt_binding_keep(struct rt_session *s, struct glove_error *err);
+void rt_binding_forget(struct glove_runtime *rt, const char *id);
 /* Forks and links s's keeper with the complete description d. */
 int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, struct glove_error *err);
 /* Connects to DIR/STEM.sock; the peer must be of this uid: the descriptor

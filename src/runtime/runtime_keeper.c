@@ -116,6 +116,44 @@ int rt_binding_write(struct rt_session *s, struct glove_error *err) {
         return 0;
 }
 
+/* The local copy of a session's whole launch binding (runtime.h,
+ * keep_bindings): STATE/bindings/ID.json, canonical, 0600, synced. Not
+ * for a stand-in (omitted binding): there is nothing more to keep. */
+int rt_binding_keep(struct rt_session *s, struct glove_error *err) {
+        const struct glove_runtime_options *o = &s->rt->o;
+        if (!o->keep_bindings || !s->binding || json_object_get(s->binding, "omitted_bytes") ||
+            json_object_get(s->binding, "omitted"))
+                return 0;
+        _cleanup_free_ char *text = NULL;
+        size_t n = 0;
+        int r = glove_json_encode_canonical(s->binding, &text, &n, err);
+        if (r < 0)
+                return r;
+        if (mkdirat(o->state_fd, "bindings", 0700) < 0 && errno != EEXIST)
+                return glove_error_set(err, errno, "state.binding", "bindings: %s", strerror(errno));
+        _cleanup_close_ int dir = openat(o->state_fd, "bindings", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return glove_error_set(err, errno, "state.binding", "bindings: %s", strerror(errno));
+        char name[GLOVE_STORE_ID_MAX + 8];
+        snprintf(name, sizeof(name), "%s.json", s->id);
+        struct glove_error e = { 0 };
+        r = glove_file_replace(dir, name, text, n, 0600, 0, &e);
+        return r < 0 ? glove_error_set(err, -r, "state.binding", "bindings/%s: %s", name, e.message) : 0;
+}
+
+/* Removes STATE/bindings/ID.json (cleanup_session); absent is fine. */
+void rt_binding_forget(struct glove_runtime *rt, const char *id) {
+        if (!rt->o.keep_bindings)
+                return;
+        int dir = openat(rt->o.state_fd, "bindings", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return;
+        char name[GLOVE_STORE_ID_MAX + 8];
+        snprintf(name, sizeof(name), "%s.json", id);
+        (void)unlinkat(dir, name, 0);
+        close(dir);
+}
+
 /* ---- the keeper's launch and its socket ---- */
 
 /* Starts the keeper of s: glove-keeper exec'd by a double fork

@@ -69,15 +69,119 @@ int glove_runtime_json_digest(const json_t *v, char out[65], struct glove_error 
         return r;
 }
 
+/* ---- the receipt's view of a launch binding ---- */
+
+/* The mounts of full of kind (new array; NULL on ENOMEM). */
+static json_t *mounts_of_kind(const json_t *full, const char *kind) {
+        json_t *a = json_array();
+        const json_t *mounts = json_object_get(full, "mounts");
+        for (size_t i = 0; a && i < json_array_size(mounts); i++) {
+                const json_t *m = json_array_get(mounts, i);
+                const char *k = json_string_value(json_object_get(m, "kind"));
+                if (k && strcmp(k, kind) == 0 && json_array_append(a, (json_t *)m) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+/* o[key] = the hex digest of v (v is stolen). Returns 0 or -1. */
+static int set_digest(json_t *o, const char *key, json_t *v) {
+        char d[65];
+        int r = v && glove_runtime_json_digest(v, d, NULL) == 0 ? json_object_set_new(o, key, json_string(d)) : -1;
+        json_decref(v);
+        return r;
+}
+
+/* o[key] = a copy of full[key] when full has it. */
+static int copy_member(json_t *o, const json_t *full, const char *key) {
+        json_t *v = json_object_get(full, key);
+        return v ? json_object_set_new(o, key, json_deep_copy(v)) : 0;
+}
+
+json_t *glove_runtime_receipt_binding(const json_t *full) {
+        if (!full)
+                return json_object();
+        /* A stand-in ({"omitted_bytes":N}, {"omitted":CODE}) names no path. */
+        if (json_object_size(full) == 1 && (json_is_integer(json_object_get(full, "omitted_bytes")) ||
+                                            json_is_string(json_object_get(full, "omitted"))))
+                return json_deep_copy(full);
+        _cleanup_json_ json_t *o = json_object();
+        static const char *const copied[] = { "egress", "environment_names", "leases", "limits", "projections",
+                                              "runtime_template_id", "skills", "skills_projection_digest" };
+        int r = o ? 0 : -1;
+        for (size_t i = 0; r == 0 && i < sizeof(copied) / sizeof(copied[0]); i++)
+                r = copy_member(o, full, copied[i]);
+        /* The executable (argv[0] and its arguments, and its pinned bind)
+         * and the read-only paths name host paths: only their digests. */
+        json_t *exe = json_object();
+        if (exe && (json_object_set_new(exe, "argv", json_deep_copy(json_object_get(full, "argv"))) < 0 ||
+                    json_object_set_new(exe, "mounts", mounts_of_kind(full, "executable")) < 0)) {
+                json_decref(exe);
+                exe = NULL;
+        }
+        r |= set_digest(o, "executable_digest", exe);
+        r |= set_digest(o, "read_only_paths_digest", mounts_of_kind(full, "read_only_path"));
+        /* Mounts at sandbox targets: kind, alias, target, size; no host
+         * identity (device, inode, mount id). */
+        json_t *mounts = json_array();
+        r |= json_object_set_new(o, "mounts", mounts);
+        const json_t *fm = json_object_get(full, "mounts");
+        for (size_t i = 0; r == 0 && i < json_array_size(fm); i++) {
+                const json_t *m = json_array_get(fm, i);
+                const char *k = json_string_value(json_object_get(m, "kind"));
+                if (!k || strcmp(k, "executable") == 0 || strcmp(k, "read_only_path") == 0)
+                        continue;
+                json_t *x = json_object();
+                r |= json_array_append_new(mounts, x);
+                static const char *const keep[] = { "alias", "kind", "max_bytes", "read_only", "target" };
+                for (size_t j = 0; r == 0 && j < sizeof(keep) / sizeof(keep[0]); j++)
+                        r = copy_member(x, m, keep[j]);
+        }
+        /* Materializations: alias, kind and size; the loop device, the
+         * image's identity and the mount stay local. */
+        json_t *mats = json_array();
+        r |= json_object_set_new(o, "materializations", mats);
+        const json_t *fmat = json_object_get(full, "materializations");
+        for (size_t i = 0; r == 0 && i < json_array_size(fmat); i++) {
+                const json_t *m = json_array_get(fmat, i);
+                json_t *size = json_object_get(json_object_get(m, "image"), "size");
+                json_t *x = json_object();
+                r |= json_array_append_new(mats, x) | copy_member(x, m, "alias") | copy_member(x, m, "kind");
+                if (r == 0 && size)
+                        r = json_object_set_new(x, "size", json_deep_copy(size));
+        }
+        /* The adapter, without its executable's host path and identity. */
+        const json_t *ad = json_object_get(full, "adapter");
+        if (r == 0 && json_is_object(ad)) {
+                json_t *x = json_object();
+                r = json_object_set_new(o, "adapter", x);
+                static const char *const keep[] = { "home", "managed_environment", "runtime_id", "skills_dir" };
+                for (size_t j = 0; r == 0 && j < sizeof(keep) / sizeof(keep[0]); j++)
+                        r = copy_member(x, ad, keep[j]);
+                const json_t *ex = json_object_get(ad, "executable");
+                if (r == 0)
+                        r = json_object_set_new(x, "executable",
+                                                json_is_object(ex) ? json_pack("{s:O}", "discovered",
+                                                                               json_object_get(ex, "discovered"))
+                                                                   : json_null());
+        }
+        return r == 0 ? TAKE_PTR(o) : NULL;
+}
+
 json_t *glove_runtime_receipt_build(const struct glove_runtime_receipt_facts *f) {
         struct glove_error e = { 0 };
-        _cleanup_json_ json_t *binding = f->launch_binding ? json_deep_copy(f->launch_binding) : json_object();
         char digest[65];
-        if (!binding)
-                return NULL;
+        /* The digest commits to the whole binding, host paths included,
+         * which gloved keeps locally; the receipt carries its view. */
         if (f->launch_binding_digest)
                 snprintf(digest, sizeof(digest), "%s", f->launch_binding_digest);
-        else if (glove_runtime_json_digest(binding, digest, &e) < 0)
+        _cleanup_json_ json_t *binding = glove_runtime_receipt_binding(f->launch_binding);
+        if (!binding)
+                return NULL;
+        if (!f->launch_binding_digest &&
+            glove_runtime_json_digest(f->launch_binding ? f->launch_binding : binding, digest, &e) < 0)
                 return NULL;
         json_t *term = json_pack("{s:s}", "kind", glove_runtime_termination_name(f->termination));
         if (!term)

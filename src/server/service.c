@@ -445,6 +445,8 @@ static int make_runtime(struct service *s, const struct glove_server_service_opt
                 .cgroup_why = &cgerr,
                 .cgroup_host = s->cghost,
                 .log = s->log,
+                .keep_bindings = true,
+                .state_fd = s->state_fd,
         };
         r = glove_runtime_new(&ro, &s->runtime, err);
         /* Sessions an earlier gloved left: adopted when their keeper and

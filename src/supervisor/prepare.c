@@ -351,10 +351,20 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         m->read_only = kind == MK_READ_BIND;
         m->max_bytes = (uint64_t)g->max_bytes;
         int r = 0;
-        bool empty = kind == MK_EPHEMERAL && tu->create_policy == SV_CREATE_EMPTY_DIRECTORY;
-        if (kind != MK_RETAINED && !empty) {
-                r = sv_launch_resolve(cfg, al->alias, al->host_path, m, err);
-                if (r >= 0 && kind == MK_EPHEMERAL && !m->is_dir)
+        if (kind != MK_RETAINED) {
+                /* The host path is always resolved and vetted. create_policy
+                 * decides only what happens when it does not exist: an
+                 * ephemeral copy with empty_directory then starts empty;
+                 * otherwise the grant fails with materialize.missing. An
+                 * existing source is always copied. */
+                struct glove_error why = { 0 };
+                r = sv_launch_resolve(cfg, al->alias, al->host_path, m, &why);
+                bool absent = r == -ENOENT && why.code && strcmp(why.code, "materialize.missing") == 0;
+                if (absent && kind == MK_EPHEMERAL && tu->create_policy == SV_CREATE_EMPTY_DIRECTORY)
+                        r = 0;
+                else if (r < 0 && err)
+                        *err = why;
+                if (r >= 0 && m->source && kind == MK_EPHEMERAL && !m->is_dir)
                         r = glove_error_set(err, EINVAL, "materialize.file_type",
                                             "%s: %s is not a directory (a copy materializes a directory)", al->alias,
                                             al->host_path);

@@ -42,11 +42,13 @@ enum trust_role {
 /*
  * The trust test for one object st reached at path (for the reason text):
  * owned by root or the service user, and writable by neither group nor
- * others; a root-owned sticky directory passes as an ANCESTOR only (/tmp).
- * Writes why into why[0..n) and returns false when it fails.
+ * others, whatever its role: a sticky bit does not make a directory
+ * trusted, not even as an ancestor (/tmp), because another principal can
+ * still create entries in it (spec session-policy.md: no ancestor
+ * "writable by another principal"). Writes why into why[0..n) and returns
+ * false when it fails.
  */
-static bool trusted(const struct stat *st, const char *path, enum trust_role role, uid_t service_uid, char *why,
-                    size_t n) {
+static bool trusted(const struct stat *st, const char *path, uid_t service_uid, char *why, size_t n) {
         if (st->st_uid != 0 && st->st_uid != service_uid) {
                 setwhy(why, n, "%s is owned by uid %u, neither root nor the service user (uid %u)", path,
                          (unsigned)st->st_uid, (unsigned)service_uid);
@@ -54,12 +56,10 @@ static bool trusted(const struct stat *st, const char *path, enum trust_role rol
         }
         if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
                 return true;
-        if (role == TRUST_ANCESTOR && st->st_uid == 0 && (st->st_mode & S_ISVTX))
-                return true;
         setwhy(why, n, "%s is writable by %s (mode %04o)%s", path,
                  (st->st_mode & S_IWOTH) ? ((st->st_mode & S_IWGRP) ? "group and others" : "others") : "group",
                  (unsigned)(st->st_mode & 07777),
-                 role == TRUST_SEARCH_DIR && (st->st_mode & S_ISVTX) ? "; sticky is enough only for an ancestor" : "");
+                 (st->st_mode & S_ISVTX) ? "; a sticky bit is not enough: others can still create entries" : "");
         return false;
 }
 
@@ -84,7 +84,7 @@ static int trust_walk(const char *p, enum trust_role last, uid_t service_uid, in
         struct stat st;
         if (cur < 0 || fstat(cur, &st) < 0)
                 return fail_errno(why, n, "/");
-        if (!trusted(&st, "/", strcmp(p, "/") == 0 ? last : TRUST_ANCESTOR, service_uid, why, n))
+        if (!trusted(&st, "/", service_uid, why, n))
                 return -EACCES;
         char sofar[PATH_MAX] = "";
         size_t used = 0;
@@ -126,7 +126,7 @@ static int trust_walk(const char *p, enum trust_role last, uid_t service_uid, in
                 const char *what = is_last ? "it" : sofar;
                 if (role != TRUST_FILE && !S_ISDIR(st.st_mode))
                         return setwhy(why, n, "%s is not a directory", what), -ENOTDIR;
-                if (!trusted(&st, what, role, service_uid, why, n))
+                if (!trusted(&st, what, service_uid, why, n))
                         return -EACCES;
                 s = end;
         }

@@ -6,7 +6,7 @@ Written from the documented format only (docs/control-protocol.md,
 include/glove/store/receipts.h), with the Python standard library.
 
     verify_receipts.py --key KEYFILE --anchor HEX64 [--journal FILE]
-                       [--page FILE] [--after-mac HEX64]
+                       [--page FILE] [--after-mac HEX64] [--bindings DIR]
 
 KEYFILE holds the 32-byte receipt key (receipt.key). HEX64 is the chain
 anchor. The input is either the raw journal (--journal receipts.journal) or
@@ -21,8 +21,12 @@ Checked, in order, for every record n = 1, 2, ...:
   * its sequence is n (continuity);
   * mac_n = HMAC-SHA-256(key, "glove.receipt.envelope.v1\\0" || mac_{n-1} ||
     envelope_n), mac_0 = the anchor;
-  * a "session.terminal" receipt's launch_binding_digest is the SHA-256 of
-    the canonical launch_binding, and its session_id is the envelope's;
+  * a "session.terminal" receipt's session_id is the envelope's, and its
+    launch_binding_digest is 64 lowercase hex: the SHA-256 of the canonical
+    launch_binding when that is a stand-in ({"omitted_bytes":N} or
+    {"omitted":CODE}); otherwise of the whole binding gloved keeps locally
+    (STATE/bindings/SESSION.json), checked against that file's bytes when
+    --bindings STATE/bindings is given and the file is there;
 and then the head: the page's head (when the page is complete) or the last
 record of the journal, and the anchor in the page or the journal header.
 
@@ -38,6 +42,7 @@ import sys
 DOMAIN = b"glove.receipt.envelope.v1\x00"
 ENVELOPE_KEYS = {"appended_at_ms", "kind", "receipt", "sequence", "session_id"}
 JOURNAL_MAGIC = b"GLVRCPT1"
+BINDINGS = None  # --bindings DIR: where gloved keeps the whole launch bindings
 HEADER_LEN = 64
 TAG_LEN = 32
 
@@ -146,10 +151,22 @@ def check_envelope(env, n):
         r = env["receipt"]
         if "launch_binding" not in r or "launch_binding_digest" not in r:
             raise Bad("a session.terminal receipt without launch_binding and its digest")
-        want = hashlib.sha256(canonical(r["launch_binding"])).hexdigest()
-        if r["launch_binding_digest"] != want:
-            raise Bad("launch_binding_digest %r is not SHA-256 of the canonical launch_binding (%s)" %
-                      (r["launch_binding_digest"], want))
+        b, got = r["launch_binding"], r["launch_binding_digest"]
+        if not isinstance(got, str) or len(got) != 64 or any(c not in "0123456789abcdef" for c in got):
+            raise Bad("launch_binding_digest %r is not 64 lowercase hex" % (got,))
+        stand_in = isinstance(b, dict) and len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
+        if stand_in or b == {}:
+            want = hashlib.sha256(canonical(b)).hexdigest()
+        elif BINDINGS:
+            try:
+                with open("%s/%s.json" % (BINDINGS, env["session_id"]), "rb") as f:
+                    want = hashlib.sha256(f.read()).hexdigest()
+            except FileNotFoundError:
+                want = got
+        else:
+            want = got
+        if got != want:
+            raise Bad("launch_binding_digest %r is not SHA-256 of the binding it commits to (%s)" % (got, want))
         if r.get("session_id") != env["session_id"]:
             raise Bad("the receipt's session_id differs from the envelope's")
         return 1
@@ -237,7 +254,9 @@ def verify_page(text, key, anchor, after_mac):
 
 
 def main(argv):
-    opts = {"--key": None, "--anchor": None, "--journal": None, "--page": None, "--after-mac": None}
+    global BINDINGS
+    opts = {"--key": None, "--anchor": None, "--journal": None, "--page": None, "--after-mac": None,
+            "--bindings": None}
     i = 1
     while i < len(argv):
         if argv[i] in ("-h", "--help"):
@@ -252,6 +271,7 @@ def main(argv):
         print("verify_receipts: usage: --key and --anchor are required; at most one of --journal, --page",
               file=sys.stderr)
         return 2
+    BINDINGS = opts["--bindings"]
     try:
         key = open(opts["--key"], "rb").read()
         if len(key) != 32:

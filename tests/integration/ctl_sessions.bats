@@ -351,9 +351,13 @@ mine = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["sessi
 assert len(mine) == 1, mine
 r = mine[0]
 assert r["state"] == "exited" and r["termination"]["kind"] == "stopped", r
-assert isinstance(r["started_at_ms"], int) and r["launch_binding"].get("cgroup"), r' "$output" || fail "bad receipt: $output"
-        printf '%s' "$output" | "$PY" "$VERIFY" --key "$ST/receipt.key" --anchor "$ZERO64" >/dev/null ||
-                fail "the receipt chain does not verify"
+assert isinstance(r["started_at_ms"], int) and r["launch_binding"].get("executable_digest"), r
+assert "cgroup" not in r["launch_binding"], r' "$output" || fail "bad receipt: $output"
+        # The adopted session'"'"'s whole binding (its cgroup included) is kept
+        # locally, and the receipt'"'"'s digest commits to it.
+        jq -e '.cgroup.path' "$ST/bindings/r1.json" >/dev/null || fail "no kept binding with the cgroup for r1"
+        printf '%s' "$output" | "$PY" "$VERIFY" --key "$ST/receipt.key" --anchor "$ZERO64" --bindings "$ST/bindings" \
+                >/dev/null || fail "the receipt chain does not verify"
         [ -z "$(ls -A "$T/mat/keepers" 2>/dev/null)" ] || fail "keeper files are left: $(ls "$T/mat/keepers")"
         # A second restart finds nothing to reconcile.
         stop_gloved

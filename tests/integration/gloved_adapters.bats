@@ -22,15 +22,16 @@ setup() {
 
 teardown() {
         gloved_teardown
+        [ -z "${STICKY:-}" ] || rm -rf -- "$STICKY"
         return 0
 }
 
 # ---------------------------------------------------------------- helpers
 
 # chain_trusted DIR: DIR and every ancestor are owned by root or this user
-# and writable by neither group nor others (a root-owned sticky ancestor such
-# as /tmp allowed): the trust rule gloved applies, so that a refusal below
-# is for the reason the test sets up, and an acceptance is not luck.
+# and writable by neither group nor others (sticky or not: /tmp fails): the
+# trust rule gloved applies, so that a refusal below is for the reason the
+# test sets up, and an acceptance is not luck.
 chain_trusted() {
         local d=$1 me st uid mode m
         me=$(id -u)
@@ -41,7 +42,7 @@ chain_trusted() {
                 [ "$uid" = 0 ] || [ "$uid" = "$me" ] ||
                         fail "test setup: $d is owned by uid $uid, so the test directories cannot pass the trust rule"
                 m=$((8#$mode))
-                if (((m & 8#022) != 0)) && ! { [ "$uid" = 0 ] && (((m & 8#1000) != 0)) && [ "$d" != "$1" ]; }; then
+                if (((m & 8#022) != 0)); then
                         fail "test setup: $d (mode $mode) is group- or other-writable"
                 fi
                 [ "$d" = / ] && return 0
@@ -119,6 +120,17 @@ r = [e["envelope"]["receipt"] for e in p["envelopes"] if e["envelope"]["session_
 print(json.dumps(r[-1]["launch_binding"]))' "$1"
 }
 
+# kept_binding ID: the whole launch binding gloved keeps for ID (compact
+# JSON), after checking that ID's receipt commits to it by digest.
+kept_binding() {
+        local f=$ST/bindings/$1.json d
+        [ -f "$f" ] || fail "no kept binding for $1"
+        d=$("$GLOVE" ctl --runtime-dir "$RT" --json receipts --limit 256 | jq -r --arg id "$1" \
+                '[.envelopes[].envelope | select(.session_id == $id and .kind == "session.terminal")][-1].receipt.launch_binding_digest')
+        [ "$d" = "$(sha256sum <"$f" | cut -d' ' -f1)" ] || fail "$1: the receipt's digest $d is not the kept binding's"
+        jq -c . "$f"
+}
+
 # start_fails ID CODE: the start fails while preparing with CODE; STARTERR is
 # gloved's line about it (code and message).
 start_fails() {
@@ -168,7 +180,17 @@ EOF
         expect_line "marker=canonical-agent"
         expect_line "home=/home/agent codex_home=/home/agent/.codex"
         local b
+        # The receipt names the adapter without its executable's host path.
         b=$(binding d1)
+        "$PY" -c '
+import json, sys
+b = json.loads(sys.argv[1])
+assert b["adapter"]["executable"] == {"discovered": True}, b["adapter"]
+assert "argv" not in b and len(b["executable_digest"]) == 64, b
+assert not any(m["kind"] == "executable" for m in b["mounts"]), b["mounts"]
+assert sys.argv[2] not in json.dumps(b), b
+' "$b" "$T/trust" || fail "receipt binding: $b"
+        b=$(kept_binding d1)
         "$PY" -c '
 import json, os, sys
 b, canon = json.loads(sys.argv[1]), sys.argv[2]
@@ -228,6 +250,20 @@ assert "CODEX_HOME" in b["environment_names"] and "HOME" in b["environment_names
         [[ "$(status_field f2 's["history"][-1]["reason"]')" = launch.discovery_failed ]]
 }
 
+@test "gloved adapters: a search directory beneath a sticky world-writable ancestor (/tmp) is refused, naming the ancestor" {
+        [ "$(stat -c %a /tmp)" = 1777 ] || skip "/tmp here is not a sticky world-writable directory (mode $(stat -c %a /tmp))"
+        # The directory itself is this user's and 0755: only its sticky
+        # ancestor, where any user can create entries, makes it untrusted.
+        STICKY=$(mktemp -d /tmp/glove-sticky.XXXXXX)
+        chmod 0755 "$STICKY"
+        agent_script "$STICKY/codex"
+        fs_gloved "{\"templates\":[{\"id\":\"s\",\"runtime_id\":\"codex\",\"discovery\":\"codex\",
+                \"search_paths\":[\"$STICKY\"],\"argv\":[]}]}"
+        start_fails k1 s launch.discovery_failed
+        [[ "$STARTERR" == *"$STICKY: /tmp is writable by group and others (mode 1777)"* ]] ||
+                fail "the sticky ancestor is not named: $STARTERR"
+}
+
 @test "gloved adapters: a search directory owned by another uid, and a symbolic-link search directory, are refused" {
         is_root || skip "making a directory owned by another uid needs root (chown)"
         mkdir -p "$T/o/other" "$T/o/real"
@@ -267,7 +303,7 @@ assert "CODEX_HOME" in b["environment_names"] and "HOME" in b["environment_names
         expect_line "h=/home/agent c= x= p="
         run_managed m6 e-pyrt
         expect_line "h=/home/agent c= x= p="
-        "$PY" -c 'import json,sys; b=json.loads(sys.argv[1]); assert "adapter" not in b, b' "$(binding m6)" ||
+        "$PY" -c 'import json,sys; b=json.loads(sys.argv[1]); assert "adapter" not in b, b' "$(kept_binding m6)" ||
                 fail "a plain runtime's binding has an adapter object"
         "$PY" -c '
 import json, sys
@@ -276,7 +312,7 @@ a = b["adapter"]
 assert a["runtime_id"] == "opencode" and a["managed_environment"] == ["XDG_CONFIG_HOME=/home/agent/.config"], a
 assert a["executable"]["path"] == "/usr/bin/dash" and a["executable"]["discovered"] is False, a
 assert any(m["kind"] == "executable" and m["target"] == "/usr/bin/dash" for m in b["mounts"]), b["mounts"]
-' "$(binding m2)" || fail "opencode binding: $(binding m2)"
+' "$(kept_binding m2)" || fail "opencode binding: $(kept_binding m2)"
 }
 
 @test "gloved adapters: a policy whose adapter template sets HOME (or CODEX_HOME) is refused at start, naming the entry" {

@@ -383,6 +383,104 @@ assert a["termination"]["kind"] == "exit" and a["receipt_sequence"] >= 1, a
         start_fails l2 materialize.symlink
 }
 
+@test "gloved create_policy: empty_directory copies an existing source, starts empty only when it is absent, and still vets the host path" {
+        mkdir -p "$T/seed/sub" "$T/real"
+        echo seeded >"$T/seed/sub/f"
+        chmod -R a+rX "$T/seed"
+        ln -s "$T/real" "$T/lnk"
+        local tpl tpl2
+        tpl=$(probe_template cp "seed,absent" read /seed/sub/f list /absent)
+        tpl2=$(probe_template cl "lnk" list /lnk)
+        fs_gloved "{\"aliases\":[
+                {\"alias\":\"absent\",\"host_path\":\"$T/absent\",\"target_path\":\"/absent\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"create_policy\":\"empty_directory\",\"max_bytes\":1048576}]},
+                {\"alias\":\"lnk\",\"host_path\":\"$T/lnk\",\"target_path\":\"/lnk\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"create_policy\":\"empty_directory\",\"max_bytes\":1048576}]},
+                {\"alias\":\"seed\",\"host_path\":\"$T/seed\",\"target_path\":\"/seed\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"create_policy\":\"empty_directory\",\"max_bytes\":1048576}]}],
+                \"templates\":[$tpl,$tpl2]}"
+        run_managed cp1 cp '[{"alias":"absent","access":"ephemeral_write","materialization":"copy"},{"alias":"seed","access":"ephemeral_write","materialization":"copy"}]'
+        # The existing source is copied; the absent one starts empty.
+        expect_line "read /seed/sub/f ok:seeded"
+        expect_line "list /absent ok:"
+        [ ! -e "$T/absent" ] || fail "the absent source was created on the host"
+        # A host path that is a symbolic link is refused, empty_directory or not.
+        new_fs cl1 cl '[{"alias":"lnk","access":"ephemeral_write","materialization":"copy"}]'
+        ctl start cl1
+        wait_state cl1 failed
+        [ "$(status_field cl1 's["history"][-1]["reason"]')" = materialize.symlink ] ||
+                fail "the link was not refused: $(status_field cl1 's["history"]')"
+}
+
+@test "gloved receipts: no receipt names a host path; each commits by digest to the whole binding gloved keeps locally" {
+        mkdir -p "$T/ro" "$T/eph" "$T/big"
+        echo ro >"$T/ro/f"
+        echo eph >"$T/eph/f"
+        head -c 300000 /dev/urandom >"$T/big/blob"
+        chmod -R a+rX "$T/ro" "$T/eph" "$T/big"
+        local tpl
+        tpl=$(probe_template rp "eph,ro" read /ro/f)
+        fs_gloved "{\"aliases\":[
+                {\"alias\":\"big\",\"host_path\":\"$T/big\",\"target_path\":\"/big\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"max_bytes\":1048576}]},
+                {\"alias\":\"eph\",\"host_path\":\"$T/eph\",\"target_path\":\"/eph\",
+                 \"access\":[{\"access\":\"ephemeral_write\",\"materialization\":\"copy\",\"max_bytes\":1048576}]},
+                {\"alias\":\"ro\",\"host_path\":\"$T/ro\",\"target_path\":\"/ro\",
+                 \"access\":[{\"access\":\"read\",\"materialization\":\"bind\",\"max_bytes\":1048576}]}],
+                \"templates\":[$tpl,{\"id\":\"q\",\"argv\":[\"/usr/bin/true\"],\"aliases\":[\"big\"]}]}"
+        # An exited session, and one that failed after its sandbox was made.
+        run_managed rx rp '[{"alias":"eph","access":"ephemeral_write","materialization":"copy"},{"alias":"ro","access":"read","materialization":"bind"}]'
+        expect_line "read /ro/f ok:ro"
+        new_fs rq q '[{"alias":"big","access":"ephemeral_write","materialization":"copy","max_bytes":65536}]'
+        ctl start rq
+        wait_state rq failed
+        "$GLOVE" ctl --runtime-dir "$RT" --json receipts --limit 256 >"$T/page.json"
+        run --separate-stderr "$PY" -c '
+import hashlib, json, os, sys
+page, kept, t, agents = sys.argv[1:5]
+rs = [e["envelope"] for e in json.load(open(page))["envelopes"] if e["envelope"]["kind"] == "session.terminal"]
+assert sorted(e["session_id"] for e in rs) == ["rq", "rx"], [e["session_id"] for e in rs]
+targets = {"/big", "/eph", "/ro"}
+def strings(v):
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            yield k
+            yield from strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from strings(x)
+for e in rs:
+    r = e["receipt"]
+    # Every string that starts with "/" is a sandbox target, never a host path.
+    bad = [s for s in strings(r) if s.startswith("/") and s not in targets and not s.startswith("/home/agent")]
+    assert not bad, (e["session_id"], bad)
+    text = json.dumps(r)
+    for host in (t, agents, "/usr/bin", "/dev/loop", "/sys/fs/cgroup"):
+        assert host not in text, (e["session_id"], host)
+    # The digest is the SHA-256 of the binding kept locally, which holds
+    # the host paths (the executable, the read-only path, the cgroup).
+    raw = open(os.path.join(kept, e["session_id"] + ".json"), "rb").read()
+    assert hashlib.sha256(raw).hexdigest() == r["launch_binding_digest"], e["session_id"]
+    full = json.loads(raw)
+    assert full["argv"][0] in ("/usr/bin/python3", "/usr/bin/true"), full["argv"]
+    assert any(m["kind"] == "read_only_path" for m in full["mounts"]) == (e["session_id"] == "rx"), full["mounts"]
+    b = r["launch_binding"]
+    assert len(b["executable_digest"]) == 64 and len(b["read_only_paths_digest"]) == 64, b
+' "$T/page.json" "$ST/bindings" "$T" "$AGENTS"
+        [ "$status" -eq 0 ] || fail "a receipt names a host path, or does not commit to the kept binding: $output $stderr"
+        jq -e '.cgroup.path' "$ST/bindings/rx.json" >/dev/null || fail "the kept binding has no cgroup"
+        cp "$ST/receipts.journal" "$T/j.copy"
+        run --separate-stderr "$PY" "$VERIFY" --key "$ST/receipt.key" --anchor "$ZERO64" --journal "$T/j.copy" \
+                --bindings "$ST/bindings"
+        [ "$status" -eq 0 ] || fail "the chain does not verify against the kept bindings: $stderr"
+        # cleanup_session forgets the kept binding.
+        ctl cleanup rx
+        expect_status 0
+        [ ! -e "$ST/bindings/rx.json" ] || fail "cleanup_session left the kept binding"
+}
+
 @test "gloved failures: a copy larger than max_bytes is materialize.quota_exceeded, after the sandbox was made" {
         mkdir -p "$T/host/big"
         head -c 300000 /dev/urandom >"$T/host/big/blob"

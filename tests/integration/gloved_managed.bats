@@ -135,6 +135,12 @@ host_listing() {
         [[ "$o" == *"read reference"* ]] || fail "the read alias was not readable: $o"
         receipt_is e1 '.termination.kind == "exit" and .exit_code == 0'
         receipt_is e1 '[.launch_binding.mounts[] | .kind] | (index("ephemeral_tmpfs") != null and index("retained_image") != null and index("read_bind") != null)'
+        # The retained image's loop device and host identity stay in the
+        # kept binding; the receipt has its alias, kind and size only.
+        receipt_is e1 '.launch_binding.materializations == [{"alias":"keep","kind":"retained_image","size":8388608}]'
+        receipt_is e1 '[.. | strings | select(startswith("/dev/") or startswith("/sys/"))] == []'
+        jq -e '.materializations[0].loop.device | startswith("/dev/loop")' "$ST/bindings/e1.json" >/dev/null ||
+                fail "the kept binding does not name the loop device: $(jq -c .materializations "$ST/bindings/e1.json")"
         # The host source is unchanged, byte for byte (and so is everything else).
         host_listing "$T/host" >"$T/after"
         diff "$T/before" "$T/after" >&2 || fail "the host tree changed"
@@ -383,9 +389,13 @@ assert got == want, got' "$o1" || fail "the output is not every line in order: $
         [ "$(wc -l <"$T/receipts")" -eq 32 ] || fail "expected 32 receipts"
         jq -e -s 'all(.[]; .state == "exited" and .termination.kind == "exit" and .exit_code == 0)' "$T/receipts" >/dev/null ||
                 fail "not every session exited 0: $(jq -c '{session_id,termination}' "$T/receipts")"
-        jq -r '.launch_binding.cgroup.path' "$T/receipts" | sort >"$T/cgroups"
+        # Cgroups and loop devices stay local: in the bindings gloved keeps,
+        # never in a receipt.
+        jq -e -s 'all(.[]; .launch_binding | has("cgroup") | not)' "$T/receipts" >/dev/null ||
+                fail "a receipt names its cgroup"
+        cat "$ST"/bindings/m*.json | jq -r '.cgroup.path' | sort >"$T/cgroups"
         [ "$(sort -u "$T/cgroups" | grep -c .)" -eq 32 ] || fail "the cgroups are not distinct: $(cat "$T/cgroups")"
-        jq -r '.launch_binding.materializations[]? | .loop.device' "$T/receipts" | grep -c . >"$T/nloops" || true
+        cat "$ST"/bindings/m*.json | jq -r '.materializations[]? | .loop.device' | grep -c . >"$T/nloops" || true
         [ "$(cat "$T/nloops")" -eq "$nloops" ] || fail "expected $nloops loop attachments, got $(cat "$T/nloops")"
         cp "$ST/receipts.journal" "$T/j"
         run --separate-stderr "$PY" "$VERIFY" --key "$ST/receipt.key" --anchor "$ZERO64" --journal "$T/j"

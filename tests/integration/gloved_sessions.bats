@@ -106,7 +106,7 @@ start_managed() {
         sc watch "$RT" s1
         [[ "$output" == *'hello managed'* ]] || fail "no transcript: $output"
         sc call "$RT" receipts_page '{"after_sequence":0,"limit":10}'
-        "$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["result"]; r=p["envelopes"][-1]["envelope"]["receipt"]; assert r["state"]=="exited" and r["exit_code"]==3 and r["termination"]=={"kind":"exit"} and "cgroup" in r["launch_binding"], r' "$output" || fail "$output"
+        "$PY" -c 'import json,sys; p=json.loads(sys.argv[1])["result"]; r=p["envelopes"][-1]["envelope"]["receipt"]; assert r["state"]=="exited" and r["exit_code"]==3 and r["termination"]=={"kind":"exit"} and "executable_digest" in r["launch_binding"] and "cgroup" not in r["launch_binding"], r' "$output" || fail "$output"
         sc call "$RT" start_session '{"session_id":"s1"}'
         [[ "$output" == *'"code":"session.terminal"'* ]] || fail "$output"
 }

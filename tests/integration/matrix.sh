@@ -169,7 +169,10 @@ for s in parallel serial; do
 done
 
 # ------------------------------------------------------------ the cells
-work=$(mktemp -d /tmp/glove-it.XXXXXX)
+# Beside the build, not under /tmp: discovery's trust rule refuses a sticky
+# world-writable ancestor, and the adapter and policy tests need a trusted
+# chain above their directories (GLOVE_IT_BASE overrides).
+work=$(mktemp -d "${GLOVE_IT_BASE:-$(cd "$build" && pwd -P)}/glove-it.XXXXXX")
 chmod 0755 "$work"
 cleanup() {
         local c

@@ -182,6 +182,15 @@ struct glove_runtime_options {
          * keeper.missing, keeper.unsafe or keeper.replaced when it is not
          * (or no longer) the verified file. */
         const char *keeper_path;
+        /* Where the whole launch binding of every session that had one is
+         * kept, host paths included (the receipt carries only its view and
+         * its digest; docs/control-protocol.md, "Terminal receipt"): when
+         * keep_bindings, STATE/bindings/SESSION.json under state_fd
+         * (borrowed, gloved's state directory): canonical JSON, 0600, its
+         * SHA-256 the receipt's launch_binding_digest; written before the
+         * receipt is appended, removed by cleanup_session. */
+        bool keep_bindings;
+        int state_fd;
 };
 
 /*
@@ -349,8 +358,33 @@ const char *glove_runtime_termination_state(enum glove_runtime_termination t);
 /* SHA-256 of the canonical encoding of v as 64 hex + NUL. Returns 0 or -errno. */
 int glove_runtime_json_digest(const json_t *v, char out[65], struct glove_error *err);
 
+/*
+ * The receipt's view of launch binding full (new reference; NULL on ENOMEM
+ * or an encoding failure): what may leave the host (spec architecture.md:
+ * "raw paths never cross P2P"; docs/control-protocol.md, "Terminal
+ * receipt"). It carries no host path, loop device or cgroup:
+ *   runtime_template_id, environment_names, limits, egress, leases,
+ *   projections, skills, skills_projection_digest: copied (sandbox paths
+ *   and identifiers only);
+ *   executable_digest: SHA-256 hex of canonical {"argv": full.argv,
+ *   "mounts": full's mounts of kind executable};
+ *   read_only_paths_digest: SHA-256 hex of the canonical array of full's
+ *   mounts of kind read_only_path;
+ *   mounts: the others as {alias?, kind, max_bytes?, read_only, target}
+ *   (targets inside the sandbox; no source identity);
+ *   materializations: {alias, kind, size};
+ *   adapter (when full has one): without its executable's path and
+ *   identity ({"discovered"} only).
+ * A stand-in ({"omitted_bytes":N} or {"omitted":CODE}, nothing else) is
+ * copied as it is; NULL gives {}. full is borrowed.
+ */
+json_t *glove_runtime_receipt_binding(const json_t *full);
+
 /* The receipt object (new reference; NULL on ENOMEM or a canonical-encoding
- * failure):
+ * failure). "launch_binding" is glove_runtime_receipt_binding() of
+ * f->launch_binding; "launch_binding_digest" is f->launch_binding_digest,
+ * else the digest of the whole f->launch_binding (host paths included:
+ * gloved keeps that binding locally, the receipt commits to it):
  *   {"controller_plan_digest","ended_at_ms","exit_code":INT|null,
  *    "launch_binding":{...},"launch_binding_digest","plan_content_digest",
  *    "receipt_schema_version":1,"session_id","started_at_ms":INT|null,

@@ -196,7 +196,11 @@ struct glove_supervisor_launch;
  *          read-only pinned binds at the same path; per path grant:
  *          read -> read-only pinned bind at the alias's target_path;
  *          ephemeral_write+copy -> a tmpfs of exactly max_bytes filled by a
- *          copy of the host directory (create_policy empty_directory: empty);
+ *          copy of the host directory whenever it exists; create_policy
+ *          decides only when it is absent: empty_directory starts empty,
+ *          never (and git_worktree) fail with materialize.missing; the
+ *          host path is resolved and vetted in every case (session-policy
+ *          ruling "create_policy decides only absence");
  *          retained_write -> ROOT/images/SESSION/ALIAS.ext4 created (O_EXCL,
  *          0600, fallocate'd to exactly max_bytes), mkfs.ext4'ed, attached to
  *          a loop device (LO_FLAGS_AUTOCLEAR), mounted nosuid,nodev at

@@ -11,8 +11,9 @@
  *
  * The rule, for "/" and every directory on the way to an object, and the
  * object itself: reached without following a symbolic link; owned by root
- * or the service user; writable by neither group nor others, except that an
- * ANCESTOR owned by root with the sticky bit (/tmp) passes.
+ * or the service user; writable by neither group nor others. A sticky bit
+ * changes nothing: a sticky world-writable ancestor such as /tmp is refused
+ * like any other (issue 31 ruling; docs/session-policy.md, "Discovery").
  *
  * Reasons are written into why[0..why_size), cut to fit; they name the
  * offending component, its owner or mode (for example "/opt/a is writable by
@@ -26,8 +27,8 @@
 
 /* What the last component of a walked path is checked as. */
 enum glove_supervisor_trust_role {
-        GLOVE_SUPERVISOR_TRUST_ANCESTOR,   /* a directory; root-owned sticky passes */
-        GLOVE_SUPERVISOR_TRUST_SEARCH_DIR, /* a directory; sticky is not enough */
+        GLOVE_SUPERVISOR_TRUST_ANCESTOR,   /* a directory on the way */
+        GLOVE_SUPERVISOR_TRUST_SEARCH_DIR, /* the search directory itself */
         GLOVE_SUPERVISOR_TRUST_FILE,       /* any type (the caller checks it) */
 };
 

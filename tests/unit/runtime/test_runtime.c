@@ -84,17 +84,26 @@ static void test_receipt(void **state) {
         size_t len;
         struct glove_error e = { 0 };
         assert_int_equal(glove_json_encode_canonical(r, &bytes, &len, &e), 0);
-        char digest[65];
+        /* The digest commits to the whole binding; the receipt carries its
+         * view: the executable as a digest, no cgroup, no host path. */
+        char digest[65], exe[65], ro[65];
         assert_int_equal(glove_runtime_json_digest(binding, digest, &e), 0);
+        json_t *x = json_pack("{s:[s],s:[]}", "argv", "/usr/bin/python3", "mounts");
+        assert_int_equal(glove_runtime_json_digest(x, exe, &e), 0);
+        json_decref(x);
+        x = json_array();
+        assert_int_equal(glove_runtime_json_digest(x, ro, &e), 0);
+        json_decref(x);
         char want[2048];
         snprintf(want, sizeof(want),
                  "{\"controller_plan_digest\":\"%s\",\"ended_at_ms\":20,\"exit_code\":null,\"launch_binding\":"
-                 "{\"argv\":[\"/usr/bin/python3\"],\"cgroup\":{\"inode\":7,\"path\":\"/x\"}},"
+                 "{\"executable_digest\":\"%s\",\"materializations\":[],\"mounts\":[],"
+                 "\"read_only_paths_digest\":\"%s\"},"
                  "\"launch_binding_digest\":\"%s\",\"plan_content_digest\":\"%s\",\"receipt_schema_version\":1,"
                  "\"session_id\":\"s-1\",\"started_at_ms\":10,\"state\":\"exited\",\"termination\":{\"kind\":\"limit\","
                  "\"limit\":\"pids\",\"signal\":9},\"usage\":{\"cpu_time_ms\":1,\"disk_bytes\":0,\"output_bytes\":2,"
                  "\"peak_memory_bytes\":3,\"wall_time_ms\":4}}",
-                 cd, digest, pd);
+                 cd, exe, ro, digest, pd);
         assert_string_equal(bytes, want);
         free(bytes);
         json_decref(r);
@@ -112,6 +121,49 @@ static void test_receipt(void **state) {
         assert_string_equal(glove_keeper_limit_plan_name(GLOVE_CGROUP_LIMIT_CPU_TIME), "cpu_time_ms");
         assert_string_equal(glove_keeper_limit_plan_name(GLOVE_CGROUP_LIMIT_TERMINAL_OUTPUT), "terminal_output_bytes");
         assert_null(glove_keeper_limit_plan_name(GLOVE_CGROUP_LIMIT_NONE));
+}
+
+/* The receipt's view of a whole binding names no host path, loop device or
+ * cgroup, keeps the sandbox targets, and passes stand-ins through. */
+static void test_receipt_binding(void **state) {
+        (void)state;
+        json_error_t je;
+        json_t *full = json_loads(
+                "{\"adapter\":{\"executable\":{\"dev\":1,\"discovered\":true,\"ino\":2,\"path\":\"/host/bin/codex\"},"
+                "\"home\":\"/home/agent\",\"managed_environment\":[\"CODEX_HOME=/home/agent/.codex\"],"
+                "\"runtime_id\":\"codex\",\"skills_dir\":\"/home/agent/.codex/skills\"},"
+                "\"argv\":[\"/host/bin/codex\",\"/host/arg\"],\"cgroup\":{\"inode\":7,\"path\":\"/host/cg\"},"
+                "\"egress\":{\"policy_id\":\"e\",\"targets\":[\"a.example:443\"]},\"environment_names\":[\"HOME\"],"
+                "\"leases\":[],\"limits\":{\"pids\":1},"
+                "\"materializations\":[{\"alias\":\"keep\",\"image\":{\"dev\":1,\"ino\":2,\"size\":9},"
+                "\"kind\":\"retained_image\",\"loop\":{\"device\":\"/host/dev/loop7\",\"rdev\":3},\"mount\":{\"mnt_id\":4}}],"
+                "\"mounts\":[{\"kind\":\"executable\",\"read_only\":true,\"source\":{\"dev\":1,\"ino\":2,\"mnt_id\":3},"
+                "\"target\":\"/host/bin/codex\"},{\"kind\":\"read_only_path\",\"read_only\":true,\"target\":\"/host/ro\"},"
+                "{\"alias\":\"keep\",\"kind\":\"retained_image\",\"max_bytes\":9,\"read_only\":false,"
+                "\"source\":{\"dev\":1,\"ino\":2,\"mnt_id\":3},\"target\":\"/keep\"}],"
+                "\"runtime_template_id\":\"t\"}",
+                JSON_REJECT_DUPLICATES, &je);
+        assert_non_null(full);
+        json_t *v = glove_runtime_receipt_binding(full);
+        assert_non_null(v);
+        char *bytes;
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_json_encode_canonical(v, &bytes, NULL, &e), 0);
+        if (strstr(bytes, "/host") || strstr(bytes, "cgroup") || strstr(bytes, "loop") || strstr(bytes, "mnt_id"))
+                fail_msg("a host path or identity in the receipt's binding: %s", bytes);
+        assert_non_null(strstr(bytes, "\"target\":\"/keep\""));
+        assert_non_null(strstr(bytes, "\"executable\":{\"discovered\":true}"));
+        assert_non_null(strstr(bytes, "\"size\":9"));
+        assert_int_equal(strlen(json_string_value(json_object_get(v, "executable_digest"))), 64);
+        assert_int_equal(strlen(json_string_value(json_object_get(v, "read_only_paths_digest"))), 64);
+        free(bytes);
+        json_decref(v);
+        json_decref(full);
+        full = json_pack("{s:i}", "omitted_bytes", 70000);
+        v = glove_runtime_receipt_binding(full);
+        assert_true(json_equal(v, full));
+        json_decref(v);
+        json_decref(full);
 }
 
 /* The capabilities' cgroup_placement follows the probe; "none" when the
@@ -150,6 +202,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_placement),
                 cmocka_unit_test(test_output_skip),
                 cmocka_unit_test(test_receipt),
+                cmocka_unit_test(test_receipt_binding),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,6 +222,10 @@ static void test_refusals_listed(void **state) {
         write_file("ow/bin/pi", 0755);
         mkdir_mode("sticky", 01777);
         write_file("sticky/pi", 0755);
+        /* A trusted directory beneath a sticky world-writable one (as
+         * beneath /tmp): the sticky ancestor is refused too. */
+        mkdir_mode("sticky/bin", 0755);
+        write_file("sticky/bin/pi", 0755);
         mkdir_mode("noexec", 0755);
         write_file("noexec/pi", 0644);
         mkdir_mode("none", 0755);
@@ -231,7 +235,9 @@ static void test_refusals_listed(void **state) {
         (void)unlink(dlink);
         assert_int_equal(symlink("real", dlink), 0);
         write_file("real/pi", 0755);
-        char gw[PATH_MAX], ow[PATH_MAX], sticky[PATH_MAX], noexec[PATH_MAX], none[PATH_MAX], missing[PATH_MAX];
+        char gw[PATH_MAX], ow[PATH_MAX], sticky[PATH_MAX], stickybin[PATH_MAX], noexec[PATH_MAX], none[PATH_MAX],
+                missing[PATH_MAX];
+        path_of(stickybin, "sticky/bin");
         path_of(gw, "gw");
         path_of(ow, "ow/bin");
         path_of(sticky, "sticky");
@@ -241,15 +247,16 @@ static void test_refusals_listed(void **state) {
         /* One search per refusal, so that each listing fits the bounded
          * message whatever the length of this test's directory; the last
          * search has two directories, both listed. */
-        const char *dirs[] = { gw, ow, sticky, noexec, none, dlink, missing, gw };
+        const char *dirs[] = { gw, ow, sticky, stickybin, noexec, none, dlink, missing, gw };
         const char *wants[] = { "it is writable by group (mode 0775)", "/ow is writable by group and others (mode 0777)",
-                                "sticky is enough only for an ancestor", "is not executable (mode 0644)",
-                                "no pi there", "it is a symbolic link", "it does not exist",
-                                "it is writable by group (mode 0775)" };
-        for (int k = 0; k < 7; k++) {
+                                "a sticky bit is not enough",
+                                "/sticky is writable by group and others (mode 1777); a sticky bit is not enough",
+                                "is not executable (mode 0644)", "no pi there", "it is a symbolic link",
+                                "it does not exist", "it is writable by group (mode 0775)" };
+        for (int k = 0; k < 8; k++) {
                 const char *const *search = &dirs[k];
                 const char *const *want = &wants[k];
-                size_t n = k == 6 ? 2 : 1;
+                size_t n = k == 7 ? 2 : 1;
                 struct glove_error err = { 0 };
                 struct glove_supervisor_policy *p = make_policy("pi", "pi", search, n, "", "", NULL, 0, &err);
                 if (!p)
@@ -398,7 +405,7 @@ static void test_policy_managed_environment(void **state) {
 }
 
 /* Is every directory from / to base owned by root or us and not writable
- * by group or others (a root-owned sticky directory allowed)? */
+ * by group or others (sticky or not)? */
 static bool check_chain(void) {
         char p[PATH_MAX];
         snprintf(p, sizeof(p), "%s", base);
@@ -408,7 +415,7 @@ static bool check_chain(void) {
                         return false;
                 if (st.st_uid != 0 && st.st_uid != getuid())
                         return false;
-                if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_uid == 0 && (st.st_mode & S_ISVTX)))
+                if (st.st_mode & (S_IWGRP | S_IWOTH))
                         return false;
                 if (!p[0])
                         return true;

@@ -425,6 +425,68 @@ static void test_refuse_symlink(void **state) {
         rm_rf(host);
 }
 
+/* An ephemeral copy with create_policy of; its source host. */
+static void ephemeral_case(const char *host, const char *create, const char *code, const struct stat *want) {
+        _cleanup_free_ char *a1 =
+                alias_json("scratch", host, "/scratch", "ephemeral_write", "copy", create, "remove", 1 << 20);
+        struct fixture f;
+        fixture_init(&f, make_policy(a1, "\"scratch\""));
+        _cleanup_free_ char *g1 = grant_json("scratch", "ephemeral_write", "copy", "remove", 1 << 20);
+        if (code) {
+                expect_refusal(&f, g1, code);
+        } else {
+                size_t len;
+                _cleanup_free_ char *plan = make_plan(g1, "no-network", &len);
+                struct glove_supervisor_launch *l = NULL;
+                struct glove_error err = { 0 };
+                if (glove_supervisor_launch_prepare(&f.cfg, "s1", plan, len, &l, &err) < 0)
+                        fail_msg("%s: %s", err.code, err.message);
+                _cleanup_json_ json_t *b = glove_supervisor_launch_binding(l);
+                json_t *src = json_object_get(mount_at(b, "/scratch"), "source");
+                if (want) {
+                        assert_non_null(src);
+                        assert_int_equal(json_integer_value(json_object_get(src, "dev")), want->st_dev);
+                        assert_int_equal(json_integer_value(json_object_get(src, "ino")), want->st_ino);
+                } else {
+                        assert_null(src);
+                }
+                glove_supervisor_launch_free(l);
+        }
+        fixture_fini(&f);
+        rm_rf(f.root);
+}
+
+/* create_policy decides only what happens when the source is absent: an
+ * existing source is copied whatever the policy, empty_directory starts
+ * empty only when the source does not exist, never fails then; the host
+ * path is resolved and vetted in every case (docs/session-policy.md,
+ * "What the copy does"). */
+static void test_create_policy(void **state) {
+        (void)state;
+        char host[PATH_MAX], link[PATH_MAX], file[PATH_MAX];
+        snprintf(host, sizeof(host), "%s/seeded", base);
+        mkdirs("%s/seeded", base);
+        struct stat st;
+        assert_int_equal(stat(host, &st), 0);
+        ephemeral_case(host, "empty_directory", NULL, &st);
+        ephemeral_case(host, "never", NULL, &st);
+        snprintf(link, sizeof(link), "%s/seeded-link", base);
+        assert_int_equal(symlink("seeded", link), 0);
+        ephemeral_case(link, "empty_directory", "materialize.symlink", NULL);
+        snprintf(file, sizeof(file), "%s/seeded-file", base);
+        int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        ephemeral_case(file, "empty_directory", "materialize.file_type", NULL);
+        snprintf(host, sizeof(host), "%s/absent", base);
+        ephemeral_case(host, "empty_directory", NULL, NULL);
+        ephemeral_case(host, "never", "materialize.missing", NULL);
+        unlink(link);
+        unlink(file);
+        snprintf(host, sizeof(host), "%s/seeded", base);
+        rm_rf(host);
+}
+
 static void test_refuse_vanished(void **state) {
         (void)state;
         char host[PATH_MAX];
@@ -667,6 +729,7 @@ int main(void) {
                 cmocka_unit_test(test_binding),
                 cmocka_unit_test(test_egress),
                 cmocka_unit_test(test_refuse_symlink),
+                cmocka_unit_test(test_create_policy),
                 cmocka_unit_test(test_refuse_vanished),
                 cmocka_unit_test(test_refuse_fifo),
                 cmocka_unit_test(test_refuse_restricted),
