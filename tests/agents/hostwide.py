@@ -1,12 +1,6 @@
 #!/usr/bin/python3
 """Host-wide resource attacks, run inside the sandbox by tests/integration/hostwide.bats.
 
-    hostwide.py tcpfill CONNS MAX_MB   open CONNS loopback TCP connections (a
-                                       listener of its own) and fill them
-                                       without reading, non-blocking, until
-                                       MAX_MB are queued or every send
-                                       would block; prints "queued BYTES", then
-                                       holds them until stdin closes
     hostwide.py tcpmany PROCS CONNS    PROCS processes each open up to CONNS
                                        loopback TCP connections every way the
                                        agent may (a listener of its own, a
@@ -180,45 +174,6 @@ def tcpmany(procs, conns):
     sys.stdin.read()
     for pid in pids:
         os.waitpid(pid, 0)
-
-
-def tcpfill(conns, max_mb):
-    limit = max_mb << 20
-    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        lst.bind(("127.0.0.1", 0))
-    except OSError as e:
-        say("queued 0 conns 0 %s" % ename(e.errno))
-        sys.stdin.read()
-        return
-    lst.listen(conns)
-    port = lst.getsockname()[1]
-    keep = []
-    queued = 0
-    chunk = b"x" * 65536
-    err = "ok"
-    for _ in range(conns):
-        if queued >= limit:
-            break
-        try:
-            c = socket.create_connection(("127.0.0.1", port))
-            s, _ = lst.accept()
-        except OSError as e:
-            err = ename(e.errno)
-            break
-        keep.append((c, s))
-        c.setblocking(False)
-        while queued < limit:
-            try:
-                n = c.send(chunk)
-            except BlockingIOError:
-                break
-            except OSError as e:
-                err = ename(e.errno)
-                break
-            queued += n
-    say("queued %d conns %d %s" % (queued, len(keep), err))
-    sys.stdin.read()  # hold until the test closes stdin
 
 
 def nofile(count):
@@ -427,9 +382,7 @@ def forkfill(most):
 
 def main():
     op = sys.argv[1]
-    if op == "tcpfill":
-        tcpfill(int(sys.argv[2]), int(sys.argv[3]))
-    elif op == "tcpmany":
+    if op == "tcpmany":
         tcpmany(int(sys.argv[2]), int(sys.argv[3]))
     elif op == "nofile":
         nofile(int(sys.argv[2]))

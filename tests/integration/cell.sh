@@ -4,6 +4,7 @@
 #   tests/integration/cell.sh prepare BUILD_DIR MODE DIR
 #   tests/integration/cell.sh run DIR FILE|all [BATS-OPTION...]
 #   tests/integration/cell.sh cleanup DIR
+#   tests/integration/cell.sh base BUILD_DIR
 #
 # MODE = root | unprivileged.
 #
@@ -29,6 +30,14 @@
 # cleanup removes DIR and the delegated cgroups (ending what a killed test
 # left in them).
 #
+# base prints the directory the callers make their cells in: every user can
+# traverse it and no ancestor is writable by anyone but root, because
+# discovery's trust rule refuses a directory beneath one (a sticky /tmp
+# included) and the adapter and policy tests need a trusted chain above
+# theirs, and outside the system directories a writable grant may not touch
+# (/var included). $GLOVE_IT_BASE when set; as root /srv/glove-it (made 0755);
+# otherwise, where only skips can follow, BUILD_DIR.
+#
 # Tests see:
 #   GLOVE          absolute path of (a copy of) the glove binary under test
 #   GLOVE_MODE     root | unprivileged
@@ -46,7 +55,7 @@ repo=$(cd "$here/../.." && pwd)
 suite_src=${GLOVE_IT_SUITE:-$here}
 
 usage() {
-        echo "usage: $0 prepare BUILD_DIR root|unprivileged DIR | run DIR FILE|all [BATS-OPTION...] | cleanup DIR" >&2
+        echo "usage: $0 prepare BUILD_DIR root|unprivileged DIR | run DIR FILE|all [BATS-OPTION...] | cleanup DIR | base BUILD_DIR" >&2
         exit 2
 }
 
@@ -303,9 +312,23 @@ cleanup() { # dir
 [ $# -ge 1 ] || usage
 cmd=$1
 shift
+base() { # build_dir
+        if [ -n "${GLOVE_IT_BASE:-}" ]; then
+                echo "$GLOVE_IT_BASE"
+        elif [ "$(id -u)" = 0 ]; then
+                mkdir -p /srv/glove-it
+                chown 0:0 /srv/glove-it
+                chmod 0755 /srv/glove-it
+                echo /srv/glove-it
+        else
+                (cd "$1" && pwd -P)
+        fi
+}
+
 case "$cmd" in
 prepare) [ $# -eq 3 ] || usage; prepare "$@" ;;
 run) [ $# -ge 2 ] || usage; run_file "$@" ;;
 cleanup) [ $# -eq 1 ] || usage; cleanup "$1" ;;
+base) [ $# -eq 1 ] || usage; base "$1" ;;
 *) usage ;;
 esac

@@ -48,31 +48,6 @@ start_gloved_dirs() {
 # tcp_mem: the host's TCP memory in pages (/proc/net/sockstat "TCP: ... mem N").
 tcp_mem() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }
 
-# hold_tcpfill CONNS MAX_MB GLOVE-OPTION...: starts hostwide.py tcpfill in the
-# background with its stdin on a FIFO kept open by this shell (fd 7), waits for
-# its "queued" line; sets QUEUED (bytes the sends accepted) and DELTA (host
-# TCP pages gained while the connections are held), then lets it end.
-hold_tcpfill() {
-        local conns=$1 mb=$2
-        shift 2
-        local fifo=$T/fifo out=$T/out err=$T/err before after
-        mkfifo "$fifo"
-        chmod 0666 "$fifo"
-        before=$(tcp_mem)
-        "$PY" "$LIB/spawn.py" "$GLOVE" exec "$@" --read "$AGENTS" -- "${HW[@]}" tcpfill "$conns" "$mb" \
-                <"$fifo" >"$out" 2>"$err" 3>&- &
-        GPID=$!
-        track_pid "$GPID"
-        exec 7>"$fifo"
-        wait_for "$out" '^queued ' 30 || { cat "$err" >&2; exec 7>&-; return 1; }
-        after=$(tcp_mem)
-        exec 7>&-
-        wait_exit "$GPID" 20
-        QUEUED=$(awk '/^queued /{print $2}' "$out")
-        DELTA=$((after - before))
-        echo "# queued $QUEUED bytes; host TCP memory grew by $DELTA pages ($(cat "$out"))" >&3
-}
-
 # cgroup_or_skip: runs with a cgroup limit need a delegated cgroup.
 cgroup_or_skip() {
         local err
@@ -82,22 +57,13 @@ cgroup_or_skip() {
 
 # ------------------------------------------------------------ TCP socket memory
 
-@test "hostwide: loopback TCP buffers of an egress run under --memory 128M are bounded (host TCP memory, queued bytes)" {
-        cgroup_or_skip
-        # Unbounded, 300 connections filled without reading queue 300 MB
-        # (78,000 host pages) under a 128 MiB memory limit.
-        hold_tcpfill 300 300 --memory 128M --egress-allow example.com:443
-        [ "$QUEUED" -lt $((80 << 20)) ] || fail "the agent queued $QUEUED bytes in loopback TCP under --memory 128M"
-        [ "$DELTA" -lt $(((128 << 20) / 4096)) ] || fail "the host's TCP memory grew by $DELTA pages"
-}
-
-@test "hostwide: one loopback TCP connection filled without reading queues less than 9 MiB (per-namespace tcp_rmem/tcp_wmem)" {
-        # No cgroup limit: the per-socket bound holds in degraded mode too.
-        hold_tcpfill 1 300 --egress-allow example.com:443
-        [ "$QUEUED" -lt $((9 << 20)) ] || fail "one connection queued $QUEUED bytes"
+@test "hostwide: an egress run's network namespace caps each TCP socket's buffers at 4 MiB (tcp_rmem/tcp_wmem maxima); the host's are untouched" {
+        # The agent cannot fill a connection of its own any more (Landlock
+        # refuses its listeners: the test below); what each socket to Glove's
+        # listeners may queue is its namespace's maxima.
         gx --egress-allow example.com:443 -- /bin/cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem
         expect_status 0
-        [[ "${lines[0]}" =~ [[:space:]]4194304$ && "${lines[1]}" =~ [[:space:]]4194304$ ]] || fail "tcp_rmem/tcp_wmem max"
+        [[ "${lines[0]}" =~ [[:space:]]4194304$ && "${lines[1]}" =~ [[:space:]]4194304$ ]] || fail "tcp_rmem/tcp_wmem max: $output"
         # The host's own values are untouched.
         [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)" != 4194304 ] || [ "$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)" != 4194304 ] ||
                 skip "the host itself uses 4194304 as both maxima"

@@ -169,10 +169,9 @@ for s in parallel serial; do
 done
 
 # ------------------------------------------------------------ the cells
-# Beside the build, not under /tmp: discovery's trust rule refuses a sticky
-# world-writable ancestor, and the adapter and policy tests need a trusted
-# chain above their directories (GLOVE_IT_BASE overrides).
-work=$(mktemp -d "${GLOVE_IT_BASE:-$(cd "$build" && pwd -P)}/glove-it.XXXXXX")
+# Not under /tmp: discovery's trust rule refuses a sticky world-writable
+# ancestor (cell.sh base).
+work=$(mktemp -d "$("$here/cell.sh" base "$build")/glove-it.XXXXXX")
 chmod 0755 "$work"
 cleanup() {
         local c

@@ -27,10 +27,9 @@ shift 2
 case "$mode" in root|unprivileged) ;; *) usage ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 
-# The cell lives beside the build, not under /tmp: discovery's trust rule
-# refuses a sticky world-writable ancestor, and the adapter and policy tests
-# need a trusted chain above their directories (GLOVE_IT_BASE overrides).
-parent=$(mktemp -d "${GLOVE_IT_BASE:-$(cd "$build" && pwd -P)}/glove-it.XXXXXX")
+# Not under /tmp: discovery's trust rule refuses a sticky world-writable
+# ancestor (cell.sh base).
+parent=$(mktemp -d "$("$here/cell.sh" base "$build")/glove-it.XXXXXX")
 chmod 0755 "$parent"
 trap '"$here/cell.sh" cleanup "$parent/cell"; rmdir "$parent" 2>/dev/null || true' EXIT
 rc=0
