@@ -8,8 +8,9 @@
 #
 # Like tests/integration/run.sh, the suite, its helpers, the agents, the
 # binaries and node_modules (hard links when possible) are copied into a
-# fresh directory under /tmp that the sandboxed user can traverse and whose
-# ancestors pass gloved's discovery trust test; bats runs as the invoking
+# fresh directory that the sandboxed user can traverse and whose ancestors
+# pass gloved's discovery trust test (tests/integration/cell.sh base: not
+# /tmp, whose sticky bit the trust rule does not accept); bats runs as the invoking
 # user with a clean environment. TAP on stdout. When the CLIs are not
 # installed the runner says so and reports a TAP skip, never a silent pass.
 set -euo pipefail
@@ -36,7 +37,7 @@ for cli in codex claude pi copilot opencode; do
                 skip_all "tests/node_modules/.bin/$cli is not installed (scripts/deps.sh installs tests/package-lock.json)"
 done
 
-work=$(mktemp -d /tmp/glove-agents.XXXXXX)
+work=$(mktemp -d "$("$here/../integration/cell.sh" base "$build")/glove-agents.XXXXXX")
 cleanup() {
         rm -rf "$work/node_modules"
         chmod -R u+rwX "$work" 2>/dev/null || true
