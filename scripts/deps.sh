@@ -45,6 +45,6 @@ if [ -f "$(dirname "$0")/../tests/package-lock.json" ]; then
   tdir="$(cd "$(dirname "$0")/../tests" && pwd)"
   if [ ! -d "$tdir/node_modules" ] || [ "$tdir/package-lock.json" -nt "$tdir/node_modules/.package-lock.json" ]; then
     echo "deps.sh: installing npm test packages from the lockfile" >&2
-    (cd "$tdir" && npm ci --no-audit --no-fund --loglevel=error)
+    (cd "$tdir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
   fi
 fi
