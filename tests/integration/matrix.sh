@@ -10,7 +10,9 @@
 #   unpriv   BUILD_DIR as uid 65534 (setpriv), in a delegated cgroup
 #   asan     ASAN_BUILD_DIR (AddressSanitizer and UBSan) as root
 #   asan-unpriv  ASAN_BUILD_DIR as uid 65534
-# Without --full each file runs in the cells its matrix line names; with
+# Without --full each file runs in the cells its matrix line names (a cell
+# written CELL/WORD runs only the file's tests whose name matches WORD, a
+# bats --filter); with
 # --full every file runs in all four (the release or nightly matrix,
 # `make check-full`). --only FILE (repeatable) and --cells keep to those
 # files and cells, for a run by hand.
@@ -46,10 +48,13 @@ usage() {
 }
 
 # ------------------------------------------------------------ one job
-# matrix.sh --job WORK LOGS TIMEOUT CELL FILE (run by GNU parallel)
+# matrix.sh --job WORK LOGS TIMEOUT CELL FILE FILTER (run by GNU parallel;
+# FILTER "-" for the whole file)
 if [ "${1:-}" = --job ]; then
-        [ $# -eq 6 ] || usage
-        work=$2 logs=$3 timeout_s=$4 cell=$5 file=$6
+        [ $# -eq 7 ] || usage
+        work=$2 logs=$3 timeout_s=$4 cell=$5 file=$6 filter=$7
+        fopts=()
+        [ "$filter" = - ] || fopts=(--filter "$filter")
         tap=$logs/$cell/$file.tap err=$logs/$cell/$file.err
         start=$(date +%s.%N)
         rc=0
@@ -60,7 +65,7 @@ if [ "${1:-}" = --job ]; then
         else
                 # timeout signals its whole process group: bats and every
                 # program the file started (but not a sandbox's own session).
-                timeout -k 10 "$timeout_s" "$here/cell.sh" run "$work/$cell" "$file" >"$tap" 2>"$err" || rc=$?
+                timeout -k 10 "$timeout_s" "$here/cell.sh" run "$work/$cell" "$file" "${fopts[@]}" >"$tap" 2>"$err" || rc=$?
         fi
         secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
         plan=$(grep -m1 -E '^1\.\.[0-9]+$' "$tap" | cut -d. -f3)
@@ -138,7 +143,7 @@ while read -r f c s t _; do
         case "$s" in parallel|serial) ;; *) echo "matrix.sh: $f: schedule must be parallel or serial, not $s" >&2; exit 2 ;; esac
         [[ "$t" =~ ^[0-9]+$ ]] || { echo "matrix.sh: $f: the time hint must be whole seconds, not $t" >&2; exit 2; }
         for x in ${c//,/ }; do
-                case "$x" in root|unpriv|asan|asan-unpriv) ;; *) echo "matrix.sh: $f: unknown cell $x (root, unpriv, asan, asan-unpriv)" >&2; exit 2 ;; esac
+                case "${x%%/*}" in root|unpriv|asan|asan-unpriv) ;; *) echo "matrix.sh: $f: unknown cell ${x%%/*} (root, unpriv, asan, asan-unpriv)" >&2; exit 2 ;; esac
         done
         cells_of[$f]=$c sched_of[$f]=$s secs_of[$f]=$t
         order+=("$f")
@@ -164,13 +169,15 @@ declare -A used
 for f in "${order[@]}"; do
         if [ $full = 1 ]; then cs="root unpriv asan asan-unpriv"; else cs=${cells_of[$f]//,/ }; fi
         for c in $cs; do
+                filter=- cost=1
+                if [[ "$c" == */* ]]; then filter=${c#*/} c=${c%%/*} cost=4; fi
                 [ -z "$keep_cells" ] || [[ "$keep_cells" == *",$c,"* ]] || continue
                 used[$c]=1
-                printf '%d\t%s\t%s\n' $((secs_of[$f] * cell_cost[$c])) "$c" "$f" >>"$logs/jobs.${sched_of[$f]}"
+                printf '%d\t%s\t%s\t%s\n' $((secs_of[$f] * cell_cost[$c] / cost)) "$c" "$f" "$filter" >>"$logs/jobs.${sched_of[$f]}"
         done
 done
 for s in parallel serial; do
-        sort -t$'\t' -k1,1nr -s "$logs/jobs.$s" | cut -f2,3 >"$logs/jobs.$s.sorted"
+        sort -t$'\t' -k1,1nr -s "$logs/jobs.$s" | cut -f2,3,4 >"$logs/jobs.$s.sorted"
 done
 
 # ------------------------------------------------------------ the cells
@@ -207,7 +214,7 @@ echo "matrix.sh: $np files in parallel ($jobs at a time), then $ns one at a time
 run_jobs() { # list jobs joblog
         [ -s "$1" ] || return 0
         parallel --will-cite --jobs "$3" --line-buffer --joblog "$2" --colsep '\t' -a "$1" \
-                "$here/matrix.sh" --job "$work" "$logs" "$timeout_s" '{1}' '{2}'
+                "$here/matrix.sh" --job "$work" "$logs" "$timeout_s" '{1}' '{2}' '{3}'
 }
 run_jobs "$logs/jobs.parallel.sorted" "$logs/joblog.parallel" "$jobs"
 run_jobs "$logs/jobs.serial.sorted" "$logs/joblog.serial" 1
@@ -215,7 +222,7 @@ run_jobs "$logs/jobs.serial.sorted" "$logs/joblog.serial" 1
 # ------------------------------------------------------------ results
 : >"$logs/results.tsv"
 failed=0
-while IFS=$'\t' read -r c f; do
+while IFS=$'\t' read -r c f _; do
         r=$logs/$c/$f.result
         if [ ! -s "$r" ]; then
                 printf '%s\t%s\t0\t0\t1\t0\tfailed\tthe job left no result (it did not run to its end)\n' "$c" "$f" >>"$logs/results.tsv"
