@@ -17,7 +17,7 @@
 #   demo            make demo (scripts/demo.sh) on the normal build
 #   conformance     the official MCP conformance suite, directly and through glove run
 #   agents          the five real agent CLIs (tests/agents/run.sh)
-#   fuzz            each libFuzzer target for 6 s (scripts/fuzz.sh short)
+#   fuzz            each libFuzzer target for 3 s (scripts/fuzz.sh short)
 #
 # Every stage writes its whole output to a log in BUILD_DIR/check-logs/
 # (made anew each run); a failing stage's log is printed. A stage fails when

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer runs of every fuzz/*.c target (DESIGN.md, "fuzzing").
 #
-#   scripts/fuzz.sh short [TARGET...]   each target for 6 s (make check; 10 targets,
-#                                       2 at a time: about 60 s with the builds)
+#   scripts/fuzz.sh short [TARGET...]   each target for 3 s (make check; 9 targets,
+#                                       2 at a time: about 55 s with the builds)
 #   scripts/fuzz.sh long  [TARGET...]   each target for FUZZ_SECONDS (default 600; make fuzz)
 #
 # Each target is built into build-fuzz/ with clang
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-short) seconds=6 ;;
+short) seconds=3 ;;
 long) seconds=${FUZZ_SECONDS:-600} ;;
 *)
         echo "usage: scripts/fuzz.sh short|long [TARGET...]" >&2
