@@ -34,7 +34,9 @@ static const char usage_text[] =
         "\n"
         "Installs and controls gloved as a systemd user service (gloved.service,\n"
         "optionally socket-activated by gloved.socket). gloved is the one next to\n"
-        "this glove; the unit binds it to the XDG directories and the session policy.\n"
+        "this glove (for a glove in a build tree, an installed gloved in PATH when\n"
+        "there is one); the unit binds it to the XDG directories and the session\n"
+        "policy.\n"
         "\n"
         "Commands:\n"
         "  install [--socket] [--write-only]\n"
@@ -86,26 +88,10 @@ static int join(char **out, const char *dir, const char *name) {
         return 0;
 }
 
-static int resolve_gloved(const char *self_exe, char **out, struct glove_error *err) {
-        char self[PATH_MAX];
-        if (!self_exe) {
-                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-                if (n < 0 || (size_t)n >= sizeof(self) - 1)
-                        return glove_error_set(err, n < 0 ? errno : ENAMETOOLONG, "daemon.no_gloved",
-                                               "cannot read /proc/self/exe");
-                self[n] = '\0';
-        } else if ((size_t)snprintf(self, sizeof(self), "%s", self_exe) >= sizeof(self)) {
-                return glove_error_set(err, ENAMETOOLONG, "daemon.no_gloved", "%s: path too long", self_exe);
-        }
-        char *slash = strrchr(self, '/');
-        if (self[0] != '/' || !slash)
-                return glove_error_set(err, EINVAL, "daemon.no_gloved", "%s is not an absolute path", self);
-        slash[1] = '\0';
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "%sgloved", self) < 0) {
-                path = NULL;
-                return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
-        }
+/* check_gloved: 0 when path is a regular executable file, owned by root or
+ * the caller, not writable by group or others; else -errno with err set
+ * ("daemon.no_gloved"). */
+static int check_gloved(const char *path, struct glove_error *err) {
         _cleanup_close_ int fd = -1;
         struct glove_error oe = { 0 };
         int r = glove_fd_open_nofollow(path, O_PATH, &fd, &oe);
@@ -122,12 +108,99 @@ static int resolve_gloved(const char *self_exe, char **out, struct glove_error *
         if (st.st_uid != 0 && st.st_uid != geteuid())
                 return glove_error_set(err, EPERM, "daemon.no_gloved", "%s is owned by uid %u, neither root nor you",
                                        path, (unsigned)st.st_uid);
+        return 0;
+}
+
+/* is_build_tree: dir (absolute, with a trailing slash) is the top of a meson
+ * build directory (it holds build.ninja and meson-private/). */
+static bool is_build_tree(const char *dir) {
+        char p[PATH_MAX];
+        struct stat st;
+        if ((size_t)snprintf(p, sizeof(p), "%sbuild.ninja", dir) >= sizeof(p) || lstat(p, &st) < 0 ||
+            !S_ISREG(st.st_mode))
+                return false;
+        return (size_t)snprintf(p, sizeof(p), "%smeson-private", dir) < sizeof(p) && lstat(p, &st) == 0 &&
+               S_ISDIR(st.st_mode);
+}
+
+/* installed_gloved: the first DIR/gloved of $PATH (absolute entries only)
+ * that passes check_gloved, whose DIR is no build tree and is owned by root
+ * or the caller and not writable by group or others; NULL when none (or out
+ * of memory). Owned by the caller. */
+static char *installed_gloved(void) {
+        const char *path = getenv("PATH");
+        if (!path)
+                return NULL;
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return NULL;
+        char *save = NULL;
+        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                if (d[0] != '/')
+                        continue;
+                char dir[PATH_MAX];
+                size_t n = strlen(d);
+                if ((size_t)snprintf(dir, sizeof(dir), "%s%s", d, d[n - 1] == '/' ? "" : "/") >= sizeof(dir) ||
+                    is_build_tree(dir))
+                        continue;
+                struct stat st;
+                if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+                    (st.st_uid != 0 && st.st_uid != geteuid()))
+                        continue;
+                char *cand = NULL;
+                if (asprintf(&cand, "%sgloved", dir) < 0)
+                        return NULL;
+                struct glove_error ignored = { 0 };
+                if (check_gloved(cand, &ignored) == 0)
+                        return cand;
+                free(cand);
+        }
+        return NULL;
+}
+
+static int resolve_gloved(const char *self_exe, char **out, char **build_tree, struct glove_error *err) {
+        char self[PATH_MAX];
+        if (!self_exe) {
+                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+                if (n < 0 || (size_t)n >= sizeof(self) - 1)
+                        return glove_error_set(err, n < 0 ? errno : ENAMETOOLONG, "daemon.no_gloved",
+                                               "cannot read /proc/self/exe");
+                self[n] = '\0';
+        } else if ((size_t)snprintf(self, sizeof(self), "%s", self_exe) >= sizeof(self)) {
+                return glove_error_set(err, ENAMETOOLONG, "daemon.no_gloved", "%s: path too long", self_exe);
+        }
+        char *slash = strrchr(self, '/');
+        if (self[0] != '/' || !slash)
+                return glove_error_set(err, EINVAL, "daemon.no_gloved", "%s is not an absolute path", self);
+        slash[1] = '\0';
+        if (is_build_tree(self)) {
+                /* make clean removes a build tree's gloved: prefer an
+                 * installed one. */
+                slash[0] = '\0';
+                *build_tree = strdup(self);
+                slash[0] = '/';
+                if (!*build_tree)
+                        return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
+                char *inst = installed_gloved();
+                if (inst) {
+                        *out = inst;
+                        return 0;
+                }
+        }
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%sgloved", self) < 0) {
+                path = NULL;
+                return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
+        }
+        int r = check_gloved(path, err);
+        if (r < 0)
+                return r;
         *out = TAKE_PTR(path);
         return 0;
 }
 
 void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l) {
-        char **all[] = { &l->gloved, &l->unit_dir, &l->runtime_dir, &l->state_dir, &l->config_dir,
+        char **all[] = { &l->gloved, &l->build_tree, &l->unit_dir, &l->runtime_dir, &l->state_dir, &l->config_dir,
                          &l->policy, &l->store, &l->mroot, &l->listen };
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(all); i++) {
                 free(*all[i]);
@@ -138,7 +211,7 @@ void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l) {
 int glove_host_daemon_layout_resolve(const char *self_exe, struct glove_host_daemon_layout *l,
                                      struct glove_error *err) {
         *l = (struct glove_host_daemon_layout){ 0 };
-        int r = resolve_gloved(self_exe, &l->gloved, err);
+        int r = resolve_gloved(self_exe, &l->gloved, &l->build_tree, err);
         if (r == 0)
                 r = xdg_dir("XDG_CONFIG_HOME", ".config", "systemd/user", &l->unit_dir, err);
         if (r == 0)
@@ -508,6 +581,18 @@ static int cmd_install(const struct glove_host_daemon_layout *l, bool socket, bo
         if (r < 0)
                 return fail(&err, EXIT_FAILED);
         printf("%s %s/%s (gloved %s)\n", r ? "unchanged" : "wrote", l->unit_dir, GLOVE_HOST_DAEMON_SERVICE, l->gloved);
+        if (l->build_tree) {
+                size_t n = strlen(l->build_tree);
+                if (strncmp(l->gloved, l->build_tree, n) == 0 && l->gloved[n] == '/')
+                        fprintf(stderr,
+                                "glove: warning: daemon.build_tree_gloved: the unit runs %s, inside the build tree "
+                                "%s, which make clean removes (the service then fails to start); to avoid it: make "
+                                "install (PREFIX/bin in PATH), then glove daemon install again\n",
+                                l->gloved, l->build_tree);
+                else
+                        printf("gloved: the installed %s, found in PATH, not the build tree's %s/gloved\n", l->gloved,
+                               l->build_tree);
+        }
         if (socket) {
                 r = write_unit(dfd, l->unit_dir, GLOVE_HOST_DAEMON_SOCKET, sock, &err);
                 if (r < 0)

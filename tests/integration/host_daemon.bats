@@ -124,6 +124,43 @@ verify() {
         expect_line "not installed: no gloved.service in $UNITS"
 }
 
+@test "daemon: a glove in a build tree prefers an installed gloved in PATH, else warns that make clean removes the unit's" {
+        with_policy
+        # A build tree (build.ninja and meson-private/ beside glove) and an
+        # installed gloved, both copies of this cell's.
+        local tree=$T/tree pfx=$T/prefix/bin
+        mkdir -p "$tree/meson-private" "$pfx"
+        : >"$tree/build.ninja"
+        cp "$GLOVE" "$tree/glove"
+        cp "$(dirname "$GLOVE")/gloved" "$tree/gloved"
+        chmod 0755 "$T/prefix" "$pfx" "$tree" "$tree/glove" "$tree/gloved"
+        run --separate-stderr env PATH=/usr/bin:/bin "$tree/glove" daemon install --write-only
+        expect_status 0
+        expect_line "wrote $UNITS/gloved.service (gloved $tree/gloved)"
+        [[ "$stderr" == "glove: warning: daemon.build_tree_gloved: the unit runs $tree/gloved, inside the build tree $tree, which make clean removes"*"make install"* ]] ||
+                fail "no warning that the unit points into a build tree: $stderr"
+        # With an installed gloved in PATH, that one, and no warning.
+        cp "$tree/gloved" "$pfx/gloved"
+        run --separate-stderr env PATH="$pfx:/usr/bin:/bin" "$tree/glove" daemon install --write-only
+        expect_status 0
+        expect_line "wrote $UNITS/gloved.service (gloved $pfx/gloved)"
+        expect_line "gloved: the installed $pfx/gloved, found in PATH, not the build tree's $tree/gloved"
+        [ -z "$stderr" ] || fail "a warning with an installed gloved: $stderr"
+        grep -q "^ExecStart=$pfx/gloved --runtime-dir " "$UNITS/gloved.service" || fail "the unit does not run $pfx/gloved"
+        # One that others could replace is passed over.
+        chmod g+w "$pfx/gloved"
+        run --separate-stderr env PATH="$pfx:/usr/bin:/bin" "$tree/glove" daemon install --write-only
+        expect_line "wrote $UNITS/gloved.service (gloved $tree/gloved)"
+        [[ "$stderr" == *"daemon.build_tree_gloved"* ]] || fail "no warning once the installed gloved is group-writable: $stderr"
+        # A glove outside a build tree runs its sibling, whatever PATH holds.
+        chmod g-w "$pfx/gloved"
+        run --separate-stderr env PATH="$pfx:/usr/bin:/bin" "$GLOVE" daemon install --write-only
+        expect_status 0
+        [[ "$output" == *"$UNITS/gloved.service (gloved $(dirname "$GLOVE")/gloved)"* ]] ||
+                fail "a glove outside a build tree did not run its sibling gloved"
+        [ -z "$stderr" ] || fail "a warning outside a build tree: $stderr"
+}
+
 @test "daemon: status --json reports installed, up-to-date, enabled and active states" {
         with_policy
         daemon status --json
