@@ -77,12 +77,6 @@ const char glove_exec_help[] =
         "  --unix-sockets    let it make Unix sockets (tmux, a local database,\n"
         "                    Python's forkserver): it can then also connect to any\n"
         "                    socket file in a grant, whose service sees your uid\n"
-        "  --direct-stdio    give PROGRAM Glove's own stdin and stdout as they are (no\n"
-        "                    PTY, no copy, not counted by --output-limit); stderr is\n"
-        "                    copied as usual (glove run starts contained upstreams so)\n"
-        "  --run-audit FD:RUN_ID:NAME  (glove run's, with --direct-stdio) append the\n"
-        "                    egress records, with RUN_ID and \"upstream\": NAME, to the\n"
-        "                    open audit log FD; no launch or exit record\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -244,6 +238,10 @@ enum {
         {"unix-sockets", no_argument, NULL, OPT_UNIX_SOCKETS}, \
         {"help", no_argument, NULL, 'h'}
 
+/* --direct-stdio and --run-audit are glove run's, for the nested glove exec
+ * of each contained upstream (upstream_sandbox.c): accepted, but left out of
+ * --help, the man page and the completions (docs/mcp-mediation.md,
+ * "Contained upstreams", describes them). */
 static const struct option exec_options[] = {
         SANDBOX_OPTIONS,
         {"direct-stdio", no_argument, NULL, OPT_DIRECT_STDIO},
