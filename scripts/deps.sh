@@ -58,12 +58,14 @@ packages=()
 [ $want_build = 0 ] || packages+=("${build_packages[@]}")
 [ $want_test = 0 ] || packages+=("${test_packages[@]}")
 
+# One dpkg-query for all (it names the installed ones; an unknown package is
+# only an error on stderr).
+installed=" $(dpkg-query -W -f='${Package}\t${Status}\n' "${packages[@]}" 2>/dev/null |
+  awk -F'\t' '$2 == "install ok installed" { printf "%s ", $1 }' || true)"
 missing=()
 for p in "${packages[@]}"; do
   case " ${missing[*]-} " in *" $p "*) continue ;; esac
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
+  case "$installed" in *" $p "*) ;; *) missing+=("$p") ;; esac
 done
 
 # Node and npm may come from outside Debian (a preinstalled toolchain); accept
