@@ -17,8 +17,8 @@
 # The npm peers are installed with `npm ci --ignore-scripts`: no package's
 # install script runs, except those of NPM_SCRIPTS below, run afterwards by
 # `npm rebuild`, each for the reason given there. Every other package with an
-# install script works without it (koffi ships its prebuilt binaries and its
-# script only selects one; protobufjs's only warns about version schemes;
+# install script works without it (koffi ships prebuilt binaries and its
+# script only checks that one loads; protobufjs's only warns about version schemes;
 # @google/genai's preinstall is an echo).
 #
 # Exit status: 0 when everything is present; 1 when packages are missing and
