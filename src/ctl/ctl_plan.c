@@ -153,7 +153,7 @@ int ctl_plan_run(const struct ctl *c) {
         struct glove_error e = { 0 };
         struct glove_supervisor_policy *loaded = NULL;
         if (glove_supervisor_policy_load(policy, geteuid(), &loaded, &e) < 0)
-                return plan_error(e.code, "%s: %s", policy, e.message);
+                return plan_error(e.code, "%s", e.message); /* it names the file */
         int64_t max_ttl = glove_supervisor_policy_max_plan_ttl_ms(loaded);
         int64_t revision = glove_supervisor_policy_revision(loaded);
         glove_supervisor_policy_free(loaded);

@@ -24,6 +24,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/json.h"
 #include "glove/base/path.h"
 #include "glove/store/dirs.h"
 #include "glove/supervisor/adapter.h"
@@ -276,9 +277,16 @@ static json_t *read_package_json(const char *dir, struct glove_error *err) {
                 return NULL;
         json_error_t je;
         json_t *j = json_loadb(buf, len, 0, &je);
+        if (!j) {
+                size_t line, col;
+                glove_json_line_column(buf, len, je.position > 0 ? (size_t)je.position - 1 : 0, &line, &col);
+                glove_error_set(err, EINVAL, "stage.unsupported", "%s: invalid JSON at line %zu, column %zu: %s",
+                                host_shown(p), line, col, host_shown(je.text));
+                return NULL;
+        }
         if (!json_is_object(j)) {
                 json_decref(j);
-                glove_error_set(err, EINVAL, "stage.unsupported", "%s: not a JSON object: %s", p, je.text);
+                glove_error_set(err, EINVAL, "stage.unsupported", "%s: not a JSON object", host_shown(p));
                 return NULL;
         }
         return j;
