@@ -990,7 +990,8 @@ static void report(const struct stage *s) {
         printf("%s %s %s%s%s from %s\n", s->dry_run ? "would stage" : "staged", s->kind, host_shown(s->name),
                s->version[0] ? "@" : "", host_shown(s->version), host_shown(s->root));
         if (s->package)
-                printf("packages: %zu (optional dependencies not installed: %zu)\n", s->n_pkgs, s->optional_missing);
+                printf("packages: %zu (optional dependencies not installed: %zu, none built for this host, %s)\n",
+                       s->n_pkgs, s->optional_missing, policy_npm_host_platform());
         printf("files: %zu, directories: %zu, links: %zu, bytes: %llu\n", s->files, s->dirs, s->links,
                (unsigned long long)s->bytes);
         printf("digest: %s\n", s->digest);
