@@ -18,6 +18,7 @@ setup() {
 
 teardown() {
         gloved_teardown
+        [ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
         return 0
 }
 
@@ -107,6 +108,39 @@ doctor_json() { run --separate-stderr timeout -k 5 60 "$GLOVE" doctor --json; }
         expect_status 0
         [[ "$stderr" == "glove: warning: limits.degraded: no delegated cgroup for uid 65534"* ]] ||
                 fail "65534's glove exec must run degraded: $stderr"
+        # gloved run by 65534 with doctor's command line cannot run managed
+        # sessions here: doctor, ctl capabilities and a refused start say why.
+        # (Beside the test's own directory, which uid 65534 cannot reach.)
+        NOBODY_DIR=$(mktemp -d "${TMPDIR:-/tmp}/doctor-nobody.XXXXXX")
+        local n=$NOBODY_DIR
+        mkdir -m 0700 "$n/r" && chown 65534:65534 "$n" "$n/r"
+        local nenv=(HOME="$n" XDG_CONFIG_HOME="$n/c" XDG_STATE_HOME="$n/s" XDG_RUNTIME_DIR="$n/r")
+        nob() { run --separate-stderr env "${nenv[@]}" setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+        nob "$GLOVE" setup
+        expect_status 0
+        nob "$GLOVE" doctor --json
+        local cmd
+        cmd=$(item gloved fix)
+        cmd=${cmd##*or run it directly: }
+        [[ "$cmd" == "$(dirname "$GLOVE")/gloved --runtime-dir $n/r/glove "* ]] || fail "fix: $(item gloved fix)"
+        GD_ERR=$T/gloved.err
+        env "${nenv[@]}" setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c "exec $cmd" 2>"$GD_ERR" </dev/null 3>&- &
+        GD_PID=$!
+        track_pid "$GD_PID"
+        wait_gloved "$n/r/glove" "$GD_PID"
+        nob "$GLOVE" doctor --json
+        [ "$(item gloved)" = wrong ] || fail "a gloved that cannot run sessions must be wrong: $(item gloved detail)"
+        [[ "$(item gloved detail)" == *"lifecycle_operational false (managed sessions are not operational: cgroup.not_delegated: "* ]] ||
+                fail "detail: $(item gloved detail)"
+        [[ "$(item gloved fix)" == "it cannot run managed sessions without delegated cgroups: "* ]] || fail "fix: $(item gloved fix)"
+        nob "$GLOVE" ctl capabilities
+        expect_status 0
+        [[ "$output" == *$'\nlifecycle operational: no (managed sessions are not operational: cgroup.not_delegated: '* ]] ||
+                fail "ctl capabilities: $output"
+        nob "$GLOVE" ctl start s1
+        expect_status 1
+        [[ "$stderr" == "glove: method_not_found: start_session is not advertised by this service: managed sessions are not operational: cgroup.not_delegated: "*"; what to do: run gloved with delegated cgroups "* ]] ||
+                fail "ctl start: $stderr"
 }
 
 @test "doctor: the XDG items are missing before setup, ok after, and wrong with a bad mode (left as it was)" {
