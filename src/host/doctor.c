@@ -296,7 +296,9 @@ static void check_gloved(struct doctor *d) {
         if (!operational) {
                 /* It answers, but create-session or start would be refused. */
                 char fix[GLOVE_HOST_DOCTOR_TEXT_MAX];
-                if (why && strncmp(why, "managed sessions are not operational", 36) == 0)
+                /* Limits without a mechanism: a runtime was built, but has no
+                 * delegated cgroup (capabilities, resource_mechanisms_missing). */
+                if (json_array_size(json_object_get(caps, "resource_mechanisms_missing")) > 0)
                         doctor_text(fix, sizeof(fix),
                                     "it cannot run managed sessions without delegated cgroups: run it as the user "
                                     "unit (glove daemon install, then glove daemon start: its Delegate= gives "
