@@ -58,7 +58,8 @@ static const char usage_text[] =
         "  -h, --help         show this help\n"
         "\n"
         "Exit status: 0 done (status: gloved is active), 3 status: not active,\n"
-        "1 systemctl or a file operation failed, 125 usage or layout error.\n";
+        "1 systemctl or a file operation failed, or no user manager runs, 125 usage or\n"
+        "layout error.\n";
 
 /* ---- layout ---- */
 

@@ -101,5 +101,6 @@ int glove_host_daemon_render_socket(const struct glove_host_daemon_layout *l, ch
 
 /* `glove daemon ...` (argv[0] is "daemon"); returns the exit status:
  * 0 done (status: active), 3 status: not active, 1 systemctl or a file
- * operation failed, 125 usage or layout error. */
+ * operation failed or no user manager runs (start, stop:
+ * daemon.no_user_manager), 125 usage or layout error. */
 int glove_host_daemon_main(int argc, char **argv);
