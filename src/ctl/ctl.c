@@ -29,7 +29,8 @@ static const char usage_text[] =
         "Talk to the local gloved control service.\n"
         "\n"
         "Commands:\n"
-        "  capabilities                       advertised methods and schema versions\n"
+        "  capabilities                       advertised methods and schema versions, and why\n"
+        "                                     lifecycle methods are not advertised when they are not\n"
         "  plan --template ID [--profile ID] [--egress ID] [--tool-policy ID]\n"
         "       [--expires-in DURATION] [--policy FILE]\n"
         "                                     print a canonical plan made from the session policy file\n"
@@ -95,7 +96,18 @@ int ctl_failure(const struct glove_error *e) {
 }
 
 int ctl_refused(const struct glove_protocol_remote_error *r) {
-        fprintf(stderr, "glove: %s: %s\n", shown(r->code), shown(r->message));
+        /* A method gloved has but was started without: what to do. */
+        const char *reason = json_string_value(json_object_get(r->data, "reason"));
+        const char *hint = "";
+        if (strcmp(r->code, "method_not_found") == 0 && reason) {
+                if (strcmp(reason, "option_missing") == 0)
+                        hint = "; what to do: restart gloved with every option (glove doctor prints the "
+                               "command line; glove daemon install writes it into the user unit)";
+                else if (strcmp(reason, "runtime_not_operational") == 0)
+                        hint = "; what to do: run gloved with delegated cgroups (glove daemon install: its "
+                               "unit delegates them; glove doctor's cgroup_delegation item says more)";
+        }
+        fprintf(stderr, "glove: %s: %s%s\n", shown(r->code), shown(r->message), hint);
         return GLOVE_CTL_EXIT_REFUSED;
 }
 
@@ -168,7 +180,13 @@ static void print_capabilities(const json_t *r) {
                 printf("policy revision: %lld\n", (long long)json_integer_value(rev));
         else
                 printf("policy revision: none\n");
-        printf("lifecycle operational: %s\n", json_is_true(json_object_get(r, "lifecycle_operational")) ? "yes" : "no");
+        const char *why = json_string_value(json_object_get(r, "lifecycle_reason"));
+        if (json_is_true(json_object_get(r, "lifecycle_operational")))
+                printf("lifecycle operational: yes\n");
+        else if (why)
+                printf("lifecycle operational: no (%s)\n", shown(why));
+        else
+                printf("lifecycle operational: no\n");
         print_list("managed runtime ids", json_object_get(r, "managed_runtime_ids"));
 }
 

@@ -300,8 +300,9 @@ int ctl_session_run(const struct ctl *c) {
         if (r < 0)
                 return ctl_failure(&err);
         if (r == 1) {
+                r = ctl_refused(&remote);
                 json_decref(remote.data);
-                return ctl_refused(&remote);
+                return r;
         }
         if (c->json)
                 r = ctl_print_json(result);

@@ -76,6 +76,25 @@ void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l);
  */
 int glove_host_systemd_quote(const char *word, char **out, struct glove_error *err);
 
+/* How glove_host_daemon_command_line quotes its words. */
+enum glove_host_quoting {
+        GLOVE_HOST_QUOTE_SYSTEMD, /* as glove_host_systemd_quote: the unit's ExecStart= */
+        GLOVE_HOST_QUOTE_SHELL,   /* for a POSIX shell: plain words bare, others in single quotes */
+};
+
+/*
+ * The command line gloved runs with for l, one string (*out owned by the
+ * caller): l->gloved with --runtime-dir, --state-dir, --session-policy,
+ * --session-store and --materialization-root, the words of gloved.service's
+ * ExecStart= (GLOVE_HOST_QUOTE_SYSTEMD, what install writes) or the same
+ * words for a shell (GLOVE_HOST_QUOTE_SHELL: what to run by hand without a
+ * user manager). Errors: -EINVAL "daemon.bad_path" (a control character in
+ * a path; with SYSTEMD also $, quotes or a backslash in gloved's path),
+ * -ENOMEM "daemon.render".
+ */
+int glove_host_daemon_command_line(const struct glove_host_daemon_layout *l, enum glove_host_quoting quoting,
+                                   char **out, struct glove_error *err);
+
 /*
  * Renders gloved.service for l. systemd_version is the manager's (0 when
  * unknown): DelegateSubgroup=glove-host is written from 254 on, and a
@@ -91,5 +110,6 @@ int glove_host_daemon_render_socket(const struct glove_host_daemon_layout *l, ch
 
 /* `glove daemon ...` (argv[0] is "daemon"); returns the exit status:
  * 0 done (status: active), 3 status: not active, 1 systemctl or a file
- * operation failed, 125 usage or layout error. */
+ * operation failed or no user manager runs (start, stop:
+ * daemon.no_user_manager), 125 usage or layout error. */
 int glove_host_daemon_main(int argc, char **argv);

@@ -78,6 +78,26 @@ static void test_render_service(void **state) {
         assert_null(l.gloved);
 }
 
+/* The same words for a shell (what doctor and daemon start print): the
+ * unit's ExecStart= line but quoted as sh reads it. */
+static void test_command_line_for_a_shell(void **state) {
+        (void)state;
+        struct glove_host_daemon_layout l = layout("/h/it's 100%$");
+        struct glove_error err = { 0 };
+        _cleanup_free_ char *sh = NULL, *unit = NULL, *service = NULL;
+        assert_int_equal(glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SHELL, &sh, &err), 0);
+        assert_string_equal(sh, "/opt/glove/bin/gloved --runtime-dir /run/user/1000/glove --state-dir "
+                                "'/h/it'\\''s 100%$' --session-policy /h/.config/glove/session-policy.json "
+                                "--session-store /h/s/sessions.journal --materialization-root /h/s/sessions");
+        /* The systemd form is exactly the unit's ExecStart=. */
+        assert_int_equal(glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SYSTEMD, &unit, &err), 0);
+        assert_int_equal(glove_host_daemon_render_service(&l, 254, &service, &err), 0);
+        char want[1024];
+        snprintf(want, sizeof(want), "\nExecStart=%s\n", unit);
+        assert_non_null(strstr(service, want));
+        glove_host_daemon_layout_free(&l);
+}
+
 /* A $, quote or backslash in gloved's own path cannot be written as an
  * executable name systemd reads back as the same path: refused. */
 static void test_render_service_refuses_unreadable_executable(void **state) {
@@ -210,6 +230,7 @@ int main(void) {
                 cmocka_unit_test(test_quote),
                 cmocka_unit_test(test_render_service),
                 cmocka_unit_test(test_render_service_refuses_unreadable_executable),
+                cmocka_unit_test(test_command_line_for_a_shell),
                 cmocka_unit_test(test_render_socket),
                 cmocka_unit_test(test_layout_needs_gloved_next_to_glove),
                 cmocka_unit_test(test_layout_build_tree_prefers_installed),
