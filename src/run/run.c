@@ -464,10 +464,22 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
 
 /* ------------------------------------------------------------------ the sandbox */
 
+/* A warning of the agent's sandbox. limits.degraded is said once per run,
+ * for whom: the contained upstreams' sandboxes (glove exec --direct-stdio,
+ * the same user) do not repeat it. */
 static void on_session_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
         (void)s;
-        (void)userdata;
-        glove_launch_say("glove: warning: %s: %s\n", w->code, w->message);
+        struct run *r = userdata;
+        size_t contained = 0;
+        for (size_t i = 0; i < r->n_specs; i++)
+                contained += r->specs[i].launch_path != NULL;
+        if (strcmp(w->code, "limits.degraded") == 0 && contained)
+                glove_launch_say("glove: warning: %s: %s; for the agent and its %zu contained upstream%s alike\n", w->code,
+                                 w->message, contained, contained == 1 ? "" : "s");
+        else if (strcmp(w->code, "limits.degraded") == 0)
+                glove_launch_say("glove: warning: %s: %s; for the agent\n", w->code, w->message);
+        else
+                glove_launch_say("glove: warning: %s: %s\n", w->code, w->message);
 }
 
 static void on_session_ready(struct glove_session *s, void *userdata) {
