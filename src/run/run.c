@@ -239,6 +239,20 @@ static int check_rule_upstreams(struct run *r, struct glove_error *err) {
         return glove_policy_check_upstreams(r->policy, names, r->n_specs, err);
 }
 
+/* No allow rule at all (none of --allow, nor a policy file's "allow"): the
+ * policy is default deny, so the agent will see no tool of any upstream.
+ * Said once on stderr, as a warning: a run of prompts or resources only may
+ * mean it. */
+static void warn_no_tools(const struct run *r) {
+        struct glove_policy_rule_ref ref;
+        for (size_t i = 0; glove_policy_rule_at(r->policy, i, &ref); i++)
+                if (strcmp(ref.kind, "allow") == 0)
+                        return;
+        glove_launch_say("glove: warning: run.no_tools: no --allow%s allows a tool: the agent will see no tools of the "
+                         "%zu upstream%s (default deny); add --allow NAME.TOOL or --allow 'NAME.*'\n",
+                         r->opts.policy_file ? " and no \"allow\" of the --policy file" : "", r->n_specs, r->n_specs == 1 ? "" : "s");
+}
+
 /* Once every upstream has listed its tools: a rule that matches none of
  * them is most likely a typo. It is a warning (stderr and a
  * "policy_warning" record), not an error: an upstream may add the tool
@@ -784,6 +798,7 @@ static int run_setup(struct run *r, struct glove_error *err) {
                 rr = check_rule_upstreams(r, err);
         if (rr < 0)
                 return rr;
+        warn_no_tools(r);
         glove_launch_block_signals(&mask);
         rr = sd_event_new(&r->event);
         if (rr < 0)
