@@ -234,6 +234,7 @@ static int run_session(struct exec_run *x, struct glove_error *err) {
                 .add_mounts_ctx = x->launch,
                 .nofile = opts->nofile,
                 .egress_upstream = upstream,
+                .egress_report = true,
         };
         glove_front_limits(opts, &d.limits, &d.cgroup_policy);
         /* Egress records may add at most --disk bytes to the audit log, as in

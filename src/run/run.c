@@ -644,6 +644,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .channel_stdin_fd = to_agent.fd[0],
                 .channel_stdout_fd = from_agent.fd[1],
                 .egress = egress_on ? &egress : NULL,
+                .egress_report = true,
                 .audit = &r->launch.audit,
                 .parent_death_kill = true,
                 .add_mounts = add_mounts,
