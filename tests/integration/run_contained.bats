@@ -238,7 +238,7 @@ EOF
                 fail "the script was visible without a grant, or the upstream's stderr is not prefixed with its name"
         [[ "$stderr" == *"glove: upstream.start: upstream py failed during initialization: "*"it runs contained"*"add --upstream-ro py:PATH"*"granted now: nothing besides the system"* ]] ||
                 fail "the upstream.start line does not say what the upstream sees and how to grant more"
-        [ "$(printf '%s\n' "$stderr" | grep -v '^\[upstream py\]' | grep -c .)" = 1 ] ||
+        [ "$(printf '%s\n' "$stderr" | grep -v -e '^\[upstream py\]' -e '^glove: warning: ' | grep -c .)" = 1 ] ||
                 fail "a line of the upstream's stderr reached Glove's without its prefix"
         [ ! -e "$w/ran" ] || fail "the agent ran"
         # What it was granted is named; a terminal escape it writes is shown,
