@@ -184,12 +184,13 @@ static void err_emit(struct glove_mcp_upstream *u) {
         u->err_cut = false;
 }
 
-/* Reads what its stderr holds now (never blocks): every complete line is
- * handed over; at end of file (or an error) the last one too, and the pipe
- * is closed. */
-static void err_drain(struct glove_mcp_upstream *u) {
+/* Reads what its stderr holds now, at most reads times 4 KiB (never blocks;
+ * a process that writes without end cannot hold the loop): every complete
+ * line is handed over; at end of file (or an error) the last one too, and
+ * the pipe is closed. */
+static void err_read(struct glove_mcp_upstream *u, int reads) {
         char buf[4096];
-        while (u->err_fd >= 0) {
+        while (u->err_fd >= 0 && reads-- > 0) {
                 ssize_t n = read(u->err_fd, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -215,11 +216,17 @@ static void err_drain(struct glove_mcp_upstream *u) {
         }
 }
 
+/* What the pipe holds (64 KiB by default) when the process is gone or
+ * going. */
+static void err_drain(struct glove_mcp_upstream *u) {
+        err_read(u, 64);
+}
+
 static int on_stderr(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         (void)s;
         (void)fd;
         (void)revents;
-        err_drain(userdata);
+        err_read(userdata, 16);
         return 0;
 }
 
