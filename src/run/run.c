@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -422,7 +423,9 @@ static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway
 /* An upstream's stderr line on Glove's, "[upstream NAME] LINE", shown
  * (glove/base/shown.h: no terminal control passes), NUL bytes as \x00, a
  * line cut (at the upstream's bound or at about 900 bytes shown) ending in
- * "...". One write per line. */
+ * "...". One write per line, only when stderr can take it now: a chatty
+ * upstream neither stalls the loop nor spends the time Glove's own lines
+ * may wait (glove_launch_say); a line stderr cannot take is dropped. */
 static void on_upstream_stderr(void *userdata, const char *upstream, const char *line, size_t len, bool cut) {
         (void)userdata;
         char text[GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX + 1];
@@ -445,7 +448,11 @@ static void on_upstream_stderr(void *userdata, const char *upstream, const char 
                 start = end + 1;
         }
         bool dots = o >= 3 && strcmp(shown + o - 3, "...") == 0;
-        glove_launch_say("[upstream %s]%s%s%s\n", upstream, o || cut ? " " : "", shown, cut && !dots ? "..." : "");
+        char out[1024];
+        int n = snprintf(out, sizeof(out), "[upstream %s]%s%s%s\n", upstream, o || cut ? " " : "", shown, cut && !dots ? "..." : "");
+        struct pollfd p = {.fd = 2, .events = POLLOUT};
+        if (n > 0 && (size_t)n < sizeof(out) && poll(&p, 1, 0) == 1 && (p.revents & POLLOUT))
+                (void)!write(2, out, (size_t)n);
 }
 
 /* The MCP channel counts towards the output limit like stderr. */
