@@ -98,9 +98,13 @@ s.serve_forever()' "$pf" 3>&- &
         gr --upstream "py=$PY,$UPY,--probe" --upstream-ro "py:$AGENTS" --upstream-egress "py:127.0.0.1:$port" --allow 'py.*' \
                 --audit-log "$AUDIT.2" "${CLIENT[@]}" "[
  $(step py.fetch "{\"url\":\"$url\"}" ok "hello from the host server"),
- $(step py.connect "{\"host\":\"127.0.0.1\",\"port\":$port}" tool_error)
+ $(step py.connect "{\"host\":\"127.0.0.1\",\"port\":$port}" tool_error),
+ $(step py.fetch "{\"url\":\"http://127.0.0.1:1/x\"}" tool_error)
 ]"
         expect_client_pass
+        # Its proxy's refusal is said on Glove's stderr, under its name.
+        [[ "$stderr" == *"[upstream py] glove: warning: egress.denied: GET 127.0.0.1:1 refused with 403 (not_allowed: no --upstream-egress py:HOST[:PORT] names it)"* ]] ||
+                fail "the upstream's egress refusal is not on stderr: $stderr"
         AUDIT=$AUDIT.2 audit_has '.event == "upstream_start" and .sandbox.egress == ["127.0.0.1:'"$port"'"]'
         # Each connection of the upstream is on record in the run's log, under
         # the run's id and the upstream's name; its glove exec writes no
