@@ -249,9 +249,16 @@ static void up_dead(void *userdata, struct glove_mcp_upstream *u, const char *wh
                 /* The first error set is the one reported (glove_error_set). */
                 if (protocol)
                         glove_error_set(&gw->err, EPROTO, "upstream.protocol", "upstream %s: %s", name, why);
+                else if (!glove_error_is_set(&gw->err))
+                        gw->failed_upstream = name;
                 glove_error_set(&gw->err, EPROTO, "upstream.start", "upstream %s failed during initialization: %s", name, why);
                 gw_fail(gw);
         }
+}
+
+static void up_stderr(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len, bool cut) {
+        struct gw_upstream *gu = userdata;
+        gu->gw->cfg.upstream_stderr(gu->gw->cfg.userdata, glove_mcp_upstream_name(u), line, len, cut);
 }
 
 static void up_exited(void *userdata, struct glove_mcp_upstream *u) {
@@ -276,6 +283,21 @@ static const struct glove_mcp_upstream_ops upstream_ops = {
         .halted = up_halted,
         .raw_response = up_raw_response,
         .drained = up_drained,
+};
+
+/* The same, the upstreams' stderr read (cfg.upstream_stderr). */
+static const struct glove_mcp_upstream_ops upstream_ops_stderr = {
+        .record = up_record,
+        .ready = up_ready,
+        .message = up_message,
+        .request = up_request,
+        .oversized = up_oversized,
+        .dead = up_dead,
+        .exited = up_exited,
+        .halted = up_halted,
+        .raw_response = up_raw_response,
+        .drained = up_drained,
+        .stderr_line = up_stderr,
 };
 
 /* ------------------------------------------------------------------ object */
@@ -311,7 +333,7 @@ static int start_upstreams(struct glove_kernel_gateway *gw, struct glove_error *
                         .max_frame = gw->cfg.max_frame,
                         .max_frame_name = gw->cfg.max_frame_name,
                         .tool_name_valid = glove_policy_tool_name_valid,
-                        .ops = &upstream_ops,
+                        .ops = gw->cfg.upstream_stderr ? &upstream_ops_stderr : &upstream_ops,
                         .userdata = gu,
                 };
                 int rr = glove_mcp_upstream_new(gw->event, spec, &gu->cfg, &gu->u, err);
@@ -391,6 +413,10 @@ int glove_kernel_gateway_attach_agent(struct glove_kernel_gateway *gw, int read_
         if (rr < 0)
                 return glove_error_set(err, -rr, "gateway.event_loop", "event loop: %s", strerror(-rr));
         return 0;
+}
+
+const char *glove_kernel_gateway_failed_upstream(const struct glove_kernel_gateway *gw) {
+        return gw->failed_upstream;
 }
 
 size_t glove_kernel_gateway_upstreams(const struct glove_kernel_gateway *gw) {

@@ -83,6 +83,7 @@ struct glove_kernel_gateway {
         bool constructing;                /* inside glove_kernel_gateway_new: failures are returned, not notified */
         bool attached, released, stopping, agent_gone, finished;
         struct glove_error err;           /* the latest failure */
+        const char *failed_upstream;      /* the upstream whose death at startup is err (its spec's name), or NULL */
 };
 
 /* gateway.c */

@@ -24,6 +24,11 @@ struct glove_mcp_upstream {
         const struct glove_mcp_upstream_config *cfg;
         pid_t pid;
         int pidfd, in_fd, out_fd;                  /* owned; -1 when closed */
+        int err_fd;                                /* its stderr (ops->stderr_line), owned; -1 when none or closed */
+        sd_event_source *err_src;
+        char err_line[GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX + 1]; /* the stderr line being gathered (+1: a CR held back) */
+        size_t err_len;
+        bool err_cut;                              /* the line being gathered was longer: its rest is dropped */
         struct glove_mcp_reader reader;
         struct glove_mcp_writer writer;
         sd_event_source *out_src, *in_src, *child_src;
@@ -56,12 +61,14 @@ static void close_pair(int p[2]) {
  * was forked is reaped. */
 static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
         const struct glove_mcp_upstream_spec *spec = u->spec;
-        int in[2] = {-1, -1}, out[2] = {-1, -1}, ep[2] = {-1, -1};
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+        int in[2] = {-1, -1}, out[2] = {-1, -1}, ep[2] = {-1, -1}, er[2] = {-1, -1};
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
+            (u->cfg->ops->stderr_line && pipe2(er, O_CLOEXEC) < 0)) {
                 int e = errno;
                 close_pair(in);
                 close_pair(out);
                 close_pair(ep);
+                close_pair(er);
                 return glove_error_set(err, e, "upstream.start", "upstream %s: pipe: %s", spec->name, strerror(e));
         }
         static char *const empty_env[] = {NULL};
@@ -80,6 +87,7 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                 close_pair(in);
                 close_pair(out);
                 close_pair(ep);
+                close_pair(er);
                 return glove_error_set(err, e, "upstream.start", "upstream %s: cannot execute %s: %s", spec->name, spec->path,
                                        strerror(e));
         }
@@ -90,6 +98,7 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                 close_pair(in);
                 close_pair(out);
                 close_pair(ep);
+                close_pair(er);
                 return glove_error_set(err, e, "upstream.start", "upstream %s: fork: %s", spec->name, strerror(e));
         }
         if (pid == 0) {
@@ -105,7 +114,7 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
                         e = errno;
                 else if (getppid() != parent)
                         e = ESRCH;
-                if (!e && (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0))
+                if (!e && (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || (er[1] >= 0 && dup2(er[1], 2) < 0)))
                         e = errno;
                 if (!e && ep[1] != 3 && dup2(ep[1], 3) < 0)
                         e = errno;
@@ -123,9 +132,11 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
         glove_closep(&in[0]);
         glove_closep(&out[1]);
         glove_closep(&ep[1]);
+        glove_closep(&er[1]);
         u->pid = pid;
         u->in_fd = in[1];
         u->out_fd = out[0];
+        u->err_fd = er[0];
         int e = 0;
         int n = glove_fd_read_exact(ep[0], &e, sizeof(e));
         glove_closep(&ep[0]);
@@ -135,7 +146,8 @@ static int spawn(struct glove_mcp_upstream *u, struct glove_error *err) {
         u->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (u->pidfd < 0)
                 return glove_error_set(err, errno, "upstream.start", "upstream %s: pidfd_open: %s", spec->name, strerror(errno));
-        if (fcntl(u->in_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(u->out_fd, F_SETFL, O_NONBLOCK) < 0)
+        if (fcntl(u->in_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(u->out_fd, F_SETFL, O_NONBLOCK) < 0 ||
+            (u->err_fd >= 0 && fcntl(u->err_fd, F_SETFL, O_NONBLOCK) < 0))
                 return glove_error_set(err, errno, "upstream.start", "upstream %s: fcntl: %s", spec->name, strerror(errno));
         return 0;
 }
@@ -153,6 +165,69 @@ void glove_mcp_upstream_kill(struct glove_mcp_upstream *u, int sig) {
                 (void)kill(-u->pid, sig);
         if (u->pidfd >= 0)
                 (void)syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ stderr */
+
+/* Hands the gathered line over (its trailing CR dropped) and starts the
+ * next. */
+static void err_emit(struct glove_mcp_upstream *u) {
+        size_t n = u->err_len;
+        if (n > 0 && u->err_line[n - 1] == '\r')
+                n--;
+        if (n > GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX) {
+                n = GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX;
+                u->err_cut = true;
+        }
+        u->cfg->ops->stderr_line(u->cfg->userdata, u, u->err_line, n, u->err_cut);
+        u->err_len = 0;
+        u->err_cut = false;
+}
+
+/* Reads what its stderr holds now, at most reads times 4 KiB (never blocks;
+ * a process that writes without end cannot hold the loop): every complete
+ * line is handed over; at end of file (or an error) the last one too, and
+ * the pipe is closed. */
+static void err_read(struct glove_mcp_upstream *u, int reads) {
+        char buf[4096];
+        while (u->err_fd >= 0 && reads-- > 0) {
+                ssize_t n = read(u->err_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        if (u->err_len > 0 || u->err_cut)
+                                err_emit(u);
+                        u->err_src = sd_event_source_disable_unref(u->err_src);
+                        glove_closep(&u->err_fd);
+                        u->err_fd = -1;
+                        return;
+                }
+                for (ssize_t i = 0; i < n; i++) {
+                        if (buf[i] == '\n') {
+                                err_emit(u);
+                        } else if (u->err_len < sizeof(u->err_line)) {
+                                u->err_line[u->err_len++] = buf[i];
+                        } else {
+                                u->err_cut = true; /* beyond the bound (and its CR slot): dropped */
+                        }
+                }
+        }
+}
+
+/* What the pipe holds (64 KiB by default) when the process is gone or
+ * going. */
+static void err_drain(struct glove_mcp_upstream *u) {
+        err_read(u, 64);
+}
+
+static int on_stderr(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)fd;
+        (void)revents;
+        err_read(userdata, 16);
+        return 0;
 }
 
 /* ------------------------------------------------------------------ channel */
@@ -182,6 +257,8 @@ static void dead_how(struct glove_mcp_upstream *u, const char *why, bool protoco
          * it as any upstream). */
         if (!(eof && u->spec->launch_path))
                 glove_mcp_upstream_kill(u, u->spec->stop_signal ? u->spec->stop_signal : SIGKILL);
+        /* What it said on its way out comes before the news of its end. */
+        err_drain(u);
         u->cfg->ops->dead(u->cfg->userdata, u, why, protocol);
 }
 
@@ -598,6 +675,7 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         }
         u->pid = -1;
         u->child_src = sd_event_source_disable_unref(u->child_src);
+        err_drain(u);
         /* Drain what it wrote before exiting, then mark it gone. */
         if (u->out_fd >= 0 && u->state != GLOVE_MCP_UPSTREAM_DEAD)
                 on_readable(NULL, u->out_fd, 0, u);
@@ -627,7 +705,7 @@ int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec
         u->spec = spec;
         u->cfg = cfg;
         u->pid = -1;
-        u->pidfd = u->in_fd = u->out_fd = -1;
+        u->pidfd = u->in_fd = u->out_fd = u->err_fd = -1;
         u->exit_code = u->exit_signal = -1;
         u->next_id = 1;
         u->state = GLOVE_MCP_UPSTREAM_INITIALIZING;
@@ -641,6 +719,8 @@ int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec
                         rr = sd_event_add_io(event, &u->in_src, u->in_fd, EPOLLOUT, on_writable, u);
                 if (rr >= 0)
                         rr = sd_event_source_set_enabled(u->in_src, SD_EVENT_OFF);
+                if (rr >= 0 && u->err_fd >= 0)
+                        rr = sd_event_add_io(event, &u->err_src, u->err_fd, EPOLLIN, on_stderr, u);
                 if (rr >= 0)
                         rr = sd_event_add_child_pidfd(event, &u->child_src, u->pidfd, WEXITED, on_child_exit, u);
                 if (rr < 0)
@@ -669,6 +749,7 @@ void glove_mcp_upstream_free(struct glove_mcp_upstream *u) {
         u->out_src = sd_event_source_disable_unref(u->out_src);
         u->in_src = sd_event_source_disable_unref(u->in_src);
         u->child_src = sd_event_source_disable_unref(u->child_src);
+        u->err_src = sd_event_source_disable_unref(u->err_src);
         if (u->pid > 0) {
                 glove_mcp_upstream_kill(u, SIGKILL);
                 siginfo_t si;
@@ -681,6 +762,7 @@ void glove_mcp_upstream_free(struct glove_mcp_upstream *u) {
         glove_closep(&u->pidfd);
         glove_closep(&u->in_fd);
         glove_closep(&u->out_fd);
+        glove_closep(&u->err_fd);
         json_decref(u->tools);
         json_decref(u->listing);
         json_decref(u->server_caps);

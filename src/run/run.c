@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "glove/audit/log.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/shown.h"
 #include "glove/base/time.h"
 #include "glove/container/seccomp.h"
 #include "glove/kernel/gateway.h"
@@ -238,6 +240,20 @@ static int check_rule_upstreams(struct run *r, struct glove_error *err) {
         return glove_policy_check_upstreams(r->policy, names, r->n_specs, err);
 }
 
+/* No allow rule at all (none of --allow, nor a policy file's "allow"): the
+ * policy is default deny, so the agent will see no tool of any upstream.
+ * Said once on stderr, as a warning: a run of prompts or resources only may
+ * mean it. */
+static void warn_no_tools(const struct run *r) {
+        struct glove_policy_rule_ref ref;
+        for (size_t i = 0; glove_policy_rule_at(r->policy, i, &ref); i++)
+                if (strcmp(ref.kind, "allow") == 0)
+                        return;
+        glove_launch_say("glove: warning: run.no_tools: no --allow%s allows a tool: the agent will see no tools of the "
+                         "%zu upstream%s (default deny); add --allow NAME.TOOL or --allow 'NAME.*'\n",
+                         r->opts.policy_file ? " and no \"allow\" of the --policy file" : "", r->n_specs, r->n_specs == 1 ? "" : "s");
+}
+
 /* Once every upstream has listed its tools: a rule that matches none of
  * them is most likely a typo. It is a warning (stderr and a
  * "policy_warning" record), not an error: an upstream may add the tool
@@ -336,17 +352,56 @@ static int on_gateway_ready(struct run *r) {
         return maybe_release(r);
 }
 
+/* Appends to what err says of contained upstream spec, which ended before
+ * it was ready, what it could see and how to grant it more: the most
+ * likely reason is a file outside its grants (its stderr lines, shown
+ * above, usually name it). */
+static void explain_contained_failure(struct glove_error *err, const struct glove_mcp_upstream_spec *spec) {
+        char seen[GLOVE_ERROR_MESSAGE_MAX] = "";
+        size_t n = 0;
+        static const char *const keys[] = {"ro", "rw"};
+        static const char *const words[] = {"read-only ", "read-write "};
+        for (size_t k = 0; k < 2; k++) {
+                size_t i;
+                const json_t *p;
+                json_array_foreach(json_object_get(spec->sandbox, keys[k]), i, p) {
+                        if (!json_is_string(p) || n >= sizeof(seen))
+                                continue;
+                        int w = snprintf(seen + n, sizeof(seen) - n, "%s%s%s", n == 0 ? "" : i == 0 ? "; " : ", ",
+                                         i == 0 ? words[k] : "", json_string_value(p));
+                        n += w > 0 ? (size_t)w : 0;
+                }
+        }
+        size_t len = strlen(err->message);
+        snprintf(err->message + len, sizeof(err->message) - len,
+                 "; it runs contained and sees only the system view (/usr, a curated /etc) and its grants: if it needs a file elsewhere, "
+                 "add --upstream-ro %s:PATH (--upstream-rw to write; its stderr above may name the file); granted now: %s",
+                 spec->name, n ? seen : "nothing besides the system");
+        /* Cut at a character boundary, as glove_error_set would. */
+        len = strlen(err->message);
+        if (len == sizeof(err->message) - 1) {
+                size_t cut = sizeof(err->message) - 4;
+                while (cut > 0 && ((unsigned char)err->message[cut] & 0xc0) == 0x80)
+                        cut--;
+                memcpy(err->message + cut, "...", 4);
+        }
+}
+
 static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway_event event, const struct glove_error *err,
                       void *userdata) {
-        (void)gw;
         struct run *r = userdata;
         switch (event) {
         case GLOVE_KERNEL_GATEWAY_READY:
                 return on_gateway_ready(r);
         case GLOVE_KERNEL_GATEWAY_FAILED:
                 /* The first reason stands (as with glove_error_set). */
-                if (!glove_error_is_set(&r->err))
+                if (!glove_error_is_set(&r->err)) {
                         r->err = *err;
+                        const char *failed = glove_kernel_gateway_failed_upstream(gw);
+                        for (size_t i = 0; failed && i < r->n_specs; i++)
+                                if (strcmp(r->specs[i].name, failed) == 0 && r->specs[i].launch_path)
+                                        explain_contained_failure(&r->err, &r->specs[i]);
+                }
                 if (r->status < 0)
                         r->status = GLOVE_EXIT_FAILURE;
                 if (r->session && !r->sandbox_gone)
@@ -363,6 +418,41 @@ static int on_gateway(struct glove_kernel_gateway *gw, enum glove_kernel_gateway
                 return 0;
         }
         return 0;
+}
+
+/* An upstream's stderr line on Glove's, "[upstream NAME] LINE", shown
+ * (glove/base/shown.h: no terminal control passes), NUL bytes as \x00, a
+ * line cut (at the upstream's bound or at about 900 bytes shown) ending in
+ * "...". One write per line, only when stderr can take it now: a chatty
+ * upstream neither stalls the loop nor spends the time Glove's own lines
+ * may wait (glove_launch_say); a line stderr cannot take is dropped. */
+static void on_upstream_stderr(void *userdata, const char *upstream, const char *line, size_t len, bool cut) {
+        (void)userdata;
+        char text[GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX + 1];
+        char shown[900]; /* with the prefix, under glove_launch_say's line */
+        size_t o = 0;
+        for (size_t start = 0; start <= len;) {
+                size_t end = start;
+                while (end < len && line[end] != '\0')
+                        end++;
+                memcpy(text, line + start, end - start);
+                text[end - start] = '\0';
+                glove_shown(text, shown + o, sizeof(shown) - o);
+                o += strlen(shown + o);
+                if (end == len || o + 4 + 8 > sizeof(shown)) {
+                        cut = cut || end < len;
+                        break;
+                }
+                memcpy(shown + o, "\\x00", 5);
+                o += 4;
+                start = end + 1;
+        }
+        bool dots = o >= 3 && strcmp(shown + o - 3, "...") == 0;
+        char out[1024];
+        int n = snprintf(out, sizeof(out), "[upstream %s]%s%s%s\n", upstream, o || cut ? " " : "", shown, cut && !dots ? "..." : "");
+        struct pollfd p = {.fd = 2, .events = POLLOUT};
+        if (n > 0 && (size_t)n < sizeof(out) && poll(&p, 1, 0) == 1 && (p.revents & POLLOUT))
+                (void)!write(2, out, (size_t)n);
 }
 
 /* The MCP channel counts towards the output limit like stderr. */
@@ -386,6 +476,7 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
                 .call_timeout_rule = r->call_timeout_rule,
                 .max_frame_name = "--max-frame",
                 .agent_bytes = on_agent_bytes,
+                .upstream_stderr = on_upstream_stderr,
                 .notify = on_gateway,
                 .userdata = r,
         };
@@ -394,10 +485,22 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
 
 /* ------------------------------------------------------------------ the sandbox */
 
+/* A warning of the agent's sandbox. limits.degraded is said once per run,
+ * for whom: the contained upstreams' sandboxes (glove exec --direct-stdio,
+ * the same user) do not repeat it. */
 static void on_session_warning(struct glove_session *s, const struct glove_error *w, void *userdata) {
         (void)s;
-        (void)userdata;
-        glove_launch_say("glove: warning: %s: %s\n", w->code, w->message);
+        struct run *r = userdata;
+        size_t contained = 0;
+        for (size_t i = 0; i < r->n_specs; i++)
+                contained += r->specs[i].launch_path != NULL;
+        if (strcmp(w->code, "limits.degraded") == 0 && contained)
+                glove_launch_say("glove: warning: %s: %s; for the agent and its %zu contained upstream%s alike\n", w->code,
+                                 w->message, contained, contained == 1 ? "" : "s");
+        else if (strcmp(w->code, "limits.degraded") == 0)
+                glove_launch_say("glove: warning: %s: %s; for the agent\n", w->code, w->message);
+        else
+                glove_launch_say("glove: warning: %s: %s\n", w->code, w->message);
 }
 
 static void on_session_ready(struct glove_session *s, void *userdata) {
@@ -548,6 +651,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .channel_stdin_fd = to_agent.fd[0],
                 .channel_stdout_fd = from_agent.fd[1],
                 .egress = egress_on ? &egress : NULL,
+                .egress_report = true,
                 .audit = &r->launch.audit,
                 .parent_death_kill = true,
                 .add_mounts = add_mounts,
@@ -702,6 +806,7 @@ static int run_setup(struct run *r, struct glove_error *err) {
                 rr = check_rule_upstreams(r, err);
         if (rr < 0)
                 return rr;
+        warn_no_tools(r);
         glove_launch_block_signals(&mask);
         rr = sd_event_new(&r->event);
         if (rr < 0)

@@ -14,7 +14,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +26,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/proctitle.h"
+#include "glove/base/shown.h"
 #include "glove/container/seccomp.h"
 #include "glove/net/helper.h"
 #include "glove/net/proxy_env.h"
@@ -33,6 +37,7 @@ void glove_session_egress_init(struct glove_session_egress *e) {
         glove_net_policy_init(&e->policy);
         atomic_store(&e->audit_failed, false);
         atomic_store(&e->audit_full, false);
+        atomic_store(&e->refused, 0);
 }
 
 /* In the helper process, forked by PID 1: nothing but the channel and the
@@ -74,9 +79,45 @@ static int pid1_egress(const struct glove_sandbox_config *cfg, struct glove_erro
         return 0;
 }
 
-/* Called on a relay thread for every egress event. */
+/* Writes line (len bytes, under PIPE_BUF) to descriptor 2 when it can take
+ * it now; never blocks (a relay thread must not wait on a terminal). */
+static void say_now(const char *line, size_t len) {
+        struct pollfd p = {.fd = 2, .events = POLLOUT};
+        if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT))
+                (void)!write(2, line, len);
+}
+
+/* What an operator reads of a refusal: the reason's name, and for the
+ * common ones what to change. */
+static void say_refused(const struct glove_session_egress *e, const struct glove_net_egress_event *ev) {
+        /* Shown, and cut ("...") to keep the line short. */
+        char method[40], host[300], addr[80], why[200];
+        glove_shown(ev->method && *ev->method ? ev->method : "(unread request)", method, sizeof(method));
+        glove_shown(ev->host && *ev->host ? ev->host : "?", host, sizeof(host));
+        glove_shown(ev->address ? ev->address : "", addr, sizeof(addr));
+        const char *reason = glove_net_egress_reason_name(ev->reason);
+        if (ev->reason == GLOVE_NET_EGRESS_NOT_ALLOWED && e->upstream)
+                snprintf(why, sizeof(why), "%s: no --upstream-egress %s:HOST[:PORT] names it", reason, e->upstream);
+        else if (ev->reason == GLOVE_NET_EGRESS_NOT_ALLOWED)
+                snprintf(why, sizeof(why), "%s: no --egress-allow HOST[:PORT] names it", reason);
+        else if (ev->reason == GLOVE_NET_EGRESS_PRIVATE_ADDRESS)
+                snprintf(why, sizeof(why), "%s: it resolves to %s, which egress never reaches", reason, *addr ? addr : "?");
+        else
+                snprintf(why, sizeof(why), "%s", reason);
+        char line[1024];
+        int n = snprintf(line, sizeof(line), "glove: warning: egress.denied: %s %s:%u refused with %d (%s)\n", method, host,
+                         (unsigned)ev->port, ev->http_status, why);
+        if (n > 0)
+                say_now(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* Called on a relay thread for every egress event (one at a time: the relay
+ * serializes them). */
 static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
         struct glove_session_egress *e = userdata;
+        if (e->report && ev->phase == GLOVE_NET_EGRESS_DENY &&
+            atomic_fetch_add(&e->refused, 1) < GLOVE_SESSION_EGRESS_REPORTED)
+                say_refused(e, ev);
         if (!e->audit || e->audit->fd < 0)
                 return 0;
         _cleanup_json_ json_t *f = json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:s,s:I,s:s,s:s,s:I,s:I,s:I}", "phase",
@@ -163,6 +204,17 @@ int glove_session_egress_start(struct glove_session_egress *e, struct glove_sand
 void glove_session_egress_stop(struct glove_session_egress *e) {
         glove_net_relay_stop(e->relay);
         e->relay = NULL;
+        /* The relay's threads are gone: the count is final. Said once. */
+        uint64_t refused = atomic_exchange(&e->refused, 0);
+        if (e->report && refused > GLOVE_SESSION_EGRESS_REPORTED) {
+                char line[256];
+                int n = snprintf(line, sizeof(line), "glove: warning: egress.denied: %" PRIu64 " more connection%s refused, not shown (%s)\n",
+                                 refused - GLOVE_SESSION_EGRESS_REPORTED, refused - GLOVE_SESSION_EGRESS_REPORTED == 1 ? "" : "s",
+                                 e->audit && e->audit->fd >= 0 ? "the audit log has each as an egress record"
+                                                                : "--audit-log records each");
+                if (n > 0)
+                        say_now(line, (size_t)n);
+        }
         glove_closep(&e->host_fd);
         glove_closep(&e->sandbox_fd);
         e->host_fd = e->sandbox_fd = -1;

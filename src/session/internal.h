@@ -27,6 +27,8 @@ struct glove_session_egress {
         uint64_t audit_max;                    /* bytes the audit log may grow by; 0: no bound */
         uint64_t audit_base;                   /* its size when the session started */
         const char *upstream;                  /* "upstream" of each record, or NULL; borrowed */
+        bool report;                           /* each refusal also said on stderr (desc egress_report) */
+        atomic_uint_fast64_t refused;          /* refusals so far (counted when report) */
 };
 
 /* Empties e (no egress). */

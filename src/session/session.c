@@ -630,6 +630,7 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
         }
         s->egress.audit_max = d->audit_max_bytes;
         s->egress.upstream = d->egress_upstream;
+        s->egress.report = d->egress_report;
         if (r >= 0)
                 r = make_cgroup(s, d, &s->cfg, err);
         if (r >= 0) {

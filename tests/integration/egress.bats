@@ -358,6 +358,10 @@ assert d['address'] in ('127.0.0.1', '::1') and d['address_class'] == 'loopback'
         expect_line "connect example.com:443 403"
         expect_line "connect 127.0.0.1:443 403"
         server_saw_nothing
+        # Each refusal is also one line on Glove's stderr, saying what to change.
+        [ "$(grep -c '^glove: warning: egress\.denied: ' <<<"$stderr")" -eq 4 ] || fail "expected 4 egress.denied lines: $stderr"
+        [[ "$stderr" == *"glove: warning: egress.denied: CONNECT example.com:443 refused with 403 (not_allowed: no --egress-allow HOST[:PORT] names it)"* ]] ||
+                fail "the refusal of example.com:443 is not said on stderr: $stderr"
         check_audit "
 assert len(eg) == 4 and all(r['phase'] == 'deny' for r in eg), eg
 assert all(r['reason'] == 'not_allowed' and r['http_status'] == 403 for r in eg), eg
@@ -557,6 +561,11 @@ print("FLOOD-FINISHED", flush=True)
 EOF
         : >"$LOG"
         gx --audit-log "$LOG" --disk 1M --egress-allow "127.0.0.1:$p" --read "$T/flood.py" -- "$PY" "$T/flood.py"
+        # A flood of refusals cannot flood the operator's terminal: the first
+        # few are said, then how many more there were, in one line.
+        [ "$(grep -c '^glove: warning: egress\.denied: ' <<<"$stderr")" -eq 11 ] &&
+                grep -qE '^glove: warning: egress\.denied: [0-9]+ more connections refused, not shown \(the audit log has each' <<<"$stderr" ||
+                fail "the refusals on stderr are not bounded to 10 and a summary: $(head -c 2000 <<<"$stderr")"
         expect_glove_error 125
         [ "$(glove_error_code)" = egress.audit_full ] || fail "expected egress.audit_full: $stderr"
         [[ "$output" != *FLOOD-FINISHED* ]] || fail "the agent was not stopped"
@@ -714,13 +723,17 @@ for name in ("localhost.localdomain.invalid", "example.com", "one.one.one.one"):
         local upy=$AGENTS/mcp-upstream.py
         run --separate-stderr timeout --foreground -k 5 "$GLOVE_TIMEOUT" "$GLOVE" run --audit-log "$LOG" \
                 --upstream "py=$PY,$upy" --upstream-ro "py:$AGENTS" --allow 'py.*' --egress-allow "127.0.0.1:$SRV_PORT" \
-                -- /bin/sh -c '/usr/bin/curl -sS --max-time 10 --proxytunnel "$1" >&2; echo "curl_exit=$?" >&2' sh \
-                "http://127.0.0.1:$SRV_PORT/index.txt"
+                -- /bin/sh -c '/usr/bin/curl -sS --max-time 10 --proxytunnel "$1" >&2; echo "curl_exit=$?" >&2
+                               /usr/bin/curl -sS --max-time 10 --proxytunnel "$2" >/dev/null 2>&1 || true' sh \
+                "http://127.0.0.1:$SRV_PORT/index.txt" "http://127.0.0.1:1/"
         expect_status 0
         [[ "$stderr" == *"hello from the host"* && "$stderr" == *"curl_exit=0"* ]] || fail "the tunnel did not work in glove run"
         grep -qx "request GET /index.txt HTTP/1.1" "$SRV_LOG" || fail "the server did not get the request"
+        # The refusal is said on stderr too, once.
+        [ "$(grep -c '^glove: warning: egress\.denied: CONNECT 127\.0\.0\.1:1 refused with 403 (not_allowed: no --egress-allow' <<<"$stderr")" -eq 1 ] ||
+                fail "the refused CONNECT is not said once on glove run's stderr: $stderr"
         check_audit "
-assert [r['phase'] for r in eg] == ['open', 'close'], eg
+assert [r['phase'] for r in eg] == ['open', 'close', 'deny'], eg
 assert eg[1]['bytes_up'] > 0 and eg[1]['bytes_down'] > 0, eg
 "
 }

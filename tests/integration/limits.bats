@@ -711,6 +711,20 @@ EOF
 
 # ------------------------------------------------------------ glove run
 
+@test "limits: glove run without a delegated cgroup says limits.degraded once, for the agent and its contained upstreams alike" {
+        is_root || skip "the test runs glove as a uid of its own, which has no delegated cgroup; switching to it needs root"
+        local u=54331
+        ! getent passwd "$u" >/dev/null || skip "uid $u exists on this host"
+        run --separate-stderr timeout --foreground -k 5 "$GLOVE_TIMEOUT" \
+                setpriv --reuid="$u" --regid="$u" --clear-groups env -u XDG_RUNTIME_DIR -C / "$GLOVE" run \
+                --upstream "a=$PY,$UPY" --upstream-ro "a:$AGENTS" --upstream "b=$PY,$UPY" --upstream-ro "b:$AGENTS" \
+                --allow 'a.*' -- /bin/true
+        expect_status 0
+        [ "$(printf '%s\n' "$stderr" | grep -c limits.degraded)" = 1 ] || fail "limits.degraded is not said exactly once: $stderr"
+        [[ "$stderr" == *"glove: warning: limits.degraded: no delegated cgroup for uid $u: "*"; for the agent and its 2 contained upstreams alike"* ]] ||
+                fail "limits.degraded does not say for whom: $stderr"
+}
+
 @test "limits: glove run: a wall_time breach gives 137, the status object, the audit exit record, and no upstream left" {
         local m audit=$BATS_TEST_TMPDIR/audit.jsonl
         m=$(marker)

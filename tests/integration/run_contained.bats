@@ -98,9 +98,13 @@ s.serve_forever()' "$pf" 3>&- &
         gr --upstream "py=$PY,$UPY,--probe" --upstream-ro "py:$AGENTS" --upstream-egress "py:127.0.0.1:$port" --allow 'py.*' \
                 --audit-log "$AUDIT.2" "${CLIENT[@]}" "[
  $(step py.fetch "{\"url\":\"$url\"}" ok "hello from the host server"),
- $(step py.connect "{\"host\":\"127.0.0.1\",\"port\":$port}" tool_error)
+ $(step py.connect "{\"host\":\"127.0.0.1\",\"port\":$port}" tool_error),
+ $(step py.fetch "{\"url\":\"http://127.0.0.1:1/x\"}" tool_error)
 ]"
         expect_client_pass
+        # Its proxy's refusal is said on Glove's stderr, under its name.
+        [[ "$stderr" == *"[upstream py] glove: warning: egress.denied: GET 127.0.0.1:1 refused with 403 (not_allowed: no --upstream-egress py:HOST[:PORT] names it)"* ]] ||
+                fail "the upstream's egress refusal is not on stderr: $stderr"
         AUDIT=$AUDIT.2 audit_has '.event == "upstream_start" and .sandbox.egress == ["127.0.0.1:'"$port"'"]'
         # Each connection of the upstream is on record in the run's log, under
         # the run's id and the upstream's name; its glove exec writes no
@@ -229,12 +233,32 @@ EOF
         echo '{"version":1,"upstreams":{"py":{"sandbox":{"ro":["/nonexistent-glove-grant"]}}}}' >"$p"
         check grant.missing_path --policy "$p"
         # Without its script granted, the contained upstream cannot start:
-        # the interpreter inside says so, and Glove stops.
+        # the interpreter inside says so on its stderr, each line prefixed
+        # with its name, and Glove stops, saying what it could see and how
+        # to grant more.
         gr "${up[@]}" "${agent[@]}"
         expect_status 125
-        [[ "$stderr" == *"$UPY"*"No such file or directory"* ]] || fail "the script was visible without a grant"
-        [[ "$stderr" == *"glove: upstream.start: upstream py failed during initialization"* ]] || fail "no upstream.start line"
+        [[ "$stderr" == *"[upstream py] "*"$UPY"*"No such file or directory"* ]] ||
+                fail "the script was visible without a grant, or the upstream's stderr is not prefixed with its name"
+        [[ "$stderr" == *"glove: upstream.start: upstream py failed during initialization: "*"it runs contained"*"add --upstream-ro py:PATH"*"granted now: nothing besides the system"* ]] ||
+                fail "the upstream.start line does not say what the upstream sees and how to grant more"
+        [ "$(printf '%s\n' "$stderr" | grep -v -e '^\[upstream py\]' -e '^glove: warning: ' | grep -c .)" = 1 ] ||
+                fail "a line of the upstream's stderr reached Glove's without its prefix"
         [ ! -e "$w/ran" ] || fail "the agent ran"
+        # What it was granted is named; a terminal escape it writes is shown,
+        # not acted on; uncontained, its lines are prefixed too, without the
+        # hint about grants.
+        local say='import sys;sys.stderr.write("esc:\x1b[2J:end\n");sys.exit(3)'
+        gr --upstream "py=$PY,-c,$say" --upstream-ro "py:$AGENTS" "${agent[@]}"
+        expect_status 125
+        [[ "$stderr" == *'[upstream py] esc:\x1b[2J:end'* ]] || fail "the upstream's escape was not shown escaped"
+        [[ "$stderr" != *$'\e'* ]] || fail "a terminal escape of the upstream reached Glove's stderr"
+        [[ "$stderr" == *"granted now: read-only $AGENTS"* ]] || fail "the upstream.start line does not name its grant"
+        gr --upstream "py=$PY,-c,$say" --upstream-uncontained py "${agent[@]}"
+        expect_status 125
+        [[ "$stderr" == *'[upstream py] esc:\x1b[2J:end'* ]] || fail "an uncontained upstream's stderr is not prefixed"
+        [[ "$stderr" == *"glove: upstream.start: upstream py failed during initialization"* && "$stderr" != *"granted now"* ]] ||
+                fail "an uncontained upstream's failure speaks of grants"
 }
 
 @test "contained: killing glove run (SIGKILL, or SIGTERM) leaves no upstream sandbox process behind" {

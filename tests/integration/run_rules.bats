@@ -84,4 +84,25 @@ fs_run() {
         fs_run --allow 'fs.*'
         expect_client_pass
         [[ "$stderr" != *"rule_unmatched"* ]] || fail "fs.* was warned about"
+        [[ "$stderr" != *"run.no_tools"* ]] || fail "a run with --allow was warned that it allows no tool"
+}
+
+@test "run: with no allow rule at all (no --allow, no \"allow\" in the --policy file) a run says once that the agent will see no tools" {
+        gr --upstream "py=$PY,$UPY" -- /bin/true
+        expect_status 0
+        [ "$(printf '%s\n' "$stderr" | grep -c run.no_tools)" = 1 ] &&
+                [[ "$stderr" == *"glove: warning: run.no_tools: no --allow allows a tool: the agent will see no tools of the 1 upstream (default deny); add --allow NAME.TOOL"* ]] ||
+                fail "no single run.no_tools warning: $stderr"
+        local d=$BATS_TEST_TMPDIR/p
+        mkdir -m 0700 "$d"
+        echo '{"version":1,"deny":["py.crash"]}' >"$d/deny.json"
+        gr --upstream "py=$PY,$UPY" --policy "$d/deny.json" -- /bin/true
+        expect_status 0
+        [[ "$stderr" == *"run.no_tools: no --allow and no \"allow\" of the --policy file allows a tool"* ]] ||
+                fail "a policy file that allows nothing was not warned about: $stderr"
+        # A policy file's "allow" is an allow rule as --allow is.
+        echo '{"version":1,"allow":["py.*"]}' >"$d/allow.json"
+        gr --upstream "py=$PY,$UPY" --policy "$d/allow.json" -- /bin/true
+        expect_status 0
+        [[ "$stderr" != *"run.no_tools"* ]] || fail "a policy file that allows tools was warned about: $stderr"
 }

@@ -128,6 +128,13 @@ struct glove_kernel_gateway_config {
         /* Optional: accounts n bytes read from the agent; false means they
          * are over a limit and are not handled. */
         bool (*agent_bytes)(void *userdata, size_t n);
+        /* Optional: each line an upstream writes to its stderr (upstream
+         * names it, line[0..len) is as written, any byte, at most
+         * GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX, cut when its rest was
+         * dropped; all borrowed for the call; ops->stderr_line of
+         * glove/mcp/upstream.h). NULL: the upstreams share the caller's
+         * stderr. */
+        void (*upstream_stderr)(void *userdata, const char *upstream, const char *line, size_t len, bool cut);
         glove_kernel_gateway_notify_fn notify;              /* required */
         void *userdata;
 };
@@ -166,6 +173,12 @@ void glove_kernel_gateway_agent_exited(struct glove_kernel_gateway *gw);
 /* The number of upstreams and the i-th one (borrowed, i < count). */
 size_t glove_kernel_gateway_upstreams(const struct glove_kernel_gateway *gw);
 const struct glove_mcp_upstream *glove_kernel_gateway_upstream(const struct glove_kernel_gateway *gw, size_t i);
+
+/* The name of the upstream whose exit (or closed channel) before it was
+ * ready is the gateway's failure ("upstream.start ... failed during
+ * initialization"; borrowed from its spec), or NULL when the failure, if
+ * any, is another. */
+const char *glove_kernel_gateway_failed_upstream(const struct glove_kernel_gateway *gw);
 
 /*
  * Kills and reaps every upstream (SIGKILL), and releases every descriptor,

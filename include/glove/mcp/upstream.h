@@ -47,6 +47,9 @@
 /* Longest part of a dropped tool's name written to its tool_dropped
  * record, in bytes (the record also gives the whole length). */
 #define GLOVE_MCP_UPSTREAM_DROPPED_NAME_MAX 256
+/* Longest stderr line handed to ops->stderr_line, in bytes (without its
+ * newline); the rest of a longer line is dropped (cut is true). */
+#define GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX 1024
 
 /* The descriptor number spec->pass_fd is given as in the process. */
 #define GLOVE_MCP_UPSTREAM_PASS_FD 4
@@ -173,6 +176,17 @@ struct glove_mcp_upstream_ops {
          * before the client waits for more): a caller that queued output
          * while handling them may write it now, once. Optional. */
         void (*drained)(void *userdata, struct glove_mcp_upstream *u);
+        /* Optional. When set, the process's stderr is a pipe the client
+         * reads (instead of the caller's stderr, shared): each line it
+         * writes is handed here without its newline (nor a CR before it),
+         * line[0..len) borrowed for the call, len at most
+         * GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX, cut true when the line was
+         * longer and its rest dropped. The bytes are as written (any byte,
+         * NUL included): showing them safely is the caller's. A last line
+         * without a newline is handed over at end of file. What the process
+         * wrote before its stdout closed or it exited is handed over before
+         * ops->dead and ops->exited report it. */
+        void (*stderr_line)(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len, bool cut);
 };
 
 struct glove_mcp_upstream_config {
@@ -196,8 +210,9 @@ struct glove_mcp_upstream_config {
  * after checking that spec->path is an executable regular file, else
  * spec->path with spec->argv; new session, PR_SET_PDEATHSIG(SIGKILL), stdin and
  * stdout pipes with the client's ends non-blocking, stderr shared with the
- * caller, no other descriptor inherited, default signal dispositions and an
- * empty mask, environment spec->envp or an empty one), adds its event
+ * caller (a pipe the client reads with ops->stderr_line), no other
+ * descriptor inherited, default signal dispositions and an empty mask,
+ * environment spec->envp or an empty one), adds its event
  * sources to event and sends initialize. Returns once execve succeeded.
  * spec and cfg are borrowed and must outlive *out. On failure nothing is
  * left behind (no descriptor, no child). Errors: "upstream.start" (the

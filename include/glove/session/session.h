@@ -89,6 +89,9 @@
  * network namespace autotunes to: its net.ipv4.tcp_rmem/tcp_wmem maximum,
  * bytes (docs/limits.md). */
 #define GLOVE_SESSION_TCP_BUFFER_MAX (4U << 20)
+/* Egress refusals said on stderr per session (desc egress_report). */
+#define GLOVE_SESSION_EGRESS_REPORTED 10
+
 /* The egress helper's port on the sandbox's own loopback. */
 #define GLOVE_SESSION_EGRESS_PORT 3128
 
@@ -182,6 +185,15 @@ struct glove_session_desc {
          * (a contained upstream of glove run writing into its run's log).
          * Borrowed for the session's life. */
         const char *egress_upstream;
+        /* True: each egress refusal (a "deny" record) is also said on
+         * descriptor 2 in one line, "glove: warning: egress.denied: METHOD
+         * HOST:PORT refused with STATUS (REASON...)", host and method shown
+         * (glove/base/shown.h), for the first GLOVE_SESSION_EGRESS_REPORTED
+         * refusals; the session's end says how many more there were, in one
+         * line. A line that cannot be written
+         * at once (descriptor 2 full) is dropped: the audit record is the
+         * whole account. Lines are written from relay threads. */
+        bool egress_report;
         /* RLIMIT_FSIZE of the agent, bytes (container/sandbox.h
          * file_size_max); 0: none. */
         uint64_t file_size_max;

@@ -157,11 +157,12 @@ no_leftovers() {
 # expect_run_error CODE: glove exited CODE and said why on stderr in exactly
 # one line `glove: <stable.code>: <message>`, besides documented warning lines
 # (`glove: warning: ...`, e.g. limits.degraded for a user without a delegated
-# cgroup, docs/limits.md). Sets RUN_ERROR to that line.
+# cgroup, docs/limits.md) and the upstreams' own stderr lines (`[upstream
+# NAME] ...`). Sets RUN_ERROR to that line.
 expect_run_error() {
         expect_status "$1" || return 1
         local errs n
-        errs=$(printf '%s\n' "${stderr-}" | grep -v '^glove: warning: ' | grep . || true)
+        errs=$(printf '%s\n' "${stderr-}" | grep -v -e '^glove: warning: ' -e '^\[upstream [a-z0-9_-]*\]' | grep . || true)
         n=$(printf '%s' "$errs" | grep -c . || true)
         [ "$n" -eq 1 ] || fail "expected exactly one stderr line besides warnings, got $n"
         [[ "$errs" =~ ^glove:\ [a-z0-9_-]+(\.[a-z0-9_-]+)+:\ [^[:space:]].*$ ]] ||

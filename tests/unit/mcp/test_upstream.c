@@ -86,6 +86,13 @@ struct seen {
         bool oversized_has_id;
         int64_t oversized_id, response_id;
         uint64_t oversized_bytes;
+        /* ops->stderr_line: the lines (as handed over), whether each was
+         * cut, and how many dead and exited reports came before each. */
+        int lines;
+        char line[8][GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX + 1];
+        size_t line_len[8];
+        bool line_cut[8];
+        int dead_before[8], exited_before[8];
 };
 
 static int on_record(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields) {
@@ -359,6 +366,75 @@ static void test_raw_responses_and_hold(void **state) {
         sd_event_unref(e);
 }
 
+static void on_stderr_line(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len, bool cut) {
+        (void)u;
+        struct seen *s = userdata;
+        assert_true(len <= GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX);
+        if (s->lines >= 8)
+                return;
+        memcpy(s->line[s->lines], line, len);
+        s->line_len[s->lines] = len;
+        s->line_cut[s->lines] = cut;
+        s->dead_before[s->lines] = s->dead;
+        s->exited_before[s->lines] = s->exited;
+        s->lines++;
+}
+
+/* With ops->stderr_line the process's stderr is read by the client: line
+ * by line, CR LF as LF, any byte kept (NUL too), a line over the bound cut
+ * (its rest dropped, cut set), the last line without a newline handed over
+ * at end of file; and all of it before the upstream is reported dead. */
+static void test_stderr_lines(void **state) {
+        (void)state;
+        static const struct glove_mcp_upstream_ops ops4 = {
+                .record = on_record, .ready = on_ready, .message = on_message, .dead = on_dead, .exited = on_exited,
+                .stderr_line = on_stderr_line,
+        };
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        int before = count_fds();
+        struct seen seen = {0};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 4096, .tool_name_valid = name_valid, .ops = &ops4, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_error err = {0};
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        /* No comma in the script: the spec splits at commas. */
+        assert_int_equal(glove_mcp_upstream_spec_parse("sh=/bin/sh,-c,printf 'one\\r\\ntwo\\n' >&2; "
+                                                       "head -c 3000 /dev/zero | tr '\\000' x >&2; "
+                                                       "printf '\\na\\000b\\nlast' >&2; exit 3",
+                                                       env, &s, &err),
+                         0);
+        assert_int_equal(glove_mcp_upstream_spec_build_env(&s, env, NULL, 0, &err), 0);
+        struct glove_mcp_upstream *u = NULL;
+        assert_int_equal(glove_mcp_upstream_new(e, &s, &cfg, &u, &err), 0);
+        for (int i = 0; i < 2000 && !seen.exited; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+        assert_int_equal(seen.exited, 1);
+        assert_int_equal(seen.lines, 5);
+        assert_int_equal(seen.line_len[0], 3);
+        assert_memory_equal(seen.line[0], "one", 3);
+        assert_int_equal(seen.line_len[1], 3);
+        assert_memory_equal(seen.line[1], "two", 3);
+        assert_int_equal(seen.line_len[2], GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX);
+        assert_true(seen.line_cut[2]);
+        assert_true(seen.line[2][0] == 'x' && seen.line[2][GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX - 1] == 'x');
+        assert_int_equal(seen.line_len[3], 3);
+        assert_memory_equal(seen.line[3], "a\0b", 3);
+        assert_false(seen.line_cut[3]);
+        assert_int_equal(seen.line_len[4], 4);
+        assert_memory_equal(seen.line[4], "last", 4);
+        for (int i = 0; i < 5; i++) {
+                assert_int_equal(seen.dead_before[i], 0);
+                assert_int_equal(seen.exited_before[i], 0);
+        }
+        assert_int_equal(seen.dead, 1);
+        glove_mcp_upstream_free(u);
+        assert_int_equal(count_fds(), before);
+        assert_true(no_children());
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
 int main(void) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -371,6 +447,7 @@ int main(void) {
                 cmocka_unit_test(test_real_upstream_listed),
                 cmocka_unit_test(test_oversized_answer_skipped),
                 cmocka_unit_test(test_raw_responses_and_hold),
+                cmocka_unit_test(test_stderr_lines),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
