@@ -64,18 +64,20 @@ make_checkout() {
         cp -r "$BATS_TEST_DIRNAME/examples" "$co/examples"
 }
 
-# run_page_blocks PAGE: runs PAGE's shell blocks in order, each in a fresh
-# user's environment (its own HOME, XDG_RUNTIME_DIR and TMPDIR, shared by
-# the page's blocks) from the top of a checkout of its own, with bash -e.
-# Sets RAN, NOTRUN and SKIPPED to the counts and FAILED to one line per
-# failed block (empty when none failed); says on fd 3 what it did with each.
+# run_page_blocks PAGE: runs PAGE's shell blocks in page order in one bash
+# -e, as a reader pastes them into one terminal (a variable or a background
+# job of one block is there for the next), as a fresh user (a HOME,
+# XDG_RUNTIME_DIR and TMPDIR of the page's own) from the top of a checkout of
+# the page's own. The first block that fails ends the page: the blocks after
+# it are not reached. Sets RAN, NOTRUN and SKIPPED to the counts and FAILED
+# to what failed (empty when nothing did); says on fd 3 what it did with
+# each block.
 run_page_blocks() {
         local page=$1 name out args=() d
         name=$(basename "$page")
         out=$T/pages/$name
-        for d in "${DEDICATED_BLOCKS[@]}"; do args+=(--dedicated "$d"); done
+        [ "$name" = README.md ] && for d in "${DEDICATED_BLOCKS[@]}"; do args+=(--dedicated "$d"); done
         mkdir -p "$T/pages"
-        [ "$name" = README.md ] || args=()
         run --separate-stderr "$PY" "$LIB/shell_blocks.py" "$page" "$out/blocks" "${args[@]}"
         [ "$status" -eq 0 ] || fail "$name: $stderr"
         local nblocks=$output
@@ -85,7 +87,9 @@ run_page_blocks() {
         make_checkout "$co"
         mkdir -p "$out/home" "$out/run" "$out/tmp"
         chmod 0700 "$out/home" "$out/run"
-        local idx line context what
+        # The page as one script: each block sourced with its output in
+        # N.out and N.err, its number in "at" while it runs.
+        local idx line context what torun=()
         for ((idx = 1; idx <= nblocks; idx++)); do
                 IFS=$'\t' read -r line context what <"$out/blocks/$idx.meta"
                 case "$what" in
@@ -107,25 +111,42 @@ run_page_blocks() {
                 # Scratch paths instead of the host's /tmp, so that two runs
                 # never share a file.
                 sed "s|/tmp/|$out/tmp/|g" "$out/blocks/$idx.sh" >"$out/blocks/$idx.run"
-                # A fresh user's environment with the built binaries on PATH;
+                torun+=("$idx")
+        done
+        [ "${#torun[@]}" -gt 0 ] || return 0
+        {
+                echo 'cd "$1"'
                 # make is already done (the binaries are the ones under test).
-                run --separate-stderr env -i PATH="$co/build:/usr/bin:/bin" HOME="$out/home" \
-                        XDG_RUNTIME_DIR="$out/run" TMPDIR="$out/tmp" LANG=C.UTF-8 timeout -k 5 120 bash -e -c '
-                        cd "$1"
-                        make() { if [ $# -eq 0 ]; then echo "make: build/glove is built already"; else echo "make $*: not run here" >&2; return 1; fi; }
-                        trap "kill \$(jobs -p) 2>/dev/null || true" EXIT
-                        . "$2"' bash "$co" "$out/blocks/$idx.run"
-                if [ "$status" -ne 0 ]; then
-                        if [[ "$output$stderr" == *cgroup.not_delegated* ]]; then
+                echo 'make() { if [ $# -eq 0 ]; then echo "make: build/glove is built already"; else echo "make $*: not run here" >&2; return 1; fi; }'
+                echo 'trap "kill \$(jobs -p) 2>/dev/null || true" EXIT'
+                for idx in "${torun[@]}"; do
+                        echo "echo $idx >'$out/at'"
+                        echo ". '$out/blocks/$idx.run' >'$out/blocks/$idx.out' 2>'$out/blocks/$idx.err'"
+                done
+                echo "echo done >'$out/at'"
+        } >"$out/page.sh"
+        # A fresh user's environment with the built binaries on PATH.
+        run --separate-stderr env -i PATH="$co/build:/usr/bin:/bin" HOME="$out/home" \
+                XDG_RUNTIME_DIR="$out/run" TMPDIR="$out/tmp" LANG=C.UTF-8 \
+                timeout -k 5 240 bash -e "$out/page.sh" "$co"
+        local at
+        at=$(cat "$out/at" 2>/dev/null || echo "${torun[0]}")
+        for idx in "${torun[@]}"; do
+                IFS=$'\t' read -r line context what <"$out/blocks/$idx.meta"
+                if [ "$at" = done ] || [ "$idx" -lt "$at" ]; then
+                        echo "# $name block $idx (line $line): ran" >&3
+                        RAN=$((RAN + 1))
+                elif [ "$idx" -eq "$at" ]; then
+                        if grep -q cgroup.not_delegated "$out/blocks/$idx.out" "$out/blocks/$idx.err"; then
                                 echo "# $name block $idx (line $line): skipped: cgroups are not delegated to uid $(id -u)" >&3
                                 SKIPPED=$((SKIPPED + 1))
-                                continue
+                        else
+                                FAILED+="$name block $idx (line $line, $context) failed ($status): $(cat "$out/blocks/$idx.out") // $(cat "$out/blocks/$idx.err")"$'\n'
                         fi
-                        FAILED+="$name block $idx (line $line, $context) failed ($status): $output // $stderr"$'\n'
-                        continue
+                else
+                        echo "# $name block $idx (line $line): not reached" >&3
+                        SKIPPED=$((SKIPPED + 1))
                 fi
-                echo "# $name block $idx (line $line): ran" >&3
-                RAN=$((RAN + 1))
         done
 }
 
