@@ -168,7 +168,7 @@ run_page_blocks() {
                 skip "cgroups are not delegated to uid $(id -u): managed sessions are not operational"
         fi
         local w
-        for w in "session s1: " "accepted 5 bytes" "got:hello" "got:quit" "status 7" "ok:"; do
+        for w in "session s1: created" "session s1: preparing" "accepted 5 bytes" "got:hello" "got:quit" "status 7" "ok:"; do
                 [[ "$output" == *"$w"* ]] || fail "the quickstart's output lacks '$w': $output // $stderr"
         done
 }
