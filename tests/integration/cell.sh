@@ -12,9 +12,9 @@
 # every user, /tmp for instance) into a self-contained copy of the suite that
 # both root and the unprivileged user can use, because the checkout may live
 # in a 0700 directory: the suite, its host helpers, the probe agents
-# (tests/agents/), the MCP fixtures, the README, docs/ and examples/, the npm test
-# peers (hard links when possible) and private copies of the binaries (a
-# rebuild during the run cannot swap a binary under the tests). In
+# (tests/agents/), the MCP fixtures, the README, docs/ and examples/, the
+# npm test peers (hard links when possible) and private copies of the
+# binaries (a rebuild during the run cannot swap a binary under the tests). In
 # unprivileged mode, started as root, it also delegates a cgroup subtree to
 # uid 65534 the way systemd does for a user service (see delegate_cgroups
 # below), so limits and managed sessions are proved for an unprivileged user
