@@ -126,9 +126,11 @@ run_page_blocks() {
                 echo "echo done >'$out/at'"
         } >"$out/page.sh"
         # A fresh user's environment with the built binaries on PATH.
+        local t0=$SECONDS
         run --separate-stderr env -i PATH="$co/build:/usr/bin:/bin" HOME="$out/home" \
                 XDG_RUNTIME_DIR="$out/run" TMPDIR="$out/tmp" LANG=C.UTF-8 \
                 timeout -k 5 240 bash -e "$out/page.sh" "$co"
+        echo "# $name: $((SECONDS - t0)) s for its blocks" >&3
         local at
         at=$(cat "$out/at" 2>/dev/null || echo "${torun[0]}")
         for idx in "${torun[@]}"; do
