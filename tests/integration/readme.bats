@@ -27,18 +27,18 @@ teardown() {
 # The README blocks that have a test of their own below (which runs them as
 # pasted and checks what they print); the generic test leaves them to it.
 DEDICATED_BLOCKS=("A session end to end" "## Operate it")
+DEDICATED_ARGS=()
+for _d in "${DEDICATED_BLOCKS[@]}"; do DEDICATED_ARGS+=(--dedicated "$_d"); done
 
 # dedicated_block TEXT OUT: the README's first shell block after a line
 # holding TEXT, written to OUT.
 dedicated_block() {
-        local readme="$BATS_TEST_DIRNAME/README.md" d f
+        local readme="$BATS_TEST_DIRNAME/README.md" f
         [ -f "$readme" ] || fail "README.md was not copied next to the suite"
-        local args=()
-        for d in "${DEDICATED_BLOCKS[@]}"; do args+=(--dedicated "$d"); done
         rm -rf "$T/dedicated"
-        "$PY" "$LIB/shell_blocks.py" "$readme" "$T/dedicated" "${args[@]}" >/dev/null ||
+        "$PY" "$LIB/shell_blocks.py" "${DEDICATED_ARGS[@]}" "$T/dedicated" "$readme" >/dev/null ||
                 fail "the README's shell blocks cannot be read"
-        for f in "$T/dedicated"/*.meta; do
+        for f in "$T/dedicated/README.md"/*.meta; do
                 if [[ "$(cut -f3 "$f")" == "dedicated: $1" ]]; then
                         cp "${f%.meta}.sh" "$2"
                         return 0
@@ -64,34 +64,21 @@ make_checkout() {
         cp -r "$BATS_TEST_DIRNAME/examples" "$co/examples"
 }
 
-# run_page_blocks PAGE: runs PAGE's shell blocks in page order in one bash
-# -e, as a reader pastes them into one terminal (a variable or a background
-# job of one block is there for the next), as a fresh user (a HOME,
-# XDG_RUNTIME_DIR and TMPDIR of the page's own) from the top of a checkout of
-# the page's own. The first block that fails ends the page: the blocks after
-# it are not reached. Sets RAN, NOTRUN and SKIPPED to the counts and FAILED
-# to what failed (empty when nothing did); says on fd 3 what it did with
-# each block.
+# run_page_blocks NAME DIR N: runs the N shell blocks of page NAME, which
+# shell_blocks.py wrote into DIR, in page order in one bash -e, as a reader
+# pastes them into one terminal (a variable or a background job of one
+# block is there for the next), as a fresh user (a HOME, XDG_RUNTIME_DIR and
+# TMPDIR of the page's own) from the top of a checkout of the page's own.
+# The first block that fails ends the page: the blocks after it are not
+# reached. Sets RAN, NOTRUN and SKIPPED to the counts and FAILED to what
+# failed (empty when nothing did); says on fd 3 what it did with each block.
 run_page_blocks() {
-        local page=$1 name out args=() d
-        name=$(basename "$page")
-        out=$T/pages/$name
-        [ "$name" = README.md ] && for d in "${DEDICATED_BLOCKS[@]}"; do args+=(--dedicated "$d"); done
-        mkdir -p "$T/pages"
-        run --separate-stderr "$PY" "$LIB/shell_blocks.py" "$page" "$out/blocks" "${args[@]}"
-        [ "$status" -eq 0 ] || fail "$name: $stderr"
-        local nblocks=$output
+        local name=$1 blocks=$2 nblocks=$3
+        local out=$T/pages/$name
         RAN=0 NOTRUN=0 SKIPPED=0 FAILED=""
-        [ "$nblocks" -gt 0 ] || return 0
-        local co=$out/checkout
-        make_checkout "$co"
-        mkdir -p "$out/home" "$out/run" "$out/tmp"
-        chmod 0700 "$out/home" "$out/run"
-        # The page as one script: each block sourced with its output in
-        # N.out and N.err, its number in "at" while it runs.
         local idx line context what torun=()
         for ((idx = 1; idx <= nblocks; idx++)); do
-                IFS=$'\t' read -r line context what <"$out/blocks/$idx.meta"
+                IFS=$'\t' read -r line context what <"$blocks/$idx.meta"
                 case "$what" in
                 not-run:*)
                         echo "# $name block $idx (line $line, $context): $what" >&3
@@ -103,17 +90,25 @@ run_page_blocks() {
                         continue
                         ;;
                 esac
-                if grep -q "tests/node_modules" "$out/blocks/$idx.sh" && [ -z "${GLOVE_NODE_MODULES:-}" ]; then
+                if grep -q "tests/node_modules" "$blocks/$idx.sh" && [ -z "${GLOVE_NODE_MODULES:-}" ]; then
                         echo "# $name block $idx (line $line): skipped: tests/node_modules is not installed (scripts/deps.sh)" >&3
                         SKIPPED=$((SKIPPED + 1))
                         continue
                 fi
-                # Scratch paths instead of the host's /tmp, so that two runs
-                # never share a file.
-                sed "s|/tmp/|$out/tmp/|g" "$out/blocks/$idx.sh" >"$out/blocks/$idx.run"
                 torun+=("$idx")
         done
         [ "${#torun[@]}" -gt 0 ] || return 0
+        local co=$out/checkout
+        mkdir -p "$out/home" "$out/run" "$out/tmp"
+        chmod 0700 "$out/home" "$out/run"
+        make_checkout "$co"
+        # Scratch paths instead of the host's /tmp, so that two runs never
+        # share a file.
+        for idx in "${torun[@]}"; do
+                sed "s|/tmp/|$out/tmp/|g" "$blocks/$idx.sh" >"$out/$idx.run"
+        done
+        # The page as one script: each block sourced with its output in
+        # N.out and N.err, its number in "at" while it runs.
         {
                 echo 'cd "$1"'
                 # make is already done (the binaries are the ones under test).
@@ -121,7 +116,7 @@ run_page_blocks() {
                 echo 'trap "kill \$(jobs -p) 2>/dev/null || true" EXIT'
                 for idx in "${torun[@]}"; do
                         echo "echo $idx >'$out/at'"
-                        echo ". '$out/blocks/$idx.run' >'$out/blocks/$idx.out' 2>'$out/blocks/$idx.err'"
+                        echo ". '$out/$idx.run' >'$out/$idx.out' 2>'$out/$idx.err'"
                 done
                 echo "echo done >'$out/at'"
         } >"$out/page.sh"
@@ -129,21 +124,21 @@ run_page_blocks() {
         local t0=$SECONDS
         run --separate-stderr env -i PATH="$co/build:/usr/bin:/bin" HOME="$out/home" \
                 XDG_RUNTIME_DIR="$out/run" TMPDIR="$out/tmp" LANG=C.UTF-8 \
-                timeout -k 5 240 bash -e "$out/page.sh" "$co"
+                timeout -k 5 240 bash -e "$out/page.sh" "$co" </dev/null
         echo "# $name: $((SECONDS - t0)) s for its blocks" >&3
         local at
         at=$(cat "$out/at" 2>/dev/null || echo "${torun[0]}")
         for idx in "${torun[@]}"; do
-                IFS=$'\t' read -r line context what <"$out/blocks/$idx.meta"
+                IFS=$'\t' read -r line context what <"$blocks/$idx.meta"
                 if [ "$at" = done ] || [ "$idx" -lt "$at" ]; then
                         echo "# $name block $idx (line $line): ran" >&3
                         RAN=$((RAN + 1))
                 elif [ "$idx" -eq "$at" ]; then
-                        if grep -q cgroup.not_delegated "$out/blocks/$idx.out" "$out/blocks/$idx.err"; then
+                        if grep -q cgroup.not_delegated "$out/$idx.out" "$out/$idx.err"; then
                                 echo "# $name block $idx (line $line): skipped: cgroups are not delegated to uid $(id -u)" >&3
                                 SKIPPED=$((SKIPPED + 1))
                         else
-                                FAILED+="$name block $idx (line $line, $context) failed ($status): $(cat "$out/blocks/$idx.out") // $(cat "$out/blocks/$idx.err")"$'\n'
+                                FAILED+="$name block $idx (line $line, $context) failed ($status): $(cat "$out/$idx.out") // $(cat "$out/$idx.err")"$'\n'
                         fi
                 else
                         echo "# $name block $idx (line $line): not reached" >&3
@@ -207,7 +202,10 @@ run_page_blocks() {
 @test "README: every shell block runs as pasted on a fresh checkout (blocks marked not-run excepted)" {
         local readme="$BATS_TEST_DIRNAME/README.md"
         [ -f "$readme" ] || fail "README.md was not copied next to the suite"
-        run_page_blocks "$readme"
+        local counts
+        counts=$("$PY" "$LIB/shell_blocks.py" "${DEDICATED_ARGS[@]}" "$T/blocks" "$readme") ||
+                fail "the README's shell blocks cannot be read"
+        run_page_blocks README.md "$T/blocks/README.md" "${counts#README.md }"
         [ -z "$FAILED" ] || fail "$FAILED"
         echo "# README: $RAN blocks ran, $SKIPPED skipped, $NOTRUN not run by marker" >&3
         [ "$RAN" -ge 2 ] || fail "only $RAN README blocks ran"
@@ -217,12 +215,18 @@ run_page_blocks() {
 
 @test "docs: every page's shell blocks run as pasted on a fresh checkout (blocks marked not-run excepted)" {
         [ -d "$BATS_TEST_DIRNAME/docs" ] || fail "docs/ was not copied next to the suite"
-        local page failed="" pages=0 ran=0 notrun=0 skipped=0
-        for page in "$BATS_TEST_DIRNAME"/docs/*.md; do
-                run_page_blocks "$page"
+        # Every page at once (one python), then the pages with blocks.
+        local counts=() page name n failed="" pages=0 ran=0 notrun=0 skipped=0
+        mapfile -t counts < <("$PY" "$LIB/shell_blocks.py" "$T/blocks" "$BATS_TEST_DIRNAME"/docs/*.md ||
+                echo "the docs pages' shell blocks cannot be read")
+        for page in "${counts[@]}"; do
+                name=${page% *} n=${page##* }
+                [[ "$n" =~ ^[0-9]+$ ]] || fail "$page"
+                pages=$((pages + 1))
+                [ "$n" -gt 0 ] || continue
+                run_page_blocks "$name" "$T/blocks/$name" "$n" </dev/null
                 failed+=$FAILED
                 ran=$((ran + RAN)) notrun=$((notrun + NOTRUN)) skipped=$((skipped + SKIPPED))
-                pages=$((pages + 1))
         done
         [ "$pages" -ge 10 ] || fail "only $pages pages found under docs/"
         echo "# docs: $pages pages, $ran blocks ran, $skipped skipped, $notrun not run by marker" >&3

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The shell blocks of a Markdown page, as readme.bats runs them.
+"""The shell blocks of Markdown pages, as readme.bats runs them.
 
-    shell_blocks.py PAGE OUTDIR [--dedicated TEXT]...
+    shell_blocks.py [--dedicated TEXT]... OUTDIR PAGE...
 
-Writes every ```sh, ```bash and ```console block of PAGE (for console: the
-lines after "$ ", without it) to OUTDIR/N.sh, N counting from 1 in page
-order, and beside it OUTDIR/N.meta, one line of three tab-separated fields:
-the line of the block's opening fence in PAGE (1-based), the last heading above it,
-and what to do with it:
+For each PAGE, writes every ```sh, ```bash and ```console block (for
+console: the lines after "$ ", without it) to OUTDIR/NAME/N.sh, NAME being
+the page's file name and N counting from 1 in page order, and beside it
+OUTDIR/NAME/N.meta, one line of three tab-separated fields: the line of the
+block's opening fence in PAGE (1-based), the last heading above it, and
+what to do with it:
 
     run                 run it as pasted
     not-run: REASON     the line right before its opening fence is
@@ -16,14 +17,18 @@ and what to do with it:
                         TEXT (a --dedicated argument): a test of its own
                         runs it and checks what it prints
 
-OUTDIR must not exist; it is made. Prints the number of blocks on stdout.
+OUTDIR/NAME must not exist; it is made. Prints "NAME N" for each page, N its
+number of shell blocks (0 for a page without any). Every PAGE is read before
+anything is written.
 
-Exit 1, with "shell_blocks.py: PAGE line L: WHAT" on stderr and nothing
-written beyond what came before, when a not-run marker is not right before
-a shell block's fence (a marker before a block of another language, or
-followed by a non-empty line), when a marker has no reason, when more than
-two blocks of the page are marked not-run (keep that list short), or when a
---dedicated TEXT is not followed by a shell block. Exit 2 on usage errors.
+Exit 1, with "shell_blocks.py: NAME line L: WHAT" on stderr and nothing
+written, when a not-run marker is not right before a shell block's fence (a
+marker before a block of another language, or followed by a non-empty
+line), when a marker has no reason, when more than two blocks of a page are
+marked not-run (keep that list short), or when a --dedicated TEXT is not
+followed by a shell block in a page that holds it; a page of PAGE that
+holds no TEXT of a --dedicated argument has no dedicated block. Exit 2 on
+usage errors (no PAGE, two pages of one name).
 """
 import os
 import re
@@ -94,27 +99,39 @@ def blocks(page, text, dedicated):
         fail(page, at, "no shell block follows '%s', which a test of its own runs" % t)
 
 
+def usage():
+    sys.stderr.write("usage: shell_blocks.py [--dedicated TEXT]... OUTDIR PAGE...\n")
+    sys.exit(2)
+
+
 def main(argv):
-    if len(argv) < 3 or (len(argv) - 3) % 2:
-        sys.stderr.write("usage: shell_blocks.py PAGE OUTDIR [--dedicated TEXT]...\n")
-        sys.exit(2)
-    page, out = argv[1], argv[2]
-    dedicated = []
-    for k in range(3, len(argv), 2):
-        if argv[k] != "--dedicated":
-            sys.stderr.write("usage: shell_blocks.py PAGE OUTDIR [--dedicated TEXT]...\n")
-            sys.exit(2)
-        dedicated.append(argv[k + 1])
-    with open(page, encoding="utf-8") as f:
-        text = f.read()
-    found = list(blocks(os.path.basename(page), text, dedicated))
-    os.makedirs(out)
-    for n, (line, heading, what, body) in enumerate(found, 1):
-        with open(os.path.join(out, "%d.sh" % n), "w") as f:
-            f.write("\n".join(body) + "\n")
-        with open(os.path.join(out, "%d.meta" % n), "w") as f:
-            f.write("%d\t%s\t%s\n" % (line, heading.replace("\t", " "), what.replace("\t", " ")))
-    print(len(found))
+    args, dedicated = argv[1:], []
+    while args and args[0] == "--dedicated":
+        if len(args) < 2:
+            usage()
+        dedicated.append(args[1])
+        args = args[2:]
+    if len(args) < 2:
+        usage()
+    out, pages = args[0], args[1:]
+    names = [os.path.basename(p) for p in pages]
+    if len(set(names)) != len(names):
+        usage()
+    found = []
+    for page, name in zip(pages, names):
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        present = [t for t in dedicated if t in text]
+        found.append(list(blocks(name, text, present)))
+    for name, page_blocks in zip(names, found):
+        d = os.path.join(out, name)
+        os.makedirs(d)
+        for n, (line, heading, what, body) in enumerate(page_blocks, 1):
+            with open(os.path.join(d, "%d.sh" % n), "w") as f:
+                f.write("\n".join(body) + "\n")
+            with open(os.path.join(d, "%d.meta" % n), "w") as f:
+                f.write("%d\t%s\t%s\n" % (line, heading.replace("\t", " "), what.replace("\t", " ")))
+        print("%s %d" % (name, len(page_blocks)))
 
 
 if __name__ == "__main__":
