@@ -233,3 +233,22 @@ run_page_blocks() {
         [ -z "$failed" ] || fail "$failed"
         [ "$ran" -ge 5 ] || fail "only $ran docs blocks ran"
 }
+
+@test "docs: the block runner can fail: a failing block, a misplaced marker and a third not-run marker are reported" {
+        mkdir -p "$T/fake"
+        printf '%s\n' '# Fake' '```sh' 'X=1' '```' '## Second' '```console' '$ [ "$X" = 1 ] && false' 'output' '```' \
+                '```sh' 'echo never' '```' >"$T/fake/fake.md"
+        "$PY" "$LIB/shell_blocks.py" "$T/blocks" "$T/fake/fake.md" >"$T/counts"
+        [ "$(cat "$T/counts")" = "fake.md 3" ] || fail "blocks: $(cat "$T/counts")"
+        run_page_blocks fake.md "$T/blocks/fake.md" 3 3>/dev/null
+        [ "$RAN" -eq 1 ] && [ "$SKIPPED" -eq 1 ] || fail "ran $RAN, skipped $SKIPPED"
+        [[ "$FAILED" == "fake.md block 2 (line 6, ## Second) failed"* ]] || fail "the failing block was not reported: $FAILED"
+        printf '%s\n' '<!-- not-run: a reason -->' 'text' '```sh' 'true' '```' >"$T/fake/misplaced.md"
+        run "$PY" "$LIB/shell_blocks.py" "$T/blocks2" "$T/fake/misplaced.md"
+        [ "$status" -eq 1 ] && [[ "$output" == *"misplaced.md line 1: a not-run marker must be on the line right before"* ]] ||
+                fail "a misplaced marker was not refused: $output"
+        printf '<!-- not-run: r -->\n```sh\ntrue\n```\n%.0s' 1 2 3 >"$T/fake/three.md"
+        run "$PY" "$LIB/shell_blocks.py" "$T/blocks3" "$T/fake/three.md"
+        [ "$status" -eq 1 ] && [[ "$output" == *"three.md line 9: more than 2 blocks are marked not-run"* ]] ||
+                fail "a third not-run marker was not refused: $output"
+}
