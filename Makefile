@@ -1,7 +1,10 @@
 # Glove: thin wrapper over meson + ninja.
-#   make         build build/glove (optimized, with debug info)
+#   make         build build/glove (optimized, with debug info); installs only
+#                the Debian build packages (scripts/deps.sh build), never npm
 #   make demo    build and run a contained program on a built-in example
-#   make check   deps, the normal and the ASan/UBSan build, the layering check,
+#                (installs the test packages first: scripts/deps.sh test)
+#   make check   deps (build and test packages, npm test peers: scripts/deps.sh),
+#                the normal and the ASan/UBSan build, the layering check,
 #                unit tests, the integration matrix (each file in the cells
 #                tests/integration/matrix names, in parallel where safe), the
 #                package checks, make demo, the conformance suite, the agent
@@ -14,6 +17,9 @@
 #                table (tests/conformance/run.sh)
 #   make agents  the five real agent CLIs against a fake model server, under
 #                glove exec and as gloved managed sessions (tests/agents/run.sh)
+#   (demo, conformance, agents and bench install the test packages first:
+#   Debian packages and tests/package-lock.json, scripts/deps.sh test)
+#   make test-deps   only that
 #   make bench   start-up benchmarks (JSON lines under bench/results/)
 #   make fuzz    longer libFuzzer runs
 #   make install     meson install of build/: binaries, man pages, shell
@@ -27,12 +33,15 @@ MESON      ?= meson
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build asan demo check check-full conformance agents unit integration bench fuzz clean install uninstall
+.PHONY: all deps test-deps build asan demo check check-full conformance agents unit integration bench fuzz clean install uninstall
 
 all: build
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh build
+
+test-deps:
+	@scripts/deps.sh test
 
 $(BUILD)/build.ninja: | deps
 	$(MESON) setup $(BUILD) --buildtype=debugoptimized -Db_ndebug=if-release
@@ -46,7 +55,7 @@ build: deps $(BUILD)/build.ninja
 asan: deps $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 
-demo: build
+demo: build test-deps
 	@scripts/demo.sh $(BUILD)
 
 check:
@@ -55,13 +64,13 @@ check:
 check-full:
 	@scripts/check.sh --full $(BUILD) $(ASAN_BUILD)
 
-conformance: build
+conformance: build test-deps
 	@tests/conformance/run.sh $(BUILD)
 
-agents: build
+agents: build test-deps
 	@tests/agents/run.sh $(BUILD)
 
-bench: build
+bench: build test-deps
 	@bench/run.sh $(BUILD)
 
 fuzz: deps

@@ -4,7 +4,7 @@
 #   scripts/check.sh [--full] BUILD_DIR ASAN_BUILD_DIR
 #
 # Stages, in order, each timed:
-#   deps            scripts/deps.sh (Debian packages, npm test packages)
+#   deps            scripts/deps.sh (Debian build and test packages, npm test packages)
 #   build, build-asan   the normal and the ASan/UBSan build (make build, make asan)
 #   layering        scripts/layering.py: includes point down DESIGN.md's layers
 #   harness         tests/harness/selftest.sh: the integration runner's verdicts

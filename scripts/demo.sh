@@ -122,7 +122,7 @@ fs_server=$modules/@modelcontextprotocol/server-filesystem/dist/index.js
 echo
 echo "Now glove run: the agent is an MCP client, and Glove decides which of its tool calls reach the MCP server."
 if [ ! -x "$node" ] || [ ! -r "$fs_server" ] || [ ! -r "$modules/@modelcontextprotocol/sdk/package.json" ]; then
-        echo "(glove run part skipped: it needs $node and tests/node_modules; scripts/deps.sh installs both)"
+        echo "(glove run part skipped: it needs $node and tests/node_modules; scripts/deps.sh test installs both)"
 else
         data=$work/data
         mkdir "$data" "$work/agent-out"

@@ -250,7 +250,63 @@ static int shape_within_limits(const unsigned char *p, size_t len, size_t max_va
 
 /* ---- decoding ---- */
 
-static int map_jansson_error(const json_error_t *je, struct glove_error *err) {
+void glove_json_line_column(const void *data, size_t len, size_t offset, size_t *line, size_t *column) {
+        const unsigned char *p = data;
+        size_t l = 1, c = 1;
+        if (offset > len)
+                offset = len;
+        for (size_t i = 0; i < offset; i++) {
+                if (p[i] == '\n') {
+                        l++;
+                        c = 1;
+                } else if ((p[i] & 0xc0) != 0x80) {
+                        c++;
+                }
+        }
+        *line = l;
+        *column = c;
+}
+
+/* "line L, column C" of offset in data, into buf. */
+static const char *where_text(char buf[64], const void *data, size_t len, size_t offset) {
+        size_t l, c;
+        glove_json_line_column(data, len, offset, &l, &c);
+        snprintf(buf, 64, "line %zu, column %zu", l, c);
+        return buf;
+}
+
+/* The first comma outside strings that only whitespace separates from a
+ * closing ']' or '}': returns true with *comma and *close at their offsets. */
+static bool first_trailing_comma(const unsigned char *p, size_t len, size_t *comma, size_t *close) {
+        bool in_string = false;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = p[i];
+                if (in_string) {
+                        if (c == '\\')
+                                i++;
+                        else if (c == '"')
+                                in_string = false;
+                        continue;
+                }
+                if (c == '"') {
+                        in_string = true;
+                        continue;
+                }
+                if (c != ',')
+                        continue;
+                size_t k = i + 1;
+                while (k < len && (p[k] == ' ' || p[k] == '\t' || p[k] == '\n' || p[k] == '\r'))
+                        k++;
+                if (k < len && (p[k] == ']' || p[k] == '}')) {
+                        *comma = i;
+                        *close = k;
+                        return true;
+                }
+        }
+        return false;
+}
+
+static int map_jansson_error(const json_error_t *je, const void *data, size_t len, struct glove_error *err) {
         char text[GLOVE_JSON_PATH_MAX];
         struct sink s;
         sink_init(&s, text, sizeof(text));
@@ -287,8 +343,20 @@ static int map_jansson_error(const json_error_t *je, struct glove_error *err) {
                 code = "json.syntax";
                 break;
         }
-        return glove_error_set(err, errnum, code, "invalid JSON at byte %d: %s",
-                               je->position, text);
+        char where[64];
+        /* jansson's position is just past the token it could not take: the
+         * token itself is what the reader must look at. */
+        size_t at = je->position > 0 ? (size_t)je->position - 1 : 0;
+        size_t comma, close;
+        if (strcmp(code, "json.syntax") == 0 && first_trailing_comma(data, len, &comma, &close) && close == at)
+                return glove_error_set(err, EINVAL, code,
+                                       "invalid JSON at %s: a comma before '%c' (JSON allows no trailing comma); "
+                                       "remove it",
+                                       where_text(where, data, len, comma), ((const char *)data)[close]);
+        if (strstr(je->text, "near end of file"))
+                return glove_error_set(err, errnum, code, "invalid JSON at %s (the end of the text): %s",
+                                       where_text(where, data, len, len), text);
+        return glove_error_set(err, errnum, code, "invalid JSON at %s: %s", where_text(where, data, len, at), text);
 }
 
 int glove_json_decode_strict(const void *data, size_t len, size_t max_bytes,
@@ -305,22 +373,24 @@ int glove_json_decode_strict(const void *data, size_t len, size_t max_bytes,
 
         const unsigned char *p = data;
         const unsigned char *nul = memchr(p, 0, len);
+        char at[64];
         if (nul)
-                return glove_error_set(err, EINVAL, "json.embedded_nul",
-                                       "NUL byte at offset %zu in JSON text", (size_t)(nul - p));
+                return glove_error_set(err, EINVAL, "json.embedded_nul", "NUL byte in JSON text at %s",
+                                       where_text(at, p, len, (size_t)(nul - p)));
         size_t where = 0;
         if (!glove_json_utf8_valid(p, len, &where))
-                return glove_error_set(err, EINVAL, "json.invalid_utf8",
-                                       "invalid UTF-8 at offset %zu in JSON text", where);
+                return glove_error_set(err, EINVAL, "json.invalid_utf8", "invalid UTF-8 in JSON text at %s",
+                                       where_text(at, p, len, where));
         int shape = shape_within_limits(p, len, (flags & GLOVE_JSON_BOUND_VALUES) ? GLOVE_JSON_MAX_VALUES : 0,
                                         &where);
         if (shape == 1)
                 return glove_error_set(err, EINVAL, "json.too_deep",
-                                       "JSON nesting deeper than %d at offset %zu",
-                                       GLOVE_JSON_MAX_DEPTH, where);
+                                       "JSON nesting deeper than %d at %s",
+                                       GLOVE_JSON_MAX_DEPTH, where_text(at, p, len, where));
         if (shape == 2)
                 return glove_error_set(err, E2BIG, "json.too_many_values",
-                                       "more than %d JSON values (offset %zu)", GLOVE_JSON_MAX_VALUES, where);
+                                       "more than %d JSON values (at %s)", GLOVE_JSON_MAX_VALUES,
+                                       where_text(at, p, len, where));
 
         json_error_t je;
         json_t *v = json_loadb(data, len,
@@ -328,7 +398,7 @@ int glove_json_decode_strict(const void *data, size_t len, size_t max_bytes,
                                        ((flags & GLOVE_JSON_ALLOW_NUL_ESCAPE) ? JSON_ALLOW_NUL : 0),
                                &je);
         if (!v)
-                return map_jansson_error(&je, err);
+                return map_jansson_error(&je, data, len, err);
         if ((flags & GLOVE_JSON_OBJECT_ONLY) && !json_is_object(v)) {
                 const char *got = type_name(v);
                 json_decref(v);
@@ -528,10 +598,12 @@ int glove_json_decode_canonical(const void *data, size_t len, size_t max_bytes,
         r = compare_canonical(data, len, v, &diff, err);
         if (r < 0)
                 return r;
-        if (r == 0)
+        if (r == 0) {
+                char at[64];
                 return glove_error_set(err, EINVAL, "json.not_canonical",
-                                       "JSON text is not in canonical form (first difference at byte %zu)",
-                                       diff);
+                                       "JSON text is not in canonical form (first difference at %s)",
+                                       where_text(at, data, len, diff));
+        }
         *out = TAKE_PTR(v);
         return 0;
 }

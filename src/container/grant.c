@@ -17,6 +17,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
+#include "glove/base/shown.h"
 #include "glove/container/environment.h"
 #include "glove/container/region.h"
 
@@ -509,6 +510,55 @@ bool glove_grant_kernel_fs(const char *fstype) {
         return false;
 }
 
+/* grant.symlink for norm (absolute, normalized), which the kernel would
+ * reach through a symbolic link: names the first component that is one,
+ * what it points to, and the path to grant instead (norm resolved), all
+ * escaped for the terminal. */
+static int symlink_error(const char *norm, struct glove_error *err) {
+        char link[PATH_MAX] = "", target[PATH_MAX] = "";
+        size_t n = strlen(norm);
+        for (size_t i = 1; i <= n && !link[0]; i++) {
+                if (i < n && norm[i] != '/')
+                        continue;
+                if (i >= sizeof(link))
+                        break;
+                memcpy(link, norm, i);
+                link[i] = '\0';
+                struct stat st;
+                ssize_t t;
+                if (lstat(link, &st) == 0 && S_ISLNK(st.st_mode) &&
+                    (t = readlink(link, target, sizeof(target) - 1)) >= 0)
+                        target[t] = '\0';
+                else
+                        link[0] = '\0';
+        }
+        _cleanup_free_ char *resolved = realpath(norm, NULL);
+        int e = errno;
+        char shown_norm[1024], shown_link[1024], shown_target[1024], shown_resolved[1024];
+        glove_shown(norm, shown_norm, sizeof(shown_norm));
+        glove_shown(link, shown_link, sizeof(shown_link));
+        glove_shown(target, shown_target, sizeof(shown_target));
+        if (!resolved && link[0])
+                return glove_error_set(err, ELOOP, "grant.symlink",
+                                       "%s: %s is a symbolic link to %s (grants never follow one), and the path "
+                                       "resolves to nothing (%s): grant the real path",
+                                       shown_norm, shown_link, shown_target, strerror(e));
+        if (!resolved)
+                return glove_error_set(err, ELOOP, "grant.symlink",
+                                       "%s: a path component is a symbolic link (grants never follow one), and the "
+                                       "path resolves to nothing (%s): grant the real path",
+                                       shown_norm, strerror(e));
+        glove_shown(resolved, shown_resolved, sizeof(shown_resolved));
+        if (!link[0])
+                return glove_error_set(err, ELOOP, "grant.symlink",
+                                       "%s: a path component is a symbolic link (grants never follow one): use %s "
+                                       "instead",
+                                       shown_norm, shown_resolved);
+        return glove_error_set(err, ELOOP, "grant.symlink",
+                               "%s: %s is a symbolic link to %s (grants never follow one): use %s instead", shown_norm,
+                               shown_link, shown_target, shown_resolved);
+}
+
 int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glove_grant_mode mode,
                         bool workspace, const char *cwd, struct glove_error *err) {
         if (workspace && glove_grant_set_workspace(set))
@@ -547,8 +597,7 @@ int glove_grant_set_add(struct glove_grant_set *set, const char *path, enum glov
         if (r == -ENOENT)
                 return glove_error_set(err, ENOENT, "grant.missing_path", "%s: no such file or directory", norm);
         if (r == -ELOOP)
-                return glove_error_set(err, ELOOP, "grant.symlink",
-                                       "%s: a path component is a symbolic link; grant the resolved path", norm);
+                return symlink_error(norm, err);
         if (r < 0)
                 return glove_error_set(err, -r, "grant.open", "%s: %s", norm, strerror(-r));
         struct statx stx;

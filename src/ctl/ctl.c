@@ -24,17 +24,21 @@
 #define shown ctl_shown
 
 static const char usage_text[] =
-        "Usage: glove ctl [--runtime-dir DIR] [--json] [--timeout-ms MS] COMMAND\n"
+        "Usage: glove ctl [--runtime-dir DIR] [--json] [--timeout-ms TIME] COMMAND\n"
         "\n"
         "Talk to the local gloved control service.\n"
         "\n"
         "Commands:\n"
-        "  capabilities                       advertised methods and schema versions\n"
+        "  capabilities                       advertised methods and schema versions, and why\n"
+        "                                     lifecycle methods are not advertised when they are not\n"
         "  plan --template ID [--profile ID] [--egress ID] [--tool-policy ID]\n"
         "       [--expires-in DURATION] [--policy FILE]\n"
         "                                     print a canonical plan made from the session policy file\n"
         "                                     (default $XDG_CONFIG_HOME/glove/session-policy.json; expiry\n"
         "                                     60s; no gloved, no secret, no grants)\n"
+        "\n"
+        "TIME and DURATION are a whole number with a unit ms, s, m or h (500ms, 30s, 5m, 2h);\n"
+        "a bare number is milliseconds for TIME, seconds for DURATION.\n"
         "  validate-plan FILE                 check a canonical plan against the session policy\n"
         "  create-session --session-id ID --idempotency-key KEY\n"
         "                 --controller-digest HEX --plan FILE\n"
@@ -51,7 +55,7 @@ static const char usage_text[] =
         "  resize ID ROWS COLS                set the session's terminal size (1..10000 each)\n"
         "  signal ID NAME                     send a signal: HUP INT QUIT TERM KILL USR1 USR2 CONT\n"
         "                                     TSTP WINCH (with or without SIG)\n"
-        "  stop ID [--grace MS]               SIGTERM, then SIGKILL after MS (0..600000, default 5000)\n"
+        "  stop ID [--grace TIME]             SIGTERM, then SIGKILL after TIME (0..10m, default 5s)\n"
         "  cleanup ID                         remove what an ended session's cleanup policies say\n"
         "  sessions                           every session with its state and age\n"
         "\n"
@@ -59,7 +63,7 @@ static const char usage_text[] =
         "  --runtime-dir DIR   where gloved.sock and bootstrap-secret are (default $XDG_RUNTIME_DIR/glove)\n"
         "  --json              print the raw result as one line of JSON (attach: the attach result,\n"
         "                      then every notification gloved pushes, one line each)\n"
-        "  --timeout-ms MS     give up after MS milliseconds per call (default 30000)\n"
+        "  --timeout-ms TIME   give up after TIME per call (default 30s)\n"
         "  -h, --help          show this help\n"
         "\n"
         "Exit status: 0 success, 1 refused by gloved, 125 gloved unreachable or usage error;\n"
@@ -92,7 +96,18 @@ int ctl_failure(const struct glove_error *e) {
 }
 
 int ctl_refused(const struct glove_protocol_remote_error *r) {
-        fprintf(stderr, "glove: %s: %s\n", shown(r->code), shown(r->message));
+        /* A method gloved has but was started without: what to do. */
+        const char *reason = json_string_value(json_object_get(r->data, "reason"));
+        const char *hint = "";
+        if (strcmp(r->code, "method_not_found") == 0 && reason) {
+                if (strcmp(reason, "option_missing") == 0)
+                        hint = "; what to do: restart gloved with every option (glove doctor prints the "
+                               "command line; glove daemon install writes it into the user unit)";
+                else if (strcmp(reason, "runtime_not_operational") == 0)
+                        hint = "; what to do: run gloved with delegated cgroups (glove daemon install: its "
+                               "unit delegates them; glove doctor's cgroup_delegation item says more)";
+        }
+        fprintf(stderr, "glove: %s: %s%s\n", shown(r->code), shown(r->message), hint);
         return GLOVE_CTL_EXIT_REFUSED;
 }
 
@@ -165,7 +180,13 @@ static void print_capabilities(const json_t *r) {
                 printf("policy revision: %lld\n", (long long)json_integer_value(rev));
         else
                 printf("policy revision: none\n");
-        printf("lifecycle operational: %s\n", json_is_true(json_object_get(r, "lifecycle_operational")) ? "yes" : "no");
+        const char *why = json_string_value(json_object_get(r, "lifecycle_reason"));
+        if (json_is_true(json_object_get(r, "lifecycle_operational")))
+                printf("lifecycle operational: yes\n");
+        else if (why)
+                printf("lifecycle operational: no (%s)\n", shown(why));
+        else
+                printf("lifecycle operational: no\n");
         print_list("managed runtime ids", json_object_get(r, "managed_runtime_ids"));
 }
 
@@ -381,13 +402,11 @@ int glove_ctl_main(int argc, char **argv) {
                 } else if (strcmp(a, "--runtime-dir") == 0 && i + 1 < argc) {
                         c.runtime_dir = argv[++i];
                 } else if (strcmp(a, "--timeout-ms") == 0 && i + 1 < argc) {
-                        json_int_t t = 0;
-                        int r = parse_count(argv[++i], "--timeout-ms", 3600000, &t);
-                        if (r)
-                                return r;
-                        if (t < 1)
-                                return usage_error("--timeout-ms must be at least 1");
-                        c.timeout_ms = (uint64_t)t;
+                        const char *t = argv[++i];
+                        if (glove_duration_parse_ms(t, 1, 1, 3600000, &c.timeout_ms) < 0)
+                                return usage_error("--timeout-ms %s: expected a duration from 1ms to 1h; %s, or a bare "
+                                                   "number of milliseconds",
+                                                   t, GLOVE_DURATION_FORMS);
                 } else {
                         return usage_error("unknown option \"%s\"", a);
                 }

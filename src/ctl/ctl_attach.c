@@ -469,8 +469,9 @@ static int run_attached(struct attach *a, int sfd) {
         if (r < 0)
                 return ctl_failure(&err);
         if (r == 1) {
+                r = ctl_refused(&remote);
                 json_decref(remote.data);
-                return ctl_refused(&remote);
+                return r;
         }
         if (a->tty) {
                 if (raw_terminal() < 0)

@@ -31,6 +31,9 @@ __attribute__((format(printf, 1, 2))) int ctl_usage_error(const char *fmt, ...);
 const char *ctl_shown(const char *s);
 /* "glove: CODE: MESSAGE" on stderr; return 125 / 1. */
 int ctl_failure(const struct glove_error *e);
+/* A refusal: "glove: CODE: MESSAGE" on stderr, and for a method_not_found
+ * whose data.reason is option_missing or runtime_not_operational, what to
+ * do; r->data is read, not released. Returns 1. */
 int ctl_refused(const struct glove_protocol_remote_error *r);
 /* Prints v as one line of compact JSON with sorted keys; 0 or 125. */
 int ctl_print_json(const json_t *v);

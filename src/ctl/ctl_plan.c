@@ -36,30 +36,6 @@ static int plan_error(const char *code, const char *fmt, ...) {
         return 125;
 }
 
-/* DURATION: an integer with a unit ms, s (also without a unit), m or h;
- * 1 ms .. 24 h. */
-static int parse_duration(const char *v, uint64_t *ms) {
-        size_t n = strspn(v, "0123456789");
-        if (n == 0 || n > 9)
-                return -EINVAL;
-        char digits[16];
-        memcpy(digits, v, n);
-        digits[n] = '\0';
-        uint64_t x;
-        if (glove_number_parse_u64(digits, 0, 1, 999999999, &x) < 0)
-                return -EINVAL;
-        const char *u = v + n;
-        uint64_t mult = strcmp(u, "ms") == 0                      ? 1
-                        : strcmp(u, "s") == 0 || *u == '\0'       ? 1000
-                        : strcmp(u, "m") == 0                     ? 60000
-                        : strcmp(u, "h") == 0                     ? 3600000
-                                                                  : 0;
-        if (!mult || x > 86400000 / mult)
-                return -EINVAL;
-        *ms = x * mult;
-        return 0;
-}
-
 /* The entry of array a whose member key is id, or NULL. */
 static json_t *find_by(const json_t *a, const char *key, const char *id) {
         size_t i;
@@ -161,8 +137,11 @@ int ctl_plan_run(const struct ctl *c) {
         if (!tmpl)
                 return ctl_usage_error("plan needs --template ID");
         uint64_t ttl;
-        if (parse_duration(expires, &ttl) < 0)
-                return ctl_usage_error("--expires-in needs a duration such as 60s, 500ms, 2m (1 ms to 24 h)");
+        /* A bare number is seconds here (1 ms .. 24 h). */
+        if (glove_duration_parse_ms(expires, 1000, 1, 86400000, &ttl) < 0)
+                return ctl_usage_error("--expires-in %s: expected a duration from 1ms to 24h; %s, or a bare number of "
+                                       "seconds",
+                                       expires, GLOVE_DURATION_FORMS);
         char path[4096];
         if (!policy) {
                 if (default_policy(path, sizeof(path)) < 0)
@@ -174,7 +153,7 @@ int ctl_plan_run(const struct ctl *c) {
         struct glove_error e = { 0 };
         struct glove_supervisor_policy *loaded = NULL;
         if (glove_supervisor_policy_load(policy, geteuid(), &loaded, &e) < 0)
-                return plan_error(e.code, "%s: %s", policy, e.message);
+                return plan_error(e.code, "%s", e.message); /* it names the file */
         int64_t max_ttl = glove_supervisor_policy_max_plan_ttl_ms(loaded);
         int64_t revision = glove_supervisor_policy_revision(loaded);
         glove_supervisor_policy_free(loaded);

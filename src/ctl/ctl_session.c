@@ -121,8 +121,13 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
                 json_int_t grace = 5000;
                 if ((r = parse_cmdline(c, 1, names, flags, v, 1, &cl)))
                         return r;
-                if (v[0] && (r = parse_range(v[0], "--grace", 0, 600000, &grace)))
-                        return r;
+                uint64_t g;
+                if (v[0] && glove_duration_parse_ms(v[0], 1, 0, 600000, &g) < 0)
+                        return ctl_usage_error("--grace %s: expected a duration from 0 to 10m; %s, or a bare number "
+                                               "of milliseconds",
+                                               v[0], GLOVE_DURATION_FORMS);
+                if (v[0])
+                        grace = (json_int_t)g;
                 *method = "stop_session";
                 *params = json_pack("{s:s,s:I}", "session_id", cl.pos[0], "grace_ms", grace);
                 return 0;
@@ -295,8 +300,9 @@ int ctl_session_run(const struct ctl *c) {
         if (r < 0)
                 return ctl_failure(&err);
         if (r == 1) {
+                r = ctl_refused(&remote);
                 json_decref(remote.data);
-                return ctl_refused(&remote);
+                return r;
         }
         if (c->json)
                 r = ctl_print_json(result);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -34,7 +35,9 @@ static const char usage_text[] =
         "\n"
         "Installs and controls gloved as a systemd user service (gloved.service,\n"
         "optionally socket-activated by gloved.socket). gloved is the one next to\n"
-        "this glove; the unit binds it to the XDG directories and the session policy.\n"
+        "this glove (for a glove in a build tree, an installed gloved in PATH when\n"
+        "there is one); the unit binds it to the XDG directories and the session\n"
+        "policy.\n"
         "\n"
         "Commands:\n"
         "  install [--socket] [--write-only]\n"
@@ -47,6 +50,9 @@ static const char usage_text[] =
         "                     keep running and are adopted by the next gloved)\n"
         "  status [--json]    installed, up to date, enabled and active states\n"
         "\n"
+        "Without a systemd user manager, start and stop say so (daemon.no_user_manager)\n"
+        "and start prints the command that runs gloved directly.\n"
+        "\n"
         "Options:\n"
         "  --socket           also install gloved.socket (socket activation)\n"
         "  --write-only       write the unit files only; reload or enable nothing\n"
@@ -54,7 +60,8 @@ static const char usage_text[] =
         "  -h, --help         show this help\n"
         "\n"
         "Exit status: 0 done (status: gloved is active), 3 status: not active,\n"
-        "1 systemctl or a file operation failed, 125 usage or layout error.\n";
+        "1 systemctl or a file operation failed, or no user manager runs, 125 usage or\n"
+        "layout error.\n";
 
 /* ---- layout ---- */
 
@@ -67,10 +74,16 @@ static int xdg_dir(const char *env, const char *home_rel, const char *leaf, char
                 n = asprintf(&joined, "%s/%s", base, leaf);
         else if (home_rel && home && home[0] == '/')
                 n = asprintf(&joined, "%s/%s/%s", home, home_rel, leaf);
+        else if (!home_rel)
+                /* As glove setup says it (host.no_runtime_dir). */
+                return glove_error_set(err, EINVAL, "daemon.no_default_dir",
+                                       "$%s is not set to an absolute path; gloved keeps its socket there: log in "
+                                       "through a session that sets it (pam_systemd: /run/user/%u), or set %s to an "
+                                       "owner-only directory of yours",
+                                       env, (unsigned)geteuid(), env);
         else
                 return glove_error_set(err, EINVAL, "daemon.no_default_dir",
-                                       "$%s is not set to an absolute path%s", env,
-                                       home_rel ? " and $HOME is not absolute either" : "");
+                                       "$%s is not set to an absolute path and $HOME is not absolute either", env);
         if (n < 0) {
                 joined = NULL;
                 return glove_error_set(err, ENOMEM, "daemon.no_default_dir", "out of memory");
@@ -86,26 +99,10 @@ static int join(char **out, const char *dir, const char *name) {
         return 0;
 }
 
-static int resolve_gloved(const char *self_exe, char **out, struct glove_error *err) {
-        char self[PATH_MAX];
-        if (!self_exe) {
-                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-                if (n < 0 || (size_t)n >= sizeof(self) - 1)
-                        return glove_error_set(err, n < 0 ? errno : ENAMETOOLONG, "daemon.no_gloved",
-                                               "cannot read /proc/self/exe");
-                self[n] = '\0';
-        } else if ((size_t)snprintf(self, sizeof(self), "%s", self_exe) >= sizeof(self)) {
-                return glove_error_set(err, ENAMETOOLONG, "daemon.no_gloved", "%s: path too long", self_exe);
-        }
-        char *slash = strrchr(self, '/');
-        if (self[0] != '/' || !slash)
-                return glove_error_set(err, EINVAL, "daemon.no_gloved", "%s is not an absolute path", self);
-        slash[1] = '\0';
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "%sgloved", self) < 0) {
-                path = NULL;
-                return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
-        }
+/* check_gloved: 0 when path is a regular executable file, owned by root or
+ * the caller, not writable by group or others; else -errno with err set
+ * ("daemon.no_gloved"). */
+static int check_gloved(const char *path, struct glove_error *err) {
         _cleanup_close_ int fd = -1;
         struct glove_error oe = { 0 };
         int r = glove_fd_open_nofollow(path, O_PATH, &fd, &oe);
@@ -122,12 +119,99 @@ static int resolve_gloved(const char *self_exe, char **out, struct glove_error *
         if (st.st_uid != 0 && st.st_uid != geteuid())
                 return glove_error_set(err, EPERM, "daemon.no_gloved", "%s is owned by uid %u, neither root nor you",
                                        path, (unsigned)st.st_uid);
+        return 0;
+}
+
+/* is_build_tree: dir (absolute, with a trailing slash) is the top of a meson
+ * build directory (it holds build.ninja and meson-private/). */
+static bool is_build_tree(const char *dir) {
+        char p[PATH_MAX];
+        struct stat st;
+        if ((size_t)snprintf(p, sizeof(p), "%sbuild.ninja", dir) >= sizeof(p) || lstat(p, &st) < 0 ||
+            !S_ISREG(st.st_mode))
+                return false;
+        return (size_t)snprintf(p, sizeof(p), "%smeson-private", dir) < sizeof(p) && lstat(p, &st) == 0 &&
+               S_ISDIR(st.st_mode);
+}
+
+/* installed_gloved: the first DIR/gloved of $PATH (absolute entries only)
+ * that passes check_gloved, whose DIR is no build tree and is owned by root
+ * or the caller and not writable by group or others; NULL when none (or out
+ * of memory). Owned by the caller. */
+static char *installed_gloved(void) {
+        const char *path = getenv("PATH");
+        if (!path)
+                return NULL;
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return NULL;
+        char *save = NULL;
+        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                if (d[0] != '/')
+                        continue;
+                char dir[PATH_MAX];
+                size_t n = strlen(d);
+                if ((size_t)snprintf(dir, sizeof(dir), "%s%s", d, d[n - 1] == '/' ? "" : "/") >= sizeof(dir) ||
+                    is_build_tree(dir))
+                        continue;
+                struct stat st;
+                if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+                    (st.st_uid != 0 && st.st_uid != geteuid()))
+                        continue;
+                char *cand = NULL;
+                if (asprintf(&cand, "%sgloved", dir) < 0)
+                        return NULL;
+                struct glove_error ignored = { 0 };
+                if (check_gloved(cand, &ignored) == 0)
+                        return cand;
+                free(cand);
+        }
+        return NULL;
+}
+
+static int resolve_gloved(const char *self_exe, char **out, char **build_tree, struct glove_error *err) {
+        char self[PATH_MAX];
+        if (!self_exe) {
+                ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+                if (n < 0 || (size_t)n >= sizeof(self) - 1)
+                        return glove_error_set(err, n < 0 ? errno : ENAMETOOLONG, "daemon.no_gloved",
+                                               "cannot read /proc/self/exe");
+                self[n] = '\0';
+        } else if ((size_t)snprintf(self, sizeof(self), "%s", self_exe) >= sizeof(self)) {
+                return glove_error_set(err, ENAMETOOLONG, "daemon.no_gloved", "%s: path too long", self_exe);
+        }
+        char *slash = strrchr(self, '/');
+        if (self[0] != '/' || !slash)
+                return glove_error_set(err, EINVAL, "daemon.no_gloved", "%s is not an absolute path", self);
+        slash[1] = '\0';
+        if (is_build_tree(self)) {
+                /* make clean removes a build tree's gloved: prefer an
+                 * installed one. */
+                slash[0] = '\0';
+                *build_tree = strdup(self);
+                slash[0] = '/';
+                if (!*build_tree)
+                        return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
+                char *inst = installed_gloved();
+                if (inst) {
+                        *out = inst;
+                        return 0;
+                }
+        }
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%sgloved", self) < 0) {
+                path = NULL;
+                return glove_error_set(err, ENOMEM, "daemon.no_gloved", "out of memory");
+        }
+        int r = check_gloved(path, err);
+        if (r < 0)
+                return r;
         *out = TAKE_PTR(path);
         return 0;
 }
 
 void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l) {
-        char **all[] = { &l->gloved, &l->unit_dir, &l->runtime_dir, &l->state_dir, &l->config_dir,
+        char **all[] = { &l->gloved, &l->build_tree, &l->unit_dir, &l->runtime_dir, &l->state_dir, &l->config_dir,
                          &l->policy, &l->store, &l->mroot, &l->listen };
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(all); i++) {
                 free(*all[i]);
@@ -138,7 +222,7 @@ void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l) {
 int glove_host_daemon_layout_resolve(const char *self_exe, struct glove_host_daemon_layout *l,
                                      struct glove_error *err) {
         *l = (struct glove_host_daemon_layout){ 0 };
-        int r = resolve_gloved(self_exe, &l->gloved, err);
+        int r = resolve_gloved(self_exe, &l->gloved, &l->build_tree, err);
         if (r == 0)
                 r = xdg_dir("XDG_CONFIG_HOME", ".config", "systemd/user", &l->unit_dir, err);
         if (r == 0)
@@ -230,8 +314,37 @@ static int substitute(const char *tmpl, const char *const kv[][2], size_t nkv, c
         return 0;
 }
 
-int glove_host_daemon_render_service(const struct glove_host_daemon_layout *l, unsigned systemd_version,
-                                     char **out, struct glove_error *err) {
+/* One word quoted for a POSIX shell: plain as for systemd, else in single
+ * quotes (a ' written '\''). Control characters are refused as for a unit. */
+static int shell_quote(const char *word, char **out, struct glove_error *err) {
+        _cleanup_free_ char *plain = NULL;
+        int r = glove_host_systemd_quote(word, &plain, err);
+        if (r < 0)
+                return r;
+        if (plain[0] != '"') {
+                *out = TAKE_PTR(plain);
+                return 0;
+        }
+        char *buf = malloc(4 * strlen(word) + 3);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "daemon.render", "out of memory");
+        char *w = buf;
+        *w++ = '\'';
+        for (const char *p = word; *p; p++) {
+                if (*p == '\'') {
+                        memcpy(w, "'\\''", 4);
+                        w += 4;
+                } else
+                        *w++ = *p;
+        }
+        *w++ = '\'';
+        *w = '\0';
+        *out = buf;
+        return 0;
+}
+
+int glove_host_daemon_command_line(const struct glove_host_daemon_layout *l, enum glove_host_quoting quoting,
+                                   char **out, struct glove_error *err) {
         const char *words[] = { l->gloved,
                                 "--runtime-dir", l->runtime_dir,
                                 "--state-dir", l->state_dir,
@@ -241,7 +354,7 @@ int glove_host_daemon_render_service(const struct glove_host_daemon_layout *l, u
         /* systemd reads "$$" and backslash escapes back in arguments but not
          * in the executable's name: such a name would make the unit run
          * another file than the one install checked. */
-        const char *bad = strpbrk(l->gloved, "$\"'\\");
+        const char *bad = quoting == GLOVE_HOST_QUOTE_SYSTEMD ? strpbrk(l->gloved, "$\"'\\") : NULL;
         if (bad)
                 return glove_error_set(err, EINVAL, "daemon.bad_path",
                                        "%s: a unit cannot name an executable whose path holds '%c' (systemd would run "
@@ -255,7 +368,8 @@ int glove_host_daemon_render_service(const struct glove_host_daemon_layout *l, u
                 return glove_error_set(err, ENOMEM, "daemon.render", "out of memory");
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(words); i++) {
                 _cleanup_free_ char *q = NULL;
-                int r = glove_host_systemd_quote(words[i], &q, err);
+                int r = quoting == GLOVE_HOST_QUOTE_SYSTEMD ? glove_host_systemd_quote(words[i], &q, err)
+                                                            : shell_quote(words[i], &q, err);
                 if (r < 0)
                         return r;
                 fprintf(f, "%s%s", i ? " " : "", q);
@@ -265,6 +379,16 @@ int glove_host_daemon_render_service(const struct glove_host_daemon_layout *l, u
                 return glove_error_set(err, ENOMEM, "daemon.render", "out of memory");
         }
         f = NULL;
+        *out = TAKE_PTR(exec);
+        return 0;
+}
+
+int glove_host_daemon_render_service(const struct glove_host_daemon_layout *l, unsigned systemd_version,
+                                     char **out, struct glove_error *err) {
+        _cleanup_free_ char *exec = NULL;
+        int r = glove_host_daemon_command_line(l, GLOVE_HOST_QUOTE_SYSTEMD, &exec, err);
+        if (r < 0)
+                return r;
         char subgroup[256];
         if (systemd_version >= GLOVE_HOST_SYSTEMD_SUBGROUP_MIN)
                 snprintf(subgroup, sizeof(subgroup), "DelegateSubgroup=%s", GLOVE_HOST_DELEGATE_SUBGROUP);
@@ -395,6 +519,46 @@ static int user_systemctl(const char *a1, const char *a2, const char *a3, const 
         return -1;
 }
 
+/* 0 when a Unix socket at dir/name accepts a connection, else -errno. */
+static int socket_answers(const char *dir, const char *name) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : -errno;
+}
+
+/*
+ * True when `systemctl --user` certainly has no manager to talk to, with
+ * why (at most cap bytes): it connects to $XDG_RUNTIME_DIR/systemd/private,
+ * else to the session bus ($DBUS_SESSION_BUS_ADDRESS, else
+ * $XDG_RUNTIME_DIR/bus). False when one of them answers, or when
+ * $DBUS_SESSION_BUS_ADDRESS names a bus this cannot judge (systemctl then
+ * says itself). Connects only: nothing is sent.
+ */
+static bool no_user_manager(char *why, size_t cap) {
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+        const char *bus = getenv("DBUS_SESSION_BUS_ADDRESS");
+        bool no_bus_var = !bus || !bus[0];
+        if (!rt || rt[0] != '/') {
+                if (!no_bus_var)
+                        return false;
+                snprintf(why, cap, "neither $XDG_RUNTIME_DIR nor $DBUS_SESSION_BUS_ADDRESS is set");
+                return true;
+        }
+        int priv = socket_answers(rt, "systemd/private");
+        if (priv == 0 || !no_bus_var)
+                return false;
+        int sess = socket_answers(rt, "bus");
+        if (sess == 0)
+                return false;
+        snprintf(why, cap, "%s/systemd/private: %s; %s/bus: %s; $DBUS_SESSION_BUS_ADDRESS is not set", rt,
+                 strerror(-priv), rt, strerror(-sess));
+        return true;
+}
+
 /* ---- files ---- */
 
 /* Opens dir (creating missing components 0700), walking without following
@@ -508,6 +672,18 @@ static int cmd_install(const struct glove_host_daemon_layout *l, bool socket, bo
         if (r < 0)
                 return fail(&err, EXIT_FAILED);
         printf("%s %s/%s (gloved %s)\n", r ? "unchanged" : "wrote", l->unit_dir, GLOVE_HOST_DAEMON_SERVICE, l->gloved);
+        if (l->build_tree) {
+                size_t n = strlen(l->build_tree);
+                if (strncmp(l->gloved, l->build_tree, n) == 0 && l->gloved[n] == '/')
+                        fprintf(stderr,
+                                "glove: warning: daemon.build_tree_gloved: the unit runs %s, inside the build tree "
+                                "%s, which make clean removes (the service then fails to start); to avoid it: make "
+                                "install (PREFIX/bin in PATH), then glove daemon install again\n",
+                                l->gloved, l->build_tree);
+                else
+                        printf("gloved: the installed %s, found in PATH, not the build tree's %s/gloved\n", l->gloved,
+                               l->build_tree);
+        }
         if (socket) {
                 r = write_unit(dfd, l->unit_dir, GLOVE_HOST_DAEMON_SOCKET, sock, &err);
                 if (r < 0)
@@ -564,8 +740,33 @@ static int cmd_uninstall(const struct glove_host_daemon_layout *l) {
         return rc;
 }
 
+/* Prints daemon.no_user_manager for start (with the command that runs
+ * gloved without one) or stop; returns EXIT_FAILED. */
+static int no_manager_error(const struct glove_host_daemon_layout *l, bool start, const char *why) {
+        if (!start) {
+                fprintf(stderr,
+                        "glove: daemon.no_user_manager: no systemd user manager runs for uid %u (%s), so no %s runs "
+                        "to stop; a gloved you ran yourself stops on SIGTERM (kill its pid)\n",
+                        (unsigned)geteuid(), why, GLOVE_HOST_DAEMON_SERVICE);
+                return EXIT_FAILED;
+        }
+        struct glove_error err = { 0 };
+        _cleanup_free_ char *cmd = NULL;
+        if (glove_host_daemon_command_line(l, GLOVE_HOST_QUOTE_SHELL, &cmd, &err) < 0)
+                return fail(&err, EXIT_FAILED);
+        fprintf(stderr,
+                "glove: daemon.no_user_manager: no systemd user manager runs for uid %u (%s), so %s cannot be "
+                "started; log in through a session that starts one (pam_systemd; loginctl enable-linger for one "
+                "that outlives the login), or run gloved directly (glove setup first): %s\n",
+                (unsigned)geteuid(), why, GLOVE_HOST_DAEMON_SERVICE, cmd);
+        return EXIT_FAILED;
+}
+
 static int cmd_start_stop(const struct glove_host_daemon_layout *l, bool start) {
         struct glove_error err = { 0 };
+        char why[PATH_MAX * 2 + 256];
+        if (no_user_manager(why, sizeof(why)))
+                return no_manager_error(l, start, why);
         _cleanup_close_ int dfd = -1;
         if (open_unit_dir(l->unit_dir, false, &dfd, &err) < 0 && err.errnum != ENOENT)
                 return fail(&err, EXIT_FAILED);
@@ -648,8 +849,12 @@ static int cmd_status(const struct glove_host_daemon_layout *l, bool as_json) {
                                json_string_value(json_object_get(u[i], "active")));
                 }
                 printf("unit directory: %s\ngloved: %s\n", l->unit_dir, l->gloved);
-                if (why[0])
+                if (why[0]) {
                         printf("user manager unreachable: %s\n", why);
+                        _cleanup_free_ char *cmd = NULL;
+                        if (glove_host_daemon_command_line(l, GLOVE_HOST_QUOTE_SHELL, &cmd, &err) == 0)
+                                printf("without one, run gloved directly: %s\n", cmd);
+                }
         }
         return svc_active ? 0 : EXIT_NOT_ACTIVE;
 }

@@ -20,6 +20,7 @@
 #include "glove/store/dirs.h"
 #include "glove/store/receipts.h"
 #include "glove/host/config.h"
+#include "glove/host/daemon.h"
 #include "glove/host/dirs.h"
 #include "glove/supervisor/policy.h"
 
@@ -46,15 +47,22 @@ static const char usage_text[] =
         "  session_policy     CONFIG/session-policy.json loads with gloved's loader,\n"
         "                     adapter_command_digest of every launch template verified\n"
         "  path_roots         CONFIG/config.json is valid\n"
-        "  gloved             reachable at RUNTIME/gloved.sock, and what it advertises\n"
+        "  gloved             reachable at RUNTIME/gloved.sock, what it advertises, and\n"
+        "                     whether it can run managed sessions (else the command\n"
+        "                     line it should run with, the user unit's ExecStart=)\n"
         "\n"
         "Options:\n"
         "  --json      print {\"items\":[{\"detail\",\"fix\",\"item\",\"required\",\"status\"}],\n"
-        "              \"ready\":BOOL,\"uid\":N} on stdout (fix null when ok)\n"
+        "              \"ready\":BOOL,\"uid\":N,\"verdict\":\"ready\"|\"degraded\"|\"not_ready\"}\n"
+        "              on stdout (fix null when ok; ready: every needed item ok)\n"
         "  -h, --help  show this help\n"
         "\n"
-        "Exit status: 0 when every item a default glove exec needs (marked needed) is\n"
-        "ok, 1 otherwise, 125 usage error.\n";
+        "The last line is the verdict for a default glove exec: ready (every needed\n"
+        "item ok), degraded (it runs, with a limits.degraded warning: cgroups are not\n"
+        "delegated to you, so memory and pids are not limited and CPU time only per\n"
+        "process) or not ready (it fails).\n"
+        "\n"
+        "Exit status: 0 ready or degraded, 1 not ready, 125 usage error.\n";
 
 static const char *const status_words[] = { "ok", "missing", "wrong" };
 
@@ -212,6 +220,26 @@ static void join_list(const json_t *a, const char *key, char *buf, size_t size) 
                 snprintf(buf, size, "none");
 }
 
+/* What to run for gloved, into buf: the user unit, or the command line
+ * of its ExecStart= to run directly (glove_host_daemon_command_line). */
+static void gloved_command(char *buf, size_t size, const char *lead) {
+        struct glove_host_daemon_layout l;
+        struct glove_error err = { 0 };
+        _cleanup_free_ char *cmd = NULL;
+        if (glove_host_daemon_layout_resolve(NULL, &l, &err) == 0) {
+                (void)glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SHELL, &cmd, &err);
+                glove_host_daemon_layout_free(&l);
+        }
+        if (cmd)
+                doctor_text(buf, size,
+                            "%s: glove daemon install, then glove daemon start (a systemd user service), or run it "
+                            "directly: %s",
+                            lead, cmd);
+        else
+                doctor_text(buf, size, "%s: glove daemon install, then glove daemon start (gloved's command line "
+                            "cannot be given here: %s: %s)", lead, err.code ? err.code : "daemon.layout", err.message);
+}
+
 static void check_gloved(struct doctor *d) {
         struct glove_host_doctor_item *it = next_item(d, "gloved", false);
         if (!d->runtime_ok) {
@@ -224,9 +252,7 @@ static void check_gloved(struct doctor *d) {
         int r = glove_protocol_client_open(d->dirs.runtime, GLOVED_TIMEOUT_MS, &c, &err);
         if (r < 0) {
                 char fix[GLOVE_HOST_DOCTOR_TEXT_MAX];
-                doctor_text(fix, sizeof(fix),
-                         "start it: gloved --session-policy %s (or glove daemon start once the user unit is "
-                         "installed)", d->dirs.policy);
+                gloved_command(fix, sizeof(fix), "start it");
                 doctor_item_set(it, strcmp(err.code ? err.code : "", "client.unreachable") == 0 ? GLOVE_HOST_DOCTOR_MISSING
                                                                                            : GLOVE_HOST_DOCTOR_WRONG,
                                 fix, "not reachable at %s/gloved.sock: %s: %s", d->dirs.runtime, err.code, err.message);
@@ -245,6 +271,7 @@ static void check_gloved(struct doctor *d) {
         const char *version = json_string_value(json_object_get(caps, "version"));
         json_t *rev = json_object_get(caps, "policy_revision");
         bool operational = json_is_true(json_object_get(caps, "lifecycle_operational"));
+        const char *why = json_string_value(json_object_get(caps, "lifecycle_reason"));
         char methods[512], runtimes[256], missing[512];
         join_list(json_object_get(caps, "methods"), NULL, methods, sizeof(methods));
         join_list(json_object_get(caps, "managed_runtime_ids"), NULL, runtimes, sizeof(runtimes));
@@ -256,14 +283,31 @@ static void check_gloved(struct doctor *d) {
                 snprintf(revword, sizeof(revword), "none");
         char detail[GLOVE_HOST_DOCTOR_TEXT_MAX];
         doctor_text(detail, sizeof(detail),
-                 "gloved %s at %s/gloved.sock: policy revision %s, lifecycle_operational %s, managed runtimes: %s, "
-                 "limits without a mechanism: %s; methods: %s",
-                 version ? version : "?", d->dirs.runtime, revword, operational ? "true" : "false", runtimes, missing,
-                 methods);
+                 "gloved %s at %s/gloved.sock: policy revision %s, lifecycle_operational %s%s%s%s, managed "
+                 "runtimes: %s, limits without a mechanism: %s; methods: %s",
+                 version ? version : "?", d->dirs.runtime, revword, operational ? "true" : "false",
+                 why ? " (" : "", why ? why : "", why ? ")" : "", runtimes, missing, methods);
         if (d->policy_revision >= 0 && json_is_integer(rev) && json_integer_value(rev) != d->policy_revision) {
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_WRONG,
                                 "gloved reads its policy only at start: restart it to load the file's revision",
                                 "%s; but %s has revision %lld", detail, d->dirs.policy, (long long)d->policy_revision);
+                return;
+        }
+        if (!operational) {
+                /* It answers, but create-session or start would be refused. */
+                char fix[GLOVE_HOST_DOCTOR_TEXT_MAX];
+                /* Limits without a mechanism: a runtime was built, but has no
+                 * delegated cgroup (capabilities, resource_mechanisms_missing). */
+                if (json_array_size(json_object_get(caps, "resource_mechanisms_missing")) > 0)
+                        doctor_text(fix, sizeof(fix),
+                                    "it cannot run managed sessions without delegated cgroups: run it as the user "
+                                    "unit (glove daemon install, then glove daemon start: its Delegate= gives "
+                                    "them), or have a cgroup delegated to uid %u (see cgroup_delegation)",
+                                    (unsigned)d->uid);
+                else
+                        gloved_command(fix, sizeof(fix),
+                                       "it cannot run managed sessions: stop it and start it with every option");
+                doctor_item_set(it, GLOVE_HOST_DOCTOR_WRONG, fix, "%s", detail);
                 return;
         }
         doctor_item_set(it, GLOVE_HOST_DOCTOR_OK, NULL, "%s", detail);
@@ -283,6 +327,17 @@ static bool ready(const struct doctor *d) {
         return true;
 }
 
+/* Not ready, but only for needed items a default glove exec runs without
+ * (degraded, with a limits.degraded warning). */
+static bool degraded(const struct doctor *d) {
+        if (ready(d))
+                return false;
+        for (size_t i = 0; i < d->n; i++)
+                if (d->items[i].required && d->items[i].status != GLOVE_HOST_DOCTOR_OK && !d->items[i].degrades)
+                        return false;
+        return true;
+}
+
 static void print_json(const struct doctor *d) {
         json_t *items = json_array();
         for (size_t i = 0; items && i < d->n; i++) {
@@ -291,7 +346,8 @@ static void print_json(const struct doctor *d) {
                                                        it->fix[0] ? it->fix : NULL, "item", it->name, "required",
                                                        it->required, "status", status_words[it->status]));
         }
-        json_t *o = json_pack("{s:o,s:b,s:I}", "items", items, "ready", ready(d), "uid", (json_int_t)d->uid);
+        json_t *o = json_pack("{s:o,s:b,s:I,s:s}", "items", items, "ready", ready(d), "uid", (json_int_t)d->uid,
+                              "verdict", ready(d) ? "ready" : degraded(d) ? "degraded" : "not_ready");
         if (o)
                 json_dumpf(o, stdout, JSON_COMPACT | JSON_SORT_KEYS);
         fputc('\n', stdout);
@@ -310,6 +366,20 @@ static void print_text(const struct doctor *d) {
         }
         if (ready(d)) {
                 puts("glove doctor: ready: everything a default glove exec needs is present");
+                return;
+        }
+        if (degraded(d)) {
+                fputs("glove doctor: degraded: a default glove exec runs, with a limits.degraded warning, without",
+                      stdout);
+                const char *sep = " ";
+                for (size_t i = 0; i < d->n; i++)
+                        if (d->items[i].required && d->items[i].status != GLOVE_HOST_DOCTOR_OK) {
+                                printf("%s%s (%s)", sep, d->items[i].name, status_words[d->items[i].status]);
+                                sep = ", ";
+                        }
+                puts(": memory and pids are not limited and CPU time only per process; delegated cgroups would "
+                     "add hard memory, pids and CPU-time limits on the whole sandbox (and allow --memory, --pids "
+                     "and --cpu-time)");
                 return;
         }
         fputs("glove doctor: not ready: a default glove exec needs", stdout);
@@ -369,5 +439,5 @@ int glove_host_doctor_main(int argc, char **argv) {
                 print_json(&d);
         else
                 print_text(&d);
-        return ready(&d) ? 0 : EXIT_NOT_READY;
+        return ready(&d) || degraded(&d) ? 0 : EXIT_NOT_READY;
 }

@@ -285,6 +285,9 @@ void doctor_probe_cgroup_delegation(struct glove_host_doctor_item *it) {
         }
         const char *why_default = "; without it glove exec runs degraded: memory and pids are not limited, CPU "
                                   "time only per process (RLIMIT_CPU), and --memory, --pids and --cpu-time are refused";
+        /* What glove exec degrades on (session.c: make_cgroup). */
+        it->degrades = err.code && (strcmp(err.code, "cgroup.not_delegated") == 0 ||
+                                    strcmp(err.code, "cgroup.unavailable") == 0);
         if (r == -EACCES)
                 doctor_item_set(it, GLOVE_HOST_DOCTOR_WRONG,
                                 "run Glove as root, or under a systemd unit with Delegate=memory pids cpu (as "

@@ -42,8 +42,9 @@ static const char explain_help[] =
         "for risky choices (docs/host.md lists them): writable aliases, retained_write,\n"
         "legacy direct_write, private egress targets, wide read-only or alias paths,\n"
         "paths that hold a harness home, credential-looking environment entries, large\n"
-        "quotas and limits, secret handles without a mount. Environment values are\n"
-        "never printed.\n"
+        "quotas and limits, secret handles without a mount, a staged closure (a\n"
+        "read-only DIR/closures/DIGEST of glove policy stage) that lacks an optional\n"
+        "dependency built for this host. Environment values are never printed.\n"
         "\n"
         "Options:\n"
         "  --file F     the policy file (absolute)\n"
@@ -132,6 +133,34 @@ static void print_list(const char *label, json_t *a) {
         putchar('\n');
 }
 
+/* Whether p names a closure glove policy stage wrote: .../closures/<64 hex>. */
+static bool staged_closure(const char *p) {
+        const char *b = strrchr(p, '/');
+        if (!b || strlen(b + 1) != GLOVE_DIGEST_SHA256_HEX_LEN || strspn(b + 1, "0123456789abcdef") != strlen(b + 1))
+                return false;
+        const char *c = b;
+        while (c > p && c[-1] != '/')
+                c--;
+        return (size_t)(b - c) == 8 && strncmp(c, "closures", 8) == 0;
+}
+
+struct missing_ctx {
+        struct ex *x;
+        const char *id, *closure, *jp;
+};
+
+static void optional_missing(void *ctx, const char *pkg, const char *dep) {
+        const struct missing_ctx *m = ctx;
+        const char *rel = pkg + strlen(m->closure);
+        while (*rel == '/')
+                rel++;
+        warn(m->x, "explain.optional_missing", m->jp,
+             "template %s: the staged closure %s lacks %s, an optional dependency of %s built for this host (%s) that "
+             "the package loads at run time: the runtime will fail to start; stage it again from a tree that has it "
+             "installed",
+             m->id, m->closure, dep, rel[0] ? rel : ".", policy_npm_host_platform());
+}
+
 static json_t *templates(struct ex *x, json_t *p) {
         json_t *out = json_array();
         size_t i;
@@ -188,6 +217,10 @@ static json_t *templates(struct ex *x, json_t *p) {
                                 warn(x, "explain.wide_read_only_path", jp,
                                      "template %s mounts %s read-only into every session: %s", id,
                                      json_string_value(v), why);
+                        if (staged_closure(json_string_value(v))) {
+                                struct missing_ctx m = { x, id, json_string_value(v), jp };
+                                policy_npm_closure_missing(json_string_value(v), optional_missing, &m);
+                        }
                 }
                 json_array_foreach(json_object_get(l, "environment"), k, v) {
                         snprintf(jp, sizeof(jp), "$.runtime_templates[%zu].launch.environment[%zu]", i, k);

@@ -30,6 +30,26 @@ bool policy_harness_home_overlap(const char *path, const char **which);
 int policy_file_options(const char *cmd, const char *help, int argc, char **argv, bool allow_json, const char **file,
                         bool *json);
 
+/* This host's platform as npm's platform packages name it: "linux-" and
+ * node's process.arch for the machine ("linux-x64", "linux-arm64"). Static. */
+const char *policy_npm_host_platform(void);
+
+/* Whether optional dependency name (with its version spec, which may be
+ * NULL, e.g. "npm:@openai/codex@0.169.0-linux-x64") is a platform package
+ * built for this host: its name or spec has the words "linux" and this
+ * host's architecture (and not "android", nor "musl" on a glibc host).
+ * "fsevents" or "@img/sharp-darwin-arm64" are not. */
+bool policy_npm_dep_for_host(const char *name, const char *spec);
+
+/* Walks the directory tree root (absolute; no link followed; at most
+ * 100000 directories, 64 deep) and, for every package directory in it (root,
+ * node_modules/NAME, node_modules/@SCOPE/NAME) whose package.json declares
+ * an optional dependency for this host (policy_npm_dep_for_host) that does
+ * not resolve inside root as node would resolve it, calls fn(ctx, package
+ * directory, dependency name) when fn is not NULL. Returns how many. */
+size_t policy_npm_closure_missing(const char *root, void (*fn)(void *ctx, const char *pkg, const char *dep),
+                                  void *ctx);
+
 /* The five subcommands; argv[0] is the subcommand's name. */
 int policy_detect_main(int argc, char **argv);
 int policy_stage_main(int argc, char **argv);

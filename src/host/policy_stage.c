@@ -24,6 +24,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
+#include "glove/base/json.h"
 #include "glove/base/path.h"
 #include "glove/store/dirs.h"
 #include "glove/supervisor/adapter.h"
@@ -54,7 +55,10 @@ static const char stage_help[] =
         "               entry point; the closure is the package with every\n"
         "               dependency and optional dependency, transitively, resolved\n"
         "               as node does, all inside one root: the node_modules\n"
-        "               directory holding the package (or the package itself)\n"
+        "               directory holding the package (or the package itself);\n"
+        "               an optional dependency built for this host (a platform\n"
+        "               package such as @openai/codex-linux-x64) that is not\n"
+        "               installed there is refused (stage.optional_missing)\n"
         "  file         PATH is one regular executable file outside any package\n"
         "Nothing is read from a harness home (~/.codex, ~/.claude, ~/.claude.json,\n"
         "~/.pi, ~/.copilot, ~/.config/opencode, ~/.local/share/opencode). Links are\n"
@@ -72,6 +76,7 @@ static const char stage_help[] =
         "Options:\n"
         "  --runtime ID      claude-code, codex, copilot, opencode or pi\n"
         "  --source PATH     the package directory, a file in it, or one executable\n"
+        "                    (relative to the working directory, or absolute)\n"
         "  --directory DIR   the protected directory\n"
         "  --dry-run         check and hash everything, report what would be copied\n"
         "                    (packages, files, bytes, digest); write nothing\n"
@@ -111,6 +116,8 @@ struct stage {
         char *pkgs[STAGE_MAX_PACKAGES]; /* package dirs relative to root ("" = root) */
         size_t n_pkgs;
         size_t optional_missing;
+        char host_missing[1024]; /* "DEP (of PKG), ..." built for this host, not installed */
+        size_t n_host_missing;
         /* the copy */
         struct entry *entries;
         size_t n_entries, cap_entries;
@@ -276,9 +283,16 @@ static json_t *read_package_json(const char *dir, struct glove_error *err) {
                 return NULL;
         json_error_t je;
         json_t *j = json_loadb(buf, len, 0, &je);
+        if (!j) {
+                size_t line, col;
+                glove_json_line_column(buf, len, je.position > 0 ? (size_t)je.position - 1 : 0, &line, &col);
+                glove_error_set(err, EINVAL, "stage.unsupported", "%s: invalid JSON at line %zu, column %zu: %s",
+                                host_shown(p), line, col, host_shown(je.text));
+                return NULL;
+        }
         if (!json_is_object(j)) {
                 json_decref(j);
-                glove_error_set(err, EINVAL, "stage.unsupported", "%s: not a JSON object: %s", p, je.text);
+                glove_error_set(err, EINVAL, "stage.unsupported", "%s: not a JSON object", host_shown(p));
                 return NULL;
         }
         return j;
@@ -315,8 +329,10 @@ static int add_package(struct stage *s, const char *abs, struct glove_error *err
         return 1;
 }
 
-/* Resolves dependency name from package dir q as node does, beneath root. */
-static int resolve_dep(struct stage *s, const char *q, const char *name, bool optional, struct glove_error *err) {
+/* Resolves dependency name (version spec spec, may be NULL) from package
+ * dir q as node does, beneath root. */
+static int resolve_dep(struct stage *s, const char *q, const char *name, const char *spec, bool optional,
+                       struct glove_error *err) {
         if (!npm_name_ok(name))
                 return glove_error_set(err, EINVAL, "stage.unsupported", "%s: dependency name \"%s\" is not an npm "
                                                                          "package name", q, name);
@@ -353,6 +369,18 @@ static int resolve_dep(struct stage *s, const char *q, const char *name, bool op
         }
         if (optional) {
                 s->optional_missing++;
+                /* A platform package built for this host: the package
+                 * loads it at run time (codex its native binary). */
+                if (policy_npm_dep_for_host(name, spec)) {
+                        size_t used = strlen(s->host_missing);
+                        const char *of = q + strlen(s->root);
+                        while (*of == '/')
+                                of++;
+                        if (used + 1 < sizeof(s->host_missing))
+                                snprintf(s->host_missing + used, sizeof(s->host_missing) - used, "%s%s (of %s)",
+                                         used ? ", " : "", name, of[0] ? of : s->top);
+                        s->n_host_missing++;
+                }
                 return 0;
         }
         return glove_error_set(err, ENOENT, "stage.not_single_root",
@@ -376,12 +404,19 @@ static int walk_dependencies(struct stage *s, struct glove_error *err) {
                         const char *name;
                         json_t *v;
                         json_object_foreach(deps, name, v) {
-                                int r = resolve_dep(s, q, name, k == 1, err);
+                                int r = resolve_dep(s, q, name, json_string_value(v), k == 1, err);
                                 if (r < 0)
                                         return r;
                         }
                 }
         }
+        if (s->n_host_missing)
+                return glove_error_set(err, ENOENT, "stage.optional_missing",
+                                       "optional dependencies built for this host (%s), which the package loads at run "
+                                       "time, are not installed beneath %s: %s; the staged closure could not run: "
+                                       "install what is missing there (npm installs a package's platform packages "
+                                       "with it) or stage from a tree that has them",
+                                       policy_npm_host_platform(), host_shown(s->root), host_shown(s->host_missing));
         return 0;
 }
 
@@ -468,8 +503,7 @@ static int find_npm(struct stage *s, struct glove_error *err) {
 }
 
 static int find_closure(struct stage *s, struct glove_error *err) {
-        if (s->source[0] != '/')
-                return glove_error_set(err, EINVAL, "stage.path_relative", "--source %s is not absolute", s->source);
+        /* A relative --source is taken from the working directory. */
         s->src = realpath(s->source, NULL);
         if (!s->src)
                 return glove_error_set(err, errno, "stage.source", "--source %s: %s", s->source, strerror(errno));
@@ -956,7 +990,8 @@ static void report(const struct stage *s) {
         printf("%s %s %s%s%s from %s\n", s->dry_run ? "would stage" : "staged", s->kind, host_shown(s->name),
                s->version[0] ? "@" : "", host_shown(s->version), host_shown(s->root));
         if (s->package)
-                printf("packages: %zu (optional dependencies not installed: %zu)\n", s->n_pkgs, s->optional_missing);
+                printf("packages: %zu (optional dependencies not installed: %zu, none built for this host, %s)\n",
+                       s->n_pkgs, s->optional_missing, policy_npm_host_platform());
         printf("files: %zu, directories: %zu, links: %zu, bytes: %llu\n", s->files, s->dirs, s->links,
                (unsigned long long)s->bytes);
         printf("digest: %s\n", s->digest);

@@ -45,18 +45,20 @@ const char glove_exec_help[] =
         "                    sockets and devices in it are skipped)\n"
         "\n"
         "Limits (enforced; defaults in docs/limits.md; each given at most once):\n"
-        "  --cpu-time MS       CPU time of the whole process tree\n"
+        "  --cpu-time TIME     CPU time of the whole process tree; TIME is a number\n"
+        "                      with a unit ms, s, m or h (90s, 5m); a bare number\n"
+        "                      is milliseconds\n"
         "  --memory BYTES      memory of the whole tree (swap 0); BYTES is a number\n"
-        "                      with an optional suffix K, M or G (powers of 1024),\n"
-        "                      e.g. 512M; at least 1M\n"
+        "                      with an optional suffix K, M, G or T (powers of 1024;\n"
+        "                      1G, 1GB and 1GiB are the same), e.g. 512M; at least 1M\n"
         "  --pids N            processes and threads of the whole tree; at least 2\n"
         "                      (the sandbox's init and the agent), 3 with egress\n"
         "                      (and its helper)\n"
         "  --nofile N          open files per process (soft = hard; default 1024,\n"
         "                      at most the invoker's own hard limit)\n"
-        "  --wall-time MS      time from start to end\n"
+        "  --wall-time TIME    time from start to end (units as --cpu-time)\n"
         "  --disk BYTES        size of each private writable tmpfs (/tmp, HOME, /dev/shm;\n"
-        "                      K, M, G suffixes as --memory)\n"
+        "                      suffixes as --memory)\n"
         "  --output-limit BYTES  bytes the program may write to stdout/stderr\n"
         "  --status-json FILE  write the terminal status (exit code, limit, usage);\n"
         "                      FILE must lie outside every grant\n"
@@ -77,12 +79,6 @@ const char glove_exec_help[] =
         "  --unix-sockets    let it make Unix sockets (tmux, a local database,\n"
         "                    Python's forkserver): it can then also connect to any\n"
         "                    socket file in a grant, whose service sees your uid\n"
-        "  --direct-stdio    give PROGRAM Glove's own stdin and stdout as they are (no\n"
-        "                    PTY, no copy, not counted by --output-limit); stderr is\n"
-        "                    copied as usual (glove run starts contained upstreams so)\n"
-        "  --run-audit FD:RUN_ID:NAME  (glove run's, with --direct-stdio) append the\n"
-        "                    egress records, with RUN_ID and \"upstream\": NAME, to the\n"
-        "                    open audit log FD; no launch or exit record\n"
         "  -h, --help        show this help\n"
         "\n"
         "Exit status: the program's own; 128+N if it died of signal N; 125 if Glove\n"
@@ -143,7 +139,8 @@ const char glove_run_help[] =
         "                                log messages), instructions (relayed in the\n"
         "                                agent's initialize); none by default\n"
         "  --policy FILE                 rules from a JSON policy file (docs/policy.md)\n"
-        "  --call-timeout MS             answer upstream_timeout after MS (60000)\n"
+        "  --call-timeout TIME           answer upstream_timeout after TIME (60s; a\n"
+        "                                bare number is milliseconds)\n"
         "  --max-frame BYTES             longest JSON-RPC line accepted (4M); a longer\n"
         "                                upstream answer fails only its call\n"
         "  --audit-arguments             put raw call arguments in audit records\n"
@@ -163,7 +160,7 @@ const char glove_run_help[] =
         "Sandbox options (as glove exec):\n"
         "  --workspace DIR, --read PATH, --write PATH, --env NAME, --audit-log PATH,\n"
         "  --home-from DIR,\n"
-        "  --cpu-time MS, --memory BYTES, --pids N, --nofile N, --wall-time MS,\n"
+        "  --cpu-time TIME, --memory BYTES, --pids N, --nofile N, --wall-time TIME,\n"
         "  --disk BYTES, --unsafe-write-system-dir, --unix-sockets,\n"
         "  --output-limit BYTES, --status-json FILE, --egress-allow HOST[:PORT],\n"
         "  --egress-allow-private HOST[:PORT]\n"
@@ -244,6 +241,10 @@ enum {
         {"unix-sockets", no_argument, NULL, OPT_UNIX_SOCKETS}, \
         {"help", no_argument, NULL, 'h'}
 
+/* --direct-stdio and --run-audit are glove run's, for the nested glove exec
+ * of each contained upstream (upstream_sandbox.c): accepted, but left out of
+ * --help, the man page and the completions (docs/mcp-mediation.md,
+ * "Contained upstreams", describes them). */
 static const struct option exec_options[] = {
         SANDBOX_OPTIONS,
         {"direct-stdio", no_argument, NULL, OPT_DIRECT_STDIO},
@@ -281,13 +282,33 @@ static const struct option run_options[] = {
 };
 
 /* A number option into [min, max] (glove_number_parse_u64); with suffixes,
- * K, M and G (powers of 1024) are accepted. */
+ * a size: K, M, G and T (powers of 1024, with or without B or iB) are
+ * accepted, and the error names them. */
 static int parse_number(const char *opt, const char *s, bool suffixes, uint64_t min, uint64_t max, uint64_t *out,
                         struct glove_error *err) {
-        if (glove_number_parse_u64(s, suffixes ? GLOVE_NUMBER_SUFFIXES : 0, min, max, out) < 0)
-                return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
-                                       (unsigned long long)min, (unsigned long long)max);
-        return 0;
+        if (glove_number_parse_u64(s, suffixes ? GLOVE_NUMBER_SUFFIXES : 0, min, max, out) == 0)
+                return 0;
+        if (suffixes) {
+                char lo[24], hi[24];
+                return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a size from %s to %s; %s", opt,
+                                       s, glove_number_format_size(min, lo, sizeof(lo)),
+                                       glove_number_format_size(max, hi, sizeof(hi)), GLOVE_NUMBER_SIZE_FORMS);
+        }
+        return glove_error_set(err, EINVAL, "usage.bad_number", "%s %s: expected a number from %llu to %llu", opt, s,
+                               (unsigned long long)min, (unsigned long long)max);
+}
+
+/* A duration option into [min_ms, max_ms] (glove_duration_parse_ms): a
+ * bare number is milliseconds, as these options always took. */
+static int parse_duration(const char *opt, const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out,
+                          struct glove_error *err) {
+        if (glove_duration_parse_ms(s, 1, min_ms, max_ms, out) == 0)
+                return 0;
+        char lo[24], hi[24];
+        return glove_error_set(err, EINVAL, "usage.bad_number",
+                               "%s %s: expected a duration from %s to %s; %s, or a bare number of milliseconds", opt,
+                               s, glove_duration_format_ms(min_ms, lo, sizeof(lo)),
+                               glove_duration_format_ms(max_ms, hi, sizeof(hi)), GLOVE_DURATION_FORMS);
 }
 
 /* --nofile N may not exceed the invoker's own hard RLIMIT_NOFILE: the agent
@@ -503,7 +524,7 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->policy_file = optarg;
                         break;
                 case OPT_CALL_TIMEOUT:
-                        r = parse_number("--call-timeout", optarg, false, 1, GLOVE_RUN_CALL_TIMEOUT_MAX_MS, &v, err);
+                        r = parse_duration("--call-timeout", optarg, 1, GLOVE_RUN_CALL_TIMEOUT_MAX_MS, &v, err);
                         opts->call_timeout_ms = (int64_t)v;
                         break;
                 case OPT_MAX_FRAME:
@@ -511,7 +532,7 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->max_frame = (size_t)v;
                         break;
                 case OPT_CPU_TIME:
-                        r = parse_number("--cpu-time", optarg, false, 1, 24ULL * 3600 * 1000, &opts->cpu_time_ms, err);
+                        r = parse_duration("--cpu-time", optarg, 1, 24ULL * 3600 * 1000, &opts->cpu_time_ms, err);
                         break;
                 case OPT_MEMORY:
                         r = parse_number("--memory", optarg, true, 1ULL << 20, 1ULL << 44, &opts->memory_bytes, err);
@@ -523,7 +544,7 @@ static int parse(int argc, char **argv, bool run, struct glove_exec_options *opt
                         opts->pids_given = true;
                         break;
                 case OPT_WALL_TIME:
-                        r = parse_number("--wall-time", optarg, false, 1, 7ULL * 24 * 3600 * 1000, &opts->wall_time_ms, err);
+                        r = parse_duration("--wall-time", optarg, 1, 7ULL * 24 * 3600 * 1000, &opts->wall_time_ms, err);
                         break;
                 case OPT_DISK:
                         r = parse_number("--disk", optarg, true, 64ULL << 10, 1ULL << 44, &opts->disk_bytes, err);

@@ -391,6 +391,35 @@ static bool available(const struct glove_server_components *c, const struct meth
         return false;
 }
 
+/* Why m is not available, into buf (size bytes): the gloved options it was
+ * started without, or why the managed runtime is not operational; returns
+ * the data.reason word ("option_missing", "runtime_not_operational",
+ * "no_receipts"). Only for a method that is not available. */
+static const char *unavailable_why(const struct glove_server_components *c, enum need need, char *buf, size_t size) {
+        if (need == NEED_RECEIPTS) {
+                snprintf(buf, size, "gloved has no receipt journal");
+                return "no_receipts";
+        }
+        const char *missing[3];
+        size_t n = 0;
+        if (!c->policy)
+                missing[n++] = "--session-policy FILE";
+        if (need >= NEED_STORE && !c->store)
+                missing[n++] = "--session-store FILE";
+        if (need == NEED_RUNTIME && !c->runtime)
+                missing[n++] = "--materialization-root DIR";
+        if (n == 0) {
+                snprintf(buf, size, "managed sessions are not operational: %s",
+                         c->runtime ? glove_runtime_why(c->runtime) : "no managed runtime");
+                return "runtime_not_operational";
+        }
+        int used = snprintf(buf, size, "gloved was started without ");
+        for (size_t i = 0; i < n && used >= 0 && (size_t)used < size; i++)
+                used += snprintf(buf + used, size - (size_t)used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                                 missing[i]);
+        return "option_missing";
+}
+
 bool glove_server_method_advertised(const struct glove_server_components *c, const char *method) {
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++)
                 if (strcmp(methods[i].name, method) == 0)
@@ -418,6 +447,9 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                 missing = glove_runtime_mechanisms_missing(c->runtime);
                 placement = glove_runtime_cgroup_placement(c->runtime);
         }
+        char why[GLOVE_SERVER_WHY_MAX];
+        if (!lifecycle)
+                (void)unavailable_why(c, NEED_RUNTIME, why, sizeof(why));
         json_t *caps = json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
                          /* 1 exactly when the Linux managed runtime is
                           * active: adapter runtimes then get their private
@@ -435,7 +467,8 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                          "service", "gloved", "session_store_schema_version",
                          store ? GLOVE_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);
         if (caps && (json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0 ||
-                     json_object_set_new(caps, "cgroup_placement", placement ? json_string(placement) : json_null()) < 0)) {
+                     json_object_set_new(caps, "cgroup_placement", placement ? json_string(placement) : json_null()) < 0 ||
+                     json_object_set_new(caps, "lifecycle_reason", lifecycle ? json_null() : json_string(why)) < 0)) {
                 json_decref(caps);
                 return NULL;
         }
@@ -451,9 +484,19 @@ json_t *glove_server_dispatch_conn(struct glove_server_components *c, struct glo
 }
 
 json_t *glove_server_dispatch(struct glove_server_components *c, const struct glove_protocol_request *req) {
-        for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++)
-                if (strcmp(methods[i].name, req->method) == 0 && available(c, &methods[i]))
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++) {
+                if (strcmp(methods[i].name, req->method) != 0)
+                        continue;
+                if (available(c, &methods[i]))
                         return methods[i].fn(c, req);
+                /* A method of this service that was not constructed: say why. */
+                char why[GLOVE_SERVER_WHY_MAX], message[GLOVE_SERVER_WHY_MAX + 128];
+                const char *reason = unavailable_why(c, methods[i].need, why, sizeof(why));
+                snprintf(message, sizeof(message), "%s is not advertised by this service: %s", methods[i].name, why);
+                return error_response(req, "method_not_found", message,
+                                      json_pack("{s:s,s:s,s:s}", "method", req->method, "reason", reason, "detail",
+                                                why));
+        }
         return error_response(req, "method_not_found", "the method is not advertised by this service",
                               json_pack("{s:s}", "method", req->method));
 }

@@ -62,8 +62,10 @@ static const char usage_text[] =
         "  --library-bundle-root DIR  library bundles (DIR/<sha256>.json) plans may project\n"
         "                           (needs --materialization-root; DIR must exist, mode 0700)\n"
         "  --receipt-anchor HEX     64-hex anchor the receipt chain starts from\n"
-        "  --client-timeout-ms MS   authentication, frame and send deadline (default 5000)\n"
-        "  --idle-timeout-ms MS     idle authenticated connection deadline (default 600000)\n"
+        "  --client-timeout-ms TIME authentication, frame and send deadline (default 5s)\n"
+        "  --idle-timeout-ms TIME   idle authenticated connection deadline (default 10m)\n"
+        "                           (TIME: milliseconds, or a number with a unit ms, s,\n"
+        "                           m or h: 500ms, 30s, 5m, 2h)\n"
         "  --max-connections N      concurrent connections (default 256)\n"
         "  --compact-records N      compact the session journal past N records and the\n"
         "                           receipt journal past N acknowledged receipts\n"
@@ -99,6 +101,20 @@ static int set_path(char **dst, const char *v, const char *opt, struct glove_err
         }
         free(*dst);
         *dst = norm;
+        return 0;
+}
+
+/* A duration option: a bare number is milliseconds (the options say -ms),
+ * or a number with a unit (glove_duration_parse_ms). */
+static int parse_ms(const char *v, uint64_t min, uint64_t max, const char *opt, uint64_t *out,
+                    struct glove_error *err) {
+        char lo[24], hi[24];
+        if (glove_duration_parse_ms(v, 1, min, max, out) < 0)
+                return glove_error_set(err, EINVAL, "usage.bad_value",
+                                       "%s %s: expected a duration from %s to %s; %s, or a bare number of "
+                                       "milliseconds",
+                                       opt, v, glove_duration_format_ms(min, lo, sizeof(lo)),
+                                       glove_duration_format_ms(max, hi, sizeof(hi)), GLOVE_DURATION_FORMS);
         return 0;
 }
 
@@ -154,9 +170,9 @@ static int parse_one(int opt, const char *v, struct glove_server_service_options
                 o->have_anchor = true;
                 return 0;
         case OPT_CLIENT_TO:
-                return parse_u64(v, 1, 3600000, "--client-timeout-ms", &o->client_timeout_ms, err);
+                return parse_ms(v, 1, 3600000, "--client-timeout-ms", &o->client_timeout_ms, err);
         case OPT_IDLE_TO:
-                return parse_u64(v, 1, 86400000, "--idle-timeout-ms", &o->idle_timeout_ms, err);
+                return parse_ms(v, 1, 86400000, "--idle-timeout-ms", &o->idle_timeout_ms, err);
         case OPT_LOG_LEVEL:
                 if (glove_log_level_parse(v, &o->log_level) < 0)
                         return glove_error_set(err, EINVAL, "usage.bad_value",

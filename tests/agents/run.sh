@@ -34,7 +34,7 @@ command -v bats >/dev/null || { echo "agents/run.sh: bats is not installed (scri
 command -v openssl >/dev/null || { echo "agents/run.sh: openssl is not installed (scripts/deps.sh)" >&2; exit 2; }
 for cli in codex claude pi copilot opencode; do
         [ -e "$repo/tests/node_modules/.bin/$cli" ] ||
-                skip_all "tests/node_modules/.bin/$cli is not installed (scripts/deps.sh installs tests/package-lock.json)"
+                skip_all "tests/node_modules/.bin/$cli is not installed (scripts/deps.sh test installs tests/package-lock.json)"
 done
 
 work=$(mktemp -d "$("$here/../integration/cell.sh" base "$build")/glove-agents.XXXXXX")

@@ -59,7 +59,7 @@ suite=${CONFORMANCE_SUITE:-active}
 
 nm_src=$repo/tests/node_modules
 for f in "$nm_src/node/bin/node" "$nm_src/@modelcontextprotocol/conformance/dist/index.js" "$nm_src/@modelcontextprotocol/sdk/package.json"; do
-        [ -e "$f" ] || { echo "conformance: $f is missing: run scripts/deps.sh (npm ci in tests/)" >&2; exit 2; }
+        [ -e "$f" ] || { echo "conformance: $f is missing: run scripts/deps.sh test (npm ci in tests/)" >&2; exit 2; }
 done
 
 # A fresh directory both the host side and the sandbox can read: the

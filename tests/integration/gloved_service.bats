@@ -154,18 +154,32 @@ mode_of() { stat -c %a "$1"; }
                 fail "base service capabilities"
         ctl validate-plan "$GLOVED_PLAN_SRC"
         expect_refused method_not_found
+        # A method gloved has but was not started for says why, and what to do.
+        [[ "$stderr" == "glove: method_not_found: validate_plan is not advertised by this service: gloved was started without --session-policy FILE; what to do: restart gloved with every option (glove doctor prints the command line;"* ]] ||
+                fail "the refusal must name the missing option: $stderr"
         stop_gloved
 
         start_gloved "$T/b" --session-policy "$T/p/policy.json"
         ctl --json capabilities
-        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-1]=="validate_plan" and len(c["methods"])==5, c; assert c["plan_schema_versions"]==[1] and c["policy_revision"]==7 and c["session_store_schema_version"]==0' "$output" ||
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-1]=="validate_plan" and len(c["methods"])==5, c; assert c["plan_schema_versions"]==[1] and c["policy_revision"]==7 and c["session_store_schema_version"]==0 and c["lifecycle_reason"]=="gloved was started without --session-store FILE and --materialization-root DIR"' "$output" ||
                 fail "policy capabilities"
+        ctl capabilities
+        expect_line "lifecycle operational: no (gloved was started without --session-store FILE and --materialization-root DIR)"
+        ctl create-session --session-id s1 --idempotency-key k1 \
+                --controller-digest 1111111111111111111111111111111111111111111111111111111111111111 --plan "$GLOVED_PLAN_SRC"
+        expect_refused method_not_found
+        [[ "$stderr" == *": create_session is not advertised by this service: gloved was started without --session-store FILE; what to do: "* ]] ||
+                fail "create-session must name --session-store: $stderr"
         stop_gloved
 
         start_gloved "$T/c" --session-policy "$T/p/policy.json" --session-store "$T/p/s.journal"
         ctl --json capabilities
         "$PY" -c 'import json,sys; c=json.loads(sys.argv[1]); assert c["methods"][-3:]==["create_session","session_status","list_sessions"], c; assert c["session_store_schema_version"]==1 and c["lifecycle_operational"] is False and c["resource_mechanisms"]==[]' "$output" ||
                 fail "store capabilities"
+        ctl start s1
+        expect_refused method_not_found
+        [[ "$stderr" == *": start_session is not advertised by this service: gloved was started without --materialization-root DIR; what to do: "* ]] ||
+                fail "start must name --materialization-root: $stderr"
 }
 
 @test "gloved: restart keeps every session" {

@@ -40,15 +40,17 @@ start_managed() {
         "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is False and "start_session" not in c["methods"] and "list_sessions" in c["methods"] and c["agent_runtime_adapter_schema_version"]==0 and c["cgroup_placement"] is None, c' "$output" || fail "$output"
         sc call "$RT" start_session '{"session_id":"x"}'
         [[ "$output" == *'"code":"method_not_found"'* ]] || fail "$output"
+        # It says which option gloved lacks.
+        [[ "$output" == *'"reason":"option_missing"'* && "$output" == *"without --materialization-root DIR"* ]] || fail "$output"
         stop_gloved
         start_managed
         [ "$(stat -c %a "$T/mroot")" = 700 ] || fail "the materialization root is not 0700"
         sc call "$RT" capabilities '{}'
         if grep -q "managed sessions are not operational" "$GD_ERR"; then
-                "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is False and "start_session" not in c["methods"] and c["resource_mechanisms_missing"] and c["cgroup_placement"]=="none", c' "$output" || fail "$output"
+                "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is False and "start_session" not in c["methods"] and c["resource_mechanisms_missing"] and c["cgroup_placement"]=="none" and c["lifecycle_reason"].startswith("managed sessions are not operational: cgroup."), c' "$output" || fail "$output"
                 skip "no delegated cgroup here: $(grep 'not operational' "$GD_ERR")"
         fi
-        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is True and c["managed_runtime_ids"]==["pyrt"] and "attach" in c["methods"] and len(c["resource_mechanisms"])==6, c' "$output" || fail "$output"
+        "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; assert c["lifecycle_operational"] is True and c["lifecycle_reason"] is None and c["managed_runtime_ids"]==["pyrt"] and "attach" in c["methods"] and len(c["resource_mechanisms"])==6, c' "$output" || fail "$output"
         # Where run cgroups go (docs/limits.md): on a hybrid host, v1; on a
         # v2 host beside gloved's cgroup or in its delegated parent.
         "$PY" -c 'import json,sys; c=json.loads(sys.argv[1])["result"]; m=[x["mechanism"] for x in c["resource_mechanisms"] if x["limit"]=="memory_bytes"][0]; p=c["cgroup_placement"]; assert (m=="cgroup_v1" and p=="v1") or (m=="cgroup_v2" and p in ("under","beside","delegated_subgroup","delegated_moved")), c' "$output" || fail "$output"

@@ -84,6 +84,9 @@ setup() {
         expect_glove_error 125
         [ "$(glove_error_code)" = grant.symlink ] || fail "expected grant.symlink"
         [[ "$stderr" == *"--home-from"* ]] || fail "the error does not name --home-from"
+        # It names the link and the resolved path to use instead.
+        [[ "$stderr" == *"$BATS_TEST_TMPDIR/seed-link is a symbolic link to $SEED (grants never follow one): use $(realpath "$SEED") instead" ]] ||
+                fail "the error does not give the resolved path: $stderr"
         gx --home-from "$SEED/.trust" -- /bin/true
         expect_glove_error 125
         [ "$(glove_error_code)" = home.not_dir ] || fail "expected home.not_dir"

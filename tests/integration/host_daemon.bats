@@ -124,6 +124,43 @@ verify() {
         expect_line "not installed: no gloved.service in $UNITS"
 }
 
+@test "daemon: a glove in a build tree prefers an installed gloved in PATH, else warns that make clean removes the unit's" {
+        with_policy
+        # A build tree (build.ninja and meson-private/ beside glove) and an
+        # installed gloved, both copies of this cell's.
+        local tree=$T/tree pfx=$T/prefix/bin
+        mkdir -p "$tree/meson-private" "$pfx"
+        : >"$tree/build.ninja"
+        cp "$GLOVE" "$tree/glove"
+        cp "$(dirname "$GLOVE")/gloved" "$tree/gloved"
+        chmod 0755 "$T/prefix" "$pfx" "$tree" "$tree/glove" "$tree/gloved"
+        run --separate-stderr env PATH=/usr/bin:/bin "$tree/glove" daemon install --write-only
+        expect_status 0
+        expect_line "wrote $UNITS/gloved.service (gloved $tree/gloved)"
+        [[ "$stderr" == "glove: warning: daemon.build_tree_gloved: the unit runs $tree/gloved, inside the build tree $tree, which make clean removes"*"make install"* ]] ||
+                fail "no warning that the unit points into a build tree: $stderr"
+        # With an installed gloved in PATH, that one, and no warning.
+        cp "$tree/gloved" "$pfx/gloved"
+        run --separate-stderr env PATH="$pfx:/usr/bin:/bin" "$tree/glove" daemon install --write-only
+        expect_status 0
+        expect_line "wrote $UNITS/gloved.service (gloved $pfx/gloved)"
+        expect_line "gloved: the installed $pfx/gloved, found in PATH, not the build tree's $tree/gloved"
+        [ -z "$stderr" ] || fail "a warning with an installed gloved: $stderr"
+        grep -q "^ExecStart=$pfx/gloved --runtime-dir " "$UNITS/gloved.service" || fail "the unit does not run $pfx/gloved"
+        # One that others could replace is passed over.
+        chmod g+w "$pfx/gloved"
+        run --separate-stderr env PATH="$pfx:/usr/bin:/bin" "$tree/glove" daemon install --write-only
+        expect_line "wrote $UNITS/gloved.service (gloved $tree/gloved)"
+        [[ "$stderr" == *"daemon.build_tree_gloved"* ]] || fail "no warning once the installed gloved is group-writable: $stderr"
+        # A glove outside a build tree runs its sibling, whatever PATH holds.
+        chmod g-w "$pfx/gloved"
+        run --separate-stderr env PATH="$pfx:/usr/bin:/bin" "$GLOVE" daemon install --write-only
+        expect_status 0
+        [[ "$output" == *"$UNITS/gloved.service (gloved $(dirname "$GLOVE")/gloved)"* ]] ||
+                fail "a glove outside a build tree did not run its sibling gloved"
+        [ -z "$stderr" ] || fail "a warning outside a build tree: $stderr"
+}
+
 @test "daemon: status --json reports installed, up-to-date, enabled and active states" {
         with_policy
         daemon status --json
@@ -184,8 +221,38 @@ EOF
         unset XDG_RUNTIME_DIR
         daemon install --write-only
         expect_status 125
-        [[ "$stderr" == "glove: daemon.no_default_dir: \$XDG_RUNTIME_DIR is not set to an absolute path" ]] ||
+        [[ "$stderr" == "glove: daemon.no_default_dir: \$XDG_RUNTIME_DIR is not set to an absolute path; gloved keeps its socket there: log in through a session that sets it (pam_systemd: /run/user/$(id -u)), or set XDG_RUNTIME_DIR to an owner-only directory of yours" ]] ||
                 fail "stderr: $stderr"
+        # status says the same, as glove setup does (host.no_runtime_dir).
+        daemon status
+        expect_glove_error 125
+        [ "$(glove_error_code)" = daemon.no_default_dir ] && [[ "$stderr" == *"or set XDG_RUNTIME_DIR to "* ]] ||
+                fail "status without XDG_RUNTIME_DIR: $stderr"
+}
+
+@test "daemon: without a user manager, start and stop say so and start prints the command that runs gloved" {
+        with_policy
+        daemon install --write-only
+        expect_status 0
+        # A runtime directory with no systemd/private and no bus socket, and
+        # no session bus address: certainly no user manager.
+        unset DBUS_SESSION_BUS_ADDRESS
+        [ ! -e "$XDG_RUNTIME_DIR/systemd/private" ] && [ ! -e "$XDG_RUNTIME_DIR/bus" ] || fail "a manager's socket in a test directory"
+        local want="$(dirname "$GLOVE")/gloved --runtime-dir $XDG_RUNTIME_DIR/glove --state-dir $XDG_STATE_HOME/glove --session-policy $XDG_CONFIG_HOME/glove/session-policy.json --session-store $XDG_STATE_HOME/glove/sessions.journal --materialization-root $XDG_STATE_HOME/glove/sessions"
+        daemon start
+        expect_glove_error 1
+        [ "$(glove_error_code)" = daemon.no_user_manager ] || fail "start: $stderr"
+        [[ "$stderr" == *"($XDG_RUNTIME_DIR/systemd/private: No such file or directory; $XDG_RUNTIME_DIR/bus: No such file or directory; \$DBUS_SESSION_BUS_ADDRESS is not set)"* ]] ||
+                fail "start must say why: $stderr"
+        [[ "$stderr" == *"or run gloved directly (glove setup first): $want" ]] || fail "start must print the command: $stderr"
+        # The command is the unit's ExecStart= (no quoting needed here).
+        grep -qxF "ExecStart=$want" "$UNITS/gloved.service" || fail "the command differs from the unit's ExecStart="
+        daemon stop
+        expect_glove_error 1
+        [ "$(glove_error_code)" = daemon.no_user_manager ] || fail "stop: $stderr"
+        daemon status
+        expect_status 3
+        expect_line "without one, run gloved directly: $want"
 }
 
 @test "daemon: gloved socket-activated on the socket unit's address, with the service unit's command line, answers glove ctl" {

@@ -19,6 +19,13 @@ setup() {
         mkdir -p "$T/gw/node_modules/@openai" "$T/gw/node_modules/.bin"
         cp -r "$GLOVE_NODE_MODULES/@openai/codex" "$T/gw/node_modules/@openai/"
         ln -s ../@openai/codex/bin/codex.js "$T/gw/node_modules/.bin/codex"
+        # Its platform package for this host, an optional dependency stage
+        # must find: a stand-in of a few bytes (the real one is 400 MB; the
+        # README test stages and runs that one).
+        case $(uname -m) in x86_64) ARCH=x64 ;; aarch64) ARCH=arm64 ;; *) ARCH=$(uname -m) ;; esac
+        PLATFORM=@openai/codex-linux-$ARCH
+        mkdir -p "$T/gw/node_modules/$PLATFORM"
+        printf '{"name":"@openai/codex","version":"0.0.0-linux-%s"}' "$ARCH" >"$T/gw/node_modules/$PLATFORM/package.json"
         chmod -R g+w "$T/gw"
         PROT=$T/prot
 }
@@ -152,6 +159,43 @@ EOF
         chmod 755 "$T/solo/pkg/c.js"
         g policy stage --runtime codex --source "$T/solo/pkg" --directory "$T/p2" --dry-run
         expect_glove_error 1 stage.not_single_root
+}
+
+@test "policy stage: an optional dependency built for this host must be installed; --source may be relative; explain warns when a staged closure lacks one" {
+        # Without the platform package: refused, naming it (the other
+        # platforms' packages are not this host's and may be absent).
+        mv "$T/gw/node_modules/$PLATFORM" "$T/platform-aside"
+        stage --dry-run
+        expect_glove_error 1
+        [ "$(glove_error_code)" = stage.optional_missing ] || fail "expected stage.optional_missing: $stderr"
+        [[ "$stderr" == *"built for this host (linux-$ARCH)"*"are not installed beneath $T/gw/node_modules: $PLATFORM (of @openai/codex);"* ]] ||
+                fail "the error does not name the missing package: $stderr"
+        [[ "$stderr" != *darwin* ]] || fail "another platform's package was named: $stderr"
+        mv "$T/platform-aside" "$T/gw/node_modules/$PLATFORM"
+        # A relative --source, from the working directory.
+        cd "$T/gw/node_modules"
+        g policy stage --runtime codex --source .bin/codex --directory "$PROT" --yes --json
+        expect_status 0
+        [ "$(jq -r .source <<<"$output")" = "$T/gw/node_modules/@openai/codex/bin/codex.js" ] || fail "source: $output"
+        [ "$(jq -r .packages <<<"$output")" = 2 ] || fail "the platform package was not staged: $output"
+        local closure
+        closure=$(jq -r .closure <<<"$output")
+        [ -f "$closure/node_modules/$PLATFORM/package.json" ] || fail "no $PLATFORM in the closure"
+        cd "$T"
+        g policy generate --runtime codex --search-path "$PROT" --read-only "$closure" --template-id codex-safe \
+                --arg exec --env PATH=/usr/bin:/bin --policy
+        expect_status 0
+        mkdir -p -m 700 "$T/cfg"
+        (umask 077; printf '%s\n' "$output" >"$T/cfg/policy.json")
+        g policy explain --file "$T/cfg/policy.json" --json
+        expect_status 0
+        [ "$(jq -r '[.warnings[] | select(.code == "explain.optional_missing")] | length' <<<"$output")" = 0 ] ||
+                fail "a complete closure was warned about: $output"
+        # The closure loses it (a hand-made or older staging): explain warns.
+        rm -r "${closure:?}/node_modules/$PLATFORM"
+        g policy explain --file "$T/cfg/policy.json"
+        expect_status 0
+        expect_line "warning: explain.optional_missing: \$.runtime_templates[0].launch.read_only_paths[0]: template codex-safe: the staged closure $closure lacks $PLATFORM, an optional dependency of node_modules/@openai/codex built for this host (linux-$ARCH) that the package loads at run time: the runtime will fail to start; stage it again from a tree that has it installed"
 }
 
 # staged_policy FILE [GENERATE-ARGS...]: stage codex, then generate --policy

@@ -290,11 +290,15 @@ print("coped", flush=True)'
 
 # ------------------------------------------------------------ wall_time
 
-@test "limits: a sleep is killed by \"wall_time\" after --wall-time MS" {
+@test "limits: a sleep is killed by \"wall_time\" after --wall-time MS (and after 1s)" {
         gxs --wall-time 500 -- /bin/sleep 30
         expect_breach wall_time
         status_is '.signal == 9 and .wall_time_ms >= 500 and .wall_time_ms < 5000 and .cpu_time_ms < 1000 and .output_bytes == 0'
         expect_no_run_cgroup
+        # A duration with a unit: 1s is 1000 ms, not 1 ms.
+        gxs --wall-time 1s -- /bin/sleep 30
+        expect_breach wall_time
+        status_is '.wall_time_ms >= 1000 and .wall_time_ms < 6000'
 }
 
 # ------------------------------------------------------------ disk
@@ -338,6 +342,13 @@ print("coped", flush=True)'
         gxs --disk 3M -- /bin/sh -c 'df -Pk /tmp | awk "NR > 1 { print \$2 }"'
         expect_status 0
         expect_output 3072
+        # 2MB and 2MiB mean the same (powers of 1024, docs/limits.md).
+        gxs --disk 2MB -- /bin/sh -c 'df -Pk /tmp | awk "NR > 1 { print \$2 }"'
+        expect_status 0
+        expect_output 2048
+        gxs --disk 2MiB -- /bin/sh -c 'df -Pk /tmp | awk "NR > 1 { print \$2 }"'
+        expect_status 0
+        expect_output 2048
 }
 
 # ------------------------------------------------------------ terminal_output
@@ -589,13 +600,23 @@ PYEOF
         mkdir "$d"
         local bad
         for bad in "--memory 12X" "--pids 0" "--memory 512K" "--cpu-time 0" "--wall-time 0" "--disk 0" \
-                "--output-limit 0" "--wall-time 1.5" "--pids -3" "--disk 1T" "--memory 99999999999999999999"; do
+                "--output-limit 0" "--wall-time 1.5" "--pids -3" "--disk 17T" "--memory 99999999999999999999" \
+                "--wall-time 5sec" "--cpu-time 1d"; do
                 # shellcheck disable=SC2086
                 gx --write "$d" $bad -- /bin/sh -c "touch $d/ran"
                 expect_glove_error 125
                 [[ "$stderr" == *"${bad%% *}"* ]] || fail "the error does not name ${bad%% *}"
                 [ ! -e "$d/ran" ] || fail "the agent ran despite $bad"
         done
+        # Each says which forms it takes.
+        gx --memory 1GX -- /bin/true
+        expect_glove_error 125
+        [[ "$stderr" == *"--memory 1GX: expected a size from 1M to 16T; use a number of bytes or one with a K, M, G or T suffix"* ]] ||
+                fail "the size error does not name the suffixes: $stderr"
+        gx --wall-time 5x -- /bin/true
+        expect_glove_error 125
+        [[ "$stderr" == *"--wall-time 5x: expected a duration from 1ms to 168h; use a whole number with a unit ms, s, m or h"*", or a bare number of milliseconds"* ]] ||
+                fail "the duration error does not name the units: $stderr"
 }
 
 @test "limits: values past the documented upper bounds are refused (--output-limit > 1 PiB, --wall-time > 7 days)" {
@@ -609,6 +630,10 @@ PYEOF
         gx --wall-time 604800000 -- /bin/true
         expect_status 0
         gx --wall-time 604800001 -- /bin/true
+        expect_glove_error 125
+        gx --wall-time 168h -- /bin/true
+        expect_status 0
+        gx --wall-time 169h -- /bin/true
         expect_glove_error 125
 }
 

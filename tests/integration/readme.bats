@@ -192,7 +192,8 @@ run_page_blocks() {
                 fail "the block failed ($status): $output // $stderr"
         fi
         local w
-        for w in "receipt_key" "ready" "codex:" "ok: revision 1" "codex-safe (runtime codex" \
+        # "codex-cli": the staged closure ran codex --version under glove exec.
+        for w in "receipt_key" "ready" "codex:" "codex-cli " "ok: revision 1" "codex-safe (runtime codex" \
                 "wrote $T/home/.config/systemd/user/gloved.service" "gloved.service: installed (up to date)"; do
                 [[ "$output" == *"$w"* ]] || fail "the block's output lacks '$w': $output // $stderr"
         done

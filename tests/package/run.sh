@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Package checks: man pages against --help (drift), bash and zsh
-# completion, make install / make uninstall.
+# completion, make install / make uninstall, what the build and test
+# targets install (deps.bats, with fake npm and apt-get).
 #
 #   tests/package/run.sh BUILD_DIR [BATS-OPTION...]
 #

@@ -95,6 +95,14 @@ enum {
 bool glove_json_utf8_valid(const void *data, size_t len, size_t *bad_offset);
 
 /*
+ * The 1-based line and column of byte offset (clamped to len) in
+ * data[0..len): lines are counted by LF, columns in characters (UTF-8
+ * continuation bytes do not count), so the first byte is line 1, column 1.
+ * Every decode error below names its place this way ("line 3, column 17").
+ */
+void glove_json_line_column(const void *data, size_t len, size_t offset, size_t *line, size_t *column);
+
+/*
  * Decodes JSON text data[0..len) strictly (RFC 8259), in this order:
  *   len > max_bytes                         -> json.too_large (-EMSGSIZE)
  *   a raw NUL byte                          -> json.embedded_nul
@@ -109,7 +117,8 @@ bool glove_json_utf8_valid(const void *data, size_t len, size_t *bad_offset);
  *   flags & GLOVE_JSON_OBJECT_ONLY and the top level is not an object
  *                                           -> json.not_object
  * Whitespace (space, tab, CR, LF) around the value is allowed; a byte order
- * mark is not. Empty input is json.syntax. data may be NULL when len is 0.
+ * mark is not. Empty input is json.syntax; a trailing comma before ']' or
+ * '}' is json.syntax worded as such, at the comma's line and column. data may be NULL when len is 0.
  * Integers decode as JSON_INTEGER, numbers with '.', 'e' or 'E' as JSON_REAL.
  * Unknown bits in flags are json.invalid_argument. out must not be NULL.
  *

@@ -4,7 +4,8 @@
  * "glove daemon ... the Linux unit"; docs/daemon.md).
  *
  * The unit is fixed: its name, gloved's path and every argument come from
- * this host's layout (the directory of the running glove, the XDG
+ * this host's layout (the directory of the running glove, or an installed
+ * gloved in PATH when that glove runs from a build tree; the XDG
  * directories), never from a request. Units are written atomically
  * (temporary file, fsync, rename, fsync of the directory) and systemctl is
  * run by absolute path with an argument vector, never through a shell or
@@ -35,7 +36,8 @@
 
 /* Where everything is; every member is an owned, absolute, normalized path. */
 struct glove_host_daemon_layout {
-        char *gloved;      /* gloved next to the running glove */
+        char *gloved;      /* gloved next to the running glove, or the installed one (below) */
+        char *build_tree;  /* the meson build directory the running glove is in, or NULL */
         char *unit_dir;    /* $XDG_CONFIG_HOME/systemd/user (default ~/.config/systemd/user) */
         char *runtime_dir; /* $XDG_RUNTIME_DIR/glove (required) */
         char *state_dir;   /* $XDG_STATE_HOME/glove (default ~/.local/state/glove) */
@@ -49,7 +51,14 @@ struct glove_host_daemon_layout {
 /*
  * Fills *l from the environment of this process. self_exe is the running
  * glove (NULL: /proc/self/exe); gloved is its sibling and must be a regular
- * executable file not writable by group or others. Errors (l is left
+ * executable file owned by root or the caller and not writable by group or
+ * others. When self_exe's directory is the top of a meson build directory
+ * (build.ninja and meson-private/ in it; l->build_tree is then that
+ * directory), an installed gloved is preferred, since make clean removes
+ * the build tree's: the first DIR/gloved of $PATH passing the same checks
+ * whose DIR is absolute, no build tree, owned by root or the caller and not
+ * writable by group or others; the sibling only when there is none.
+ * Errors (l is left
  * empty): -EINVAL "daemon.no_default_dir" (an XDG variable or HOME missing
  * or relative), -ENOENT/-EPERM "daemon.no_gloved". Free with
  * glove_host_daemon_layout_free.
@@ -67,6 +76,25 @@ void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l);
  */
 int glove_host_systemd_quote(const char *word, char **out, struct glove_error *err);
 
+/* How glove_host_daemon_command_line quotes its words. */
+enum glove_host_quoting {
+        GLOVE_HOST_QUOTE_SYSTEMD, /* as glove_host_systemd_quote: the unit's ExecStart= */
+        GLOVE_HOST_QUOTE_SHELL,   /* for a POSIX shell: plain words bare, others in single quotes */
+};
+
+/*
+ * The command line gloved runs with for l, one string (*out owned by the
+ * caller): l->gloved with --runtime-dir, --state-dir, --session-policy,
+ * --session-store and --materialization-root, the words of gloved.service's
+ * ExecStart= (GLOVE_HOST_QUOTE_SYSTEMD, what install writes) or the same
+ * words for a shell (GLOVE_HOST_QUOTE_SHELL: what to run by hand without a
+ * user manager). Errors: -EINVAL "daemon.bad_path" (a control character in
+ * a path; with SYSTEMD also $, quotes or a backslash in gloved's path),
+ * -ENOMEM "daemon.render".
+ */
+int glove_host_daemon_command_line(const struct glove_host_daemon_layout *l, enum glove_host_quoting quoting,
+                                   char **out, struct glove_error *err);
+
 /*
  * Renders gloved.service for l. systemd_version is the manager's (0 when
  * unknown): DelegateSubgroup=glove-host is written from 254 on, and a
@@ -82,5 +110,6 @@ int glove_host_daemon_render_socket(const struct glove_host_daemon_layout *l, ch
 
 /* `glove daemon ...` (argv[0] is "daemon"); returns the exit status:
  * 0 done (status: active), 3 status: not active, 1 systemctl or a file
- * operation failed, 125 usage or layout error. */
+ * operation failed or no user manager runs (start, stop:
+ * daemon.no_user_manager), 125 usage or layout error. */
 int glove_host_daemon_main(int argc, char **argv);

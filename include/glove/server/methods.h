@@ -11,9 +11,13 @@
  *   always               authenticate, capabilities, receipts_page, receipts_ack
  *   policy loaded        validate_plan
  *   policy and store     create_session, session_status
- * A method that is not advertised answers method_not_found, exactly as an
- * unknown one. Lifecycle methods (start_session, attach, ...) are never
- * advertised in this build: lifecycle_operational is false.
+ * A method that is not advertised answers method_not_found, as an unknown
+ * one does; for a method of this service its message says why and its data
+ * is {"method","reason","detail"}: reason "option_missing" (detail names
+ * the gloved options it was started without: --session-policy,
+ * --session-store, --materialization-root) or "runtime_not_operational"
+ * (detail gives the runtime's reason, e.g. cgroup.not_delegated). An
+ * unknown method's data is {"method"}.
  *
  * Error codes on the wire (error.code): method_not_found, invalid_params,
  * plan.invalid, session.conflict, session.not_found, store.invalid_id,
@@ -37,6 +41,9 @@ struct glove_runtime;
 /* A connection of the server (server.h), for attach streams. */
 struct glove_server_conn;
 
+/* Longest reason a method is unavailable (lifecycle_reason, data.detail),
+ * bytes with the NUL; a longer one is cut. */
+#define GLOVE_SERVER_WHY_MAX 512
 /* Protocol schema version reported by capabilities. */
 #define GLOVE_SERVER_PROTOCOL_VERSION 1
 /* Plan schema versions accepted by validate_plan (reported when it is
@@ -69,7 +76,12 @@ bool glove_server_method_advertised(const struct glove_server_components *c, con
  *    "refinement_evaluation_protocol_schema_version":0,
  *    "resource_mechanisms":[],"service":"gloved",
  *    "session_store_schema_version":1|0,"version":"...",
- *    "library_bundle_root":BOOL}
+ *    "library_bundle_root":BOOL,"cgroup_placement":S|null,
+ *    "lifecycle_reason":S|null}
+ * lifecycle_reason is null when lifecycle_operational is true, else why not:
+ * "gloved was started without --session-store FILE and
+ * --materialization-root DIR" (the options missing), or "managed sessions
+ * are not operational: CODE: ..." (the runtime's reason, glove_runtime_why).
  * library_bundle_root is true when the bundle root was constructed and the
  * managed runtime is operational (lifecycle methods advertised): only then
  * are plans' library projections mounted.

@@ -258,6 +258,45 @@ static void test_decode_rejects_syntax_and_trailing(void **state) {
         assert_decode_fails("1e400", "json.number_out_of_range");
 }
 
+/* Asserts that decoding text fails with code and exactly message. */
+static void assert_decode_message(const char *text, const char *code, const char *message) {
+        struct glove_error err = {0};
+        json_t *v = NULL;
+        assert_true(glove_json_decode_strict(text, strlen(text), MAX, 0, &v, &err) < 0);
+        assert_string_equal(err.code, code);
+        if (strcmp(err.message, message) != 0)
+                fail_msg("decoding \"%s\": got \"%s\", expected \"%s\"", text, err.message, message);
+}
+
+static void test_decode_errors_name_line_and_column(void **state) {
+        (void)state;
+        size_t l, c;
+        glove_json_line_column("ab\ncd", 5, 0, &l, &c);
+        assert_true(l == 1 && c == 1);
+        glove_json_line_column("ab\ncd", 5, 4, &l, &c);
+        assert_true(l == 2 && c == 2);
+        glove_json_line_column("ab\ncd", 5, 99, &l, &c); /* clamped to the end */
+        assert_true(l == 2 && c == 3);
+        glove_json_line_column("\xc3\xa9x", 3, 2, &l, &c); /* columns count characters */
+        assert_true(l == 1 && c == 2);
+        /* A trailing comma is named as such, at the comma, in an object and
+         * in an array alike. */
+        assert_decode_message("{\n  \"a\": 1,\n}\n", "json.syntax",
+                              "invalid JSON at line 2, column 9: a comma before '}' (JSON allows no trailing comma); "
+                              "remove it");
+        assert_decode_message("{\"a\": [1, 2 ,\n\t]}", "json.syntax",
+                              "invalid JSON at line 1, column 13: a comma before ']' (JSON allows no trailing comma); "
+                              "remove it");
+        /* Commas inside strings are not trailing commas. */
+        assert_decode_message("{\"a\": \",}\" x}", "json.syntax", "invalid JSON at line 1, column 12: '}' expected near 'x'");
+        assert_decode_message("{\"a\":\n 1", "json.syntax",
+                              "invalid JSON at line 2, column 3 (the end of the text): '}' expected near end of file");
+        assert_decode_message("{}\n\n  x", "json.trailing_data",
+                              "invalid JSON at line 3, column 3: end of file expected near 'x'");
+        assert_decode_message("[\"\xc3\xa9\",\n \"\xff\"]", "json.invalid_utf8",
+                              "invalid UTF-8 in JSON text at line 2, column 3");
+}
+
 static void test_decode_object_only(void **state) {
         (void)state;
         struct glove_error err = {0};
@@ -399,7 +438,7 @@ static void test_decode_canonical(void **state) {
         assert_int_equal(glove_json_decode_canonical(no, strlen(no), MAX, 0, &v, &err), -EINVAL);
         assert_null(v);
         assert_string_equal(err.code, "json.not_canonical");
-        assert_non_null(strstr(err.message, "byte 2"));
+        assert_non_null(strstr(err.message, "first difference at line 1, column 3"));
 }
 
 /* Round trip: canonical output decodes strictly and is itself canonical. */
@@ -583,6 +622,7 @@ int main(void) {
                 cmocka_unit_test(test_decode_rejects_syntax_and_trailing),
                 cmocka_unit_test(test_decode_object_only),
                 cmocka_unit_test(test_decode_error_message_is_escaped),
+                cmocka_unit_test(test_decode_errors_name_line_and_column),
                 cmocka_unit_test(test_encode_canonical),
                 cmocka_unit_test(test_encode_rejects_reals),
                 cmocka_unit_test(test_encode_rejects_nul_and_depth),

@@ -217,6 +217,39 @@ static void test_symlink_refused(void **state) {
         add_fails(&set, P("link_file"), GLOVE_GRANT_READ, false, NULL, ELOOP, "grant.symlink");
         add_fails(&set, P("link_dir"), GLOVE_GRANT_WRITE, true, NULL, ELOOP, "grant.symlink");
         assert_int_equal(set.count, 0);
+        /* The message names the link, where it points and the path to grant. */
+        struct glove_error err = {0};
+        char want[3 * PATH_MAX];
+        assert_int_equal(glove_grant_set_add(&set, P("link_dir/sub"), GLOVE_GRANT_READ, false, NULL, &err), -ELOOP);
+        snprintf(want, sizeof(want), "%s: %s is a symbolic link to dir (grants never follow one): use %s instead",
+                 P("link_dir/sub"), P("link_dir"), P("dir/sub"));
+        assert_string_equal(err.message, want);
+        err = (struct glove_error){0};
+        assert_int_equal(glove_grant_set_add(&set, P("link_file"), GLOVE_GRANT_READ, false, NULL, &err), -ELOOP);
+        snprintf(want, sizeof(want), "%s: %s is a symbolic link to file.txt (grants never follow one): use %s instead",
+                 P("link_file"), P("link_file"), P("file.txt"));
+        assert_string_equal(err.message, want);
+        /* A dangling link: nothing to use instead. */
+        err = (struct glove_error){0};
+        assert_int_equal(symlink("gone\x1b[2J", P("link_gone")), 0);
+        assert_int_equal(glove_grant_set_add(&set, P("link_gone"), GLOVE_GRANT_READ, false, NULL, &err), -ELOOP);
+        snprintf(want, sizeof(want),
+                 "%s: %s is a symbolic link to gone\\x1b[2J (grants never follow one), and the path resolves to "
+                 "nothing (No such file or directory): grant the real path",
+                 P("link_gone"), P("link_gone"));
+        assert_string_equal(err.message, want);
+        /* Escaped: a terminal control in the resolved path is shown, not sent. */
+        assert_int_equal(mkdir(P("ctl\x1b]0;x\x07"), 0755), 0);
+        assert_int_equal(symlink("ctl\x1b]0;x\x07", P("link_ctl")), 0);
+        err = (struct glove_error){0};
+        assert_int_equal(glove_grant_set_add(&set, P("link_ctl"), GLOVE_GRANT_READ, false, NULL, &err), -ELOOP);
+        assert_null(strchr(err.message, '\x1b'));
+        assert_null(strchr(err.message, '\x07'));
+        snprintf(want, sizeof(want), "use %s/ctl\\x1b]0;x\\x07 instead", base);
+        assert_non_null(strstr(err.message, want));
+        unlink(P("link_gone"));
+        unlink(P("link_ctl"));
+        rmdir(P("ctl\x1b]0;x\x07"));
         glove_grant_set_clear(&set);
 }
 

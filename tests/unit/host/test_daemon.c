@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ExecStart= quoting and unit rendering (glove/host/daemon.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -8,6 +9,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -75,6 +78,26 @@ static void test_render_service(void **state) {
         assert_null(l.gloved);
 }
 
+/* The same words for a shell (what doctor and daemon start print): the
+ * unit's ExecStart= line but quoted as sh reads it. */
+static void test_command_line_for_a_shell(void **state) {
+        (void)state;
+        struct glove_host_daemon_layout l = layout("/h/it's 100%$");
+        struct glove_error err = { 0 };
+        _cleanup_free_ char *sh = NULL, *unit = NULL, *service = NULL;
+        assert_int_equal(glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SHELL, &sh, &err), 0);
+        assert_string_equal(sh, "/opt/glove/bin/gloved --runtime-dir /run/user/1000/glove --state-dir "
+                                "'/h/it'\\''s 100%$' --session-policy /h/.config/glove/session-policy.json "
+                                "--session-store /h/s/sessions.journal --materialization-root /h/s/sessions");
+        /* The systemd form is exactly the unit's ExecStart=. */
+        assert_int_equal(glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SYSTEMD, &unit, &err), 0);
+        assert_int_equal(glove_host_daemon_render_service(&l, 254, &service, &err), 0);
+        char want[1024];
+        snprintf(want, sizeof(want), "\nExecStart=%s\n", unit);
+        assert_non_null(strstr(service, want));
+        glove_host_daemon_layout_free(&l);
+}
+
 /* A $, quote or backslash in gloved's own path cannot be written as an
  * executable name systemd reads back as the same path: refused. */
 static void test_render_service_refuses_unreadable_executable(void **state) {
@@ -123,13 +146,94 @@ static void test_layout_needs_gloved_next_to_glove(void **state) {
         assert_null(l.gloved);
 }
 
+static void make_file(const char *dir, const char *name, mode_t mode) {
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+/* resolve tree/glove and check which gloved and build tree it names. */
+static void expect_layout(const char *tree, const char *want_gloved, const char *want_tree) {
+        char self[512];
+        snprintf(self, sizeof(self), "%s/glove", tree);
+        struct glove_host_daemon_layout l;
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_host_daemon_layout_resolve(self, &l, &err), 0);
+        assert_string_equal(l.gloved, want_gloved);
+        if (want_tree)
+                assert_string_equal(l.build_tree, want_tree);
+        else
+                assert_null(l.build_tree);
+        glove_host_daemon_layout_free(&l);
+}
+
+/* A glove in a meson build tree prefers an installed gloved from PATH
+ * (make clean removes the tree's); a PATH directory others can write, or
+ * one that is a build tree itself, is passed over. */
+static void test_layout_build_tree_prefers_installed(void **state) {
+        (void)state;
+        char base[] = "/tmp/glove-test-daemon.XXXXXX";
+        assert_non_null(mkdtemp(base));
+        char tree[256], pfx[256], priv[300], want[300], path[600], tree_gloved[300];
+        snprintf(tree, sizeof(tree), "%s/build", base);
+        snprintf(pfx, sizeof(pfx), "%s/bin", base);
+        snprintf(priv, sizeof(priv), "%s/meson-private", tree);
+        assert_int_equal(mkdir(tree, 0700), 0);
+        assert_int_equal(mkdir(pfx, 0700), 0);
+        assert_int_equal(mkdir(priv, 0700), 0);
+        make_file(tree, "glove", 0755);
+        make_file(tree, "gloved", 0755);
+        make_file(tree, "build.ninja", 0644);
+        snprintf(tree_gloved, sizeof(tree_gloved), "%s/gloved", tree);
+        snprintf(want, sizeof(want), "%s/gloved", pfx);
+        char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+        setenv("XDG_CONFIG_HOME", base, 1);
+        setenv("XDG_STATE_HOME", base, 1);
+        setenv("XDG_RUNTIME_DIR", base, 1);
+        /* No installed gloved (the tree on PATH is no installation). */
+        snprintf(path, sizeof(path), "relative:%s:%s/", tree, pfx);
+        setenv("PATH", path, 1);
+        expect_layout(tree, tree_gloved, tree);
+        /* An installed one, and then one others could replace. */
+        make_file(pfx, "gloved", 0755);
+        expect_layout(tree, want, tree);
+        assert_int_equal(chmod(pfx, 0777), 0);
+        expect_layout(tree, tree_gloved, tree);
+        assert_int_equal(chmod(pfx, 0700), 0);
+        assert_int_equal(chmod(want, 0775), 0);
+        expect_layout(tree, tree_gloved, tree);
+        assert_int_equal(chmod(want, 0755), 0);
+        /* Outside a build tree: the sibling, whatever PATH holds. */
+        char ninja[300];
+        snprintf(ninja, sizeof(ninja), "%s/build.ninja", tree);
+        assert_int_equal(unlink(ninja), 0);
+        expect_layout(tree, tree_gloved, NULL);
+        if (old_path)
+                setenv("PATH", old_path, 1);
+        free(old_path);
+        char glove[300];
+        snprintf(glove, sizeof(glove), "%s/glove", tree);
+        assert_int_equal(unlink(glove), 0);
+        assert_int_equal(unlink(tree_gloved), 0);
+        assert_int_equal(unlink(want), 0);
+        assert_int_equal(rmdir(priv), 0);
+        assert_int_equal(rmdir(tree), 0);
+        assert_int_equal(rmdir(pfx), 0);
+        assert_int_equal(rmdir(base), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_quote),
                 cmocka_unit_test(test_render_service),
                 cmocka_unit_test(test_render_service_refuses_unreadable_executable),
+                cmocka_unit_test(test_command_line_for_a_shell),
                 cmocka_unit_test(test_render_socket),
                 cmocka_unit_test(test_layout_needs_gloved_next_to_glove),
+                cmocka_unit_test(test_layout_build_tree_prefers_installed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

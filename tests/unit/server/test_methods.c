@@ -15,6 +15,7 @@
 #include "glove/server/methods.h"
 #include "helpers.h"
 
+#include "glove/runtime/runtime.h"
 #include "glove/supervisor/policy.h"
 
 /* generate.py's NOW_MS: the fixture plans are in their window then. */
@@ -84,6 +85,14 @@ static const char *error_code(const json_t *resp) {
         return json_string_value(json_object_get(json_object_get(resp, "error"), "code"));
 }
 
+static const char *error_message(const json_t *resp) {
+        return json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+}
+
+static const char *error_data(const json_t *resp, const char *key) {
+        return json_string_value(json_object_get(json_object_get(json_object_get(resp, "error"), "data"), key));
+}
+
 static void expect_methods(const json_t *caps, const char *const want[]) {
         json_t *m = json_object_get(caps, "methods");
         size_t n = 0;
@@ -116,7 +125,20 @@ static void test_base_service(void **state) {
         for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
                 _cleanup_json_ json_t *r = call(f, absent[i], NULL);
                 assert_string_equal(error_code(r), "method_not_found");
+                assert_string_equal(error_data(r, "method"), absent[i]);
         }
+        /* A method of this service says which gloved options it lacks; an
+         * unknown one only that it is not advertised. */
+        _cleanup_json_ json_t *cs = call(f, "create_session", NULL);
+        assert_string_equal(error_message(cs), "create_session is not advertised by this service: gloved was started "
+                                               "without --session-policy FILE and --session-store FILE");
+        assert_string_equal(error_data(cs, "reason"), "option_missing");
+        _cleanup_json_ json_t *un = call(f, "no_such_method", NULL);
+        assert_string_equal(error_message(un), "the method is not advertised by this service");
+        assert_null(error_data(un, "reason"));
+        assert_string_equal(json_string_value(json_object_get(caps, "lifecycle_reason")),
+                            "gloved was started without --session-policy FILE, --session-store FILE and "
+                            "--materialization-root DIR");
         _cleanup_json_ json_t *r = call(f, "capabilities", json_pack("{s:i}", "x", 1));
         assert_string_equal(error_code(r), "invalid_params");
         _cleanup_json_ json_t *again = call(f, "authenticate", NULL);
@@ -235,6 +257,37 @@ static void test_policy_only(void **state) {
         assert_int_equal(json_integer_value(json_object_get(caps, "session_store_schema_version")), 0);
         _cleanup_json_ json_t *r = call(f, "create_session", create_params("s-1", "key-1", "{}"));
         assert_string_equal(error_code(r), "method_not_found");
+        assert_string_equal(error_data(r, "detail"), "gloved was started without --session-store FILE");
+        assert_string_equal(json_string_value(json_object_get(caps, "lifecycle_reason")),
+                            "gloved was started without --session-store FILE and --materialization-root DIR");
+}
+
+/* A managed runtime without a delegated cgroup: the lifecycle methods say
+ * the runtime's reason. */
+static void test_runtime_not_operational(void **state) {
+        struct fixture *f = *state;
+        load_policy_and_store(f);
+        struct glove_error why = { 0 };
+        glove_error_set(&why, EACCES, "cgroup.not_delegated", "cgroups are not delegated to uid 65534");
+        struct glove_runtime_options o = { .cgroup_error = -EACCES, .cgroup_why = &why };
+        struct glove_runtime *rt = NULL;
+        assert_int_equal(glove_runtime_new(&o, &rt, NULL), 0);
+        f->c.runtime = rt;
+        static const char *const lifecycle[] = { "start_session", "attach", "stop_session" };
+        for (size_t i = 0; i < sizeof(lifecycle) / sizeof(lifecycle[0]); i++) {
+                _cleanup_json_ json_t *r = call(f, lifecycle[i], NULL);
+                assert_string_equal(error_code(r), "method_not_found");
+                assert_string_equal(error_data(r, "reason"), "runtime_not_operational");
+                assert_string_equal(error_data(r, "detail"), "managed sessions are not operational: "
+                                                             "cgroup.not_delegated: cgroups are not delegated to uid 65534");
+        }
+        _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+        assert_true(json_is_false(json_object_get(caps, "lifecycle_operational")));
+        assert_string_equal(json_string_value(json_object_get(caps, "lifecycle_reason")),
+                            "managed sessions are not operational: cgroup.not_delegated: cgroups are not delegated to "
+                            "uid 65534");
+        f->c.runtime = NULL;
+        glove_runtime_free(rt);
 }
 
 int main(void) {
@@ -243,6 +296,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_receipts_methods, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_and_store, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_runtime_not_operational, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
