@@ -48,17 +48,18 @@ dedicated_block() {
 }
 
 # make_checkout DIR: the fresh checkout the pages assume, with the built
-# binaries under build/ (make is already done), tests/ and a real copy of
+# binaries under build/ (make is already done), tests/ (integration/lib,
+# agents/, fixtures/, node_modules/) and a real copy of
 # examples/ (the agents read it inside their sandbox, where the checkout's
 # own path is not granted).
 make_checkout() {
         local co=$1 f
         [ -d "$BATS_TEST_DIRNAME/examples" ] || fail "examples/ was not copied next to the suite"
-        mkdir -p "$co/build" "$co/tests/integration" "$co/tests/agents" "$co/tests/fixtures"
+        mkdir -p "$co/build" "$co/tests/integration" "$co/tests/fixtures"
         ln -s "$GLOVE" "$co/build/glove"
         ln -s "$GLOVED" "$co/build/gloved"
         ln -s "$LIB" "$co/tests/integration/lib"
-        ln -s "$AGENTS/verify_receipts.py" "$co/tests/agents/verify_receipts.py"
+        ln -s "$AGENTS" "$co/tests/agents"
         for f in "$GLOVE_FIXTURES"/*; do ln -s "$f" "$co/tests/fixtures/"; done
         if [ -n "${GLOVE_NODE_MODULES:-}" ]; then ln -s "$GLOVE_NODE_MODULES" "$co/tests/node_modules"; fi
         cp -r "$BATS_TEST_DIRNAME/examples" "$co/examples"
