@@ -12,9 +12,9 @@
 # every user, /tmp for instance) into a self-contained copy of the suite that
 # both root and the unprivileged user can use, because the checkout may live
 # in a 0700 directory: the suite, its host helpers, the probe agents
-# (tests/agents/), the MCP fixtures, the README and examples/, the npm test
-# peers (hard links when possible) and private copies of the binaries (a
-# rebuild during the run cannot swap a binary under the tests). In
+# (tests/agents/), the MCP fixtures, the README, docs/ and examples/, the
+# npm test peers (hard links when possible) and private copies of the
+# binaries (a rebuild during the run cannot swap a binary under the tests). In
 # unprivileged mode, started as root, it also delegates a cgroup subtree to
 # uid 65534 the way systemd does for a user service (see delegate_cgroups
 # below), so limits and managed sessions are proved for an unprivileged user
@@ -181,9 +181,11 @@ prepare() { # build mode dir
         echo "$mode" >"$work/mode"
         mkdir "$work/suite" "$work/agents" "$work/bin" "$work/home" "$work/tmp" "$work/fixtures"
         cp "$suite_src"/*.bats "$here"/helpers.bash "$work/suite/"
-        # readme.bats runs the README's quickstart from the README itself,
-        # and the example agents its blocks name (examples/).
+        # readme.bats runs the shell blocks of the README and of docs/*.md
+        # from the pages themselves, and the example agents they name
+        # (examples/).
         cp "$repo/README.md" "$work/suite/"
+        cp -r "$repo/docs" "$work/suite/docs"
         cp -r "$repo/examples" "$work/suite/examples"
         cp -r "$here/lib" "$work/suite/lib"
         cp -r "$repo/tests/agents/." "$work/agents/"

@@ -71,3 +71,42 @@ page_check() {
         missing=$(comm -23 <(options_of <<<"$help") <(echo "$in_page"))
         [ "$missing" = --tty ] || fail "a removed --tty was not noticed: '$missing'"
 }
+
+# markup_left PAGE: the lines of the built page (scdoc's troff) where scdoc
+# left its markup as text or misread it: a placeholder still written
+# _WORD_ or *WORD* (scdoc takes _ and * only at a word's edge: 128+_N_), or
+# an underlined or bold run that starts or ends with a space (an underscore
+# inside a word, _N_ms, opens a run that a later one closes).
+markup_left() {
+        grep -nE '\\f[IB][^\\]*[[:space:]]\\fR|\\f[IB][[:space:]]|(^|[^[:alnum:]\\])[_*][A-Z][A-Z0-9]*[_*]($|[^[:alnum:]])' "$1" || true
+}
+
+@test "man: every page renders without scdoc markup left over and has EXIT STATUS; gloved(8) has FILES and LOGS" {
+        local src page name left pages=0
+        for src in "$GLOVE_SRC"/man/*.scd; do
+                name=$(basename "$src" .scd)
+                page=$GLOVE_BUILD/man/$name
+                [ -f "$page" ] || fail "$page was not built"
+                left=$(markup_left "$page")
+                [ -z "$left" ] || fail "$name: scdoc markup left in the page (man/$name.scd): $left"
+                grep -qx '\.SH EXIT STATUS' "$page" || fail "$name: no EXIT STATUS section"
+                pages=$((pages + 1))
+        done
+        [ "$pages" -ge 9 ] || fail "only $pages man pages"
+        grep -qx '\.SH FILES' "$GLOVE_BUILD/man/gloved.8" || fail "gloved.8: no FILES section"
+        grep -qx '\.SH LOGS' "$GLOVE_BUILD/man/gloved.8" || fail "gloved.8: no LOGS section"
+}
+
+# scdoc_page: a page of scdoc text from stdin (a DESCRIPTION), as troff.
+scdoc_page() {
+        { printf 'p(1)\n\n# NAME\n\np - a test page\n\n# DESCRIPTION\n\n'; cat; } | scdoc
+}
+
+@test "man: the markup check can fail: 128+_N_ and _N_ms are found" {
+        printf '%s\n' 'a (128+_N_ for signal _N_)' 'b (_N_ms, _N_s or seconds)' 'c _N_ and *--pids* _N_' |
+                scdoc_page >"$BATS_TEST_TMPDIR/p.1"
+        run markup_left "$BATS_TEST_TMPDIR/p.1"
+        [[ "$output" == *"128+_N_"* ]] || fail "128+_N_ not found: $output"
+        [[ "$output" == *'\fIN_ms, \fR'* ]] || fail "_N_ms not found: $output"
+        [[ "$output" != *"c "* ]] || fail "a well-formed line was taken for markup: $output"
+}
