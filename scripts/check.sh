@@ -28,6 +28,13 @@
 # Exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The integration matrix makes its cells as root and runs them as root and
+# as uid 65534 (tests/integration/cell.sh): say so before building anything.
+if [ "$(id -u)" -ne 0 ] && [ -z "${GLOVE_CHECK_UNPRIVILEGED:-}" ]; then
+        echo "make check: run it as root (sudo make check): the integration matrix runs every file as root and as uid 65534," >&2
+        echo "  in cells it makes under /srv/glove-it; unprivileged, make and make demo work" >&2
+        exit 2
+fi
 full=0
 if [ "${1:-}" = --full ]; then full=1; shift; fi
 build=${1:-build}

@@ -37,7 +37,7 @@ gctl() {
         expect_status 0
         local w
         for w in "start ID" "attach ID [--no-stdin]" "write-stdin ID [--data TEXT]" "resize ID ROWS COLS" \
-                "signal ID NAME" "stop ID [--grace MS]" "cleanup ID" "sessions " "Ctrl-] d detaches"; do
+                "signal ID NAME" "stop ID [--grace TIME]" "cleanup ID" "sessions " "Ctrl-] d detaches"; do
                 [[ "$output" == *"$w"* ]] || fail "help does not mention '$w'"
         done
         g ctl attach --help

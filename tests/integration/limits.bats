@@ -176,13 +176,13 @@ expect_no_run_cgroup() {
 # A string that appears in no other command line: marks one test's processes.
 marker() { echo "glovemark$$x${RANDOM}x$BATS_TEST_NUMBER"; }
 
-# agent_stderr: the agent's own bytes on stderr: without Glove's degraded
-# warning (first line) and its breach line (which may follow the agent's last
+# agent_stderr: the agent's own bytes on stderr: without Glove's warnings
+# (first lines) and its breach line (which may follow the agent's last
 # bytes on the same line).
 agent_stderr() {
         local e=$stderr
-        # One warning from Glove, one from each contained upstream's sandbox.
-        while [[ "$e" == "glove: warning: limits.degraded: "* ]]; do e=${e#*$'\n'}; done
+        # Glove's warnings come first, one line each (limits.degraded, run.no_tools).
+        while [[ "$e" == "glove: warning: "* ]]; do e=${e#*$'\n'}; done
         e=${e%%glove: limits.*}
         printf '%s' "${e%$'\n'}"
 }
