@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "glove/container/grant.h"
 #include "glove/container/mount_plan.h"
 #include "glove/net/rule.h"
+#include "glove/supervisor/exposure.h"
 #include "glove/supervisor/lease.h"
 #include "glove/supervisor/prepare.h"
 #include "image.h"
@@ -127,6 +129,7 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l) {
         for (size_t i = 0; i < l->n_mounts; i++) {
                 free(l->mounts[i].target);
                 free(l->mounts[i].source);
+                free(l->mounts[i].name);
                 free(l->mounts[i].img);
         }
         free(l->mounts);
@@ -168,6 +171,7 @@ void sv_launch_mount_drop_last(struct glove_supervisor_launch *l) {
         mount_release(m);
         free(m->target);
         free(m->source);
+        free(m->name);
         free(m->img);
 }
 
@@ -286,8 +290,13 @@ static const struct sv_access_tuple *find_tuple(const struct sv_path_alias *al, 
         return NULL;
 }
 
+/* A decoded path grant: alias, or an exposure (exposure_id set, alias
+ * NULL). name is the one naming it under the root (images, mounts). */
 struct grant {
         const char *alias;
+        const char *exposure_id;
+        int64_t generation;
+        const char *name;
         int access, materialization, cleanup;
         int64_t max_bytes;
 };
@@ -302,30 +311,79 @@ static int decode_grant(const json_t *o, struct grant *g, struct glove_error *er
         const char *mat = json_string_value(json_object_get(o, "materialization"));
         const char *cl = json_string_value(json_object_get(o, "cleanup_policy"));
         g->alias = json_string_value(json_object_get(o, "alias"));
+        g->exposure_id = json_string_value(json_object_get(o, "exposure_id"));
+        json_t *gen = json_object_get(o, "exposure_generation");
+        g->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
+        /* Exactly one of an alias and an exposure (plan.h). */
+        if (!g->alias == !g->exposure_id || (g->exposure_id && g->generation < 1))
+                return bad_plan(err, "a path grant names neither an alias nor an exposure, or both");
+        g->name = g->alias ? g->alias : g->exposure_id;
         json_t *mb = json_object_get(o, "max_bytes");
         g->access = acc ? sv_enum_find(&sv_access_names, acc) : -1;
         g->materialization = mat ? sv_enum_find(&sv_materialization_names, mat) : -1;
         g->cleanup = cl ? sv_enum_find(&sv_cleanup_names, cl) : -1;
-        if (!g->alias || g->access < 0 || g->materialization < 0 || g->cleanup < 0 || !json_is_integer(mb) ||
+        if (g->access < 0 || g->materialization < 0 || g->cleanup < 0 || !json_is_integer(mb) ||
             json_integer_value(mb) < 1)
                 return bad_plan(err, "a path grant");
         g->max_bytes = json_integer_value(mb);
         return 0;
 }
 
+static int64_t cfg_now_ms(const struct glove_supervisor_runtime_config *cfg) {
+        if (cfg->now_ms)
+                return cfg->now_ms();
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An exposure grant's mount m from the source glove_exposures_open_source
+ * checked: its descriptor and identity are taken over (src->fd becomes -1),
+ * exactly as sv_launch_resolve fills an alias's. The host path stays in m
+ * (the mount plan reopens it and requires this identity) and never
+ * appears in a message. */
+static int exposure_mount(const struct glove_supervisor_runtime_config *cfg, struct sv_mount *m,
+                          struct glove_exposure_source *src, struct glove_error *err) {
+        struct glove_error why = { 0 };
+        if (check_restricted(cfg, m->alias, src->path, &why) < 0)
+                return glove_error_set(err, EPERM, "materialize.restricted",
+                                       "%s: the exposure's project overlaps a directory gloved keeps for itself "
+                                       "(revoke it and enroll another project)",
+                                       m->alias);
+        m->source = strdup(src->path);
+        if (!m->source)
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        m->is_dir = true;
+        m->dev = (uint64_t)src->dev;
+        m->ino = (uint64_t)src->ino;
+        m->mnt_id = src->mnt_id;
+        m->fd = src->fd;
+        src->fd = -1;
+        return 0;
+}
+
 static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g, struct glove_error *err) {
         const struct glove_supervisor_runtime_config *cfg = l->cfg;
-        const struct sv_path_alias *al = sv_policy_alias(cfg->policy, g->alias);
-        const struct sv_access_tuple *tu = al ? find_tuple(al, g->access, g->materialization) : NULL;
-        if (!tu)
-                return bad_plan(err, "a path grant names no access tuple of its alias");
+        const struct sv_path_alias *al = NULL;
+        const struct sv_access_tuple *tu = NULL;
+        if (g->alias) {
+                al = sv_policy_alias(cfg->policy, g->alias);
+                tu = al ? find_tuple(al, g->access, g->materialization) : NULL;
+                if (!tu)
+                        return bad_plan(err, "a path grant names no access tuple of its alias");
+        } else if (!cfg->exposures) {
+                return glove_error_set(err, EOPNOTSUPP, "launch.exposures_unavailable",
+                                       "%s: the plan names a path exposure and this gloved has no exposure registry "
+                                       "(start it with --path-exposure-policy and --path-exposure-journal)",
+                                       g->name);
+        }
         int kind;
         switch (g->access) {
         case SV_ACCESS_READ: kind = MK_READ_BIND; break;
         case SV_ACCESS_EPHEMERAL_WRITE:
                 if (g->materialization != SV_MAT_COPY)
                         return glove_error_set(err, EOPNOTSUPP, "launch.unsupported_materialization",
-                                               "%s: ephemeral_write is materialized by copy only", g->alias);
+                                               "%s: ephemeral_write is materialized by copy only", g->name);
                 kind = MK_EPHEMERAL;
                 break;
         case SV_ACCESS_RETAINED_WRITE:
@@ -333,7 +391,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                         return glove_error_set(err, EOPNOTSUPP, "launch.retained_unavailable",
                                                "%s: retained_write needs the retained mechanism, which this gloved did "
                                                "not construct: %s",
-                                               g->alias,
+                                               g->name,
                                                cfg->retained_why && cfg->retained_why->message[0]
                                                        ? cfg->retained_why->message
                                                        : "no retained_available");
@@ -342,16 +400,52 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         case SV_ACCESS_DIRECT_WRITE:
         default:
                 return glove_error_set(err, EPERM, "launch.direct_write",
-                                       "%s: direct_write is not supported by managed sessions", g->alias);
+                                       "%s: direct_write is not supported by managed sessions", g->name);
         }
-        struct sv_mount *m = sv_launch_mount_new(l, kind, al->target_path, err);
-        if (!m)
+        /* An exposure: the live generation, opened and checked now (expiry
+         * by gloved's clock); its descriptor is what is materialized. */
+        struct glove_exposure_source src = { .fd = -1 };
+        if (!al) {
+                int r = glove_exposures_open_source(cfg->exposures, g->exposure_id, g->generation, cfg_now_ms(cfg), &src,
+                                                    err);
+                if (r < 0)
+                        return r;
+        }
+        struct sv_mount *m = sv_launch_mount_new(l, kind, al ? al->target_path : src.target_path, err);
+        if (!m) {
+                glove_exposure_source_close(&src);
                 return -ENOMEM;
-        m->alias = al->alias;
+        }
+        if (al) {
+                m->alias = al->alias;
+        } else {
+                m->exposure = true;
+                m->name = strdup(g->exposure_id);
+                m->alias = m->name;
+                m->exposure_generation = src.generation;
+                snprintf(m->scope_digest, sizeof(m->scope_digest), "%s", src.scope_digest);
+                if (!m->name) {
+                        glove_exposure_source_close(&src);
+                        sv_launch_mount_drop_last(l);
+                        return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+                }
+        }
         m->read_only = kind == MK_READ_BIND;
         m->max_bytes = (uint64_t)g->max_bytes;
         int r = 0;
-        if (kind != MK_RETAINED) {
+        if (!al && kind != MK_RETAINED) {
+                r = exposure_mount(cfg, m, &src, err);
+        } else if (!al) {
+                /* A retained image starts empty; the project is still
+                 * checked (open_source above) and vetted. */
+                r = exposure_mount(cfg, m, &src, err);
+                if (r >= 0) {
+                        close(m->fd);
+                        m->fd = -1;
+                        free(m->source);
+                        m->source = NULL;
+                }
+        } else if (kind != MK_RETAINED) {
                 /* The host path is always resolved and vetted. create_policy
                  * decides only what happens when it does not exist: an
                  * ephemeral copy with empty_directory then starts empty;
@@ -368,24 +462,30 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                         r = glove_error_set(err, EINVAL, "materialize.file_type",
                                             "%s: %s is not a directory (a copy materializes a directory)", al->alias,
                                             al->host_path);
-        } else if (kind == MK_RETAINED) {
+        } else {
                 /* The host path is still vetted, so that a policy path that
                  * became restricted never reaches a session. */
                 r = check_restricted(cfg, al->alias, al->host_path, err);
         }
+        glove_exposure_source_close(&src);
         if (r < 0) {
                 sv_launch_mount_drop_last(l);
                 return r;
         }
-        /* Overlaps between the resolved aliases of this launch, by path and
-         * by identity (one directory reached by two paths). */
+        /* Overlaps between the resolved grants of this launch, by path and
+         * by identity (one directory reached by two paths). An exposure's
+         * host path is never named. */
         for (size_t i = 0; i + 1 < l->n_mounts; i++) {
                 const struct sv_mount *o = &l->mounts[i];
                 if (!o->alias || !o->source || !m->source)
                         continue;
                 if (sv_paths_overlap(o->source, m->source) || (o->dev == m->dev && o->ino == m->ino)) {
-                        r = glove_error_set(err, EINVAL, "materialize.overlap", "%s: %s overlaps alias %s (%s)",
-                                            m->alias, m->source, o->alias, o->source);
+                        if (m->exposure || o->exposure)
+                                r = glove_error_set(err, EINVAL, "materialize.overlap",
+                                                    "%s: its host directory overlaps that of %s", m->alias, o->alias);
+                        else
+                                r = glove_error_set(err, EINVAL, "materialize.overlap", "%s: %s overlaps alias %s (%s)",
+                                                    m->alias, m->source, o->alias, o->source);
                         sv_launch_mount_drop_last(l);
                         return r;
                 }
@@ -396,7 +496,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                         sv_launch_mount_drop_last(l);
                         return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
                 }
-                r = sv_image_create(cfg->materialization_root_fd, cfg->materialization_root, l->session_id, al->alias,
+                r = sv_image_create(cfg->materialization_root_fd, cfg->materialization_root, l->session_id, m->alias,
                                     m->max_bytes, cfg->agent_uid, cfg->agent_gid, m->img, err);
                 if (r < 0) {
                         sv_launch_mount_drop_last(l);
@@ -407,10 +507,11 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                 if (r < 0) {
                         (void)sv_image_release(m->img, NULL);
                         (void)sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, l->session_id,
-                                               al->alias, true, NULL);
+                                               m->alias, true, NULL);
+                        r = glove_error_set(err, -r, "materialize.mount", "%s: the mounted image cannot be opened",
+                                            m->alias);
                         sv_launch_mount_drop_last(l);
-                        return glove_error_set(err, -r, "materialize.mount", "%s: the mounted image cannot be opened",
-                                               al->alias);
+                        return r;
                 }
                 m->is_dir = true;
                 m->dev = m->img->root_dev;
@@ -495,9 +596,11 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
                 r = decode_grant(json_array_get(grants, i), &g, err);
                 if (r >= 0 && g.access == SV_ACCESS_DIRECT_WRITE)
                         r = glove_error_set(err, EPERM, "launch.direct_write",
-                                            "%s: direct_write is not supported by managed sessions", g.alias);
+                                            "%s: direct_write is not supported by managed sessions", g.name);
                 if (r >= 0 && g.access == SV_ACCESS_RETAINED_WRITE && !cfg->retained_available)
                         r = launch_grant(l, &g, err); /* reports launch.retained_unavailable */
+                if (r >= 0 && g.exposure_id && !cfg->exposures)
+                        r = launch_grant(l, &g, err); /* reports launch.exposures_unavailable */
         }
         if (r >= 0)
                 r = launch_paths(l, t, err);
@@ -649,20 +752,31 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
                 r |= json_array_append_new(mounts, o);
                 r |= add(o, "target", json_string(m->target)) | add(o, "kind", json_string(mount_kind_names[m->kind])) |
                      add(o, "read_only", json_boolean(m->read_only));
-                if (m->source) {
+                if (m->exposure) {
+                        /* Which exposure generation and scope, never where. */
+                        r |= add(o, "exposure_id", json_string(m->name)) |
+                             add(o, "exposure_generation", json_integer((json_int_t)m->exposure_generation)) |
+                             add(o, "scope_digest", json_string(m->scope_digest));
+                } else if (m->source) {
                         json_t *src = json_object();
                         r |= add(o, "source", src) | add(src, "dev", json_integer((json_int_t)m->dev)) |
                              add(src, "ino", json_integer((json_int_t)m->ino)) |
                              add(src, "mnt_id", json_integer((json_int_t)m->mnt_id));
                 }
-                if (m->alias)
+                if (m->alias && !m->exposure)
                         r |= add(o, "alias", json_string(m->alias));
                 if (m->kind == MK_EPHEMERAL || m->kind == MK_RETAINED)
                         r |= add(o, "max_bytes", json_integer((json_int_t)m->max_bytes));
                 if (m->img) {
                         json_t *x = json_object(), *img = json_object(), *loop = json_object(), *mnt = json_object();
                         r |= json_array_append_new(mats, x);
-                        r |= add(x, "alias", json_string(m->alias)) | add(x, "kind", json_string("retained_image")) |
+                        if (m->exposure)
+                                r |= add(x, "exposure_id", json_string(m->name)) |
+                                     add(x, "exposure_generation", json_integer((json_int_t)m->exposure_generation)) |
+                                     add(x, "scope_digest", json_string(m->scope_digest));
+                        else
+                                r |= add(x, "alias", json_string(m->alias));
+                        r |= add(x, "kind", json_string("retained_image")) |
                              add(x, "image", img) | add(x, "loop", loop) | add(x, "mount", mnt) |
                              add(img, "dev", json_integer((json_int_t)m->img->image_dev)) |
                              add(img, "ino", json_integer((json_int_t)m->img->image_ino)) |
@@ -729,13 +843,13 @@ static int plan_grants(const char *plan, size_t plan_len, json_t **root, const j
         return 0;
 }
 
-/* Grant i of a stored plan's path_grants, its alias an identifier (it names
- * directories under the root). */
+/* Grant i of a stored plan's path_grants, its name (alias or exposure_id)
+ * an identifier (it names directories under the root). */
 static int stored_grant(const json_t *grants, size_t i, struct grant *g, struct glove_error *err) {
         int r = decode_grant(json_array_get(grants, i), g, err);
         if (r < 0)
                 return r;
-        return sv_identifier_valid(g->alias) ? 0 : bad_plan(err, "an alias");
+        return sv_identifier_valid(g->name) ? 0 : bad_plan(err, "an alias or exposure_id");
 }
 
 int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
@@ -762,13 +876,13 @@ int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, 
                 bool remove = g.cleanup == SV_CLEANUP_REMOVE;
                 if (g.access == SV_ACCESS_RETAINED_WRITE) {
                         r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id,
-                                             g.alias, remove, err);
+                                             g.name, remove, err);
                         if (r < 0)
                                 return r;
                 } else if (g.access != SV_ACCESS_EPHEMERAL_WRITE) {
                         continue; /* read binds leave nothing on the host */
                 }
-                if (json_array_append_new(remove ? rm : kp, json_string(g.alias)) < 0)
+                if (json_array_append_new(remove ? rm : kp, json_string(g.name)) < 0)
                         return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
         }
         sv_image_cleanup_session(cfg->materialization_root_fd, session_id);
@@ -796,7 +910,7 @@ int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_con
                         continue;
                 /* sv_image_cleanup without removing the image: detach the
                  * mount, remove its empty directory. */
-                r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id, g.alias,
+                r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id, g.name,
                                      false, err);
                 if (r < 0)
                         return r;
@@ -818,6 +932,8 @@ int glove_supervisor_freeze_retained(const struct glove_supervisor_runtime_confi
         json_array_foreach(materializations, i, m) {
                 const char *kind = json_string_value(json_object_get(m, "kind"));
                 const char *alias = json_string_value(json_object_get(m, "alias"));
+                if (!alias) /* an exposure's image is named by its exposure_id */
+                        alias = json_string_value(json_object_get(m, "exposure_id"));
                 if (!kind || strcmp(kind, "retained_image") != 0 || !alias || !alias[0] || strchr(alias, '/') || strcmp(alias, ".") == 0 ||
                     strcmp(alias, "..") == 0 || strlen(alias) > 255)
                         continue;

@@ -20,7 +20,14 @@ struct sv_mount {
         int kind;
         char *target;      /* owned; the path inside the sandbox */
         char *source;      /* owned; the host path; NULL for an empty tree */
-        const char *alias; /* borrowed from the policy; NULL for launch paths */
+        const char *alias; /* borrowed from the policy; NULL for launch paths; for an
+                            * exposure grant its exposure_id (points to name) */
+        /* An exposure grant (exposure.h): exposure_id (owned), generation
+         * and scope digest; the binding records these, never the source. */
+        bool exposure;
+        char *name;
+        int64_t exposure_generation;
+        char scope_digest[65];
         bool is_dir, read_only;
         uint64_t dev, ino, mnt_id, max_bytes;
         int fd;            /* the pinned descriptor (O_PATH), or -1 */

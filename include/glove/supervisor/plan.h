@@ -28,6 +28,8 @@
 #define GLOVE_PLAN_REASONS_MAX 32
 #define GLOVE_PLAN_REASON_PATH_MAX 160
 
+struct glove_exposures; /* glove/supervisor/exposure.h */
+
 struct glove_plan_reason {
         const char *code;                        /* static stable code, e.g. "plan.revision_mismatch" */
         char path[GLOVE_PLAN_REASON_PATH_MAX];   /* JSON path, e.g. "$.limits.pids" */
@@ -71,7 +73,13 @@ struct glove_plan_verdict {
  *     plan.environment_entry (a NAME=VALUE value), plan.secret_value (a
  *     secret_handles entry that is not a handle), plan.invalid_digest,
  *     plan.invalid_value (unknown backend/access/materialization/cleanup),
- *     plan.array_unsorted, plan.array_duplicate (path_grants by alias,
+ *     plan.path_grant_target (a path grant naming both an "alias" and an
+ *     exposure, or neither: a grant has exactly one of "alias" and the pair
+ *     "exposure_id" + "exposure_generation"; one member of the pair alone is
+ *     plan.missing_field for the other), plan.invalid_identifier (an
+ *     exposure_id that is not "exp-" and 32 lowercase hex digits),
+ *     plan.array_unsorted, plan.array_duplicate (path_grants by alias or
+ *     exposure_id, whichever the grant has, compared as bytes;
  *     library_projections by projection_id, secret_handles by bytes).
  *  4. Against the policy: plan.unsupported_schema_version,
  *     plan.revision_mismatch, plan.expired (expires_at_ms <= now_ms),
@@ -86,6 +94,24 @@ struct glove_plan_verdict {
  *     plan.path_quota_exceeded (max_bytes above the tuple's),
  *     plan.path_ttl_exceeded (ttl_secs above the alias's max_ttl_secs),
  *     plan.projection_destination_not_allowed.
+ *     A grant naming an exposure is judged by the exposure registry instead
+ *     of the policy's aliases (glove_supervisor_plan_validate_ex): without
+ *     a registry plan.exposures_unavailable at the grant; else the code
+ *     glove_exposures_check_grant returns (plan.exposure_unknown,
+ *     plan.exposure_superseded, plan.exposure_revoked,
+ *     plan.exposure_expired, plan.exposure_mode_not_allowed,
+ *     plan.exposure_cleanup_mismatch, plan.exposure_quota_exceeded,
+ *     plan.exposure_runtime_not_allowed, plan.exposure_root_unavailable,
+ *     plan.exposure_expires_too_soon) at the member it names
+ *     ("$.path_grants[i].<member>") or at the grant. It is not judged when
+ *     runtime_template_id is itself invalid (that reason stands).
+ *     plan.path_target_overlap (at the later grant): two admitted grants
+ *     whose sandbox targets (an alias's target_path, an exposure's root
+ *     target_path) are equal or nested, or an exposure's target that
+ *     overlaps /dev, /proc, /run, /sys, /tmp, /var/tmp, the template's
+ *     executable_path or read_only_paths, a target_path of the plan's
+ *     projection destinations, or a secret mount target of the plan's
+ *     handles for the template's runtime.
  * (plan.not_integer and plan.too_long exist in the mapping but cannot occur
  * for input that passed step 1: reals are never canonical, and no string
  * exceeds GLOVE_PLAN_MAX_BYTES.) An allocation failure returns -ENOMEM
@@ -95,3 +121,17 @@ struct glove_plan_verdict {
  */
 int glove_supervisor_plan_validate(const struct glove_supervisor_policy *policy, const void *plan, size_t len,
                                    int64_t now_ms, struct glove_plan_verdict *verdict, struct glove_error *err);
+
+/*
+ * glove_supervisor_plan_validate with an exposure registry (spec
+ * session-policy.md, "Dynamic path exposures"): exposures (borrowed; NULL:
+ * this gloved constructed none) judges the grants that name an exposure, at
+ * now_ms (gloved's clock: validate_plan, create_session and start_session
+ * each pass their own now). glove_supervisor_plan_validate is this with
+ * exposures NULL. The registry is only read; callers serialize it against
+ * its writers (exposure_create, exposure_revoke, expire_due) as they would
+ * any other registry call.
+ */
+int glove_supervisor_plan_validate_ex(const struct glove_supervisor_policy *policy,
+                                      const struct glove_exposures *exposures, const void *plan, size_t len,
+                                      int64_t now_ms, struct glove_plan_verdict *verdict, struct glove_error *err);

@@ -44,6 +44,10 @@
  *                              (-ENOENT); or the file changed between its trust
  *                              walk and its pinning (-EAGAIN); or discovery does
  *                              not name the template's adapter (-EINVAL)
+ *   launch.exposures_unavailable  a grant names an exposure and cfg->exposures
+ *                              is NULL (-EOPNOTSUPP)
+ *   exposure.*                 an exposure grant's source at prepare
+ *                              (glove_exposures_open_source, exposure.h)
  *   launch.invalid_plan        the plan bytes do not decode against the policy (the
  *                              caller is expected to have validated them) (-EINVAL)
  *   launch.invalid_argument    NULL or malformed arguments (-EINVAL)
@@ -67,6 +71,7 @@
 #include "glove/base/error.h"
 #include "glove/supervisor/policy.h"
 
+struct glove_exposures;
 struct glove_mount_plan;
 struct glove_net_policy;
 
@@ -129,6 +134,12 @@ struct glove_net_policy;
  *                            user's), and an O_DIRECTORY descriptor of it;
  *                            lease_root NULL: no store (a plan with secret
  *                            handles is lease.unavailable)
+ *   exposures                the path exposure registry (exposure.h), borrowed;
+ *                            NULL: none constructed (no --path-exposure-*), and
+ *                            a plan with an exposure grant is refused
+ *                            (launch.exposures_unavailable)
+ *   now_ms                   gloved's clock (Unix ms) for the exposures' expiry
+ *                            at prepare; NULL: CLOCK_REALTIME
  */
 struct glove_supervisor_runtime_config {
         const struct glove_supervisor_policy *policy;
@@ -144,6 +155,9 @@ struct glove_supervisor_runtime_config {
         /* C: credential leases */
         const char *lease_root;
         int lease_root_fd;
+        /* #26: dynamic path exposures */
+        const struct glove_exposures *exposures;
+        int64_t (*now_ms)(void);
 };
 
 /*
@@ -208,6 +222,18 @@ struct glove_supervisor_launch;
  *          are per session: an image already present for this session is
  *          refused (materialize.image, -EEXIST), never reused or replaced.
  *          direct_write -> launch.direct_write.
+ *          A grant naming an exposure (exposure_id, exposure_generation)
+ *          is materialized the same way, at its root's target_path, from
+ *          the descriptor glove_exposures_open_source checked at cfg's
+ *          now (its dev/ino/mnt_id pin the bind or the copy; the path is
+ *          never resolved again here); a retained image is named by the
+ *          exposure_id where an alias is used above
+ *          (ROOT/images/SESSION/EXPOSURE_ID.ext4). Its errors pass through
+ *          (exposure.unknown, exposure.superseded, exposure.revoked,
+ *          exposure.expired, exposure.changed, exposure.root_unavailable);
+ *          without cfg->exposures launch.exposures_unavailable
+ *          (-EOPNOTSUPP). An ephemeral copy of an exposure has no
+ *          create_policy: the project always exists (else exposure.changed).
  * Every host path is resolved as described above (codes materialize.*).
  * On failure *out is NULL and nothing made is left behind (mounts
  * unmounted, loops detached, fresh images and directories removed).
@@ -274,8 +300,12 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
  *    "mounts":[{"target":PATH,"kind":"read_bind|ephemeral_tmpfs|retained_image|
  *               read_only_path|executable|lease","read_only":BOOL,
  *               "source":{"dev":N,"ino":N,"mnt_id":N} (absent for an empty tree),
- *               "alias":ID (grants),"max_bytes":N (trees and images)}],
- *    "materializations":[{"alias":ID,"kind":"retained_image","image":{"dev":N,"ino":N,"size":N},
+ *               "alias":ID (alias grants),"max_bytes":N (trees and images);
+ *               an exposure grant instead has "exposure_id":ID,
+ *               "exposure_generation":N,"scope_digest":HEX64 and neither
+ *               "source" nor "alias"}],
+ *    "materializations":[{"alias":ID (or for an exposure grant "exposure_id",
+ *               "exposure_generation","scope_digest"),"kind":"retained_image","image":{"dev":N,"ino":N,"size":N},
  *               "loop":{"device":"/dev/loopN","rdev":N},"mount":{"mnt_id":N}}],
  *    "egress":{"policy_id":ID,"targets":["host:port",...]} (targets empty: offline),
  *    "leases":[{"handle":ID,"target":PATH,"version":HEX64}] (C: lease.h; plan
@@ -307,7 +337,8 @@ void glove_supervisor_launch_free(struct glove_supervisor_launch *l);
  * every mount directory, and the session directories when empty; keeps
  * retained images with retain. Detaches a leftover host mount first.
  * Idempotent (a second call removes nothing more and succeeds). *removed and
- * *kept (each may be NULL) get new JSON arrays of aliases, in plan order.
+ * *kept (each may be NULL) get new JSON arrays of aliases (an exposure
+ * grant: its exposure_id, the name of its image), in plan order.
  * Returns 0 or -errno (materialize.cleanup, launch.invalid_plan).
  */
 int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
@@ -326,7 +357,8 @@ void glove_supervisor_launch_disown(struct glove_supervisor_launch *l);
  * retained images are remounted and frozen before cleanup): for each
  * retained image of materializations (the "materializations" array of a
  * launch binding: {"alias","kind":"retained_image","image":{"ino","size"},
- * ...}), a mount left at ROOT/mounts/SESSION/ALIAS is detached, then the
+ * ...}; an exposure's entry has "exposure_id" in place of "alias", the
+ * name of its image), a mount left at ROOT/mounts/SESSION/ALIAS is detached, then the
  * image, when it is the recorded file (inode) within its recorded size, is
  * attached to a read-only loop device and mounted read-only (nosuid, nodev,
  * noexec, noload) there for inspection; cleanup_session removes it later.
