@@ -58,6 +58,9 @@ struct prepare_job {
         char id[GLOVE_STORE_ID_MAX + 1];
         char *plan; /* a copy of the stored plan */
         size_t plan_len;
+        /* #26: exposure sources opened on the loop thread (the registry is
+         * the loop's); the worker prepares from them. */
+        struct glove_supervisor_sources *sources;
         /* Results (the worker's). */
         struct glove_supervisor_launch *launch;
         int r;

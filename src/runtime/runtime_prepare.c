@@ -33,7 +33,11 @@ static int revalidate(struct glove_runtime *rt, const struct glove_store_session
                       struct glove_error *err) {
         struct glove_plan_verdict v;
         memset(&v, 0, sizeof(v));
-        int r = glove_supervisor_plan_validate(rt->o.policy, st->plan, st->plan_len, rt->o.now_ms(), &v, err);
+        /* Exposure grants again at start, by gloved's clock: a revoked,
+         * superseded or expired exposure never starts (the registry is
+         * the one prepare opens sources from). */
+        const struct glove_exposures *x = rt->o.config ? rt->o.config->exposures : NULL;
+        int r = glove_supervisor_plan_validate_ex(rt->o.policy, x, st->plan, st->plan_len, rt->o.now_ms(), &v, err);
         if (r < 0)
                 return r;
         if (v.valid)
@@ -41,6 +45,26 @@ static int revalidate(struct glove_runtime *rt, const struct glove_store_session
         for (size_t i = 0; i < v.n_reasons; i++)
                 if (strcmp(v.reasons[i].code, "plan.expired") == 0)
                         return glove_error_set(err, ETIMEDOUT, "plan.expired", "the plan expired; it never starts");
+        /* An exposure that changed state since create_session is refused
+         * with the exposure's own code (exposure.h). */
+        static const struct {
+                const char *reason, *code;
+                int errnum;
+        } gone[] = {
+                { "plan.exposure_unknown", "exposure.unknown", ENOENT },
+                { "plan.exposure_superseded", "exposure.superseded", ESTALE },
+                { "plan.exposure_revoked", "exposure.revoked", EKEYREVOKED },
+                { "plan.exposure_expired", "exposure.expired", EKEYEXPIRED },
+                { "plan.exposure_root_unavailable", "exposure.root_unavailable", ESTALE },
+                { "plan.exposures_unavailable", "launch.exposures_unavailable", EOPNOTSUPP },
+        };
+        for (size_t i = 0; i < v.n_reasons; i++)
+                for (size_t k = 0; k < sizeof(gone) / sizeof(gone[0]); k++)
+                        if (strcmp(v.reasons[i].code, gone[k].reason) == 0)
+                                return glove_error_set(err, gone[k].errnum, gone[k].code,
+                                                       "%s: the plan's exposure can no longer be used (%s); it never "
+                                                       "starts",
+                                                       v.reasons[i].path, gone[k].reason);
         return glove_error_set(err, EINVAL, "plan.invalid", "the stored plan no longer satisfies the policy: %s",
                                v.n_reasons ? v.reasons[0].code : "?");
 }
@@ -91,7 +115,8 @@ static void *prepare_worker(void *userdata) {
                 p->queued--;
                 j->next = NULL;
                 pthread_mutex_unlock(&p->lock);
-                j->r = glove_supervisor_launch_prepare(j->cfg, j->id, j->plan, j->plan_len, &j->launch, &j->err);
+                j->r = glove_supervisor_launch_prepare_sources(j->cfg, j->id, j->plan, j->plan_len, j->sources,
+                                                               &j->launch, &j->err);
                 if (j->r >= 0 && !j->launch)
                         j->r = glove_error_set(&j->err, EINVAL, "launch.invalid_argument", "no launch was made");
                 pthread_mutex_lock(&p->lock);
@@ -191,6 +216,7 @@ static void job_free(struct prepare_job *j) {
         if (!j)
                 return;
         glove_supervisor_launch_free(j->launch);
+        glove_supervisor_sources_free(j->sources);
         free(j->plan);
         free(j);
 }
@@ -390,6 +416,14 @@ int glove_runtime_start(struct glove_runtime *rt, const char *id, json_t **resul
         j->plan = plan;
         j->plan_len = st->plan_len;
         j->cfg = rt->o.config;
+        /* The exposures' sources, here on the loop thread that owns the
+         * registry, by gloved's clock: a source that changed since
+         * create_session refuses the start now (exposure.changed). */
+        if ((r = glove_supervisor_sources_open(j->cfg, plan, st->plan_len, rt->o.now_ms(), &j->sources, err)) < 0) {
+                job_free(j);
+                free(s);
+                return r;
+        }
         j->s = s;
         snprintf(j->id, sizeof(j->id), "%s", id);
         s->rt = rt;

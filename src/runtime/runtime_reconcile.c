@@ -61,6 +61,8 @@ static bool mounts_match(const struct glove_supervisor_runtime_config *cfg, cons
         const json_t *m;
         json_array_foreach(mats, i, m) {
                 const char *alias = json_string_value(json_object_get(m, "alias"));
+                if (!alias) /* an exposure's image is named by its exposure_id */
+                        alias = json_string_value(json_object_get(m, "exposure_id"));
                 if (!alias)
                         continue;
                 char rel[PATH_MAX];

@@ -135,7 +135,10 @@ json_t *glove_runtime_receipt_binding(const json_t *full) {
                         continue;
                 json_t *x = json_object();
                 r |= json_array_append_new(mounts, x);
-                static const char *const keep[] = { "alias", "kind", "max_bytes", "read_only", "target" };
+                /* An exposure's mount: its id, generation and scope digest
+                 * (never a path or identity: spec "Receipts and recovery"). */
+                static const char *const keep[] = { "alias", "exposure_generation", "exposure_id", "kind", "max_bytes",
+                                                    "read_only", "scope_digest", "target" };
                 for (size_t j = 0; r == 0 && j < sizeof(keep) / sizeof(keep[0]); j++)
                         r = copy_member(x, m, keep[j]);
         }
@@ -148,7 +151,9 @@ json_t *glove_runtime_receipt_binding(const json_t *full) {
                 const json_t *m = json_array_get(fmat, i);
                 json_t *size = json_object_get(json_object_get(m, "image"), "size");
                 json_t *x = json_object();
-                r |= json_array_append_new(mats, x) | copy_member(x, m, "alias") | copy_member(x, m, "kind");
+                r |= json_array_append_new(mats, x) | copy_member(x, m, "alias") | copy_member(x, m, "kind") |
+                     copy_member(x, m, "exposure_id") | copy_member(x, m, "exposure_generation") |
+                     copy_member(x, m, "scope_digest");
                 if (r == 0 && size)
                         r = json_object_set_new(x, "size", json_deep_copy(size));
         }

@@ -66,7 +66,9 @@ static json_t *verdict_reasons(const struct glove_plan_verdict *v) {
 static int validate(struct glove_server_components *c, const char *plan, size_t len,
                     struct glove_plan_verdict *v, struct glove_error *e) {
         memset(v, 0, sizeof(*v));
-        return glove_supervisor_plan_validate(c->policy, plan, len, c->now_ms(), v, e);
+        /* Exposure grants are judged by the registry at gloved's now
+         * (spec session-policy.md, "Dynamic path exposures"). */
+        return glove_supervisor_plan_validate_ex(c->policy, c->exposures, plan, len, c->now_ms(), v, e);
 }
 
 static const char *const validate_keys[] = { "plan", NULL };

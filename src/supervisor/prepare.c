@@ -329,6 +329,88 @@ static int decode_grant(const json_t *o, struct grant *g, struct glove_error *er
         return 0;
 }
 
+/* ---- exposure sources ---- */
+
+struct glove_supervisor_sources {
+        struct {
+                char *exposure_id;
+                struct glove_exposure_source src; /* fd -1 once taken */
+        } *v;
+        size_t n;
+};
+
+void glove_supervisor_sources_free(struct glove_supervisor_sources *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n; i++) {
+                free(s->v[i].exposure_id);
+                glove_exposure_source_close(&s->v[i].src);
+        }
+        free(s->v);
+        free(s);
+}
+
+static int64_t cfg_now_ms(const struct glove_supervisor_runtime_config *cfg);
+
+int glove_supervisor_sources_open(const struct glove_supervisor_runtime_config *cfg, const char *plan,
+                                  size_t plan_len, int64_t now_ms, struct glove_supervisor_sources **out,
+                                  struct glove_error *err) {
+        if (!out || !cfg || !plan)
+                return glove_error_set(err, EINVAL, "launch.invalid_argument", "a configuration and a plan are required");
+        *out = NULL;
+        _cleanup_json_ json_t *root = NULL;
+        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||
+            !json_is_array(json_object_get(root, "path_grants")))
+                return bad_plan(err, "not a canonical JSON object with path_grants");
+        const json_t *grants = json_object_get(root, "path_grants");
+        struct glove_supervisor_sources *s = calloc(1, sizeof(*s));
+        if (!s || !(s->v = calloc(json_array_size(grants) + 1, sizeof(*s->v)))) {
+                free(s);
+                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+        }
+        for (size_t i = 0; i < json_array_size(grants); i++) {
+                struct grant g;
+                int r = decode_grant(json_array_get(grants, i), &g, err);
+                if (r >= 0 && g.exposure_id && !cfg->exposures)
+                        r = glove_error_set(err, EOPNOTSUPP, "launch.exposures_unavailable",
+                                            "%s: the plan names a path exposure and this gloved has no exposure "
+                                            "registry (start it with --path-exposure-policy and "
+                                            "--path-exposure-journal)",
+                                            g.name);
+                if (r >= 0 && g.exposure_id) {
+                        s->v[s->n].src = (struct glove_exposure_source){ .fd = -1 };
+                        s->v[s->n].exposure_id = strdup(g.exposure_id);
+                        if (!s->v[s->n].exposure_id)
+                                r = glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
+                        else
+                                r = glove_exposures_open_source(cfg->exposures, g.exposure_id, g.generation, now_ms,
+                                                                &s->v[s->n].src, err);
+                        s->n++; /* freed (and its source closed) with s either way */
+                }
+                if (r < 0) {
+                        glove_supervisor_sources_free(s);
+                        return r;
+                }
+        }
+        *out = s;
+        return 0;
+}
+
+/* Takes the pre-opened source of exposure_id out of s (the entry keeps fd
+ * -1 and no path). Returns false when s has none. */
+static bool sources_take(struct glove_supervisor_sources *s, const char *exposure_id, int64_t generation,
+                         struct glove_exposure_source *out) {
+        for (size_t i = 0; s && i < s->n; i++)
+                if (strcmp(s->v[i].exposure_id, exposure_id) == 0 && s->v[i].src.fd >= 0 &&
+                    s->v[i].src.generation == generation) {
+                        *out = s->v[i].src;
+                        s->v[i].src.fd = -1;
+                        s->v[i].src.path = NULL;
+                        return true;
+                }
+        return false;
+}
+
 static int64_t cfg_now_ms(const struct glove_supervisor_runtime_config *cfg) {
         if (cfg->now_ms)
                 return cfg->now_ms();
@@ -405,7 +487,9 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         /* An exposure: the live generation, opened and checked now (expiry
          * by gloved's clock); its descriptor is what is materialized. */
         struct glove_exposure_source src = { .fd = -1 };
-        if (!al) {
+        if (!al && !sources_take(l->sources, g->exposure_id, g->generation, &src)) {
+                if (l->sources)
+                        return bad_plan(err, "an exposure grant whose source was not opened ahead");
                 int r = glove_exposures_open_source(cfg->exposures, g->exposure_id, g->generation, cfg_now_ms(cfg), &src,
                                                     err);
                 if (r < 0)
@@ -559,6 +643,13 @@ static int check_args(const struct glove_supervisor_runtime_config *cfg, const c
 int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
                                     const char *plan, size_t plan_len, struct glove_supervisor_launch **out,
                                     struct glove_error *err) {
+        return glove_supervisor_launch_prepare_sources(cfg, session_id, plan, plan_len, NULL, out, err);
+}
+
+int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtime_config *cfg,
+                                            const char *session_id, const char *plan, size_t plan_len,
+                                            struct glove_supervisor_sources *sources,
+                                            struct glove_supervisor_launch **out, struct glove_error *err) {
         if (out)
                 *out = NULL;
         int r = check_args(cfg, session_id, plan, err);
@@ -580,6 +671,7 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
                 return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
         }
         l->cfg = cfg;
+        l->sources = sources;
         l->template_id = t->id;
         r = get_limits(root, &l->limits, err);
         if (r >= 0)
@@ -626,6 +718,7 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
                 glove_supervisor_launch_free(l);
                 return r;
         }
+        l->sources = NULL; /* borrowed for the prepare only */
         if (l->n_mounts) /* qsort's base may not be NULL */
                 qsort(l->mounts, l->n_mounts, sizeof(*l->mounts), cmp_mount);
         *out = l;

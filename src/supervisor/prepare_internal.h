@@ -43,6 +43,7 @@ struct sv_lease {
 
 struct glove_supervisor_launch {
         const struct glove_supervisor_runtime_config *cfg;
+        struct glove_supervisor_sources *sources; /* #26: borrowed while prepared; NULL: open here */
         char *session_id;
         const char *template_id;  /* borrowed from the policy */
         char *egress_id;          /* owned */

@@ -54,6 +54,8 @@ struct glove_server_conn;
  * operational (lifecycle methods advertised); 0 otherwise. */
 #define GLOVE_SERVER_ADAPTER_SCHEMA_VERSION 1
 
+struct glove_exposures;
+
 /* The constructed components; every pointer borrowed. */
 struct glove_server_components {
         const struct glove_supervisor_policy *policy; /* NULL without --session-policy */
@@ -62,6 +64,7 @@ struct glove_server_components {
         struct glove_runtime *runtime;        /* NULL without --materialization-root */
         int64_t (*now_ms)(void);                      /* Unix milliseconds; tests may fake it */
         bool library_bundle_root;                     /* --library-bundle-root constructed */
+        struct glove_exposures *exposures; /* NULL without --path-exposure-* */
 };
 
 /* True when method is advertised by c (see top of file). */

@@ -243,6 +243,39 @@ int glove_supervisor_launch_prepare(const struct glove_supervisor_runtime_config
                                     const char *plan, size_t plan_len, struct glove_supervisor_launch **out,
                                     struct glove_error *err);
 
+/*
+ * #26, exposure sources opened ahead (spec session-policy.md, "Dynamic path
+ * exposures"). The exposure registry is not safe to use from two threads,
+ * and gloved prepares launches on worker threads: the thread that owns
+ * cfg->exposures (gloved's loop, at start_session) opens the source of
+ * every exposure grant of plan with glove_exposures_open_source at now_ms
+ * (gloved's clock: the start-time expiry and identity check), and the
+ * worker prepares from those descriptors only
+ * (glove_supervisor_launch_prepare_sources), never touching the registry.
+ * *out (owned by the caller, glove_supervisor_sources_free; NULL-safe) is
+ * set even for a plan without exposure grants. Errors: the exposure.* codes
+ * of open_source, launch.exposures_unavailable (an exposure grant and
+ * cfg->exposures NULL), launch.invalid_plan, launch.no_memory; nothing is
+ * left open on error.
+ */
+struct glove_supervisor_sources;
+int glove_supervisor_sources_open(const struct glove_supervisor_runtime_config *cfg, const char *plan,
+                                  size_t plan_len, int64_t now_ms, struct glove_supervisor_sources **out,
+                                  struct glove_error *err);
+void glove_supervisor_sources_free(struct glove_supervisor_sources *s);
+
+/*
+ * glove_supervisor_launch_prepare with the exposure sources opened ahead:
+ * each exposure grant takes its descriptor out of sources (borrowed; what
+ * is taken is then owned by the launch), and the registry is not used.
+ * sources NULL: as glove_supervisor_launch_prepare, which opens each
+ * source itself at cfg->now_ms (single-threaded callers, tests).
+ */
+int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtime_config *cfg,
+                                            const char *session_id, const char *plan, size_t plan_len,
+                                            struct glove_supervisor_sources *sources,
+                                            struct glove_supervisor_launch **out, struct glove_error *err);
+
 /* NULL-terminated argv and envp, borrowed from l (valid until free). */
 char *const *glove_supervisor_launch_argv(const struct glove_supervisor_launch *l);
 char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *l);
