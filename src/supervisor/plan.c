@@ -355,8 +355,10 @@ static void check_grant_targets(struct plan_state *s, const struct grant *g, siz
                 char ep[GLOVE_JSON_PATH_MAX];
                 sv_path_index(ep, "$.path_grants", i);
                 bool hit = false;
+                /* A repeated alias or exposure is plan.array_duplicate already. */
                 for (size_t k = 0; k < i && !hit; k++)
-                        hit = g[k].target && sv_paths_overlap(g[i].target, g[k].target);
+                        hit = g[k].target && sv_paths_overlap(g[i].target, g[k].target) &&
+                              !(g[k].key && g[i].key && strcmp(g[k].key, g[i].key) == 0);
                 if (hit) {
                         sv_fail(s->c, "plan.path_target_overlap", ep, "its sandbox target overlaps an earlier grant's");
                         continue;
