@@ -16,6 +16,7 @@
 #include "helpers.h"
 
 #include "glove/runtime/runtime.h"
+#include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
 
 /* generate.py's NOW_MS: the fixture plans are in their window then. */
@@ -245,6 +246,76 @@ static void test_policy_and_store(void **state) {
         free(bad_plan);
 }
 
+/* validate_plan and create_session judge a grant naming an exposure with
+ * the components' registry at gloved's clock; without one it is
+ * plan.exposures_unavailable. */
+static void test_exposure_plans(void **state) {
+        struct fixture *f = *state;
+        load_policy_and_store(f);
+        char *root = th_join(f->dir, "src"), *proj = th_join(root, "p1"), *jdir = th_join(f->dir, "x");
+        assert_int_equal(mkdir(root, 0755), 0);
+        assert_int_equal(mkdir(proj, 0755), 0);
+        assert_int_equal(mkdir(jdir, 0700), 0);
+        char *journal = th_join(jdir, "exposures.journal");
+        char *ptext = NULL;
+        assert_true(asprintf(&ptext,
+                             "{\"schema_version\":1,\"roots\":[{\"root_id\":\"src\",\"path\":\"%s\","
+                             "\"target_path\":\"/project\",\"max_ttl_secs\":3600,\"access\":[{\"access\":"
+                             "\"ephemeral_write\",\"materialization\":\"copy\",\"cleanup_policy\":\"remove\","
+                             "\"max_bytes\":1048576}],\"runtime_template_ids\":[\"codex-safe\"]}]}",
+                             root) > 0);
+        struct glove_exposure_policy *xp = NULL;
+        struct glove_error e = { 0 };
+        if (glove_exposure_policy_decode(ptext, strlen(ptext), &xp, NULL, 0, &e) < 0)
+                fail_msg("%s: %s", e.code, e.message);
+        struct glove_exposures_options o = { .policy = xp, .journal_path = journal, .owner = geteuid() };
+        struct glove_exposures *x = NULL;
+        assert_int_equal(glove_exposures_open(&o, FIXTURE_NOW_MS, &x, &e), 0);
+        struct glove_exposure_request req = { .path = proj };
+        json_t *res = NULL;
+        assert_int_equal(glove_exposures_create(x, &req, FIXTURE_NOW_MS, &res, &e), 0);
+        const char *id = json_string_value(json_object_get(res, "exposure_id"));
+
+        /* The fixture plan with the exposure before the workspace alias. */
+        char *text = fixture_text("plan/valid.json");
+        json_t *pj = json_loads(text, 0, NULL);
+        free(text);
+        json_object_set_new(pj, "path_grants",
+                            json_pack("[{s:s,s:s,s:i,s:s,s:s,s:i,s:i},O]", "access", "ephemeral_write",
+                                      "cleanup_policy", "remove", "exposure_generation", 1, "exposure_id", id,
+                                      "materialization", "copy", "max_bytes", 1048576, "ttl_secs", 60,
+                                      json_array_get(json_object_get(pj, "path_grants"), 0)));
+        char *plan = json_dumps(pj, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(pj);
+
+        _cleanup_json_ json_t *v0 = call(f, "validate_plan", json_pack("{s:s}", "plan", plan));
+        json_t *r0 = json_object_get(json_array_get(json_object_get(json_object_get(v0, "result"), "reasons"), 0),
+                                     "code");
+        assert_string_equal(json_string_value(r0), "plan.exposures_unavailable");
+        f->c.exposures = x;
+        _cleanup_json_ json_t *v1 = call(f, "validate_plan", json_pack("{s:s}", "plan", plan));
+        assert_true(json_is_true(json_object_get(json_object_get(v1, "result"), "valid")));
+        /* Revoked: create_session refuses it with the registry's reason. */
+        assert_int_equal(glove_exposures_revoke(x, id, 0, FIXTURE_NOW_MS, NULL, &e), 0);
+        _cleanup_json_ json_t *c1 = call(f, "create_session", create_params("s-x", "key-x", plan));
+        assert_string_equal(error_code(c1), "plan.invalid");
+        json_t *reasons = json_object_get(json_object_get(json_object_get(c1, "error"), "data"), "reasons");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(reasons, 0), "code")),
+                            "plan.exposure_revoked");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(reasons, 0), "path")),
+                            "$.path_grants[0].exposure_generation");
+        f->c.exposures = NULL;
+        free(plan);
+        json_decref(res);
+        glove_exposures_close(x);
+        glove_exposure_policy_free(xp);
+        free(ptext);
+        free(journal);
+        free(jdir);
+        free(proj);
+        free(root);
+}
+
 /* A policy without a store advertises validate_plan only. */
 static void test_policy_only(void **state) {
         struct fixture *f = *state;
@@ -296,6 +367,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_receipts_methods, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_and_store, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_only, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exposure_plans, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_not_operational, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
