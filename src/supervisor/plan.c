@@ -325,7 +325,8 @@ static const char *exposure_target_conflict(const struct plan_state *s, const ch
         }
         const json_t *projections = json_object_get(s->root, "library_projections");
         for (size_t i = 0; i < json_array_size(projections); i++) {
-                const char *dest = json_string_value(json_object_get(json_array_get(projections, i), "destination_alias"));
+                const json_t *pr = json_array_get(projections, i);
+                const char *dest = json_string_value(json_object_get(pr, "destination_alias"));
                 for (size_t k = 0; dest && k < s->p->n_destinations; k++)
                         if (strcmp(s->p->destinations[k].alias, dest) == 0 &&
                             sv_paths_overlap(target, s->p->destinations[k].target_path))

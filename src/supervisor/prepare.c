@@ -356,7 +356,8 @@ int glove_supervisor_sources_open(const struct glove_supervisor_runtime_config *
                                   size_t plan_len, int64_t now_ms, struct glove_supervisor_sources **out,
                                   struct glove_error *err) {
         if (!out || !cfg || !plan)
-                return glove_error_set(err, EINVAL, "launch.invalid_argument", "a configuration and a plan are required");
+                return glove_error_set(err, EINVAL, "launch.invalid_argument",
+                                       "a configuration and a plan are required");
         *out = NULL;
         _cleanup_json_ json_t *root = NULL;
         if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||

@@ -435,7 +435,8 @@ static void test_prepare(void **state) {
         json_t *ga = exp_grant(e1, 1, "read", "bind", "retain", 1048576, 60);
         json_t *gb = exp_grant(e2, 1, "ephemeral_write", "copy", "remove", 1048576, 60);
         size_t len;
-        _cleanup_free_ char *plan = launch_plan(e1_first ? json_pack("[o,o]", ga, gb) : json_pack("[o,o]", gb, ga), &len);
+        json_t *grants = e1_first ? json_pack("[o,o]", ga, gb) : json_pack("[o,o]", gb, ga);
+        _cleanup_free_ char *plan = launch_plan(grants, &len);
         struct glove_supervisor_launch *l = NULL;
         struct glove_error err = { 0 };
         if (glove_supervisor_launch_prepare(&f.cfg, "s1", plan, len, &l, &err) < 0)
@@ -456,7 +457,8 @@ static void test_prepare(void **state) {
                         continue;
                 seen++;
                 const char *id = read ? e1 : e2;
-                assert_string_equal(json_string_value(json_object_get(m, "kind")), read ? "read_bind" : "ephemeral_tmpfs");
+                assert_string_equal(json_string_value(json_object_get(m, "kind")),
+                                    read ? "read_bind" : "ephemeral_tmpfs");
                 assert_int_equal(json_is_true(json_object_get(m, "read_only")), read);
                 assert_string_equal(json_string_value(json_object_get(m, "exposure_id")), id);
                 assert_int_equal(json_integer_value(json_object_get(m, "exposure_generation")), 1);
