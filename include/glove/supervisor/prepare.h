@@ -56,7 +56,10 @@
  * glove_supervisor_launch_add_mounts.
  *
  * Threading: none of these functions is thread-safe for one launch; distinct
- * launches may be prepared concurrently (each session has its own paths).
+ * launches may be prepared concurrently (each session has its own paths),
+ * but the exposure registry (cfg->exposures) is used only from the thread
+ * that owns it: a prepare off that thread takes its exposure sources from
+ * glove_supervisor_sources_open (below).
  * glove_supervisor_launch_prepare and glove_supervisor_cleanup block (file
  * creation, mkfs as a waited-for child, mount(2)).
  */
