@@ -38,6 +38,7 @@
 
 struct glove_supervisor_policy;
 struct glove_runtime;
+struct glove_exposures;
 /* A connection of the server (server.h), for attach streams. */
 struct glove_server_conn;
 
@@ -53,8 +54,6 @@ struct glove_server_conn;
 /* agent_runtime_adapter_schema_version while the managed runtime is
  * operational (lifecycle methods advertised); 0 otherwise. */
 #define GLOVE_SERVER_ADAPTER_SCHEMA_VERSION 1
-
-struct glove_exposures;
 
 /* The constructed components; every pointer borrowed. */
 struct glove_server_components {
