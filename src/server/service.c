@@ -688,6 +688,10 @@ static int start(struct service *s, const struct glove_server_service_options *o
                 r = make_runtime(s, o, uid, err);
         if (r == 0 && o->path_exposure_policy)
                 r = open_exposures(s, o, uid, err);
+        if (r == 0 && s->exposures) { /* the runtime holds &s->cfg: start_session opens sources from it */
+                s->cfg.exposures = s->exposures;
+                s->cfg.now_ms = realtime_ms;
+        }
         s->compact_records = o->compact_records;
         if (r == 0)
                 compact_at_start(s);

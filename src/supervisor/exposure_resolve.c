@@ -240,9 +240,9 @@ int glove_exposures_open_source(const struct glove_exposures *x, const char *exp
         root = exp_policy_root(x, e->root_id, &idx);
         if (!root || x->pins[idx].fd < 0)
                 return glove_error_set(err, ESTALE, "exposure.root_unavailable",
-                                       "exposure %s: its root %s is not in the policy or could not be opened at "
-                                       "gloved start",
-                                       exposure_id, e->root_id);
+                                       "exposure %s: its root is not in the exposure policy or could not be "
+                                       "opened at gloved start (glove init --list names it; gloved's log says why)",
+                                       exposure_id);
         const struct exp_pin *pin = &x->pins[idx];
         if (!exp_ident_equal(&pin->ident, &g->root))
                 return changed(err, exposure_id, "the root");
@@ -314,9 +314,9 @@ int glove_exposures_recover_parent(const struct glove_exposures *x, const char *
         const struct glove_exposure_root *root = exp_policy_root(x, e->root_id, &idx);
         if (!root || x->pins[idx].fd < 0)
                 return glove_error_set(err, ESTALE, "exposure.root_unavailable",
-                                       "exposure %s: its root %s is not in the policy or could not be opened at "
-                                       "gloved start",
-                                       exposure_id, e->root_id);
+                                       "exposure %s: its root is not in the exposure policy or could not be "
+                                       "opened at gloved start (glove init --list names it; gloved's log says why)",
+                                       exposure_id);
         const struct exp_pin *pin = &x->pins[idx];
         if (!exp_ident_equal(&pin->ident, &g->root))
                 return changed(err, exposure_id, "the root");
