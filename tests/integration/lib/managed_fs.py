@@ -21,7 +21,10 @@ digest (docs/digests.md).
         OUT: a canonical plan for that template of POLICY with the path
         grants GRANTS = [{"alias", "access", "materialization",
         "max_bytes"?}] (max_bytes defaults to the tuple's; cleanup_policy is
-        the tuple's; ttl_secs 60), expiring OFFSET_MS (60000) from now.
+        the tuple's; ttl_secs 60), expiring OFFSET_MS (60000) from now. A
+        grant with "exposure_id" names an exposure (docs/exposures.md) and
+        is given whole: exposure_id, exposure_generation, access,
+        materialization, cleanup_policy, max_bytes, ttl_secs? (60).
     managed_fs.py fill-receipts STATE_DIR
         Writes STATE_DIR/receipt.key (32 random bytes) and a receipt journal
         with its seal (docs/control-protocol.md, "Journals", "Receipts"; anchor
@@ -101,13 +104,19 @@ def plan(out, policy_file, tid, grants, off, egress="no-network"):
     t = next(x for x in p["runtime_templates"] if x["runtime_template_id"] == tid)
     pg = []
     for g in grants:
+        if "exposure_id" in g:  # a grant naming an exposure: given whole
+            pg.append({"access": g["access"], "cleanup_policy": g["cleanup_policy"],
+                       "exposure_generation": g["exposure_generation"], "exposure_id": g["exposure_id"],
+                       "materialization": g["materialization"], "max_bytes": g["max_bytes"],
+                       "ttl_secs": g.get("ttl_secs", 60)})
+            continue
         al = next(a for a in p["path_aliases"] if a["alias"] == g["alias"])
         tu = next(x for x in al["access"]
                   if x["access"] == g["access"] and x["materialization"] == g["materialization"])
         pg.append({"access": g["access"], "alias": g["alias"], "cleanup_policy": tu["cleanup_policy"],
                    "materialization": g["materialization"], "max_bytes": g.get("max_bytes", tu["max_bytes"]),
                    "ttl_secs": 60})
-    pg.sort(key=lambda x: x["alias"].encode())
+    pg.sort(key=lambda x: (x.get("alias") or x["exposure_id"]).encode())
     doc = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": egress,
            "expires_at_ms": int(time.time() * 1000) + off, "library_projections": [], "limits": {k: v for k, v in p["resource_profiles"][0].items() if k != "profile_id"},
            "path_grants": pg, "policy_revision": p["revision"], "runtime_id": t["runtime_id"], "runtime_template_id": tid,
