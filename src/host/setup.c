@@ -218,6 +218,22 @@ static int setup_policy(struct setup *s, int config_fd, struct glove_error *err)
         return 0;
 }
 
+/* The exposure policy as setup_exposure_prepare leaves it for
+ * setup_exposure_commit. */
+struct xprep {
+        bool skip;      /* no file and no root: no item */
+        bool existed;
+        size_t added;
+        char *text;     /* the text to write when added */
+        size_t len;
+};
+
+static int setup_exposure_prepare(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err);
+static int setup_exposure_commit(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err);
+
+/* config.json, then the exposure policy: every check of both (an
+ * overlapping root, an exposure policy that does not decode) comes before
+ * either file is written. */
 static int setup_config(struct setup *s, int config_fd, struct glove_error *err) {
         const char *path = s->dirs.config_file;
         struct glove_host_config c;
@@ -243,6 +259,12 @@ static int setup_config(struct setup *s, int config_fd, struct glove_error *err)
                         s->checked[s->n_checked++] = TAKE_PTR(root);
                 added_any |= added;
         }
+        struct xprep x = { 0 };
+        if (r == 0 && setup_exposure_prepare(s, config_fd, &x, err) < 0) {
+                glove_host_config_clear(&c);
+                free(x.text);
+                return -1;
+        }
         if (r == 0 && (missing || added_any)) {
                 _cleanup_free_ char *text = NULL;
                 size_t len = 0;
@@ -251,10 +273,14 @@ static int setup_config(struct setup *s, int config_fd, struct glove_error *err)
                         r = glove_host_file_write_atomic(config_fd, GLOVE_HOST_CONFIG_FILE, text, len, !missing, err);
         }
         glove_host_config_clear(&c);
-        if (r < 0)
+        if (r < 0) {
+                free(x.text);
                 return refuse(s, "config", path, err);
+        }
         add_item(s, "config", "path roots", path, missing ? R_CREATED : added_any ? R_UPDATED : R_UNCHANGED);
-        return 0;
+        r = setup_exposure_commit(s, config_fd, &x, err);
+        free(x.text);
+        return r;
 }
 
 /* The runtime_template_id of every template of the session policy (already
@@ -292,9 +318,13 @@ static int policy_runtime_ids(struct setup *s, int config_fd, json_t **doc, cons
 /* CONFIG/exposure-policy.json: created with the roots of this run, or
  * extended with those it lacks; an existing file that does not decode is
  * refused and left alone. No file and no --path-root: no item. */
-static int setup_exposure_policy(struct setup *s, int config_fd, struct glove_error *err) {
+static void exposure_path(const struct setup *s, char path[PATH_MAX]) {
+        textf(path, PATH_MAX, "%s/%s", s->dirs.config, GLOVE_HOST_EXPOSURE_POLICY_FILE);
+}
+
+static int setup_exposure_prepare(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err) {
         char path[PATH_MAX];
-        textf(path, sizeof(path), "%s/%s", s->dirs.config, GLOVE_HOST_EXPOSURE_POLICY_FILE);
+        exposure_path(s, path);
         _cleanup_free_ char *old = NULL;
         size_t old_len = 0;
         _cleanup_close_ int fd = openat(config_fd, GLOVE_HOST_EXPOSURE_POLICY_FILE,
@@ -305,8 +335,10 @@ static int setup_exposure_policy(struct setup *s, int config_fd, struct glove_er
                                 "%s: %s", path, e == ELOOP ? "is a symbolic link" : strerror(e));
                 return refuse(s, "exposure_policy", path, err);
         }
-        if (fd < 0 && s->n_checked == 0)
+        if (fd < 0 && s->n_checked == 0) {
+                x->skip = true;
                 return 0;
+        }
         if (fd >= 0) {
                 /* gloved's own loader first: its file rules and codes. */
                 struct glove_error e = { 0 };
@@ -325,19 +357,27 @@ static int setup_exposure_policy(struct setup *s, int config_fd, struct glove_er
         size_t n_ids = 0;
         if (s->n_checked && policy_runtime_ids(s, config_fd, &doc, &ids, &n_ids, err) < 0)
                 return refuse(s, "session_policy", s->dirs.policy, err);
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0, added = 0;
         int r = glove_host_exposure_policy_extend(old, old_len, (const char *const *)s->checked, s->n_checked, ids,
-                                                  n_ids, &text, &len, &added, err);
+                                                  n_ids, &x->text, &x->len, &x->added, err);
         if (r < 0) {
                 if (old)
                         glove_error_prefix(err, "%s", path);
                 return refuse(s, "exposure_policy", path, err);
         }
-        if (added && glove_host_file_write_atomic(config_fd, GLOVE_HOST_EXPOSURE_POLICY_FILE, text, len, old != NULL,
-                                                  err) < 0)
+        x->existed = old != NULL;
+        return 0;
+}
+
+static int setup_exposure_commit(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err) {
+        if (x->skip)
+                return 0;
+        char path[PATH_MAX];
+        exposure_path(s, path);
+        if (x->added && glove_host_file_write_atomic(config_fd, GLOVE_HOST_EXPOSURE_POLICY_FILE, x->text, x->len,
+                                                     x->existed, err) < 0)
                 return refuse(s, "exposure_policy", path, err);
-        add_item(s, "exposure_policy", "exposure policy", path, !old ? R_CREATED : added ? R_UPDATED : R_UNCHANGED);
+        add_item(s, "exposure_policy", "exposure policy", path,
+                 !x->existed ? R_CREATED : x->added ? R_UPDATED : R_UNCHANGED);
         return 0;
 }
 
@@ -361,7 +401,7 @@ static int run_steps(struct setup *s, struct glove_error *err) {
             setup_dir(s, "runtime_dir", "runtime directory", s->dirs.runtime, &runtime_fd, err) < 0 ||
             setup_dir(s, "state_dir", "state directory", s->dirs.state, &state_fd, err) < 0 ||
             setup_key(s, state_fd, err) < 0 || setup_policy(s, config_fd, err) < 0 ||
-            setup_config(s, config_fd, err) < 0 || setup_exposure_policy(s, config_fd, err) < 0)
+            setup_config(s, config_fd, err) < 0)
                 return -1;
         return 0;
 }
