@@ -66,6 +66,7 @@ struct init {
         const char *modes[MAX_LIST + 1], *runtimes[MAX_LIST + 1];
         size_t n_modes, n_runtimes;
         bool list, json;
+        int64_t ttl_secs; /* 0: the root's */
         struct glove_host_dirs dirs;
 };
 
@@ -277,16 +278,8 @@ static int do_create(struct init *in) {
                 return fail("init.no_memory", "out of memory", "try again");
         if (in->label)
                 json_object_set_new(params, "label", json_string(in->label));
-        if (in->ttl) {
-                uint64_t ms = 0;
-                if (glove_duration_parse_ms(in->ttl, 1000, 1000, (uint64_t)GLOVE_EXPOSURE_TTL_SECS_MAX * 1000, &ms) <
-                            0 ||
-                    ms % 1000 != 0)
-                        return usage_error("--ttl %s: expected whole seconds from 1s to 8760h; " GLOVE_DURATION_FORMS
-                                           " (a bare number is seconds)",
-                                           in->ttl);
-                json_object_set_new(params, "ttl_secs", json_integer((json_int_t)(ms / 1000)));
-        }
+        if (in->ttl_secs)
+                json_object_set_new(params, "ttl_secs", json_integer((json_int_t)in->ttl_secs));
         if (in->n_modes)
                 json_object_set_new(params, "modes", string_array(in->modes, in->n_modes));
         if (in->n_runtimes)
@@ -405,6 +398,24 @@ int glove_host_init_main(int argc, char **argv) {
                                    in.revoke ? "--revoke" : "PROJECT or an enrollment option");
         if (in.revoke && creating)
                 return usage_error("%s: --revoke takes no PROJECT nor enrollment option", in.revoke);
+        if (in.ttl) {
+                uint64_t ms = 0;
+                if (glove_duration_parse_ms(in.ttl, 1000, 1000, (uint64_t)GLOVE_EXPOSURE_TTL_SECS_MAX * 1000, &ms) <
+                            0 ||
+                    ms % 1000 != 0)
+                        return usage_error("--ttl %s: expected whole seconds from 1s to 8760h; " GLOVE_DURATION_FORMS
+                                           " (a bare number is seconds)",
+                                           in.ttl);
+                in.ttl_secs = (int64_t)(ms / 1000);
+        }
+        static const char *const accesses[] = { "read", "ephemeral_write", "retained_write" };
+        for (size_t i = 0; i < in.n_modes; i++) {
+                size_t k = 0;
+                while (k < 3 && strcmp(in.modes[i], accesses[k]) != 0)
+                        k++;
+                if (k == 3)
+                        return usage_error("--mode %s: expected read, ephemeral_write or retained_write", in.modes[i]);
+        }
         struct glove_error err = { 0 };
         if (glove_host_dirs_from_env(&in.dirs, &err) < 0)
                 return fail(err.code, err.message,
