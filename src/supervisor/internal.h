@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -231,6 +232,15 @@ int sv_decode_secret_mounts(struct sv_ctx *c, const json_t *root, struct glove_s
 /* Cross-field path checks (policy_paths.c): host path overlaps, sandbox
  * target reservations and overlaps, launch paths against aliases. */
 int sv_check_policy_paths(struct sv_ctx *c, const struct glove_supervisor_policy *p);
+
+/* The protected-file reader shared by the session policy and the exposure
+ * policy loaders (policy_load.c): path absolute; a regular file of
+ * owner_uid, mode 0600, one link, no final symlink, at most max_bytes; read
+ * through one descriptor whose identity is rechecked after the read. *out
+ * (malloc'd, NUL-terminated) and *out_len on success. Codes policy.file_*,
+ * policy.no_memory; messages start with the path. */
+int sv_load_protected_file(const char *path, uid_t owner_uid, size_t max_bytes, char **out, size_t *out_len,
+                           struct glove_error *err);
 
 /* Test hook (policy_load.c): when set, called after the policy file has been
  * read and before its identity is rechecked. Unit tests use it to provoke

@@ -24,7 +24,8 @@ static bool same_identity(const struct stat *a, const struct stat *b) {
                a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-static int check_metadata(const struct stat *st, const char *path, uid_t owner_uid, struct glove_error *err) {
+static int check_metadata(const struct stat *st, const char *path, uid_t owner_uid, size_t max_bytes,
+                          struct glove_error *err) {
         if (!S_ISREG(st->st_mode))
                 return glove_error_set(err, EINVAL, "policy.file_not_regular", "%s: not a regular file", path);
         if (st->st_uid != owner_uid)
@@ -36,17 +37,16 @@ static int check_metadata(const struct stat *st, const char *path, uid_t owner_u
         if (st->st_nlink != 1)
                 return glove_error_set(err, EPERM, "policy.file_links", "%s: %lu hard links, expected exactly 1",
                                        path, (unsigned long)st->st_nlink);
-        if (st->st_size > GLOVE_POLICY_MAX_BYTES)
-                return glove_error_set(err, EFBIG, "policy.file_too_large", "%s: %lld bytes, the limit is %d",
-                                       path, (long long)st->st_size, GLOVE_POLICY_MAX_BYTES);
+        if ((uint64_t)st->st_size > max_bytes)
+                return glove_error_set(err, EFBIG, "policy.file_too_large", "%s: %lld bytes, the limit is %zu",
+                                       path, (long long)st->st_size, max_bytes);
         return 0;
 }
 
-int glove_supervisor_policy_load(const char *path, uid_t owner_uid, struct glove_supervisor_policy **out,
-                                 struct glove_error *err) {
-        if (!out)
-                return glove_error_set(err, EINVAL, "policy.invalid_argument", "no output pointer");
+int sv_load_protected_file(const char *path, uid_t owner_uid, size_t max_bytes, char **out, size_t *out_len,
+                          struct glove_error *err) {
         *out = NULL;
+        *out_len = 0;
         if (!path || path[0] != '/')
                 return glove_error_set(err, EINVAL, "policy.file_path_relative",
                                        "%s: the policy path must be absolute", path ? path : "(null)");
@@ -62,7 +62,7 @@ int glove_supervisor_policy_load(const char *path, uid_t owner_uid, struct glove
         struct stat before, after;
         if (fstat(fd, &before) < 0)
                 return glove_error_set(err, errno, "policy.file_open", "%s: fstat: %s", path, strerror(errno));
-        int r = check_metadata(&before, path, owner_uid, err);
+        int r = check_metadata(&before, path, owner_uid, max_bytes, err);
         if (r < 0)
                 return r;
 
@@ -84,7 +84,21 @@ int glove_supervisor_policy_load(const char *path, uid_t owner_uid, struct glove
         if (grew || n != size || !same_identity(&before, &after))
                 return glove_error_set(err, EAGAIN, "policy.file_changed",
                                        "%s: changed while it was read; replace it atomically and retry", path);
+        *out = TAKE_PTR(buf);
+        *out_len = n;
+        return 0;
+}
 
+int glove_supervisor_policy_load(const char *path, uid_t owner_uid, struct glove_supervisor_policy **out,
+                                 struct glove_error *err) {
+        if (!out)
+                return glove_error_set(err, EINVAL, "policy.invalid_argument", "no output pointer");
+        *out = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        int r = sv_load_protected_file(path, owner_uid, GLOVE_POLICY_MAX_BYTES, &buf, &n, err);
+        if (r < 0)
+                return r;
         r = glove_supervisor_policy_decode_ex(buf, n, out, NULL, 0, err);
         if (r < 0)
                 glove_error_prefix(err, "%s", path);

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The exposure journal: its format on the generic journal layer, the two
+ * digests, the records and their strict replay (see
+ * glove/supervisor/exposure.h, "The exposure journal"). */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exposure_internal.h"
+#include "glove/base/bytes.h"
+#include "glove/base/cleanup.h"
+#include "glove/base/json.h"
+#include "internal.h"
+
+#define RECORD_DOMAIN "glove.exposure.record.v1"
+#define GENESIS_DOMAIN "glove.exposure.genesis.v1"
+
+/* ---- the format ---- */
+
+static int exp_chain(void *ctx, const uint8_t prev[GLOVE_STORE_JOURNAL_TAG_LEN], uint64_t seq, const void *payload,
+                     size_t len, uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err) {
+        (void)ctx;
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *d = NULL;
+        uint8_t num[12];
+        glove_put_be64(num, seq);
+        glove_put_be32(num + 8, (uint32_t)len);
+        int r = glove_digest_sha256_init(&d, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, RECORD_DOMAIN, sizeof(RECORD_DOMAIN), err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, prev, GLOVE_STORE_JOURNAL_TAG_LEN, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, num, sizeof(num), err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, payload, len, err);
+        if (r == 0)
+                r = glove_digest_sha256_final(d, out, err);
+        return r;
+}
+
+static int exp_genesis(void *ctx, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
+                       uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err) {
+        (void)ctx;
+        uint8_t buf[sizeof(GENESIS_DOMAIN) + GLOVE_STORE_JOURNAL_HEADER_LEN];
+        memcpy(buf, GENESIS_DOMAIN, sizeof(GENESIS_DOMAIN));
+        memcpy(buf + sizeof(GENESIS_DOMAIN), header, GLOVE_STORE_JOURNAL_HEADER_LEN);
+        return glove_digest_sha256(buf, sizeof(buf), out, err);
+}
+
+const struct glove_store_journal_format exp_journal_format = {
+        .magic = { 'G', 'L', 'V', 'E', 'X', 'P', 'O', '1' },
+        .version = 1,
+        .max_payload = GLOVE_EXPOSURE_JOURNAL_RECORD_MAX,
+        .max_records = GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS,
+        .max_bytes = GLOVE_EXPOSURE_JOURNAL_MAX_BYTES,
+        .chain = exp_chain,
+        .genesis = exp_genesis,
+};
+
+/* ---- digests ---- */
+
+static json_t *ident_json(const struct exp_ident *id) {
+        return json_pack("{s:I,s:I}", "dev", (json_int_t)id->dev, "ino", (json_int_t)id->ino);
+}
+
+static int domain_digest(const char *domain, const json_t *obj, char out[GLOVE_EXPOSURE_DIGEST_HEX_SIZE],
+                         struct glove_error *err) {
+        if (!obj)
+                return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory computing a digest");
+        _cleanup_free_ char *json = NULL;
+        size_t len = 0;
+        int r = glove_json_encode_canonical(obj, &json, &len, err);
+        if (r < 0)
+                return r;
+        size_t dl = strlen(domain) + 1;
+        _cleanup_free_ uint8_t *buf = malloc(dl + len);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory computing a digest");
+        memcpy(buf, domain, dl);
+        memcpy(buf + dl, json, len);
+        uint8_t md[GLOVE_DIGEST_SHA256_LEN];
+        r = glove_digest_sha256(buf, dl + len, md, err);
+        if (r < 0)
+                return r;
+        return glove_digest_hex_encode(md, sizeof(md), out, GLOVE_EXPOSURE_DIGEST_HEX_SIZE);
+}
+
+int exp_source_digest(const char *nonce, const struct exp_ident *parent, const struct exp_ident *source,
+                      char out[GLOVE_EXPOSURE_DIGEST_HEX_SIZE], struct glove_error *err) {
+        _cleanup_json_ json_t *o = json_pack("{s:s,s:o,s:o}", "nonce", nonce, "parent", ident_json(parent),
+                                             "source", ident_json(source));
+        return domain_digest(EXP_SOURCE_DOMAIN, o, out, err);
+}
+
+int exp_scope_digest(const char *id, int64_t generation, const char *nonce, const char *root_id, const char *rel,
+                     const json_t *modes, const json_t *runtimes, int64_t expires_at_ms, const char *source_digest,
+                     char out[GLOVE_EXPOSURE_DIGEST_HEX_SIZE], struct glove_error *err) {
+        _cleanup_json_ json_t *o = json_pack(
+                "{s:s,s:I,s:s,s:s,s:s,s:O,s:O,s:I,s:s}", "exposure_id", id, "generation", (json_int_t)generation,
+                "nonce", nonce, "root_id", root_id, "path", rel, "modes", modes, "runtime_template_ids", runtimes,
+                "expires_at_ms", (json_int_t)expires_at_ms, "source_identity_digest", source_digest);
+        return domain_digest(EXP_SCOPE_DOMAIN, o, out, err);
+}
+
+/* ---- records ---- */
+
+json_t *exp_create_record(const struct exp_entry *e, const struct exp_gen *g) {
+        return json_pack("{s:s,s:s,s:I,s:s,s:o,s:s,s:o,s:o,s:s,s:s,s:O,s:O,s:I,s:I,s:s,s:s}", "type", "create",
+                         "exposure_id", e->id, "generation", (json_int_t)g->generation, "root_id", e->root_id,
+                         "root", ident_json(&g->root), "path", e->rel, "source", ident_json(&g->source), "parent",
+                         ident_json(&g->parent), "nonce", g->nonce, "label", g->label, "modes", g->modes,
+                         "runtime_template_ids", g->runtimes, "created_at_ms", (json_int_t)g->created_at_ms,
+                         "expires_at_ms", (json_int_t)g->expires_at_ms, "scope_digest", g->scope_digest,
+                         "source_identity_digest", g->source_digest);
+}
+
+json_t *exp_state_record(const char *type, const char *id, int64_t generation, int64_t at_ms) {
+        return json_pack("{s:s,s:s,s:I,s:I}", "type", type, "exposure_id", id, "generation", (json_int_t)generation,
+                         "at_ms", (json_int_t)at_ms);
+}
+
+static int bad(struct glove_error *err, uint64_t seq, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(struct glove_error *err, uint64_t seq, const char *fmt, ...) {
+        char text[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        return glove_error_set(err, EBADMSG, "exposure.journal_invalid",
+                               "exposure journal record %llu: %s; the journal was not changed: restore it from a "
+                               "backup or move it aside to start with no exposures",
+                               (unsigned long long)seq, text);
+}
+
+static int oom(struct glove_error *err) {
+        return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory replaying the exposure journal");
+}
+
+static bool hex_valid(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return s[n] == '\0';
+}
+
+bool exp_id_valid(const char *s) {
+        return strncmp(s, "exp-", 4) == 0 && hex_valid(s + 4, GLOVE_EXPOSURE_ID_SIZE - 5);
+}
+
+static const char *const create_keys[] = {
+        "created_at_ms", "expires_at_ms", "exposure_id", "generation", "label", "modes", "nonce", "parent",
+        "path", "root", "root_id", "runtime_template_ids", "scope_digest", "source", "source_identity_digest",
+        "type", NULL,
+};
+static const char *const state_keys[] = { "at_ms", "exposure_id", "generation", "type", NULL };
+static const char *const ident_keys[] = { "dev", "ino", NULL };
+static const char *const mode_keys[] = { "access", "cleanup_policy", "materialization", "max_bytes", NULL };
+
+/* Getters failing with the json message in jerr. */
+static int get_ident(const json_t *o, const char *key, struct exp_ident *out, struct glove_error *jerr) {
+        json_t *v;
+        int r = glove_json_get_object(o, key, NULL, &v, jerr);
+        if (r == 0)
+                r = glove_json_check_keys(v, ident_keys, key, jerr);
+        if (r == 0)
+                r = glove_json_get_int(v, "dev", key, 0, INT64_MAX, &out->dev, jerr);
+        if (r == 0)
+                r = glove_json_get_int(v, "ino", key, 0, INT64_MAX, &out->ino, jerr);
+        return r;
+}
+
+static int check_modes(const json_t *arr, struct glove_error *jerr) {
+        size_t n = json_array_size(arr);
+        if (n == 0 || n > GLOVE_EXPOSURE_MAX_MODES)
+                return glove_error_set(jerr, EINVAL, "x", "modes: 1..%d tuples", GLOVE_EXPOSURE_MAX_MODES);
+        const char *pa = NULL, *pm = NULL;
+        for (size_t i = 0; i < n; i++) {
+                const json_t *m = json_array_get(arr, i);
+                const char *a, *mat, *cl;
+                int64_t mb;
+                int r = glove_json_check_keys(m, mode_keys, "modes[]", jerr);
+                if (r == 0)
+                        r = glove_json_get_string(m, "access", "modes[]", 64, &a, jerr);
+                if (r == 0)
+                        r = glove_json_get_string(m, "materialization", "modes[]", 64, &mat, jerr);
+                if (r == 0)
+                        r = glove_json_get_string(m, "cleanup_policy", "modes[]", 64, &cl, jerr);
+                if (r == 0)
+                        r = glove_json_get_int(m, "max_bytes", "modes[]", 1, GLOVE_POLICY_QUOTA_BYTES_MAX, &mb, jerr);
+                if (r < 0)
+                        return r;
+                int ai = sv_enum_find(&sv_access_names, a), mi = sv_enum_find(&sv_materialization_names, mat),
+                    ci = sv_enum_find(&sv_cleanup_names, cl);
+                if (ai < 0 || mi < 0 || ci < 0 || exp_mode_problem(ai, mi, ci))
+                        return glove_error_set(jerr, EINVAL, "x", "modes[%zu]: not an allowed access tuple", i);
+                if (pa) {
+                        int cmp = strcmp(pa, a);
+                        if (cmp == 0)
+                                cmp = strcmp(pm, mat);
+                        if (cmp >= 0)
+                                return glove_error_set(jerr, EINVAL, "x", "modes[%zu]: unsorted or duplicate", i);
+                }
+                pa = a;
+                pm = mat;
+        }
+        return 0;
+}
+
+static int check_runtimes(const json_t *arr, struct glove_error *jerr) {
+        size_t n = json_array_size(arr);
+        if (n == 0 || n > GLOVE_EXPOSURE_MAX_RUNTIMES)
+                return glove_error_set(jerr, EINVAL, "x", "runtime_template_ids: 1..%d ids",
+                                       GLOVE_EXPOSURE_MAX_RUNTIMES);
+        const char *prev = NULL;
+        for (size_t i = 0; i < n; i++) {
+                const char *s = json_string_value(json_array_get(arr, i));
+                if (!s || !sv_identifier_valid(s) || (prev && strcmp(prev, s) >= 0))
+                        return glove_error_set(jerr, EINVAL, "x",
+                                               "runtime_template_ids[%zu]: not a sorted, unique identifier", i);
+                prev = s;
+        }
+        return 0;
+}
+
+static struct exp_entry *insert_entry(struct glove_exposures *x, const char *id) {
+        struct exp_entry *v = realloc(x->entries, (x->n_entries + 1) * sizeof(*v));
+        if (!v)
+                return NULL;
+        x->entries = v;
+        size_t at = 0;
+        while (at < x->n_entries && strcmp(v[at].id, id) < 0)
+                at++;
+        memmove(&v[at + 1], &v[at], (x->n_entries - at) * sizeof(*v));
+        memset(&v[at], 0, sizeof(*v));
+        snprintf(v[at].id, sizeof(v[at].id), "%s", id);
+        x->n_entries++;
+        return &v[at];
+}
+
+static void gen_free(struct exp_gen *g) {
+        free(g->label);
+        json_decref(g->modes);
+        json_decref(g->runtimes);
+}
+
+static void entry_remove(struct glove_exposures *x, struct exp_entry *e) {
+        size_t at = (size_t)(e - x->entries);
+        free(e->root_id);
+        free(e->rel);
+        free(e->gens);
+        memmove(&x->entries[at], &x->entries[at + 1], (x->n_entries - at - 1) * sizeof(*e));
+        x->n_entries--;
+}
+
+void exp_entries_free(struct glove_exposures *x) {
+        for (size_t i = 0; i < x->n_entries; i++) {
+                for (size_t k = 0; k < x->entries[i].n_gens; k++)
+                        gen_free(&x->entries[i].gens[k]);
+                free(x->entries[i].gens);
+                free(x->entries[i].root_id);
+                free(x->entries[i].rel);
+        }
+        free(x->entries);
+        x->entries = NULL;
+        x->n_entries = 0;
+}
+
+static int apply_create(struct glove_exposures *x, uint64_t seq, const json_t *o, struct glove_error *err) {
+        struct glove_error jerr = { 0 };
+        const char *id, *root_id, *rel, *nonce, *label, *scope, *source;
+        struct exp_gen g = { 0 };
+        json_t *modes, *runtimes;
+        int r = glove_json_check_keys(o, create_keys, NULL, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "exposure_id", NULL, 64, &id, &jerr);
+        if (r == 0)
+                r = glove_json_get_int(o, "generation", NULL, 1, INT32_MAX, &g.generation, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "root_id", NULL, GLOVE_POLICY_IDENTIFIER_MAX, &root_id, &jerr);
+        if (r == 0)
+                r = get_ident(o, "root", &g.root, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "path", NULL, PATH_MAX, &rel, &jerr);
+        if (r == 0)
+                r = get_ident(o, "source", &g.source, &jerr);
+        if (r == 0)
+                r = get_ident(o, "parent", &g.parent, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "nonce", NULL, EXP_NONCE_HEX, &nonce, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "label", NULL, GLOVE_EXPOSURE_LABEL_MAX, &label, &jerr);
+        if (r == 0)
+                r = glove_json_get_array(o, "modes", NULL, GLOVE_EXPOSURE_MAX_MODES, &modes, &jerr);
+        if (r == 0)
+                r = check_modes(modes, &jerr);
+        if (r == 0)
+                r = glove_json_get_array(o, "runtime_template_ids", NULL, GLOVE_EXPOSURE_MAX_RUNTIMES, &runtimes,
+                                         &jerr);
+        if (r == 0)
+                r = check_runtimes(runtimes, &jerr);
+        if (r == 0)
+                r = glove_json_get_int(o, "created_at_ms", NULL, 0, INT64_MAX, &g.created_at_ms, &jerr);
+        if (r == 0)
+                r = glove_json_get_int(o, "expires_at_ms", NULL, 0, INT64_MAX, &g.expires_at_ms, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "scope_digest", NULL, 64, &scope, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "source_identity_digest", NULL, 64, &source, &jerr);
+        if (r < 0)
+                return bad(err, seq, "%s", jerr.message);
+        if (!exp_id_valid(id))
+                return bad(err, seq, "exposure_id is not \"exp-\" and 32 lowercase hex digits");
+        if (!sv_identifier_valid(root_id))
+                return bad(err, seq, "root_id is not an identifier");
+        if (!exp_rel_valid(rel))
+                return bad(err, seq, "path is not a normalized relative path beneath the root");
+        if (!hex_valid(nonce, EXP_NONCE_HEX))
+                return bad(err, seq, "nonce is not 64 lowercase hex digits");
+        if (!exp_label_valid(label))
+                return bad(err, seq, "label is not a valid label");
+        if (g.expires_at_ms <= g.created_at_ms || g.expires_at_ms - g.created_at_ms > GLOVE_EXPOSURE_TTL_SECS_MAX * 1000)
+                return bad(err, seq, "expires_at_ms is not within the longest ttl after created_at_ms");
+        if (g.created_at_ms < x->last_ms)
+                return bad(err, seq, "created_at_ms %lld is before the previous record's time %lld",
+                           (long long)g.created_at_ms, (long long)x->last_ms);
+        snprintf(g.nonce, sizeof(g.nonce), "%s", nonce);
+        r = exp_source_digest(nonce, &g.parent, &g.source, g.source_digest, err);
+        if (r == 0)
+                r = exp_scope_digest(id, g.generation, nonce, root_id, rel, modes, runtimes, g.expires_at_ms,
+                                     g.source_digest, g.scope_digest, err);
+        if (r < 0)
+                return r;
+        if (strcmp(source, g.source_digest) != 0)
+                return bad(err, seq, "source_identity_digest differs from the recomputed digest");
+        if (strcmp(scope, g.scope_digest) != 0)
+                return bad(err, seq, "scope_digest differs from the recomputed digest");
+
+        struct exp_entry *e = exp_find(x, id);
+        bool fresh = !e;
+        if (e) {
+                const struct exp_gen *last = &e->gens[e->n_gens - 1];
+                if (strcmp(e->root_id, root_id) != 0 || strcmp(e->rel, rel) != 0)
+                        return bad(err, seq, "%s names another root or path than its earlier generations", id);
+                if (g.generation != last->generation + 1)
+                        return bad(err, seq, "generation %lld of %s does not follow generation %lld",
+                                   (long long)g.generation, id, (long long)last->generation);
+                if (last->state == EXP_LIVE)
+                        return bad(err, seq, "generation %lld of %s is created while generation %lld is live",
+                                   (long long)g.generation, id, (long long)last->generation);
+        } else {
+                if (g.generation != 1)
+                        return bad(err, seq, "the first generation of %s is %lld, not 1", id, (long long)g.generation);
+                for (size_t i = 0; i < x->n_entries; i++)
+                        if (strcmp(x->entries[i].root_id, root_id) == 0 && strcmp(x->entries[i].rel, rel) == 0)
+                                return bad(err, seq, "%s names the project of %s", id, x->entries[i].id);
+                if (x->n_entries >= GLOVE_EXPOSURE_MAX)
+                        return bad(err, seq, "more than %d exposure ids", GLOVE_EXPOSURE_MAX);
+                e = insert_entry(x, id);
+                if (!e)
+                        return oom(err);
+                e->root_id = strdup(root_id);
+                e->rel = strdup(rel);
+                if (!e->root_id || !e->rel) {
+                        entry_remove(x, e);
+                        return oom(err);
+                }
+        }
+        struct exp_gen *v = realloc(e->gens, (e->n_gens + 1) * sizeof(*v));
+        g.label = strdup(label);
+        if (!v || !g.label) {
+                if (v)
+                        e->gens = v;
+                free(g.label);
+                if (fresh)
+                        entry_remove(x, e);
+                return oom(err);
+        }
+        e->gens = v;
+        g.modes = json_deep_copy(modes);
+        g.runtimes = json_deep_copy(runtimes);
+        if (!g.modes || !g.runtimes) {
+                gen_free(&g);
+                if (fresh)
+                        entry_remove(x, e);
+                return oom(err);
+        }
+        g.state = EXP_LIVE;
+        e->gens[e->n_gens++] = g;
+        x->last_ms = g.created_at_ms;
+        return 0;
+}
+
+static int apply_state(struct glove_exposures *x, uint64_t seq, const json_t *o, const char *type,
+                       struct glove_error *err) {
+        struct glove_error jerr = { 0 };
+        const char *id;
+        int64_t gen, at;
+        int r = glove_json_check_keys(o, state_keys, NULL, &jerr);
+        if (r == 0)
+                r = glove_json_get_string(o, "exposure_id", NULL, 64, &id, &jerr);
+        if (r == 0)
+                r = glove_json_get_int(o, "generation", NULL, 1, INT32_MAX, &gen, &jerr);
+        if (r == 0)
+                r = glove_json_get_int(o, "at_ms", NULL, 0, INT64_MAX, &at, &jerr);
+        if (r < 0)
+                return bad(err, seq, "%s", jerr.message);
+        struct exp_entry *e = exp_find(x, id);
+        if (!e)
+                return bad(err, seq, "%s names %s, which was never created", type, id);
+        struct exp_gen *g = &e->gens[e->n_gens - 1];
+        if (g->generation != gen || g->state != EXP_LIVE)
+                return bad(err, seq, "%s names generation %lld of %s, which is not the live generation", type,
+                           (long long)gen, id);
+        if (at < x->last_ms)
+                return bad(err, seq, "at_ms %lld is before the previous record's time %lld", (long long)at,
+                           (long long)x->last_ms);
+        bool expire = strcmp(type, "expire") == 0;
+        if (expire && at < g->expires_at_ms)
+                return bad(err, seq, "expire of %s at %lld is before its expiry %lld", id, (long long)at,
+                           (long long)g->expires_at_ms);
+        g->state = expire ? EXP_EXPIRED : EXP_REVOKED;
+        x->last_ms = at;
+        return 0;
+}
+
+int exp_apply_record(struct glove_exposures *x, uint64_t seq, const void *payload, size_t len,
+                     struct glove_error *err) {
+        struct glove_error jerr = { 0 };
+        _cleanup_json_ json_t *o = NULL;
+        int r = glove_json_decode_canonical(payload, len, GLOVE_EXPOSURE_JOURNAL_RECORD_MAX, GLOVE_JSON_OBJECT_ONLY,
+                                            &o, &jerr);
+        if (r == -ENOMEM)
+                return oom(err);
+        if (r < 0)
+                return bad(err, seq, "%s", jerr.message);
+        const char *type = json_string_value(json_object_get(o, "type"));
+        if (!type)
+                return bad(err, seq, "no string member \"type\"");
+        if (strcmp(type, "create") == 0)
+                return apply_create(x, seq, o, err);
+        if (strcmp(type, "revoke") == 0 || strcmp(type, "expire") == 0)
+                return apply_state(x, seq, o, type, err);
+        return bad(err, seq, "unknown type \"%.32s\"", type);
+}
+
+int exp_append(struct glove_exposures *x, const json_t *rec, struct glove_error *err) {
+        if (!rec)
+                return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory building a record");
+        _cleanup_free_ char *bytes = NULL;
+        size_t len = 0;
+        int r = glove_json_encode_canonical(rec, &bytes, &len, err);
+        if (r < 0)
+                return r;
+        uint64_t seq = 0;
+        r = glove_store_journal_append(x->journal, bytes, len, &seq, NULL, err);
+        if (r < 0)
+                return r;
+        /* The record was built from checked values: only memory can fail
+         * here, and the next open replays the journal in full. */
+        return exp_apply_record(x, seq, bytes, len, err);
+}
