@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "glove/base/number.h"
@@ -58,6 +59,8 @@ static const char usage_text[] =
         "  stop ID [--grace TIME]             SIGTERM, then SIGKILL after TIME (0..10m, default 5s)\n"
         "  cleanup ID                         remove what an ended session's cleanup policies say\n"
         "  sessions                           every session with its state and age\n"
+        "  exposures                          the redacted catalog of path exposures (glove init):\n"
+        "                                     id, generation, state, expiry, modes, runtimes, label\n"
         "\n"
         "Options:\n"
         "  --runtime-dir DIR   where gloved.sock and bootstrap-secret are (default $XDG_RUNTIME_DIR/glove)\n"
@@ -188,6 +191,49 @@ static void print_capabilities(const json_t *r) {
         else
                 printf("lifecycle operational: no\n");
         print_list("managed runtime ids", json_object_get(r, "managed_runtime_ids"));
+        printf("path exposure schema version: %lld\n", num(r, "path_exposure_schema_version"));
+        print_list("owner methods", json_object_get(r, "owner_methods"));
+}
+
+/* The members named key of the objects in a (or the strings of a when
+ * key is NULL) joined by commas into buf, "-" when there are none. */
+static const char *joined(const json_t *a, const char *key, char *buf, size_t size) {
+        size_t used = 0, i;
+        json_t *v;
+        buf[0] = '\0';
+        json_array_foreach(a, i, v) {
+                const char *t = json_string_value(key ? json_object_get(v, key) : v);
+                int n = snprintf(buf + used, size - used, "%s%s", used ? "," : "", t ? t : "?");
+                if (n < 0 || (size_t)n >= size - used)
+                        break;
+                used += (size_t)n;
+        }
+        return used ? buf : "-";
+}
+
+/* exposure_catalog as a table; times in UTC. */
+static void print_exposures(const json_t *r) {
+        const json_t *list = json_object_get(r, "exposures");
+        if (json_array_size(list) == 0) {
+                printf("no exposures\n");
+                return;
+        }
+        printf("%-36s  %-4s  %-7s  %-20s  %-32s  %-20s  %s\n", "ID", "GEN", "STATE", "EXPIRES", "MODES", "RUNTIMES",
+               "LABEL");
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e) {
+                char when[32] = "?", modes[512], runtimes[512];
+                time_t t = (time_t)(json_integer_value(json_object_get(e, "expires_at_ms")) / 1000);
+                struct tm tm;
+                if (gmtime_r(&t, &tm))
+                        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+                /* Each through shown(): gloved's strings reach a terminal. */
+                printf("%-36s  %-4lld  %-7s  %-20s  %-32s  %-20s  %s\n", str(e, "exposure_id"), num(e, "generation"),
+                       str(e, "state"), when, shown(joined(json_object_get(e, "modes"), "access", modes, sizeof(modes))),
+                       shown(joined(json_object_get(e, "runtime_template_ids"), NULL, runtimes, sizeof(runtimes))),
+                       str(e, "label"));
+        }
 }
 
 static void print_session(const json_t *r) {
@@ -300,6 +346,12 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
                                                "controller_plan_digest", v[2], "plan", plan);
                 return r;
         }
+        if (strcmp(c->cmd, "exposures") == 0) {
+                if (c->nargs)
+                        return usage_error("exposures takes no arguments (got \"%s\")", c->args[0]);
+                *method = "exposure_catalog";
+                return 0;
+        }
         if (strcmp(c->cmd, "receipts") == 0) {
                 static const char *const names[] = { "--after", "--limit" };
                 const char *v[2] = { "0", "64" };
@@ -377,6 +429,8 @@ static int run(const struct ctl *c) {
                 print_session(result);
         } else if (strcmp(method, "receipts_page") == 0) {
                 print_receipts(result);
+        } else if (strcmp(method, "exposure_catalog") == 0) {
+                print_exposures(result);
         } else {
                 printf("acknowledged up to %lld\n", num(result, "acknowledged_sequence"));
         }

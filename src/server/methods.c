@@ -3,7 +3,9 @@
 #include "glove/server/methods.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "glove/base/base64.h"
@@ -13,11 +15,12 @@
 
 #include "glove/runtime/runtime.h"
 #include "glove/server/server.h"
+#include "glove/supervisor/exposure.h"
 #include "glove/supervisor/plan.h"
 #include "glove/supervisor/policy.h"
 #include "glove/supervisor/policy_query.h"
 
-enum need { NEED_NOTHING, NEED_RECEIPTS, NEED_POLICY, NEED_STORE, NEED_RUNTIME };
+enum need { NEED_NOTHING, NEED_RECEIPTS, NEED_POLICY, NEED_STORE, NEED_RUNTIME, NEED_EXPOSURES };
 
 /* The connection of the request being dispatched (attach streams). */
 static struct glove_server_conn *current_conn;
@@ -28,6 +31,7 @@ struct method {
         const char *name;
         enum need need;
         handler_fn fn;
+        bool owner; /* an owner method: the owner role only, listed in "owner_methods" */
 };
 
 static json_t *error_response(const struct glove_protocol_request *req, const char *code, const char *message,
@@ -351,28 +355,153 @@ static json_t *do_list_sessions(struct glove_server_components *c, const struct 
         return glove_protocol_response_result(req->id, glove_runtime_list(c->store));
 }
 
+/* ---- path exposures (glove/supervisor/exposure.h) ---- */
+
+/* Bounds of the exposure methods' parameters; values within them that the
+ * registry refuses answer its exposure.* codes (a label over
+ * GLOVE_EXPOSURE_LABEL_MAX bytes is exposure.invalid_label, a ttl_secs over
+ * the root's max_ttl_secs exposure.ttl_exceeded). */
+#define EXPOSURE_PATH_MAX (PATH_MAX - 1)
+#define EXPOSURE_LABEL_PARAM_MAX 4096
+#define EXPOSURE_TTL_PARAM_MAX INT32_MAX
+#define EXPOSURE_NAME_MAX 128
+#define EXPOSURE_ID_PARAM_MAX 128
+
+static const char *const none_keys[] = { NULL };
+static const char *const exposure_create_keys[] = { "label", "modes", "path", "runtime_template_ids", "ttl_secs", NULL };
+static const char *const exposure_revoke_keys[] = { "exposure_id", "generation", NULL };
+
+/* An optional string member without NUL bytes (absent: *out stays NULL). */
+static int opt_string(const json_t *params, const char *key, size_t max, const char **out, struct glove_error *e) {
+        if (!json_object_get(params, key))
+                return 0;
+        int r = glove_json_get_string(params, key, "$.params", max, out, e);
+        if (r == 0 && strlen(*out) != json_string_length(json_object_get(params, key)))
+                return glove_error_set(e, EINVAL, "json.embedded_nul", "$.params.%s holds a NUL character", key);
+        return r;
+}
+
+/* The optional array of names params[key] as a NULL-terminated array whose
+ * strings are borrowed from params (*out malloc'd; NULL when absent): 1 to
+ * max_items strings of 1 to EXPOSURE_NAME_MAX bytes each. */
+static int opt_names(const json_t *params, const char *key, size_t max_items, const char ***out,
+                     struct glove_error *e) {
+        *out = NULL;
+        if (!json_object_get(params, key))
+                return 0;
+        json_t *a;
+        int r = glove_json_get_array(params, key, "$.params", max_items, &a, e);
+        if (r < 0)
+                return r;
+        if (json_array_size(a) == 0)
+                return glove_error_set(e, EINVAL, "json.out_of_range",
+                                       "$.params.%s must name at least one item (leave it out for all the root allows)",
+                                       key);
+        const char **list = calloc(json_array_size(a) + 1, sizeof(*list));
+        if (!list)
+                return glove_error_set(e, ENOMEM, "json.no_memory", "out of memory");
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v) {
+                char path[GLOVE_JSON_PATH_MAX];
+                snprintf(path, sizeof(path), "$.params.%s[%zu]", key, i);
+                if ((r = glove_json_as_string(v, path, EXPOSURE_NAME_MAX, &list[i], e)) < 0) {
+                        free(list);
+                        return r;
+                }
+                if (list[i][0] == '\0' || strlen(list[i]) != json_string_length(v)) {
+                        free(list);
+                        return glove_error_set(e, EINVAL, "json.out_of_range", "%s must be a non-empty name", path);
+                }
+        }
+        *out = list;
+        return 0;
+}
+
+static json_t *do_exposure_catalog(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        if (glove_json_check_keys(req->params, none_keys, "$.params", &e) < 0)
+                return invalid_params(req, &e);
+        json_t *cat = glove_exposures_catalog(c->exposures, c->now_ms());
+        if (!cat)
+                return error_response(req, "exposure.no_memory", "out of memory", NULL);
+        return glove_protocol_response_result(req->id, cat);
+}
+
+static json_t *do_exposure_list(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        if (glove_json_check_keys(req->params, none_keys, "$.params", &e) < 0)
+                return invalid_params(req, &e);
+        json_t *list = glove_exposures_list(c->exposures, c->now_ms());
+        if (!list)
+                return error_response(req, "exposure.no_memory", "out of memory", NULL);
+        return glove_protocol_response_result(req->id, list);
+}
+
+static json_t *do_exposure_create(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        struct glove_exposure_request q = { 0 };
+        _cleanup_free_ const char **modes = NULL, **runtimes = NULL;
+        if (glove_json_check_keys(req->params, exposure_create_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "path", "$.params", EXPOSURE_PATH_MAX, &q.path, &e) < 0 ||
+            (strlen(q.path) != json_string_length(json_object_get(req->params, "path")) &&
+             glove_error_set(&e, EINVAL, "json.embedded_nul", "$.params.path holds a NUL character") < 0) ||
+            opt_string(req->params, "label", EXPOSURE_LABEL_PARAM_MAX, &q.label, &e) < 0 ||
+            (json_object_get(req->params, "ttl_secs") &&
+             glove_json_get_int(req->params, "ttl_secs", "$.params", 1, EXPOSURE_TTL_PARAM_MAX, &q.ttl_secs, &e) < 0) ||
+            opt_names(req->params, "modes", GLOVE_EXPOSURE_MAX_MODES, &modes, &e) < 0 ||
+            opt_names(req->params, "runtime_template_ids", GLOVE_EXPOSURE_MAX_RUNTIMES, &runtimes, &e) < 0)
+                return invalid_params(req, &e);
+        q.modes = modes;
+        q.runtime_template_ids = runtimes;
+        json_t *res = NULL;
+        int r = glove_exposures_create(c->exposures, &q, c->now_ms(), &res, &e);
+        return answer(req, r, res, &e);
+}
+
+static json_t *do_exposure_revoke(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        int64_t gen = 0;
+        if (glove_json_check_keys(req->params, exposure_revoke_keys, "$.params", &e) < 0 ||
+            glove_json_get_string(req->params, "exposure_id", "$.params", EXPOSURE_ID_PARAM_MAX, &id, &e) < 0 ||
+            (json_object_get(req->params, "generation") &&
+             glove_json_get_int(req->params, "generation", "$.params", 1, INT64_MAX, &gen, &e) < 0))
+                return invalid_params(req, &e);
+        json_t *res = NULL;
+        int r = glove_exposures_revoke(c->exposures, id, gen, c->now_ms(), &res, &e);
+        if (r == 0 && !res)
+                res = json_object();
+        return answer(req, r, res, &e);
+}
+
 static json_t *do_authenticate(struct glove_server_components *c, const struct glove_protocol_request *req) {
         (void)c;
         return error_response(req, "auth.already_authenticated", "this connection is already authenticated", NULL);
 }
 
 static const struct method methods[] = {
-        { "authenticate", NEED_NOTHING, do_authenticate },
-        { "capabilities", NEED_NOTHING, do_capabilities },
-        { "receipts_page", NEED_RECEIPTS, do_receipts_page },
-        { "receipts_ack", NEED_RECEIPTS, do_receipts_ack },
-        { "validate_plan", NEED_POLICY, do_validate_plan },
-        { "create_session", NEED_STORE, do_create_session },
-        { "session_status", NEED_STORE, do_session_status },
-        { "list_sessions", NEED_STORE, do_list_sessions },
-        { "start_session", NEED_RUNTIME, do_start_session },
-        { "attach", NEED_RUNTIME, do_attach },
-        { "detach", NEED_RUNTIME, do_detach },
-        { "write_stdin", NEED_RUNTIME, do_write_stdin },
-        { "resize", NEED_RUNTIME, do_resize },
-        { "signal", NEED_RUNTIME, do_signal },
-        { "stop_session", NEED_RUNTIME, do_stop_session },
-        { "cleanup_session", NEED_RUNTIME, do_cleanup_session },
+        { "authenticate", NEED_NOTHING, do_authenticate, false },
+        { "capabilities", NEED_NOTHING, do_capabilities, false },
+        { "receipts_page", NEED_RECEIPTS, do_receipts_page, false },
+        { "receipts_ack", NEED_RECEIPTS, do_receipts_ack, false },
+        { "validate_plan", NEED_POLICY, do_validate_plan, false },
+        { "create_session", NEED_STORE, do_create_session, false },
+        { "session_status", NEED_STORE, do_session_status, false },
+        { "list_sessions", NEED_STORE, do_list_sessions, false },
+        { "start_session", NEED_RUNTIME, do_start_session, false },
+        { "attach", NEED_RUNTIME, do_attach, false },
+        { "detach", NEED_RUNTIME, do_detach, false },
+        { "write_stdin", NEED_RUNTIME, do_write_stdin, false },
+        { "resize", NEED_RUNTIME, do_resize, false },
+        { "signal", NEED_RUNTIME, do_signal, false },
+        { "stop_session", NEED_RUNTIME, do_stop_session, false },
+        { "cleanup_session", NEED_RUNTIME, do_cleanup_session, false },
+        /* Sorted: "owner_methods" lists the owner ones in this order. */
+        { "exposure_catalog", NEED_EXPOSURES, do_exposure_catalog, false },
+        { "exposure_create", NEED_EXPOSURES, do_exposure_create, true },
+        { "exposure_list", NEED_EXPOSURES, do_exposure_list, true },
+        { "exposure_revoke", NEED_EXPOSURES, do_exposure_revoke, true },
 };
 
 static bool available(const struct glove_server_components *c, const struct method *m) {
@@ -387,6 +516,8 @@ static bool available(const struct glove_server_components *c, const struct meth
                 return c->policy != NULL && c->store != NULL;
         case NEED_RUNTIME:
                 return c->policy != NULL && c->store != NULL && glove_runtime_operational(c->runtime);
+        case NEED_EXPOSURES:
+                return c->exposures != NULL;
         }
         return false;
 }
@@ -399,6 +530,11 @@ static const char *unavailable_why(const struct glove_server_components *c, enum
         if (need == NEED_RECEIPTS) {
                 snprintf(buf, size, "gloved has no receipt journal");
                 return "no_receipts";
+        }
+        if (need == NEED_EXPOSURES) {
+                snprintf(buf, size, "gloved was started without --path-exposure-policy FILE and "
+                                    "--path-exposure-journal FILE");
+                return "option_missing";
         }
         const char *missing[3];
         size_t n = 0;
@@ -428,10 +564,14 @@ bool glove_server_method_advertised(const struct glove_server_components *c, con
 }
 
 json_t *glove_server_capabilities(const struct glove_server_components *c) {
-        json_t *names = json_array();
-        for (size_t i = 0; names && i < GLOVE_ELEMENTSOF(methods); i++)
+        json_t *names = json_array(), *owner = json_array();
+        for (size_t i = 0; names && owner && i < GLOVE_ELEMENTSOF(methods); i++)
                 if (available(c, &methods[i]))
-                        json_array_append_new(names, json_string(methods[i].name));
+                        json_array_append_new(methods[i].owner ? owner : names, json_string(methods[i].name));
+        if (!owner) {
+                json_decref(names);
+                return NULL;
+        }
         bool plans = glove_server_method_advertised(c, "validate_plan");
         bool store = glove_server_method_advertised(c, "create_session");
         json_t *revision = json_null();
@@ -468,25 +608,38 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                          store ? GLOVE_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);
         if (caps && (json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0 ||
                      json_object_set_new(caps, "cgroup_placement", placement ? json_string(placement) : json_null()) < 0 ||
-                     json_object_set_new(caps, "lifecycle_reason", lifecycle ? json_null() : json_string(why)) < 0)) {
+                     json_object_set_new(caps, "lifecycle_reason", lifecycle ? json_null() : json_string(why)) < 0 ||
+                     json_object_set_new(caps, "path_exposure_schema_version",
+                                         json_integer(c->exposures ? GLOVE_EXPOSURE_SCHEMA_VERSION : 0)) < 0 ||
+                     json_object_set(caps, "owner_methods", owner) < 0)) {
+                json_decref(owner);
                 json_decref(caps);
                 return NULL;
         }
+        json_decref(owner);
         return caps;
 }
 
 json_t *glove_server_dispatch_conn(struct glove_server_components *c, struct glove_server_conn *conn,
                                     const struct glove_protocol_request *req) {
-        current_conn = conn;
-        json_t *r = glove_server_dispatch(c, req);
-        current_conn = NULL;
-        return r;
+        return glove_server_dispatch_role(c, conn, GLOVE_SERVER_ROLE_CONTROLLER, req);
 }
 
 json_t *glove_server_dispatch(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        return glove_server_dispatch_role(c, NULL, GLOVE_SERVER_ROLE_CONTROLLER, req);
+}
+
+static json_t *dispatch(struct glove_server_components *c, enum glove_server_role role,
+                        const struct glove_protocol_request *req) {
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(methods); i++) {
                 if (strcmp(methods[i].name, req->method) != 0)
                         continue;
+                if (available(c, &methods[i]) && methods[i].owner && role != GLOVE_SERVER_ROLE_OWNER)
+                        return error_response(req, "auth.owner_required",
+                                              "this method is the owner's: authenticate with RUNTIME/owner-secret "
+                                              "(only the owner's tools, e.g. glove init, use it; a controller's "
+                                              "bootstrap secret may read exposure_catalog only)",
+                                              json_pack("{s:s}", "method", req->method));
                 if (available(c, &methods[i]))
                         return methods[i].fn(c, req);
                 /* A method of this service that was not constructed: say why. */
@@ -499,4 +652,12 @@ json_t *glove_server_dispatch(struct glove_server_components *c, const struct gl
         }
         return error_response(req, "method_not_found", "the method is not advertised by this service",
                               json_pack("{s:s}", "method", req->method));
+}
+
+json_t *glove_server_dispatch_role(struct glove_server_components *c, struct glove_server_conn *conn,
+                                    enum glove_server_role role, const struct glove_protocol_request *req) {
+        current_conn = conn;
+        json_t *r = dispatch(c, role, req);
+        current_conn = NULL;
+        return r;
 }

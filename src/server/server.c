@@ -51,6 +51,7 @@ struct glove_server_conn {
         sd_event_source *io, *timer;
         struct glove_buffer in, out;
         bool authed, closing;
+        enum glove_server_role role; /* what authenticate proved (controller until then) */
         /* The peer's user namespace was refused at accept (peerns.h): the
          * first request, whatever it is, is answered with this code. */
         const char *ns_code;
@@ -138,12 +139,20 @@ static void authenticate(struct glove_server_conn *c, const struct glove_protoco
                 return refuse(c, req->id, "auth.required", "the first request must be authenticate");
         if (glove_json_check_keys(req->params, auth_keys, "$.params", &e) < 0 ||
             glove_json_get_string(req->params, "secret", "$.params", 2 * GLOVE_SERVER_SECRET_LEN, &hex, &e) < 0 ||
-            glove_digest_hex_decode(hex, strlen(hex), secret, sizeof(secret), &e) < 0 ||
-            !glove_digest_equal(secret, c->srv->o->secret, sizeof(secret)))
+            glove_digest_hex_decode(hex, strlen(hex), secret, sizeof(secret), &e) < 0)
+                return refuse(c, req->id, "auth.failed", "authentication failed");
+        /* Both compared, each in constant time, whichever matches. */
+        const struct glove_server_options *o = c->srv->o;
+        bool controller = glove_digest_equal(secret, o->secret, sizeof(secret));
+        bool owner = o->owner_secret ? glove_digest_equal(secret, o->owner_secret, sizeof(secret)) : false;
+        explicit_bzero(secret, sizeof(secret));
+        if (!(controller | owner))
                 return refuse(c, req->id, "auth.failed", "authentication failed");
         c->authed = true;
-        queue(c, glove_protocol_response_result(req->id, json_pack("{s:b,s:i,s:s}", "authenticated", 1,
+        c->role = owner ? GLOVE_SERVER_ROLE_OWNER : GLOVE_SERVER_ROLE_CONTROLLER;
+        queue(c, glove_protocol_response_result(req->id, json_pack("{s:b,s:i,s:s,s:s}", "authenticated", 1,
                                                                   "protocol_version", GLOVE_SERVER_PROTOCOL_VERSION,
+                                                                  "role", owner ? "owner" : "controller",
                                                                   "service", "gloved")));
 }
 
@@ -162,7 +171,7 @@ static void handle(struct glove_server_conn *c, const uint8_t *payload, size_t l
                 return refuse(c, glove_protocol_request_id(root), e.code, e.message);
         if (!c->authed)
                 return authenticate(c, &req);
-        queue(c, glove_server_dispatch_conn(c->srv->o->components, c, &req));
+        queue(c, glove_server_dispatch_role(c->srv->o->components, c, c->role, &req));
 }
 
 /* True when the input buffer starts with a whole frame, or with a prefix

@@ -34,12 +34,14 @@
 
 #include "glove/container/cgroup.h"
 #include "glove/runtime/runtime.h"
+#include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
 #include "glove/supervisor/lease.h"
 #include "glove/supervisor/prepare.h"
 
 #define SOCKET_NAME "gloved.sock"
 #define SECRET_NAME "bootstrap-secret"
+#define OWNER_SECRET_NAME "owner-secret"
 #define LOCK_NAME "gloved.lock"
 
 static const char usage_text[] =
@@ -61,6 +63,10 @@ static const char usage_text[] =
         "                           delegated cgroup to be operational)\n"
         "  --library-bundle-root DIR  library bundles (DIR/<sha256>.json) plans may project\n"
         "                           (needs --materialization-root; DIR must exist, mode 0700)\n"
+        "  --path-exposure-policy FILE   owner-approved roots (protected, 0600): with\n"
+        "  --path-exposure-journal FILE  the exposure journal, enables exposure_catalog and\n"
+        "                           the owner methods (glove init) and writes\n"
+        "                           RUNTIME/owner-secret; give both or neither\n"
         "  --receipt-anchor HEX     64-hex anchor the receipt chain starts from\n"
         "  --client-timeout-ms TIME authentication, frame and send deadline (default 5s)\n"
         "  --idle-timeout-ms TIME   idle authenticated connection deadline (default 10m)\n"
@@ -145,7 +151,7 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
-       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT };
+       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT, OPT_XPOLICY, OPT_XJOURNAL };
 
 static int parse_one(int opt, const char *v, struct glove_server_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -163,6 +169,10 @@ static int parse_one(int opt, const char *v, struct glove_server_service_options
                 return set_path(&o->materialization_root, v, "--materialization-root", err);
         case OPT_BROOT:
                 return set_path(&o->library_bundle_root, v, "--library-bundle-root", err);
+        case OPT_XPOLICY:
+                return set_path(&o->path_exposure_policy, v, "--path-exposure-policy", err);
+        case OPT_XJOURNAL:
+                return set_path(&o->path_exposure_journal, v, "--path-exposure-journal", err);
         case OPT_ANCHOR:
                 if (!v || glove_digest_hex_decode(v, strlen(v), o->anchor, sizeof(o->anchor), NULL) < 0)
                         return glove_error_set(err, EINVAL, "usage.bad_value",
@@ -203,6 +213,8 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
                 { "library-bundle-root", required_argument, NULL, OPT_BROOT },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "compact-records", required_argument, NULL, OPT_COMPACT },
+                { "path-exposure-policy", required_argument, NULL, OPT_XPOLICY },
+                { "path-exposure-journal", required_argument, NULL, OPT_XJOURNAL },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -243,6 +255,13 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
                 return glove_error_set(err, EINVAL, "usage.bundle_root_needs_runtime",
                                        "--library-bundle-root needs --materialization-root (bundles are projected "
                                        "into managed sessions)");
+        if (!o->path_exposure_policy != !o->path_exposure_journal)
+                return glove_error_set(err, EINVAL, "usage.exposure_options_pair",
+                                       "%s needs %s too (path exposures are the policy's roots and the journal of "
+                                       "what was enrolled beneath them: give both or neither)",
+                                       o->path_exposure_policy ? "--path-exposure-policy" : "--path-exposure-journal",
+                                       o->path_exposure_policy ? "--path-exposure-journal FILE"
+                                                               : "--path-exposure-policy FILE");
         if (!o->runtime_dir && (r = default_dir(&o->runtime_dir, "XDG_RUNTIME_DIR", NULL, err)) < 0)
                 return r;
         if (!o->state_dir && (r = default_dir(&o->state_dir, "XDG_STATE_HOME", ".local/state", err)) < 0)
@@ -257,6 +276,8 @@ void glove_server_service_options_free(struct glove_server_service_options *o) {
         free(o->session_store);
         free(o->materialization_root);
         free(o->library_bundle_root);
+        free(o->path_exposure_policy);
+        free(o->path_exposure_journal);
         *o = (struct glove_server_service_options){ 0 };
 }
 
@@ -264,12 +285,17 @@ void glove_server_service_options_free(struct glove_server_service_options *o) {
 
 struct service {
         int runtime_fd, state_fd, runtime_lock, state_lock, listen_fd;
-        bool bound, secret_written;
+        bool bound, secret_written, owner_secret_written;
         char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
         struct glove_supervisor_policy *policy;
         struct glove_store *store;
         struct glove_store_receipts *receipts;
         uint8_t secret[GLOVE_SERVER_SECRET_LEN];
+        uint8_t owner_secret[GLOVE_SERVER_SECRET_LEN]; /* meaningful while exposures is not NULL */
+        struct glove_exposure_policy *xpolicy;
+        struct glove_exposures *exposures;
+        /* What no exposure may be, contain or be inside (NULL-terminated). */
+        const char *x_restricted[10];
         int mroot_fd, broot_fd;
         struct glove_log *log; /* borrowed */
         uint64_t compact_records; /* --compact-records, 0: the defaults */
@@ -300,19 +326,34 @@ static int take_lock(int dirfd, const char *dir, int *out, struct glove_error *e
         return 0;
 }
 
-static int write_secret(struct service *s, const char *dir, struct glove_error *err) {
+/* A fresh random secret into key (GLOVE_SERVER_SECRET_LEN bytes) and
+ * RUNTIME/name (0600, 64 lowercase hex and a newline, atomically). */
+static int write_one_secret(struct service *s, const char *dir, const char *name, uint8_t *key, bool *written,
+                            struct glove_error *err) {
         char text[2 * GLOVE_SERVER_SECRET_LEN + 2];
-        int r = glove_digest_random(s->secret, sizeof(s->secret), err);
+        int r = glove_digest_random(key, GLOVE_SERVER_SECRET_LEN, err);
         if (r < 0)
                 return r;
-        glove_digest_hex_encode(s->secret, sizeof(s->secret), text, sizeof(text));
+        glove_digest_hex_encode(key, GLOVE_SERVER_SECRET_LEN, text, sizeof(text));
         text[2 * GLOVE_SERVER_SECRET_LEN] = '\n';
-        r = glove_store_file_replace(s->runtime_fd, SECRET_NAME, text, sizeof(text) - 1, err);
+        r = glove_store_file_replace(s->runtime_fd, name, text, sizeof(text) - 1, err);
         explicit_bzero(text, sizeof(text));
         if (r < 0)
-                glove_error_prefix(err, "%s/%s", dir, SECRET_NAME);
+                glove_error_prefix(err, "%s/%s", dir, name);
         else
-                s->secret_written = true;
+                *written = true;
+        return r;
+}
+
+/* The bootstrap secret, and the owner secret exactly when the exposure
+ * registry was constructed (else an owner secret an earlier gloved left is
+ * removed: it names no role now). */
+static int write_secret(struct service *s, const char *dir, struct glove_error *err) {
+        int r = write_one_secret(s, dir, SECRET_NAME, s->secret, &s->secret_written, err);
+        if (r == 0 && s->exposures)
+                r = write_one_secret(s, dir, OWNER_SECRET_NAME, s->owner_secret, &s->owner_secret_written, err);
+        else if (r == 0 && unlinkat(s->runtime_fd, OWNER_SECRET_NAME, 0) < 0 && errno != ENOENT)
+                r = glove_error_set(err, errno, "service.secret", "%s/%s: %s", dir, OWNER_SECRET_NAME, strerror(errno));
         return r;
 }
 
@@ -560,6 +601,37 @@ static int check_exposure(const struct glove_server_service_options *o, struct g
         return glove_server_exposure_check(dirs, n, areas, n_areas, err);
 }
 
+/* The exposure policy and registry (glove/supervisor/exposure.h): no
+ * exposure may be, contain or be inside gloved's own directories (runtime,
+ * state, materialization, bundles, leases), nor contain its protected files
+ * (the policies and journals given to it). */
+static int open_exposures(struct service *s, const struct glove_server_service_options *o, uid_t uid,
+                          struct glove_error *err) {
+        int r = glove_exposure_policy_load(o->path_exposure_policy, uid, &s->xpolicy, err);
+        if (r < 0)
+                return r;
+        size_t n = 0;
+        const char *paths[] = { o->runtime_dir,          o->state_dir,
+                                o->materialization_root, o->library_bundle_root,
+                                s->lease_root[0] ? s->lease_root : NULL,
+                                o->path_exposure_policy, o->path_exposure_journal,
+                                o->session_policy,       o->session_store };
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(paths); i++)
+                if (paths[i])
+                        s->x_restricted[n++] = paths[i];
+        s->x_restricted[n] = NULL;
+        struct glove_exposures_options xo = {
+                .policy = s->xpolicy,
+                .journal_path = o->path_exposure_journal,
+                .owner = uid,
+                .restricted = s->x_restricted,
+        };
+        r = glove_exposures_open(&xo, realtime_ms(), &s->exposures, err);
+        if (r < 0)
+                glove_error_prefix(err, "--path-exposure-journal %s", o->path_exposure_journal);
+        return r;
+}
+
 static int start(struct service *s, const struct glove_server_service_options *o, struct glove_error *err) {
         uid_t uid = geteuid();
         int r = glove_store_dir_open_private(o->runtime_dir, uid, true, &s->runtime_fd, err);
@@ -614,6 +686,8 @@ static int start(struct service *s, const struct glove_server_service_options *o
         }
         if (r == 0 && o->materialization_root)
                 r = make_runtime(s, o, uid, err);
+        if (r == 0 && o->path_exposure_policy)
+                r = open_exposures(s, o, uid, err);
         s->compact_records = o->compact_records;
         if (r == 0)
                 compact_at_start(s);
@@ -629,6 +703,8 @@ static void stop(struct service *s) {
                 (void)unlinkat(s->runtime_fd, SOCKET_NAME, 0);
         if (s->secret_written)
                 (void)unlinkat(s->runtime_fd, SECRET_NAME, 0);
+        if (s->owner_secret_written)
+                (void)unlinkat(s->runtime_fd, OWNER_SECRET_NAME, 0);
         int fds[] = { s->listen_fd, s->runtime_lock, s->state_lock, s->runtime_fd, s->state_fd };
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
@@ -644,7 +720,10 @@ static void stop(struct service *s) {
         glove_store_receipts_close(s->receipts);
         glove_store_close(s->store);
         glove_supervisor_policy_free(s->policy);
+        glove_exposures_close(s->exposures);
+        glove_exposure_policy_free(s->xpolicy);
         explicit_bzero(s->secret, sizeof(s->secret));
+        explicit_bzero(s->owner_secret, sizeof(s->owner_secret));
 }
 
 int glove_server_service_run(const struct glove_server_service_options *o, struct glove_log *log,
@@ -660,10 +739,12 @@ int glove_server_service_run(const struct glove_server_service_options *o, struc
                 };
                 comp.runtime = s.runtime;
                 comp.library_bundle_root = s.cfg.library_bundle_root != NULL;
+                comp.exposures = s.exposures;
                 struct glove_server_options so = {
                         .listen_fd = s.listen_fd,
                         .uid = geteuid(),
                         .secret = s.secret,
+                        .owner_secret = s.exposures ? s.owner_secret : NULL,
                         .client_timeout_ms = o->client_timeout_ms,
                         .idle_timeout_ms = o->idle_timeout_ms,
                         .max_connections = o->max_connections,
@@ -672,9 +753,10 @@ int glove_server_service_run(const struct glove_server_service_options *o, struc
                 };
                 size_t n_sessions = s.store ? glove_store_sessions(s.store) : 0;
                 glove_log(log, GLOVE_LOG_INFO, "service.listening", NULL,
-                          "listening on %s (policy %s, session store %s, %zu session%s)",
+                          "listening on %s (policy %s, session store %s, %zu session%s, path exposures %s)",
                           s.bound ? s.socket_path : "an activated socket", s.policy ? "loaded" : "none",
-                          s.store ? "open" : "none", n_sessions, n_sessions == 1 ? "" : "s");
+                          s.store ? "open" : "none", n_sessions, n_sessions == 1 ? "" : "s",
+                          s.exposures ? "open" : "none");
                 r = glove_server_run(&so, err);
         }
         stop(&s);

@@ -13,6 +13,8 @@
  *     session-status ID
  *     receipts [--after N] [--limit N]
  *     receipts-ack --sequence N --head-mac HEX
+ *     exposures        (exposure_catalog: the redacted catalog, with the
+ *                      controller's bootstrap secret)
  *
  * Human output by default; --json prints the raw result object (one line of
  * compact JSON) on stdout. Exit status: 0 success; 1 the service refused the

@@ -14,7 +14,11 @@
  *     connection is closed; a descriptor of gloved's user namespace passed
  *     with SCM_RIGHTS before authentication is the proof of an ancestor;
  *   - the first frame must be {"id","method":"authenticate","params":
- *     {"secret":HEX64}}; the secret is compared in constant time; anything
+ *     {"secret":HEX64}}; the secret is compared in constant time with the
+ *     bootstrap secret and (when there is one) the owner secret, both
+ *     always; the one it equals gives the connection its role (methods.h:
+ *     "controller" or "owner", answered as {"authenticated":true,
+ *     "protocol_version":1,"role":ROLE,"service":"gloved"}); anything
  *     else is answered with auth.required or auth.failed and the
  *     connection is closed;
  *   - frames are read into a buffer bounded by the frame bound; a prefix
@@ -73,7 +77,8 @@ struct glove_log;
 struct glove_server_options {
         int listen_fd;                          /* listening AF_UNIX stream socket, O_NONBLOCK (borrowed) */
         uid_t uid;                              /* the only peer uid admitted */
-        const uint8_t *secret;                  /* GLOVE_SERVER_SECRET_LEN bytes (borrowed) */
+        const uint8_t *secret;                  /* GLOVE_SERVER_SECRET_LEN bytes (borrowed): the controller's */
+        const uint8_t *owner_secret;            /* GLOVE_SERVER_SECRET_LEN bytes (borrowed) or NULL: the owner's */
         uint64_t client_timeout_ms;             /* 1..3600000 */
         uint64_t idle_timeout_ms;               /* 1..86400000 */
         unsigned max_connections;               /* 1..4096 */

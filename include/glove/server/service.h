@@ -9,6 +9,7 @@
  *          [--session-store FILE] [--receipt-anchor HEX64]
  *          [--client-timeout-ms MS] [--idle-timeout-ms MS]
  *          [--max-connections N]
+ *          [--path-exposure-policy FILE --path-exposure-journal FILE]
  *
  * Start-up order, each step fatal on failure (exit 1, one line on stderr
  * "gloved: <code>: <message>"):
@@ -19,22 +20,33 @@
  *      (service.already_running);
  *   2. the session policy, loaded once and frozen (glove_supervisor_policy_load);
  *   3. the session store, replayed strictly (store.h);
- *   4. the receipt journal and key (receipts.h);
+ *   4. the receipt journal and key (receipts.h); the managed runtime;
+ *   4b. with --path-exposure-policy and --path-exposure-journal: the exposure
+ *      policy (glove_exposure_policy_load, owner the service uid) and the
+ *      registry (glove_exposures_open: its journal locked and replayed
+ *      strictly; a second gloved on it is journal.locked), no exposure
+ *      allowed to be, contain or be inside the runtime, state,
+ *      materialization, bundle or lease directory nor to contain a file
+ *      given to gloved (glove/supervisor/exposure.h);
  *   5. a fresh 256-bit secret written to RUNTIME/bootstrap-secret (0600,
- *      64 lowercase hex and a newline, atomically);
+ *      64 lowercase hex and a newline, atomically), and with exposures
+ *      another to RUNTIME/owner-secret the same way (without them a stale
+ *      RUNTIME/owner-secret is removed);
  *   6. the socket: one inherited through sd_listen_fds (socket activation),
  *      else RUNTIME/gloved.sock bound with mode 0600 (a stale socket is
  *      replaced: the lock proves no other gloved owns it);
  *   7. the loop (server.h), READY=1.
  * On SIGTERM/SIGINT: connections closed, the socket (when gloved bound it)
- * and the bootstrap secret removed, exit 0.
+ * and the bootstrap and owner secrets removed, exit 0.
  *
  * Option errors are usage.* codes (exit 2): usage.unknown_option,
  * usage.missing_value, usage.bad_value, usage.store_needs_policy,
- * usage.not_built (--session-policy in a build without the supervisor).
+ * usage.not_built (--session-policy in a build without the supervisor),
+ * usage.exposure_options_pair (one of the two --path-exposure-* options).
  * Start-up codes: service.no_default_dir, service.already_running,
  * service.socket, service.listen_fds, service.secret, and the codes of
- * dirs.h, policy.h, store.h/journal.h and receipts.h.
+ * dirs.h, policy.h, store.h/journal.h, receipts.h and exposure.h
+ * (policy.*, journal.*, exposure.journal_invalid).
  */
 
 #include <stdbool.h>
@@ -50,6 +62,8 @@ struct glove_server_service_options {
         char *session_store;          /* malloc'd or NULL */
         char *materialization_root;   /* malloc'd or NULL: the managed runtime */
         char *library_bundle_root;    /* malloc'd or NULL: library projections */
+        char *path_exposure_policy;   /* malloc'd or NULL (both or neither): path exposures */
+        char *path_exposure_journal;  /* malloc'd or NULL */
         bool have_anchor;
         uint8_t anchor[32];
         uint64_t client_timeout_ms;

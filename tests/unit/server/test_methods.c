@@ -15,7 +15,10 @@
 #include "glove/server/methods.h"
 #include "helpers.h"
 
+#include <sys/stat.h>
+
 #include "glove/runtime/runtime.h"
+#include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
 
 /* generate.py's NOW_MS: the fixture plans are in their window then. */
@@ -35,6 +38,8 @@ struct fixture {
         struct glove_store_receipts *receipts;
         struct glove_store *store;
         struct glove_supervisor_policy *policy;
+        struct glove_exposure_policy *xpolicy;
+        struct glove_exposures *exposures;
         struct glove_server_components c;
 };
 
@@ -61,6 +66,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
         struct fixture *f = *state;
+        glove_exposures_close(f->exposures);
+        glove_exposure_policy_free(f->xpolicy);
         glove_store_receipts_close(f->receipts);
         glove_store_close(f->store);
         glove_supervisor_policy_free(f->policy);
@@ -69,16 +76,21 @@ static int teardown(void **state) {
         return 0;
 }
 
-/* Dispatches {"id":7,"method":method,"params":params(text)}. */
-static json_t *call(struct fixture *f, const char *method, json_t *params) {
+/* Dispatches {"id":7,"method":method,"params":params} from a peer of role. */
+static json_t *call_as(struct fixture *f, enum glove_server_role role, const char *method, json_t *params) {
         struct glove_protocol_request req = { .id = json_integer(7), .method = method,
                                              .params = params ? params : json_object() };
-        json_t *resp = glove_server_dispatch(&f->c, &req);
+        json_t *resp = glove_server_dispatch_role(&f->c, NULL, role, &req);
         json_decref(req.id);
         json_decref(req.params);
         assert_non_null(resp);
         assert_int_equal(json_integer_value(json_object_get(resp, "id")), 7);
         return resp;
+}
+
+/* Dispatches {"id":7,"method":method,"params":params} from a controller. */
+static json_t *call(struct fixture *f, const char *method, json_t *params) {
+        return call_as(f, GLOVE_SERVER_ROLE_CONTROLLER, method, params);
 }
 
 static const char *error_code(const json_t *resp) {
@@ -143,6 +155,20 @@ static void test_base_service(void **state) {
         assert_string_equal(error_code(r), "invalid_params");
         _cleanup_json_ json_t *again = call(f, "authenticate", NULL);
         assert_string_equal(error_code(again), "auth.already_authenticated");
+
+        /* No path exposures: no rows, and their methods say which options
+         * are missing, to the owner role too. */
+        assert_int_equal(json_integer_value(json_object_get(caps, "path_exposure_schema_version")), 0);
+        assert_true(json_is_array(json_object_get(caps, "owner_methods")));
+        assert_int_equal(json_array_size(json_object_get(caps, "owner_methods")), 0);
+        const char *xm[] = { "exposure_catalog", "exposure_create", "exposure_revoke", "exposure_list" };
+        for (size_t i = 0; i < sizeof(xm) / sizeof(xm[0]); i++) {
+                _cleanup_json_ json_t *x = call_as(f, GLOVE_SERVER_ROLE_OWNER, xm[i], NULL);
+                assert_string_equal(error_code(x), "method_not_found");
+                assert_string_equal(error_data(x, "reason"), "option_missing");
+                assert_string_equal(error_data(x, "detail"), "gloved was started without --path-exposure-policy FILE "
+                                                             "and --path-exposure-journal FILE");
+        }
 }
 
 static void test_receipts_methods(void **state) {
@@ -290,6 +316,134 @@ static void test_runtime_not_operational(void **state) {
         glove_runtime_free(rt);
 }
 
+/* ---- path exposures ---- */
+
+/* A registry with one root DIR/root (policy built here) and its journal in
+ * DIR/x; the project DIR/root/proj exists. */
+static void open_exposures(struct fixture *f) {
+        char *root = th_join(f->dir, "root"), *proj = th_join(root, "proj"), *xdir = th_join(f->dir, "x");
+        assert_int_equal(mkdir(root, 0700), 0);
+        assert_int_equal(mkdir(proj, 0700), 0);
+        assert_int_equal(mkdir(xdir, 0700), 0);
+        _cleanup_json_ json_t *pol = json_pack(
+                "{s:i,s:[{s:s,s:s,s:s,s:i,s:[{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i}],s:[s,s]}]}", "schema_version", 1,
+                "roots", "root_id", "src", "path", root, "target_path", "/workspace", "max_ttl_secs", 86400, "access",
+                "access", "ephemeral_write", "materialization", "copy", "cleanup_policy", "remove", "max_bytes",
+                1048576, "access", "read", "materialization", "bind", "cleanup_policy", "remove", "max_bytes", 1048576,
+                "runtime_template_ids", "codex-safe", "pyrt");
+        _cleanup_free_ char *text = json_dumps(pol, JSON_COMPACT | JSON_SORT_KEYS);
+        struct glove_error e = { 0 };
+        if (glove_exposure_policy_decode(text, strlen(text), &f->xpolicy, NULL, 0, &e) < 0)
+                fail_msg("policy: %s: %s", e.code, e.message);
+        char *journal = th_join(xdir, "exposures.journal");
+        struct glove_exposures_options o = { .policy = f->xpolicy, .journal_path = journal, .owner = geteuid() };
+        if (glove_exposures_open(&o, FIXTURE_NOW_MS, &f->exposures, &e) < 0)
+                fail_msg("open: %s: %s", e.code, e.message);
+        f->c.exposures = f->exposures;
+        free(journal);
+        free(root);
+        free(proj);
+        free(xdir);
+}
+
+static void test_exposures(void **state) {
+        struct fixture *f = *state;
+        open_exposures(f);
+        _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+        static const char *const base[] = { "authenticate", "capabilities", "receipts_page", "receipts_ack",
+                                            "exposure_catalog", NULL };
+        expect_methods(caps, base);
+        _cleanup_json_ json_t *owner = json_pack("[s,s,s]", "exposure_create", "exposure_list", "exposure_revoke");
+        assert_true(json_equal(json_object_get(caps, "owner_methods"), owner));
+        assert_int_equal(json_integer_value(json_object_get(caps, "path_exposure_schema_version")), 1);
+        assert_true(glove_server_method_advertised(&f->c, "exposure_catalog"));
+
+        char *proj = NULL;
+        assert_true(asprintf(&proj, "%s/root/proj", f->dir) > 0);
+        /* A controller reads the catalog, and nothing else of exposures. */
+        const char *om[] = { "exposure_create", "exposure_revoke", "exposure_list" };
+        for (size_t i = 0; i < sizeof(om) / sizeof(om[0]); i++) {
+                _cleanup_json_ json_t *x = call(f, om[i], json_pack("{s:s}", "path", proj));
+                assert_string_equal(error_code(x), "auth.owner_required");
+                assert_non_null(strstr(error_message(x), "RUNTIME/owner-secret"));
+                assert_string_equal(error_data(x, "method"), om[i]);
+        }
+        _cleanup_json_ json_t *empty = call(f, "exposure_catalog", NULL);
+        assert_int_equal(json_array_size(json_object_get(json_object_get(empty, "result"), "exposures")), 0);
+        _cleanup_json_ json_t *cx = call(f, "exposure_catalog", json_pack("{s:i}", "x", 1));
+        assert_string_equal(error_code(cx), "invalid_params");
+
+        /* Strict params. */
+        json_t *bad[] = {
+                json_pack("{s:s,s:i}", "path", proj, "x", 1),
+                json_pack("{s:i}", "path", 1),
+                json_pack("{}"),
+                json_pack("{s:s,s:s}", "path", proj, "ttl_secs", "1"),
+                json_pack("{s:s,s:i}", "path", proj, "ttl_secs", 0),
+                json_pack("{s:s,s:[]}", "path", proj, "modes"),
+                json_pack("{s:s,s:[i]}", "path", proj, "modes", 1),
+                json_pack("{s:s,s:s}", "path", proj, "runtime_template_ids", "pyrt"),
+                json_pack("{s:s,s:i}", "path", proj, "label", 3),
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_json_ json_t *x = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create", bad[i]);
+                assert_string_equal(error_code(x), "invalid_params");
+        }
+        /* The registry's refusals pass through. */
+        _cleanup_json_ json_t *out = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create",
+                                             json_pack("{s:s}", "path", f->dir));
+        assert_string_equal(error_code(out), "exposure.outside_roots");
+        _cleanup_json_ json_t *ttl = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create",
+                                             json_pack("{s:s,s:i}", "path", proj, "ttl_secs", 86401));
+        assert_string_equal(error_code(ttl), "exposure.ttl_exceeded");
+
+        _cleanup_json_ json_t *cr = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create",
+                                            json_pack("{s:s,s:s,s:i,s:[s],s:[s]}", "path", proj, "label", "demo",
+                                                      "ttl_secs", 3600, "modes", "read", "runtime_template_ids",
+                                                      "pyrt"));
+        json_t *entry = json_object_get(cr, "result");
+        assert_non_null(entry);
+        assert_string_equal(json_string_value(json_object_get(entry, "path")), proj);
+        assert_int_equal(json_integer_value(json_object_get(entry, "generation")), 1);
+        const char *id = json_string_value(json_object_get(entry, "exposure_id"));
+        assert_non_null(id);
+        _cleanup_json_ json_t *again = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create",
+                                               json_pack("{s:s}", "path", proj));
+        assert_string_equal(error_code(again), "exposure.live");
+
+        /* The controller's catalog has the entry, and no path. */
+        _cleanup_json_ json_t *cat = call(f, "exposure_catalog", NULL);
+        json_t *list = json_object_get(json_object_get(cat, "result"), "exposures");
+        assert_int_equal(json_array_size(list), 1);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "exposure_id")), id);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "label")), "demo");
+        _cleanup_free_ char *dump = json_dumps(cat, JSON_COMPACT);
+        assert_null(strstr(dump, f->dir));
+        assert_null(strstr(dump, "\"root_id\""));
+        assert_null(strstr(dump, "\"path\""));
+        _cleanup_json_ json_t *ls = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_list", NULL);
+        json_t *owned = json_array_get(json_object_get(json_object_get(ls, "result"), "exposures"), 0);
+        assert_string_equal(json_string_value(json_object_get(owned, "path")), proj);
+        assert_string_equal(json_string_value(json_object_get(owned, "root_id")), "src");
+
+        /* Revoke: strict params, then the live generation. */
+        _cleanup_json_ json_t *rb = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_revoke",
+                                            json_pack("{s:s,s:i}", "exposure_id", id, "generation", 0));
+        assert_string_equal(error_code(rb), "invalid_params");
+        _cleanup_json_ json_t *ru = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_revoke",
+                                            json_pack("{s:s}", "exposure_id", "exp-00000000000000000000000000000000"));
+        assert_string_equal(error_code(ru), "exposure.unknown");
+        _cleanup_json_ json_t *rv = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_revoke",
+                                            json_pack("{s:s,s:i}", "exposure_id", id, "generation", 1));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(rv, "result"), "state")), "revoked");
+        _cleanup_json_ json_t *cat2 = call(f, "exposure_catalog", NULL);
+        assert_string_equal(json_string_value(json_object_get(
+                                    json_array_get(json_object_get(json_object_get(cat2, "result"), "exposures"), 0),
+                                    "state")),
+                            "revoked");
+        free(proj);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_base_service, setup, teardown),
@@ -297,6 +451,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_policy_and_store, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_only, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_not_operational, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exposures, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
