@@ -352,7 +352,8 @@ int glove_host_init_main(int argc, char **argv) {
         opterr = 0;
         optind = 1;
         int opt;
-        while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        /* Options may follow PROJECT (GNU argument permutation). */
+        while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 switch (opt) {
                 case 'l':
                         in.label = optarg;
