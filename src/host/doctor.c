@@ -49,7 +49,7 @@ static const char usage_text[] =
         "  session_policy     CONFIG/session-policy.json loads with gloved's loader,\n"
         "                     adapter_command_digest of every launch template verified\n"
         "  path_roots         CONFIG/config.json is valid\n"
-        "  exposure_policy    CONFIG/exposure-policy.json (glove setup --path-root) loads\n"
+        "  exposure_policy    CONFIG/exposure-policy.json (glove setup, path roots) loads\n"
         "                     with gloved's loader; missing when no root was approved\n"
         "  gloved             reachable at RUNTIME/gloved.sock, what it advertises, and\n"
         "                     whether it can run managed sessions (else the command\n"
