@@ -166,6 +166,20 @@ create_proj() {
         [ ! -e "$T/b/run/owner-secret" ] && [ ! -e "$T/b/run/bootstrap-secret" ] || fail "a refused gloved left a secret"
 }
 
+@test "exposures: an exposure policy of mode 0644, or one with no root, refuses the start; no journal is made" {
+        chmod 644 "$XPOL"
+        gloved_fails --runtime-dir "$T/a/run" --state-dir "$T/a/state" "${XOPTS[@]}"
+        expect_status 1
+        [[ "$stderr" == *'"code":"policy.file_mode"'* ]] || fail "stderr: $stderr"
+        echo '{"roots":[],"schema_version":1}' >"$XPOL"
+        chmod 600 "$XPOL"
+        gloved_fails --runtime-dir "$T/a/run" --state-dir "$T/a/state" "${XOPTS[@]}"
+        expect_status 1
+        [[ "$stderr" =~ \"code\":\"policy\.[a-z_]+\" ]] || fail "stderr: $stderr"
+        [ ! -e "$XJRN" ] || fail "a refused start made the journal"
+        [ ! -e "$T/a/run/bootstrap-secret" ] && [ ! -e "$T/a/run/owner-secret" ] || fail "a refused start left a secret"
+}
+
 @test "exposures: restart replays to the same catalog; an altered or 0644 journal refuses the start" {
         start_gloved "$T/a" "${XOPTS[@]}"
         create_proj
