@@ -28,7 +28,7 @@ static const char usage[] =
         "  setup [--path-root DIR]... [--json]  create this user's owner-only directories,\n"
         "                                       receipt key and starter session policy\n"
         "  init [PROJECT] [OPTIONS]             expose a project directory beneath a path root\n"
-        "                                       to gloved's sessions; --list, --revoke ID\n"
+        "                                       to gloved's sessions; list and revoke exposures\n"
         "  doctor [--json]                      check this host for glove exec and gloved\n"
         "  daemon COMMAND [OPTIONS]             install and control gloved as a systemd user service\n"
         "  policy COMMAND [OPTIONS]             detect, stage, generate, explain and validate\n"

@@ -34,7 +34,7 @@ static const char usage_text[] =
         "       glove init --revoke ID [--json]\n"
         "\n"
         "Asks gloved to expose PROJECT (default: the current directory), a directory\n"
-        "beneath a root of the exposure policy (glove setup --path-root DIR), to the\n"
+        "beneath a root of the exposure policy (approved with glove setup), to the\n"
         "sessions of this user: gloved records it in its exposure journal under an\n"
         "identifier (exp-...) and a generation, and plans then name it by that\n"
         "identifier, never by path (docs/exposures.md). PROJECT is made absolute\n"
