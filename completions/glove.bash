@@ -16,7 +16,7 @@ _glove_value_kind() {
         case $1 in
         --workspace | --home-from | --runtime-dir | --state-dir | --materialization-root | --library-bundle-root | --search-path | --directory | --path-root) echo dir ;;
         --read | --write | --audit-log | --status-json | --policy | --session-policy | --session-store | --path-exposure-policy | --path-exposure-journal | --plan | --source | --executable | --read-only | --file) echo file ;;
-        --env | --upstream-optional | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --egress-allow-private | --upstream | --upstream-env | --allow | --deny | --allow-arg | --allow-prompt | --deny-prompt | --allow-prompt-arg | --allow-resource | --deny-resource | --upstream-own-names | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --compact-records | --log-level | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in | --upstream-allow | --upstream-ro | --upstream-rw | --upstream-egress | --upstream-uncontained | --upstream-limit | --mcp-endpoint | --mcp-port) echo word ;;
+        --env | --upstream-optional | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --egress-allow-private | --upstream | --upstream-env | --allow | --deny | --allow-arg | --allow-prompt | --deny-prompt | --allow-prompt-arg | --allow-resource | --deny-resource | --upstream-own-names | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --compact-records | --log-level | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in | --upstream-allow | --upstream-ro | --upstream-rw | --upstream-egress | --upstream-uncontained | --upstream-limit | --mcp-endpoint | --mcp-port | --label | --ttl | --mode | --revoke) echo word ;;
         esac
 }
 
@@ -46,7 +46,7 @@ _glove() {
         cur=${COMP_WORDS[COMP_CWORD]}
         prev=${COMP_WORDS[COMP_CWORD - 1]}
         if [ "$COMP_CWORD" -eq 1 ]; then
-                COMPREPLY=($(compgen -W 'exec run ctl setup daemon doctor policy --help --version' -- "$cur"))
+                COMPREPLY=($(compgen -W 'exec run ctl setup init daemon doctor policy --help --version' -- "$cur"))
                 return
         fi
         cmd=${COMP_WORDS[1]}
@@ -83,6 +83,10 @@ _glove() {
         exec) COMPREPLY=($(compgen -W "$_glove_opts_exec --" -- "$cur")) ;;
         run) COMPREPLY=($(compgen -W "$_glove_opts_run --" -- "$cur")) ;;
         setup) COMPREPLY=($(compgen -W '--path-root --json --help' -- "$cur")) ;;
+        init)
+                COMPREPLY=($(compgen -W '--label --ttl --mode --runtime --list --revoke --json --help' -- "$cur"))
+                [[ $cur != -* ]] && COMPREPLY=($(compgen -d -- "$cur"))
+                ;;
         doctor) COMPREPLY=($(compgen -W '--json --help' -- "$cur")) ;;
         ctl)
                 if [ -z "$sub" ]; then

@@ -7,6 +7,7 @@
 #include "glove/ctl/ctl.h"
 #include "glove/host/daemon.h"
 #include "glove/host/doctor.h"
+#include "glove/host/exposures.h"
 #include "glove/host/policy.h"
 #include "glove/host/setup.h"
 #include "glove/run/exec.h"
@@ -26,6 +27,8 @@ static const char usage[] =
         "  ctl [OPTIONS] COMMAND ...            talk to the local gloved control service\n"
         "  setup [--path-root DIR]... [--json]  create this user's owner-only directories,\n"
         "                                       receipt key and starter session policy\n"
+        "  init [PROJECT] [OPTIONS]             expose a project directory beneath a path root\n"
+        "                                       to gloved's sessions; list and revoke exposures\n"
         "  doctor [--json]                      check this host for glove exec and gloved\n"
         "  daemon COMMAND [OPTIONS]             install and control gloved as a systemd user service\n"
         "  policy COMMAND [OPTIONS]             detect, stage, generate, explain and validate\n"
@@ -58,6 +61,8 @@ int main(int argc, char **argv) {
                 return glove_ctl_main(argc - 1, argv + 1);
         if (strcmp(cmd, "setup") == 0)
                 return glove_host_setup_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "init") == 0)
+                return glove_host_init_main(argc - 1, argv + 1);
         if (strcmp(cmd, "doctor") == 0)
                 return glove_host_doctor_main(argc - 1, argv + 1);
         if (strcmp(cmd, "daemon") == 0)

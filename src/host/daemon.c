@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* glove daemon (see glove/host/daemon.h, docs/daemon.md). */
 #include "glove/host/daemon.h"
+#include "glove/host/exposures.h"
 #include "glove/host/dirs.h"
 
 #include <errno.h>
@@ -212,7 +213,7 @@ static int resolve_gloved(const char *self_exe, char **out, char **build_tree, s
 
 void glove_host_daemon_layout_free(struct glove_host_daemon_layout *l) {
         char **all[] = { &l->gloved, &l->build_tree, &l->unit_dir, &l->runtime_dir, &l->state_dir, &l->config_dir,
-                         &l->policy, &l->store, &l->mroot, &l->listen };
+                         &l->policy, &l->store, &l->mroot, &l->listen, &l->exposure_policy, &l->exposure_journal };
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(all); i++) {
                 free(*all[i]);
                 *all[i] = NULL;
@@ -236,6 +237,20 @@ int glove_host_daemon_layout_resolve(const char *self_exe, struct glove_host_dae
                        join(&l->mroot, l->state_dir, GLOVE_HOST_MROOT_NAME) < 0 ||
                        join(&l->listen, l->runtime_dir, GLOVE_HOST_SOCKET_NAME) < 0))
                 r = glove_error_set(err, ENOMEM, "daemon.no_default_dir", "out of memory");
+        /* Exposures only when the owner approved roots (glove setup
+         * --path-root wrote the policy): gloved then also needs a journal. */
+        if (r == 0) {
+                _cleanup_free_ char *xp = NULL;
+                struct stat st;
+                if (join(&xp, l->config_dir, GLOVE_HOST_EXPOSURE_POLICY_FILE) < 0)
+                        r = glove_error_set(err, ENOMEM, "daemon.no_default_dir", "out of memory");
+                else if (lstat(xp, &st) == 0) {
+                        if (join(&l->exposure_journal, l->state_dir, GLOVE_HOST_EXPOSURE_JOURNAL_FILE) < 0)
+                                r = glove_error_set(err, ENOMEM, "daemon.no_default_dir", "out of memory");
+                        else
+                                l->exposure_policy = TAKE_PTR(xp);
+                }
+        }
         if (r < 0)
                 glove_host_daemon_layout_free(l);
         return r;
@@ -350,7 +365,11 @@ int glove_host_daemon_command_line(const struct glove_host_daemon_layout *l, enu
                                 "--state-dir", l->state_dir,
                                 "--session-policy", l->policy,
                                 "--session-store", l->store,
-                                "--materialization-root", l->mroot };
+                                "--materialization-root", l->mroot,
+                                "--path-exposure-policy", l->exposure_policy,
+                                "--path-exposure-journal", l->exposure_journal };
+        const size_t n_words = l->exposure_policy && l->exposure_journal ? GLOVE_ELEMENTSOF(words)
+                                                                         : GLOVE_ELEMENTSOF(words) - 4;
         /* systemd reads "$$" and backslash escapes back in arguments but not
          * in the executable's name: such a name would make the unit run
          * another file than the one install checked. */
@@ -366,7 +385,7 @@ int glove_host_daemon_command_line(const struct glove_host_daemon_layout *l, enu
         _cleanup_fclose_ FILE *f = open_memstream(&exec, &len);
         if (!f)
                 return glove_error_set(err, ENOMEM, "daemon.render", "out of memory");
-        for (size_t i = 0; i < GLOVE_ELEMENTSOF(words); i++) {
+        for (size_t i = 0; i < n_words; i++) {
                 _cleanup_free_ char *q = NULL;
                 int r = quoting == GLOVE_HOST_QUOTE_SYSTEMD ? glove_host_systemd_quote(words[i], &q, err)
                                                             : shell_quote(words[i], &q, err);

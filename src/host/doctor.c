@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* glove doctor (include/glove/host/doctor.h, docs/host.md). */
 #include "glove/host/doctor.h"
+#include "glove/host/exposures.h"
+#include "glove/supervisor/exposure.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +49,8 @@ static const char usage_text[] =
         "  session_policy     CONFIG/session-policy.json loads with gloved's loader,\n"
         "                     adapter_command_digest of every launch template verified\n"
         "  path_roots         CONFIG/config.json is valid\n"
+        "  exposure_policy    CONFIG/exposure-policy.json (glove setup, path roots) loads\n"
+        "                     with gloved's loader; missing when no root was approved\n"
         "  gloved             reachable at RUNTIME/gloved.sock, what it advertises, and\n"
         "                     whether it can run managed sessions (else the command\n"
         "                     line it should run with, the user unit's ExecStart=)\n"
@@ -204,6 +208,39 @@ static void check_config(struct doctor *d) {
                                 c.n_roots, c.n_roots == 1 ? "" : "s", c.n_roots ? ": " : "", list);
                 glove_host_config_clear(&c);
         }
+}
+
+static void check_exposure_policy(struct doctor *d) {
+        struct glove_host_doctor_item *it = next_item(d, "exposure_policy", false);
+        if (d->config_fd < 0) {
+                doctor_item_set(it, GLOVE_HOST_DOCTOR_MISSING, "fix config_dir first, then run glove setup",
+                                "the configuration directory is not usable");
+                return;
+        }
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/%s", d->dirs.config, GLOVE_HOST_EXPOSURE_POLICY_FILE);
+        struct glove_exposure_policy *p = NULL;
+        struct glove_error err = { 0 };
+        int r = glove_exposure_policy_load(path, d->uid, &p, &err);
+        if (r == 0) {
+                size_t n = glove_exposure_policy_root_count(p);
+                doctor_item_set(it, GLOVE_HOST_DOCTOR_OK, NULL,
+                                "%s loads with gloved's loader: %zu root%s; glove daemon install starts gloved with "
+                                "--path-exposure-policy and --path-exposure-journal",
+                                path, n, n == 1 ? "" : "s");
+                glove_exposure_policy_free(p);
+                return;
+        }
+        if (r == -ENOENT && err.code && strcmp(err.code, "policy.file_open") == 0)
+                doctor_item_set(it, GLOVE_HOST_DOCTOR_MISSING,
+                                "to expose project directories to sessions: glove setup --path-root DIR, then glove "
+                                "daemon install (docs/exposures.md)",
+                                "%s does not exist: gloved runs without exposures", path);
+        else
+                doctor_item_set(it, GLOVE_HOST_DOCTOR_WRONG,
+                                "gloved would refuse to start with it: correct what the message names "
+                                "(docs/exposures.md), or move it away and run glove setup --path-root DIR",
+                                "%s: %s", err.code ? err.code : "policy.invalid", err.message);
 }
 
 /* "a, b, c" of a JSON array of strings, or of objects' key member. */
@@ -430,6 +467,7 @@ int glove_host_doctor_main(int argc, char **argv) {
         check_key(&d);
         check_policy(&d);
         check_config(&d);
+        check_exposure_policy(&d);
         check_gloved(&d);
         if (d.config_fd >= 0)
                 close(d.config_fd);

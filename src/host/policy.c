@@ -264,6 +264,10 @@ static const char validate_help[] =
         "Prints one line \"F: ok: revision N, max_plan_ttl_ms T, sha256 HEX\", or on\n"
         "stderr the stable code and message gloved would give (the message names the\n"
         "file and the JSON path, e.g. $.runtime_templates[0].adapter_command_digest).\n"
+        "A file whose top-level object has a \"roots\" member is an exposure policy\n"
+        "(CONFIG/exposure-policy.json, docs/exposures.md): it is loaded with gloved's\n"
+        "exposure policy loader instead, and the line is \"F: ok: exposure policy, N\n"
+        "roots, sha256 HEX\".\n"
         "\n"
         "Options:\n"
         "  --file F    the policy file (absolute)\n"
@@ -315,6 +319,8 @@ int policy_validate_main(int argc, char **argv) {
         int rc = policy_file_options("validate ", validate_help, argc, argv, false, &file, &json);
         if (rc >= 0)
                 return rc;
+        if (policy_is_exposure_file(file))
+                return policy_exposure_validate(file);
         struct glove_error err = { 0 };
         _cleanup_policy_ struct glove_supervisor_policy *p = NULL;
         if (glove_supervisor_policy_load(file, geteuid(), &p, &err) < 0)

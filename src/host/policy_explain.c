@@ -45,6 +45,10 @@ static const char explain_help[] =
         "quotas and limits, secret handles without a mount, a staged closure (a\n"
         "read-only DIR/closures/DIGEST of glove policy stage) that lacks an optional\n"
         "dependency built for this host. Environment values are never printed.\n"
+        "An exposure policy (a top-level \"roots\" member, docs/exposures.md) is\n"
+        "loaded with gloved's exposure policy loader and explained root by root: its\n"
+        "path, target, longest lifetime, modes with quotas and runtime templates\n"
+        "(--json: {\"file\",\"kind\":\"exposure_policy\",\"roots\",\"sha256\"}).\n"
         "\n"
         "Options:\n"
         "  --file F     the policy file (absolute)\n"
@@ -432,6 +436,8 @@ int policy_explain_main(int argc, char **argv) {
         int rc = policy_file_options("explain ", explain_help, argc, argv, true, &file, &x.json);
         if (rc >= 0)
                 return rc;
+        if (policy_is_exposure_file(file))
+                return policy_exposure_explain(file, x.json);
         struct glove_error err = { 0 };
         _cleanup_policy_ struct glove_supervisor_policy *pol = NULL;
         if (glove_supervisor_policy_load(file, geteuid(), &pol, &err) < 0)

@@ -18,6 +18,14 @@ int policy_usage(const char *cmd, const char *fmt, ...) __attribute__((format(pr
 /* "glove: CODE: MESSAGE" on stderr; returns POLICY_EXIT_REFUSED. */
 int policy_refuse(const struct glove_error *err);
 
+/* policy_exposure.c: whether file (readable, no final link) holds a JSON
+ * object with a top-level "roots" member, the mark of an exposure policy
+ * (docs/exposures.md); validate and explain it with gloved's exposure
+ * policy loader. Each returns the exit status. */
+bool policy_is_exposure_file(const char *file);
+int policy_exposure_validate(const char *file);
+int policy_exposure_explain(const char *file, bool json);
+
 /* The harness homes Glove never reads or copies: for $HOME and the
  * passwd home of the effective user, HOME/ .codex .claude .claude.json .pi
  * .copilot .config/opencode .local/share/opencode. True when path

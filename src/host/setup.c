@@ -16,12 +16,15 @@
 #include <jansson.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
 #include "glove/base/path.h"
 #include "glove/store/dirs.h"
 #include "glove/store/receipts.h"
 #include "glove/host/config.h"
 #include "glove/host/dirs.h"
+#include "glove/host/exposures.h"
 #include "glove/host/guided.h"
+#include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
 
 #define EXIT_REFUSED 1
@@ -37,6 +40,9 @@ static const char usage_text[] =
         "  receipt key        STATE/receipt.key, 32 random bytes, 0600 (as gloved makes it)\n"
         "  session policy     CONFIG/session-policy.json, 0600: the guided starter policy\n"
         "  path roots         CONFIG/config.json, 0600: the owner-approved path roots\n"
+        "  exposure policy    CONFIG/exposure-policy.json, 0600: each root with its\n"
+        "                     defaults for glove init (docs/exposures.md); written when\n"
+        "                     --path-root names a root it lacks, checked when present\n"
         "Anything that exists already is checked and left as it is; a directory or\n"
         "file with the wrong owner, mode or type is refused with what to do, never\n"
         "changed. A second run changes nothing and says so.\n"
@@ -45,7 +51,12 @@ static const char usage_text[] =
         "  --path-root DIR  record DIR (absolute, an existing directory you own that\n"
         "                   only you can write, reached without symbolic links) as a\n"
         "                   root for later exposures; repeatable; roots already\n"
-        "                   recorded are kept\n"
+        "                   recorded are kept; a new root enters the exposure policy\n"
+        "                   with target /workspace, at most 7 days, modes read,\n"
+        "                   ephemeral_write and retained_write (1 GiB each) and\n"
+        "                   every runtime template of the session policy; a root\n"
+        "                   already there is never changed, one overlapping it is\n"
+        "                   refused (setup.root_overlap)\n"
         "  --json           report each item as JSON on stdout:\n"
         "                   {\"changed\":BOOL,\"items\":[{\"item\",\"path\",\"result\"}]}, result\n"
         "                   created | unchanged | updated; on refusal also\n"
@@ -62,7 +73,8 @@ static const char *const result_words[] = { "created", "unchanged", "updated" };
 #define MAX_ITEMS 8
 
 struct item {
-        const char *name;  /* stable: config_dir, runtime_dir, state_dir, receipt_key, session_policy, config */
+        const char *name;  /* stable: config_dir, runtime_dir, state_dir, receipt_key, session_policy, config,
+                            * exposure_policy */
         const char *label; /* words */
         char path[PATH_MAX];
         enum result result;
@@ -72,6 +84,8 @@ struct setup {
         bool json;
         const char *roots[GLOVE_HOST_CONFIG_MAX_ROOTS];
         size_t n_roots;
+        char *checked[GLOVE_HOST_CONFIG_MAX_ROOTS]; /* the roots normalized by setup_config (owned) */
+        size_t n_checked;
         uid_t uid;
         struct glove_host_dirs dirs;
         struct item items[MAX_ITEMS];
@@ -129,6 +143,11 @@ static int refuse(struct setup *s, const char *item, const char *path, const str
                 textf(s->fix, sizeof(s->fix),
                          "a receipt journal exists without its key: receipts already written cannot be verified "
                          "again; restore the key from a backup, or move the journal away to start a new chain");
+        else if (strcmp(item, "exposure_policy") == 0 && strncmp(c, "policy.", 7) == 0)
+                textf(s->fix, sizeof(s->fix),
+                         "gloved would refuse this exposure policy, and glove setup never overwrites it: correct "
+                         "the field the message names (docs/exposures.md), chmod 0600 it if its mode is wrong, or "
+                         "move %s away and run glove setup --path-root again", path);
         else if (strncmp(c, "policy.file_", 12) == 0)
                 textf(s->fix, sizeof(s->fix),
                          "the session policy must be a regular file of yours, mode 0600, one link, no symbolic "
@@ -137,6 +156,14 @@ static int refuse(struct setup *s, const char *item, const char *path, const str
                 textf(s->fix, sizeof(s->fix),
                          "gloved would refuse this policy: correct the field the message names (docs/"
                          "session-policy.md), or move %s away to get a new starter policy", path);
+        else if (strcmp(c, "setup.root_overlap") == 0)
+                textf(s->fix, sizeof(s->fix),
+                         "roots of the exposure policy may not contain one another: choose a directory beside the "
+                         "existing root, or enroll the directory beneath it with glove init (docs/exposures.md)");
+        else if (strcmp(c, "setup.no_runtimes") == 0)
+                textf(s->fix, sizeof(s->fix),
+                         "add a runtime template to the session policy first (glove policy generate, "
+                         "docs/session-policy.md), then run glove setup --path-root again");
         else if (strncmp(c, "config.", 7) == 0)
                 textf(s->fix, sizeof(s->fix),
                          "config.json must be strict JSON {\"path_roots\":[...],\"schema_version\":1} in a file of "
@@ -191,6 +218,22 @@ static int setup_policy(struct setup *s, int config_fd, struct glove_error *err)
         return 0;
 }
 
+/* The exposure policy as setup_exposure_prepare leaves it for
+ * setup_exposure_commit. */
+struct xprep {
+        bool skip;      /* no file and no root: no item */
+        bool existed;
+        size_t added;
+        char *text;     /* the text to write when added */
+        size_t len;
+};
+
+static int setup_exposure_prepare(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err);
+static int setup_exposure_commit(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err);
+
+/* config.json, then the exposure policy: every check of both (an
+ * overlapping root, an exposure policy that does not decode) comes before
+ * either file is written. */
 static int setup_config(struct setup *s, int config_fd, struct glove_error *err) {
         const char *path = s->dirs.config_file;
         struct glove_host_config c;
@@ -212,7 +255,15 @@ static int setup_config(struct setup *s, int config_fd, struct glove_error *err)
                                             "directory", root);
                 if (r == 0)
                         r = glove_host_config_add_root(&c, root, &added, err);
+                if (r == 0)
+                        s->checked[s->n_checked++] = TAKE_PTR(root);
                 added_any |= added;
+        }
+        struct xprep x = { 0 };
+        if (r == 0 && setup_exposure_prepare(s, config_fd, &x, err) < 0) {
+                glove_host_config_clear(&c);
+                free(x.text);
+                return -1;
         }
         if (r == 0 && (missing || added_any)) {
                 _cleanup_free_ char *text = NULL;
@@ -222,9 +273,111 @@ static int setup_config(struct setup *s, int config_fd, struct glove_error *err)
                         r = glove_host_file_write_atomic(config_fd, GLOVE_HOST_CONFIG_FILE, text, len, !missing, err);
         }
         glove_host_config_clear(&c);
-        if (r < 0)
+        if (r < 0) {
+                free(x.text);
                 return refuse(s, "config", path, err);
+        }
         add_item(s, "config", "path roots", path, missing ? R_CREATED : added_any ? R_UPDATED : R_UNCHANGED);
+        r = setup_exposure_commit(s, config_fd, &x, err);
+        free(x.text);
+        return r;
+}
+
+/* The runtime_template_id of every template of the session policy (already
+ * accepted by gloved's loader in setup_policy); *ids and its strings live
+ * in *doc. */
+static int policy_runtime_ids(struct setup *s, int config_fd, json_t **doc, const char ***ids, size_t *n,
+                              struct glove_error *err) {
+        *doc = NULL;
+        *ids = NULL;
+        *n = 0;
+        _cleanup_close_ int fd = openat(config_fd, GLOVE_HOST_POLICY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return glove_error_set(err, errno, "policy.file_open", "%s: %s", s->dirs.policy, strerror(errno));
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        struct glove_error e = { 0 };
+        if (glove_fd_read_bounded(fd, GLOVE_POLICY_MAX_BYTES, &buf, &len, &e) < 0)
+                return glove_error_set(err, EIO, "policy.file_open", "%s: %s", s->dirs.policy, e.message);
+        *doc = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+        json_t *t = json_object_get(*doc, "runtime_templates");
+        *ids = calloc(json_array_size(t) + 1, sizeof(**ids));
+        if (!*doc || !*ids)
+                return glove_error_set(err, EINVAL, "policy.invalid_json", "%s: cannot be read again as JSON",
+                                       s->dirs.policy);
+        size_t i;
+        json_t *v;
+        json_array_foreach(t, i, v) {
+                const char *id = json_string_value(json_object_get(v, "runtime_template_id"));
+                if (id)
+                        (*ids)[(*n)++] = id;
+        }
+        return 0;
+}
+
+/* CONFIG/exposure-policy.json: created with the roots of this run, or
+ * extended with those it lacks; an existing file that does not decode is
+ * refused and left alone. No file and no --path-root: no item. */
+static void exposure_path(const struct setup *s, char path[PATH_MAX]) {
+        textf(path, PATH_MAX, "%s/%s", s->dirs.config, GLOVE_HOST_EXPOSURE_POLICY_FILE);
+}
+
+static int setup_exposure_prepare(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err) {
+        char path[PATH_MAX];
+        exposure_path(s, path);
+        _cleanup_free_ char *old = NULL;
+        size_t old_len = 0;
+        _cleanup_close_ int fd = openat(config_fd, GLOVE_HOST_EXPOSURE_POLICY_FILE,
+                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno != ENOENT) {
+                int e = errno;
+                glove_error_set(err, e == ELOOP ? EPERM : e, e == ELOOP ? "policy.file_symlink" : "policy.file_open",
+                                "%s: %s", path, e == ELOOP ? "is a symbolic link" : strerror(e));
+                return refuse(s, "exposure_policy", path, err);
+        }
+        if (fd < 0 && s->n_checked == 0) {
+                x->skip = true;
+                return 0;
+        }
+        if (fd >= 0) {
+                /* gloved's own loader first: its file rules and codes. */
+                struct glove_error e = { 0 };
+                struct glove_exposure_policy *p = NULL;
+                int r = glove_exposure_policy_load(path, s->uid, &p, err);
+                glove_exposure_policy_free(p);
+                if (r < 0)
+                        return refuse(s, "exposure_policy", path, err);
+                if (glove_fd_read_bounded(fd, GLOVE_EXPOSURE_POLICY_MAX_BYTES, &old, &old_len, &e) < 0) {
+                        glove_error_set(err, EIO, "policy.file_open", "%s: %s", path, e.message);
+                        return refuse(s, "exposure_policy", path, err);
+                }
+        }
+        _cleanup_json_ json_t *doc = NULL;
+        _cleanup_free_ const char **ids = NULL;
+        size_t n_ids = 0;
+        if (s->n_checked && policy_runtime_ids(s, config_fd, &doc, &ids, &n_ids, err) < 0)
+                return refuse(s, "session_policy", s->dirs.policy, err);
+        int r = glove_host_exposure_policy_extend(old, old_len, (const char *const *)s->checked, s->n_checked, ids,
+                                                  n_ids, &x->text, &x->len, &x->added, err);
+        if (r < 0) {
+                if (old)
+                        glove_error_prefix(err, "%s", path);
+                return refuse(s, "exposure_policy", path, err);
+        }
+        x->existed = old != NULL;
+        return 0;
+}
+
+static int setup_exposure_commit(struct setup *s, int config_fd, struct xprep *x, struct glove_error *err) {
+        if (x->skip)
+                return 0;
+        char path[PATH_MAX];
+        exposure_path(s, path);
+        if (x->added && glove_host_file_write_atomic(config_fd, GLOVE_HOST_EXPOSURE_POLICY_FILE, x->text, x->len,
+                                                     x->existed, err) < 0)
+                return refuse(s, "exposure_policy", path, err);
+        add_item(s, "exposure_policy", "exposure policy", path,
+                 !x->existed ? R_CREATED : x->added ? R_UPDATED : R_UNCHANGED);
         return 0;
 }
 
@@ -321,6 +474,8 @@ int glove_host_setup_main(int argc, char **argv) {
         umask(0077);
         struct glove_error err = { 0 };
         bool failed = run_steps(&s, &err) < 0;
+        for (size_t i = 0; i < s.n_checked; i++)
+                free(s.checked[i]);
         if (s.json)
                 report_json(&s, &err, failed);
         else if (!failed)

@@ -306,9 +306,9 @@ void glove_protocol_client_consume_raw(struct glove_protocol_client *c, size_t n
         (void)glove_buffer_consume(&c->in, n > c->in.len ? c->in.len : n);
 }
 
-static int read_secret(const char *runtime_dir, char hex[65], struct glove_error *err) {
+static int read_secret(const char *runtime_dir, const char *secret_name, char hex[65], struct glove_error *err) {
         char path[4096];
-        if ((size_t)snprintf(path, sizeof(path), "%s/bootstrap-secret", runtime_dir) >= sizeof(path))
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", runtime_dir, secret_name) >= sizeof(path))
                 return glove_error_set(err, ENAMETOOLONG, "client.unreachable", "runtime directory path too long");
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
@@ -380,8 +380,14 @@ static int open_proof(const char *runtime_dir) {
 
 int glove_protocol_client_open(const char *runtime_dir, uint64_t timeout_ms, struct glove_protocol_client **out,
                               struct glove_error *err) {
+        return glove_protocol_client_open_secret(runtime_dir, "bootstrap-secret", timeout_ms, out, err);
+}
+
+int glove_protocol_client_open_secret(const char *runtime_dir, const char *secret_name, uint64_t timeout_ms,
+                                      struct glove_protocol_client **out, struct glove_error *err) {
         *out = NULL;
-        if (!runtime_dir || timeout_ms < 1 || timeout_ms > 3600000)
+        if (!runtime_dir || !secret_name || !*secret_name || strchr(secret_name, '/') || timeout_ms < 1 ||
+            timeout_ms > 3600000)
                 return glove_error_set(err, EINVAL, "client.invalid_argument", "bad runtime directory or timeout");
         struct glove_protocol_client *c = calloc(1, sizeof(*c));
         if (!c)
@@ -397,7 +403,7 @@ int glove_protocol_client_open(const char *runtime_dir, uint64_t timeout_ms, str
                 return glove_error_set(err, ENOMEM, "client.no_memory", "out of memory");
         }
         char hex[65];
-        int r = read_secret(runtime_dir, hex, err);
+        int r = read_secret(runtime_dir, secret_name, hex, err);
         if (r == 0)
                 r = connect_socket(runtime_dir, &c->fd, err);
         if (r == 0)

@@ -67,6 +67,15 @@ verify() {
         [ "$status" -ne 0 ] || fail "systemd-analyze verify accepted a unit whose gloved is missing"
 }
 
+@test "daemon: with an exposure policy the unit also gives gloved the exposure policy and journal" {
+        with_policy
+        install -m 600 /dev/null "$XDG_CONFIG_HOME/glove/exposure-policy.json"
+        daemon install --write-only
+        expect_status 0
+        grep -q "^ExecStart=.* --materialization-root $XDG_STATE_HOME/glove/sessions --path-exposure-policy $XDG_CONFIG_HOME/glove/exposure-policy.json --path-exposure-journal $XDG_STATE_HOME/glove/exposures.journal\$" \
+                "$UNITS/gloved.service" || { grep ExecStart "$UNITS/gloved.service" >&2; fail "no exposure options"; }
+}
+
 @test "daemon: DelegateSubgroup= only from systemd 254 on; the fallback says why" {
         with_policy
         daemon install --write-only
@@ -289,7 +298,7 @@ EOF
         expect_status 0
         [[ "$(printf '%s\n' "$output" | grep '^methods:')" == *" validate_plan create_session session_status"* ]] ||
                 fail "the unit's --session-policy and --session-store are not in effect: $output"
-        grep -qF '"msg":"listening on an activated socket (policy loaded, session store open, 0 sessions)"' "$GD_ERR" ||
+        grep -qF '"msg":"listening on an activated socket (policy loaded, session store open, 0 sessions, path exposures none)"' "$GD_ERR" ||
                 { cat "$GD_ERR" >&2; fail "gloved did not take the activated socket with the unit's options"; }
         [ -f "$XDG_STATE_HOME/glove/sessions.journal" ] || fail "the unit's session store was not opened"
         stop_gloved

@@ -8,7 +8,7 @@
 load helpers
 load "$GLOVE_IT_LIB/gloved"
 
-ITEMS="user_namespaces seccomp cgroup_delegation cgroup_version openat2 landlock retained_images config_dir runtime_dir state_dir receipt_key session_policy path_roots gloved"
+ITEMS="user_namespaces seccomp cgroup_delegation cgroup_version openat2 landlock retained_images config_dir runtime_dir state_dir receipt_key session_policy path_roots exposure_policy gloved"
 
 setup() {
         T=$BATS_TEST_TMPDIR

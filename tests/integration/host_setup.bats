@@ -208,6 +208,56 @@ config created" ] || fail "unexpected items: $(results)"
         [ "$(jq -c .path_roots "$CFG/config.json")" = "[\"$T/more\",\"$T/projects\"]" ] || fail "a refused root was stored"
 }
 
+@test "setup: --path-root writes the exposure policy with its defaults, never changes a root, refuses an overlap" {
+        mkdir -m 0755 "$T/projects" "$T/more"
+        XP=$CFG/exposure-policy.json
+        g setup --json
+        expect_status 0
+        [ ! -e "$XP" ] || fail "no --path-root must write no exposure policy"
+        g setup --path-root "$T/projects" --json
+        expect_status 0
+        [ "$(jq -r '.items[] | select(.item == "exposure_policy") | .result' <<<"$output")" = created ] ||
+                fail "exposure_policy not created: $(results)"
+        [ "$(stat -c '%a %u %h' "$XP")" = "600 $(id -u) 1" ] || fail "$XP is not 0600, mine, one link"
+        tid=$(jq -c '[.runtime_templates[].runtime_template_id]' "$POLICY")
+        [ "$(jq -c '.roots[0] | [.root_id, .path, .target_path, .max_ttl_secs, .runtime_template_ids]' "$XP")" = \
+                "[\"projects\",\"$T/projects\",\"/workspace\",604800,$tid]" ] || fail "defaults: $(jq -c . "$XP")"
+        [ "$(jq -c '[.roots[0].access[] | [.access, .materialization, .cleanup_policy, .max_bytes]]' "$XP")" = \
+                '[["ephemeral_write","copy","remove",1073741824],["read","bind","remove",1073741824],["retained_write","copy","retain",1073741824]]' ] ||
+                fail "modes: $(jq -c .roots[0].access "$XP")"
+        "$GLOVE" policy validate --file "$XP" >"$T/v" || fail "glove policy validate refused it"
+        grep -q ": ok: exposure policy, 1 root, sha256 " "$T/v" || fail "validate: $(cat "$T/v")"
+        "$GLOVE" policy explain --file "$XP" >"$T/e" || fail "glove policy explain refused it"
+        grep -q "^root projects: $T/projects, exposed at /workspace, for at most 168h" "$T/e" || fail "explain: $(cat "$T/e")"
+        # The owner tightens the root by hand; a re-run keeps it as it is.
+        jq '.roots[0].max_ttl_secs = 3600' "$XP" >"$T/x" && install -m 600 "$T/x" "$XP"
+        before=$(snapshot)
+        g setup --path-root "$T/projects" --json
+        expect_status 0
+        [ "$(jq -r '.items[] | select(.item == "exposure_policy") | .result' <<<"$output")" = unchanged ] ||
+                fail "not unchanged: $(results)"
+        [ "$(snapshot)" = "$before" ] || fail "the exposure policy was rewritten"
+        # A second root extends it; the first stays tightened.
+        g setup --path-root "$T/more" --json
+        expect_status 0
+        [ "$(jq -r '.items[] | select(.item == "exposure_policy") | .result' <<<"$output")" = updated ] || fail "not updated"
+        [ "$(jq -c '[.roots[] | [.root_id, .max_ttl_secs]]' "$XP")" = '[["more",604800],["projects",3600]]' ] ||
+                fail "extension: $(jq -c . "$XP")"
+        # A root inside an existing one is refused; nothing is written.
+        mkdir -m 0755 "$T/projects/sub"
+        before=$(snapshot)
+        g setup --path-root "$T/projects/sub"
+        expect_status 1
+        [[ "$stderr" == "glove: setup.root_overlap: "*"$T/projects"*"; what to do: "* ]] || fail "overlap: $stderr"
+        [ "$(snapshot)" = "$before" ] || fail "a refused root changed a file: $(diff <(echo "$before") <(snapshot))"
+        # An exposure policy that does not decode is refused, never overwritten.
+        printf '{"roots":[],"schema_version":1}\n' >"$XP"
+        g setup --path-root "$T/more"
+        expect_status 1
+        [[ "$stderr" == "glove: policy."*"$XP"*"; what to do: "*"never overwrites"* ]] || fail "bad file: $stderr"
+        [ "$(cat "$XP")" = '{"roots":[],"schema_version":1}' ] || fail "the bad file was changed"
+}
+
 @test "setup: --help is complete; bad usage exits 125" {
         g setup --help
         expect_status 0

@@ -76,7 +76,7 @@ known() {
 
 @test "bash: glove setup, doctor and policy options match their --help" {
         local c checked=""
-        for c in setup doctor; do
+        for c in setup init doctor; do
                 known "$c" || continue
                 diff <(complete_words glove "$c" --) <(help_options glove "$c") ||
                         fail "glove $c: completion differs from --help"
@@ -121,7 +121,7 @@ known() {
                 _ "$BATS_TEST_TMPDIR/zfunc" "$BATS_TEST_TMPDIR/zcompdump"
         [ "$output" = "_glove _glove" ] || fail "compinit: '$output'"
         local missing="" o
-        for args in "" exec run ctl daemon setup doctor policy; do
+        for args in "" exec run ctl daemon setup init doctor policy; do
                 # shellcheck disable=SC2086
                 for o in $(help_options glove $args); do
                         [ "$args" = run ] && [ "$o" = --tty ] && continue

@@ -52,6 +52,10 @@ page_check() {
         page_check glove-setup.1 glove setup
 }
 
+@test "man: glove-init(1) matches glove init --help" {
+        EXTRA="--path-exposure-policy --path-exposure-journal --path-root" page_check glove-init.1 glove init
+}
+
 @test "man: glove-doctor(1) matches glove doctor --help" {
         page_check glove-doctor.1 glove doctor
 }

@@ -5,7 +5,9 @@
  * config.json in the configuration directory (dirs.h): the owner-approved
  * path roots recorded by `glove setup --path-root` for later exposures
  * (spec session-policy.md: "glove init ... requests one exposure beneath a
- * root created by glove setup --path-root"; enrollment is a later issue).
+ * root created by glove setup --path-root"). The roots gloved enrolls
+ * beneath, with what each allows, are the exposure policy
+ * (glove/host/exposures.h, docs/exposures.md), which setup writes beside.
  * docs/host.md documents the format:
  *
  *   {"path_roots": [PATH...], "schema_version": 1}

@@ -46,6 +46,11 @@ struct glove_host_daemon_layout {
         char *store;       /* state_dir/sessions.journal */
         char *mroot;       /* state_dir/sessions (materialization root) */
         char *listen;      /* runtime_dir/gloved.sock (the socket unit's ListenStream=) */
+        /* config_dir/exposure-policy.json and state_dir/exposures.journal
+         * when that policy exists at resolve time (docs/exposures.md), else
+         * both NULL. */
+        char *exposure_policy;
+        char *exposure_journal;
 };
 
 /*
@@ -85,7 +90,8 @@ enum glove_host_quoting {
 /*
  * The command line gloved runs with for l, one string (*out owned by the
  * caller): l->gloved with --runtime-dir, --state-dir, --session-policy,
- * --session-store and --materialization-root, the words of gloved.service's
+ * --session-store and --materialization-root (and, when l->exposure_policy
+ * is set, --path-exposure-policy and --path-exposure-journal), the words of gloved.service's
  * ExecStart= (GLOVE_HOST_QUOTE_SYSTEMD, what install writes) or the same
  * words for a shell (GLOVE_HOST_QUOTE_SHELL: what to run by hand without a
  * user manager). Errors: -EINVAL "daemon.bad_path" (a control character in

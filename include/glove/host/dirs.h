@@ -9,10 +9,13 @@
  *   config   $XDG_CONFIG_HOME/glove, else $HOME/.config/glove
  *            session-policy.json   the session policy (gloved --session-policy)
  *            config.json           owner-approved path roots (config.h)
+ *            exposure-policy.json  the roots of path exposures (exposures.h;
+ *                                  gloved --path-exposure-policy)
  *   runtime  $XDG_RUNTIME_DIR/glove (no fallback: gloved has none)
- *            gloved.sock, bootstrap-secret   (gloved)
+ *            gloved.sock, bootstrap-secret, owner-secret   (gloved)
  *   state    $XDG_STATE_HOME/glove, else $HOME/.local/state/glove
  *            receipt.key, receipts.journal  (receipts.h)
+ *            exposures.journal     (gloved --path-exposure-journal)
  *
  * Every directory is owner-only (0700, owned by the user) and every file
  * 0600; glove_store_dir_open_private (store/dirs.h) checks them.

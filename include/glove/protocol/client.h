@@ -47,6 +47,15 @@ int glove_protocol_client_open(const char *runtime_dir, uint64_t timeout_ms, str
                               struct glove_error *err);
 
 /*
+ * As glove_protocol_client_open, authenticating with the secret in
+ * RUNTIME_DIR/secret_name (a plain file name, e.g. "owner-secret": the
+ * owner's credential of dynamic path exposures, docs/exposures.md) instead
+ * of bootstrap-secret.
+ */
+int glove_protocol_client_open_secret(const char *runtime_dir, const char *secret_name, uint64_t timeout_ms,
+                                      struct glove_protocol_client **out, struct glove_error *err);
+
+/*
  * Sends {"id":N,"method":method,"params":params} (params borrowed; NULL
  * means {}) and waits for the response with that id.
  * Returns 0 with *result a new reference to the result object; 1 when the

@@ -98,6 +98,28 @@ static void test_command_line_for_a_shell(void **state) {
         glove_host_daemon_layout_free(&l);
 }
 
+/* With an exposure policy, gloved also gets the exposure options. */
+static void test_command_line_with_exposures(void **state) {
+        (void)state;
+        struct glove_host_daemon_layout l = layout("/h/s");
+        l.exposure_policy = strdup("/h/.config/glove/exposure-policy.json");
+        l.exposure_journal = strdup("/h/s/exposures.journal");
+        struct glove_error err = { 0 };
+        _cleanup_free_ char *sh = NULL;
+        assert_int_equal(glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SHELL, &sh, &err), 0);
+        const char *tail = " --materialization-root /h/s/sessions --path-exposure-policy "
+                           "/h/.config/glove/exposure-policy.json --path-exposure-journal /h/s/exposures.journal";
+        assert_true(strlen(sh) > strlen(tail));
+        assert_string_equal(sh + strlen(sh) - strlen(tail), tail);
+        glove_host_daemon_layout_free(&l);
+        /* Without the policy, neither option. */
+        l = layout("/h/s");
+        _cleanup_free_ char *plain = NULL;
+        assert_int_equal(glove_host_daemon_command_line(&l, GLOVE_HOST_QUOTE_SHELL, &plain, &err), 0);
+        assert_null(strstr(plain, "exposure"));
+        glove_host_daemon_layout_free(&l);
+}
+
 /* A $, quote or backslash in gloved's own path cannot be written as an
  * executable name systemd reads back as the same path: refused. */
 static void test_render_service_refuses_unreadable_executable(void **state) {
@@ -231,6 +253,7 @@ int main(void) {
                 cmocka_unit_test(test_render_service),
                 cmocka_unit_test(test_render_service_refuses_unreadable_executable),
                 cmocka_unit_test(test_command_line_for_a_shell),
+                cmocka_unit_test(test_command_line_with_exposures),
                 cmocka_unit_test(test_render_socket),
                 cmocka_unit_test(test_layout_needs_gloved_next_to_glove),
                 cmocka_unit_test(test_layout_build_tree_prefers_installed),
