@@ -84,7 +84,7 @@ _glove() {
         run) COMPREPLY=($(compgen -W "$_glove_opts_run --" -- "$cur")) ;;
         setup) COMPREPLY=($(compgen -W '--path-root --json --help' -- "$cur")) ;;
         init)
-                COMPREPLY=($(compgen -W '--label --ttl --mode --runtime --list --revoke --json --help' -- "$cur"))
+                COMPREPLY=($(compgen -W '--label --ttl --mode --runtime --runtime-dir --list --revoke --json --help' -- "$cur"))
                 [[ $cur != -* ]] && COMPREPLY=($(compgen -d -- "$cur"))
                 ;;
         doctor) COMPREPLY=($(compgen -W '--json --help' -- "$cur")) ;;

@@ -29,9 +29,9 @@
 
 static const char usage_text[] =
         "Usage: glove init [PROJECT] [--label LABEL] [--ttl DURATION] [--mode ACCESS]...\n"
-        "                  [--runtime ID]... [--json]\n"
-        "       glove init --list [--json]\n"
-        "       glove init --revoke ID [--json]\n"
+        "                  [--runtime ID]... [--runtime-dir DIR] [--json]\n"
+        "       glove init --list [--runtime-dir DIR] [--json]\n"
+        "       glove init --revoke ID [--runtime-dir DIR] [--json]\n"
         "\n"
         "Asks gloved to expose PROJECT (default: the current directory), a directory\n"
         "beneath a root of the exposure policy (approved with glove setup), to the\n"
@@ -55,6 +55,8 @@ static const char usage_text[] =
         "                     all the root's\n"
         "  --list             list every exposure with its state, path and expiry\n"
         "  --revoke ID        revoke the live generation of exposure ID\n"
+        "  --runtime-dir DIR  gloved's runtime directory: gloved.sock and owner-secret\n"
+        "                     (default $XDG_RUNTIME_DIR/glove)\n"
         "  --json             print gloved's answer as one line of JSON\n"
         "  -h, --help         show this help\n"
         "\n"
@@ -342,11 +344,13 @@ static int do_revoke(struct init *in) {
 
 int glove_host_init_main(int argc, char **argv) {
         struct init in = { 0 };
+        const char *runtime_dir = NULL;
         static const struct option longopts[] = {
                 { "label", required_argument, NULL, 'l' },  { "ttl", required_argument, NULL, 't' },
                 { "mode", required_argument, NULL, 'm' },   { "runtime", required_argument, NULL, 'r' },
                 { "list", no_argument, NULL, 'L' },         { "revoke", required_argument, NULL, 'R' },
                 { "json", no_argument, NULL, 'j' },         { "help", no_argument, NULL, 'h' },
+                { "runtime-dir", required_argument, NULL, 'd' },
                 { 0 },
         };
         opterr = 0;
@@ -379,6 +383,9 @@ int glove_host_init_main(int argc, char **argv) {
                         break;
                 case 'j':
                         in.json = true;
+                        break;
+                case 'd':
+                        runtime_dir = optarg;
                         break;
                 case 'h':
                         fputs(usage_text, stdout);
@@ -421,6 +428,11 @@ int glove_host_init_main(int argc, char **argv) {
         if (glove_host_dirs_from_env(&in.dirs, &err) < 0)
                 return fail(err.code, err.message,
                             "set HOME (or XDG_CONFIG_HOME and XDG_STATE_HOME) to an absolute path");
+        if (runtime_dir) {
+                if (runtime_dir[0] != '/' || strlen(runtime_dir) >= sizeof(in.dirs.runtime))
+                        return usage_error("--runtime-dir %s: expected an absolute path", runtime_dir);
+                snprintf(in.dirs.runtime, sizeof(in.dirs.runtime), "%s", runtime_dir);
+        }
         if (!in.dirs.runtime[0])
                 return fail("host.no_runtime_dir", "$XDG_RUNTIME_DIR is not set to an absolute path",
                             "log in through a session that sets it, or set XDG_RUNTIME_DIR to gloved's");
