@@ -180,7 +180,7 @@ create_proj() {
         [ ! -e "$T/a/run/bootstrap-secret" ] && [ ! -e "$T/a/run/owner-secret" ] || fail "a refused start left a secret"
 }
 
-@test "exposures: restart replays to the same catalog; an altered or 0644 journal refuses the start" {
+@test "exposures: restart replays to the same catalog; an altered, 0644, foreign or truncated journal refuses the start" {
         start_gloved "$T/a" "${XOPTS[@]}"
         create_proj
         owner "{\"id\":1,\"method\":\"exposure_revoke\",\"params\":{\"exposure_id\":\"$XID\",\"generation\":1}}"
@@ -214,6 +214,17 @@ f.write(bytes([b[0] ^ 0x20])); f.close()' "$XJRN"
         expect_status 1
         [[ "$stderr" == *'"code":"journal.file_insecure"'* ]] || fail "stderr: $stderr"
         chmod 600 "$XJRN"
+        # Another owner's journal; then one cut short by a few bytes.
+        chown 65534 "$XJRN"
+        gloved_fails --runtime-dir "$T/a/run" --state-dir "$T/a/state" "${XOPTS[@]}"
+        expect_status 1
+        [[ "$stderr" == *'"code":"journal.file_insecure"'* ]] || fail "another owner's journal: $stderr"
+        chown "$(id -u)" "$XJRN"
+        truncate -s -3 "$XJRN"
+        gloved_fails --runtime-dir "$T/a/run" --state-dir "$T/a/state" "${XOPTS[@]}"
+        expect_status 1
+        [[ "$stderr" == *'"code":"journal.truncated"'* ]] || fail "a truncated journal: $stderr"
+        cp "$T/journal.orig" "$XJRN"
         start_gloved "$T/a" "${XOPTS[@]}"
         ctl --json exposures
         [ "$output" = "$before" ] || fail "the restored journal replays to another catalog: $output"
