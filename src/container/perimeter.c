@@ -268,13 +268,17 @@ static int mount_fresh(struct exec_ctx *c, const char *dest, const char *fstype,
 
 /* Re-opens a grant in this mount namespace and checks it is the object Glove
  * pinned; a swapped component fails here rather than redirecting a mount. */
-static int clone_grant(const struct glove_mount_entry *e, const char *path, int *tree, struct glove_error *err) {
+static int clone_grant(const struct glove_mount_entry *e, const char *path, const char *shown, int *tree,
+                       struct glove_error *err) {
         _cleanup_close_ int fd = -1;
-        int r = glove_fd_open_nofollow(path, O_PATH, &fd, err);
+        int r = glove_fd_open_nofollow(path, O_PATH, &fd, shown == path ? err : NULL);
+        if (r < 0 && shown != path)
+                return glove_error_set(err, -r, "grant.changed", "%s: %s", shown, glove_errno_text(-r));
         if (r < 0) {
                 glove_error_prefix(err, "grant changed after it was checked");
                 return r;
         }
+        path = shown;
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return glove_error_set(err, errno, "grant.changed", "%s: %s", path, glove_errno_text(errno));
@@ -292,13 +296,17 @@ static int clone_grant(const struct glove_mount_entry *e, const char *path, int 
 
 /* Re-opens a TREE's source directory like a grant (no link followed, the
  * identity pinned by Glove) and opens it for reading. */
-static int open_tree_source(const struct glove_mount_entry *e, const char *path, int *dir, struct glove_error *err) {
+static int open_tree_source(const struct glove_mount_entry *e, const char *path, const char *shown, int *dir,
+                            struct glove_error *err) {
         _cleanup_close_ int fd = -1;
-        int r = glove_fd_open_nofollow(path, O_PATH, &fd, err);
+        int r = glove_fd_open_nofollow(path, O_PATH, &fd, shown == path ? err : NULL);
+        if (r < 0 && shown != path)
+                return glove_error_set(err, -r, "grant.changed", "%s: %s", shown, glove_errno_text(-r));
         if (r < 0) {
                 glove_error_prefix(err, "copy source changed after it was checked");
                 return r;
         }
+        path = shown;
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return glove_error_set(err, errno, "grant.changed", "%s: %s", path, glove_errno_text(errno));
@@ -331,9 +339,12 @@ static int open_sources(const struct glove_mount_plan *plan, int *src, struct gl
         for (size_t i = 0; i < plan->count; i++) {
                 const struct glove_mount_entry *e = &plan->entries[i];
                 const char *path = glove_mount_plan_str(plan, e->source);
+                /* A private source is named by its label, never its path. */
+                const char *shown = (e->flags & GLOVE_MOUNT_F_PRIVATE) && e->name ? glove_mount_plan_str(plan, e->name)
+                                                                                  : path;
                 src[i] = -1;
                 if (e->kind == GLOVE_MOUNT_BIND && (e->flags & GLOVE_MOUNT_F_GRANT)) {
-                        int r = clone_grant(e, path, &src[i], err);
+                        int r = clone_grant(e, path, shown, &src[i], err);
                         if (r < 0)
                                 return r;
                 } else if (e->kind == GLOVE_MOUNT_BIND) {
@@ -343,7 +354,7 @@ static int open_sources(const struct glove_mount_plan *plan, int *src, struct gl
                         if (src[i] < 0 && !(errno == ENOENT && (e->flags & GLOVE_MOUNT_F_OPTIONAL)))
                                 return glove_error_set(err, errno, "mount.clone", "open_tree %s: %s", path, glove_errno_text(errno));
                 } else if (e->kind == GLOVE_MOUNT_TREE && e->source) {
-                        int r = open_tree_source(e, path, &src[i], err);
+                        int r = open_tree_source(e, path, shown, &src[i], err);
                         if (r < 0)
                                 return r;
                 } else if (e->kind == GLOVE_MOUNT_COPY) {
@@ -482,7 +493,10 @@ static int run_entry(struct exec_ctx *c, const struct glove_sandbox_config *cfg,
                         return 0; /* optional and absent */
                 int r = attach(c, src, dest, e->flags & GLOVE_MOUNT_F_DIR, e->attrs, err);
                 if (r < 0 && (e->flags & GLOVE_MOUNT_F_GRANT))
-                        glove_error_prefix(err, "grant %s", glove_mount_plan_str(plan, e->source));
+                        glove_error_prefix(err, "grant %s",
+                                           glove_mount_plan_str(plan, (e->flags & GLOVE_MOUNT_F_PRIVATE) && e->name
+                                                                              ? e->name
+                                                                              : e->source));
                 return r;
         }
         case GLOVE_MOUNT_COPY:
@@ -585,11 +599,14 @@ static int check_mountinfo_line(const struct glove_mount_plan *plan, char *line,
                 snprintf(at, sizeof(at), "/%s", glove_mount_plan_str(plan, e->dest));
                 const char *path = glove_mount_plan_str(plan, e->source);
                 const char *label = glove_mount_entry_label(plan, e);
-                if (glove_path_is_beneath(field[4], at))
+                if (glove_path_is_beneath(field[4], at)) {
+                        bool private = e->flags & GLOVE_MOUNT_F_PRIVATE; /* named by its label only */
                         return glove_error_set(err, EPERM, "grant.kernel_fs",
                                                "%s %s: %s beneath it is a %s mount, an interface to the "
                                                "host's kernel; grant the directories beside it instead",
-                                               label ? label : "grant", path, field[4], fstype);
+                                               label ? label : "grant", private ? "" : path,
+                                               private ? "a directory" : field[4], fstype);
+                }
         }
         return 0;
 }

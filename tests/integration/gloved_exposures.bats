@@ -256,9 +256,9 @@ while True:
 
 @test "exposures: revoked, expired and superseded generations are refused at validate, create and start" {
         x_gloved
-        enroll --ttl 5s
+        enroll --ttl 40s
         local g1=$XGEN
-        xplan v1 x-read read bind remove "$g1" 2500 1
+        xplan v1 x-read read bind remove "$g1" 30000 1
         create v1
         jq -e .result <<<"$output" >/dev/null || fail "create v1: $output"
         # A grant outliving the exposure (plan expiry + ttl_secs).
@@ -270,7 +270,7 @@ while True:
         expect_status 0
         call start_session '{"session_id":"v1"}'
         [ "$(error_code)" = exposure.revoked ] || fail "start after revoke: $output"
-        xplan v2 x-read read bind remove "$g1" 2500 1
+        xplan v2 x-read read bind remove "$g1" 30000 1
         call validate_plan "$(jq -nc --rawfile plan "$T/cfg/v2.plan" '{plan: $plan}')"
         [ "$(error_code)" = plan.exposure_revoked ] || fail "validate after revoke: $output"
         # Re-enrolled: the next generation; the old one is superseded.

@@ -126,6 +126,9 @@ enum glove_mount_kind {
 #define GLOVE_MOUNT_F_SKIP_LINKS (1U << 4) /* TREE: symbolic links in the source are skipped, not
                                             * recreated (a seeded HOME: glove exec --home-from);
                                             * set it on the entry glove_mount_plan_add_tree added */
+#define GLOVE_MOUNT_F_PRIVATE (1U << 5)  /* BIND, TREE: messages name the entry by its name (label),
+                                          * never by its host path (a path exposure, whose path must
+                                          * not reach a controller); set it on the entry just added */
 
 struct glove_mount_entry {
         enum glove_mount_kind kind;
