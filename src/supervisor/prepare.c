@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Managed-session launch preparation (include/glove/supervisor/prepare.h;
- * docs/session-policy.md, "Resolution and retained images").
+ * docs/session-policy.md, "Resolution and retained images"). The decoded
+ * path grant and the exposure sources are in prepare_grant.c, the launch
+ * binding in prepare_binding.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -28,9 +29,6 @@
 #include "image.h"
 #include "internal.h"
 #include "prepare_internal.h"
-
-static const char *const mount_kind_names[] = { "read_bind", "ephemeral_tmpfs", "retained_image", "read_only_path",
-                                                "executable", "library_bundle", "lease" };
 
 /* ---- resolution ---- */
 
@@ -54,8 +52,8 @@ static int check_restricted_regions(const struct glove_supervisor_runtime_config
         return r;
 }
 
-static int check_restricted(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
-                            struct glove_error *err) {
+int sv_check_restricted(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
+                        struct glove_error *err) {
         if (strcmp(p, "/") == 0)
                 return glove_error_set(err, EPERM, "materialize.restricted", "%s: / would expose the whole host", what);
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(restricted_roots); i++)
@@ -76,7 +74,7 @@ static int check_restricted(const struct glove_supervisor_runtime_config *cfg, c
 /* Resolves host path p for what (an alias or "launch path") into m. */
 int sv_launch_resolve(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
                    struct sv_mount *m, struct glove_error *err) {
-        int r = check_restricted(cfg, what, p, err);
+        int r = sv_check_restricted(cfg, what, p, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = -1;
@@ -290,162 +288,7 @@ static const struct sv_access_tuple *find_tuple(const struct sv_path_alias *al, 
         return NULL;
 }
 
-/* A decoded path grant: alias, or an exposure (exposure_id set, alias
- * NULL). name is the one naming it under the root (images, mounts). */
-struct grant {
-        const char *alias;
-        const char *exposure_id;
-        int64_t generation;
-        const char *name;
-        int access, materialization, cleanup;
-        int64_t max_bytes;
-};
-
-static int bad_plan(struct glove_error *err, const char *what) {
-        return glove_error_set(err, EINVAL, "launch.invalid_plan", "the plan does not decode against the policy: %s",
-                               what);
-}
-
-static int decode_grant(const json_t *o, struct grant *g, struct glove_error *err) {
-        const char *acc = json_string_value(json_object_get(o, "access"));
-        const char *mat = json_string_value(json_object_get(o, "materialization"));
-        const char *cl = json_string_value(json_object_get(o, "cleanup_policy"));
-        g->alias = json_string_value(json_object_get(o, "alias"));
-        g->exposure_id = json_string_value(json_object_get(o, "exposure_id"));
-        json_t *gen = json_object_get(o, "exposure_generation");
-        g->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
-        /* Exactly one of an alias and an exposure (plan.h). */
-        if (!g->alias == !g->exposure_id || (g->exposure_id && g->generation < 1))
-                return bad_plan(err, "a path grant names neither an alias nor an exposure, or both");
-        g->name = g->alias ? g->alias : g->exposure_id;
-        json_t *mb = json_object_get(o, "max_bytes");
-        g->access = acc ? sv_enum_find(&sv_access_names, acc) : -1;
-        g->materialization = mat ? sv_enum_find(&sv_materialization_names, mat) : -1;
-        g->cleanup = cl ? sv_enum_find(&sv_cleanup_names, cl) : -1;
-        if (g->access < 0 || g->materialization < 0 || g->cleanup < 0 || !json_is_integer(mb) ||
-            json_integer_value(mb) < 1)
-                return bad_plan(err, "a path grant");
-        g->max_bytes = json_integer_value(mb);
-        return 0;
-}
-
-/* ---- exposure sources ---- */
-
-struct glove_supervisor_sources {
-        struct {
-                char *exposure_id;
-                struct glove_exposure_source src; /* fd -1 once taken */
-        } *v;
-        size_t n;
-};
-
-void glove_supervisor_sources_free(struct glove_supervisor_sources *s) {
-        if (!s)
-                return;
-        for (size_t i = 0; i < s->n; i++) {
-                free(s->v[i].exposure_id);
-                glove_exposure_source_close(&s->v[i].src);
-        }
-        free(s->v);
-        free(s);
-}
-
-static int64_t cfg_now_ms(const struct glove_supervisor_runtime_config *cfg);
-
-int glove_supervisor_sources_open(const struct glove_supervisor_runtime_config *cfg, const char *plan,
-                                  size_t plan_len, int64_t now_ms, struct glove_supervisor_sources **out,
-                                  struct glove_error *err) {
-        if (!out || !cfg || !plan)
-                return glove_error_set(err, EINVAL, "launch.invalid_argument",
-                                       "a configuration and a plan are required");
-        *out = NULL;
-        _cleanup_json_ json_t *root = NULL;
-        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, NULL) < 0 ||
-            !json_is_array(json_object_get(root, "path_grants")))
-                return bad_plan(err, "not a canonical JSON object with path_grants");
-        const json_t *grants = json_object_get(root, "path_grants");
-        struct glove_supervisor_sources *s = calloc(1, sizeof(*s));
-        if (!s || !(s->v = calloc(json_array_size(grants) + 1, sizeof(*s->v)))) {
-                free(s);
-                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
-        }
-        for (size_t i = 0; i < json_array_size(grants); i++) {
-                struct grant g;
-                int r = decode_grant(json_array_get(grants, i), &g, err);
-                if (r >= 0 && g.exposure_id && !cfg->exposures)
-                        r = glove_error_set(err, EOPNOTSUPP, "launch.exposures_unavailable",
-                                            "%s: the plan names a path exposure and this gloved has no exposure "
-                                            "registry (start it with --path-exposure-policy and "
-                                            "--path-exposure-journal)",
-                                            g.name);
-                if (r >= 0 && g.exposure_id) {
-                        s->v[s->n].src = (struct glove_exposure_source){ .fd = -1 };
-                        s->v[s->n].exposure_id = strdup(g.exposure_id);
-                        if (!s->v[s->n].exposure_id)
-                                r = glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
-                        else
-                                r = glove_exposures_open_source(cfg->exposures, g.exposure_id, g.generation, now_ms,
-                                                                &s->v[s->n].src, err);
-                        s->n++; /* freed (and its source closed) with s either way */
-                }
-                if (r < 0) {
-                        glove_supervisor_sources_free(s);
-                        return r;
-                }
-        }
-        *out = s;
-        return 0;
-}
-
-/* Takes the pre-opened source of exposure_id out of s (the entry keeps fd
- * -1 and no path). Returns false when s has none. */
-static bool sources_take(struct glove_supervisor_sources *s, const char *exposure_id, int64_t generation,
-                         struct glove_exposure_source *out) {
-        for (size_t i = 0; s && i < s->n; i++)
-                if (strcmp(s->v[i].exposure_id, exposure_id) == 0 && s->v[i].src.fd >= 0 &&
-                    s->v[i].src.generation == generation) {
-                        *out = s->v[i].src;
-                        s->v[i].src.fd = -1;
-                        s->v[i].src.path = NULL;
-                        return true;
-                }
-        return false;
-}
-
-static int64_t cfg_now_ms(const struct glove_supervisor_runtime_config *cfg) {
-        if (cfg->now_ms)
-                return cfg->now_ms();
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* An exposure grant's mount m from the source glove_exposures_open_source
- * checked: its descriptor and identity are taken over (src->fd becomes -1),
- * exactly as sv_launch_resolve fills an alias's. The host path stays in m
- * (the mount plan reopens it and requires this identity) and never
- * appears in a message. */
-static int exposure_mount(const struct glove_supervisor_runtime_config *cfg, struct sv_mount *m,
-                          struct glove_exposure_source *src, struct glove_error *err) {
-        struct glove_error why = { 0 };
-        if (check_restricted(cfg, m->alias, src->path, &why) < 0)
-                return glove_error_set(err, EPERM, "materialize.restricted",
-                                       "%s: the exposure's project overlaps a directory gloved keeps for itself "
-                                       "(revoke it and enroll another project)",
-                                       m->alias);
-        m->source = strdup(src->path);
-        if (!m->source)
-                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
-        m->is_dir = true;
-        m->dev = (uint64_t)src->dev;
-        m->ino = (uint64_t)src->ino;
-        m->mnt_id = src->mnt_id;
-        m->fd = src->fd;
-        src->fd = -1;
-        return 0;
-}
-
-static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g, struct glove_error *err) {
+static int launch_grant(struct glove_supervisor_launch *l, const struct sv_grant *g, struct glove_error *err) {
         const struct glove_supervisor_runtime_config *cfg = l->cfg;
         const struct sv_path_alias *al = NULL;
         const struct sv_access_tuple *tu = NULL;
@@ -453,7 +296,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
                 al = sv_policy_alias(cfg->policy, g->alias);
                 tu = al ? find_tuple(al, g->access, g->materialization) : NULL;
                 if (!tu)
-                        return bad_plan(err, "a path grant names no access tuple of its alias");
+                        return sv_bad_plan(err, "a path grant names no access tuple of its alias");
         } else if (!cfg->exposures) {
                 return glove_error_set(err, EOPNOTSUPP, "launch.exposures_unavailable",
                                        "%s: the plan names a path exposure and this gloved has no exposure registry "
@@ -488,11 +331,11 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         /* An exposure: the live generation, opened and checked now (expiry
          * by gloved's clock); its descriptor is what is materialized. */
         struct glove_exposure_source src = { .fd = -1 };
-        if (!al && !sources_take(l->sources, g->exposure_id, g->generation, &src)) {
+        if (!al && !sv_sources_take(l->sources, g->exposure_id, g->generation, &src)) {
                 if (l->sources)
-                        return bad_plan(err, "an exposure grant whose source was not opened ahead");
-                int r = glove_exposures_open_source(cfg->exposures, g->exposure_id, g->generation, cfg_now_ms(cfg), &src,
-                                                    err);
+                        return sv_bad_plan(err, "an exposure grant whose source was not opened ahead");
+                int r = glove_exposures_open_source(cfg->exposures, g->exposure_id, g->generation, sv_cfg_now_ms(cfg),
+                                                    &src, err);
                 if (r < 0)
                         return r;
         }
@@ -519,11 +362,11 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         m->max_bytes = (uint64_t)g->max_bytes;
         int r = 0;
         if (!al && kind != MK_RETAINED) {
-                r = exposure_mount(cfg, m, &src, err);
+                r = sv_exposure_mount(cfg, m, &src, err);
         } else if (!al) {
                 /* A retained image starts empty; the project is still
                  * checked (open_source above) and vetted. */
-                r = exposure_mount(cfg, m, &src, err);
+                r = sv_exposure_mount(cfg, m, &src, err);
                 if (r >= 0) {
                         close(m->fd);
                         m->fd = -1;
@@ -550,7 +393,7 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct grant *g
         } else {
                 /* The host path is still vetted, so that a policy path that
                  * became restricted never reaches a session. */
-                r = check_restricted(cfg, al->alias, al->host_path, err);
+                r = sv_check_restricted(cfg, al->alias, al->host_path, err);
         }
         glove_exposure_source_close(&src);
         if (r < 0) {
@@ -618,7 +461,7 @@ static int get_limits(const json_t *root, struct glove_supervisor_limits *out, s
         for (size_t i = 0; i < SV_LIMIT_COUNT; i++) {
                 json_t *x = json_object_get(lim, sv_limit_names[i]);
                 if (!json_is_integer(x) || json_integer_value(x) < 1)
-                        return bad_plan(err, "limits");
+                        return sv_bad_plan(err, "limits");
                 v[i] = (uint64_t)json_integer_value(x);
         }
         *out = (struct glove_supervisor_limits){
@@ -659,13 +502,13 @@ int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtim
         _cleanup_json_ json_t *root = NULL;
         struct glove_error jerr = { 0 };
         if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, &root, &jerr) < 0 || !json_is_object(root))
-                return bad_plan(err, "not a canonical JSON object");
+                return sv_bad_plan(err, "not a canonical JSON object");
         const char *tid = json_string_value(json_object_get(root, "runtime_template_id"));
         const char *eid = json_string_value(json_object_get(root, "egress_policy_id"));
         const json_t *grants = json_object_get(root, "path_grants");
         const struct sv_template *t = tid ? sv_policy_template(cfg->policy, tid) : NULL;
         if (!t || !eid || !json_is_array(grants))
-                return bad_plan(err, "runtime_template_id, egress_policy_id or path_grants");
+                return sv_bad_plan(err, "runtime_template_id, egress_policy_id or path_grants");
         struct glove_supervisor_launch *l = calloc(1, sizeof(*l));
         if (!l || !(l->session_id = strdup(session_id))) {
                 free(l);
@@ -685,8 +528,8 @@ int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtim
          * direct_write or unavailable retained grant makes no image. */
         size_t n = json_array_size(grants);
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                struct grant g;
-                r = decode_grant(json_array_get(grants, i), &g, err);
+                struct sv_grant g;
+                r = sv_decode_grant(json_array_get(grants, i), &g, err);
                 if (r >= 0 && g.access == SV_ACCESS_DIRECT_WRITE)
                         r = glove_error_set(err, EPERM, "launch.direct_write",
                                             "%s: direct_write is not supported by managed sessions", g.name);
@@ -700,8 +543,8 @@ int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtim
         if (r >= 0)
                 r = sv_launch_projections(l, t, root, err);
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                struct grant g;
-                r = decode_grant(json_array_get(grants, i), &g, err);
+                struct sv_grant g;
+                r = sv_decode_grant(json_array_get(grants, i), &g, err);
                 if (r >= 0)
                         r = launch_grant(l, &g, err);
         }
@@ -792,106 +635,6 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
         return 0;
 }
 
-/* ---- the launch binding ---- */
-
-static int add(json_t *o, const char *k, json_t *v) {
-        return v ? json_object_set_new(o, k, v) : -1;
-}
-
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l) {
-        if (!l)
-                return NULL;
-        _cleanup_json_ json_t *b = json_object();
-        json_t *argv = json_array(), *names = json_array(), *limits = json_object(), *mounts = json_array(),
-               *mats = json_array(), *egress = json_object(), *targets = json_array();
-        int r = add(b, "argv", argv) | add(b, "environment_names", names) | add(b, "limits", limits) |
-                add(b, "mounts", mounts) | add(b, "materializations", mats) | add(b, "egress", egress) |
-                add(egress, "targets", targets) | add(egress, "policy_id", json_string(l->egress_id)) |
-                add(b, "runtime_template_id", json_string(l->template_id));
-        if (r >= 0 && l->adapter)
-                r = add(b, "adapter", sv_adapter_binding(l));
-        if (r < 0 || !b || sv_launch_leases_binding(l, b) < 0)
-                return NULL;
-        for (size_t i = 0; i < l->argc; i++)
-                r |= json_array_append_new(argv, json_string(l->argv[i]));
-        const char **nv = calloc(l->envc + 1, sizeof(*nv));
-        if (!nv)
-                return NULL;
-        /* host (GLOVE_POLICY_MAX_HOSTNAME), brackets, ":" and a port. */
-        char buf[GLOVE_POLICY_MAX_HOSTNAME + 16];
-        for (size_t i = 0; i < l->envc; i++)
-                nv[i] = l->envp[i];
-        qsort(nv, l->envc, sizeof(*nv), cmp_str);
-        for (size_t i = 0; i < l->envc; i++) {
-                size_t n = strcspn(nv[i], "=");
-                json_t *s = json_stringn(nv[i], n);
-                r |= json_array_append_new(names, s);
-        }
-        free(nv);
-        const uint64_t lv[SV_LIMIT_COUNT] = {
-                [SV_LIMIT_CPU_TIME_MS] = l->limits.cpu_time_ms, [SV_LIMIT_MEMORY_BYTES] = l->limits.memory_bytes,
-                [SV_LIMIT_PIDS] = l->limits.pids, [SV_LIMIT_WALL_TIME_MS] = l->limits.wall_time_ms,
-                [SV_LIMIT_DISK_BYTES] = l->limits.disk_bytes,
-                [SV_LIMIT_TERMINAL_OUTPUT_BYTES] = l->limits.terminal_output_bytes,
-        };
-        for (size_t i = 0; i < SV_LIMIT_COUNT; i++)
-                r |= add(limits, sv_limit_names[i], json_integer((json_int_t)lv[i]));
-        for (size_t i = 0; i < l->n_mounts; i++) {
-                const struct sv_mount *m = &l->mounts[i];
-                json_t *o = json_object();
-                r |= json_array_append_new(mounts, o);
-                r |= add(o, "target", json_string(m->target)) | add(o, "kind", json_string(mount_kind_names[m->kind])) |
-                     add(o, "read_only", json_boolean(m->read_only));
-                if (m->exposure) {
-                        /* Which exposure generation and scope, never where. */
-                        r |= add(o, "exposure_id", json_string(m->name)) |
-                             add(o, "exposure_generation", json_integer((json_int_t)m->exposure_generation)) |
-                             add(o, "scope_digest", json_string(m->scope_digest));
-                } else if (m->source) {
-                        json_t *src = json_object();
-                        r |= add(o, "source", src) | add(src, "dev", json_integer((json_int_t)m->dev)) |
-                             add(src, "ino", json_integer((json_int_t)m->ino)) |
-                             add(src, "mnt_id", json_integer((json_int_t)m->mnt_id));
-                }
-                if (m->alias && !m->exposure)
-                        r |= add(o, "alias", json_string(m->alias));
-                if (m->kind == MK_EPHEMERAL || m->kind == MK_RETAINED)
-                        r |= add(o, "max_bytes", json_integer((json_int_t)m->max_bytes));
-                if (m->img) {
-                        json_t *x = json_object(), *img = json_object(), *loop = json_object(), *mnt = json_object();
-                        r |= json_array_append_new(mats, x);
-                        if (m->exposure)
-                                r |= add(x, "exposure_id", json_string(m->name)) |
-                                     add(x, "exposure_generation", json_integer((json_int_t)m->exposure_generation)) |
-                                     add(x, "scope_digest", json_string(m->scope_digest));
-                        else
-                                r |= add(x, "alias", json_string(m->alias));
-                        r |= add(x, "kind", json_string("retained_image")) |
-                             add(x, "image", img) | add(x, "loop", loop) | add(x, "mount", mnt) |
-                             add(img, "dev", json_integer((json_int_t)m->img->image_dev)) |
-                             add(img, "ino", json_integer((json_int_t)m->img->image_ino)) |
-                             add(img, "size", json_integer((json_int_t)m->img->size)) |
-                             add(loop, "device", json_string(m->img->loop_device)) |
-                             add(loop, "rdev", json_integer((json_int_t)m->img->loop_rdev)) |
-                             add(mnt, "mnt_id", json_integer((json_int_t)m->img->mnt_id));
-                }
-        }
-        for (size_t i = 0; l->egress_policy && i < l->egress_policy->n_targets; i++) {
-                const struct sv_egress_target *tg = &l->egress_policy->targets[i];
-                bool v6 = strchr(tg->host, ':') != NULL;
-                snprintf(buf, sizeof(buf), v6 ? "[%s]:%lld" : "%s:%lld", tg->host, (long long)tg->port);
-                r |= json_array_append_new(targets, json_string(buf));
-        }
-        r |= sv_launch_projection_binding(l, b);
-        if (r != 0)
-                return NULL;
-        return TAKE_PTR(b);
-}
-
 int glove_supervisor_launch_release(struct glove_supervisor_launch *l, struct glove_error *err) {
         if (!l)
                 return 0;
@@ -932,18 +675,18 @@ static int plan_grants(const char *plan, size_t plan_len, json_t **root, const j
                        struct glove_error *err) {
         if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, root, NULL) < 0 ||
             !json_is_array(json_object_get(*root, "path_grants")))
-                return bad_plan(err, "not a canonical JSON object with path_grants");
+                return sv_bad_plan(err, "not a canonical JSON object with path_grants");
         *grants = json_object_get(*root, "path_grants");
         return 0;
 }
 
 /* Grant i of a stored plan's path_grants, its name (alias or exposure_id)
  * an identifier (it names directories under the root). */
-static int stored_grant(const json_t *grants, size_t i, struct grant *g, struct glove_error *err) {
-        int r = decode_grant(json_array_get(grants, i), g, err);
+static int stored_grant(const json_t *grants, size_t i, struct sv_grant *g, struct glove_error *err) {
+        int r = sv_decode_grant(json_array_get(grants, i), g, err);
         if (r < 0)
                 return r;
-        return sv_identifier_valid(g->name) ? 0 : bad_plan(err, "an alias or exposure_id");
+        return sv_identifier_valid(g->name) ? 0 : sv_bad_plan(err, "an alias or exposure_id");
 }
 
 int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
@@ -964,7 +707,7 @@ int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, 
         if (!rm || !kp)
                 return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
         for (size_t i = 0; i < json_array_size(grants); i++) {
-                struct grant g;
+                struct sv_grant g;
                 if ((r = stored_grant(grants, i, &g, err)) < 0)
                         return r;
                 bool remove = g.cleanup == SV_CLEANUP_REMOVE;
@@ -997,7 +740,7 @@ int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_con
         if ((r = plan_grants(plan, plan_len, &root, &grants, err)) < 0)
                 return r;
         for (size_t i = 0; i < json_array_size(grants); i++) {
-                struct grant g;
+                struct sv_grant g;
                 if ((r = stored_grant(grants, i, &g, err)) < 0)
                         return r;
                 if (g.access != SV_ACCESS_RETAINED_WRITE)

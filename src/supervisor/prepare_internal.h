@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 /* A prepared launch's private shape, shared by the files of the launch
- * preparation (prepare.c and the adapter, bundle and lease parts). */
+ * preparation (prepare.c, its path grants and exposure sources in
+ * prepare_grant.c, its binding in prepare_binding.c, and the adapter,
+ * bundle and lease parts). */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -117,6 +119,53 @@ void sv_launch_projections_free(struct glove_supervisor_launch *l);
  * or -errno with err set (materialize.*, launch.no_memory). */
 int sv_launch_resolve(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
                       struct sv_mount *m, struct glove_error *err);
+
+/* Refuses host path p (what names it in messages) when it overlaps "/",
+ * /dev, /proc, /run, /sys, a directory of cfg->restricted or the
+ * materialization root, by path or by region (glove/container/grant.h,
+ * guards). Returns 0 or -errno with err set (materialize.restricted; the
+ * guards' own errors, e.g. grant.mountinfo). */
+int sv_check_restricted(const struct glove_supervisor_runtime_config *cfg, const char *what, const char *p,
+                        struct glove_error *err);
+
+/* ---- path grants and exposure sources (prepare_grant.c) ---- */
+
+/* A decoded path grant: alias, or an exposure (exposure_id set, alias
+ * NULL). name is the one naming it under the root (images, mounts). */
+struct sv_grant {
+        const char *alias;
+        const char *exposure_id;
+        int64_t generation;
+        const char *name;
+        int access, materialization, cleanup;
+        int64_t max_bytes;
+};
+
+/* Sets err to launch.invalid_plan naming what did not decode; returns
+ * -EINVAL. */
+int sv_bad_plan(struct glove_error *err, const char *what);
+
+/* Decodes path grant o of a decoded plan into g (strings borrowed from o).
+ * Returns 0 or -EINVAL with err set (launch.invalid_plan). */
+int sv_decode_grant(const json_t *o, struct sv_grant *g, struct glove_error *err);
+
+struct glove_exposure_source;
+
+/* Moves the pre-opened source of exposure_id at generation out of s (NULL:
+ * none) into out. Returns false when s has none. */
+bool sv_sources_take(struct glove_supervisor_sources *s, const char *exposure_id, int64_t generation,
+                     struct glove_exposure_source *out);
+
+/* Now in milliseconds since the epoch: cfg->now_ms() when set, else the
+ * realtime clock (exposure expiry). */
+int64_t sv_cfg_now_ms(const struct glove_supervisor_runtime_config *cfg);
+
+/* Fills exposure mount m from src (descriptor and identity taken over, the
+ * host path copied, never named in a message) after sv_check_restricted.
+ * Returns 0 or -errno with err set (materialize.restricted,
+ * launch.no_memory). */
+int sv_exposure_mount(const struct glove_supervisor_runtime_config *cfg, struct sv_mount *m,
+                      struct glove_exposure_source *src, struct glove_error *err);
 
 /* Appends a zeroed mount of kind at target (copied; fd -1) to l; NULL with
  * err set (launch.no_memory) on allocation failure. */

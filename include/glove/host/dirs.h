@@ -4,7 +4,7 @@
 /*
  * The per-user directories and files of the host tooling (docs/host.md;
  * spec architecture.md, "glove setup"). The defaults are those gloved and
- * `glove ctl` already use (src/server/service.c):
+ * `glove ctl` already use (src/server/service_options.c):
  *
  *   config   $XDG_CONFIG_HOME/glove, else $HOME/.config/glove
  *            session-policy.json   the session policy (gloved --session-policy)
