@@ -631,6 +631,10 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
                                                              err);
                 if (r < 0)
                         return r;
+                /* An exposure's host path never reaches a message a
+                 * controller can read: the sandbox names it by its id. */
+                if (m->exposure && m->kind != MK_RETAINED)
+                        plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_PRIVATE;
         }
         return 0;
 }

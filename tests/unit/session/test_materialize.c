@@ -249,13 +249,18 @@ static void rm_tree(const char *path) {
 struct pinned {
         const char *dest, *source;
         bool read_only;
+        bool private; /* GLOVE_MOUNT_F_PRIVATE: named "exp-data", never by path */
         struct stat st;
 };
 
 static int add_pinned(struct glove_mount_plan *plan, void *ctx, struct glove_error *err) {
         struct pinned *p = ctx;
-        return glove_mount_plan_add_pinned_bind(plan, p->dest, p->source, p->st.st_dev, p->st.st_ino, S_ISDIR(p->st.st_mode),
-                                                p->read_only, "alias data", err);
+        int r = glove_mount_plan_add_pinned_bind(plan, p->dest, p->source, p->st.st_dev, p->st.st_ino,
+                                                 S_ISDIR(p->st.st_mode), p->read_only,
+                                                 p->private ? "exp-data" : "alias data", err);
+        if (r == 0 && p->private)
+                plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_PRIVATE;
+        return r;
 }
 
 struct tree {
@@ -324,6 +329,14 @@ static void test_pinned_bind_replaced(void **state) {
         const char *msg = run_setup_fails(&r, "grant.changed");
         assert_non_null(strstr(msg, src));
         assert_null(strstr(r.out, "ran"));
+        /* A private source (a path exposure) is named by its label only. */
+        struct pinned pp = p;
+        pp.private = true;
+        struct run rp = {.argv = argv, .hook = add_pinned, .ctx = &pp};
+        msg = run_setup_fails(&rp, "grant.changed");
+        assert_non_null(strstr(msg, "exp-data"));
+        assert_null(strstr(msg, "swap-"));
+        assert_null(strstr(rp.out, "ran"));
         /* A pinned source that became a symbolic link is refused too. */
         assert_int_equal(rmdir(src), 0);
         assert_int_equal(symlink(old, src), 0);
