@@ -152,6 +152,7 @@ static json_t *entry_json(const struct glove_mount_plan *p, const struct glove_m
                 put(o, "is_dir", json_boolean(e->flags & GLOVE_MOUNT_F_DIR), &bad);
                 put(o, "read_only", json_boolean(e->attrs & MOUNT_ATTR_RDONLY), &bad);
                 put(o, "label", json_string(pstr(p, e->name)), &bad);
+                put(o, "private", json_boolean(e->flags & GLOVE_MOUNT_F_PRIVATE), &bad);
                 break;
         case GLOVE_MOUNT_TREE:
                 put(o, "kind", json_string("tree"), &bad);
@@ -163,6 +164,7 @@ static json_t *entry_json(const struct glove_mount_plan *p, const struct glove_m
                 put(o, "ino", ju(e->ino), &bad);
                 put(o, "label", e->name ? json_string(pstr(p, e->name)) : json_null(), &bad);
                 put(o, "skip_links", json_boolean(e->flags & GLOVE_MOUNT_F_SKIP_LINKS), &bad);
+                put(o, "private", json_boolean(e->flags & GLOVE_MOUNT_F_PRIVATE), &bad);
                 break;
         case GLOVE_MOUNT_DIR:
                 put(o, "kind", json_string("dir"), &bad);
@@ -226,16 +228,23 @@ static int entry_replay(struct glove_mount_plan *plan, const json_t *o, struct g
         (void)jget_u64(o, "mode", &mode);
         if (!kind || !dest)
                 return glove_error_set(err, EINVAL, "keeper.launch_invalid", "a mount entry without kind or dest");
-        if (strcmp(kind, "pinned_bind") == 0)
-                return glove_mount_plan_add_pinned_bind(plan, dest, jget_str(o, "source"), (dev_t)dev, (ino_t)ino,
-                                                        json_is_true(json_object_get(o, "is_dir")),
-                                                        json_is_true(json_object_get(o, "read_only")),
-                                                        jget_str(o, "label"), err);
+        bool private = json_is_true(json_object_get(o, "private"));
+        if (strcmp(kind, "pinned_bind") == 0) {
+                int r = glove_mount_plan_add_pinned_bind(plan, dest, jget_str(o, "source"), (dev_t)dev, (ino_t)ino,
+                                                         json_is_true(json_object_get(o, "is_dir")),
+                                                         json_is_true(json_object_get(o, "read_only")),
+                                                         jget_str(o, "label"), err);
+                if (r == 0 && private)
+                        plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_PRIVATE;
+                return r;
+        }
         if (strcmp(kind, "tree") == 0) {
                 int r = glove_mount_plan_add_tree(plan, dest, size, (uid_t)uid, (gid_t)gid, jget_str(o, "source"),
                                                   (dev_t)dev, (ino_t)ino, jget_str(o, "label"), err);
                 if (r == 0 && json_is_true(json_object_get(o, "skip_links")))
                         plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_SKIP_LINKS;
+                if (r == 0 && private)
+                        plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_PRIVATE;
                 return r;
         }
         if (strcmp(kind, "dir") == 0)

@@ -797,10 +797,16 @@ static int launch_hook(struct glove_mount_plan *plan, void *ctx, struct glove_er
         (void)ctx;
         static const uint8_t bin[] = { 0, 1, 2, 0xff, 'S', 'K', 'I', 'L', 'L', '\n' };
         int r = glove_mount_plan_add_pinned_bind(plan, "/work", "/tmp", 7, 42, true, false, "src", err);
+        r = r ?: glove_mount_plan_add_pinned_bind(plan, "/exp", "/var", 10, 45, true, true, "exp-1", err);
+        if (r == 0) /* a path exposure's: named by its label only */
+                plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_PRIVATE;
         r = r ?: glove_mount_plan_add_pinned_bind(plan, "/opt/tool", "/usr/bin/true", 8, 43, false, true, NULL, err);
         r = r ?: glove_mount_plan_add_tree(plan, "/copy", 1 << 20, 1000, 1000, "/usr/share", 9, 44, "copy", err);
         if (r == 0)
                 plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_SKIP_LINKS;
+        r = r ?: glove_mount_plan_add_tree(plan, "/excopy", 1 << 20, 1000, 1000, "/usr/lib", 11, 46, "exp-2", err);
+        if (r == 0)
+                plan->entries[plan->count - 1].flags |= GLOVE_MOUNT_F_PRIVATE;
         r = r ?: glove_mount_plan_add_tree(plan, "/empty", 4096, 1000, 1000, NULL, 0, 0, NULL, err);
         r = r ?: glove_mount_plan_add_dir(plan, "/home/agent/.skills", 0700, 1000, 1000, err);
         r = r ?: glove_mount_plan_add_owned_file(plan, "/home/agent/.skills/SKILL.md", bin, sizeof(bin), 0600, 1000,
@@ -951,7 +957,7 @@ static void test_launch_round_trip(void **state) {
         assert_int_equal(launch_hook(p1, NULL, &e), 0);
         assert_non_null(c->add_mounts);
         assert_int_equal(c->add_mounts(p2, c->add_mounts_ctx, &e), 0);
-        assert_int_equal(p1->count, base + 8);
+        assert_int_equal(p1->count, base + 10);
         plan_entries_equal(p1, p2, base);
         glove_mount_plan_free(p1);
         glove_mount_plan_free(p2);
