@@ -570,7 +570,10 @@ void glove_mountinfo_unescape(char *s) {
 /* Grants are cloned recursively (the kernel refuses a partial copy of a
  * tree whose mounts a user namespace may not uncover), so a mount beneath a
  * grant comes along. Refuses the run when one of those is a kernel interface
- * file system (a proc mounted in a chroot would be the host's /proc).
+ * file system (a proc mounted in a chroot would be the host's /proc), and
+ * when any mount lies beneath a private entry (a path exposure, which
+ * reaches only its project's own file system: a bind mount beneath it could
+ * bring in a directory from outside the approved root).
  * Reads the sandbox's own /proc/self/mountinfo, after pivot_root. */
 /* Longest /proc/self/mountinfo line read; a longer one fails the check
  * (fail closed) rather than being skipped. Kept on the stack. */
@@ -586,9 +589,29 @@ static int check_mountinfo_line(const struct glove_mount_plan *plan, char *line,
         while (tok && strcmp(tok, "-") != 0)
                 tok = strtok_r(NULL, " ", &save);
         char *fstype = tok ? strtok_r(NULL, " ", &save) : NULL;
-        if (!field[4] || !fstype || !glove_grant_kernel_fs(fstype))
+        if (!field[4] || !fstype)
                 return 0;
         glove_mountinfo_unescape(field[4]);
+        /* A path exposure carries no mount at all: whatever lies strictly
+         * beneath its destination came from the host tree (the entries
+         * after it never target beneath it: plan.path_target_overlap). */
+        for (size_t i = 0; i < plan->count; i++) {
+                const struct glove_mount_entry *e = &plan->entries[i];
+                if (!(e->flags & GLOVE_MOUNT_F_PRIVATE) || (e->kind != GLOVE_MOUNT_BIND && e->kind != GLOVE_MOUNT_TREE))
+                        continue;
+                char at[GLOVE_PATH_MAX + 1];
+                snprintf(at, sizeof(at), "/%s", glove_mount_plan_str(plan, e->dest));
+                if (strcmp(field[4], at) != 0 && glove_path_is_beneath(field[4], at)) {
+                        const char *label = glove_mount_entry_label(plan, e); /* never the host path */
+                        return glove_error_set(err, EXDEV, "grant.submount",
+                                               "%s: a mount lies beneath it (a path exposure reaches only its "
+                                               "project's own file system); unmount it on the host, or enroll a "
+                                               "project with no mount beneath it",
+                                               label ? label : "exposure");
+                }
+        }
+        if (!glove_grant_kernel_fs(fstype))
+                return 0;
         for (size_t i = 0; i < plan->count; i++) {
                 const struct glove_mount_entry *e = &plan->entries[i];
                 if (e->kind != GLOVE_MOUNT_BIND || !(e->flags & GLOVE_MOUNT_F_GRANT) || !(e->flags & GLOVE_MOUNT_F_DIR))
@@ -611,15 +634,15 @@ static int check_mountinfo_line(const struct glove_mount_plan *plan, char *line,
         return 0;
 }
 
-static bool has_grants(const struct glove_mount_plan *plan) {
+static bool has_checked_entries(const struct glove_mount_plan *plan) {
         for (size_t i = 0; i < plan->count; i++)
-                if (plan->entries[i].flags & GLOVE_MOUNT_F_GRANT)
+                if (plan->entries[i].flags & (GLOVE_MOUNT_F_GRANT | GLOVE_MOUNT_F_PRIVATE))
                         return true;
         return false;
 }
 
 static int check_grant_submounts(const struct glove_mount_plan *plan, struct glove_error *err) {
-        if (!has_grants(plan))
+        if (!has_checked_entries(plan))
                 return 0;
         _cleanup_close_ int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         if (fd < 0)

@@ -42,7 +42,7 @@ int glove_report_send(int fd, enum report_kind kind, int value, const char *code
 static const char *const child_codes[] = {
         "file.invalid_argument", "file.no_memory", "file.open", "file.read", "file.too_large",
         "egress.channel",   "egress.helper",  "egress.listen",       "egress.loopback", "egress.no_rule",
-        "glove.unknown",    "grant.changed",  "grant.kernel_fs",     "mount.attach",    "mount.chdir",
+        "glove.unknown",    "grant.changed",  "grant.kernel_fs",     "grant.submount",  "mount.attach",    "mount.chdir",
         "mount.check",      "mount.clone",    "mount.dev",           "mount.etc",       "mount.file",      "mount.fresh",
         "mount.mountpoint", "mount.pivot",    "mount.private",       "mount.proc",      "mount.readonly",
         "mount.root",       "mount.setattr",  "mount.usr",           "path.escape",     "path.missing",

@@ -128,7 +128,10 @@ enum glove_mount_kind {
                                             * set it on the entry glove_mount_plan_add_tree added */
 #define GLOVE_MOUNT_F_PRIVATE (1U << 5)  /* BIND, TREE: messages name the entry by its name (label),
                                           * never by its host path (a path exposure, whose path must
-                                          * not reach a controller); set it on the entry just added */
+                                          * not reach a controller); set it on the entry just added.
+                                          * No mount may lie strictly beneath its destination once
+                                          * attached (a path exposure never crosses a mount; vetted
+                                          * after pivot_root: "grant.submount", -EXDEV) */
 
 struct glove_mount_entry {
         enum glove_mount_kind kind;
