@@ -14,6 +14,8 @@
 
 #include "exposure_internal.h"
 #include "glove/base/cleanup.h"
+#include "glove/base/path.h"
+#include "glove/container/region.h"
 #include "internal.h"
 
 #define BENEATH_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -224,6 +226,35 @@ static int no_memory(struct glove_error *err) {
         return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory");
 }
 
+/* Refuses a project (path: its normalized absolute path in gloved's mount
+ * namespace) with a mount point strictly beneath it in gloved's
+ * /proc/self/mountinfo (read whole, at most GLOVE_REGION_MOUNTINFO_MAX
+ * bytes; an unreadable table fails closed). The sandbox binds the project
+ * with the mounts beneath it, so such a mount (another disk, a bind of a
+ * directory outside the root) would reach the agent; the sandbox refuses it
+ * too ("grant.submount"), this check says so before a session is made. The
+ * message names the exposure, never the path. */
+static int no_mount_beneath(const char *path, const char *id, struct glove_error *err) {
+        struct glove_mount_table t = { 0 };
+        struct glove_error why = { 0 };
+        if (glove_mount_table_read(&t, &why) < 0)
+                return glove_error_set(err, EXDEV, "exposure.cross_device",
+                                       "exposure %s: cannot tell whether a mount lies beneath the project (%s); "
+                                       "refusing it",
+                                       id, why.message);
+        bool found = false;
+        for (size_t i = 0; !found && i < t.count; i++)
+                found = strcmp(t.rows[i].point, path) != 0 && glove_path_is_beneath(t.rows[i].point, path);
+        glove_mount_table_free(&t);
+        if (found)
+                return glove_error_set(err, EXDEV, "exposure.cross_device",
+                                       "exposure %s: a mount lies beneath the project, and an exposure never "
+                                       "crosses a mount; unmount it on the host, or enroll a project with no mount "
+                                       "beneath it",
+                                       id);
+        return 0;
+}
+
 int glove_exposures_open_source(const struct glove_exposures *x, const char *exposure_id, int64_t generation,
                                 int64_t now_ms, struct glove_exposure_source *out, struct glove_error *err) {
         if (!out)
@@ -270,6 +301,12 @@ int glove_exposures_open_source(const struct glove_exposures *x, const char *exp
         if (!out->path)
                 return no_memory(err);
         snprintf(out->path, n, "%s/%s", root->path, e->rel);
+        r = no_mount_beneath(out->path, exposure_id, err);
+        if (r < 0) {
+                free(out->path);
+                out->path = NULL;
+                return r;
+        }
         out->fd = TAKE_FD(fd);
         out->dev = (dev_t)g->source.dev;
         out->ino = (ino_t)g->source.ino;

@@ -80,7 +80,8 @@
  *   exposure.is_root           the project is a root itself (-EINVAL)
  *   exposure.not_absolute      the request's path is not absolute and normalized (-EINVAL)
  *   exposure.symlink           a component beneath the root is a symbolic link (-ELOOP)
- *   exposure.cross_device      the project is on another mount than its root (-EXDEV)
+ *   exposure.cross_device      the project is on another mount than its root, or (at
+ *                              prepare) a mount point lies beneath it (-EXDEV)
  *   exposure.not_directory     the project is not a directory (-ENOTDIR)
  *   exposure.missing           the project does not exist (-ENOENT)
  *   exposure.root_unavailable  the root could not be opened at gloved start, or is
@@ -317,6 +318,10 @@ struct glove_exposure_source {
  * | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV) and
  * requires it and its parent to be the recorded objects; any difference,
  * a link where a directory was, or a missing component is exposure.changed.
+ * A mount point strictly beneath the project in gloved's /proc/self/mountinfo
+ * (or a table that cannot be read) is exposure.cross_device: an exposure
+ * never crosses a mount, and the sandbox would bind it with the mounts
+ * beneath it (it refuses them too: "grant.submount").
  * out->fd is the descriptor that was checked; the caller materializes from
  * it (never from the path again).
  */
