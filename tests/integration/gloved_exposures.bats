@@ -5,7 +5,8 @@
 # works on its copy (host tree byte-identical), its read bind (read-only)
 # or its retained image (which keeps the change). A project or root
 # replaced between init and start, racing starts in a loop, never reaches
-# the agent; revoked, expired and superseded generations are refused at
+# the agent, nor does a directory from outside the root bind-mounted
+# beneath the project (the start is exposure.cross_device); revoked, expired and superseded generations are refused at
 # validate, create and start; no catalog, receipt or control answer holds
 # the project's path, its root or an inode.
 
@@ -37,6 +38,7 @@ setup() {
 }
 
 teardown() {
+        [ -n "${XMNT:-}" ] && umount -l "$XMNT" 2>/dev/null
         gloved_teardown
         [ -n "${SWAP_PID:-}" ] && kill "$SWAP_PID" 2>/dev/null
         return 0
@@ -46,7 +48,7 @@ teardown() {
 # and gloved with a store, a materialization root and path exposures.
 x_gloved() {
         local edit='cd /workspace || exit 9; cat a.txt; echo "agent was here" >>a.txt; echo new >new.txt; rm gone.txt; echo edited'
-        local read='cat /workspace/a.txt; cat /workspace/marker 2>/dev/null; if echo x >/workspace/w 2>/dev/null; then echo WROTE; else echo refused; fi'
+        local read='cat /workspace/a.txt; cat /workspace/marker /workspace/sub/b.txt 2>/dev/null; if echo x >/workspace/w 2>/dev/null; then echo WROTE; else echo refused; fi'
         local keep='echo "kept by the agent" >/workspace/note.txt && echo kept'
         local spec
         spec=$(jq -nc --arg e "$edit" --arg r "$read" --arg k "$keep" '{templates: [
@@ -251,6 +253,33 @@ while True:
         wait "$SWAP_PID" 2>/dev/null || true
         SWAP_PID=
         echo "# racing starts: $ok saw the original, $refused refused" >&3
+        no_leak
+}
+
+@test "exposures: a directory from outside the root bind-mounted beneath the project never reaches the agent (exposure.cross_device)" {
+        is_root || skip "bind mounting needs root"
+        x_gloved
+        enroll
+        mkdir "$T/outside"
+        echo OUTSIDE-SECRET >"$T/outside/b.txt"
+        mount --bind "$T/outside" "$T/src/proj/sub" || fail "bind mount failed"
+        XMNT=$T/src/proj/sub
+        local m id tpl acc mat
+        for m in "r1 x-read read bind" "e1 x-edit ephemeral_write copy"; do
+                read -r id tpl acc mat <<<"$m"
+                xplan "$id" "$tpl" "$acc" "$mat" remove
+                if run_session "$id"; then
+                        fail "$id started with a mount beneath the project: $OUT"
+                fi
+                [ "$(error_code)" = exposure.cross_device ] || fail "$id: expected exposure.cross_device: $output"
+                [[ "$output" != *"$T"* ]] || fail "$id: the refusal names a host path: $output"
+        done
+        umount "$XMNT"
+        XMNT=
+        # Unmounted, the same read session sees the project's own sub/.
+        xplan r2 x-read read bind remove
+        run_session r2 || fail "start r2: $output"
+        [[ "$OUT" == *"original a"*"original b"* && "$OUT" != *OUTSIDE* ]] || fail "the read bind: $OUT"
         no_leak
 }
 
