@@ -138,8 +138,8 @@ static int root_open_failed(const char *norm, const struct glove_error *e, struc
                 }
                 if (!S_ISDIR(st.st_mode)) {
                         close(fd);
-                        return glove_error_set(err, ENOTDIR, "config.bad_root", "--path-root %s: %.*s is not a directory",
-                                               norm, (int)end, norm);
+                        return glove_error_set(err, ENOTDIR, "config.bad_root",
+                                               "--path-root %s: %.*s is not a directory", norm, (int)end, norm);
                 }
                 close(dir);
                 dir = fd;

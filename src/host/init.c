@@ -431,7 +431,11 @@ int glove_host_init_main(int argc, char **argv) {
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
         /* Which enrollment option is given, for --list and --revoke. */
-        const char *enrolling = in.label ? "--label" : in.ttl ? "--ttl" : in.n_modes ? "--mode" : in.n_runtimes ? "--runtime" : NULL;
+        const char *enrolling = in.label        ? "--label"
+                                : in.ttl        ? "--ttl"
+                                : in.n_modes    ? "--mode"
+                                : in.n_runtimes ? "--runtime"
+                                                : NULL;
         if (in.list && in.revoke)
                 return usage_error("--list and %s exclude each other", "--revoke");
         if ((in.list || in.revoke) && in.project)
