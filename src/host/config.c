@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,53 @@ int glove_host_config_read(int dirfd, uid_t owner, struct glove_host_config *out
         return r;
 }
 
+/* Why norm (absolute, normalized) could not be opened as a directory
+ * without following a link: each component is opened from / with
+ * O_PATH|O_NOFOLLOW and looked at, so the message names the first
+ * symbolic link, missing component or non-directory; anything else is
+ * told by e's errno. Always config.bad_root. */
+static int root_open_failed(const char *norm, const struct glove_error *e, struct glove_error *err) {
+        int code = e->errnum ? e->errnum : EINVAL;
+        _cleanup_close_ int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        size_t len = strlen(norm), at = 1;
+        while (dir >= 0 && at < len) {
+                size_t end = at;
+                while (end < len && norm[end] != '/')
+                        end++;
+                char name[NAME_MAX + 1];
+                if (end - at > NAME_MAX)
+                        break;
+                memcpy(name, norm + at, end - at);
+                name[end - at] = '\0';
+                int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                if (fd < 0 && errno == ENOENT)
+                        return glove_error_set(err, ENOENT, "config.bad_root", "--path-root %s: %.*s does not exist",
+                                               norm, (int)end, norm);
+                if (fd < 0 || fstat(fd, &st) < 0) {
+                        if (fd >= 0)
+                                close(fd);
+                        break;
+                }
+                if (S_ISLNK(st.st_mode)) {
+                        close(fd);
+                        return glove_error_set(err, ELOOP, "config.bad_root",
+                                               "--path-root %s: %.*s is a symbolic link: a root is reached without "
+                                               "links",
+                                               norm, (int)end, norm);
+                }
+                if (!S_ISDIR(st.st_mode)) {
+                        close(fd);
+                        return glove_error_set(err, ENOTDIR, "config.bad_root",
+                                               "--path-root %s: %.*s is not a directory", norm, (int)end, norm);
+                }
+                close(dir);
+                dir = fd;
+                at = end + 1;
+        }
+        return glove_error_set(err, code, "config.bad_root", "--path-root %s: %s", norm, strerror(code));
+}
+
 int glove_host_config_check_root(const char *path, uid_t owner, char **out, struct glove_error *err) {
         *out = NULL;
         if (!path || path[0] != '/')
@@ -115,11 +163,10 @@ int glove_host_config_check_root(const char *path, uid_t owner, char **out, stru
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = -1;
-        r = glove_fd_open_nofollow(norm, O_RDONLY | O_DIRECTORY, &fd, err);
-        if (r < 0) {
-                glove_error_prefix(err, "--path-root %s", norm);
-                return r;
-        }
+        struct glove_error e = { 0 };
+        r = glove_fd_open_nofollow(norm, O_RDONLY | O_DIRECTORY, &fd, &e);
+        if (r < 0)
+                return root_open_failed(norm, &e, err);
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return glove_error_set(err, errno, "config.bad_root", "--path-root %s: %s", norm, strerror(errno));

@@ -4,6 +4,7 @@
  * list the exposures, or to revoke one. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,14 @@ static int usage_error(const char *fmt, const char *arg) {
         fprintf(stderr, fmt, arg);
         fputs("; see glove init --help\n", stderr);
         return EXIT_USAGE;
+}
+
+/* Whether v (n strings) holds s. */
+static bool listed(const char *const *v, size_t n, const char *s) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(v[i], s) == 0)
+                        return true;
+        return false;
 }
 
 static int fail(const char *code, const char *message, const char *fix) {
@@ -214,6 +223,13 @@ static int call(struct glove_protocol_client *cl, const char *method, json_t *pa
                 json_decref(remote.data);
                 char code[GLOVE_PROTOCOL_CLIENT_CODE_MAX];
                 snprintf(code, sizeof(code), "%s", host_shown(remote.code));
+                /* gloved's answer is one frame of at most 1 MiB; a longer
+                 * owner list comes back as this fixed error. */
+                if (strcmp(method, "exposure_list") == 0 && strcmp(remote.code, "internal") == 0)
+                        return fail(code, remote.message,
+                                    "the list of every exposure, with its path, is probably larger than one answer "
+                                    "of gloved may be (1 MiB, docs/exposures.md): glove ctl exposures --json lists "
+                                    "the identifiers without paths; enrolling, revoking and sessions still work");
                 return fail(code, remote.message, remote_fix(remote.code));
         }
         return 0;
@@ -360,31 +376,45 @@ int glove_host_init_main(int argc, char **argv) {
         while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 switch (opt) {
                 case 'l':
+                        if (in.label)
+                                return usage_error("--label is given twice (again as \"%s\")", optarg);
                         in.label = optarg;
                         break;
                 case 't':
+                        if (in.ttl)
+                                return usage_error("--ttl is given twice (again as \"%s\")", optarg);
                         in.ttl = optarg;
                         break;
                 case 'm':
                         if (in.n_modes == MAX_LIST)
                                 return usage_error("at most %s --mode options", "64");
+                        if (listed(in.modes, in.n_modes, optarg))
+                                return usage_error("--mode %s is given twice", optarg);
                         in.modes[in.n_modes++] = optarg;
                         break;
                 case 'r':
                         if (in.n_runtimes == MAX_LIST)
                                 return usage_error("at most %s --runtime options", "64");
+                        if (listed(in.runtimes, in.n_runtimes, optarg))
+                                return usage_error("--runtime %s is given twice", optarg);
                         in.runtimes[in.n_runtimes++] = optarg;
                         break;
                 case 'L':
+                        if (in.list)
+                                return usage_error("%s is given twice", "--list");
                         in.list = true;
                         break;
                 case 'R':
+                        if (in.revoke)
+                                return usage_error("--revoke is given twice (again as \"%s\")", optarg);
                         in.revoke = optarg;
                         break;
                 case 'j':
                         in.json = true;
                         break;
                 case 'd':
+                        if (runtime_dir)
+                                return usage_error("--runtime-dir is given twice (again as \"%s\")", optarg);
                         runtime_dir = optarg;
                         break;
                 case 'h':
@@ -400,19 +430,31 @@ int glove_host_init_main(int argc, char **argv) {
                 in.project = argv[optind++];
         if (optind < argc)
                 return usage_error("unexpected argument \"%s\"", argv[optind]);
-        bool creating = in.project || in.label || in.ttl || in.n_modes || in.n_runtimes;
-        if (in.list && (in.revoke || creating))
-                return usage_error("%s: --list takes no PROJECT nor other option but --json",
-                                   in.revoke ? "--revoke" : "PROJECT or an enrollment option");
-        if (in.revoke && creating)
-                return usage_error("%s: --revoke takes no PROJECT nor enrollment option", in.revoke);
+        /* Which enrollment option is given, for --list and --revoke. */
+        const char *enrolling = in.label        ? "--label"
+                                : in.ttl        ? "--ttl"
+                                : in.n_modes    ? "--mode"
+                                : in.n_runtimes ? "--runtime"
+                                                : NULL;
+        if (in.list && in.revoke)
+                return usage_error("--list and %s exclude each other", "--revoke");
+        if ((in.list || in.revoke) && in.project)
+                return usage_error(in.list ? "--list takes no PROJECT (got \"%s\")" : "--revoke takes no PROJECT "
+                                                                                      "(got \"%s\"): it names the "
+                                                                                      "exposure by its ID alone",
+                                   in.project);
+        if ((in.list || in.revoke) && enrolling)
+                return usage_error(in.list ? "--list takes no %s: only --runtime-dir and --json"
+                                           : "--revoke takes no %s: only --runtime-dir and --json",
+                                   enrolling);
         if (in.ttl) {
                 uint64_t ms = 0;
                 if (glove_duration_parse_ms(in.ttl, 1000, 1000, (uint64_t)GLOVE_EXPOSURE_TTL_SECS_MAX * 1000, &ms) <
                             0 ||
                     ms % 1000 != 0)
-                        return usage_error("--ttl %s: expected whole seconds from 1s to 8760h; " GLOVE_DURATION_FORMS
-                                           " (a bare number is seconds)",
+                        return usage_error("--ttl %s: expected whole seconds from 1s to 8760h: a whole number with "
+                                           "a unit s, m or h (30s, 90m, 24h; 7 days is 168h), or a bare number of "
+                                           "seconds (3600)",
                                            in.ttl);
                 in.ttl_secs = (int64_t)(ms / 1000);
         }

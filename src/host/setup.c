@@ -164,6 +164,16 @@ static int refuse(struct setup *s, const char *item, const char *path, const str
                 textf(s->fix, sizeof(s->fix),
                          "add a runtime template to the session policy first (glove policy generate, "
                          "docs/session-policy.md), then run glove setup --path-root again");
+        else if (strcmp(c, "config.bad_root") == 0)
+                textf(s->fix, sizeof(s->fix),
+                         "give --path-root an absolute path to an existing directory you own, not writable by group "
+                         "or others, reached without symbolic links, and outside Glove's own directories (%s, %s, "
+                         "%s); nothing was recorded", s->dirs.config, s->dirs.state, s->dirs.runtime);
+        else if (strcmp(c, "config.too_many_roots") == 0)
+                textf(s->fix, sizeof(s->fix),
+                         "at most 64 roots: approve one directory that holds several projects rather than a root "
+                         "per project; glove setup never removes a root, so drop one you no longer use from %s "
+                         "yourself", path);
         else if (strncmp(c, "config.", 7) == 0)
                 textf(s->fix, sizeof(s->fix),
                          "config.json must be strict JSON {\"path_roots\":[...],\"schema_version\":1} in a file of "

@@ -34,6 +34,21 @@ teardown() {
                 expect_status 125
                 [[ "$stderr" == "glove: usage.init: "* ]] || fail "$bad: $stderr"
         done
+        # Each message names what is wrong: the PROJECT, not the ID; the
+        # repeated value; forms of --ttl that init takes (no 500ms).
+        g -125 init "$T/root/proj" --revoke exp-1
+        [[ "$stderr" == "glove: usage.init: --revoke takes no PROJECT (got \"$T/root/proj\")"* ]] || fail "$stderr"
+        g -125 init --list --mode read
+        [[ "$stderr" == "glove: usage.init: --list takes no --mode"* ]] || fail "$stderr"
+        g -125 init --ttl 500ms
+        [[ "$stderr" == "glove: usage.init: --ttl 500ms: expected whole seconds"*"30s, 90m, 24h"* ]] || fail "$stderr"
+        [[ "$stderr" != *500ms,* && "$stderr" != *"unit ms"* ]] || fail "--ttl suggests milliseconds: $stderr"
+        g -125 init --mode read --mode read
+        [[ "$stderr" == "glove: usage.init: --mode read is given twice"* ]] || fail "$stderr"
+        g -125 init --runtime x --runtime x
+        [[ "$stderr" == "glove: usage.init: --runtime x is given twice"* ]] || fail "$stderr"
+        g -125 init --revoke a --revoke b
+        [[ "$stderr" == "glove: usage.init: --revoke is given twice"* ]] || fail "$stderr"
 }
 
 @test "init: refuses no policy, a symbolic link anywhere, a project outside the roots, and a gloved without exposures" {

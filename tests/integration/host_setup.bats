@@ -201,10 +201,18 @@ config created" ] || fail "unexpected items: $(results)"
         expect_status 1
         [[ "$stderr" == "glove: config.bad_root: "*"writable by group or others"* ]] || fail "a 0777 root was accepted"
         ln -s "$T/projects" "$T/link"
-        g setup --path-root "$T/link"
-        expect_status 1
+        # The link is named, and what to do is about the directory, not
+        # about config.json.
+        for root in "$T/link" "$T/link/sub"; do
+                g setup --path-root "$root"
+                expect_status 1
+                [[ "$stderr" == "glove: config.bad_root: --path-root $root: $T/link is a symbolic link"*"; what to do: give --path-root an absolute path to an existing directory you own"* ]] ||
+                        fail "link $root: $stderr"
+        done
         g setup --path-root relative/dir
         expect_status 1
+        [[ "$stderr" == "glove: config.bad_root: "*"what to do: give --path-root an absolute path"* &&
+                "$stderr" != *config.json* ]] || fail "relative: $stderr"
         [ "$(jq -c .path_roots "$CFG/config.json")" = "[\"$T/more\",\"$T/projects\"]" ] || fail "a refused root was stored"
 }
 

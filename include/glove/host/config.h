@@ -55,7 +55,10 @@ int glove_host_config_read(int dirfd, uid_t owner, struct glove_host_config *out
  * into *out (malloc'd); not "/" nor under /proc, /sys, /dev; an existing
  * directory reached without following a symbolic link in any component,
  * owned by owner and not writable by group or others. Errors:
- * config.bad_root (-EINVAL, -EPERM), path.* (glove_fd_open_nofollow).
+ * config.bad_root (-EINVAL, -EPERM; -ELOOP naming the first component
+ * that is a symbolic link, -ENOENT the first missing one, -ENOTDIR the
+ * first that is no directory; another errno of the open), path.* from
+ * the lexical normalization (path.too_long).
  */
 int glove_host_config_check_root(const char *path, uid_t owner, char **out, struct glove_error *err);
 

@@ -126,12 +126,33 @@ static void test_check_root(void **state) {
         assert_int_equal(symlink(sub, link), 0);
         glove_error_clear(&err);
         assert_true(glove_host_config_check_root(link, geteuid(), &out, &err) < 0);
-        /* O_NOFOLLOW|O_DIRECTORY on a link: ELOOP or ENOTDIR, both refused */
-        assert_true(strcmp(err.code, "path.symlink") == 0 || strcmp(err.code, "path.open") == 0);
+        /* A link as the root itself or on the way: config.bad_root naming
+         * the link, never the opener's path.open "Not a directory". */
+        char want[400];
+        assert_string_equal(err.code, "config.bad_root");
+        snprintf(want, sizeof(want), "%s is a symbolic link", link);
+        assert_non_null(strstr(err.message, want));
+        char below[320];
+        snprintf(below, sizeof(below), "%s/inner", link);
+        assert_int_equal(mkdir(below, 0755), 0); /* through the link: sub/inner */
+        glove_error_clear(&err);
+        assert_true(glove_host_config_check_root(below, geteuid(), &out, &err) < 0);
+        assert_string_equal(err.code, "config.bad_root");
+        assert_non_null(strstr(err.message, want));
+        char file[300];
+        snprintf(file, sizeof(file), "%s/file", dir);
+        FILE *f = fopen(file, "w");
+        assert_non_null(f);
+        fclose(f);
+        glove_error_clear(&err);
+        assert_true(glove_host_config_check_root(file, geteuid(), &out, &err) < 0);
+        assert_string_equal(err.code, "config.bad_root");
+        assert_non_null(strstr(err.message, "is not a directory"));
         snprintf(link, sizeof(link), "%s/missing", dir);
         glove_error_clear(&err);
         assert_true(glove_host_config_check_root(link, geteuid(), &out, &err) < 0);
-        assert_string_equal(err.code, "path.missing");
+        assert_string_equal(err.code, "config.bad_root");
+        assert_non_null(strstr(err.message, "does not exist"));
 }
 
 static int cleanup(void **state) {

@@ -80,6 +80,21 @@ static void test_new_root_defaults(void **state) {
         glove_exposure_policy_free(p);
 }
 
+/* docs/exposures.md: the root_id is made per byte: each byte of a
+ * multi-byte UTF-8 character becomes its own '-'. */
+static void test_root_id_per_byte(void **state) {
+        (void)state;
+        const char *roots[] = { "/srv/my proj\xe2\x82\xac" }; /* "my proj" and the euro sign */
+        _cleanup_free_ char *text = NULL;
+        size_t added = 0;
+        assert_string_equal(extend(NULL, roots, 1, 1, &text, &added), "ok");
+        json_t *doc = load(text);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(doc, "roots"), 0),
+                                                              "root_id")),
+                            "my-proj---");
+        json_decref(doc);
+}
+
 static void test_extend_keeps_and_orders(void **state) {
         (void)state;
         const char *first[] = { "/srv/b/src" };
@@ -214,6 +229,7 @@ static void test_canonicalize(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_new_root_defaults),
+                cmocka_unit_test(test_root_id_per_byte),
                 cmocka_unit_test(test_extend_keeps_and_orders),
                 cmocka_unit_test(test_overlap_and_refusals),
                 cmocka_unit_test(test_canonicalize),
