@@ -210,6 +210,16 @@ int glove_exposures_open(const struct glove_exposures_options *opts, int64_t now
 
 void glove_exposures_close(struct glove_exposures *x);
 
+/*
+ * Why root i of the policy (glove_exposure_policy_root order) could not be
+ * pinned at open, or NULL when it was (or i is out of range). A short
+ * phrase owned by x: "missing", "a symbolic link (the root or a directory
+ * above it)", "not a directory", or the errno text. gloved logs one warning
+ * per unpinned root at start; exposure_create's exposure.root_unavailable
+ * (owner-only) repeats it with the root's path.
+ */
+const char *glove_exposures_root_problem(const struct glove_exposures *x, size_t i);
+
 /* One enrollment request (glove init). Pointers borrowed for the call. */
 struct glove_exposure_request {
         const char *path;                          /* absolute, normalized host path of the project */
