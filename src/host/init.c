@@ -72,6 +72,14 @@ struct init {
         struct glove_host_dirs dirs;
 };
 
+/* Whether s is among list[0..n). */
+static bool listed(const char *const *list, size_t n, const char *s) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(list[i], s) == 0)
+                        return true;
+        return false;
+}
+
 static int usage_error(const char *fmt, const char *arg) {
         fputs("glove: usage.init: ", stderr);
         fprintf(stderr, fmt, arg);
@@ -366,11 +374,16 @@ int glove_host_init_main(int argc, char **argv) {
                         in.ttl = optarg;
                         break;
                 case 'm':
+                        /* A repeated value is given once: gloved refuses repeats. */
+                        if (listed(in.modes, in.n_modes, optarg))
+                                break;
                         if (in.n_modes == MAX_LIST)
                                 return usage_error("at most %s --mode options", "64");
                         in.modes[in.n_modes++] = optarg;
                         break;
                 case 'r':
+                        if (listed(in.runtimes, in.n_runtimes, optarg))
+                                break;
                         if (in.n_runtimes == MAX_LIST)
                                 return usage_error("at most %s --runtime options", "64");
                         in.runtimes[in.n_runtimes++] = optarg;

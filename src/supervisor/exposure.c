@@ -608,7 +608,7 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
         if (pin->fd < 0) {
                 gen_clear(&g);
                 return glove_error_set(err, ESTALE, "exposure.root_unavailable",
-                                       "root %s (%s) could not be pinned when gloved started: it is %s; make it a "
+                                       "root %s (%s) could not be pinned when gloved started (%s); make it a "
                                        "real directory (no symbolic link on its path) or change the exposure "
                                        "policy, then restart gloved",
                                        root->root_id, root->path, pin->problem);

@@ -89,7 +89,8 @@ teardown() {
         track_pid "$GD_PID"
         wait_gloved "$RUN" "$GD_PID"
         [ "$(stat -c %a "$RUN/owner-secret")" = 600 ] || fail "owner-secret is not 0600"
-        g init "$T/root/proj" --label demo --ttl 1h --mode read
+        # A repeated --mode is sent once (gloved refuses repeated names).
+        g init "$T/root/proj" --label demo --ttl 1h --mode read --mode read
         expect_status 0
         [[ "$output" =~ ^exposed\ $T/root/proj\ as\ (exp-[0-9a-f]{32})\ generation\ 1\ \(modes\ read,\ expires\ 20[0-9-]+T[0-9:]+Z\)$ ]] ||
                 fail "init: $output"
