@@ -727,6 +727,39 @@ static void test_narrowed_policy(void **state) {
         assert_null(strstr(err.message, "src"));
 }
 
+/* Past only its effective expiry, a generation can still be revoked, and
+ * its project enrolled again; both replay. */
+static void test_narrowed_revoke(void **state) {
+        struct xenv *e = *state;
+        json_t *a = NULL, *b = NULL;
+        struct glove_error err = { 0 };
+        assert_int_equal(xcreate(e, "one", T0, &a, fresh(&err)), 0);
+        assert_int_equal(xcreate(e, "two", T0, &b, fresh(&err)), 0);
+        repolicy(e, narrowed_policy, e->root, T0 + 1);
+        int64_t late = T0 + 600000;
+        json_t *r = NULL;
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 1, late, &r, fresh(&err)), 0);
+        assert_string_equal(json_string_value(json_object_get(r, "state")), "revoked");
+        json_decref(r);
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 1, late, NULL, fresh(&err)), -EKEYREVOKED);
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 2, late, NULL, fresh(&err)), -ENOENT);
+        assert_string_equal(err.code, "exposure.unknown");
+        assert_int_equal(xcreate(e, "two", late, &r, fresh(&err)), 0);
+        assert_string_equal(xid(r), xid(b));
+        assert_int_equal(json_integer_value(json_object_get(r, "generation")), 2);
+        json_decref(r);
+        json_t *before = glove_exposures_list(e->x, late);
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, late, fresh(&err)), 0);
+        json_t *after = glove_exposures_list(e->x, late);
+        assert_true(json_equal(before, after));
+        json_decref(before);
+        json_decref(after);
+        json_decref(a);
+        json_decref(b);
+}
+
 static void test_root_problem(void **state) {
         struct xenv *e = *state;
         struct glove_error err = { 0 };
@@ -834,6 +867,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cross_device, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_check_grant, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_narrowed_policy, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_narrowed_revoke, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_root_problem, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_create_order_and_labels, setup, teardown),
         };
