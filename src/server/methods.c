@@ -385,7 +385,8 @@ static int opt_string(const json_t *params, const char *key, size_t max, const c
 
 /* The optional array of names params[key] as a NULL-terminated array whose
  * strings are borrowed from params (*out malloc'd; NULL when absent): 1 to
- * max_items strings of 1 to EXPOSURE_NAME_MAX bytes each. */
+ * max_items distinct strings of 1 to EXPOSURE_NAME_MAX bytes each (a
+ * repeated one is invalid_params, naming it and both indexes). */
 static int opt_names(const json_t *params, const char *key, size_t max_items, const char ***out,
                      struct glove_error *e) {
         *out = NULL;
@@ -415,6 +416,13 @@ static int opt_names(const json_t *params, const char *key, size_t max_items, co
                         free(list);
                         return glove_error_set(e, EINVAL, "json.out_of_range", "%s must be a non-empty name", path);
                 }
+                for (size_t k = 0; k < i; k++)
+                        if (strcmp(list[k], list[i]) == 0) {
+                                glove_error_set(e, EINVAL, "json.duplicate_item", "%s repeats \"%s\" (also at [%zu])",
+                                                path, list[i], k);
+                                free(list);
+                                return -EINVAL;
+                        }
         }
         *out = list;
         return 0;

@@ -390,9 +390,24 @@ static int open_exposures(struct service *s, const struct glove_server_service_o
                 .restricted = s->x_restricted,
         };
         r = glove_exposures_open(&xo, realtime_ms(), &s->exposures, err);
-        if (r < 0)
+        if (r < 0) {
                 glove_error_prefix(err, "--path-exposure-journal %s", o->path_exposure_journal);
-        return r;
+                return r;
+        }
+        /* One warning per root that could not be pinned: enrollment and use
+         * beneath it fail exposure.root_unavailable until a restart. */
+        for (size_t i = 0; i < glove_exposure_policy_root_count(s->xpolicy); i++) {
+                const char *why = glove_exposures_root_problem(s->exposures, i);
+                const struct glove_exposure_root *root = glove_exposure_policy_root(s->xpolicy, i);
+                if (why)
+                        glove_log(s->log, GLOVE_LOG_WARNING, "exposure.root_unavailable",
+                                  GLOVE_LOG_FIELDS({ "root_id", root->root_id }),
+                                  "exposure policy root %s (%s) could not be pinned (%s); nothing beneath it "
+                                  "can be enrolled or used until it is a real directory (no symbolic link on its "
+                                  "path) and gloved restarts",
+                                  root->root_id, root->path, why);
+        }
+        return 0;
 }
 
 static int start(struct service *s, const struct glove_server_service_options *o, struct glove_error *err) {

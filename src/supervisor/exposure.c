@@ -49,6 +49,27 @@ enum exp_state exp_state_at(const struct exp_gen *g, int64_t now_ms) {
         return g->state;
 }
 
+/* Unicode bidirectional and format controls a label may not carry at
+ * enrollment: U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069,
+ * U+FEFF, as UTF-8. */
+static bool has_bidi_control(const char *s) {
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (p[0] == 0xd8 && p[1] == 0x9c)
+                        return true;
+                if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
+                        return true;
+                if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
+                        return true;
+                if (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
+                        return true;
+        }
+        return false;
+}
+
+bool exp_label_acceptable(const char *s) {
+        return exp_label_valid(s) && !has_bidi_control(s);
+}
+
 bool exp_label_valid(const char *s) {
         size_t n = strlen(s);
         if (n == 0 || n > GLOVE_EXPOSURE_LABEL_MAX || !glove_json_utf8_valid(s, n, NULL))
@@ -90,18 +111,89 @@ static int no_memory(struct glove_error *err) {
         return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory");
 }
 
+/* ---- the effective exposure ---- */
+
+void exp_effective_clear(struct exp_effective *f) {
+        json_decref(f->modes);
+        json_decref(f->runtimes);
+        f->modes = f->runtimes = NULL;
+}
+
+int exp_effective_get(const struct glove_exposures *x, const struct exp_entry *e, const struct exp_gen *g,
+                      struct exp_effective *f) {
+        memset(f, 0, sizeof(*f));
+        f->root = exp_policy_root(x, e->root_id, NULL);
+        f->expires_at_ms = g->expires_at_ms;
+        f->modes = json_array();
+        f->runtimes = json_array();
+        if (!f->modes || !f->runtimes) {
+                exp_effective_clear(f);
+                return -ENOMEM;
+        }
+        if (!f->root)
+                return 0;
+        const struct glove_exposure_root *root = f->root;
+        if (g->created_at_ms <= INT64_MAX - root->max_ttl_secs * 1000 &&
+            g->created_at_ms + root->max_ttl_secs * 1000 < f->expires_at_ms)
+                f->expires_at_ms = g->created_at_ms + root->max_ttl_secs * 1000;
+        size_t i;
+        const json_t *m, *v;
+        json_array_foreach(g->modes, i, m) {
+                const char *a = json_string_value(json_object_get(m, "access"));
+                const char *mat = json_string_value(json_object_get(m, "materialization"));
+                const char *cl = json_string_value(json_object_get(m, "cleanup_policy"));
+                int64_t max = json_integer_value(json_object_get(m, "max_bytes"));
+                for (size_t k = 0; k < root->n_modes; k++) {
+                        const struct glove_exposure_mode *pm = &root->modes[k];
+                        if (strcmp(pm->access, a) != 0 || strcmp(pm->materialization, mat) != 0 ||
+                            strcmp(pm->cleanup_policy, cl) != 0)
+                                continue;
+                        if (json_array_append_new(f->modes,
+                                                  json_pack("{s:s,s:s,s:s,s:I}", "access", a, "cleanup_policy", cl,
+                                                            "materialization", mat, "max_bytes",
+                                                            (json_int_t)(pm->max_bytes < max ? pm->max_bytes : max))) <
+                            0) {
+                                exp_effective_clear(f);
+                                return -ENOMEM;
+                        }
+                }
+        }
+        json_array_foreach(g->runtimes, i, v) {
+                for (size_t k = 0; k < root->n_runtimes; k++)
+                        if (strcmp(root->runtime_template_ids[k], json_string_value(v)) == 0 &&
+                            json_array_append_new(f->runtimes, json_string(root->runtime_template_ids[k])) < 0) {
+                                exp_effective_clear(f);
+                                return -ENOMEM;
+                        }
+        }
+        return 0;
+}
+
+enum exp_state exp_effective_state(const struct exp_gen *g, const struct exp_effective *f, int64_t now_ms) {
+        if (g->state == EXP_LIVE && f->expires_at_ms <= now_ms)
+                return EXP_EXPIRED;
+        return g->state;
+}
+
 /* ---- views ---- */
 
-static json_t *catalog_entry(const struct exp_entry *e, const struct exp_gen *g, int64_t now_ms) {
-        return json_pack("{s:s,s:I,s:s,s:s,s:O,s:I,s:O,s:s}", "exposure_id", e->id, "generation",
-                         (json_int_t)g->generation, "scope_digest", g->scope_digest, "label", g->label, "modes",
-                         g->modes, "expires_at_ms", (json_int_t)g->expires_at_ms, "runtime_template_ids",
-                         g->runtimes, "state", state_name(exp_state_at(g, now_ms)));
+/* The catalog entry of generation g of e: its effective exposure. */
+static json_t *catalog_entry(const struct glove_exposures *x, const struct exp_entry *e, const struct exp_gen *g,
+                             int64_t now_ms) {
+        struct exp_effective f;
+        if (exp_effective_get(x, e, g, &f) < 0)
+                return NULL;
+        json_t *o = json_pack("{s:s,s:I,s:s,s:s,s:O,s:I,s:O,s:s}", "exposure_id", e->id, "generation",
+                              (json_int_t)g->generation, "scope_digest", g->scope_digest, "label", g->label, "modes",
+                              f.modes, "expires_at_ms", (json_int_t)f.expires_at_ms, "runtime_template_ids",
+                              f.runtimes, "state", state_name(exp_effective_state(g, &f, now_ms)));
+        exp_effective_clear(&f);
+        return o;
 }
 
 static json_t *owner_entry(const struct glove_exposures *x, const struct exp_entry *e, const struct exp_gen *g,
                            int64_t now_ms) {
-        json_t *o = catalog_entry(e, g, now_ms);
+        json_t *o = catalog_entry(x, e, g, now_ms);
         if (!o)
                 return NULL;
         const struct glove_exposure_root *root = exp_policy_root(x, e->root_id, NULL);
@@ -130,7 +222,7 @@ static json_t *view(const struct glove_exposures *x, int64_t now_ms, bool owner)
         for (size_t i = 0; arr && i < x->n_entries; i++) {
                 const struct exp_entry *e = &x->entries[i];
                 const struct exp_gen *g = &e->gens[e->n_gens - 1];
-                json_t *o = owner ? owner_entry(x, e, g, now_ms) : catalog_entry(e, g, now_ms);
+                json_t *o = owner ? owner_entry(x, e, g, now_ms) : catalog_entry(x, e, g, now_ms);
                 if (!o || json_array_append_new(arr, o) < 0) {
                         json_decref(arr);
                         return NULL;
@@ -153,6 +245,27 @@ static int replay_record(void *userdata, uint64_t seq, const void *payload, size
                          const uint8_t tag[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err) {
         (void)tag;
         return exp_apply_record(userdata, seq, payload, len, err);
+}
+
+/* Why a root could not be pinned, from exp_open_root's errno. ELOOP: with
+ * RESOLVE_NO_SYMLINKS the root or a directory above it is a link. */
+static const char *pin_problem(int e) {
+        switch (e) {
+        case ENOENT:
+                return "missing";
+        case ELOOP:
+                return "a symbolic link (the root or a directory above it)";
+        case ENOTDIR:
+                return "not a directory";
+        default:
+                return glove_errno_text(e);
+        }
+}
+
+const char *glove_exposures_root_problem(const struct glove_exposures *x, size_t i) {
+        if (!x || i >= x->policy->n_roots || x->pins[i].fd >= 0)
+                return NULL;
+        return x->pins[i].problem;
 }
 
 void glove_exposures_close(struct glove_exposures *x) {
@@ -184,12 +297,16 @@ int glove_exposures_open(const struct glove_exposures_options *opts, int64_t now
                 return no_memory(err);
         }
         for (size_t i = 0; i < opts->policy->n_roots; i++) {
+                struct exp_pin *pin = &x->pins[i];
                 int fd = exp_open_root(opts->policy->roots[i].path);
-                if (fd >= 0 && exp_fd_ident(fd, &x->pins[i].ident) < 0) {
+                int r = fd;
+                if (fd >= 0 && (r = exp_fd_ident(fd, &pin->ident)) < 0) {
                         close(fd);
                         fd = -1;
                 }
-                x->pins[i].fd = fd;
+                pin->fd = fd;
+                if (fd < 0)
+                        snprintf(pin->problem, sizeof(pin->problem), "%s", pin_problem(-r));
         }
         struct glove_store_journal_open_options jo = {
                 .path = opts->journal_path,
@@ -248,6 +365,8 @@ int glove_exposures_revoke(struct glove_exposures *x, const char *exposure_id, i
                 return glove_error_set(err, ENOENT, "exposure.unknown", "no exposure %s generation %lld",
                                        exposure_id, (long long)generation);
         }
+        /* By the recorded expiry: one past only its effective expiry (a
+         * narrowed root) can still be revoked for good. */
         enum exp_state st = exp_state_at(g, now_ms);
         if (st == EXP_REVOKED)
                 return glove_error_set(err, EKEYREVOKED, "exposure.revoked", "%s generation %lld is already revoked",
@@ -261,7 +380,7 @@ int glove_exposures_revoke(struct glove_exposures *x, const char *exposure_id, i
                 return r;
         e = exp_find(x, exposure_id);
         if (result) {
-                *result = catalog_entry(e, &e->gens[e->n_gens - 1], now_ms);
+                *result = catalog_entry(x, e, &e->gens[e->n_gens - 1], now_ms);
                 if (!*result)
                         return no_memory(err);
         }
@@ -275,9 +394,10 @@ int glove_exposures_revoke(struct glove_exposures *x, const char *exposure_id, i
 static int pick_label(const struct glove_exposure_request *req, char buf[GLOVE_EXPOSURE_LABEL_MAX + 1],
                       struct glove_error *err) {
         if (req->label) {
-                if (!exp_label_valid(req->label))
+                if (!exp_label_acceptable(req->label))
                         return glove_error_set(err, EINVAL, "exposure.invalid_label",
-                                               "the label must be 1..%d bytes of UTF-8 without control characters",
+                                               "the label must be 1..%d bytes of UTF-8 without control characters "
+                                               "or Unicode bidirectional and format controls",
                                                GLOVE_EXPOSURE_LABEL_MAX);
                 snprintf(buf, GLOVE_EXPOSURE_LABEL_MAX + 1, "%s", req->label);
                 return 0;
@@ -291,10 +411,10 @@ static int pick_label(const struct glove_exposure_request *req, char buf[GLOVE_E
         }
         memcpy(buf, last, n);
         buf[n] = '\0';
-        if (!exp_label_valid(buf))
+        if (!exp_label_acceptable(buf))
                 return glove_error_set(err, EINVAL, "exposure.invalid_label",
-                                       "the project's name is not a valid label (control characters or invalid "
-                                       "UTF-8); give one with --label");
+                                       "the project's name is not a valid label (control characters, Unicode "
+                                       "bidirectional or format controls, or invalid UTF-8); give one with --label");
         return 0;
 }
 
@@ -394,6 +514,41 @@ static void gen_clear(struct exp_gen *g) {
         g->modes = g->runtimes = NULL;
 }
 
+/* journal.full for a create: what the journal holds and what to do. */
+static int journal_full(const struct glove_exposures *x, size_t live, struct glove_error *err) {
+        return glove_error_set(err, ENOSPC, "journal.full",
+                               "the exposure journal holds %llu of %d records and %llu of %llu bytes; it keeps room "
+                               "to revoke or expire each of its %zu live exposures, so it takes no new enrollment "
+                               "(revoke and expiry still work). There is no compaction: to enroll again, stop "
+                               "gloved and move the journal and its .seal aside, which forgets every exposure",
+                               (unsigned long long)glove_store_journal_records(x->journal),
+                               GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS,
+                               (unsigned long long)glove_store_journal_size(x->journal),
+                               (unsigned long long)GLOVE_EXPOSURE_JOURNAL_MAX_BYTES, live);
+}
+
+/* Whether the journal has room for the create record (create_len bytes),
+ * the state record that ends prev's live generation first (prev_len bytes,
+ * 0: none), and after them one revoke-or-expire record of the largest size
+ * for every live generation, the new one included: so revocation and
+ * expiry always fit. *live receives that count. */
+static bool room_after_create(const struct glove_exposures *x, const struct exp_entry *prev, size_t prev_len,
+                              size_t create_len, size_t state_max, size_t *live) {
+        size_t n = 1;
+        for (size_t i = 0; i < x->n_entries; i++) {
+                const struct exp_entry *e = &x->entries[i];
+                if (e->gens[e->n_gens - 1].state == EXP_LIVE && !(prev_len && e == prev))
+                        n++;
+        }
+        *live = n - 1;
+        uint64_t records = glove_store_journal_records(x->journal) + (prev_len ? 1 : 0) + 1 + n;
+        uint64_t bytes = glove_store_journal_size(x->journal) + create_len + GLOVE_STORE_JOURNAL_RECORD_OVERHEAD +
+                         (prev_len ? prev_len + GLOVE_STORE_JOURNAL_RECORD_OVERHEAD : 0) +
+                         (uint64_t)n * (state_max + GLOVE_STORE_JOURNAL_RECORD_OVERHEAD);
+        return glove_store_journal_has_room(x->journal, create_len) && records <= GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS &&
+               bytes <= GLOVE_EXPOSURE_JOURNAL_MAX_BYTES;
+}
+
 int glove_exposures_create(struct glove_exposures *x, const struct glove_exposure_request *req, int64_t now_ms,
                            json_t **result, struct glove_error *err) {
         if (result)
@@ -433,20 +588,41 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
         r = check_restricted(x, path, root->path, err);
         if (r < 0)
                 return r;
+        /* The request's own choices come before the project's state, so a
+         * bad mode on a live project reports the mode. */
+        int64_t ttl = req->ttl_secs ? req->ttl_secs : root->max_ttl_secs;
+        if (ttl < 1 || ttl > root->max_ttl_secs)
+                return glove_error_set(err, EINVAL, "exposure.ttl_exceeded",
+                                       "ttl %lld s is not within 1..%lld s, root %s's max_ttl_secs",
+                                       (long long)req->ttl_secs, (long long)root->max_ttl_secs, root->root_id);
+        struct exp_gen g = { 0 };
+        char label[GLOVE_EXPOSURE_LABEL_MAX + 1];
+        r = select_scope(root, req, &g.modes, &g.runtimes, err);
+        if (r >= 0)
+                r = pick_label(req, label, err);
+        if (r < 0) {
+                gen_clear(&g);
+                return r;
+        }
         const struct exp_pin *pin = &x->pins[idx];
-        if (pin->fd < 0)
+        if (pin->fd < 0) {
+                gen_clear(&g);
                 return glove_error_set(err, ESTALE, "exposure.root_unavailable",
-                                       "root %s (%s) could not be opened when gloved started; restart gloved once "
-                                       "it exists",
-                                       root->root_id, root->path);
+                                       "root %s (%s) could not be pinned when gloved started (%s); make it a "
+                                       "real directory (no symbolic link on its path) or change the exposure "
+                                       "policy, then restart gloved",
+                                       root->root_id, root->path, pin->problem);
+        }
         {
                 _cleanup_close_ int again = exp_open_root(root->path);
                 struct exp_ident now;
-                if (again < 0 || exp_fd_ident(again, &now) < 0 || !exp_ident_equal(&now, &pin->ident))
+                if (again < 0 || exp_fd_ident(again, &now) < 0 || !exp_ident_equal(&now, &pin->ident)) {
+                        gen_clear(&g);
                         return glove_error_set(err, ESTALE, "exposure.root_unavailable",
                                                "root %s (%s) is no longer the directory pinned at gloved start; "
                                                "restart gloved",
                                                root->root_id, root->path);
+                }
         }
         const char *rel = path + strlen(root->path) + 1;
 
@@ -455,31 +631,35 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
         for (size_t i = 0; i < x->n_entries && !prev; i++)
                 if (strcmp(x->entries[i].root_id, root->root_id) == 0 && strcmp(x->entries[i].rel, rel) == 0)
                         prev = &x->entries[i];
-        bool expire_first = false;
+        /* The record that ends prev's generation first when the journal
+         * still has it live: "expire" once its recorded expiry passed, else
+         * "revoke" (only its effective expiry, under a narrowed root, has). */
+        const char *end_type = NULL;
         if (prev) {
                 const struct exp_gen *last = &prev->gens[prev->n_gens - 1];
-                if (exp_state_at(last, now_ms) == EXP_LIVE)
+                struct exp_effective f;
+                if (exp_effective_get(x, prev, last, &f) < 0) {
+                        gen_clear(&g);
+                        return no_memory(err);
+                }
+                enum exp_state st = exp_effective_state(last, &f, now_ms);
+                exp_effective_clear(&f);
+                if (st == EXP_LIVE) {
+                        gen_clear(&g);
                         return glove_error_set(err, EEXIST, "exposure.live",
                                                "%s already has a live exposure %s (generation %lld); revoke it first",
                                                path, prev->id, (long long)last->generation);
-                expire_first = last->state == EXP_LIVE;
+                }
+                if (last->state == EXP_LIVE)
+                        end_type = last->expires_at_ms <= record_time(x, now_ms) ? "expire" : "revoke";
         } else if (x->n_entries >= GLOVE_EXPOSURE_MAX) {
-                return glove_error_set(err, ENOSPC, "exposure.too_many", "the journal already holds %d exposure ids",
-                                       GLOVE_EXPOSURE_MAX);
-        }
-        int64_t ttl = req->ttl_secs ? req->ttl_secs : root->max_ttl_secs;
-        if (ttl < 1 || ttl > root->max_ttl_secs)
-                return glove_error_set(err, EINVAL, "exposure.ttl_exceeded",
-                                       "ttl %lld s is not within 1..%lld s, root %s's max_ttl_secs",
-                                       (long long)req->ttl_secs, (long long)root->max_ttl_secs, root->root_id);
-        struct exp_gen g = { 0 };
-        char label[GLOVE_EXPOSURE_LABEL_MAX + 1];
-        r = pick_label(req, label, err);
-        if (r >= 0)
-                r = select_scope(root, req, &g.modes, &g.runtimes, err);
-        if (r < 0) {
                 gen_clear(&g);
-                return r;
+                return glove_error_set(err, ENOSPC, "exposure.too_many",
+                                       "the journal already holds %d exposure ids, the most it takes; an id belongs "
+                                       "to its project for good (revoking frees none), so only projects enrolled "
+                                       "before can be enrolled again. To start over, stop gloved and move the "
+                                       "journal and its .seal aside, which forgets every exposure",
+                                       GLOVE_EXPOSURE_MAX);
         }
 
         /* Open the project and its parent beneath the pinned root. */
@@ -552,13 +732,14 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
                                        "the enrollment record would be %zu bytes, over the %d-byte bound; use a "
                                        "shorter path or fewer runtime templates",
                                        len, GLOVE_EXPOSURE_JOURNAL_RECORD_MAX);
-        if (!glove_store_journal_has_room(x->journal, len) ||
-            (expire_first && !glove_store_journal_has_room(x->journal, 2 * len)))
-                return glove_error_set(err, ENOSPC, "journal.full",
-                                       "the exposure journal is full; move it aside to start again");
-        if (expire_first) {
+        size_t state_max = exp_state_record_max(), live = 0;
+        if (state_max == 0)
+                return no_memory(err);
+        if (!room_after_create(x, prev, end_type ? state_max : 0, len, state_max, &live))
+                return journal_full(x, live, err);
+        if (end_type) {
                 const struct exp_gen *last = &prev->gens[prev->n_gens - 1];
-                _cleanup_json_ json_t *ex = exp_state_record("expire", prev->id, last->generation, t);
+                _cleanup_json_ json_t *ex = exp_state_record(end_type, prev->id, last->generation, t);
                 r = exp_append(x, ex, err);
                 if (r < 0)
                         return r;

@@ -57,10 +57,13 @@ struct exp_entry {
         size_t n_gens;
 };
 
-/* A root of the policy as pinned at open (fd -1: unavailable). */
+/* A root of the policy as pinned at open (fd -1: unavailable, and problem
+ * says why: "missing", "a symbolic link", "not a directory" or the errno
+ * text). */
 struct exp_pin {
         int fd;
         struct exp_ident ident;
+        char problem[96];
 };
 
 struct glove_exposures {
@@ -98,6 +101,9 @@ int exp_scope_digest(const char *id, int64_t generation, const char *nonce, cons
 json_t *exp_create_record(const struct exp_entry *e, const struct exp_gen *g);
 /* Builds a revoke or expire record (type "revoke"/"expire"). */
 json_t *exp_state_record(const char *type, const char *id, int64_t generation, int64_t at_ms);
+/* The largest canonical revoke or expire record, bytes (generation
+ * INT32_MAX, at_ms INT64_MAX); 0 when out of memory. */
+size_t exp_state_record_max(void);
 
 /* Checks and applies one record payload to x (replay, and after an append
  * of a record built here). seq names it in messages. Errors:
@@ -117,9 +123,30 @@ struct exp_entry *exp_find(const struct glove_exposures *x, const char *id);
 /* The policy root with root_id (NULL when it left the policy), and its index. */
 const struct glove_exposure_root *exp_policy_root(const struct glove_exposures *x, const char *root_id,
                                                   size_t *index);
-/* The state of g at now_ms (a live one past its expiry reads expired). */
+/* The state of g at now_ms by its recorded expiry (a live one past it
+ * reads expired): the journal's view. */
 enum exp_state exp_state_at(const struct exp_gen *g, int64_t now_ms);
+
+/* The EFFECTIVE exposure: generation g of e under the policy loaded now
+ * (exposure.h, "The effective exposure"). */
+struct exp_effective {
+        const struct glove_exposure_root *root; /* NULL: the root left the policy */
+        json_t *modes;                          /* new reference: recorded tuples the root still allows */
+        json_t *runtimes;                       /* new reference: recorded ids the root still allows */
+        int64_t expires_at_ms;                  /* min(recorded, created_at_ms + root max_ttl_secs * 1000) */
+};
+/* Fills f (clear it with exp_effective_clear). -ENOMEM on failure. */
+int exp_effective_get(const struct glove_exposures *x, const struct exp_entry *e, const struct exp_gen *g,
+                      struct exp_effective *f);
+void exp_effective_clear(struct exp_effective *f);
+/* The state of g at now_ms by its effective expiry. */
+enum exp_state exp_effective_state(const struct exp_gen *g, const struct exp_effective *f, int64_t now_ms);
+
+/* Labels: exp_label_valid is the replay rule (1..GLOVE_EXPOSURE_LABEL_MAX
+ * bytes of UTF-8 without C0/C1 controls); exp_label_acceptable, for a new
+ * enrollment, also refuses Unicode bidirectional and format controls. */
 bool exp_label_valid(const char *s);
+bool exp_label_acceptable(const char *s);
 bool exp_rel_valid(const char *rel);
 
 /* ---- exposure_resolve.c ---- */

@@ -122,6 +122,18 @@ json_t *exp_state_record(const char *type, const char *id, int64_t generation, i
                          "at_ms", (json_int_t)at_ms);
 }
 
+size_t exp_state_record_max(void) {
+        char id[GLOVE_EXPOSURE_ID_SIZE];
+        snprintf(id, sizeof(id), "exp-%032d", 0);
+        _cleanup_json_ json_t *rec = exp_state_record("expire", id, INT32_MAX, INT64_MAX);
+        _cleanup_free_ char *bytes = NULL;
+        size_t len = 0;
+        struct glove_error err = { 0 };
+        if (!rec || glove_json_encode_canonical(rec, &bytes, &len, &err) < 0)
+                return 0;
+        return len;
+}
+
 static int bad(struct glove_error *err, uint64_t seq, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(struct glove_error *err, uint64_t seq, const char *fmt, ...) {
         char text[512];

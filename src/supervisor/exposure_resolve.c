@@ -102,6 +102,39 @@ static const struct exp_pin *usable_pin(const struct glove_exposures *x, const s
         return &x->pins[idx];
 }
 
+/* The grant check on the effective exposure f of gen (see check_grant). */
+static const char *check_effective(const struct exp_gen *gen, const struct exp_effective *f,
+                                   const struct glove_exposure_grant *g, int64_t now_ms, const char **member) {
+        *member = "exposure_generation";
+        enum exp_state st = exp_effective_state(gen, f, now_ms);
+        if (st == EXP_REVOKED)
+                return "plan.exposure_revoked";
+        if (st == EXP_EXPIRED)
+                return "plan.exposure_expired";
+        *member = "access";
+        if (!g->access || !g->materialization)
+                return "plan.exposure_mode_not_allowed";
+        const json_t *m = find_mode(f->modes, g->access, g->materialization);
+        if (!m)
+                return "plan.exposure_mode_not_allowed";
+        *member = "cleanup_policy";
+        if (!g->cleanup_policy || strcmp(g->cleanup_policy, json_string_value(json_object_get(m, "cleanup_policy"))) != 0)
+                return "plan.exposure_cleanup_mismatch";
+        *member = "max_bytes";
+        if (g->max_bytes > json_integer_value(json_object_get(m, "max_bytes")))
+                return "plan.exposure_quota_exceeded";
+        *member = NULL;
+        if (!g->runtime_template_id || !json_strings_contain(f->runtimes, g->runtime_template_id))
+                return "plan.exposure_runtime_not_allowed";
+        *member = "ttl_secs";
+        if (g->ttl_secs < 0 || g->ttl_secs > INT64_MAX / 1000 ||
+            g->plan_expires_at_ms > INT64_MAX - g->ttl_secs * 1000 ||
+            g->plan_expires_at_ms + g->ttl_secs * 1000 > f->expires_at_ms)
+                return "plan.exposure_expires_too_soon";
+        *member = NULL;
+        return NULL;
+}
+
 const char *glove_exposures_check_grant(const struct glove_exposures *x, const struct glove_exposure_grant *g,
                                         int64_t now_ms, const char **member) {
         const char *unused;
@@ -126,41 +159,13 @@ const char *glove_exposures_check_grant(const struct glove_exposures *x, const s
         const struct glove_exposure_root *root;
         if (!usable_pin(x, e, gen, &root))
                 return "plan.exposure_root_unavailable";
-        *member = "access";
-        if (!g->access || !g->materialization)
-                return "plan.exposure_mode_not_allowed";
-        const json_t *m = find_mode(gen->modes, g->access, g->materialization);
-        /* The root must still allow the tuple under the current policy. */
-        const struct glove_exposure_mode *pm = NULL;
-        for (size_t i = 0; i < root->n_modes; i++)
-                if (strcmp(root->modes[i].access, g->access) == 0 &&
-                    strcmp(root->modes[i].materialization, g->materialization) == 0)
-                        pm = &root->modes[i];
-        if (!m || !pm)
-                return "plan.exposure_mode_not_allowed";
-        *member = "cleanup_policy";
-        if (!g->cleanup_policy || strcmp(g->cleanup_policy, json_string_value(json_object_get(m, "cleanup_policy"))) != 0)
-                return "plan.exposure_cleanup_mismatch";
-        *member = "max_bytes";
-        int64_t max = json_integer_value(json_object_get(m, "max_bytes"));
-        if (pm->max_bytes < max)
-                max = pm->max_bytes;
-        if (g->max_bytes > max)
-                return "plan.exposure_quota_exceeded";
-        *member = NULL;
-        bool in_root = false;
-        for (size_t i = 0; g->runtime_template_id && i < root->n_runtimes; i++)
-                in_root = in_root || strcmp(root->runtime_template_ids[i], g->runtime_template_id) == 0;
-        bool runtime_ok = in_root && json_strings_contain(gen->runtimes, g->runtime_template_id);
-        if (!runtime_ok)
-                return "plan.exposure_runtime_not_allowed";
-        *member = "ttl_secs";
-        if (g->ttl_secs < 0 || g->ttl_secs > INT64_MAX / 1000 ||
-            g->plan_expires_at_ms > INT64_MAX - g->ttl_secs * 1000 ||
-            g->plan_expires_at_ms + g->ttl_secs * 1000 > gen->expires_at_ms)
-                return "plan.exposure_expires_too_soon";
-        *member = NULL;
-        return NULL;
+        /* Everything else on the effective exposure under the policy now. */
+        struct exp_effective f;
+        if (exp_effective_get(x, e, gen, &f) < 0)
+                return "plan.exposure_root_unavailable";
+        const char *why = check_effective(gen, &f, g, now_ms, member);
+        exp_effective_clear(&f);
+        return why;
 }
 
 const char *glove_exposures_target(const struct glove_exposures *x, const char *exposure_id) {
@@ -172,6 +177,10 @@ const char *glove_exposures_target(const struct glove_exposures *x, const char *
 }
 
 /* ---- prepare ---- */
+
+static int no_memory(struct glove_error *err) {
+        return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory");
+}
 
 /* The exposure.* refusal for generation gen of id at now_ms (gens ever
  * created), or 0 with *out the live one. */
@@ -193,6 +202,17 @@ static int live_gen(const struct glove_exposures *x, const char *id, int64_t gen
         if (st == EXP_EXPIRED)
                 return glove_error_set(err, EKEYEXPIRED, "exposure.expired", "%s generation %lld has expired", id,
                                        (long long)gen);
+        struct exp_effective f;
+        if (exp_effective_get(x, e, g, &f) < 0)
+                return no_memory(err);
+        st = exp_effective_state(g, &f, now_ms);
+        int64_t eff_ms = f.expires_at_ms;
+        exp_effective_clear(&f);
+        if (st == EXP_EXPIRED)
+                return glove_error_set(err, EKEYEXPIRED, "exposure.expired",
+                                       "%s generation %lld has expired (at %lld ms: the root's max_ttl_secs now "
+                                       "ends it sooner than recorded)",
+                                       id, (long long)gen, (long long)eff_ms);
         *eout = e;
         *out = g;
         return 0;
@@ -220,10 +240,6 @@ static char *parent_rel(const char *rel, const char **name) {
         const char *slash = strrchr(rel, '/');
         *name = slash ? slash + 1 : rel;
         return slash ? strndup(rel, (size_t)(slash - rel)) : strdup(".");
-}
-
-static int no_memory(struct glove_error *err) {
-        return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory");
 }
 
 /* Refuses a project (path: its normalized absolute path in gloved's mount
@@ -269,11 +285,17 @@ int glove_exposures_open_source(const struct glove_exposures *x, const char *exp
         const struct glove_exposure_root *root;
         size_t idx;
         root = exp_policy_root(x, e->root_id, &idx);
-        if (!root || x->pins[idx].fd < 0)
+        /* Controller-visible: names neither the root nor a path. */
+        if (!root)
                 return glove_error_set(err, ESTALE, "exposure.root_unavailable",
-                                       "exposure %s: its root is not in the exposure policy or could not be "
-                                       "opened at gloved start (glove init --list names it; gloved's log says why)",
+                                       "exposure %s: its root is no longer in the exposure policy (glove init "
+                                       "--list names it)",
                                        exposure_id);
+        if (x->pins[idx].fd < 0)
+                return glove_error_set(err, ESTALE, "exposure.root_unavailable",
+                                       "exposure %s: its root could not be pinned at gloved start (%s; gloved's "
+                                       "log names it)",
+                                       exposure_id, x->pins[idx].problem);
         const struct exp_pin *pin = &x->pins[idx];
         if (!exp_ident_equal(&pin->ident, &g->root))
                 return changed(err, exposure_id, "the root");

@@ -158,6 +158,22 @@ create_proj() {
         ! grep -qw -e "$ino" -e "$rino" <<<"$text" || fail "the catalog holds an inode number ($ino, $rino)"
 }
 
+@test "exposures: a root that is a symbolic link starts gloved with one warning naming it; exposure_create says why" {
+        mv "$T/src" "$T/src-real"
+        ln -s "$T/src-real" "$T/src"
+        start_gloved "$T/a" "${XOPTS[@]}"
+        local warn
+        warn=$(grep -c '"code":"exposure.root_unavailable"' "$GD_ERR" || true)
+        [ "$warn" -eq 1 ] || fail "expected one warning for the root, got $warn: $(cat "$GD_ERR")"
+        grep '"code":"exposure.root_unavailable"' "$GD_ERR" | grep -q 'symbolic link' ||
+                fail "the warning does not say why: $(cat "$GD_ERR")"
+        owner "{\"id\":1,\"method\":\"exposure_create\",\"params\":{\"path\":\"$T/src/proj\"}}"
+        expect_status 0
+        jq -e '.error.code == "exposure.root_unavailable" and (.error.message | contains("symbolic link"))
+                and (.error.message | contains("once it exists") | not)' <<<"${lines[1]}" >/dev/null ||
+                fail "create: ${lines[1]}"
+}
+
 @test "exposures: a second gloved on the same journal is journal.locked" {
         start_gloved "$T/a" "${XOPTS[@]}"
         gloved_fails --runtime-dir "$T/b/run" --state-dir "$T/b/state" "${XOPTS[@]}"

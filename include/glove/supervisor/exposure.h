@@ -69,9 +69,36 @@
  *                            "expires_at_ms","source_identity_digest"}
  * The 32-byte random nonce makes neither digest a test for a guessed path.
  *
+ * Room: a create is refused (journal.full) unless, after its record (and
+ * the state record that ends the project's previous generation first, if
+ * any), the journal still has room, in records and bytes, for one revoke or
+ * expire record of the largest size (generation INT32_MAX, at_ms
+ * INT64_MAX) for every live generation, the new one included. So a revoke
+ * and the expire records written at open always fit. There is no
+ * compaction: the owner moves the journal and its .seal aside (forgetting
+ * every exposure) to enroll again.
+ *
+ * ---- The effective exposure ----
+ * The journal records what an enrollment allowed; the policy loaded now may
+ * allow less (the owner narrowed the root and restarted gloved). The
+ * EFFECTIVE exposure of a generation is
+ *   modes          the recorded tuples whose (access, materialization,
+ *                  cleanup_policy) the root still allows, each with
+ *                  max_bytes = min(recorded, the root's);
+ *   runtime_template_ids  the recorded ids the root still allows;
+ *   expires_at_ms  min(recorded, created_at_ms + the root's max_ttl_secs * 1000).
+ * A root that left the policy gives modes [] and runtime_template_ids []
+ * (expiry and state as recorded) and the exposure cannot be used. The
+ * catalog, the owner's list, check_grant and open_source use the effective
+ * exposure; the state a view shows is "expired" once the effective expiry
+ * passed. scope_digest stays the recorded one (it commits the enrollment).
+ * Replay and the expire records written at open follow the recorded
+ * expiry only.
+ *
  * ---- What leaves gloved ----
  * The catalog (glove_exposures_catalog) gives only exposure_id, generation,
- * scope_digest, label, modes, expires_at_ms, runtime_template_ids, state.
+ * scope_digest, label, modes, expires_at_ms, runtime_template_ids, state
+ * (the effective ones, above).
  * Paths, root ids, devices, inodes and the nonce stay in the journal and in
  * the owner-only list (glove_exposures_list).
  *
@@ -84,16 +111,23 @@
  *                              prepare) a mount point lies beneath it (-EXDEV)
  *   exposure.not_directory     the project is not a directory (-ENOTDIR)
  *   exposure.missing           the project does not exist (-ENOENT)
- *   exposure.root_unavailable  the root could not be opened at gloved start, or is
- *                              no longer the directory pinned then (-ESTALE)
+ *   exposure.root_unavailable  the root could not be pinned at gloved start (the
+ *                              create message says why, with the root's path;
+ *                              glove_exposures_root_problem), is no longer the
+ *                              directory pinned then, or left the policy (-ESTALE)
  *   exposure.restricted        the project overlaps gloved's own directories (-EPERM)
  *   exposure.live              the project already has a live exposure (-EEXIST)
  *   exposure.ttl_exceeded      ttl_secs over the root's max_ttl_secs (-EINVAL)
  *   exposure.mode_not_allowed  a requested mode the root does not allow (-EINVAL)
  *   exposure.runtime_not_allowed  a requested runtime template the root does not allow (-EINVAL)
  *   exposure.invalid_label     label empty, over GLOVE_EXPOSURE_LABEL_MAX bytes, or
- *                              with control characters or invalid UTF-8 (-EINVAL)
- *   exposure.too_many          GLOVE_EXPOSURE_MAX exposure ids exist (-ENOSPC)
+ *                              with C0/C1 control characters, Unicode bidirectional
+ *                              or format controls (U+061C, U+200E, U+200F,
+ *                              U+202A..U+202E, U+2066..U+2069, U+FEFF) or invalid
+ *                              UTF-8 (-EINVAL); replay accepts the bidi/format
+ *                              controls in labels recorded before this rule
+ *   exposure.too_many          GLOVE_EXPOSURE_MAX exposure ids exist; ids are never
+ *                              freed (-ENOSPC)
  *   exposure.unknown           no exposure with this id (-ENOENT)
  *   exposure.superseded        the generation is not the newest (-ESTALE)
  *   exposure.revoked           the generation was revoked (-EKEYREVOKED)
@@ -104,8 +138,10 @@
  *   exposure.digest_mismatch   recovery lookup: scope or source-identity digest
  *                              differs from the journal's (-EINVAL)
  *   exposure.journal_invalid   replay found a record that breaks the rules (-EBADMSG)
+ *   journal.full               a create would leave no room to revoke or expire
+ *                              every live generation ("Room" above) (-ENOSPC)
  *   journal.*                  the journal layer's codes (journal.h), e.g.
- *                              journal.locked, journal.full, journal.file_insecure,
+ *                              journal.locked, journal.file_insecure,
  *                              journal.chain_mismatch, journal.truncated
  *   exposure.no_memory         (-ENOMEM)
  */
@@ -199,17 +235,28 @@ struct glove_exposures_options {
 
 /*
  * Opens the registry: pins each root (opened from "/" without following a
- * link, O_PATH|O_DIRECTORY; a root that cannot be opened is left unpinned
- * and every enrollment or use beneath it fails exposure.root_unavailable),
- * opens the journal (created when absent) and replays it strictly, then
- * appends an expire record for each live exposure whose expiry is at or
- * before now_ms. *out owned by the caller (glove_exposures_close).
+ * link, O_PATH|O_DIRECTORY; a root that cannot be opened is left unpinned,
+ * glove_exposures_root_problem says why, and every enrollment or use
+ * beneath it fails exposure.root_unavailable), opens the journal (created
+ * when absent) and replays it strictly, then appends an expire record for
+ * each live exposure whose recorded expiry is at or before now_ms (room for
+ * them is kept by every create, "Room" above). *out owned by the caller (glove_exposures_close).
  * Errors: journal.*, exposure.journal_invalid, exposure.no_memory.
  */
 int glove_exposures_open(const struct glove_exposures_options *opts, int64_t now_ms, struct glove_exposures **out,
                          struct glove_error *err);
 
 void glove_exposures_close(struct glove_exposures *x);
+
+/*
+ * Why root i of the policy (glove_exposure_policy_root order) could not be
+ * pinned at open, or NULL when it was (or i is out of range). A short
+ * phrase owned by x: "missing", "a symbolic link (the root or a directory
+ * above it)", "not a directory", or the errno text. gloved logs one warning
+ * per unpinned root at start; exposure_create's exposure.root_unavailable
+ * (owner-only) repeats it with the root's path.
+ */
+const char *glove_exposures_root_problem(const struct glove_exposures *x, size_t i);
 
 /* One enrollment request (glove init). Pointers borrowed for the call. */
 struct glove_exposure_request {
@@ -222,12 +269,18 @@ struct glove_exposure_request {
 
 /*
  * Enrolls req->path: finds the root it is strictly beneath (by path, the
- * longest match), opens it from the root's pinned descriptor with openat2
+ * longest match), checks the request's ttl_secs, modes, runtime ids and
+ * label (before the project's state: a bad mode on a live project is
+ * exposure.mode_not_allowed, not exposure.live), opens it from the root's pinned descriptor with openat2
  * and RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
  * RESOLVE_NO_XDEV, records the identities, and appends a create record
  * (durable before return). A project with a live generation is
- * exposure.live; one whose last generation was revoked or expired gets the
- * next generation under the same exposure_id. On success *result (new
+ * exposure.live; one whose last generation was revoked or expired
+ * (effectively: a generation past only its effective expiry is ended by a
+ * revoke record first, one past its recorded expiry by an expire record)
+ * gets the next generation under the same exposure_id. journal.full when
+ * the journal would lack the room kept for revocation and expiry. On
+ * success *result (new
  * reference) is the owner's view: the catalog entry plus "root_id" and
  * "path". Nothing is appended on any error. Codes: see the top of file.
  */
@@ -236,21 +289,25 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
 
 /*
  * Revokes exposure_id's live generation (generation 0: whichever is live;
- * else it must be the live one). Appends a revoke record. *result (may be
- * NULL) is its catalog entry afterwards. Codes: exposure.unknown,
- * exposure.superseded, exposure.revoked, exposure.expired, journal.*.
+ * else it must be the live one: an older one is exposure.superseded, one
+ * never created exposure.unknown). Appends a revoke record (its room was
+ * kept at create). Live means by the recorded expiry: one past only its
+ * effective expiry can still be revoked. *result (may be NULL) is its
+ * catalog entry afterwards. Codes: exposure.unknown, exposure.superseded,
+ * exposure.revoked, exposure.expired, journal.*.
  */
 int glove_exposures_revoke(struct glove_exposures *x, const char *exposure_id, int64_t generation, int64_t now_ms,
                            json_t **result, struct glove_error *err);
 
 /*
  * The redacted catalog at now_ms: {"exposures":[ENTRY...]} sorted by
- * exposure_id, one entry per exposure id (its newest generation):
+ * exposure_id, one entry per exposure id (its newest generation, as its
+ * effective exposure: modes, runtime ids, expiry and state):
  *   {"exposure_id","generation","scope_digest","label","modes":[tuple...],
  *    "expires_at_ms","runtime_template_ids":[...],
  *    "state":"live"|"revoked"|"expired"}
- * A generation past its expiry reads "expired" even before its expire
- * record is written. New reference, NULL on ENOMEM.
+ * A generation past its (effective) expiry reads "expired" even before its
+ * expire record is written. New reference, NULL on ENOMEM.
  */
 json_t *glove_exposures_catalog(const struct glove_exposures *x, int64_t now_ms);
 
@@ -275,13 +332,16 @@ struct glove_exposure_grant {
 };
 
 /*
- * Checks a grant against the registry at now_ms. Returns NULL when it is
- * admissible, else a static plan reason code:
+ * Checks a grant against the registry at now_ms, on the generation's
+ * effective exposure (modes, max_bytes, runtimes, expiry under the policy
+ * loaded now). Returns NULL when it is admissible, else a static plan
+ * reason code:
  *   plan.exposure_unknown, plan.exposure_superseded, plan.exposure_revoked,
  *   plan.exposure_expired, plan.exposure_mode_not_allowed (no mode with
  *   this access and materialization), plan.exposure_cleanup_mismatch,
  *   plan.exposure_quota_exceeded (max_bytes over the mode's),
- *   plan.exposure_runtime_not_allowed, plan.exposure_root_unavailable,
+ *   plan.exposure_runtime_not_allowed, plan.exposure_root_unavailable
+ *   (the root is unpinned, not the generation's, or left the policy),
  *   plan.exposure_expires_too_soon (plan_expires_at_ms + ttl_secs * 1000
  *   is after the exposure's expires_at_ms).
  * *member (may be NULL) names the grant member the reason is about
@@ -312,7 +372,9 @@ struct glove_exposure_source {
 /*
  * Opens the live generation `generation` of exposure_id for a launch at
  * now_ms: refuses an unknown, superseded, revoked or expired one (the
- * exposure.* codes); opens the root again from "/" without following links
+ * exposure.* codes; expired by its effective expiry), and one whose root
+ * left the policy or was not pinned (exposure.root_unavailable; the
+ * message, which a controller may see, names neither the root nor a path); opens the root again from "/" without following links
  * and requires it to be the pinned root (same dev and ino), opens the
  * project beneath the pinned root's descriptor with openat2 (RESOLVE_BENEATH
  * | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV) and

@@ -480,6 +480,23 @@ static void test_exposures(void **state) {
         _cleanup_json_ json_t *again = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create",
                                                json_pack("{s:s}", "path", proj));
         assert_string_equal(error_code(again), "exposure.live");
+        /* On the live project the request's own mistake is reported, not exposure.live. */
+        _cleanup_json_ json_t *badmode = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create",
+                                                 json_pack("{s:s,s:[s]}", "path", proj, "modes", "write"));
+        assert_string_equal(error_code(badmode), "exposure.mode_not_allowed");
+        /* Repeated modes or runtime ids are invalid_params naming the repeat. */
+        json_t *dups[] = {
+                json_pack("{s:s,s:[s,s]}", "path", proj, "modes", "read", "read"),
+                json_pack("{s:s,s:[s,s,s]}", "path", proj, "runtime_template_ids", "pyrt", "x", "pyrt"),
+        };
+        for (size_t i = 0; i < sizeof(dups) / sizeof(dups[0]); i++) {
+                _cleanup_json_ json_t *x = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_create", dups[i]);
+                assert_string_equal(error_code(x), "invalid_params");
+                json_t *err = json_object_get(x, "error");
+                assert_string_equal(json_string_value(json_object_get(json_object_get(err, "data"), "reason")),
+                                    "json.duplicate_item");
+                assert_non_null(strstr(json_string_value(json_object_get(err, "message")), "repeats"));
+        }
 
         /* The controller's catalog has the entry, and no path. */
         _cleanup_json_ json_t *cat = call(f, "exposure_catalog", NULL);

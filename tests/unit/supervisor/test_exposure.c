@@ -583,6 +583,275 @@ static void test_check_grant(void **state) {
         expect_create_error(e, p, "exposure.root_unavailable");
 }
 
+/* ---- a narrowed policy, roots that cannot be pinned, request order ---- */
+
+/* Replaces the policy with text (one root "src" at e->root unless the text
+ * says otherwise; %s is e->root) and reopens the registry at now. */
+static void repolicy(struct xenv *e, const char *fmt, const char *path, int64_t now) {
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        glove_exposure_policy_free(e->policy);
+        e->policy = NULL;
+        snprintf(e->policy_text, sizeof(e->policy_text), fmt, path);
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_exposure_policy_decode(e->policy_text, strlen(e->policy_text), &e->policy, NULL, 0,
+                                                      &err),
+                         0);
+        assert_int_equal(xopen(e, now, fresh(&err)), 0);
+}
+
+static const char narrowed_policy[] =
+        "{\"roots\":[{\"access\":["
+        "{\"access\":\"read\",\"cleanup_policy\":\"remove\",\"materialization\":\"bind\",\"max_bytes\":500},"
+        "{\"access\":\"retained_write\",\"cleanup_policy\":\"retain\",\"materialization\":\"copy\","
+        "\"max_bytes\":5000}],"
+        "\"max_ttl_secs\":600,\"path\":\"%s\",\"root_id\":\"src\","
+        "\"runtime_template_ids\":[\"pi-safe\",\"zz-new\"],\"target_path\":\"/workspace\"}],"
+        "\"schema_version\":1}";
+
+static const char other_root_policy[] =
+        "{\"roots\":[{\"access\":["
+        "{\"access\":\"read\",\"cleanup_policy\":\"remove\",\"materialization\":\"bind\",\"max_bytes\":500}],"
+        "\"max_ttl_secs\":600,\"path\":\"%s\",\"root_id\":\"other\","
+        "\"runtime_template_ids\":[\"pi-safe\"],\"target_path\":\"/workspace\"}],"
+        "\"schema_version\":1}";
+
+static json_t *only_entry(json_t *view) {
+        assert_int_equal(json_array_size(json_object_get(view, "exposures")), 1);
+        return json_array_get(json_object_get(view, "exposures"), 0);
+}
+
+static void test_narrowed_policy(void **state) {
+        struct xenv *e = *state;
+        json_t *res = NULL;
+        struct glove_error err = { 0 };
+        assert_int_equal(xcreate(e, "proj", T0, &res, fresh(&err)), 0);
+        char id[GLOVE_EXPOSURE_ID_SIZE], scope[GLOVE_EXPOSURE_DIGEST_HEX_SIZE];
+        snprintf(id, sizeof(id), "%s", xid(res));
+        snprintf(scope, sizeof(scope), "%s", json_string_value(json_object_get(res, "scope_digest")));
+        int64_t created = json_integer_value(json_object_get(res, "created_at_ms"));
+        json_decref(res);
+
+        /* The owner narrows the root and restarts gloved. */
+        repolicy(e, narrowed_policy, e->root, T0 + 1);
+        json_t *want_modes = json_loads(
+                "[{\"access\":\"read\",\"cleanup_policy\":\"remove\",\"materialization\":\"bind\",\"max_bytes\":500},"
+                "{\"access\":\"retained_write\",\"cleanup_policy\":\"retain\",\"materialization\":\"copy\","
+                "\"max_bytes\":3000}]",
+                0, NULL);
+        json_t *want_rts = json_loads("[\"pi-safe\"]", 0, NULL);
+        json_t *views[2] = { glove_exposures_catalog(e->x, T0 + 1), glove_exposures_list(e->x, T0 + 1) };
+        for (int k = 0; k < 2; k++) {
+                json_t *o = only_entry(views[k]);
+                assert_true(json_equal(json_object_get(o, "modes"), want_modes));
+                assert_true(json_equal(json_object_get(o, "runtime_template_ids"), want_rts));
+                assert_int_equal(json_integer_value(json_object_get(o, "expires_at_ms")), created + 600000);
+                assert_string_equal(json_string_value(json_object_get(o, "state")), "live");
+                assert_string_equal(json_string_value(json_object_get(o, "scope_digest")), scope);
+                json_decref(views[k]);
+        }
+        json_decref(want_modes);
+        json_decref(want_rts);
+
+        const struct glove_exposure_grant ok = {
+                .exposure_id = id, .generation = 1, .access = "read", .materialization = "bind",
+                .cleanup_policy = "remove", .max_bytes = 500, .ttl_secs = 60,
+                .runtime_template_id = "pi-safe", .plan_expires_at_ms = T0 + 60000,
+        };
+        const char *member = NULL;
+        assert_null(glove_exposures_check_grant(e->x, &ok, T0 + 1, &member));
+        struct glove_exposure_grant g = ok;
+        g.max_bytes = 501;
+        assert_string_equal(glove_exposures_check_grant(e->x, &g, T0 + 1, &member), "plan.exposure_quota_exceeded");
+        g = ok;
+        g.access = "ephemeral_write";
+        g.materialization = "copy";
+        assert_string_equal(glove_exposures_check_grant(e->x, &g, T0 + 1, &member), "plan.exposure_mode_not_allowed");
+        g = ok;
+        g.runtime_template_id = "codex-safe";
+        assert_string_equal(glove_exposures_check_grant(e->x, &g, T0 + 1, &member),
+                            "plan.exposure_runtime_not_allowed");
+        g = ok;
+        g.runtime_template_id = "zz-new"; /* the root allows it now, the exposure never did */
+        assert_string_equal(glove_exposures_check_grant(e->x, &g, T0 + 1, &member),
+                            "plan.exposure_runtime_not_allowed");
+        g = ok;
+        g.ttl_secs = 600; /* past created + 600 s, within the recorded hour */
+        assert_string_equal(glove_exposures_check_grant(e->x, &g, T0 + 1, &member), "plan.exposure_expires_too_soon");
+        struct glove_exposure_source src;
+        assert_int_equal(glove_exposures_open_source(e->x, id, 1, T0 + 1, &src, fresh(&err)), 0);
+        glove_exposure_source_close(&src);
+
+        /* Past the effective expiry (the recorded one is still ahead). */
+        int64_t late = created + 600000;
+        assert_string_equal(glove_exposures_check_grant(e->x, &ok, late, &member), "plan.exposure_expired");
+        assert_int_equal(glove_exposures_open_source(e->x, id, 1, late, &src, fresh(&err)), -EKEYEXPIRED);
+        assert_string_equal(err.code, "exposure.expired");
+        json_t *cat = glove_exposures_catalog(e->x, late);
+        assert_string_equal(json_string_value(json_object_get(only_entry(cat), "state")), "expired");
+        json_decref(cat);
+        /* The project can be enrolled again (its old generation ends by a
+         * revoke record: its recorded expiry has not passed), and replays. */
+        char p[1024];
+        xsub(e, "proj", p, sizeof(p));
+        const char *rd[] = { "read", NULL };
+        struct glove_exposure_request req = { .path = p, .modes = rd };
+        assert_int_equal(glove_exposures_create(e->x, &req, late, &res, fresh(&err)), 0);
+        assert_int_equal(json_integer_value(json_object_get(res, "generation")), 2);
+        json_decref(res);
+        json_t *before = glove_exposures_list(e->x, late);
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, late, fresh(&err)), 0);
+        json_t *after = glove_exposures_list(e->x, late);
+        assert_true(json_equal(before, after));
+        json_decref(before);
+        json_decref(after);
+
+        /* The root leaves the policy: the entry stays, with no modes, and
+         * cannot be used. */
+        repolicy(e, other_root_policy, e->outside, late + 1);
+        cat = glove_exposures_catalog(e->x, late + 1);
+        json_t *o = only_entry(cat);
+        assert_int_equal(json_array_size(json_object_get(o, "modes")), 0);
+        assert_int_equal(json_array_size(json_object_get(o, "runtime_template_ids")), 0);
+        assert_string_equal(json_string_value(json_object_get(o, "state")), "live");
+        json_decref(cat);
+        g = ok;
+        g.generation = 2;
+        g.plan_expires_at_ms = late + 1;
+        assert_string_equal(glove_exposures_check_grant(e->x, &g, late + 1, &member), "plan.exposure_root_unavailable");
+        assert_int_equal(glove_exposures_open_source(e->x, id, 2, late + 1, &src, fresh(&err)), -ESTALE);
+        assert_string_equal(err.code, "exposure.root_unavailable");
+        assert_null(strstr(err.message, e->root));
+        assert_null(strstr(err.message, "src"));
+}
+
+/* Past only its effective expiry, a generation can still be revoked, and
+ * its project enrolled again; both replay. */
+static void test_narrowed_revoke(void **state) {
+        struct xenv *e = *state;
+        json_t *a = NULL, *b = NULL;
+        struct glove_error err = { 0 };
+        assert_int_equal(xcreate(e, "one", T0, &a, fresh(&err)), 0);
+        assert_int_equal(xcreate(e, "two", T0, &b, fresh(&err)), 0);
+        repolicy(e, narrowed_policy, e->root, T0 + 1);
+        int64_t late = T0 + 600000;
+        json_t *r = NULL;
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 1, late, &r, fresh(&err)), 0);
+        assert_string_equal(json_string_value(json_object_get(r, "state")), "revoked");
+        json_decref(r);
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 1, late, NULL, fresh(&err)), -EKEYREVOKED);
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 2, late, NULL, fresh(&err)), -ENOENT);
+        assert_string_equal(err.code, "exposure.unknown");
+        assert_int_equal(xcreate(e, "two", late, &r, fresh(&err)), 0);
+        assert_string_equal(xid(r), xid(b));
+        assert_int_equal(json_integer_value(json_object_get(r, "generation")), 2);
+        json_decref(r);
+        json_t *before = glove_exposures_list(e->x, late);
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, late, fresh(&err)), 0);
+        json_t *after = glove_exposures_list(e->x, late);
+        assert_true(json_equal(before, after));
+        json_decref(before);
+        json_decref(after);
+        json_decref(a);
+        json_decref(b);
+}
+
+static void test_root_problem(void **state) {
+        struct xenv *e = *state;
+        struct glove_error err = { 0 };
+        assert_null(glove_exposures_root_problem(e->x, 0));
+        assert_null(glove_exposures_root_problem(e->x, 1));
+        char real[700], p[1024];
+        snprintf(real, sizeof(real), "%s/src-real", e->base);
+        assert_int_equal(rename(e->root, real), 0);
+        assert_int_equal(symlink(real, e->root), 0);
+        xsub(e, "proj", p, sizeof(p));
+        xmkdir(p);
+        /* A symbolic link: named as such, at start and in the refusal. */
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, T0, fresh(&err)), 0);
+        assert_non_null(glove_exposures_root_problem(e->x, 0));
+        assert_non_null(strstr(glove_exposures_root_problem(e->x, 0), "symbolic link"));
+        struct glove_exposure_request req = { .path = p };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0, NULL, fresh(&err)), -ESTALE);
+        assert_string_equal(err.code, "exposure.root_unavailable");
+        assert_non_null(strstr(err.message, "symbolic link"));
+        assert_null(strstr(err.message, "once it exists"));
+        /* Missing. */
+        assert_int_equal(unlink(e->root), 0);
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, T0, fresh(&err)), 0);
+        assert_string_equal(glove_exposures_root_problem(e->x, 0), "missing");
+        assert_int_equal(glove_exposures_create(e->x, &req, T0, NULL, fresh(&err)), -ESTALE);
+        assert_non_null(strstr(err.message, "missing"));
+        /* Not a directory. */
+        close(open(e->root, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, T0, fresh(&err)), 0);
+        assert_string_equal(glove_exposures_root_problem(e->x, 0), "not a directory");
+        assert_int_equal(unlink(e->root), 0);
+        assert_int_equal(rename(real, e->root), 0);
+}
+
+/* The request's own mistakes come before exposure.live; labels with
+ * bidirectional or format controls are refused. */
+static void test_create_order_and_labels(void **state) {
+        struct xenv *e = *state;
+        struct glove_error err = { 0 };
+        assert_int_equal(xcreate(e, "proj", T0, NULL, fresh(&err)), 0);
+        char p[1024];
+        xsub(e, "proj", p, sizeof(p));
+        const char *bad_mode[] = { "write", NULL }, *bad_rt[] = { "other", NULL };
+        struct glove_exposure_request req = { .path = p, .modes = bad_mode };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.mode_not_allowed");
+        req = (struct glove_exposure_request){ .path = p, .runtime_template_ids = bad_rt };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.runtime_not_allowed");
+        req = (struct glove_exposure_request){ .path = p, .ttl_secs = TTL_MAX + 1 };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.ttl_exceeded");
+        req = (struct glove_exposure_request){ .path = p, .label = "a\x7f" };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.invalid_label");
+        req = (struct glove_exposure_request){ .path = p };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EEXIST);
+        assert_string_equal(err.code, "exposure.live");
+
+        static const char *const bidi[] = {
+                "a\xe2\x80\x8e", "a\xe2\x80\x8f", "a\xe2\x80\xaa", "a\xe2\x80\xab", "a\xe2\x80\xac",
+                "a\xe2\x80\xad", "a\xe2\x80\xae", "a\xe2\x81\xa6", "a\xe2\x81\xa7", "a\xe2\x81\xa8",
+                "a\xe2\x81\xa9", "a\xd8\x9c",     "\xef\xbb\xbf" "a",
+        };
+        char q[1024];
+        xsub(e, "other", q, sizeof(q));
+        xmkdir(q);
+        for (size_t i = 0; i < sizeof(bidi) / sizeof(bidi[0]); i++) {
+                req = (struct glove_exposure_request){ .path = q, .label = bidi[i] };
+                assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+                assert_string_equal(err.code, "exposure.invalid_label");
+        }
+        /* Neighbours of those code points are fine: U+200D, U+202F, U+061B. */
+        static const char *const fine[] = { "a\xe2\x80\x8d", "a\xe2\x80\xaf", "a\xd8\x9b", "\xc3\xa9t\xc3\xa9" };
+        for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+                assert_true(exp_label_acceptable(fine[i]));
+        /* A directory named with one needs --label. */
+        xsub(e, "x\xe2\x80\xae" "y", q, sizeof(q));
+        xmkdir(q);
+        req = (struct glove_exposure_request){ .path = q };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.invalid_label");
+        req.label = "ok";
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_policy_good, setup, teardown),
@@ -597,6 +866,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_open_source_changed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cross_device, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_check_grant, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_narrowed_policy, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_narrowed_revoke, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_root_problem, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_create_order_and_labels, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -421,6 +421,18 @@ static void test_digest_vector(void **state) {
  * appends nothing, and still replays to the same state. Filled by
  * create/revoke cycles of one project (one exposure id, one generation per
  * cycle) in /dev/shm, where the appends' syncs cost nothing. */
+/* The live generations the journal holds (state records not yet written). */
+static size_t journal_live(const struct glove_exposures *x) {
+        size_t n = 0;
+        for (size_t i = 0; i < x->n_entries; i++)
+                n += x->entries[i].gens[x->entries[i].n_gens - 1].state == EXP_LIVE;
+        return n;
+}
+
+/* Fills a journal by create/revoke cycles: creates are refused
+ * (journal.full) while room stays for one state record per live exposure,
+ * so a revoke still succeeds and the expiry at the next open still writes
+ * its records; every state replays identically. */
 static void test_journal_full(void **state) {
         (void)state;
         struct stat st;
@@ -436,41 +448,61 @@ static void test_journal_full(void **state) {
         struct glove_error err = { 0 };
         assert_int_equal(xopen(e, T0, &err), 0);
         int64_t now = T0;
+        /* Two exposures stay live through the cycles: "keep" is revoked
+         * once creates are refused, "lapse" expires. */
+        json_t *keep = NULL, *lapse = NULL;
+        assert_int_equal(xcreate(e, "keep", ++now, &keep, fresh(&err)), 0);
+        assert_int_equal(xcreate(e, "lapse", ++now, &lapse, fresh(&err)), 0);
         int r = 0;
-        char id[GLOVE_EXPOSURE_ID_SIZE] = "";
+        bool refused_create = false;
         for (int cycle = 0; r == 0 && cycle <= GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS; cycle++) {
                 json_t *a = NULL;
                 r = xcreate(e, "p", ++now, &a, fresh(&err));
-                if (r == 0) {
-                        snprintf(id, sizeof(id), "%s", xid(a));
-                        r = glove_exposures_revoke(e->x, id, 0, ++now, NULL, fresh(&err));
-                }
+                if (r == 0)
+                        r = glove_exposures_revoke(e->x, xid(a), 0, ++now, NULL, fresh(&err));
+                else
+                        refused_create = true;
                 json_decref(a);
         }
+        /* The create was refused, never a revoke. */
+        assert_true(refused_create);
         assert_int_equal(r, -ENOSPC);
         assert_string_equal(err.code, "journal.full");
+        assert_non_null(strstr(err.message, "revoke and expiry still work"));
+        assert_non_null(strstr(err.message, "move the journal and its .seal aside"));
+        /* Room for a state record of each live exposure is left. */
+        assert_int_equal(journal_live(e->x), 2);
+        assert_true(glove_store_journal_records(e->x->journal) + 2 <= GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS);
+        assert_true(glove_store_journal_records(e->x->journal) + 5 > GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS);
         /* Nothing half-made: the state before the refused append replays. */
-        json_t *cat = glove_exposures_catalog(e->x, now), *list = glove_exposures_list(e->x, now);
-        assert_int_equal(reopen(e, now, &err), 0);
-        json_t *cat2 = glove_exposures_catalog(e->x, now), *list2 = glove_exposures_list(e->x, now);
-        assert_true(json_equal(cat, cat2));
-        assert_true(json_equal(list, list2));
-        json_t *entry = json_array_get(json_object_get(list2, "exposures"), 0);
-        assert_non_null(entry);
+        assert_replays(e, now);
+        json_t *list = glove_exposures_list(e->x, now);
+        json_t *entry = NULL;
+        size_t i;
+        json_array_foreach(json_object_get(list, "exposures"), i, entry) {
+                if (strcmp(xid(entry), xid(keep)) != 0 && strcmp(xid(entry), xid(lapse)) != 0)
+                        break;
+        }
         /* Every create of the cycles made one generation. */
-        assert_true(json_integer_value(json_object_get(entry, "generation")) >= GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS / 2 - 1);
-        json_decref(cat);
-        json_decref(cat2);
+        assert_true(json_integer_value(json_object_get(entry, "generation")) >=
+                    GLOVE_EXPOSURE_JOURNAL_MAX_RECORDS / 2 - 3);
         json_decref(list);
-        json_decref(list2);
-        /* Still full after the restart. */
+        /* Creates stay refused after the restart; revoking a live one works. */
         json_t *b = NULL;
-        int rr = xcreate(e, "p", ++now, &b, fresh(&err));
-        if (rr == 0)
-                rr = glove_exposures_revoke(e->x, xid(b), 0, ++now, NULL, fresh(&err));
-        json_decref(b);
-        assert_int_equal(rr, -ENOSPC);
+        assert_int_equal(xcreate(e, "p", ++now, &b, fresh(&err)), -ENOSPC);
         assert_string_equal(err.code, "journal.full");
+        assert_null(b);
+        assert_int_equal(glove_exposures_revoke(e->x, xid(keep), 0, ++now, NULL, fresh(&err)), 0);
+        assert_replays(e, now);
+        /* "lapse" expires: the open past its expiry writes its record. */
+        uint64_t before = glove_store_journal_records(e->x->journal);
+        int64_t late = T0 + TTL_MAX * 1000LL + 60000;
+        assert_int_equal(reopen(e, late, &err), 0);
+        assert_int_equal(glove_store_journal_records(e->x->journal), before + 1);
+        assert_int_equal(journal_live(e->x), 0);
+        assert_replays(e, late);
+        json_decref(keep);
+        json_decref(lapse);
         glove_exposures_close(e->x);
         e->x = NULL;
         char seal[sizeof(e->journal) + 8];
