@@ -73,14 +73,6 @@ struct init {
         struct glove_host_dirs dirs;
 };
 
-/* Whether s is among list[0..n). */
-static bool listed(const char *const *list, size_t n, const char *s) {
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(list[i], s) == 0)
-                        return true;
-        return false;
-}
-
 static int usage_error(const char *fmt, const char *arg) {
         fputs("glove: usage.init: ", stderr);
         fprintf(stderr, fmt, arg);
