@@ -553,20 +553,6 @@ static int pivot(int root, struct glove_error *err) {
         return 0;
 }
 
-void glove_mountinfo_unescape(char *s) {
-        char *w = s;
-        for (char *r = s; *r;) {
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-                    r[3] <= '7') {
-                        *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-                        r += 4;
-                } else {
-                        *w++ = *r++;
-                }
-        }
-        *w = '\0';
-}
-
 /* Grants are cloned recursively (the kernel refuses a partial copy of a
  * tree whose mounts a user namespace may not uncover), so a mount beneath a
  * grant comes along. Refuses the run when one of those is a kernel interface

@@ -20,6 +20,20 @@ void glove_mount_table_free(struct glove_mount_table *t) {
 }
 
 /* Parses "MAJ:MIN" into *dev. */
+void glove_mountinfo_unescape(char *s) {
+        char *w = s;
+        for (char *r = s; *r;) {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+                    r[3] <= '7') {
+                        *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+                        r += 4;
+                } else {
+                        *w++ = *r++;
+                }
+        }
+        *w = '\0';
+}
+
 static bool parse_devno(const char *s, dev_t *dev) {
         char *end;
         errno = 0;

@@ -49,25 +49,46 @@ enum exp_state exp_state_at(const struct exp_gen *g, int64_t now_ms) {
         return g->state;
 }
 
-/* Unicode bidirectional and format controls a label may not carry at
- * enrollment: U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069,
- * U+FEFF, as UTF-8. */
-static bool has_bidi_control(const char *s) {
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                if (p[0] == 0xd8 && p[1] == 0x9c)
-                        return true;
-                if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae)))
-                        return true;
-                if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
-                        return true;
-                if (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
-                        return true;
+/* The code points of Unicode's format category (Cf, Unicode 15.1) and the
+ * line and paragraph separators (Zl, Zp), as inclusive ranges: invisible
+ * or reordering characters a label may not carry at enrollment, so what
+ * the owner reads in a catalog is what a controller reads. */
+static const uint32_t format_chars[][2] = {
+        { 0x00ad, 0x00ad },   { 0x0600, 0x0605 },   { 0x061c, 0x061c },   { 0x06dd, 0x06dd },
+        { 0x070f, 0x070f },   { 0x0890, 0x0891 },   { 0x08e2, 0x08e2 },   { 0x180e, 0x180e },
+        { 0x200b, 0x200f },   { 0x2028, 0x202e },   { 0x2060, 0x2064 },   { 0x2066, 0x206f },
+        { 0xfeff, 0xfeff },   { 0xfff9, 0xfffb },   { 0x110bd, 0x110bd }, { 0x110cd, 0x110cd },
+        { 0x13430, 0x1343f }, { 0x1bca0, 0x1bca3 }, { 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 },
+        { 0xe0020, 0xe007f },
+};
+
+/* s is valid UTF-8 (checked first by exp_label_valid). */
+static bool has_format_char(const char *s) {
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                uint32_t c;
+                if (p[0] < 0x80) {
+                        c = p[0];
+                        p += 1;
+                } else if (p[0] < 0xe0) {
+                        c = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+                        p += 2;
+                } else if (p[0] < 0xf0) {
+                        c = (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+                        p += 3;
+                } else {
+                        c = (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
+                            (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+                        p += 4;
+                }
+                for (size_t i = 0; i < sizeof(format_chars) / sizeof(format_chars[0]); i++)
+                        if (c >= format_chars[i][0] && c <= format_chars[i][1])
+                                return true;
         }
         return false;
 }
 
 bool exp_label_acceptable(const char *s) {
-        return exp_label_valid(s) && !has_bidi_control(s);
+        return exp_label_valid(s) && !has_format_char(s);
 }
 
 bool exp_label_valid(const char *s) {
@@ -566,6 +587,12 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
                                        "%s: the project must be an absolute, normalized path (no \"//\", \".\", "
                                        "\"..\" or trailing \"/\")",
                                        path);
+        for (const char *c = path; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                        return glove_error_set(err, EINVAL, "exposure.path_invalid",
+                                               "the project path has a control character (byte 0x%02x at offset "
+                                               "%zu); rename the directory to enroll it",
+                                               (unsigned char)*c, (size_t)(c - path));
         /* The root the project is strictly beneath, longest match. */
         const struct glove_exposure_root *root = NULL;
         size_t idx = 0;
@@ -708,6 +735,13 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
                 } while (r >= 0 && exp_find(x, tmp.id));
         }
         int64_t t = record_time(x, now_ms);
+        if (t < 0 || t > EXP_TIME_MAX_MS) {
+                gen_clear(&g);
+                return glove_error_set(err, ERANGE, "exposure.clock",
+                                       "the clock reads %lld ms since the epoch, outside what the journal records; "
+                                       "fix the system clock",
+                                       (long long)t);
+        }
         g.created_at_ms = t;
         g.expires_at_ms = t + ttl * 1000;
         g.label = label;
@@ -737,14 +771,13 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
                 return no_memory(err);
         if (!room_after_create(x, prev, end_type ? state_max : 0, len, state_max, &live))
                 return journal_full(x, live, err);
+        _cleanup_json_ json_t *ex = NULL;
         if (end_type) {
                 const struct exp_gen *last = &prev->gens[prev->n_gens - 1];
-                _cleanup_json_ json_t *ex = exp_state_record(end_type, prev->id, last->generation, t);
-                r = exp_append(x, ex, err);
-                if (r < 0)
-                        return r;
+                if (!(ex = exp_state_record(end_type, prev->id, last->generation, t)))
+                        return no_memory(err);
         }
-        r = exp_append(x, rec, err);
+        r = exp_append_pair(x, ex, rec, err);
         if (r < 0)
                 return r;
         if (result) {

@@ -54,7 +54,7 @@ struct exp_entry {
         char id[GLOVE_EXPOSURE_ID_SIZE];
         char *root_id, *rel;
         struct exp_gen *gens;
-        size_t n_gens;
+        size_t n_gens, cap_gens;
 };
 
 /* A root of the policy as pinned at open (fd -1: unavailable, and problem
@@ -72,7 +72,7 @@ struct glove_exposures {
         struct exp_pin *pins; /* one per policy root, same order */
         struct glove_store_journal *journal;
         struct exp_entry *entries; /* sorted by id */
-        size_t n_entries;
+        size_t n_entries, cap_entries;
         int64_t last_ms; /* newest time any record carries */
 };
 
@@ -105,14 +105,52 @@ json_t *exp_state_record(const char *type, const char *id, int64_t generation, i
  * INT32_MAX, at_ms INT64_MAX); 0 when out of memory. */
 size_t exp_state_record_max(void);
 
-/* Checks and applies one record payload to x (replay, and after an append
- * of a record built here). seq names it in messages. Errors:
- * exposure.journal_invalid (-EBADMSG), exposure.no_memory. */
+/* The latest time a record may carry, ms since the epoch: far enough
+ * below INT64_MAX that a time plus the longest TTL cannot overflow. */
+#define EXP_TIME_MAX_MS (INT64_MAX - GLOVE_EXPOSURE_TTL_SECS_MAX * 1000 - 1)
+/* The generations array a fresh entry starts with. */
+#define EXP_FIRST_GENS 4
+
+/* One record checked against the registry but not yet applied: all the
+ * memory its application needs is held here, so exp_commit_record cannot
+ * fail. Release an uncommitted one with exp_pending_release. */
+enum exp_pending_kind { EXP_PENDING_NONE, EXP_PENDING_CREATE, EXP_PENDING_STATE };
+struct exp_pending {
+        enum exp_pending_kind kind;
+        char id[GLOVE_EXPOSURE_ID_SIZE];
+        bool fresh;          /* create: a new exposure id */
+        char *root_id, *rel; /* create of a fresh id: owned */
+        struct exp_gen *gens; /* create of a fresh id: its first EXP_FIRST_GENS slots, owned */
+        struct exp_gen g;    /* create: the new generation, owned */
+        enum exp_state state; /* state record: EXP_REVOKED or EXP_EXPIRED */
+        int64_t at_ms;       /* the record's time */
+};
+
+/* Decodes one record payload and checks it against x (replay's checks, in
+ * full), reserving what applying it needs; x is not changed. seq names the
+ * record in messages. ended: the live generation a create follows is taken
+ * as ended by a state record checked just before it (exp_append_pair).
+ * Errors: exposure.journal_invalid (-EBADMSG), exposure.no_memory. */
+int exp_prepare_record(struct glove_exposures *x, uint64_t seq, const void *payload, size_t len, bool ended,
+                       struct exp_pending *p, struct glove_error *err);
+/* Applies a prepared record to x; cannot fail; p is released. */
+void exp_commit_record(struct glove_exposures *x, struct exp_pending *p);
+void exp_pending_release(struct exp_pending *p);
+/* exp_prepare_record then exp_commit_record (replay). */
 int exp_apply_record(struct glove_exposures *x, uint64_t seq, const void *payload, size_t len,
                      struct glove_error *err);
 
-/* Encodes rec canonically, appends it and applies it. */
+/* Encodes rec canonically, checks it with replay's checks, appends it and
+ * applies it. On error nothing was appended and x is unchanged, except
+ * when the record became durable and only its seal failed: x then holds
+ * it too (the journal is broken until restart). exposure.record_refused:
+ * replay's checks refused the record (nothing appended). */
 int exp_append(struct glove_exposures *x, const json_t *rec, struct glove_error *err);
+/* Appends first (a revoke or expire of the live generation) then rec (the
+ * next generation's create), both checked before either is appended. When
+ * first was appended and rec's append then failed, both the journal and x
+ * hold first only: a generation ended that had already lapsed in effect. */
+int exp_append_pair(struct glove_exposures *x, const json_t *first, const json_t *rec, struct glove_error *err);
 
 /* Frees every entry. */
 void exp_entries_free(struct glove_exposures *x);
@@ -144,7 +182,7 @@ enum exp_state exp_effective_state(const struct exp_gen *g, const struct exp_eff
 
 /* Labels: exp_label_valid is the replay rule (1..GLOVE_EXPOSURE_LABEL_MAX
  * bytes of UTF-8 without C0/C1 controls); exp_label_acceptable, for a new
- * enrollment, also refuses Unicode bidirectional and format controls. */
+ * enrollment, also refuses Unicode format characters (Cf) and U+2028/9. */
 bool exp_label_valid(const char *s);
 bool exp_label_acceptable(const char *s);
 bool exp_rel_valid(const char *rel);

@@ -237,34 +237,33 @@ static int check_runtimes(const json_t *arr, struct glove_error *jerr) {
         return 0;
 }
 
-static struct exp_entry *insert_entry(struct glove_exposures *x, const char *id) {
-        struct exp_entry *v = realloc(x->entries, (x->n_entries + 1) * sizeof(*v));
-        if (!v)
-                return NULL;
-        x->entries = v;
-        size_t at = 0;
-        while (at < x->n_entries && strcmp(v[at].id, id) < 0)
-                at++;
-        memmove(&v[at + 1], &v[at], (x->n_entries - at) * sizeof(*v));
-        memset(&v[at], 0, sizeof(*v));
-        snprintf(v[at].id, sizeof(v[at].id), "%s", id);
-        x->n_entries++;
-        return &v[at];
+/* Room for one more entry (x->entries) and one more generation of e (NULL:
+ * none), grown by doubling so a long history costs amortized O(1) per
+ * record; the arrays may move, the counts do not change. */
+static int reserve(struct glove_exposures *x, struct exp_entry *e) {
+        if (!e && x->n_entries == x->cap_entries) {
+                size_t cap = x->cap_entries ? x->cap_entries * 2 : 8;
+                struct exp_entry *v = realloc(x->entries, cap * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                x->entries = v;
+                x->cap_entries = cap;
+        }
+        if (e && e->n_gens == e->cap_gens) {
+                size_t cap = e->cap_gens ? e->cap_gens * 2 : EXP_FIRST_GENS;
+                struct exp_gen *v = realloc(e->gens, cap * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                e->gens = v;
+                e->cap_gens = cap;
+        }
+        return 0;
 }
 
 static void gen_free(struct exp_gen *g) {
         free(g->label);
         json_decref(g->modes);
         json_decref(g->runtimes);
-}
-
-static void entry_remove(struct glove_exposures *x, struct exp_entry *e) {
-        size_t at = (size_t)(e - x->entries);
-        free(e->root_id);
-        free(e->rel);
-        free(e->gens);
-        memmove(&x->entries[at], &x->entries[at + 1], (x->n_entries - at - 1) * sizeof(*e));
-        x->n_entries--;
 }
 
 void exp_entries_free(struct glove_exposures *x) {
@@ -278,9 +277,24 @@ void exp_entries_free(struct glove_exposures *x) {
         free(x->entries);
         x->entries = NULL;
         x->n_entries = 0;
+        x->cap_entries = 0;
 }
 
-static int apply_create(struct glove_exposures *x, uint64_t seq, const json_t *o, struct glove_error *err) {
+void exp_pending_release(struct exp_pending *p) {
+        if (p->kind == EXP_PENDING_CREATE) {
+                gen_free(&p->g);
+                free(p->root_id);
+                free(p->rel);
+                free(p->gens);
+        }
+        memset(p, 0, sizeof(*p));
+}
+
+/* Checks a decoded create record against x and fills p (every allocation
+ * the commit needs is made here). ended: the journal's live generation of
+ * this id is taken as ended by a state record checked just before. */
+static int prepare_create(struct glove_exposures *x, uint64_t seq, const json_t *o, bool ended,
+                          struct exp_pending *p, struct glove_error *err) {
         struct glove_error jerr = { 0 };
         const char *id, *root_id, *rel, *nonce, *label, *scope, *source;
         struct exp_gen g = { 0 };
@@ -314,7 +328,7 @@ static int apply_create(struct glove_exposures *x, uint64_t seq, const json_t *o
         if (r == 0)
                 r = check_runtimes(runtimes, &jerr);
         if (r == 0)
-                r = glove_json_get_int(o, "created_at_ms", NULL, 0, INT64_MAX, &g.created_at_ms, &jerr);
+                r = glove_json_get_int(o, "created_at_ms", NULL, 0, EXP_TIME_MAX_MS, &g.created_at_ms, &jerr);
         if (r == 0)
                 r = glove_json_get_int(o, "expires_at_ms", NULL, 0, INT64_MAX, &g.expires_at_ms, &jerr);
         if (r == 0)
@@ -351,7 +365,6 @@ static int apply_create(struct glove_exposures *x, uint64_t seq, const json_t *o
                 return bad(err, seq, "scope_digest differs from the recomputed digest");
 
         struct exp_entry *e = exp_find(x, id);
-        bool fresh = !e;
         if (e) {
                 const struct exp_gen *last = &e->gens[e->n_gens - 1];
                 if (strcmp(e->root_id, root_id) != 0 || strcmp(e->rel, rel) != 0)
@@ -359,7 +372,7 @@ static int apply_create(struct glove_exposures *x, uint64_t seq, const json_t *o
                 if (g.generation != last->generation + 1)
                         return bad(err, seq, "generation %lld of %s does not follow generation %lld",
                                    (long long)g.generation, id, (long long)last->generation);
-                if (last->state == EXP_LIVE)
+                if (last->state == EXP_LIVE && !ended)
                         return bad(err, seq, "generation %lld of %s is created while generation %lld is live",
                                    (long long)g.generation, id, (long long)last->generation);
         } else {
@@ -370,43 +383,30 @@ static int apply_create(struct glove_exposures *x, uint64_t seq, const json_t *o
                                 return bad(err, seq, "%s names the project of %s", id, x->entries[i].id);
                 if (x->n_entries >= GLOVE_EXPOSURE_MAX)
                         return bad(err, seq, "more than %d exposure ids", GLOVE_EXPOSURE_MAX);
-                e = insert_entry(x, id);
-                if (!e)
-                        return oom(err);
-                e->root_id = strdup(root_id);
-                e->rel = strdup(rel);
-                if (!e->root_id || !e->rel) {
-                        entry_remove(x, e);
-                        return oom(err);
-                }
         }
-        struct exp_gen *v = realloc(e->gens, (e->n_gens + 1) * sizeof(*v));
-        g.label = strdup(label);
-        if (!v || !g.label) {
-                if (v)
-                        e->gens = v;
-                free(g.label);
-                if (fresh)
-                        entry_remove(x, e);
+        if (reserve(x, e) < 0)
                 return oom(err);
-        }
-        e->gens = v;
+        *p = (struct exp_pending){ .kind = EXP_PENDING_CREATE, .fresh = !e, .at_ms = g.created_at_ms };
+        snprintf(p->id, sizeof(p->id), "%s", id);
+        g.state = EXP_LIVE;
+        g.label = strdup(label);
         g.modes = json_deep_copy(modes);
         g.runtimes = json_deep_copy(runtimes);
-        if (!g.modes || !g.runtimes) {
-                gen_free(&g);
-                if (fresh)
-                        entry_remove(x, e);
+        p->g = g;
+        if (!e) {
+                p->root_id = strdup(root_id);
+                p->rel = strdup(rel);
+                p->gens = calloc(EXP_FIRST_GENS, sizeof(*p->gens));
+        }
+        if (!g.label || !g.modes || !g.runtimes || (!e && (!p->root_id || !p->rel || !p->gens))) {
+                exp_pending_release(p);
                 return oom(err);
         }
-        g.state = EXP_LIVE;
-        e->gens[e->n_gens++] = g;
-        x->last_ms = g.created_at_ms;
         return 0;
 }
 
-static int apply_state(struct glove_exposures *x, uint64_t seq, const json_t *o, const char *type,
-                       struct glove_error *err) {
+static int prepare_state(struct glove_exposures *x, uint64_t seq, const json_t *o, const char *type,
+                         struct exp_pending *p, struct glove_error *err) {
         struct glove_error jerr = { 0 };
         const char *id;
         int64_t gen, at;
@@ -416,7 +416,7 @@ static int apply_state(struct glove_exposures *x, uint64_t seq, const json_t *o,
         if (r == 0)
                 r = glove_json_get_int(o, "generation", NULL, 1, INT32_MAX, &gen, &jerr);
         if (r == 0)
-                r = glove_json_get_int(o, "at_ms", NULL, 0, INT64_MAX, &at, &jerr);
+                r = glove_json_get_int(o, "at_ms", NULL, 0, EXP_TIME_MAX_MS, &at, &jerr);
         if (r < 0)
                 return bad(err, seq, "%s", jerr.message);
         struct exp_entry *e = exp_find(x, id);
@@ -433,13 +433,15 @@ static int apply_state(struct glove_exposures *x, uint64_t seq, const json_t *o,
         if (expire && at < g->expires_at_ms)
                 return bad(err, seq, "expire of %s at %lld is before its expiry %lld", id, (long long)at,
                            (long long)g->expires_at_ms);
-        g->state = expire ? EXP_EXPIRED : EXP_REVOKED;
-        x->last_ms = at;
+        *p = (struct exp_pending){ .kind = EXP_PENDING_STATE, .state = expire ? EXP_EXPIRED : EXP_REVOKED,
+                                   .at_ms = at };
+        snprintf(p->id, sizeof(p->id), "%s", id);
         return 0;
 }
 
-int exp_apply_record(struct glove_exposures *x, uint64_t seq, const void *payload, size_t len,
-                     struct glove_error *err) {
+int exp_prepare_record(struct glove_exposures *x, uint64_t seq, const void *payload, size_t len, bool ended,
+                       struct exp_pending *p, struct glove_error *err) {
+        memset(p, 0, sizeof(*p));
         struct glove_error jerr = { 0 };
         _cleanup_json_ json_t *o = NULL;
         int r = glove_json_decode_canonical(payload, len, GLOVE_EXPOSURE_JOURNAL_RECORD_MAX, GLOVE_JSON_OBJECT_ONLY,
@@ -452,25 +454,119 @@ int exp_apply_record(struct glove_exposures *x, uint64_t seq, const void *payloa
         if (!type)
                 return bad(err, seq, "no string member \"type\"");
         if (strcmp(type, "create") == 0)
-                return apply_create(x, seq, o, err);
+                return prepare_create(x, seq, o, ended, p, err);
         if (strcmp(type, "revoke") == 0 || strcmp(type, "expire") == 0)
-                return apply_state(x, seq, o, type, err);
+                return prepare_state(x, seq, o, type, p, err);
         return bad(err, seq, "unknown type \"%.32s\"", type);
 }
 
-int exp_append(struct glove_exposures *x, const json_t *rec, struct glove_error *err) {
+void exp_commit_record(struct glove_exposures *x, struct exp_pending *p) {
+        struct exp_entry *e = exp_find(x, p->id);
+        if (p->kind == EXP_PENDING_STATE) {
+                e->gens[e->n_gens - 1].state = p->state;
+        } else if (p->kind == EXP_PENDING_CREATE) {
+                if (!e) {
+                        /* Room was reserved by prepare_create. */
+                        size_t at = 0;
+                        while (at < x->n_entries && strcmp(x->entries[at].id, p->id) < 0)
+                                at++;
+                        memmove(&x->entries[at + 1], &x->entries[at], (x->n_entries - at) * sizeof(*e));
+                        e = &x->entries[at];
+                        *e = (struct exp_entry){ .root_id = TAKE_PTR(p->root_id), .rel = TAKE_PTR(p->rel) };
+                        snprintf(e->id, sizeof(e->id), "%s", p->id);
+                        e->gens = TAKE_PTR(p->gens);
+                        e->cap_gens = EXP_FIRST_GENS;
+                        x->n_entries++;
+                }
+                e->gens[e->n_gens++] = p->g;
+                p->g = (struct exp_gen){ 0 };
+        }
+        x->last_ms = p->at_ms;
+        exp_pending_release(p);
+}
+
+int exp_apply_record(struct glove_exposures *x, uint64_t seq, const void *payload, size_t len,
+                     struct glove_error *err) {
+        struct exp_pending p;
+        int r = exp_prepare_record(x, seq, payload, len, false, &p, err);
+        if (r < 0)
+                return r;
+        exp_commit_record(x, &p);
+        return 0;
+}
+
+/* A record gloved built that its own replay checks refuse: nothing was
+ * appended (a bug guard; requests are checked before they get here). */
+static int refused(int r, struct glove_error *err) {
+        if (r != -EBADMSG)
+                return r;
+        char why[sizeof(err->message)];
+        snprintf(why, sizeof(why), "%s", err ? err->message : "");
+        glove_error_clear(err);
+        return glove_error_set(err, EINVAL, "exposure.record_refused",
+                               "the record was refused by the journal's replay checks, so nothing was appended "
+                               "(%s)",
+                               why);
+}
+
+static int encode(const json_t *rec, char **bytes, size_t *len, struct glove_error *err) {
         if (!rec)
                 return glove_error_set(err, ENOMEM, "exposure.no_memory", "out of memory building a record");
-        _cleanup_free_ char *bytes = NULL;
-        size_t len = 0;
-        int r = glove_json_encode_canonical(rec, &bytes, &len, err);
+        return glove_json_encode_canonical(rec, bytes, len, err);
+}
+
+/* Appends a prepared record and commits it: the registry follows the
+ * journal, also when the append failed after the record became durable
+ * (its seal failed; the journal is broken then and says so). */
+static int append_prepared(struct glove_exposures *x, const char *bytes, size_t len, struct exp_pending *p,
+                           struct glove_error *err) {
+        uint64_t before = glove_store_journal_records(x->journal);
+        int r = glove_store_journal_append(x->journal, bytes, len, NULL, NULL, err);
+        if (r < 0 && glove_store_journal_records(x->journal) == before) {
+                exp_pending_release(p);
+                return r;
+        }
+        exp_commit_record(x, p);
+        return r;
+}
+
+int exp_append(struct glove_exposures *x, const json_t *rec, struct glove_error *err) {
+        return exp_append_pair(x, NULL, rec, err);
+}
+
+int exp_append_pair(struct glove_exposures *x, const json_t *first, const json_t *rec, struct glove_error *err) {
+        _cleanup_free_ char *b1 = NULL, *b2 = NULL;
+        size_t l1 = 0, l2 = 0;
+        int r = first ? encode(first, &b1, &l1, err) : 0;
+        if (r == 0)
+                r = encode(rec, &b2, &l2, err);
         if (r < 0)
                 return r;
-        uint64_t seq = 0;
-        r = glove_store_journal_append(x->journal, bytes, len, &seq, NULL, err);
-        if (r < 0)
-                return r;
-        /* The record was built from checked values: only memory can fail
-         * here, and the next open replays the journal in full. */
-        return exp_apply_record(x, seq, bytes, len, err);
+        uint64_t next = glove_store_journal_records(x->journal) + 1;
+        struct exp_pending p1 = { 0 }, p2 = { 0 };
+        if (first) {
+                r = exp_prepare_record(x, next, b1, l1, false, &p1, err);
+                if (r < 0)
+                        return refused(r, err);
+        }
+        /* rec is checked as if first were applied: first may only end the
+         * live generation rec follows, at a time no later than rec's. */
+        r = exp_prepare_record(x, next + !!first, b2, l2, first != NULL, &p2, err);
+        if (r == 0 && first && (p1.kind != EXP_PENDING_STATE || p2.kind != EXP_PENDING_CREATE ||
+                                strcmp(p1.id, p2.id) != 0 || p1.at_ms > p2.at_ms))
+                r = glove_error_set(err, EINVAL, "exposure.record_refused",
+                                    "a pair of records is a revoke or expire and the next generation's create");
+        if (r < 0) {
+                exp_pending_release(&p1);
+                exp_pending_release(&p2);
+                return refused(r, err);
+        }
+        if (first) {
+                r = append_prepared(x, b1, l1, &p1, err);
+                if (r < 0) {
+                        exp_pending_release(&p2);
+                        return r;
+                }
+        }
+        return append_prepared(x, b2, l2, &p2, err);
 }

@@ -19,7 +19,7 @@ teardown() { gloved_teardown; }
         plan_file "$T/expired.json" -1000
         local args=(--session-policy "$T/p/policy.json" --session-store "$T/p/sessions.journal")
         start_gloved "$T/a" "${args[@]}"
-        grep -q "session store open, 0 sessions)" "$GD_ERR" || { cat "$GD_ERR" >&2; fail "no '0 sessions'"; }
+        grep -q "session store open, 0 sessions," "$GD_ERR" || { cat "$GD_ERR" >&2; fail "no '0 sessions,'"; }
         # An expired plan has exactly one reason.
         ctl validate-plan "$T/expired.json"
         expect_status 1
@@ -29,10 +29,10 @@ teardown() { gloved_teardown; }
         expect_status 0
         stop_gloved
         start_gloved "$T/b" "${args[@]}"
-        grep -q "session store open, 1 session)" "$GD_ERR" || { cat "$GD_ERR" >&2; fail "no '1 session)'"; }
+        grep -q "session store open, 1 session," "$GD_ERR" || { cat "$GD_ERR" >&2; fail "no '1 session,'"; }
         ctl create-session --session-id s-2 --idempotency-key k-2 --controller-digest "$CDIGEST" --plan "$T/plan.json"
         expect_status 0
         stop_gloved
         start_gloved "$T/c" "${args[@]}"
-        grep -q "session store open, 2 sessions)" "$GD_ERR" || { cat "$GD_ERR" >&2; fail "no '2 sessions)'"; }
+        grep -q "session store open, 2 sessions," "$GD_ERR" || { cat "$GD_ERR" >&2; fail "no '2 sessions,'"; }
 }

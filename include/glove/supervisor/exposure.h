@@ -106,6 +106,10 @@
  *   exposure.outside_roots     the project is beneath no root of the policy (-EPERM)
  *   exposure.is_root           the project is a root itself (-EINVAL)
  *   exposure.not_absolute      the request's path is not absolute and normalized (-EINVAL)
+ *   exposure.path_invalid      the request's path has a C0 control or DEL (-EINVAL)
+ *   exposure.clock             the clock reads a time the journal cannot record (-ERANGE)
+ *   exposure.record_refused    a record built here failed replay's own checks; nothing
+ *                              was appended (a bug guard) (-EINVAL)
  *   exposure.symlink           a component beneath the root is a symbolic link (-ELOOP)
  *   exposure.cross_device      the project is on another mount than its root, or (at
  *                              prepare) a mount point lies beneath it (-EXDEV)
@@ -121,11 +125,10 @@
  *   exposure.mode_not_allowed  a requested mode the root does not allow (-EINVAL)
  *   exposure.runtime_not_allowed  a requested runtime template the root does not allow (-EINVAL)
  *   exposure.invalid_label     label empty, over GLOVE_EXPOSURE_LABEL_MAX bytes, or
- *                              with C0/C1 control characters, Unicode bidirectional
- *                              or format controls (U+061C, U+200E, U+200F,
- *                              U+202A..U+202E, U+2066..U+2069, U+FEFF) or invalid
- *                              UTF-8 (-EINVAL); replay accepts the bidi/format
- *                              controls in labels recorded before this rule
+ *                              with C0/C1 control characters, a character of
+ *                              Unicode's format category Cf or U+2028/U+2029, or
+ *                              invalid UTF-8 (-EINVAL); replay accepts the format
+ *                              characters in labels recorded before this rule
  *   exposure.too_many          GLOVE_EXPOSURE_MAX exposure ids exist; ids are never
  *                              freed (-ENOSPC)
  *   exposure.unknown           no exposure with this id (-ENOENT)
@@ -282,7 +285,12 @@ struct glove_exposure_request {
  * the journal would lack the room kept for revocation and expiry. On
  * success *result (new
  * reference) is the owner's view: the catalog entry plus "root_id" and
- * "path". Nothing is appended on any error. Codes: see the top of file.
+ * "path". Both records are checked with replay's rules before either is
+ * appended; on error nothing was appended and the registry is unchanged,
+ * except when the ending record was appended and the create's append then
+ * failed (an I/O error: the journal is broken until restart): the journal
+ * and the registry then both hold that ending record, of a generation that
+ * had already lapsed in effect. Codes: see the top of file.
  */
 int glove_exposures_create(struct glove_exposures *x, const struct glove_exposure_request *req, int64_t now_ms,
                            json_t **result, struct glove_error *err);
@@ -384,8 +392,11 @@ struct glove_exposure_source {
  * (or a table that cannot be read) is exposure.cross_device: an exposure
  * never crosses a mount, and the sandbox would bind it with the mounts
  * beneath it (it refuses them too: "grant.submount").
- * out->fd is the descriptor that was checked; the caller materializes from
- * it (never from the path again).
+ * out->fd is the descriptor that was checked and out->dev/ino its identity:
+ * the caller holds it while it prepares, and the sandbox's setup, which
+ * opens out->path again without following a link, refuses the object
+ * unless its device and inode are these (grant.changed), so what is
+ * materialized is the object checked here or nothing.
  */
 int glove_exposures_open_source(const struct glove_exposures *x, const char *exposure_id, int64_t generation,
                                 int64_t now_ms, struct glove_exposure_source *out, struct glove_error *err);

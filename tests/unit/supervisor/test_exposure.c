@@ -829,6 +829,12 @@ static void test_create_order_and_labels(void **state) {
                 "a\xe2\x80\x8e", "a\xe2\x80\x8f", "a\xe2\x80\xaa", "a\xe2\x80\xab", "a\xe2\x80\xac",
                 "a\xe2\x80\xad", "a\xe2\x80\xae", "a\xe2\x81\xa6", "a\xe2\x81\xa7", "a\xe2\x81\xa8",
                 "a\xe2\x81\xa9", "a\xd8\x9c",     "\xef\xbb\xbf" "a",
+                /* The rest of format category Cf and the separators:
+                 * U+200B, U+200C, U+200D, U+2060, U+00AD, U+180E, U+2028,
+                 * U+2029, U+FFF9, U+E0041 (a tag), U+0600. */
+                "a\xe2\x80\x8b", "a\xe2\x80\x8c", "a\xe2\x80\x8d", "a\xe2\x81\xa0", "a\xc2\xad",
+                "a\xe1\xa0\x8e", "a\xe2\x80\xa8", "a\xe2\x80\xa9", "a\xef\xbf\xb9", "a\xf3\xa0\x81\x81",
+                "a\xd8\x80",
         };
         char q[1024];
         xsub(e, "other", q, sizeof(q));
@@ -838,8 +844,12 @@ static void test_create_order_and_labels(void **state) {
                 assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
                 assert_string_equal(err.code, "exposure.invalid_label");
         }
-        /* Neighbours of those code points are fine: U+200D, U+202F, U+061B. */
-        static const char *const fine[] = { "a\xe2\x80\x8d", "a\xe2\x80\xaf", "a\xd8\x9b", "\xc3\xa9t\xc3\xa9" };
+        /* Neighbours of those code points are fine: U+200A, U+2010,
+         * U+202F, U+061B, U+00AC, U+FFFC, U+E0100 (a variation selector,
+         * Mn), and letters. */
+        static const char *const fine[] = { "a\xe2\x80\x8a", "a\xe2\x80\x90", "a\xe2\x80\xaf", "a\xd8\x9b",
+                                            "a\xc2\xac",      "a\xef\xbf\xbc", "a\xf3\xa0\x84\x80",
+                                            "\xc3\xa9t\xc3\xa9", "\xf0\x9f\x98\x80" };
         for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
                 assert_true(exp_label_acceptable(fine[i]));
         /* A directory named with one needs --label. */

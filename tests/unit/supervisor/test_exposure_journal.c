@@ -417,6 +417,81 @@ static void test_digest_vector(void **state) {
         json_decref(rts);
 }
 
+/* ---- appends are checked before they are written ---- */
+
+/* Every record gloved appends passes replay's checks first: a request
+ * replay would refuse is refused before the journal changes, so gloved can
+ * always start again on what it wrote (a path with a control character was
+ * once appended, then refused at the next start). */
+static void test_append_checked(void **state) {
+        struct xenv *e = *state;
+        struct glove_error err = { 0 };
+        json_t *a = NULL;
+        assert_int_equal(xcreate(e, "a", T0, &a, fresh(&err)), 0);
+        struct payloads p;
+        read_records(e, &p);
+        assert_int_equal(reopen(e, T0, &err), 0);
+        uint64_t n = glove_store_journal_records(e->x->journal);
+
+        /* A project named with a control character. */
+        char q[1024];
+        xsub(e, "new\nline", q, sizeof(q));
+        xmkdir(q);
+        struct glove_exposure_request req = { .path = q, .label = "ok" };
+        assert_int_equal(glove_exposures_create(e->x, &req, T0 + 1, NULL, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.path_invalid");
+        assert_non_null(strstr(err.message, "0x0a"));
+        /* A clock past what the journal records. */
+        req = (struct glove_exposure_request){ .path = q };
+        xsub(e, "b", q, sizeof(q));
+        xmkdir(q);
+        assert_int_equal(glove_exposures_create(e->x, &req, INT64_MAX - 5, NULL, fresh(&err)), -ERANGE);
+        assert_string_equal(err.code, "exposure.clock");
+        assert_int_equal(glove_store_journal_records(e->x->journal), n);
+
+        /* Records replay would refuse, handed to the append itself. */
+        json_t *bad[4];
+        bad[0] = exp_state_record("revoke", "exp-00000000000000000000000000000000", 1, T0 + 2);
+        bad[1] = exp_state_record("revoke", xid(a), 2, T0 + 2);
+        bad[2] = exp_state_record("revoke", xid(a), 1, T0 - 1);
+        bad[3] = exp_state_record("revoke", xid(a), 1, INT64_MAX);
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(bad); i++) {
+                assert_int_equal(exp_append(e->x, bad[i], fresh(&err)), -EINVAL);
+                assert_string_equal(err.code, "exposure.record_refused");
+                assert_non_null(strstr(err.message, "nothing was appended"));
+                json_decref(bad[i]);
+        }
+        /* A pair whose second record is refused appends neither: the
+         * revoke that would have ended the live generation is not written. */
+        json_t *rec = json_loadb(p.v[0], strlen(p.v[0]), 0, NULL);
+        assert_non_null(rec);
+        json_object_set_new(rec, "generation", json_integer(2));
+        json_object_set_new(rec, "path", json_string("a\n"));
+        json_t *end = exp_state_record("revoke", xid(a), 1, T0 + 2);
+        assert_int_equal(exp_append_pair(e->x, end, rec, fresh(&err)), -EINVAL);
+        assert_string_equal(err.code, "exposure.record_refused");
+        json_object_set_new(rec, "path", json_string("a"));
+        assert_int_equal(exp_append_pair(e->x, end, rec, fresh(&err)), -EINVAL); /* the digests differ */
+        assert_string_equal(err.code, "exposure.record_refused");
+        assert_non_null(strstr(err.message, "digest"));
+        json_decref(end);
+        json_decref(rec);
+        for (size_t i = 0; i < p.n; i++)
+                free(p.v[i]);
+        assert_int_equal(glove_store_journal_records(e->x->journal), n);
+        json_t *cat = glove_exposures_catalog(e->x, T0 + 3);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(cat, "exposures"), 0),
+                                                               "state")),
+                            "live");
+        json_decref(cat);
+        assert_replays(e, T0 + 3);
+        /* The registry still appends what it builds. */
+        assert_int_equal(glove_exposures_revoke(e->x, xid(a), 0, T0 + 4, NULL, fresh(&err)), 0);
+        assert_int_equal(glove_store_journal_records(e->x->journal), n + 1);
+        assert_replays(e, T0 + 5);
+        json_decref(a);
+}
+
 /* A full journal refuses the next create or revoke with journal.full,
  * appends nothing, and still replays to the same state. Filled by
  * create/revoke cycles of one project (one exposure id, one generation per
@@ -522,6 +597,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reorder_real, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_recover_parent, setup, teardown),
                 cmocka_unit_test(test_digest_vector),
+                cmocka_unit_test_setup_teardown(test_append_checked, setup, teardown),
                 cmocka_unit_test(test_journal_full),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
