@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/json.h"
 #include "glove/base/number.h"
 #include "glove/base/path.h"
 #include "glove/host/dirs.h"
@@ -126,10 +127,16 @@ static const char *remote_fix(const char *code) {
                                                "CONFIG/exposure-policy.json)" },
                 { "exposure.runtime_not_allowed", "ask only for runtime templates the root allows (glove policy "
                                                   "explain --file CONFIG/exposure-policy.json)" },
-                { "exposure.invalid_label", "give a --label of 1 to 64 bytes of UTF-8 without control characters" },
+                { "exposure.invalid_label", "give a --label of 1 to 64 bytes of UTF-8 without control characters "
+                                            "or invisible format characters (such as U+200B or U+202E)" },
+                { "exposure.path_invalid", "rename the directory so its path has no control character, then "
+                                           "run glove init on it" },
+                { "exposure.clock", "the system clock is far off: set it right, then try again" },
                 { "exposure.root_unavailable", "the root is missing or was replaced since gloved started: restore "
                                                "it, then restart gloved" },
-                { "exposure.too_many", "revoke exposures you no longer need (glove init --list, --revoke ID)" },
+                { "exposure.too_many", "an id belongs to its project for good, so only projects enrolled before "
+                                       "can be enrolled again; to start over, stop gloved and move the exposure "
+                                       "journal and its .seal aside (this forgets every exposure)" },
                 { "exposure.unknown", "glove init --list shows the exposure ids" },
                 { "exposure.revoked", "it is revoked already; glove init PROJECT enrolls it again (next "
                                       "generation)" },
@@ -144,6 +151,10 @@ static const char *remote_fix(const char *code) {
         for (size_t i = 0; i < sizeof(fixes) / sizeof(fixes[0]); i++)
                 if (strcmp(code, fixes[i].code) == 0)
                         return fixes[i].fix;
+        if (strcmp(code, "journal.full") == 0)
+                return "the exposure journal is full: revoking and expiry still work, enrolling does not; to "
+                       "start over, stop gloved and move the exposure journal and its .seal aside (this forgets "
+                       "every exposure)";
         if (strncmp(code, "journal.", 8) == 0)
                 return "gloved cannot use its exposure journal: see gloved's log (journalctl --user -u gloved) "
                        "and docs/exposures.md";
@@ -291,6 +302,11 @@ static int do_create(struct init *in) {
         int rc = check_roots(in, project);
         if (rc)
                 return rc;
+        /* JSON carries UTF-8 only: a name that is not is refused here, not
+         * dropped from the request. */
+        if (!glove_json_utf8_valid(project, strlen(project), NULL))
+                return fail("init.path", "the project path is not valid UTF-8",
+                            "rename the directory to a UTF-8 name, then run glove init on it");
         _cleanup_json_ json_t *params = json_pack("{s:s}", "path", project);
         if (!params)
                 return fail("init.no_memory", "out of memory", "try again");
@@ -371,9 +387,13 @@ int glove_host_init_main(int argc, char **argv) {
         };
         opterr = 0;
         optind = 1;
-        int opt;
+        int opt, li = 0;
         /* Options may follow PROJECT (GNU argument permutation). */
-        while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
+                /* Values travel as JSON strings: UTF-8 only (all of these
+                 * options are long ones, so li names the option). */
+                if (optarg && strchr("ltmrR", opt) && !glove_json_utf8_valid(optarg, strlen(optarg), NULL))
+                        return usage_error("--%s takes UTF-8 text (its value is not)", longopts[li].name);
                 switch (opt) {
                 case 'l':
                         if (in.label)

@@ -350,17 +350,13 @@ static int setup_exposure_prepare(struct setup *s, int config_fd, struct xprep *
                 return 0;
         }
         if (fd >= 0) {
-                /* gloved's own loader first: its file rules and codes. */
-                struct glove_error e = { 0 };
+                /* gloved's own loader: its file rules and codes, and the
+                 * bytes it checked are the ones extended (one read). */
                 struct glove_exposure_policy *p = NULL;
-                int r = glove_exposure_policy_load(path, s->uid, &p, err);
+                int r = glove_exposure_policy_load_text(path, s->uid, &p, &old, &old_len, err);
                 glove_exposure_policy_free(p);
                 if (r < 0)
                         return refuse(s, "exposure_policy", path, err);
-                if (glove_fd_read_bounded(fd, GLOVE_EXPOSURE_POLICY_MAX_BYTES, &old, &old_len, &e) < 0) {
-                        glove_error_set(err, EIO, "policy.file_open", "%s: %s", path, e.message);
-                        return refuse(s, "exposure_policy", path, err);
-                }
         }
         _cleanup_json_ json_t *doc = NULL;
         _cleanup_free_ const char **ids = NULL;

@@ -471,9 +471,11 @@ static json_t *do_exposure_create(struct glove_server_components *c, const struc
 
 static json_t *do_exposure_revoke(struct glove_server_components *c, const struct glove_protocol_request *req) {
         struct glove_error e = { 0 };
-        const char *id;
+        const char *id = NULL;
         int64_t gen = 0;
         if (glove_json_check_keys(req->params, exposure_revoke_keys, "$.params", &e) < 0 ||
+            (json_is_string(json_object_get(req->params, "exposure_id")) &&
+             opt_string(req->params, "exposure_id", EXPOSURE_ID_PARAM_MAX, &id, &e) < 0) ||
             glove_json_get_string(req->params, "exposure_id", "$.params", EXPOSURE_ID_PARAM_MAX, &id, &e) < 0 ||
             (json_object_get(req->params, "generation") &&
              glove_json_get_int(req->params, "generation", "$.params", 1, INT64_MAX, &gen, &e) < 0))

@@ -403,8 +403,9 @@ static int open_exposures(struct service *s, const struct glove_server_service_o
                         glove_log(s->log, GLOVE_LOG_WARNING, "exposure.root_unavailable",
                                   GLOVE_LOG_FIELDS({ "root_id", root->root_id }),
                                   "exposure policy root %s (%s) could not be pinned (%s); nothing beneath it "
-                                  "can be enrolled or used until it is a real directory (no symbolic link on its "
-                                  "path) and gloved restarts",
+                                  "can be enrolled or used until it is a real directory of gloved's user, not "
+                                  "writable by group or others, with no symbolic link on its path, and gloved "
+                                  "restarts",
                                   root->root_id, root->path, why);
         }
         return 0;

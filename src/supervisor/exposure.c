@@ -143,7 +143,8 @@ void exp_effective_clear(struct exp_effective *f) {
 int exp_effective_get(const struct glove_exposures *x, const struct exp_entry *e, const struct exp_gen *g,
                       struct exp_effective *f) {
         memset(f, 0, sizeof(*f));
-        f->root = exp_policy_root(x, e->root_id, NULL);
+        size_t idx = 0;
+        f->root = exp_policy_root(x, e->root_id, &idx);
         f->expires_at_ms = g->expires_at_ms;
         f->modes = json_array();
         f->runtimes = json_array();
@@ -157,6 +158,12 @@ int exp_effective_get(const struct glove_exposures *x, const struct exp_entry *e
         if (g->created_at_ms <= INT64_MAX - root->max_ttl_secs * 1000 &&
             g->created_at_ms + root->max_ttl_secs * 1000 < f->expires_at_ms)
                 f->expires_at_ms = g->created_at_ms + root->max_ttl_secs * 1000;
+        /* A root not pinned at start, or pinned as another directory than
+         * the one this generation was enrolled under, allows nothing (as a
+         * root that left the policy): every use is refused, and the
+         * catalog shows no modes. */
+        if (x->pins[idx].fd < 0 || !exp_ident_equal(&x->pins[idx].ident, &g->root))
+                return 0;
         size_t i;
         const json_t *m, *v;
         json_array_foreach(g->modes, i, m) {
@@ -325,8 +332,23 @@ int glove_exposures_open(const struct glove_exposures_options *opts, int64_t now
                         close(fd);
                         fd = -1;
                 }
+                /* The rule glove setup --path-root applies: the owner's
+                 * directory, not writable by group or others (who could
+                 * otherwise arrange what lies beneath it). */
+                struct stat st;
+                if (fd >= 0 && fstat(fd, &st) == 0 && (st.st_uid != opts->owner || (st.st_mode & 022))) {
+                        close(fd);
+                        fd = -1;
+                        if (st.st_uid != opts->owner)
+                                snprintf(pin->problem, sizeof(pin->problem), "owned by uid %u, not by gloved's uid %u",
+                                         (unsigned)st.st_uid, (unsigned)opts->owner);
+                        else
+                                snprintf(pin->problem, sizeof(pin->problem),
+                                         "writable by group or others (mode %04o); chmod go-w it",
+                                         (unsigned)(st.st_mode & 07777));
+                }
                 pin->fd = fd;
-                if (fd < 0)
+                if (fd < 0 && !pin->problem[0])
                         snprintf(pin->problem, sizeof(pin->problem), "%s", pin_problem(-r));
         }
         struct glove_store_journal_open_options jo = {
@@ -636,7 +658,8 @@ int glove_exposures_create(struct glove_exposures *x, const struct glove_exposur
                 gen_clear(&g);
                 return glove_error_set(err, ESTALE, "exposure.root_unavailable",
                                        "root %s (%s) could not be pinned when gloved started (%s); make it a "
-                                       "real directory (no symbolic link on its path) or change the exposure "
+                                       "real directory of gloved's user, not writable by group or others, with "
+                                       "no symbolic link on its path, or change the exposure "
                                        "policy, then restart gloved",
                                        root->root_id, root->path, pin->problem);
         }

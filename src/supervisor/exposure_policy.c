@@ -218,8 +218,8 @@ int glove_exposure_policy_decode(const void *data, size_t len, struct glove_expo
         return 0;
 }
 
-int glove_exposure_policy_load(const char *path, uid_t owner_uid, struct glove_exposure_policy **out,
-                               struct glove_error *err) {
+int glove_exposure_policy_load_text(const char *path, uid_t owner_uid, struct glove_exposure_policy **out,
+                                    char **text, size_t *len, struct glove_error *err) {
         if (!out)
                 return glove_error_set(err, EINVAL, P("invalid_argument"), "no output pointer");
         *out = NULL;
@@ -229,9 +229,20 @@ int glove_exposure_policy_load(const char *path, uid_t owner_uid, struct glove_e
         if (r < 0)
                 return r;
         r = glove_exposure_policy_decode(buf, n, out, NULL, 0, err);
-        if (r < 0)
+        if (r < 0) {
                 glove_error_prefix(err, "%s", path);
-        return r;
+                return r;
+        }
+        if (text) {
+                *text = TAKE_PTR(buf);
+                *len = n;
+        }
+        return 0;
+}
+
+int glove_exposure_policy_load(const char *path, uid_t owner_uid, struct glove_exposure_policy **out,
+                               struct glove_error *err) {
+        return glove_exposure_policy_load_text(path, owner_uid, out, NULL, NULL, err);
 }
 
 void glove_exposure_policy_free(struct glove_exposure_policy *p) {

@@ -49,6 +49,12 @@ teardown() {
         [[ "$stderr" == "glove: usage.init: --runtime x is given twice"* ]] || fail "$stderr"
         g -125 init --revoke a --revoke b
         [[ "$stderr" == "glove: usage.init: --revoke is given twice"* ]] || fail "$stderr"
+        # Values travel as JSON strings: one that is not UTF-8 is refused,
+        # never dropped from the request.
+        g -125 init --label $'\xff' "$T/root/proj"
+        [[ "$stderr" == "glove: usage.init: --label takes UTF-8 text"* ]] || fail "$stderr"
+        g -125 init --runtime=$'a\xc3' "$T/root/proj"
+        [[ "$stderr" == "glove: usage.init: --runtime takes UTF-8 text"* ]] || fail "$stderr"
 }
 
 @test "init: refuses no policy, a symbolic link anywhere, a project outside the roots, and a gloved without exposures" {

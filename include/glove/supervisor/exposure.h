@@ -87,7 +87,9 @@
  *                  max_bytes = min(recorded, the root's);
  *   runtime_template_ids  the recorded ids the root still allows;
  *   expires_at_ms  min(recorded, created_at_ms + the root's max_ttl_secs * 1000).
- * A root that left the policy gives modes [] and runtime_template_ids []
+ * A root that left the policy, was not pinned at open, or was pinned as
+ * another directory than the generation's recorded root gives modes [] and
+ * runtime_template_ids []
  * (expiry and state as recorded) and the exposure cannot be used. The
  * catalog, the owner's list, check_grant and open_source use the effective
  * exposure; the state a view shows is "expired" once the effective expiry
@@ -212,6 +214,11 @@ int glove_exposure_policy_decode(const void *data, size_t len, struct glove_expo
  * and the decoder's, message prefixed by the file path). */
 int glove_exposure_policy_load(const char *path, uid_t owner_uid, struct glove_exposure_policy **out,
                                struct glove_error *err);
+/* The same, also giving the exact bytes that were read and decoded in
+ * *text (malloc'd, NUL-terminated, owned by the caller) and *len, so a
+ * tool that rewrites the file works on what was checked (one read). */
+int glove_exposure_policy_load_text(const char *path, uid_t owner_uid, struct glove_exposure_policy **out,
+                                    char **text, size_t *len, struct glove_error *err);
 
 void glove_exposure_policy_free(struct glove_exposure_policy *p);
 
@@ -229,7 +236,7 @@ struct glove_exposures;
 struct glove_exposures_options {
         const struct glove_exposure_policy *policy; /* borrowed; outlives the registry */
         const char *journal_path;                   /* absolute; parent 0700 of owner */
-        uid_t owner;                                /* owner of the journal and its parent */
+        uid_t owner;                                /* owner of the journal, its parent and every root */
         /* NULL-terminated absolute paths no project may be, contain or be
          * inside (gloved's runtime, state, materialization and bundle
          * directories); may be NULL. Borrowed for the registry's life. */
@@ -238,7 +245,8 @@ struct glove_exposures_options {
 
 /*
  * Opens the registry: pins each root (opened from "/" without following a
- * link, O_PATH|O_DIRECTORY; a root that cannot be opened is left unpinned,
+ * link, O_PATH|O_DIRECTORY; a root that cannot be opened, is not owned by
+ * opts->owner or is writable by group or others is left unpinned,
  * glove_exposures_root_problem says why, and every enrollment or use
  * beneath it fails exposure.root_unavailable), opens the journal (created
  * when absent) and replays it strictly, then appends an expire record for
@@ -255,7 +263,8 @@ void glove_exposures_close(struct glove_exposures *x);
  * Why root i of the policy (glove_exposure_policy_root order) could not be
  * pinned at open, or NULL when it was (or i is out of range). A short
  * phrase owned by x: "missing", "a symbolic link (the root or a directory
- * above it)", "not a directory", or the errno text. gloved logs one warning
+ * above it)", "not a directory", "owned by uid N, not by gloved's uid M",
+ * "writable by group or others (mode M)...", or the errno text. gloved logs one warning
  * per unpinned root at start; exposure_create's exposure.root_unavailable
  * (owner-only) repeats it with the root's path.
  */

@@ -520,6 +520,13 @@ static void test_exposures(void **state) {
         _cleanup_json_ json_t *ru = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_revoke",
                                             json_pack("{s:s}", "exposure_id", "exp-00000000000000000000000000000000"));
         assert_string_equal(error_code(ru), "exposure.unknown");
+        /* The id with a NUL and more after it is not the id. */
+        char nul_id[64];
+        size_t nl = (size_t)snprintf(nul_id, sizeof(nul_id), "%s", id);
+        memcpy(nul_id + nl, "\0x", 3);
+        _cleanup_json_ json_t *rn = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_revoke",
+                                            json_pack("{s:s#}", "exposure_id", nul_id, (int)(nl + 2)));
+        assert_string_equal(error_code(rn), "invalid_params");
         _cleanup_json_ json_t *rv = call_as(f, GLOVE_SERVER_ROLE_OWNER, "exposure_revoke",
                                             json_pack("{s:s,s:i}", "exposure_id", id, "generation", 1));
         assert_string_equal(json_string_value(json_object_get(json_object_get(rv, "result"), "state")), "revoked");

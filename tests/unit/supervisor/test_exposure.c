@@ -798,6 +798,35 @@ static void test_root_problem(void **state) {
         assert_string_equal(glove_exposures_root_problem(e->x, 0), "not a directory");
         assert_int_equal(unlink(e->root), 0);
         assert_int_equal(rename(real, e->root), 0);
+        /* Writable by group or others: what setup --path-root refuses is
+         * not pinned at start either. */
+        struct stat st;
+        assert_int_equal(stat(e->root, &st), 0);
+        assert_int_equal(chmod(e->root, 0775), 0);
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        assert_int_equal(xopen(e, T0, fresh(&err)), 0);
+        assert_non_null(strstr(glove_exposures_root_problem(e->x, 0), "writable by group or others (mode 0775)"));
+        assert_int_equal(glove_exposures_create(e->x, &req, T0, NULL, fresh(&err)), -ESTALE);
+        assert_string_equal(err.code, "exposure.root_unavailable");
+        assert_non_null(strstr(err.message, "writable by group or others"));
+        assert_int_equal(chmod(e->root, st.st_mode & 07777), 0);
+        /* Owned by another user than gloved's. */
+        struct glove_exposures_options o = {
+                .policy = e->policy, .journal_path = e->journal, .owner = getuid(), .restricted = e->restricted,
+        };
+        glove_exposures_close(e->x);
+        e->x = NULL;
+        if (getuid() == 0) {
+                assert_int_equal(chown(e->root, 65534, (gid_t)-1), 0);
+                assert_int_equal(glove_exposures_open(&o, T0, &e->x, fresh(&err)), 0);
+                assert_non_null(strstr(glove_exposures_root_problem(e->x, 0), "owned by uid 65534, not by gloved's uid 0"));
+                assert_int_equal(chown(e->root, 0, (gid_t)-1), 0);
+                glove_exposures_close(e->x);
+                e->x = NULL;
+        }
+        assert_int_equal(glove_exposures_open(&o, T0, &e->x, fresh(&err)), 0);
+        assert_null(glove_exposures_root_problem(e->x, 0));
 }
 
 /* The request's own mistakes come before exposure.live; labels with
