@@ -765,6 +765,9 @@ static void test_root_problem(void **state) {
         struct glove_error err = { 0 };
         assert_null(glove_exposures_root_problem(e->x, 0));
         assert_null(glove_exposures_root_problem(e->x, 1));
+        json_t *early = NULL;
+        assert_int_equal(xcreate(e, "early", T0, &early, fresh(&err)), 0);
+        assert_true(json_array_size(json_object_get(early, "modes")) > 0);
         char real[700], p[1024];
         snprintf(real, sizeof(real), "%s/src-real", e->base);
         assert_int_equal(rename(e->root, real), 0);
@@ -810,6 +813,15 @@ static void test_root_problem(void **state) {
         assert_int_equal(glove_exposures_create(e->x, &req, T0, NULL, fresh(&err)), -ESTALE);
         assert_string_equal(err.code, "exposure.root_unavailable");
         assert_non_null(strstr(err.message, "writable by group or others"));
+        /* Its exposures allow nothing while it is unpinned: no modes in
+         * the catalog, state as recorded. */
+        json_t *cat = glove_exposures_catalog(e->x, T0 + 1);
+        json_t *ce = json_array_get(json_object_get(cat, "exposures"), 0);
+        assert_string_equal(json_string_value(json_object_get(ce, "exposure_id")), xid(early));
+        assert_int_equal(json_array_size(json_object_get(ce, "modes")), 0);
+        assert_int_equal(json_array_size(json_object_get(ce, "runtime_template_ids")), 0);
+        assert_string_equal(json_string_value(json_object_get(ce, "state")), "live");
+        json_decref(cat);
         assert_int_equal(chmod(e->root, st.st_mode & 07777), 0);
         /* Owned by another user than gloved's. */
         struct glove_exposures_options o = {
@@ -827,6 +839,11 @@ static void test_root_problem(void **state) {
         }
         assert_int_equal(glove_exposures_open(&o, T0, &e->x, fresh(&err)), 0);
         assert_null(glove_exposures_root_problem(e->x, 0));
+        cat = glove_exposures_catalog(e->x, T0 + 1);
+        assert_true(json_equal(json_object_get(json_array_get(json_object_get(cat, "exposures"), 0), "modes"),
+                               json_object_get(early, "modes")));
+        json_decref(cat);
+        json_decref(early);
 }
 
 /* The request's own mistakes come before exposure.live; labels with
