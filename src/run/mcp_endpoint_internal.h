@@ -44,6 +44,7 @@ struct ep_conn {
         struct glove_mcp_http_request req;
         size_t head_len;
         uint64_t body_len;
+        uint64_t discard; /* H_HEAD: body bytes of a request refused at its head, still to skip */
         bool keep_alive;
         bool sse;          /* the answer in H_WAIT is an SSE stream (headers sent) */
         int inflight;      /* H_WAIT: the slot answered on this connection, -1 */

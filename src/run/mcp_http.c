@@ -114,11 +114,22 @@ static void respond_json(struct ep_conn *c, int status, const json_t *msg) {
 }
 
 /* A refusal: audited; a JSON-RPC error body with data.reason. close: the
- * connection ends after it (the head could not be trusted). */
+ * connection ends after it (the head could not be trusted). A request
+ * refused at its head never leaves its body to be read as the next head:
+ * a body of known length (at most --max-frame) is skipped, and any other
+ * (chunked, or longer) closes the connection, which the answer says
+ * (Connection: close). */
 static void refuse(struct ep_conn *c, int status, const char *reason, const char *message, bool close_after, const char *extra) {
         ep_refused(c->ep, EP_HTTP, status, reason);
         if (close_after)
                 c->keep_alive = false;
+        if (c->state == H_HEAD && c->keep_alive) {
+                const struct glove_mcp_http_request *q = &c->req;
+                if (q->has_transfer_encoding || (q->has_content_length && q->content_length > c->ep->cfg.max_frame))
+                        c->keep_alive = false;
+                else if (q->has_content_length)
+                        c->discard = q->content_length;
+        }
         json_t *nul = json_null();
         _cleanup_json_ json_t *e = glove_mcp_rpc_error(nul, status == 400 ? -32600 : -32000, message, reason, NULL);
         json_decref(nul);
@@ -180,7 +191,10 @@ void http_session_ended(struct ep_conn *c) {
         if (c->dead || c->state != H_STREAM)
                 return;
         c->session = -1;
-        c->keep_alive = false;
+        /* The last chunk ends the response cleanly and the connection
+         * stays open for the client's next request: closing it now would
+         * break a client that reuses it, as the response's head (sent when
+         * the stream began) announced no close. */
         if (conn_queue(c, "0\r\n\r\n", 5) < 0) {
                 conn_kill(c);
                 return;
@@ -418,6 +432,16 @@ static void serve_head(struct ep_conn *c) {
 
 void http_process(struct ep_conn *c) {
         while (!c->dead) {
+                if (c->state == H_HEAD && c->discard) {
+                        size_t n = c->in.len < c->discard ? c->in.len : (size_t)c->discard;
+                        glove_buffer_consume(&c->in, n);
+                        c->discard -= n;
+                        if (c->discard) {
+                                if (c->eof)
+                                        conn_kill(c);
+                                return;
+                        }
+                }
                 if (c->state == H_HEAD) {
                         c->session = -1;
                         bool bare = false;

@@ -435,7 +435,81 @@ static void test_http_stream(void **state) {
         say(c, req);
         assert_true(read_until(f, c, buf, sizeof(buf), "200 OK"));
         assert_true(read_until(f, s, buf, sizeof(buf), "0\r\n\r\n"));
+        /* The stream's response ended cleanly and its head announced no
+         * close: the connection serves the client's next request (a
+         * client that reuses it must not see a reset). */
+        assert_null(strstr(buf, "Connection: close"));
+        snprintf(req, sizeof(req), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nMcp-Session-Id: %s\r\n\r\n", id);
+        say(s, req);
+        assert_true(read_until(f, s, buf, sizeof(buf), "endpoint.session_unknown"));
+        assert_non_null(strstr(buf, "HTTP/1.1 404 "));
         close(s);
+        close(c);
+}
+
+/* A POST refused at its head (an unknown MCP-Protocol-Version, a wrong
+ * path, a method the endpoint does not serve) keeps the connection, and
+ * its body is skipped, never read as the next request's head: the next
+ * request on the same connection is served. A refused body of unknown
+ * length (chunked) closes the connection, and the answer says so. */
+static void test_refused_body_skipped(void **state) {
+        struct fixture *f = *state;
+        static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{}}";
+        static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"capabilities\":{}}}";
+        static const char *const refused[][3] = {
+                { "POST /mcp", "MCP-Protocol-Version: 2099-01-01\r\n", "endpoint.protocol_version" },
+                { "POST /other", "", "endpoint.http_not_found" },
+                { "PUT /mcp", "", "endpoint.http_method" },
+        };
+        char req[1024], buf[8192];
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                int c = connect_client(f);
+                /* The refused request and the next one in one write: the
+                 * body must be skipped exactly. */
+                snprintf(req, sizeof(req),
+                         "%s HTTP/1.1\r\nHost: 127.0.0.1:8931\r\n%sAccept: application/json, text/event-stream\r\n"
+                         "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s"
+                         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: application/json, text/event-stream\r\n"
+                         "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                         refused[i][0], refused[i][1], strlen(body), body, strlen(init), init);
+                say(c, req);
+                assert_true(read_until(f, c, buf, sizeof(buf), refused[i][2]));
+                assert_null(strstr(buf, "Connection: close"));
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                assert_string_equal(str(g, "method"), "initialize");
+                char ans[256];
+                snprintf(ans, sizeof(ans), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{}}\n", str(g, "id"));
+                json_decref(g);
+                say(f->gw, ans);
+                assert_true(read_until(f, c, buf, sizeof(buf), "\"result\""));
+                assert_null(strstr(buf, "endpoint.http_bad_head"));
+                close(c);
+        }
+        /* The body of a request refused at its head that arrives later,
+         * in pieces, is skipped too. */
+        int c = connect_client(f);
+        snprintf(req, sizeof(req),
+                 "POST /other HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\n\r\n",
+                 strlen(body));
+        say(c, req);
+        assert_true(read_until(f, c, buf, sizeof(buf), "endpoint.http_not_found"));
+        char first[16];
+        snprintf(first, sizeof(first), "%.11s", body);
+        say(c, first);
+        for (int round = 0; round < 5; round++)
+                sd_event_run(f->e, 1000);
+        say(c, body + strlen(first));
+        say(c, "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nMcp-Session-Id: 0123\r\n\r\n");
+        assert_true(read_until(f, c, buf, sizeof(buf), "endpoint.session_unknown"));
+        close(c);
+        /* Chunked: the length is unknown, so the connection closes, and
+         * the refusal says so. */
+        c = connect_client(f);
+        say(c, "POST /other HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_true(read_until(f, c, buf, sizeof(buf), "endpoint.http_not_found"));
+        assert_non_null(strstr(buf, "Connection: close\r\n"));
         close(c);
 }
 
@@ -448,6 +522,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_http_stream, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_kill_without_memory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_large_body_after_head, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_body_skipped, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
