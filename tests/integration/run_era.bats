@@ -22,7 +22,7 @@ setup() {
 
 # A record of the client's FILE for STEP, or a failure naming it.
 step_passed() {
-        jq -e --arg s "$2" 'select(.step == $s) | .pass' "$1" >/dev/null || { show_records "$1" "$AUDIT"; fail "step $2 did not pass"; }
+        jq -e -s --arg s "$2" 'any(.[]; .step == $s and .pass)' "$1" >/dev/null || { show_records "$1" "$AUDIT"; fail "step $2 did not pass"; }
 }
 
 @test "era: a 2026-07-28 client discovers, lists, calls and is refused as a legacy one, with the same records" {
@@ -35,12 +35,12 @@ step_passed() {
         local s
         for s in connect discover list allowed refused wire end; do step_passed "$out" "$s"; done
         # What it discovered: every revision, modern first; Glove's identity.
-        jq -e 'select(.step == "discover") | .supportedVersions == ["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]
-                and .serverInfo.name == "glove" and (.capabilities.tools | type) == "object"' "$out" >/dev/null ||
+        jq -e -s 'any(.[]; .step == "discover" and .supportedVersions == ["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]
+                and .serverInfo.name == "glove" and (.capabilities.tools | type) == "object")' "$out" >/dev/null ||
                 { show_records "$out"; fail "the discover result is not Glove's"; }
-        jq -e 'select(.step == "refused") | .data.reason == "policy_denied"' "$out" >/dev/null ||
+        jq -e -s 'any(.[]; .step == "refused" and .data.reason == "policy_denied")' "$out" >/dev/null ||
                 { show_records "$out"; fail "the refusal is not policy_denied"; }
-        jq -e 'select(.step == "wire") | (.methods | index("server/discover")) != null and (.methods | index("initialize")) == null' \
+        jq -e -s 'any(.[]; .step == "wire" and (.methods | index("server/discover")) != null and (.methods | index("initialize")) == null)' \
                 "$out" >/dev/null || { show_records "$out"; fail "the client did not discover, or sent initialize"; }
         # The upstream got the call without the reserved keys; never the refused one.
         upstream_saw "$log" '.method == "tools/call" and .params.name == "echo" and .params.arguments.message == "modern"'
@@ -106,10 +106,10 @@ step_passed() {
         gr --upstream "ev=$PY,$TAP,$log,$NODE,$EVERYTHING,stdio" --allow 'ev.*' --audit-log "$AUDIT" \
                 --read "$FIX" --write "$OUT" -- "$PY" "$RAW" --out "$out" legacy-first
         [ "$status" -eq 0 ] || { echo "$stderr" >&2; show_records "$out"; fail "glove run failed"; }
-        jq -e 'select(.case == "modern_after_initialize") | .answer.error.code == -32600 and
-                .answer.error.message == "modern request on a legacy session"' "$out" >/dev/null ||
+        jq -e -s 'any(.[]; .case == "modern_after_initialize" and .answer.error.code == -32600 and
+                .answer.error.message == "modern request on a legacy session")' "$out" >/dev/null ||
                 { show_records "$out"; fail "a modern request on a legacy session was not refused"; }
-        jq -e 'select(.case == "legacy_call") | .answer.result.content[0].text == "Echo: raw" and (.answer.result | has("resultType") | not)' \
+        jq -e -s 'any(.[]; .case == "legacy_call" and .answer.result.content[0].text == "Echo: raw" and (.answer.result | has("resultType") | not))' \
                 "$out" >/dev/null || { show_records "$out"; fail "the legacy call after it"; }
         [ "$(tap_in "$log" | jq -s '[.[] | select(.method == "tools/call")] | length')" -eq 1 ] ||
                 { show_records "$log"; fail "the refused modern request reached the upstream"; }
