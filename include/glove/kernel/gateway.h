@@ -20,6 +20,13 @@
  *    GLOVE_KERNEL_GATEWAY_TOOLS_PAGE; tools/call is decided by policy, and an
  *    allowed call is forwarded with its own upstream id, correlated back,
  *    timed out after call_timeout_ms and cancelled on request;
+ *  - MCP 2026-07-28 requests (params._meta names the revision) are served
+ *    beside the legacy revisions (glove/kernel/era.h): server/discover is
+ *    answered by the gateway, results gain "resultType" (and "ttlMs",
+ *    "cacheScope" when cacheable), the reserved _meta keys never reach an
+ *    upstream, and on a channel not shared (cfg.shared_channel) the agent
+ *    keeps to the era it began with (docs/mcp-mediation.md, "Protocol
+ *    revisions");
  *  - every decision and notable event is appended to the audit log (when one
  *    is given), fail closed: a failed append stops the gateway;
  *  - the upstreams are started by glove_kernel_gateway_new; once every one of
