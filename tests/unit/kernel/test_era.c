@@ -26,6 +26,9 @@
 #include "glove/kernel/era.h"
 #include "glove/kernel/gateway.h"
 #include "glove/mcp/jsonrpc.h"
+#include "glove/mcp/response_scan.h"
+#include "glove/mcp/frame.h"
+#include <dirent.h>
 
 /* ------------------------------------------------------------------ pure helpers */
 
@@ -212,6 +215,82 @@ static void test_insert(void **state) {
         char small[4];
         size_t at;
         assert_int_equal(glove_kernel_era_insert("{}", 2, true, small, sizeof(small), &at), -ENOSPC);
+}
+
+/* The differential property of the insertion for one line: when the
+ * scanner vouches for it as a result, the insertion never refuses it, and
+ * the value with the text inserted decodes to what the tree path gives
+ * (glove_kernel_era_complete on the decoded value). Returns whether it was
+ * such a line. */
+static bool insert_differential(const char *line, size_t len) {
+        struct glove_mcp_raw_response r;
+        if (glove_mcp_response_scan(line, len, 1 << 20, &r) != 1 || r.is_error)
+                return false;
+        for (int cacheable = 0; cacheable < 2; cacheable++) {
+                char ins[64];
+                size_t at;
+                const char *v = line + r.value_off;
+                int n = glove_kernel_era_insert(v, r.value_len, cacheable, ins, sizeof(ins), &at);
+                if (n < 0)
+                        fail_msg("the insertion refused a value the scanner vouched for: %.*s", (int)len, line);
+                assert_true(at <= r.value_len);
+                size_t total = r.value_len + (size_t)n;
+                char *out = malloc(total + 1);
+                assert_non_null(out);
+                memcpy(out, v, at);
+                memcpy(out + at, ins, (size_t)n);
+                memcpy(out + at + n, v + at, r.value_len - at);
+                json_t *got = json_loadb(out, total, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
+                json_t *want = json_loadb(v, r.value_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+                assert_non_null(want);
+                assert_int_equal(glove_kernel_era_complete(want, cacheable), 0);
+                if (!got || !json_equal(got, want))
+                        fail_msg("inserting into %.*s gave %.*s", (int)r.value_len, v, (int)total, out);
+                json_decref(got);
+                json_decref(want);
+                free(out);
+        }
+        return true;
+}
+
+static void test_insert_differential(void **state) {
+        (void)state;
+        size_t taken = 0;
+        DIR *d = opendir(FUZZ_CORPUS "/mcp_response_scan");
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+                if (e->d_name[0] == '.')
+                        continue;
+                char path[512], buf[1 << 16];
+                snprintf(path, sizeof(path), "%s/%s", FUZZ_CORPUS "/mcp_response_scan", e->d_name);
+                FILE *f = fopen(path, "r");
+                assert_non_null(f);
+                size_t n = fread(buf, 1, sizeof(buf), f);
+                fclose(f);
+                taken += insert_differential(buf, n);
+        }
+        closedir(d);
+        /* Deterministic mutations of odd results: each byte replaced by
+         * each of a few bytes that change the structure. */
+        static const char *const seeds[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{ \"a\" : [1, {\"resultType\":\"x\"}], \"b\":\"}\\\"{\" ,\"ttlMs\":3 }}",
+                "{\"result\":{},\"jsonrpc\":\"2.0\",\"id\":2}",
+                "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"x\":[{\"resultType\":1}] , \"resultType\" :\"complete\"}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"cacheScope\":\"public\",\"n\":-0.5e-3,\"t\":true,\"z\":null}}",
+        };
+        static const char subst[] = " {}[]\",:\\0a";
+        for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+                size_t len = strlen(seeds[s]);
+                taken += insert_differential(seeds[s], len);
+                char buf[256];
+                for (size_t i = 0; i < len; i++)
+                        for (size_t k = 0; k < sizeof(subst) - 1; k++) {
+                                memcpy(buf, seeds[s], len);
+                                buf[i] = subst[k];
+                                taken += insert_differential(buf, len);
+                        }
+        }
+        assert_true(taken > 50); /* the property was tried, not skipped */
 }
 
 /* ------------------------------------------------------------------ the gateway */
@@ -697,7 +776,7 @@ int main(void) {
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify), cmocka_unit_test(test_errors),    cmocka_unit_test(test_strip),
-                cmocka_unit_test(test_complete), cmocka_unit_test(test_insert),    cmocka_unit_test(test_modern_requests),
+                cmocka_unit_test(test_complete), cmocka_unit_test(test_insert), cmocka_unit_test(test_insert_differential),    cmocka_unit_test(test_modern_requests),
                 cmocka_unit_test(test_fast_path), cmocka_unit_test(test_mixing),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
