@@ -62,7 +62,6 @@ json_t *glove_kernel_era_error(const json_t *id, const json_t *params, enum glov
                 json_decref(msg);
                 return NULL;
         }
-        supported = NULL;
         if (json_object_set_new(data, "requested", requested) < 0) {
                 json_decref(msg);
                 return NULL;
@@ -194,8 +193,8 @@ int glove_kernel_era_insert(const char *value, size_t len, bool cacheable, char 
                 i = skip_ws(value, len, i + 1);
         }
         char text[96];
-        int n = snprintf(text, sizeof(text), "%s%s%s%s%s", rt ? "" : ",\"resultType\":\"complete\"", ttl ? "" : ",\"ttlMs\":0",
-                         scope ? "" : ",\"cacheScope\":\"private\"", "", "");
+        int n = snprintf(text, sizeof(text), "%s%s%s", rt ? "" : ",\"resultType\":\"complete\"", ttl ? "" : ",\"ttlMs\":0",
+                         scope ? "" : ",\"cacheScope\":\"private\"");
         if (n <= 0)
                 return 0; /* every member is there */
         /* The list above begins with a comma; inserted after the brace the
