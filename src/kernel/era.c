@@ -57,12 +57,16 @@ json_t *glove_kernel_era_error(const json_t *id, const json_t *params, enum glov
         json_t *msg = glove_mcp_rpc_error(id, GLOVE_RPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
                                           "unsupported_protocol_version", "params._meta." GLOVE_KERNEL_ERA_META_VERSION);
         json_t *data = msg ? json_object_get(json_object_get(msg, "error"), "data") : NULL;
-        if (!data || !requested || !supported || json_object_set_new(data, "supported", supported) < 0) {
+        /* json_object_set_new takes its value even when it fails. */
+        if (!data || !requested || !supported) {
+                json_decref(supported);
                 json_decref(requested);
                 json_decref(msg);
                 return NULL;
         }
-        if (json_object_set_new(data, "requested", requested) < 0) {
+        int r1 = json_object_set_new(data, "supported", supported);
+        int r2 = json_object_set_new(data, "requested", requested);
+        if (r1 < 0 || r2 < 0) {
                 json_decref(msg);
                 return NULL;
         }
