@@ -863,22 +863,27 @@ static void test_modern_sse_and_cancel(void **state) {
         assert_non_null(strstr(buf, "\"id\":4"));
         close(c);
         quiet(f, f->gw);
-        /* Closed while waiting: JSON (Accept: application/json) and SSE. */
-        for (int sse = 0; sse < 2; sse++) {
+        /* Closed while waiting: JSON (Accept: application/json) and SSE;
+         * and a client whose end only stops sending (as TCP's FIN looks
+         * before the close is whole). */
+        for (int sse = 0; sse < 3; sse++) {
                 c = connect_client(f);
                 char req[2048];
-                const char *body = sse ? call
+                const char *body = sse == 1 ? call
                                        : "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"," META_OK "}}";
                 snprintf(req, sizeof(req),
                          "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: %s\r\nContent-Type: application/json\r\n"
                          MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\nContent-Length: %zu\r\n\r\n%s",
-                         sse ? "text/event-stream" : "application/json", strlen(body), body);
+                         sse == 1 ? "text/event-stream" : "application/json", strlen(body), body);
                 say(c, req);
                 g = hear(f, f->gw);
                 assert_non_null(g);
-                if (sse)
+                if (sse == 1)
                         assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
-                close(c);
+                if (sse == 2)
+                        shutdown(c, SHUT_WR);
+                else
+                        close(c);
                 json_t *x = hear(f, f->gw);
                 assert_non_null(x);
                 assert_string_equal(str(x, "method"), "notifications/cancelled");
@@ -888,6 +893,8 @@ static void test_modern_sse_and_cancel(void **state) {
                 gw_answer(f, g, "\"result\":{}");
                 json_decref(g);
                 quiet(f, f->gw);
+                if (sse == 2)
+                        close(c);
         }
         /* A legacy request's connection closing cancels nothing (its session
          * lives on): as before. */
