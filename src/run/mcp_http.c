@@ -52,7 +52,7 @@
 #include "glove/mcp/jsonrpc.h"
 
 /* The versions modern requests may name (MCP 2026-07-28 "Versioning"),
- * newest first: what a -32022 answer lists as supported. */
+ * newest first; a -32022 answer lists them, then the legacy ones. */
 static const char *const modern_versions[] = {"2026-07-28"};
 
 static const char *status_text(int status) {
@@ -343,6 +343,9 @@ static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message 
                 json_t *supported = json_array();
                 for (size_t i = 0; i < sizeof(modern_versions) / sizeof(modern_versions[0]); i++)
                         json_array_append_new(supported, json_string(modern_versions[i]));
+                /* And the legacy ones (by initialize), as the gateway lists them. */
+                for (size_t i = 0; i < GLOVE_MCP_PROTOCOL_VERSIONS_COUNT; i++)
+                        json_array_append_new(supported, json_string(glove_mcp_protocol_versions[i]));
                 json_t *more = json_pack("{s:o,s:s%}", "supported", supported, "requested", q->protocol_version.s,
                                          q->protocol_version.n);
                 refuse_request(c, 400, -32022, "endpoint.protocol_version", "Unsupported protocol version", m->id, more);

@@ -697,6 +697,7 @@ static void test_modern_header_refusals(void **state) {
                 if (cases[i].code == -32022) {
                         json_t *data = json_object_get(json_object_get(r.body, "error"), "data");
                         assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)), "2026-07-28");
+                        assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 1)), "2025-11-25");
                         assert_string_equal(str(data, "requested"), i == 1 ? "2099-01-01" : "2025-11-25");
                 }
                 json_decref(r.body);
