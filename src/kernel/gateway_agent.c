@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway_internal.h"
+#include "glove/kernel/era.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/number.h"
 
@@ -54,7 +55,8 @@ int gw_send_agent(struct glove_kernel_gateway *gw, json_t *msg) {
  * value is formatted. Not written yet: gw_agent_drained (or the next
  * gw_send_agent) writes what the lines of one read queued, at once.
  * Errors as gw_send_agent's. */
-int gw_queue_agent_response(struct glove_kernel_gateway *gw, const json_t *id, bool is_error, const char *value, size_t len) {
+int gw_queue_agent_response_with(struct glove_kernel_gateway *gw, const json_t *id, bool is_error, const char *value, size_t len,
+                                 const char *insert, size_t insert_len, size_t at) {
         if (gw->agent_in < 0)
                 return -EPIPE;
         char small[64];
@@ -69,8 +71,12 @@ int gw_queue_agent_response(struct glove_kernel_gateway *gw, const json_t *id, b
         }
         static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
         const char *member = is_error ? ",\"error\":" : ",\"result\":";
+        if (at > len)
+                at = len;
         const struct glove_mcp_piece pieces[] = {
-                {head, sizeof(head) - 1}, {idtext, idlen}, {member, strlen(member)}, {value, len}, {"}\n", 2},
+                {head, sizeof(head) - 1}, {idtext, idlen},          {member, strlen(member)},
+                {value, at},              {insert, insert_len},     {value + at, len - at},
+                {"}\n", 2},
         };
         int rr = idlen ? glove_mcp_writer_queue_pieces(&gw->agent_writer, pieces, sizeof(pieces) / sizeof(pieces[0])) : -EINVAL;
         if (rr < 0) {
@@ -80,6 +86,10 @@ int gw_queue_agent_response(struct glove_kernel_gateway *gw, const json_t *id, b
                 return rr;
         }
         return 0;
+}
+
+int gw_queue_agent_response(struct glove_kernel_gateway *gw, const json_t *id, bool is_error, const char *value, size_t len) {
+        return gw_queue_agent_response_with(gw, id, is_error, value, len, "", 0, 0);
 }
 
 void gw_agent_drained(struct glove_kernel_gateway *gw) {
@@ -157,6 +167,8 @@ static void handle_tools_list(struct glove_kernel_gateway *gw, const json_t *id,
                 snprintf(next, sizeof(next), "%zu", start + GLOVE_KERNEL_GATEWAY_TOOLS_PAGE);
                 json_object_set_new(result, "nextCursor", json_string(next));
         }
+        if (gw->cur_modern && result && glove_kernel_era_complete(result, true) < 0)
+                json_decref(TAKE_PTR(result));
         gw_send_agent(gw, glove_mcp_rpc_result(id, result));
 }
 
@@ -209,6 +221,94 @@ static json_t *initialize_result(struct glove_kernel_gateway *gw, const json_t *
         return result;
 }
 
+/* server/discover (2026-07-28 server/discover.mdx): what initialize would
+ * announce now, computed the same way, with every revision Glove serves. */
+static json_t *discover_result(struct glove_kernel_gateway *gw) {
+        _cleanup_json_ json_t *init = initialize_result(gw, NULL);
+        if (!init)
+                return NULL;
+        json_t *r = json_pack("{s:s,s:o,s:O}", "resultType", "complete", "supportedVersions", glove_kernel_era_supported(),
+                              "capabilities", json_object_get(init, "capabilities"));
+        json_t *instructions = json_object_get(init, "instructions");
+        if (r && instructions)
+                json_object_set(r, "instructions", instructions);
+        if (r && (json_object_set_new(r, "ttlMs", json_integer(0)) < 0 ||
+                  json_object_set_new(r, "cacheScope", json_string("private")) < 0 ||
+                  json_object_set_new(r, "_meta", json_pack("{s:O}", GLOVE_KERNEL_ERA_META_SERVER_INFO,
+                                                            json_object_get(init, "serverInfo"))) < 0))
+                json_decref(TAKE_PTR(r));
+        return r;
+}
+
+/* A request refused for its era (no upstream sees it): on record as
+ * "era_refused" {id, method, reason, rule} (docs/mcp-mediation.md), then
+ * answered with msg (stolen). */
+static void era_refuse(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *msg) {
+        _cleanup_json_ json_t *m = msg;
+        json_t *data = json_object_get(json_object_get(m, "error"), "data");
+        gw_audit(gw, "era_refused",
+                 json_pack("{s:O,s:s,s:s,s:s}", "id", id ? id : json_null(), "method", method, "reason",
+                           glove_mcp_string(json_object_get(data, "reason")) ?: "?", "rule",
+                           glove_mcp_string(json_object_get(data, "rule")) ?: "?"));
+        gw_send_agent(gw, TAKE_PTR(m));
+}
+
+/* Methods 2026-07-28 removed (changelog): only legacy requests may use them. */
+static bool removed_in_modern(const char *method) {
+        static const char *const removed[] = {
+                "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+                "notifications/initialized", "notifications/roots/list_changed",
+        };
+        for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
+                if (strcmp(method, removed[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* The checks a 2026-07-28 request passes before it is served like any
+ * other (docs/mcp-mediation.md, "Protocol revisions"). Returns true when
+ * it was answered here. */
+static bool modern_request(struct glove_kernel_gateway *gw, struct glove_mcp_message *m, enum glove_kernel_era era) {
+        const char *method = m->method;
+        if (era != GLOVE_KERNEL_ERA_MODERN) {
+                era_refuse(gw, m->id, method, glove_kernel_era_error(m->id, m->params, era));
+                return true;
+        }
+        if (!gw->cfg.shared_channel && gw->agent_sent_initialize) {
+                era_refuse(gw, m->id, method,
+                           glove_mcp_rpc_error(m->id, GLOVE_RPC_INVALID_REQUEST, "modern request on a legacy session", "era_mixed",
+                                               "this channel began with initialize (a legacy session); 2026-07-28 requests need "
+                                               "a channel of their own"));
+                return true;
+        }
+        if (removed_in_modern(method)) {
+                char msg[128];
+                snprintf(msg, sizeof(msg), "method not found: %s is not part of MCP " GLOVE_KERNEL_ERA_MODERN_VERSION, method);
+                era_refuse(gw, m->id, method,
+                           glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND, msg, "method_removed", GLOVE_KERNEL_ERA_MODERN_VERSION));
+                return true;
+        }
+        if (!gw->agent_sent_modern) {
+                gw->agent_sent_modern = true;
+                gw_client_agent_modern(gw);
+        }
+        if (strcmp(method, "subscriptions/listen") == 0) {
+                era_refuse(gw, m->id, method,
+                           glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND,
+                                               "method not found: Glove does not support subscriptions/listen yet",
+                                               "not_supported_yet", "subscriptions/listen"));
+                return true;
+        }
+        if (strcmp(method, "server/discover") == 0) {
+                gw_send_agent(gw, glove_mcp_rpc_result(m->id, discover_result(gw)));
+                return true;
+        }
+        /* What a legacy upstream must not be sent (decision 4); the
+         * progress token and other keys stay. */
+        glove_kernel_era_strip(m->params);
+        return false;
+}
+
 static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_mcp_message *m) {
         if (m->kind == GLOVE_MCP_RESPONSE) {
                 /* An answer to a request Glove relayed from an upstream goes
@@ -218,7 +318,17 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 return;
         }
         const char *method = m->method;
+        enum glove_kernel_era era = glove_kernel_era_of(m->params);
         if (m->kind == GLOVE_MCP_NOTIFICATION) {
+                if (era != GLOVE_KERNEL_ERA_LEGACY && removed_in_modern(method)) {
+                        /* Not answered (a notification), not acted on. */
+                        gw_audit(gw, "era_refused",
+                                 json_pack("{s:n,s:s,s:s,s:s}", "id", "method", method, "reason", "method_removed", "rule",
+                                           GLOVE_KERNEL_ERA_MODERN_VERSION));
+                        return;
+                }
+                if (era != GLOVE_KERNEL_ERA_LEGACY)
+                        glove_kernel_era_strip(m->params);
                 if (strcmp(method, "notifications/cancelled") == 0)
                         gw_handle_agent_cancel(gw, m->params);
                 else
@@ -231,6 +341,20 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 gw_refuse_duplicate(gw, m->id, method, m->params);
                 return;
         }
+        if (era != GLOVE_KERNEL_ERA_LEGACY) {
+                if (modern_request(gw, m, era))
+                        return;
+        } else if (strcmp(method, "initialize") == 0) {
+                if (!gw->cfg.shared_channel && gw->agent_sent_modern) {
+                        era_refuse(gw, m->id, method,
+                                   glove_mcp_rpc_error(m->id, GLOVE_RPC_INVALID_REQUEST, "initialize on a modern session",
+                                                       "era_mixed", "this channel began with 2026-07-28 requests; initialize "
+                                                       "(a legacy session) needs a channel of its own"));
+                        return;
+                }
+                gw->agent_sent_initialize = true;
+        }
+        gw->cur_modern = era == GLOVE_KERNEL_ERA_MODERN;
         if (strcmp(method, "initialize") == 0) {
                 gw_client_agent_initialize(gw, m->params);
                 gw_send_agent(gw, glove_mcp_rpc_result(m->id, initialize_result(gw, m->params)));
@@ -246,6 +370,7 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 ; /* resources, prompts, completion */
         else
                 gw_agent_error(gw, m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL);
+        gw->cur_modern = false;
 }
 
 /* Handles one line from the agent. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway_internal.h"
+#include "glove/kernel/era.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/time.h"
@@ -227,6 +228,7 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
         }
         c->owner = gw;
         c->verbatim = true; /* a tools/call result is relayed as it is */
+        c->modern = gw->cur_modern;
         snprintf(c->tool, sizeof(c->tool), "%s", name);
         if (gw_auditing(gw))
                 (void)hash_arguments(args, c->arguments_sha256); /* only audit records use it; empty fails them closed */
@@ -346,8 +348,11 @@ void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
         }
         bool is_error = json_object_get(m->root, "error") != NULL;
         json_t *out = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "id", c->agent_id);
+        json_t *body = json_object_get(m->root, is_error ? "error" : "result");
+        if (out && c->modern && !is_error && glove_kernel_era_complete(body, false) < 0)
+                json_decref(TAKE_PTR(out));
         if (out)
-                json_object_set(out, is_error ? "error" : "result", json_object_get(m->root, is_error ? "error" : "result"));
+                json_object_set(out, is_error ? "error" : "result", body);
         gw_send_agent(gw, out);
         call_finish(gw, c, is_error ? "error" : "ok");
 }
@@ -359,9 +364,21 @@ bool gw_upstream_raw_response(struct glove_kernel_gateway *gw, struct gw_upstrea
         json_decref(jid);
         if (!c || !c->verbatim)
                 return false;
+        const char *value = line + r->value_off;
+        /* The result of a modern request gains "resultType" (decision 3),
+         * written into the upstream's bytes without decoding them; text
+         * the insertion cannot place goes the tree path. */
+        char insert[64];
+        size_t at = 0;
+        int n = 0;
+        if (c->modern && !r->is_error) {
+                n = glove_kernel_era_insert(value, r->value_len, false, insert, sizeof(insert), &at);
+                if (n < 0)
+                        return false;
+        }
         /* As gw_upstream_response: the answer goes to the agent (a failure
          * to queue fails the gateway), then the call ends on record. */
-        (void)gw_queue_agent_response(gw, c->agent_id, r->is_error, line + r->value_off, r->value_len);
+        (void)gw_queue_agent_response_with(gw, c->agent_id, r->is_error, value, r->value_len, insert, (size_t)n, at);
         call_finish(gw, c, r->is_error ? "error" : "ok");
         return true;
 }

@@ -112,7 +112,9 @@ static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_re
         const char *cap = NULL;
         (void)method_feature(q->method, &cap);
         struct gw_upstream *gu = &gw->ups[q->upstream];
-        if (!cap || !json_is_object(json_object_get(gw->agent_caps, cap))) {
+        /* An agent that spoke only 2026-07-28 takes no requests on its
+         * channel (phase 2 relays them as input_required results). */
+        if (!cap || !json_is_object(json_object_get(gw->agent_caps, cap)) || (!gw->agent_caps && gw->agent_sent_modern)) {
                 char rule[64];
                 snprintf(rule, sizeof(rule), "agent capability %s", cap ? cap : "?");
                 refuse_request(gw, gu, q->upstream_id, q->method, GLOVE_RPC_METHOD_NOT_FOUND,
@@ -180,8 +182,8 @@ void gw_client_upstream_request(struct glove_kernel_gateway *gw, struct gw_upstr
         snprintf(q->id, sizeof(q->id), "glove-%" PRIu64, ++gw->next_client_id);
         q->start_us = glove_time_monotonic_us();
         timer_arm(gw, q->start_us + timeout_us(gw));
-        if (gw->agent_initialized)
-                request_forward(gw, q);
+        if (gw->agent_initialized || (!gw->agent_caps && gw->agent_sent_modern))
+                request_forward(gw, q); /* (refused there when the agent spoke only 2026-07-28) */
         /* else held until the agent's notifications/initialized (MCP: no
          * requests before it), or its timeout. */
 }
@@ -470,6 +472,14 @@ void gw_client_agent_notification(struct glove_kernel_gateway *gw, struct glove_
                                 glove_mcp_upstream_send(gw->ups[i].u, glove_mcp_rpc_request(NULL, m->method, NULL));
         }
         json_decref(to);
+}
+
+void gw_client_agent_modern(struct glove_kernel_gateway *gw) {
+        if (gw->agent_caps)
+                return; /* it sent initialize too (a shared channel): its capabilities stand */
+        for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX; i++)
+                if (gw->client_reqs[i].used && !gw->client_reqs[i].sent)
+                        request_forward(gw, &gw->client_reqs[i]);
 }
 
 void gw_client_agent_initialize(struct glove_kernel_gateway *gw, const json_t *params) {

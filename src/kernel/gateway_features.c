@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gateway_internal.h"
+#include "glove/kernel/era.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/number.h"
 #include "glove/base/time.h"
@@ -145,6 +146,7 @@ static void forward(struct glove_kernel_gateway *gw, struct gw_upstream *gu, con
         }
         c->owner = gw;
         c->kind = kind;
+        c->modern = gw->cur_modern;
         c->subject = TAKE_PTR(s);
         json_t *meta = json_object_get(p, "_meta");
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
@@ -558,6 +560,8 @@ static void list_done(struct glove_kernel_gateway *gw, struct glove_kernel_call 
                 snprintf(next, sizeof(next), "%zu", c->list_start + FEATURE_PAGE);
                 json_object_set_new(result, "nextCursor", json_string(next));
         }
+        if (c->modern && result && glove_kernel_era_complete(result, true) < 0)
+                json_decref(TAKE_PTR(result));
         gw_send_agent(gw, glove_mcp_rpc_result(c->agent_id, result));
         gw_call_finish(gw, c, "ok");
 }
@@ -668,6 +672,7 @@ static struct glove_kernel_call *list_start(struct glove_kernel_gateway *gw, con
         }
         c->owner = gw;
         c->kind = kind;
+        c->modern = !internal && gw->cur_modern;
         c->internal = internal;
         c->list_start = start;
         c->gathered = json_array();
@@ -713,6 +718,11 @@ void gw_feature_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu
         } else if (out) {
                 json_object_set(out, is_error ? "error" : "result", body ? body : json_null());
         }
+        /* A modern request's result: resultType, and a resources/read is
+         * cacheable (decision 3). */
+        if (out && c->modern && !is_error &&
+            glove_kernel_era_complete(json_object_get(out, "result"), c->kind == GLOVE_KERNEL_REQUEST_RESOURCE_READ) < 0)
+                json_decref(TAKE_PTR(out));
         if (c->kind == GLOVE_KERNEL_REQUEST_SUBSCRIBE && json_is_string(c->gathered)) {
                 /* Relayed from now on (the upstream may update before it
                  * answers, so the URI was recorded at the request). */

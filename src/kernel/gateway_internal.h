@@ -73,6 +73,10 @@ struct glove_kernel_gateway {
         /* Server-to-client requests and relays (gateway_client.c). */
         json_t *agent_caps;               /* owned: the agent's initialize capabilities, NULL before it */
         bool agent_initialized;           /* notifications/initialized seen */
+        /* Eras (glove/kernel/era.h): what the agent's channel has spoken. */
+        bool agent_sent_initialize;       /* an initialize was answered */
+        bool agent_sent_modern;           /* a well-formed 2026-07-28 request was served */
+        bool cur_modern;                  /* the request being dispatched is a modern one */
         struct gw_client_request client_reqs[GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX];
         size_t n_client_reqs;
         uint64_t next_client_id;
@@ -99,6 +103,10 @@ void gw_agent_error(struct glove_kernel_gateway *gw, const json_t *id, int code,
 /* The fast path of responses (issue 13): queued, written by
  * gw_agent_drained once the lines of one read are handled. */
 int gw_queue_agent_response(struct glove_kernel_gateway *gw, const json_t *id, bool is_error, const char *value, size_t len);
+/* The same with insert[0..insert_len) written inside value at offset at
+ * (the members a modern result gains, glove_kernel_era_insert). */
+int gw_queue_agent_response_with(struct glove_kernel_gateway *gw, const json_t *id, bool is_error, const char *value, size_t len,
+                                 const char *insert, size_t insert_len, size_t at);
 void gw_agent_drained(struct glove_kernel_gateway *gw);
 int gw_on_agent_readable(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 int gw_on_agent_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata);
@@ -174,6 +182,10 @@ void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps);
 bool gw_own_names_ready(struct glove_kernel_gateway *gw);
 
 /* gateway_client.c */
+/* The agent spoke 2026-07-28 and never sent initialize: the requests of
+ * upstreams held for it are refused (agent_unsupported), as are later
+ * ones (phase 2 relays them as input_required results). */
+void gw_client_agent_modern(struct glove_kernel_gateway *gw);
 int gw_client_init(struct glove_kernel_gateway *gw, struct glove_error *err);
 void gw_client_free(struct glove_kernel_gateway *gw);
 /* The capabilities to declare to upstream gu (by its features): a new

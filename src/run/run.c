@@ -477,6 +477,7 @@ static int setup_gateway(struct run *r, struct glove_error *err) {
                 .max_frame_name = "--max-frame",
                 .agent_bytes = on_agent_bytes,
                 .upstream_stderr = on_upstream_stderr,
+                .shared_channel = r->opts.mcp_endpoints != 0, /* the endpoints' sessions, merged (mcp_mux.c) */
                 .notify = on_gateway,
                 .userdata = r,
         };

@@ -65,6 +65,10 @@ struct glove_kernel_call {
          * are (issue 13). False (the default) for a request whose result
          * the gateway rewrites: the tree path then handles its response. */
         bool verbatim;
+        /* The agent's request was a 2026-07-28 one (glove/kernel/era.h):
+         * its result is marked "resultType":"complete" (and, for cacheable
+         * ones, "ttlMs" and "cacheScope") on its way to the agent. */
+        bool modern;
 };
 
 /* Why a call ended before its answer came. */

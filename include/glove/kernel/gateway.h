@@ -135,6 +135,14 @@ struct glove_kernel_gateway_config {
          * glove/mcp/upstream.h). NULL: the upstreams share the caller's
          * stderr. */
         void (*upstream_stderr)(void *userdata, const char *upstream, const char *line, size_t len, bool cut);
+        /* The agent channel is shared by several client sessions (glove
+         * run's --mcp-endpoint: src/run/mcp_mux.c merges them), which may
+         * speak different MCP eras: the gateway then does not refuse a
+         * modern request after an initialize, nor the reverse (the
+         * multiplexer keeps each session to one era). False for the
+         * agent's own stdio, which the gateway polices
+         * (docs/mcp-mediation.md, "Protocol revisions"). */
+        bool shared_channel;
         glove_kernel_gateway_notify_fn notify;              /* required */
         void *userdata;
 };
