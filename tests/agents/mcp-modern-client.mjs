@@ -15,6 +15,9 @@
 //                   ev.echo, ev.echo answers, ev.get-sum (not allowed) is
 //                   refused with an error
 //   legacy:T        the same client in legacy mode (initialize): ev.echo answers
+//   bench:T,MODE,N  N sequential ev.echo calls through T with negotiation MODE
+//                   (legacy | auto | pin) after 20 warm-up calls: p50/p99
+//                   microseconds and calls per second (measures, asserts nothing)
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -82,6 +85,26 @@ for (const s of argv) {
       }
       await c.close();
       return { era, version, tools: tools.length, refused };
+    });
+  } else if (op === 'bench') {
+    await step(s, async () => {
+      const n = Number(args[2]);
+      const c = await connect(args[0], args[1]);
+      const echo = () => c.callTool({ name: 'ev.echo', arguments: { message: 'b' } });
+      for (let i = 0; i < 20; i++) await echo();
+      const us = [];
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        await echo();
+        us.push((performance.now() - t) * 1000);
+      }
+      const total = performance.now() - t0;
+      const era = c.getProtocolEra();
+      await c.close();
+      us.sort((a, b) => a - b);
+      return { era, p50_us: Math.round(us[Math.floor(n * 0.5)]), p99_us: Math.round(us[Math.floor(n * 0.99)]),
+               calls_per_s: Math.round(n / (total / 1000)) };
     });
   } else if (op === 'legacy') {
     await step(s, async () => {
