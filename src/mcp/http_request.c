@@ -85,6 +85,10 @@ static int parse_field(const char *line, size_t n, struct glove_mcp_http_request
                 return set_once(&req->session_id, v, vn);
         if (name_is(line, c, "mcp-protocol-version"))
                 return set_once(&req->protocol_version, v, vn);
+        if (name_is(line, c, "mcp-method"))
+                return set_once(&req->mcp_method, v, vn);
+        if (name_is(line, c, "mcp-name"))
+                return set_once(&req->mcp_name, v, vn);
         if (name_is(line, c, "accept"))
                 return set_once(&req->accept, v, vn);
         if (name_is(line, c, "content-type"))

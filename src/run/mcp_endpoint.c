@@ -120,6 +120,8 @@ void conn_close(struct ep_conn *c) {
         else if (c->kind == CONN_HTTP && c->session >= 0 && ep->sessions[c->session].used &&
                  ep->sessions[c->session].serial == c->session_serial && ep->sessions[c->session].conn == c)
                 ep->sessions[c->session].conn = NULL; /* the GET stream is gone; the session stays */
+        if (c->kind == CONN_HTTP)
+                mux_conn_gone(ep, c); /* its modern request, if any, is cancelled */
         for (size_t i = 0; i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX; i++)
                 if (ep->inflight[i].used && ep->inflight[i].conn == c)
                         ep->inflight[i].conn = NULL;

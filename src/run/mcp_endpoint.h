@@ -12,7 +12,12 @@
  *    JSON-RPC, one client session per connection;
  *  - any other connection is HTTP/1.1: the Streamable HTTP transport (MCP
  *    2025-11-25 "Transports") at /mcp, one client session per
- *    Mcp-Session-Id.
+ *    Mcp-Session-Id; and MCP 2026-07-28 "Streamable HTTP" for modern
+ *    requests (params._meta names io.modelcontextprotocol/protocolVersion):
+ *    no session, their headers checked against their body (mcp_http.c).
+ *
+ * A command connection is of one era: initialize (legacy) or modern
+ * requests, never both ("endpoint.era_mixed", mcp_mux.c).
  *
  * Every session is multiplexed onto the gateway's one agent channel
  * (mcp_mux.c): request ids and progress tokens are rewritten to unique

@@ -15,6 +15,15 @@ enum ep_transport { EP_COMMAND, EP_HTTP };
 
 enum conn_kind { CONN_NEW, CONN_STDIO, CONN_HTTP };
 
+/* A session's era (MCP 2026-07-28 "Versioning"): none yet, legacy (it sent
+ * initialize; every HTTP session), modern (it sent a request whose
+ * params._meta names io.modelcontextprotocol/protocolVersion). The two do
+ * not mix on one session: "endpoint.era_mixed". */
+enum ep_era { ERA_NONE, ERA_LEGACY, ERA_MODERN };
+
+/* The _meta key that makes a request modern (MCP 2026-07-28). */
+#define EP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+
 enum http_state {
         H_HEAD,    /* reading a request head */
         H_BODY,    /* reading its body */
@@ -47,6 +56,8 @@ struct ep_conn {
         uint64_t discard; /* H_HEAD: body bytes of a request refused at its head, still to skip */
         bool keep_alive;
         bool sse;          /* the answer in H_WAIT is an SSE stream (headers sent) */
+        bool modern;       /* H_WAIT: the request is modern (no session; its status follows its error) */
+        bool meta_partial; /* ... and its _meta lacks clientCapabilities (the gateway's -32602 is a 400) */
         int inflight;      /* H_WAIT: the slot answered on this connection, -1 */
 };
 
@@ -55,6 +66,7 @@ struct ep_session {
         uint64_t serial;
         enum ep_transport transport;
         bool initialized;
+        enum ep_era era;
         uint64_t init_order;
         bool cap_sampling, cap_elicitation, cap_roots;
         char sid[33];                  /* HTTP: the Mcp-Session-Id */
@@ -68,7 +80,7 @@ struct ep_session {
 struct ep_inflight {
         bool used;
         uint32_t gen;
-        int session;
+        int session;                   /* -1: a modern HTTP request, no session (answered on conn only) */
         uint64_t session_serial;
         json_t *id;                    /* the client's own id */
         json_t *token;                 /* its progressToken, or NULL */
@@ -139,15 +151,23 @@ int mux_session_open(struct ep *ep, enum ep_transport t, struct ep_conn *conn);
  * server requests answered with an error. reason for the audit record. */
 void mux_session_close(struct ep *ep, int s, const char *reason);
 /* One message from a client session (a line or an HTTP body). For HTTP,
- * conn is the POST's connection; *kind_out tells what it was. Returns 0,
- * or a negative value with *reason set when it is refused (the caller
- * answers). */
+ * conn is the POST's connection; *kind_out tells what it was. s is -1 for
+ * a modern request POSTed without a session (conn required): its answer
+ * and progress go to conn only. Returns 0, or a negative value with
+ * *error_out set when it is refused (the caller answers; -EINVAL: the
+ * request is invalid, HTTP 400). */
 int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *msg, size_t len, enum glove_mcp_kind *kind_out,
                     json_t **error_out);
 /* The gateway's channel is readable / writable. */
 int mux_gateway_io(struct ep *ep, uint32_t revents);
 /* A message for a session outside an answer to its request. */
 void mux_deliver(struct ep *ep, int s, json_t *msg);
+/* Whether a request's params make it modern (EP_META_VERSION in _meta). */
+bool mux_modern(const json_t *params);
+/* The connection c goes away with a session-less modern request in flight
+ * on it: the gateway gets notifications/cancelled for it (MCP 2026-07-28
+ * "Streamable HTTP": a closed response stream is the cancellation). */
+void mux_conn_gone(struct ep *ep, struct ep_conn *c);
 /* The session for an HTTP Mcp-Session-Id, or -1. */
 int mux_session_find(struct ep *ep, const char *sid, size_t n);
 

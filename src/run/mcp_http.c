@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Streamable HTTP MCP endpoint (MCP 2025-11-25 "Transports", Streamable
- * HTTP; compatible with 2025-06-18 and 2025-03-26) at /mcp on the sandbox's
+ * HTTP; compatible with 2025-06-18 and 2025-03-26; and MCP 2026-07-28
+ * "Streamable HTTP" for modern requests, below) at /mcp on the sandbox's
  * loopback, served on glove run's loop (mcp_endpoint.h):
  *
  *   POST    one JSON-RPC message (Content-Length; chunked bodies: 411). A
@@ -19,6 +20,23 @@
  * or Content-Type, 413 a body over --max-frame, 431/400/505 a bad head,
  * 503 the endpoint's memory budget has no room for the body (Retry-After).
  * Bodies of refusals are JSON-RPC errors with data.reason.
+ *
+ * Modern requests (a POSTed request whose params._meta names
+ * io.modelcontextprotocol/protocolVersion; MCP 2026-07-28 "Streamable
+ * HTTP") have no session: no Mcp-Session-Id is needed, minted or echoed
+ * (an unknown one is ignored; one of a live legacy session: 400, -32600
+ * "endpoint.era_mixed"). Their headers are checked against the body, each
+ * failure a 400 with the request's id: MCP-Protocol-Version missing or not
+ * the _meta's version, Mcp-Method missing or not the method, Mcp-Name
+ * missing or not params.name (tools/call, prompts/get) or params.uri
+ * (resources/read), its "=?base64?...?=" form decoded first: -32020
+ * "endpoint.header_mismatch"; a version Glove does not serve modern:
+ * -32022 with data.supported and data.requested. Mcp-Param-* are not
+ * checked. The answer's status follows its error: -32020/-32021/-32022
+ * and a -32602 for a _meta without clientCapabilities 400, -32601 404
+ * (JSON answers only; an SSE answer has sent 200). A client that closes
+ * the connection before the answer cancels the request at the gateway.
+ * GET and DELETE without Mcp-Session-Id: 405, Allow: POST.
  */
 #include "mcp_endpoint_internal.h"
 
@@ -29,8 +47,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/mcp/jsonrpc.h"
+
+/* The versions modern requests may name (MCP 2026-07-28 "Versioning"),
+ * newest first; a -32022 answer lists them, then the legacy ones. */
+static const char *const modern_versions[] = {"2026-07-28"};
 
 static const char *status_text(int status) {
         switch (status) {
@@ -64,6 +87,8 @@ static bool version_supported(struct glove_mcp_http_span v) {
 /* After a complete answer: the next request, or the close. */
 static void request_done(struct ep_conn *c) {
         c->sse = false;
+        c->modern = false;
+        c->meta_partial = false;
         c->inflight = -1;
         if (!c->keep_alive) {
                 c->state = H_CLOSING;
@@ -171,6 +196,26 @@ static int sse_start(struct ep_conn *c) {
         return conn_queue(c, head, (size_t)n);
 }
 
+/* The status of a modern request's JSON answer (MCP 2026-07-28
+ * "Streamable HTTP", status codes): its error decides. */
+static int modern_status(const struct ep_conn *c, const json_t *msg) {
+        json_t *error = json_object_get(msg, "error");
+        if (!error)
+                return 200;
+        switch (json_integer_value(json_object_get(error, "code"))) {
+        case -32020: /* HeaderMismatch */
+        case -32021: /* MissingRequiredClientCapability */
+        case -32022: /* UnsupportedProtocolVersion */
+                return 400;
+        case -32602: /* invalid params: a 400 when the _meta is incomplete */
+                return c->meta_partial ? 400 : 200;
+        case -32601:
+                return 404;
+        default:
+                return 200;
+        }
+}
+
 void http_answer(struct ep_conn *c, json_t *msg) {
         if (c->dead || c->state != H_WAIT)
                 return;
@@ -181,7 +226,7 @@ void http_answer(struct ep_conn *c, json_t *msg) {
                 }
                 request_done(c);
         } else {
-                respond_json(c, 200, msg);
+                respond_json(c, c->modern ? modern_status(c, msg) : 200, msg);
         }
         if (!c->dead && c->state == H_HEAD && c->in.len)
                 http_process(c);
@@ -227,16 +272,107 @@ static bool accepts_sse(const struct glove_mcp_http_request *q) {
         return q->accept.s && glove_mcp_http_list_has(q->accept, "text/event-stream", true);
 }
 
-/* Whether body is a JSON-RPC request with method "initialize". */
-static bool is_initialize(struct ep *ep, const char *body, size_t len) {
-        struct glove_mcp_message m = {0};
-        struct glove_error e = {0};
-        if (glove_mcp_message_parse(body, len, ep->cfg.max_frame, GLOVE_MCP_PARSE_BOUND_VALUES, &m, NULL, &e) < 0)
-                return false;
-        bool yes = m.kind == GLOVE_MCP_REQUEST && strcmp(m.method, "initialize") == 0;
-        glove_mcp_message_free(&m);
-        return yes;
+/* A refusal of a request whose body was read: audited, a JSON-RPC error
+ * with the request's id (borrowed, may be NULL) and data.reason, plus the
+ * members of data_more (stolen, may be NULL). No Mcp-Session-Id. */
+static void refuse_request(struct ep_conn *c, int status, int code, const char *reason, const char *message, const json_t *id,
+                           json_t *data_more) {
+        ep_refused(c->ep, EP_HTTP, status, reason);
+        json_t *nul = json_null();
+        _cleanup_json_ json_t *e = glove_mcp_rpc_error(id ? id : nul, code, message, reason, NULL);
+        json_decref(nul);
+        json_t *data = json_object_get(json_object_get(e, "error"), "data");
+        if (data && data_more)
+                json_object_update(data, data_more);
+        json_decref(data_more);
+        _cleanup_free_ char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        if (!body) {
+                conn_kill(c);
+                return;
+        }
+        c->session = -1;
+        if (respond(c, status, "", "application/json", body, strlen(body)) == 0)
+                request_done(c);
 }
+
+/* Whether header value h (trimmed by the parser) says text (n bytes): byte
+ * for byte, or, in the form "=?base64?B?=", B decodes (strict base64) to
+ * it (MCP 2026-07-28 "Streamable HTTP", header values). */
+static bool header_says(struct glove_mcp_http_span h, const char *text, size_t n) {
+        static const char pre[] = "=?base64?", post[] = "?=";
+        size_t pn = sizeof(pre) - 1, qn = sizeof(post) - 1;
+        if (!text)
+                return false;
+        if (h.n >= pn + qn && memcmp(h.s, pre, pn) == 0 && memcmp(h.s + h.n - qn, post, qn) == 0) {
+                size_t bn = h.n - pn - qn;
+                if (GLOVE_BASE64_DECODED_MAX(bn) < n || GLOVE_BASE64_DECODED_MAX(bn) > n + 2)
+                        return false;
+                uint8_t out[GLOVE_MCP_HTTP_HEAD_MAX];
+                ssize_t got = glove_base64_decode_into(h.s + pn, bn, out);
+                return got >= 0 && (size_t)got == n && memcmp(out, text, n) == 0;
+        }
+        return h.n == n && memcmp(h.s, text, n) == 0;
+}
+
+/* The value of JSON string v (borrowed) and its length in *n; NULL when v
+ * is not a string. */
+static const char *json_text(const json_t *v, size_t *n) {
+        *n = json_is_string(v) ? json_string_length(v) : 0;
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static bool modern_version(struct glove_mcp_http_span v) {
+        for (size_t i = 0; i < sizeof(modern_versions) / sizeof(modern_versions[0]); i++)
+                if (v.n == strlen(modern_versions[i]) && memcmp(v.s, modern_versions[i], v.n) == 0)
+                        return true;
+        return false;
+}
+
+/* The headers of a modern request against its body m (MCP 2026-07-28
+ * "Streamable HTTP", standard headers). Returns true, or false after
+ * answering 400. */
+static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message *m) {
+        const struct glove_mcp_http_request *q = &c->req;
+        json_t *meta = json_object_get(m->params, "_meta");
+        size_t vn, mn = strlen(m->method), nn;
+        const char *version = json_text(json_object_get(meta, EP_META_VERSION), &vn);
+        const char *problem = NULL;
+        if (!q->protocol_version.s)
+                problem = "MCP-Protocol-Version is required on a modern request";
+        else if (!modern_version(q->protocol_version)) {
+                json_t *supported = json_array();
+                for (size_t i = 0; i < sizeof(modern_versions) / sizeof(modern_versions[0]); i++)
+                        json_array_append_new(supported, json_string(modern_versions[i]));
+                /* And the legacy ones (by initialize), as the gateway lists them. */
+                for (size_t i = 0; i < GLOVE_MCP_PROTOCOL_VERSIONS_COUNT; i++)
+                        json_array_append_new(supported, json_string(glove_mcp_protocol_versions[i]));
+                json_t *more = json_pack("{s:o,s:s%}", "supported", supported, "requested", q->protocol_version.s,
+                                         q->protocol_version.n);
+                refuse_request(c, 400, -32022, "endpoint.protocol_version", "Unsupported protocol version", m->id, more);
+                return false;
+        } else if (!version || q->protocol_version.n != vn || memcmp(q->protocol_version.s, version, vn) != 0)
+                problem = "MCP-Protocol-Version differs from params._meta's io.modelcontextprotocol/protocolVersion";
+        else if (!q->mcp_method.s)
+                problem = "Mcp-Method is required on a modern request";
+        else if (q->mcp_method.n != mn || memcmp(q->mcp_method.s, m->method, mn) != 0)
+                problem = "Mcp-Method differs from the request's method";
+        if (!problem) {
+                const char *key = strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0 ? "name"
+                                  : strcmp(m->method, "resources/read") == 0                                      ? "uri"
+                                                                                                                  : NULL;
+                const char *value = key ? json_text(json_object_get(m->params, key), &nn) : NULL;
+                if (key && !q->mcp_name.s)
+                        problem = "Mcp-Name is required on tools/call, prompts/get and resources/read";
+                else if (key && !header_says(q->mcp_name, value, nn))
+                        problem = strcmp(key, "uri") == 0 ? "Mcp-Name differs from params.uri" : "Mcp-Name differs from params.name";
+        }
+        if (!problem)
+                return true;
+        refuse_request(c, 400, -32020, "endpoint.header_mismatch", problem, m->id, NULL);
+        return false;
+}
+
+static void post_forward(struct ep_conn *c, int s, const char *body, size_t len);
 
 static void serve_post(struct ep_conn *c, const char *body, size_t len) {
         struct ep *ep = c->ep;
@@ -256,8 +392,44 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
                 refuse(c, 400, "endpoint.batch", "JSON-RPC batches are not supported", false, NULL);
                 return;
         }
+        /* The body decides the era (the parse errors are the
+         * multiplexer's to answer, below). */
+        bool initialize = false, modern = false;
+        struct glove_mcp_message m = {0};
+        struct glove_error pe = {0};
+        if (glove_mcp_message_parse(body, len, ep->cfg.max_frame, GLOVE_MCP_PARSE_BOUND_VALUES, &m, NULL, &pe) == 0 &&
+            m.kind == GLOVE_MCP_REQUEST) {
+                modern = mux_modern(m.params);
+                initialize = !modern && strcmp(m.method, "initialize") == 0;
+        }
+        if (modern) {
+                bool ok = modern_headers_ok(c, &m);
+                if (ok && q->session_id.s && mux_session_find(ep, q->session_id.s, q->session_id.n) >= 0) {
+                        refuse_request(c, 400, -32600, "endpoint.era_mixed",
+                                       "modern request on a legacy session: a modern (2026-07-28) request takes no "
+                                       "Mcp-Session-Id; send it without one",
+                                       m.id, NULL);
+                        ok = false;
+                }
+                if (ok)
+                        c->meta_partial = !json_object_get(json_object_get(m.params, "_meta"), "io.modelcontextprotocol/clientCapabilities");
+                glove_mcp_message_free(&m);
+                if (!ok)
+                        return;
+                c->session = -1;
+                c->modern = true;
+                post_forward(c, -1, body, len);
+                return;
+        }
+        glove_mcp_message_free(&m);
+        /* Legacy: the version was not checked with the head (a modern
+         * request's is checked above, against other versions). */
+        if (q->protocol_version.s && !version_supported(q->protocol_version)) {
+                refuse(c, 400, "endpoint.protocol_version", "unsupported MCP-Protocol-Version", false, NULL);
+                return;
+        }
         int s;
-        if (!q->session_id.s && is_initialize(ep, body, len)) {
+        if (!q->session_id.s && initialize) {
                 s = mux_session_open(ep, EP_HTTP, NULL);
                 if (s < 0) {
                         refuse(c, 503, "endpoint.sessions_full", "too many MCP client sessions at once", false, NULL);
@@ -268,6 +440,14 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
         } else if ((s = request_session(c)) < 0) {
                 return;
         }
+        post_forward(c, s, body, len);
+}
+
+/* The POSTed message to the multiplexer (session s, -1: a modern request),
+ * then the answer's start. */
+static void post_forward(struct ep_conn *c, int s, const char *body, size_t len) {
+        struct ep *ep = c->ep;
+        const struct glove_mcp_http_request *q = &c->req;
         enum glove_mcp_kind kind = GLOVE_MCP_NOTIFICATION;
         json_t *error = NULL;
         int r = mux_from_client(ep, s, c, body, len, &kind, &error);
@@ -379,7 +559,16 @@ static void serve_head(struct ep_conn *c) {
                 refuse(c, 405, "endpoint.http_method", "GET, POST or DELETE", false, "Allow: GET, POST, DELETE\r\n");
                 return;
         }
-        if (q->protocol_version.s && !version_supported(q->protocol_version)) {
+        /* GET and DELETE serve legacy sessions only: without one, this is
+         * a modern (2026-07-28) endpoint, which only takes POSTs. */
+        if (q->method != GLOVE_MCP_HTTP_POST && !q->session_id.s) {
+                refuse(c, 405, "endpoint.http_method",
+                       "GET and DELETE need an Mcp-Session-Id (a legacy session); modern requests are POSTed", false,
+                       "Allow: POST\r\n");
+                return;
+        }
+        /* A POST's version is checked with its body (its era decides). */
+        if (q->method != GLOVE_MCP_HTTP_POST && q->protocol_version.s && !version_supported(q->protocol_version)) {
                 refuse(c, 400, "endpoint.protocol_version", "unsupported MCP-Protocol-Version", false, NULL);
                 return;
         }
@@ -495,8 +684,9 @@ void http_process(struct ep_conn *c) {
                         return;
                 }
                 /* H_WAIT, H_STREAM, H_CLOSING: later bytes wait; the client
-                 * closing a stream ends it. */
-                if (c->eof && c->state == H_STREAM)
+                 * closing a stream ends it, and closing the connection a
+                 * modern request waits on cancels that (mcp_mux.c). */
+                if (c->eof && (c->state == H_STREAM || (c->state == H_WAIT && c->modern)))
                         conn_kill(c);
                 return;
         }

@@ -21,6 +21,16 @@
  *    (notifications/cancelled) and its pending server requests answered with
  *    an error ("endpoint.session_ended"); late answers find no entry and are
  *    dropped.
+ *  - Modern requests (MCP 2026-07-28: params._meta names
+ *    io.modelcontextprotocol/protocolVersion) are forwarded like any other,
+ *    ids and tokens rewritten; the gateway checks their _meta. A command
+ *    session is of one era: a modern request after initialize, or an
+ *    initialize after a modern request, is refused -32600
+ *    "endpoint.era_mixed" (audited, never forwarded). Over HTTP a modern
+ *    request has no session (slot session -1): its answer and progress go
+ *    to the POST's connection only, and the connection's going away cancels
+ *    it at the gateway. A modern session is never initialized, so it gets
+ *    no server-to-client requests and no broadcast notifications.
  */
 #include "mcp_endpoint_internal.h"
 
@@ -90,6 +100,7 @@ int mux_session_open(struct ep *ep, enum ep_transport t, struct ep_conn *conn) {
                 ss->last_used = ++ep->next_use;
                 ss->transport = t;
                 ss->conn = t == EP_COMMAND ? conn : NULL;
+                ss->era = t == EP_HTTP ? ERA_LEGACY : ERA_NONE; /* an HTTP session is made by initialize */
                 (void)ep_audit(ep, "endpoint_session",
                                json_pack("{s:s,s:I,s:s}", "phase", "open", "session", (json_int_t)ss->serial, "transport",
                                          ep_transport_name(t)));
@@ -245,10 +256,41 @@ static void record_capabilities(struct ep_session *ss, const json_t *params) {
         ss->cap_roots = json_object_get(caps, "roots") != NULL;
 }
 
+bool mux_modern(const json_t *params) {
+        return json_object_get(json_object_get(params, "_meta"), EP_META_VERSION) != NULL;
+}
+
+/* A session's requests are of one era. Returns 0, or -EINVAL with
+ * *error_out set (audited). */
+static int check_era(struct ep *ep, struct ep_session *ss, struct glove_mcp_message *m, bool modern, json_t **error_out) {
+        const char *message = NULL;
+        if (modern && ss->era == ERA_LEGACY)
+                message = "modern request on a legacy session: a session that sent initialize speaks its negotiated "
+                          "version; send modern (2026-07-28) requests on a new connection without initialize";
+        else if (!modern && method_is(m->method, "initialize") && ss->era == ERA_MODERN)
+                message = "initialize on a modern session: this connection sent modern (2026-07-28) requests; "
+                          "open a new connection for a legacy session";
+        if (!message)
+                return 0;
+        *error_out = client_error(m->id, -32600, message, "endpoint.era_mixed");
+        ep_refused(ep, ss->transport, ss->transport == EP_HTTP ? 400 : 0, "endpoint.era_mixed");
+        return -EINVAL;
+}
+
 static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glove_mcp_message *m, json_t **error_out) {
-        struct ep_session *ss = &ep->sessions[s];
+        bool modern = mux_modern(m->params);
+        struct ep_session *ss = s >= 0 ? &ep->sessions[s] : NULL;
+        if (!ss && !(modern && conn && conn->kind == CONN_HTTP)) {
+                *error_out = client_error(m->id, -32600, "no MCP session for this request", "endpoint.session_required");
+                return -EINVAL;
+        }
+        if (ss) {
+                int r = check_era(ep, ss, m, modern, error_out);
+                if (r < 0)
+                        return r;
+        }
         int slot = -1;
-        for (int i = 0; i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX && ss->inflight < SESSION_INFLIGHT_MAX; i++)
+        for (int i = 0; i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX && (!ss || ss->inflight < SESSION_INFLIGHT_MAX); i++)
                 if (!ep->inflight[i].used) {
                         slot = i;
                         break;
@@ -271,7 +313,7 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
                 *error_out = client_error(m->id, -32603, "out of memory", "endpoint.nomem");
                 return -ENOMEM;
         }
-        if (method_is(m->method, "initialize"))
+        if (ss && !modern && method_is(m->method, "initialize"))
                 record_capabilities(ss, m->params);
         int r = gw_send(ep, m->root);
         if (r == -ENOBUFS) {
@@ -291,12 +333,16 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
         f->used = true;
         f->gen++;
         f->session = s;
-        f->session_serial = ss->serial;
+        f->session_serial = ss ? ss->serial : 0;
         f->id = orig_id;
         f->token = orig_token;
-        f->initialize = method_is(m->method, "initialize");
+        f->initialize = !modern && method_is(m->method, "initialize");
         f->conn = conn && conn->kind == CONN_HTTP ? conn : NULL;
-        ss->inflight++;
+        if (ss) {
+                ss->inflight++;
+                if (ss->era == ERA_NONE)
+                        ss->era = modern ? ERA_MODERN : f->initialize ? ERA_LEGACY : ERA_NONE;
+        }
         if (f->conn)
                 f->conn->inflight = slot;
         return 0;
@@ -347,7 +393,13 @@ int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *text
         }
         json_decref(bad_id); /* the parser gives the id on success too */
         *kind_out = m.kind;
-        ep->sessions[s].last_used = ++ep->next_use;
+        if (s < 0 && m.kind != GLOVE_MCP_REQUEST) {
+                /* Only a modern request comes without a session (mcp_http.c). */
+                glove_mcp_message_free(&m);
+                return -EINVAL;
+        }
+        if (s >= 0)
+                ep->sessions[s].last_used = ++ep->next_use;
         switch (m.kind) {
         case GLOVE_MCP_REQUEST:
                 r = client_request(ep, s, conn, &m, error_out);
@@ -361,7 +413,7 @@ int mux_from_client(struct ep *ep, int s, struct ep_conn *conn, const char *text
         }
         glove_mcp_message_free(&m);
         if (r == -ENOBUFS)
-                ep_refused(ep, ep->sessions[s].transport, 0, "endpoint.memory_full");
+                ep_refused(ep, s >= 0 ? ep->sessions[s].transport : EP_HTTP, 0, "endpoint.memory_full");
         return r;
 }
 
@@ -372,6 +424,17 @@ static void gateway_response(struct ep *ep, struct glove_mcp_message *m) {
                 return; /* no longer wanted (its session ended), or not ours */
         struct ep_inflight *f = &ep->inflight[slot];
         int s = f->session;
+        if (s < 0) {
+                /* A modern HTTP request: answered on its POST, if still there. */
+                struct ep_conn *conn = f->conn;
+                json_object_set(m->root, "id", f->id);
+                if (conn)
+                        conn->inflight = -1;
+                inflight_free(ep, slot);
+                if (conn)
+                        http_answer(conn, m->root);
+                return;
+        }
         if (!session_live(ep, s, f->session_serial)) {
                 inflight_free(ep, slot);
                 return;
@@ -399,7 +462,7 @@ static void gateway_progress(struct ep *ep, struct glove_mcp_message *m) {
         if (slot < 0)
                 return;
         struct ep_inflight *f = &ep->inflight[slot];
-        if (!session_live(ep, f->session, f->session_serial) || !f->token)
+        if ((f->session >= 0 && !session_live(ep, f->session, f->session_serial)) || !f->token)
                 return;
         json_object_set(m->params, "progressToken", f->token);
         if (f->conn && f->conn->sse) {
@@ -407,7 +470,10 @@ static void gateway_progress(struct ep *ep, struct glove_mcp_message *m) {
                         conn_kill(f->conn);
                 return;
         }
-        mux_deliver(ep, f->session, json_incref(m->root));
+        if (f->session >= 0)
+                mux_deliver(ep, f->session, json_incref(m->root));
+        /* A session-less request answered as JSON: its progress has no
+         * stream to ride (the client asked for JSON only). */
 }
 
 static void gateway_request(struct ep *ep, struct glove_mcp_message *m) {
@@ -500,6 +566,29 @@ int mux_gateway_io(struct ep *ep, uint32_t revents) {
         return 0;
 }
 
+/* notifications/cancelled to the gateway for in-flight slot i. */
+static void cancel_at_gateway(struct ep *ep, int i, const char *reason) {
+        if (ep->failed)
+                return;
+        char wire[32];
+        wire_id((size_t)i, ep->inflight[i].gen, wire, sizeof(wire));
+        _cleanup_json_ json_t *n = json_pack("{s:s,s:s,s:{s:s,s:s}}", "jsonrpc", "2.0", "method", "notifications/cancelled", "params",
+                                             "requestId", wire, "reason", reason);
+        if (n)
+                (void)gw_send(ep, n);
+}
+
+void mux_conn_gone(struct ep *ep, struct ep_conn *c) {
+        for (int i = 0; i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX; i++) {
+                struct ep_inflight *f = &ep->inflight[i];
+                if (!f->used || f->conn != c || f->session >= 0)
+                        continue;
+                cancel_at_gateway(ep, i, "the MCP client closed the response stream");
+                c->inflight = -1;
+                inflight_free(ep, i);
+        }
+}
+
 void mux_session_close(struct ep *ep, int s, const char *reason) {
         struct ep_session *ss = &ep->sessions[s];
         if (!ss->used)
@@ -512,15 +601,7 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
                 struct ep_inflight *f = &ep->inflight[i];
                 if (!f->used || f->session != s || f->session_serial != ss->serial)
                         continue;
-                if (!ep->failed) {
-                        char wire[32];
-                        wire_id((size_t)i, f->gen, wire, sizeof(wire));
-                        _cleanup_json_ json_t *n = json_pack("{s:s,s:s,s:{s:s,s:s}}", "jsonrpc", "2.0", "method",
-                                                             "notifications/cancelled", "params", "requestId", wire, "reason",
-                                                             "the MCP client session ended");
-                        if (n)
-                                (void)gw_send(ep, n);
-                }
+                cancel_at_gateway(ep, i, "the MCP client session ended");
                 struct ep_conn *waiting = f->conn;
                 json_t *answer = waiting ? client_error(f->id, -32000, "the MCP client session ended", "endpoint.session_ended") : NULL;
                 if (waiting)

@@ -17,11 +17,20 @@ Checks:
                and a body over --max-frame are refused (400, 400, 431, 411, 413)
                and the endpoint still serves a new session afterwards
   keepalive    two requests on one connection
-  stream       GET without a session 400; with one: a text/event-stream
+  stream       GET without a session 405 (Allow: POST); with one: a text/event-stream
   full         an idle session gives way to a new one (404 after); sessions
                with a GET stream open until the 33rd initialize is 503
                endpoint.sessions_full, the in-sandbox command refuses clearly
                (exit 1, the code on stderr)
+  modern       MCP 2026-07-28 POSTs without a session: server/discover and a
+               call answered (resultType), Mcp-Name plain and base64, a
+               mismatched Mcp-Name and a missing Mcp-Method 400 -32020, an
+               unsupported MCP-Protocol-Version 400 -32022 (supported,
+               requested), the gateway's -32602 for a _meta without
+               clientCapabilities 400, DELETE without a session 405
+  modern_cancel  a modern long-running call whose client closes its SSE
+               answer after the first progress (the host side finds it
+               cancelled in the audit log)
   wait FILE    writes its network namespace (/proc/self/ns/net) to "ready"
                beside OUT, then waits (at most 60 s) until FILE exists (the
                host's side of a test runs meanwhile)
@@ -185,8 +194,10 @@ def check_keepalive():
 
 
 def check_stream():
-    st, _, body = raw(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\n\r\n".encode())
-    expect("stream.no_session_400", st == 400, status=st)
+    # Without a session a GET is the 2026-07-28 binding's: 405, only POST.
+    st, h, body = raw(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    expect("stream.no_session_405", st == 405 and h.get("allow") == "POST" and reason(body) == "endpoint.http_method",
+           status=st, headers=h)
     st, sid, _ = initialize()
     s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
     s.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n\r\n".encode())
@@ -226,6 +237,75 @@ def check_full():
         http("DELETE", None, {"Mcp-Session-Id": sid, "Content-Type": None, "Content-Length": None})
     st, sid, _ = initialize()
     expect("full.after_delete", st == 200 and sid, status=st)
+
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "1"}}
+
+
+def modern(method, params, name=None, headers=None, rid=1):
+    """A 2026-07-28 request: no session, the standard headers (overridden by headers)."""
+    h = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name is not None:
+        h["Mcp-Name"] = name
+    h.update(headers or {})
+    return http("POST", {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": MODERN_META}}, h)
+
+
+def rpc_code(body):
+    try:
+        return json.loads(body)["error"]["code"]
+    except Exception:
+        return None
+
+
+def check_modern():
+    st, h, body = modern("server/discover", {})
+    res = json.loads(body).get("result", {}) if st == 200 else {}
+    expect("modern.discover", st == 200 and res.get("resultType") == "complete" and "2026-07-28" in res.get("supportedVersions", [])
+           and "mcp-session-id" not in h, status=st, headers=h)
+    st, _, body = modern("tools/call", {"name": "ev.echo", "arguments": {"message": "x"}}, name="ev.echo")
+    expect("modern.call", st == 200 and b'"resultType":"complete"' in body and b"x" in body, status=st)
+    st, _, body = modern("tools/call", {"name": "ev.echo", "arguments": {"message": "x"}}, name="ev.other")
+    expect("modern.name_mismatch_400", st == 400 and rpc_code(body) == -32020, status=st, code=rpc_code(body))
+    st, _, body = modern("tools/call", {"name": "ev.echo", "arguments": {"message": "x"}}, name="=?base64?ZXYuZWNobw==?=")
+    expect("modern.name_base64", st == 200, status=st)
+    st, _, body = modern("tools/list", {}, headers={"MCP-Protocol-Version": "2099-01-01"})
+    data = json.loads(body).get("error", {}).get("data", {}) if body else {}
+    expect("modern.version_400", st == 400 and rpc_code(body) == -32022 and data.get("requested") == "2099-01-01"
+           and "2026-07-28" in data.get("supported", []), status=st, body=body.decode(errors="replace"))
+    st, _, body = modern("tools/list", {}, headers={"Mcp-Method": None})
+    expect("modern.method_missing_400", st == 400 and rpc_code(body) == -32020, status=st, code=rpc_code(body))
+    # The gateway's own refusals of a modern request: its status follows.
+    st, _, body = http("POST", {"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+                                "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}},
+                       {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+    expect("modern.caps_missing_400", st == 400 and rpc_code(body) == -32602, status=st, code=rpc_code(body))
+    st, h, body = raw(f"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\n\r\n".encode())
+    expect("modern.delete_405", st == 405 and h.get("allow") == "POST", status=st)
+
+
+def check_modern_cancel():
+    """A modern call whose client closes the connection: cancelled (the host
+    side reads the audit), then a new request is served."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "ev.trigger-long-running-operation", "arguments": {"duration": 10, "steps": 100},
+        "_meta": {**MODERN_META, "progressToken": "p"}}}).encode()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nAccept: application/json, text/event-stream\r\n"
+               f"Content-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+               f"Mcp-Name: ev.trigger-long-running-operation\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
+    # The SSE answer starts and the first progress comes: the call is running.
+    got = b""
+    while b"notifications/progress" not in got:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    expect("modern_cancel.progress", b"text/event-stream" in got and b"notifications/progress" in got, got=got[:300].decode(errors="replace"))
+    s.close()
+    st, _, _ = modern("server/discover", {})
+    expect("modern_cancel.after", st == 200, status=st)
 
 
 args = sys.argv[2:]

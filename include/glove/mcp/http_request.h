@@ -12,7 +12,7 @@
  * between the three parts of the request line, the target in origin form
  * ("/..."), HTTP/1.1 or HTTP/1.0. The fields the endpoint acts on (Host,
  * Origin, Content-Length, Transfer-Encoding, Mcp-Session-Id,
- * MCP-Protocol-Version) may appear once each; Accept, Content-Type and
+ * MCP-Protocol-Version, Mcp-Method, Mcp-Name) may appear once each; Accept, Content-Type and
  * Connection are kept from their first line (later lines of Accept are
  * refused rather than merged: "endpoint.http_bad_head").
  */
@@ -46,6 +46,10 @@ struct glove_mcp_http_request {
         struct glove_mcp_http_span target;     /* origin form, starts with '/' */
         int minor;                             /* HTTP/1.<minor>: 0 or 1 */
         struct glove_mcp_http_span host, origin, accept, content_type, connection, session_id, protocol_version;
+        /* MCP 2026-07-28 "Streamable HTTP", standard headers: the request's
+         * method and its params.name or params.uri (maybe in the
+         * "=?base64?...?=" form); other Mcp-Param-* fields are not kept. */
+        struct glove_mcp_http_span mcp_method, mcp_name;
         bool has_content_length;
         uint64_t content_length;               /* when has_content_length */
         bool has_transfer_encoding;            /* any Transfer-Encoding: the endpoint answers 411 */

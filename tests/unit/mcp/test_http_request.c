@@ -42,6 +42,23 @@ static void test_post(void **state) {
         assert_true(q.has_content_length);
         assert_int_equal(q.content_length, 12);
         assert_true(glove_mcp_http_span_eq(q.host, "127.0.0.1:8931"));
+        assert_null(q.mcp_method.s);
+        assert_null(q.mcp_name.s);
+}
+
+/* MCP 2026-07-28's standard headers are kept (trimmed); Mcp-Param-* are
+ * not, and any number of them is accepted. */
+static void test_modern_fields(void **state) {
+        (void)state;
+        struct glove_mcp_http_request q;
+        const char *reason;
+        static const char head[] = "POST /mcp HTTP/1.1\r\nHost: h\r\nmcp-method:  tools/call \r\nMcp-Name: =?base64?eA==?=\r\n"
+                                   "Mcp-Param-Region: eu\r\nMcp-Param-Other: 1\r\n\r\n";
+        assert_int_equal(glove_mcp_http_request_parse(head, strlen(head), &q, &reason), 0);
+        assert_int_equal(q.mcp_method.n, strlen("tools/call"));
+        assert_memory_equal(q.mcp_method.s, "tools/call", q.mcp_method.n);
+        assert_int_equal(q.mcp_name.n, strlen("=?base64?eA==?="));
+        assert_memory_equal(q.mcp_name.s, "=?base64?eA==?=", q.mcp_name.n);
 }
 
 static void test_refusals(void **state) {
@@ -67,6 +84,8 @@ static void test_refusals(void **state) {
                 {"POST /mcp HTTP/1.1\r\nBad Name: x\r\n\r\n", 400, "endpoint.http_bad_head"},
                 {"POST /mcp HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400, "endpoint.http_bad_head"},
                 {"POST /mcp HTTP/1.1\r\nMcp-Session-Id: a\r\nmcp-session-id: b\r\n\r\n", 400, "endpoint.http_bad_head"},
+                {"POST /mcp HTTP/1.1\r\nMcp-Method: a\r\nmcp-method: a\r\n\r\n", 400, "endpoint.http_bad_head"},
+                {"POST /mcp HTTP/1.1\r\nMcp-Name: a\r\nMCP-NAME: b\r\n\r\n", 400, "endpoint.http_bad_head"},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 int st = parse(cases[i].head, &q, &reason);
@@ -114,6 +133,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_post),
                 cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_modern_fields),
                 cmocka_unit_test(test_head_end),
                 cmocka_unit_test(test_lists),
         };

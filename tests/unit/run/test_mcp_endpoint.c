@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ int __wrap_sd_event_add_time_relative(sd_event *e, sd_event_source **s, clockid_
 }
 
 struct fixture {
+        struct glove_audit_log audit; /* on a memfd */
         sd_event *e;
         struct glove_mcp_endpoint *ep;
         int gw;      /* the gateway's end */
@@ -49,9 +51,12 @@ static int setup(void **state) {
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, gw), 0);
         assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, acc), 0);
         assert_int_equal(sd_event_new(&f->e), 0);
+        f->audit.fd = memfd_create("audit", MFD_CLOEXEC);
+        assert_true(f->audit.fd >= 0);
+        f->audit.path = "audit";
         struct glove_mcp_endpoint_config cfg = {
                 .event = f->e, .gateway_fd = gw[1], .accept_fd = acc[1], .port = 8931, .http = true, .command = true,
-                .max_frame = 1 << 20,
+                .max_frame = 1 << 20, .audit = &f->audit,
         };
         struct glove_error err = {0};
         assert_int_equal(glove_mcp_endpoint_new(&cfg, &f->ep, &err), 0);
@@ -66,6 +71,7 @@ static int teardown(void **state) {
         glove_mcp_endpoint_free(f->ep);
         close(f->gw);
         close(f->helper);
+        close(f->audit.fd);
         sd_event_unref(f->e);
         free(f);
         return 0;
@@ -513,6 +519,452 @@ static void test_refused_body_skipped(void **state) {
         close(c);
 }
 
+/* ---- MCP 2026-07-28 ("modern") requests ---- */
+
+/* The audit log's records with this reason. */
+static int audited(struct fixture *f, const char *reason) {
+        static char buf[1 << 16];
+        ssize_t n = pread(f->audit.fd, buf, sizeof(buf) - 1, 0);
+        assert_true(n >= 0);
+        buf[n] = '\0';
+        char want[128];
+        snprintf(want, sizeof(want), "\"reason\":\"%s\"", reason);
+        int count = 0;
+        for (const char *p = buf; (p = strstr(p, want)); p++)
+                count++;
+        return count;
+}
+
+#define META_OK "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define MODERN_HEADERS(method) "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " method "\r\n"
+
+/* POSTs body with the extra header lines (each ending CRLF). */
+static void post(int fd, const char *headers, const char *body) {
+        char req[8192];
+        snprintf(req, sizeof(req),
+                 "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: application/json, text/event-stream\r\n"
+                 "Content-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n%s",
+                 headers, strlen(body), body);
+        say(fd, req);
+}
+
+struct http_resp {
+        int status;
+        char head[4096];
+        json_t *body; /* NULL: none or not JSON */
+};
+
+/* One whole response with a Content-Length body from fd (the loop runs). */
+static void http_read(struct fixture *f, int fd, struct http_resp *r) {
+        static char buf[1 << 16];
+        size_t len = 0;
+        char *end = NULL;
+        size_t need = 0;
+        for (int round = 0; round < 400; round++) {
+                sd_event_run(f->e, 5000);
+                ssize_t n;
+                while (len + 1 < sizeof(buf) && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+                        len += (size_t)n;
+                buf[len] = '\0';
+                if (!end && (end = strstr(buf, "\r\n\r\n"))) {
+                        const char *cl = strstr(buf, "Content-Length: ");
+                        assert_true(cl && cl < end);
+                        need = (size_t)(end + 4 - buf) + strtoul(cl + 16, NULL, 10);
+                }
+                if (end && len >= need)
+                        break;
+        }
+        assert_non_null(end);
+        assert_int_equal(len, need);
+        memset(r, 0, sizeof(*r));
+        assert_int_equal(sscanf(buf, "HTTP/1.1 %d ", &r->status), 1);
+        size_t hn = (size_t)(end + 4 - buf);
+        assert_true(hn < sizeof(r->head));
+        memcpy(r->head, buf, hn);
+        r->body = need > hn ? json_loadb(end + 4, need - hn, 0, NULL) : NULL;
+}
+
+static int error_code(const json_t *j) {
+        return (int)json_integer_value(json_object_get(json_object_get(j, "error"), "code"));
+}
+
+/* The gateway answers wire request g (borrowed) with text, "result":{...} or "error":{...}. */
+static void gw_answer(struct fixture *f, const json_t *g, const char *member) {
+        char ans[1024];
+        snprintf(ans, sizeof(ans), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",%s}\n", str((json_t *)g, "id"), member);
+        say(f->gw, ans);
+}
+
+/* A modern POST needs no session: forwarded with its id rewritten and its
+ * _meta intact, answered JSON without Mcp-Session-Id; on one connection,
+ * one after another; Mcp-Name in plain and base64 form, for names and
+ * URIs; unknown Mcp-Param-* accepted. */
+static void test_modern_post(void **state) {
+        struct fixture *f = *state;
+        static const struct {
+                const char *headers, *body, *method;
+        } ok[] = {
+                {MODERN_HEADERS("tools/call") "Mcp-Name: echo\r\nMcp-Param-Region: eu\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{}," META_OK "}}",
+                 "tools/call"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: =?base64?aMOpIHgg?=\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"h\\u00e9 x \"," META_OK "}}",
+                 "tools/call"},
+                {MODERN_HEADERS("prompts/get") "Mcp-Name: p1\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/get\",\"params\":{\"name\":\"p1\"," META_OK "}}", "prompts/get"},
+                {MODERN_HEADERS("resources/read") "Mcp-Name: file:///a/b\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///a/b\"," META_OK "}}",
+                 "resources/read"},
+                {MODERN_HEADERS("server/discover"),
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"server/discover\",\"params\":{" META_OK "}}", "server/discover"},
+        };
+        int c = connect_client(f);
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                post(c, ok[i].headers, ok[i].body);
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                assert_string_equal(str(g, "method"), ok[i].method);
+                assert_true(str(g, "id") && str(g, "id")[0] == 'm');
+                assert_string_equal("2026-07-28",
+                                    json_string_value(json_object_get(json_object_get(json_object_get(g, "params"), "_meta"),
+                                                                      "io.modelcontextprotocol/protocolVersion")));
+                gw_answer(f, g, "\"result\":{\"resultType\":\"complete\"}");
+                json_decref(g);
+                struct http_resp r;
+                http_read(f, c, &r);
+                assert_int_equal(r.status, 200);
+                assert_non_null(strstr(r.head, "Content-Type: application/json"));
+                assert_null(strstr(r.head, "Mcp-Session-Id"));
+                assert_int_equal(json_integer_value(json_object_get(r.body, "id")), 5);
+                assert_string_equal(str(r.body, "result.resultType"), "complete");
+                json_decref(r.body);
+        }
+        close(c);
+}
+
+/* Every header rule of a modern POST: 400, the code, data.reason, the
+ * request's id; nothing reaches the gateway; each refusal is audited and
+ * the connection serves the next request. */
+static void test_modern_header_refusals(void **state) {
+        struct fixture *f = *state;
+#define CALL(name) "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"" name "\"," META_OK "}}"
+        static const struct {
+                const char *headers, *body;
+                int code;
+                const char *reason;
+        } cases[] = {
+                /* MCP-Protocol-Version */
+                {"Mcp-Method: tools/call\r\nMcp-Name: echo\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {"MCP-Protocol-Version: 2099-01-01\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n", CALL("echo"), -32022,
+                 "endpoint.protocol_version"},
+                {"MCP-Protocol-Version: 2025-11-25\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"_meta\":{"
+                 "\"io.modelcontextprotocol/protocolVersion\":\"2025-11-25\"}}}",
+                 -32022, "endpoint.protocol_version"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: echo\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"_meta\":{"
+                 "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-29\"}}}",
+                 -32020, "endpoint.header_mismatch"},
+                /* Mcp-Method */
+                {"MCP-Protocol-Version: 2026-07-28\r\nMcp-Name: echo\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("tools/list") "Mcp-Name: echo\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("Tools/call") "Mcp-Name: echo\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                /* Mcp-Name */
+                {MODERN_HEADERS("tools/call"), CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: other\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: =?base64?b3RoZXI=?=\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: =?base64?ZWNobw?=\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: =?BASE64?ZWNobw==?=\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("tools/call") "Mcp-Name: echo\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{" META_OK "}}", -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("prompts/get"), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"prompts/get\",\"params\":{\"name\":\"p\"," META_OK "}}",
+                 -32020, "endpoint.header_mismatch"},
+                {MODERN_HEADERS("resources/read") "Mcp-Name: file:///b\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///a\"," META_OK "}}", -32020,
+                 "endpoint.header_mismatch"},
+        };
+#undef CALL
+        int c = connect_client(f);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                post(c, cases[i].headers, cases[i].body);
+                struct http_resp r;
+                http_read(f, c, &r);
+                if (r.status != 400 || error_code(r.body) != cases[i].code)
+                        fail_msg("case %zu: status %d code %d", i, r.status, error_code(r.body));
+                assert_string_equal(str(r.body, "error.data.reason"), cases[i].reason);
+                assert_int_equal(json_integer_value(json_object_get(r.body, "id")), 9);
+                assert_null(strstr(r.head, "Connection: close"));
+                if (cases[i].code == -32022) {
+                        json_t *data = json_object_get(json_object_get(r.body, "error"), "data");
+                        assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)), "2026-07-28");
+                        assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 1)), "2025-11-25");
+                        assert_string_equal(str(data, "requested"), i == 1 ? "2099-01-01" : "2025-11-25");
+                }
+                json_decref(r.body);
+        }
+        quiet(f, f->gw);
+        assert_int_equal(audited(f, "endpoint.header_mismatch"), 13);
+        assert_int_equal(audited(f, "endpoint.protocol_version"), 2);
+        close(c);
+}
+
+/* The answer's status follows its error (JSON answers). */
+static void test_modern_status(void **state) {
+        struct fixture *f = *state;
+        static const struct {
+                const char *meta, *member;
+                int status;
+        } cases[] = {
+                {META_OK, "\"result\":{\"resultType\":\"complete\"}", 200},
+                {META_OK, "\"error\":{\"code\":-32022,\"message\":\"x\",\"data\":{\"supported\":[],\"requested\":\"x\"}}", 400},
+                {META_OK, "\"error\":{\"code\":-32021,\"message\":\"x\"}", 400},
+                {META_OK, "\"error\":{\"code\":-32601,\"message\":\"x\"}", 404},
+                {META_OK, "\"error\":{\"code\":-32602,\"message\":\"unknown tool\"}", 200},
+                {"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}",
+                 "\"error\":{\"code\":-32602,\"message\":\"clientCapabilities missing\"}", 400},
+                {META_OK, "\"error\":{\"code\":-32001,\"message\":\"denied\"}", 200},
+        };
+        int c = connect_client(f);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char body[512];
+                snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"tools/list\",\"params\":{%s}}", cases[i].meta);
+                post(c, MODERN_HEADERS("tools/list"), body);
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                gw_answer(f, g, cases[i].member);
+                json_decref(g);
+                struct http_resp r;
+                http_read(f, c, &r);
+                if (r.status != cases[i].status)
+                        fail_msg("case %zu: status %d", i, r.status);
+                assert_string_equal(str(r.body, "id"), "q");
+                json_decref(r.body);
+        }
+        close(c);
+}
+
+/* Sessions and eras over HTTP: a modern POST naming a legacy session is
+ * refused (400, -32600, audited, no session id echoed), an unknown session
+ * id is ignored; GET and DELETE without a session are 405 (Allow: POST)
+ * with a JSON-RPC body; legacy requests are as before. */
+static void test_modern_http_sessions(void **state) {
+        struct fixture *f = *state;
+        static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{}}}";
+        static const char modern[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{" META_OK "}}";
+        static const char legacy[] = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}";
+        int c = connect_client(f);
+        /* A legacy session, started without MCP-Protocol-Version. */
+        post(c, "", init);
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        gw_answer(f, g, "\"result\":{}");
+        json_decref(g);
+        struct http_resp r;
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 200);
+        char *p = strstr(r.head, "Mcp-Session-Id: ");
+        assert_non_null(p);
+        char sid[33], h[256];
+        memcpy(sid, p + 16, 32);
+        sid[32] = '\0';
+        json_decref(r.body);
+        /* Modern with that session: refused. */
+        snprintf(h, sizeof(h), MODERN_HEADERS("tools/list") "Mcp-Session-Id: %s\r\n", sid);
+        post(c, h, modern);
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 400);
+        assert_int_equal(error_code(r.body), -32600);
+        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.era_mixed");
+        assert_null(strstr(r.head, "Mcp-Session-Id"));
+        json_decref(r.body);
+        quiet(f, f->gw);
+        assert_int_equal(audited(f, "endpoint.era_mixed"), 1);
+        /* Modern with an unknown session id: served without a session. */
+        post(c, MODERN_HEADERS("tools/list") "Mcp-Session-Id: 0123456789abcdef0123456789abcdef\r\n", modern);
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        gw_answer(f, g, "\"result\":{}");
+        json_decref(g);
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 200);
+        assert_null(strstr(r.head, "Mcp-Session-Id"));
+        json_decref(r.body);
+        /* Legacy, in its session, with its version header: as before (the
+         * session id echoed). */
+        snprintf(h, sizeof(h), "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\n", sid);
+        post(c, h, legacy);
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        gw_answer(f, g, "\"result\":{}");
+        json_decref(g);
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.head, sid));
+        json_decref(r.body);
+        /* Legacy without a session: 400 as before; a legacy body under the
+         * modern version: an unsupported version, as before. */
+        post(c, "", legacy);
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 400);
+        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.session_required");
+        json_decref(r.body);
+        snprintf(h, sizeof(h), "MCP-Protocol-Version: 2026-07-28\r\nMcp-Session-Id: %s\r\n", sid);
+        post(c, h, legacy);
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 400);
+        assert_int_equal(error_code(r.body), -32600);
+        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.protocol_version");
+        json_decref(r.body);
+        quiet(f, f->gw);
+        /* GET and DELETE without a session: 405. */
+        say(c, "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\r\n");
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 405);
+        assert_non_null(strstr(r.head, "Allow: POST\r\n"));
+        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.http_method");
+        json_decref(r.body);
+        say(c, "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\n\r\n");
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 405);
+        assert_non_null(strstr(r.head, "Allow: POST\r\n"));
+        assert_non_null(r.body);
+        json_decref(r.body);
+        /* DELETE with the session: as before. */
+        snprintf(h, sizeof(h), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        say(c, h);
+        char buf[4096];
+        assert_true(read_until(f, c, buf, sizeof(buf), "\r\n\r\n"));
+        assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+        close(c);
+}
+
+/* A modern request asking for progress gets an SSE answer: its progress
+ * (the client's token restored), then its answer. A client that closes
+ * the connection of a modern request in flight, JSON or SSE, cancels it at
+ * the gateway; the late answer goes nowhere. */
+static void test_modern_sse_and_cancel(void **state) {
+        struct fixture *f = *state;
+        static const char call[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"_meta\":{"
+                                   "\"progressToken\":\"tk\",\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                                   "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+        char buf[8192], n[512];
+        int c = connect_client(f);
+        post(c, MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n", call);
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
+        assert_null(strstr(buf, "Mcp-Session-Id"));
+        snprintf(n, sizeof(n), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"%s\",\"progress\":1}}\n",
+                 str(g, "params._meta.progressToken"));
+        say(f->gw, n);
+        assert_true(read_until(f, c, buf, sizeof(buf), "\"progressToken\":\"tk\""));
+        gw_answer(f, g, "\"result\":{\"resultType\":\"complete\"}");
+        json_decref(g);
+        assert_true(read_until(f, c, buf, sizeof(buf), "0\r\n\r\n"));
+        assert_non_null(strstr(buf, "\"id\":4"));
+        close(c);
+        quiet(f, f->gw);
+        /* Closed while waiting: JSON (Accept: application/json) and SSE;
+         * and a client whose end only stops sending (as TCP's FIN looks
+         * before the close is whole). */
+        for (int sse = 0; sse < 3; sse++) {
+                c = connect_client(f);
+                char req[2048];
+                const char *body = sse == 1 ? call
+                                       : "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"," META_OK "}}";
+                snprintf(req, sizeof(req),
+                         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8931\r\nAccept: %s\r\nContent-Type: application/json\r\n"
+                         MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\nContent-Length: %zu\r\n\r\n%s",
+                         sse == 1 ? "text/event-stream" : "application/json", strlen(body), body);
+                say(c, req);
+                g = hear(f, f->gw);
+                assert_non_null(g);
+                if (sse == 1)
+                        assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
+                if (sse == 2)
+                        shutdown(c, SHUT_WR);
+                else
+                        close(c);
+                json_t *x = hear(f, f->gw);
+                assert_non_null(x);
+                assert_string_equal(str(x, "method"), "notifications/cancelled");
+                assert_string_equal(str(x, "params.requestId"), str(g, "id"));
+                json_decref(x);
+                /* The late answer finds no one (and nothing breaks). */
+                gw_answer(f, g, "\"result\":{}");
+                json_decref(g);
+                quiet(f, f->gw);
+                if (sse == 2)
+                        close(c);
+        }
+        /* A legacy request's connection closing cancels nothing (its session
+         * lives on): as before. */
+        static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{}}}";
+        c = connect_client(f);
+        post(c, "", init);
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        close(c);
+        quiet(f, f->gw);
+        json_decref(g);
+}
+
+/* The command endpoint: a connection speaks one era. Modern without
+ * initialize is forwarded; initialize after it is refused -32600 and not
+ * forwarded; a modern request after initialize likewise; both audited. */
+static void test_command_eras(void **state) {
+        struct fixture *f = *state;
+        int m = connect_client(f);
+        say(m, "GLOVE-MCP-STDIO/1\n");
+        say(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META_OK "}}\n");
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        assert_string_equal(str(g, "method"), "server/discover");
+        gw_answer(f, g, "\"result\":{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"]}");
+        json_decref(g);
+        json_t *r = hear(f, m);
+        assert_non_null(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
+        json_decref(r);
+        say(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}\n");
+        r = hear(f, m);
+        assert_non_null(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
+        assert_int_equal(error_code(r), -32600);
+        assert_string_equal(str(r, "error.data.reason"), "endpoint.era_mixed");
+        json_decref(r);
+        quiet(f, f->gw);
+        /* Still modern: the next modern request goes through; a modern
+         * session gets no broadcast notifications. */
+        say(m, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{" META_OK "}}\n");
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        json_decref(g);
+        /* A legacy session: a modern request after initialize is refused. */
+        int l = session(f, "{}");
+        say(l, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{" META_OK "}}\n");
+        r = hear(f, l);
+        assert_non_null(r);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 4);
+        assert_int_equal(error_code(r), -32600);
+        assert_string_equal(str(r, "error.data.reason"), "endpoint.era_mixed");
+        json_decref(r);
+        quiet(f, f->gw);
+        assert_int_equal(audited(f, "endpoint.era_mixed"), 2);
+        say(f->gw, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n");
+        r = hear(f, l);
+        assert_non_null(r);
+        json_decref(r);
+        quiet(f, m);
+        /* The modern connection ends with its request in flight: cancelled. */
+        close(m);
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        assert_string_equal(str(g, "method"), "notifications/cancelled");
+        json_decref(g);
+        close(l);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_same_ids_two_sessions, setup, teardown),
@@ -523,6 +975,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_kill_without_memory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_large_body_after_head, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_body_skipped, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_post, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_header_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_status, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_http_sessions, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_sse_and_cancel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_command_eras, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
