@@ -4,7 +4,8 @@
 # (initialize, notifications/initialized, tools/list, tools/call ev.echo,
 # DELETE) through the proxy in absolute form, through a CONNECT tunnel, by
 # the name localhost, and with the environment as given (NO_PROXY naming the
-# endpoint); then the proxy still refuses another port of the loopback.
+# endpoint); the endpoint still refuses a foreign Origin it gets that way;
+# the proxy still refuses another port of the loopback.
 #
 #   endpoint-proxy-curl.sh OUT
 #
@@ -63,6 +64,16 @@ session localhost "http://localhost:$port/mcp" --noproxy ''
 session localhost_tunnel "http://localhost:$port/mcp" --noproxy '' --proxytunnel
 # As given: whatever this curl makes of NO_PROXY, the URL works.
 session as_given "$GLOVE_MCP_URL"
+
+# The endpoint's own checks still apply to what the proxy hands it: a
+# foreign Origin is refused by the endpoint (403 endpoint.bad_origin).
+for form in absolute tunnel; do
+        opt=()
+        [ $form = tunnel ] && opt=(--proxytunnel)
+        body=$(curl -sS --max-time 20 --noproxy '' "${opt[@]}" "${H[@]}" -H 'Origin: http://evil.example' \
+                -w '\n%{http_code}' -d '{"jsonrpc":"2.0","id":1,"method":"ping"}' "$GLOVE_MCP_URL" 2>&1)
+        check "origin_$form" "$([ "${body##*$'\n'}" = 403 ] && [[ "$body" == *endpoint.bad_origin* ]] && echo 1)" "answered: $body"
+done
 
 # Another port of the loopback is still egress, refused by the proxy.
 other=$((port + 1))

@@ -28,7 +28,7 @@ no_loopback_egress() {
         audit_lacks '.event == "egress" and .route == "mcp_endpoint" and .address != ""'
 }
 
-@test "endpoint proxy: curl reaches \$GLOVE_MCP_URL through the proxy (absolute form, CONNECT, localhost, the environment as given); another loopback port is still refused" {
+@test "endpoint proxy: curl reaches \$GLOVE_MCP_URL through the proxy (absolute form, CONNECT, localhost, the environment as given); a foreign Origin is still refused by the endpoint, another loopback port by the proxy" {
         gr --mcp-endpoint http "${EGRESS[@]}" "${EV[@]}" --audit-log "$AUDIT" \
                 --read "$AGENTS" --write "$OUT" -- "$AGENTS/endpoint-proxy-curl.sh" "$CURL_OUT"
         if [ "$status" -ne 0 ] || ! grep -qx "end pass" "$CURL_OUT"; then
@@ -43,6 +43,8 @@ no_loopback_egress() {
         audit_has '.event == "egress" and .route == "mcp_endpoint" and .method == "POST" and .host == "127.0.0.1" and .phase == "close" and .reason == "closed"'
         audit_has '.event == "egress" and .route == "mcp_endpoint" and .method == "POST" and .host == "localhost" and .phase == "close"'
         no_loopback_egress
+        # What the proxy hands over meets the endpoint's own checks.
+        audit_has '.event == "endpoint_refused" and .status == 403 and .reason == "endpoint.bad_origin"'
         # The other port: refused as egress, in both forms, not routed.
         audit_has '.event == "egress" and .phase == "deny" and .reason == "not_allowed" and .method == "GET" and .host == "127.0.0.1" and .port == 8932 and (has("route") | not)'
         audit_has '.event == "egress" and .phase == "deny" and .reason == "not_allowed" and .method == "CONNECT" and .port == 8932'
