@@ -130,6 +130,8 @@ struct glove_net_relay {
         uint32_t head_timeout_ms, connect_timeout_ms, idle_timeout_ms, max_duration_ms;
         glove_net_audit_fn audit;
         void *audit_userdata;
+        uint16_t endpoint_port; /* the run's MCP endpoint (relay.h); 0: none */
+        int endpoint_fd;        /* its channel's sending end, or -1 */
         int unix_fd;
         int stop_fd; /* eventfd; readable once the relay stops */
         pthread_t acceptor;

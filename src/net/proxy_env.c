@@ -39,7 +39,7 @@ int glove_net_token_check(const char *token, struct glove_error *err) {
         return 0;
 }
 
-int glove_net_proxy_env_build(const char *token, uint16_t port, struct glove_net_proxy_env *out,
+int glove_net_proxy_env_build(const char *token, uint16_t port, uint16_t endpoint_port, struct glove_net_proxy_env *out,
                               struct glove_error *err) {
         static const char *const names[GLOVE_NET_PROXY_ENV_COUNT] = {
                 "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
@@ -53,7 +53,16 @@ int glove_net_proxy_env_build(const char *token, uint16_t port, struct glove_net
         memset(out, 0, sizeof(*out));
         for (size_t i = 0; i < GLOVE_NET_PROXY_ENV_COUNT; i++) {
                 bool no_proxy = strcasecmp(names[i], "NO_PROXY") == 0;
-                int n = no_proxy ? snprintf(out->entries[i], sizeof(out->entries[i]), "%s=", names[i])
+                /* The endpoint's two spellings with its port, never a bare
+                 * loopback host: with "127.0.0.1" alone a client would skip
+                 * the proxy for every port of it, and so never reach a
+                 * service on the host's loopback that a rule grants
+                 * (--egress-allow-private): the sandbox's loopback has
+                 * nothing but Glove's listeners. */
+                int n = no_proxy && endpoint_port
+                                ? snprintf(out->entries[i], sizeof(out->entries[i]), "%s=127.0.0.1:%u,localhost:%u", names[i],
+                                           (unsigned)endpoint_port, (unsigned)endpoint_port)
+                        : no_proxy ? snprintf(out->entries[i], sizeof(out->entries[i]), "%s=", names[i])
                                  : snprintf(out->entries[i], sizeof(out->entries[i]),
                                             "%s=http://" GLOVE_NET_PROXY_USER ":%s@127.0.0.1:%u", names[i], token,
                                             (unsigned)port);

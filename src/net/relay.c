@@ -43,6 +43,7 @@ const char *glove_net_egress_reason_name(enum glove_net_egress_reason r) {
         case GLOVE_NET_EGRESS_INTERNAL: return "internal";
         case GLOVE_NET_EGRESS_HOST_MISMATCH: return "host_mismatch";
         case GLOVE_NET_EGRESS_HTTPS_NEEDS_CONNECT: return "https_needs_connect";
+        case GLOVE_NET_EGRESS_HANDED_OVER: return "handed_over";
         }
         return "internal";
 }
@@ -196,6 +197,8 @@ static void relay_free(struct glove_net_relay *r) {
                 close(r->stop_fd);
         if (r->unix_fd >= 0)
                 close(r->unix_fd);
+        if (r->endpoint_fd >= 0)
+                close(r->endpoint_fd);
         pthread_mutex_destroy(&r->lock);
         pthread_mutex_destroy(&r->audit_lock);
         glove_net_policy_free(&r->policy);
@@ -240,19 +243,24 @@ static int configure(struct glove_net_relay *r, const struct glove_net_relay_con
                 return -ENOMEM;
         r->audit = c->audit;
         r->audit_userdata = c->audit_userdata;
+        r->endpoint_port = c->endpoint_port;
         return 0;
 }
 
 int glove_net_relay_start(const struct glove_net_relay_config *config, int unix_fd,
                           struct glove_net_relay **out, struct glove_error *err) {
         *out = NULL;
+        int endpoint_fd = config && config->endpoint_port ? config->endpoint_fd : -1;
         struct glove_net_relay *r = calloc(1, sizeof(*r));
         if (!r) {
                 if (unix_fd >= 0)
                         close(unix_fd);
+                if (endpoint_fd >= 0)
+                        close(endpoint_fd);
                 return glove_error_set(err, ENOMEM, "egress.no_memory", "out of memory");
         }
         r->unix_fd = unix_fd;
+        r->endpoint_fd = endpoint_fd;
         r->stop_fd = -1;
         glove_net_policy_init(&r->policy);
         pthread_mutex_init(&r->lock, NULL);
@@ -260,6 +268,10 @@ int glove_net_relay_start(const struct glove_net_relay_config *config, int unix_
         int ret;
         if (!config || unix_fd < 0) {
                 ret = glove_error_set(err, EINVAL, "egress.bad_config", "no configuration or channel");
+                goto fail;
+        }
+        if (config->endpoint_port && endpoint_fd < 0) {
+                ret = glove_error_set(err, EINVAL, "egress.bad_config", "an MCP endpoint port without its channel");
                 goto fail;
         }
         if ((ret = configure(r, config, err)) < 0)

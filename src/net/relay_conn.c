@@ -532,6 +532,133 @@ static void note_partial_target(struct conn *c) {
         free(line);
 }
 
+/* Forwarded request: c->fwd gets the head rewritten to origin form and the
+ * bytes read after the received head. False: out of memory. */
+static bool build_forward(struct conn *c, const struct glove_net_request_head *h) {
+        size_t rest = c->head_got - c->head_len, cap = c->head_len + GLOVE_NET_FORWARD_EXTRA;
+        c->fwd = malloc(cap + rest);
+        if (!c->fwd)
+                return false;
+        c->fwd_len = glove_net_forward_head(c->head, c->head_len, h, c->fwd, cap);
+        if (c->fwd_len == 0)
+                return false;
+        memcpy(c->fwd + c->fwd_len, c->head + c->head_len, rest);
+        c->fwd_len += rest;
+        return true;
+}
+
+/* c->dest is connected: the OPEN event, the 200 of a CONNECT, the tunnel,
+ * the CLOSE event. */
+static void relay_open(struct conn *c) {
+        set_nonblock_nodelay(c->dest);
+        /* A forwarded request gets the upstream's own answer: the proxy
+         * answers nothing itself (http_status 0). */
+        int answered = c->forward ? 0 : 200;
+        emit(c, GLOVE_NET_EGRESS_OPEN, GLOVE_NET_EGRESS_OK, answered);
+        if (glove_net_relay_emit(c->r, &c->ev) < 0) {
+                /* Fail closed: no record, no tunnel. No further event. */
+                glove_net_answer_and_close(c->client, c->r->stop_fd, 502, GLOVE_NET_EGRESS_AUDIT_FAILED, true);
+                c->client = -1;
+                return;
+        }
+        enum glove_net_egress_reason reason;
+        if (c->forward) {
+                reason = tunnel(c);
+        } else {
+                char ok[GLOVE_NET_RESPONSE_MAX];
+                size_t len = glove_net_response_format(200, GLOVE_NET_EGRESS_OK, ok);
+                /* The socket is fresh and empty: the answer fits in its buffer. */
+                if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
+                        reason = GLOVE_NET_EGRESS_RESET;
+                else
+                        reason = tunnel(c);
+        }
+        emit(c, GLOVE_NET_EGRESS_CLOSE, reason, answered);
+        (void)glove_net_relay_emit(c->r, &c->ev);
+}
+
+/* Whether h names the run's MCP endpoint: 127.0.0.1 or localhost (the
+ * endpoint's own spellings, the ones its Host check takes) at its port. */
+static bool endpoint_target(const struct glove_net_relay *r, const struct glove_net_request_head *h) {
+        static const uint8_t loopback[4] = {127, 0, 0, 1};
+        if (!r->endpoint_port || h->port != r->endpoint_port)
+                return false;
+        if (h->host.kind == GLOVE_NET_HOST_IPV4)
+                return memcmp(h->host.addr, loopback, 4) == 0;
+        return h->host.kind == GLOVE_NET_HOST_NAME && strcmp(h->host.text, "localhost") == 0;
+}
+
+/* Passes fd to the MCP endpoint over its channel (one byte, one descriptor),
+ * as the sandbox's listener helper does; the endpoint gets its own copy.
+ * Waits at most the connect timeout for room. Returns 0 or -errno. */
+static int hand_over(struct conn *c, int fd) {
+        char byte = 0;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control;
+        memset(&control, 0, sizeof(control));
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                              .msg_controllen = sizeof(control.buf) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        uint64_t deadline = glove_time_monotonic_ms() + c->r->connect_timeout_ms;
+        for (;;) {
+                if (sendmsg(c->r->endpoint_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+                        return 0;
+                if (errno == EINTR)
+                        continue;
+                if (errno != EAGAIN)
+                        return -errno;
+                int w = glove_net_wait(c->r->endpoint_fd, POLLOUT, c->r->stop_fd, deadline);
+                if (w <= 0)
+                        return w == 0 ? -ETIMEDOUT : -ECANCELED;
+        }
+}
+
+/* A request for the run's MCP endpoint (relay.h): handed over, not egress. */
+static void serve_endpoint(struct conn *c, const struct glove_net_request_head *h) {
+        c->ev.mcp_endpoint = true;
+        c->forward = h->form == GLOVE_NET_TARGET_HTTP;
+        if (!c->forward && c->head_got == c->head_len) {
+                /* CONNECT with nothing sent ahead: the agent's own connection
+                 * goes, after the 200 (the agent sends its first request only
+                 * once it has read it, so the 200 comes first). */
+                emit(c, GLOVE_NET_EGRESS_OPEN, GLOVE_NET_EGRESS_OK, 200);
+                if (glove_net_relay_emit(c->r, &c->ev) < 0) {
+                        glove_net_answer_and_close(c->client, c->r->stop_fd, 502, GLOVE_NET_EGRESS_AUDIT_FAILED, true);
+                        c->client = -1;
+                        return;
+                }
+                char ok[GLOVE_NET_RESPONSE_MAX];
+                size_t len = glove_net_response_format(200, GLOVE_NET_EGRESS_OK, ok);
+                enum glove_net_egress_reason reason = GLOVE_NET_EGRESS_RESET;
+                if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len && hand_over(c, c->client) == 0)
+                        reason = GLOVE_NET_EGRESS_HANDED_OVER;
+                emit(c, GLOVE_NET_EGRESS_CLOSE, reason, 200);
+                (void)glove_net_relay_emit(c->r, &c->ev);
+                return; /* conn_main closes the relay's copy */
+        }
+        if (c->forward && !build_forward(c, h))
+                return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
+        int e = hand_over(c, sv[1]);
+        close(sv[1]);
+        if (e < 0) {
+                close(sv[0]);
+                return deny(c, e == -ECANCELED ? GLOVE_NET_EGRESS_RELAY_STOPPED : GLOVE_NET_EGRESS_CONNECT_FAILED,
+                            e == -ECANCELED ? 0 : 502);
+        }
+        c->dest = sv[0];
+        relay_open(c);
+}
+
 static void serve(struct conn *c) {
         if (!is_tcp_stream(c->client)) {
                 /* Not what the helper passes: answer nothing. */
@@ -561,20 +688,13 @@ static void serve(struct conn *c) {
         }
         if (reason != GLOVE_NET_EGRESS_OK)
                 return deny(c, reason, status);
+        if (endpoint_target(c->r, &h))
+                return serve_endpoint(c, &h);
         if (!glove_net_policy_allows(&c->r->policy, &h.host, h.port))
                 return deny(c, GLOVE_NET_EGRESS_NOT_ALLOWED, 403);
         c->forward = h.form == GLOVE_NET_TARGET_HTTP;
-        if (c->forward) {
-                size_t rest = c->head_got - c->head_len, cap = c->head_len + GLOVE_NET_FORWARD_EXTRA;
-                c->fwd = malloc(cap + rest);
-                if (!c->fwd)
-                        return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
-                c->fwd_len = glove_net_forward_head(c->head, c->head_len, &h, c->fwd, cap);
-                if (c->fwd_len == 0)
-                        return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
-                memcpy(c->fwd + c->fwd_len, c->head + c->head_len, rest);
-                c->fwd_len += rest;
-        }
+        if (c->forward && !build_forward(c, &h))
+                return deny(c, GLOVE_NET_EGRESS_INTERNAL, 502);
         c->private_ok = glove_net_policy_allows_private(&c->r->policy, &h.host, h.port);
         struct destinations *d = calloc(1, sizeof(*d));
         if (!d)
@@ -590,30 +710,7 @@ static void serve(struct conn *c) {
         case GLOVE_NET_EGRESS_CONNECT_FAILED: return deny(c, reason, status);
         default: return deny(c, reason, 0);
         }
-        set_nonblock_nodelay(c->dest);
-        /* A forwarded request gets the upstream's own answer: the proxy
-         * answers nothing itself (http_status 0). */
-        int answered = c->forward ? 0 : 200;
-        emit(c, GLOVE_NET_EGRESS_OPEN, GLOVE_NET_EGRESS_OK, answered);
-        if (glove_net_relay_emit(c->r, &c->ev) < 0) {
-                /* Fail closed: no record, no tunnel. No further event. */
-                glove_net_answer_and_close(c->client, c->r->stop_fd, 502, GLOVE_NET_EGRESS_AUDIT_FAILED, true);
-                c->client = -1;
-                return;
-        }
-        if (c->forward) {
-                reason = tunnel(c);
-        } else {
-                char ok[GLOVE_NET_RESPONSE_MAX];
-                size_t len = glove_net_response_format(200, GLOVE_NET_EGRESS_OK, ok);
-                /* The socket is fresh and empty: the answer fits in its buffer. */
-                if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
-                        reason = GLOVE_NET_EGRESS_RESET;
-                else
-                        reason = tunnel(c);
-        }
-        emit(c, GLOVE_NET_EGRESS_CLOSE, reason, answered);
-        (void)glove_net_relay_emit(c->r, &c->ev);
+        relay_open(c);
 }
 
 void *glove_net_conn_main(void *arg) {

@@ -5,7 +5,10 @@
  * glove run's in-sandbox MCP endpoints, host side (docs/mcp-mediation.md,
  * "Endpoints"): the connections the sandbox's listener helper passes over
  * an inherited channel (SCM_RIGHTS, glove/net/helper.h) are served here, on
- * glove run's sd-event loop:
+ * glove run's sd-event loop; with egress on, the egress relay passes
+ * requests for the endpoint's own address over the same channel
+ * (glove/net/relay.h: the agent's TCP connection after a CONNECT, or an
+ * AF_UNIX stream socket carrying one origin-form request):
  *
  *  - a connection whose first bytes are GLOVE_MCP_ENDPOINT_PREFACE comes
  *    from the in-sandbox command (/run/glove/mcp-stdio): newline-delimited

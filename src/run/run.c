@@ -661,6 +661,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                 .mcp_listen = ep,
                 .mcp_listen_fd = listen_sv[1],
                 .mcp_listen_port = r->opts.mcp_port,
+                .mcp_listen_http = (r->opts.mcp_endpoints & GLOVE_RUN_ENDPOINT_HTTP) != 0,
         };
         if (ep) {
                 /* As glove exec: a PTY when both ends are a terminal (or --tty). */

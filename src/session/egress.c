@@ -33,7 +33,7 @@
 
 void glove_session_egress_init(struct glove_session_egress *e) {
         memset(e, 0, sizeof(*e));
-        e->host_fd = e->sandbox_fd = -1;
+        e->host_fd = e->sandbox_fd = e->endpoint_fd = -1;
         glove_net_policy_init(&e->policy);
         atomic_store(&e->audit_failed, false);
         atomic_store(&e->audit_full, false);
@@ -130,6 +130,10 @@ static int on_event(const struct glove_net_egress_event *ev, void *userdata) {
                                              (json_int_t)ev->bytes_down, "duration_ms", (json_int_t)ev->duration_ms);
         if (f && e->upstream && json_object_set_new(f, "upstream", json_string(e->upstream)) < 0)
                 f = (json_decref(f), NULL);
+        /* Not egress: the run's own MCP endpoint (docs/egress.md, "The MCP
+         * endpoint through the proxy"). */
+        if (f && ev->mcp_endpoint && json_object_set_new(f, "route", json_string("mcp_endpoint")) < 0)
+                f = (json_decref(f), NULL);
         struct glove_error err = {0};
         struct stat st;
         bool full = false;
@@ -170,7 +174,7 @@ int glove_session_egress_setup(struct glove_session_egress *e, struct glove_net_
         e->host_fd = sv[0];
         e->sandbox_fd = sv[1];
         struct glove_net_proxy_env penv;
-        r = glove_net_proxy_env_build(e->token, GLOVE_SESSION_EGRESS_PORT, &penv, err);
+        r = glove_net_proxy_env_build(e->token, GLOVE_SESSION_EGRESS_PORT, e->endpoint_port, &penv, err);
         for (size_t i = 0; r == 0 && penv.envp[i]; i++)
                 r = glove_env_append(env, penv.envp[i], err);
         explicit_bzero(&penv, sizeof(penv));
@@ -195,7 +199,11 @@ int glove_session_egress_start(struct glove_session_egress *e, struct glove_sand
                 .token = e->token,
                 .audit = on_event,
                 .audit_userdata = e,
+                .endpoint_port = e->endpoint_port,
+                .endpoint_fd = e->endpoint_fd,
         };
+        if (e->endpoint_port)
+                e->endpoint_fd = -1; /* the relay owns it in every case */
         int fd = e->host_fd;
         e->host_fd = -1; /* the relay owns it in every case */
         return glove_net_relay_start(&cfg, fd, &e->relay, err);
@@ -217,7 +225,8 @@ void glove_session_egress_stop(struct glove_session_egress *e) {
         }
         glove_closep(&e->host_fd);
         glove_closep(&e->sandbox_fd);
-        e->host_fd = e->sandbox_fd = -1;
+        glove_closep(&e->endpoint_fd);
+        e->host_fd = e->sandbox_fd = e->endpoint_fd = -1;
         glove_net_policy_free(&e->policy);
         explicit_bzero(e->token, sizeof(e->token));
 }

@@ -29,6 +29,12 @@ struct glove_session_egress {
         const char *upstream;                  /* "upstream" of each record, or NULL; borrowed */
         bool report;                           /* each refusal also said on stderr (desc egress_report) */
         atomic_uint_fast64_t refused;          /* refusals so far (counted when report) */
+        /* The run's MCP HTTP endpoint, set before setup (desc
+         * mcp_listen_http): its port (0: none), named in NO_PROXY and routed
+         * by the relay, and a sending end of its listener channel (owned;
+         * given to the relay by start). */
+        uint16_t endpoint_port;
+        int endpoint_fd;
 };
 
 /* Empties e (no egress). */

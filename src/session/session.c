@@ -611,6 +611,14 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 r = glove_mount_plan_set_cwd(s->plan, d->cwd, err);
         s->cfg.mounts = s->plan;
 
+        if (r >= 0 && d->egress && d->mcp_listen && d->mcp_listen_http) {
+                /* The relay hands the endpoint's requests to it over the
+                 * listener's own channel (its own copy of the sending end). */
+                s->egress.endpoint_fd = fcntl(d->mcp_listen_fd, F_DUPFD_CLOEXEC, 3);
+                if (s->egress.endpoint_fd < 0)
+                        r = glove_error_set(err, errno, "egress.channel", "dup: %s", strerror(errno));
+                s->egress.endpoint_port = d->mcp_listen_port;
+        }
         if (r >= 0)
                 r = glove_session_egress_setup(&s->egress, d->egress, d->audit, &s->env, &s->cfg, err);
         if (r >= 0 && (s->egress.enabled || d->mcp_listen))

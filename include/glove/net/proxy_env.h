@@ -11,7 +11,11 @@
  *
  *   HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy
  *       = http://glove:TOKEN@127.0.0.1:PORT
- *   NO_PROXY no_proxy = ""   (nothing bypasses the proxy)
+ *   NO_PROXY no_proxy = ""   (nothing bypasses the proxy), or, when the run
+ *       serves its MCP HTTP endpoint on the sandbox's loopback,
+ *       "127.0.0.1:EPORT,localhost:EPORT" (that endpoint only: clients that
+ *       honour a port in NO_PROXY go to it directly; the others reach it
+ *       through the proxy, which routes it, relay.h)
  *
  * Stable error codes: egress.bad_token (-EINVAL: a token that is empty,
  * longer than GLOVE_NET_TOKEN_MAX, or has a byte outside [A-Za-z0-9._~-], so
@@ -36,6 +40,7 @@
 /* Number of variables, and the longest "NAME=VALUE" entry with its NUL. */
 #define GLOVE_NET_PROXY_ENV_COUNT 8
 #define GLOVE_NET_PROXY_ENV_ENTRY_MAX (sizeof("HTTPS_PROXY=http://" GLOVE_NET_PROXY_USER ":@127.0.0.1:65535") + GLOVE_NET_TOKEN_MAX)
+_Static_assert(GLOVE_NET_PROXY_ENV_ENTRY_MAX >= sizeof("no_proxy=127.0.0.1:65535,localhost:65535"), "NO_PROXY fits");
 
 /*
  * Writes a fresh token of GLOVE_NET_TOKEN_LEN lowercase hex characters and a
@@ -56,8 +61,9 @@ struct glove_net_proxy_env {
 /*
  * Fills *out with the eight "NAME=VALUE" entries above for the listener port
  * (host byte order, 1..65535) reported by glove_net_listener_open and the
- * run's token. No allocation. Returns 0 or -EINVAL (egress.bad_token,
+ * run's token; endpoint_port is the MCP HTTP endpoint's port (host byte
+ * order; 0: none, NO_PROXY empty). No allocation. Returns 0 or -EINVAL (egress.bad_token,
  * egress.bad_port).
  */
-int glove_net_proxy_env_build(const char *token, uint16_t port, struct glove_net_proxy_env *out,
+int glove_net_proxy_env_build(const char *token, uint16_t port, uint16_t endpoint_port, struct glove_net_proxy_env *out,
                               struct glove_error *err);

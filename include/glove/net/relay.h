@@ -45,6 +45,29 @@
  *      http_status 0 in its OPEN and CLOSE events) until the upstream's
  *      answer has been passed on: one request per connection.
  *
+ * The run's own MCP endpoint (endpoint_port, docs/mcp-mediation.md,
+ * "Endpoints") is not egress: after step 3, a request whose target is
+ * 127.0.0.1:endpoint_port or localhost:endpoint_port (any case) skips steps
+ * 4 to 7 and goes to the endpoint through the endpoint's own channel
+ * (endpoint_fd, the descriptors the sandbox's listener helper passes there):
+ *
+ *   - CONNECT: the OPEN event (route mcp_endpoint), the 200, then the
+ *     agent's connection itself is handed over and a CLOSE event with
+ *     reason handed_over follows at once (the endpoint serves and audits it
+ *     from then on; no relay thread, no relay timeout stays with it). When
+ *     the agent sent bytes after its CONNECT head before the 200, they are
+ *     relayed as a tunnel to one end of a socketpair instead, whose other
+ *     end is handed over;
+ *   - absolute form (`METHOD http://127.0.0.1:PORT/mcp ...`): one end of a
+ *     socketpair is handed over and the request goes to it as step 7 sends
+ *     a forwarded one (origin form, `Connection: close`), as a tunnel with
+ *     the relay's timeouts; OPEN and CLOSE events (route mcp_endpoint).
+ *
+ * A hand-over that fails (the endpoint is gone) is a DENY connect_failed
+ * 502. Nothing else on any loopback is reachable this way: every other port
+ * and address goes through steps 4 to 7 as before. Host and Origin are left
+ * to the endpoint, which checks them as for a direct connection.
+ *
  * Beyond max_connections the acceptor answers 503 itself without reading the
  * request. Every denial answer carries Connection: close and a one-line
  * text/plain body naming the reason.
@@ -116,6 +139,8 @@ enum glove_net_egress_reason {
                                                * header names another authority than its URL */
         GLOVE_NET_EGRESS_HTTPS_NEEDS_CONNECT, /* "https_needs_connect": 400, an https:// URL in
                                                * absolute form (tunnel it with CONNECT) */
+        GLOVE_NET_EGRESS_HANDED_OVER,         /* "handed_over": CLOSE, a CONNECT to the run's MCP
+                                               * endpoint whose connection went to the endpoint */
 };
 
 /* One audit event. Pointers are valid only during the callback. */
@@ -139,6 +164,8 @@ struct glove_net_egress_event {
         uint64_t bytes_up;                   /* agent -> destination, after the 200 */
         uint64_t bytes_down;                 /* destination -> agent, after the 200 */
         uint64_t duration_ms;                /* from receiving the descriptor to this event */
+        bool mcp_endpoint;                   /* routed to the run's MCP endpoint (endpoint_port),
+                                              * not to a destination: address "" */
 };
 
 /*
@@ -158,6 +185,13 @@ struct glove_net_relay_config {
         uint32_t max_duration_ms;
         glove_net_audit_fn audit;               /* may be NULL (no audit) */
         void *audit_userdata;
+        /* The run's MCP HTTP endpoint, routed to instead of refused (above):
+         * its port on the sandbox's loopback (1..65535; 0: no route, and
+         * endpoint_fd is ignored), and a sending end of the endpoint's
+         * SOCK_SEQPACKET channel (each message: one byte and one descriptor,
+         * SCM_RIGHTS), taken by glove_net_relay_start in every case. */
+        uint16_t endpoint_port;
+        int endpoint_fd;
 };
 
 struct glove_net_relay;
@@ -170,7 +204,8 @@ const char *glove_net_egress_phase_name(enum glove_net_egress_phase p);
 
 /*
  * Starts a relay serving descriptors received on unix_fd (the relay's end of
- * the helper channel). Takes ownership of unix_fd in every case (closed on
+ * the helper channel). Takes ownership of unix_fd (and of endpoint_fd when
+ * endpoint_port is not 0) in every case (closed on
  * error, and by glove_net_relay_stop). Stores the relay in *out.
  * Returns 0 or a negative errno with the codes above.
  */

@@ -173,6 +173,13 @@ struct glove_session_desc {
         bool mcp_listen;
         int mcp_listen_fd;
         uint16_t mcp_listen_port;
+        /* With mcp_listen and egress: the listener serves the MCP HTTP
+         * endpoint. NO_PROXY and no_proxy then name it
+         * ("127.0.0.1:PORT,localhost:PORT") and the egress relay hands a
+         * request for 127.0.0.1:PORT or localhost:PORT to it over a copy of
+         * mcp_listen_fd instead of refusing it (glove/net/relay.h;
+         * docs/egress.md, "The MCP endpoint through the proxy"). */
+        bool mcp_listen_http;
         /* Egress records go here; borrowed for the session's life, may be
          * NULL or have fd -1. An append that fails stops the agent
          * (fail closed; outcome.audit_failed). */

@@ -155,6 +155,7 @@ struct rec {
         char address[64];
         char cls[32];
         uint64_t up, down, duration_ms;
+        bool mcp_endpoint;
 };
 
 #define FX_RECS_MAX 64
@@ -188,6 +189,7 @@ static __attribute__((unused)) int record_event(const struct glove_net_egress_ev
                 r->up = ev->bytes_up;
                 r->down = ev->bytes_down;
                 r->duration_ms = ev->duration_ms;
+                r->mcp_endpoint = ev->mcp_endpoint;
         }
         rc->concurrent--;
         pthread_cond_broadcast(&rc->cond);

@@ -252,7 +252,7 @@ static void agent_side(int unix_fd, uint16_t http_port, const char *token, bool 
 
         /* An agent-side C client speaking CONNECT with the credentials. */
         struct glove_net_proxy_env env;
-        CHECK(glove_net_proxy_env_build(token, port, &env, &err) == 0, 17, "env: %s", err.message);
+        CHECK(glove_net_proxy_env_build(token, port, 0, &env, &err) == 0, 17, "env: %s", err.message);
         const char *proxy = strchr(env.envp[0], '=') + 1; /* http://glove:TOKEN@127.0.0.1:PORT */
         const char *cred = strstr(proxy, "glove:");
         char user_pass[256];

@@ -28,7 +28,7 @@ static void test_env_entries(void **state) {
         (void)state;
         struct glove_net_proxy_env env;
         const char *token = "0123456789abcdef";
-        assert_int_equal(glove_net_proxy_env_build(token, 40123, &env, NULL), 0);
+        assert_int_equal(glove_net_proxy_env_build(token, 40123, 0, &env, NULL), 0);
         static const char *const want[] = {
                 "HTTPS_PROXY=http://glove:0123456789abcdef@127.0.0.1:40123",
                 "https_proxy=http://glove:0123456789abcdef@127.0.0.1:40123",
@@ -46,8 +46,24 @@ static void test_env_entries(void **state) {
         char longest[GLOVE_NET_TOKEN_MAX + 1];
         memset(longest, 'Z', GLOVE_NET_TOKEN_MAX);
         longest[GLOVE_NET_TOKEN_MAX] = '\0';
-        assert_int_equal(glove_net_proxy_env_build(longest, 65535, &env, NULL), 0);
+        assert_int_equal(glove_net_proxy_env_build(longest, 65535, 0, &env, NULL), 0);
         assert_int_equal(strlen(env.envp[0]), strlen("HTTPS_PROXY=http://glove:@127.0.0.1:65535") + GLOVE_NET_TOKEN_MAX);
+}
+
+/* With the MCP HTTP endpoint: NO_PROXY names its two spellings with its port,
+ * never a bare loopback host; the proxy variables are unchanged. */
+static void test_env_endpoint(void **state) {
+        (void)state;
+        struct glove_net_proxy_env env;
+        assert_int_equal(glove_net_proxy_env_build("abc", 3128, 8931, &env, NULL), 0);
+        assert_string_equal(env.envp[2], "HTTP_PROXY=http://glove:abc@127.0.0.1:3128");
+        assert_string_equal(env.envp[6], "NO_PROXY=127.0.0.1:8931,localhost:8931");
+        assert_string_equal(env.envp[7], "no_proxy=127.0.0.1:8931,localhost:8931");
+        char longest[GLOVE_NET_TOKEN_MAX + 1];
+        memset(longest, 'Z', GLOVE_NET_TOKEN_MAX);
+        longest[GLOVE_NET_TOKEN_MAX] = '\0';
+        assert_int_equal(glove_net_proxy_env_build(longest, 65535, 65535, &env, NULL), 0);
+        assert_string_equal(env.envp[7], "no_proxy=127.0.0.1:65535,localhost:65535");
 }
 
 static void test_env_refusals(void **state) {
@@ -56,20 +72,20 @@ static void test_env_refusals(void **state) {
         static const char *const bad[] = { "", "a b", "a@b", "a:b", "a/b", "a%40", "tok\n", "\xc3\xa9" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 struct glove_error err = { 0 };
-                assert_int_equal(glove_net_proxy_env_build(bad[i], 1, &env, &err), -EINVAL);
+                assert_int_equal(glove_net_proxy_env_build(bad[i], 1, 0, &env, &err), -EINVAL);
                 assert_string_equal(err.code, "egress.bad_token");
         }
         struct glove_error err = { 0 };
-        assert_int_equal(glove_net_proxy_env_build(NULL, 1, &env, &err), -EINVAL);
+        assert_int_equal(glove_net_proxy_env_build(NULL, 1, 0, &env, &err), -EINVAL);
         assert_string_equal(err.code, "egress.bad_token");
         char too_long[GLOVE_NET_TOKEN_MAX + 2];
         memset(too_long, 'a', sizeof(too_long) - 1);
         too_long[sizeof(too_long) - 1] = '\0';
         glove_error_clear(&err);
-        assert_int_equal(glove_net_proxy_env_build(too_long, 1, &env, &err), -EINVAL);
+        assert_int_equal(glove_net_proxy_env_build(too_long, 1, 0, &env, &err), -EINVAL);
         assert_string_equal(err.code, "egress.bad_token");
         glove_error_clear(&err);
-        assert_int_equal(glove_net_proxy_env_build("abc", 0, &env, &err), -EINVAL);
+        assert_int_equal(glove_net_proxy_env_build("abc", 0, 0, &env, &err), -EINVAL);
         assert_string_equal(err.code, "egress.bad_port");
 }
 
@@ -77,6 +93,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_token_generate),
                 cmocka_unit_test(test_env_entries),
+                cmocka_unit_test(test_env_endpoint),
                 cmocka_unit_test(test_env_refusals),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -743,6 +743,247 @@ static void test_rogue_descriptors(void **state) {
         recorder_destroy(&rec);
 }
 
+/* ---- the run's MCP endpoint (relay.h): routed, not egress ---------------- */
+
+#define EP_PORT 4242
+
+/* A relay whose MCP endpoint is EP_PORT; *ep gets the endpoint's end of its
+ * channel (the test plays the endpoint). No policy rule at all. */
+static void fx_start_endpoint(struct fx *f, int *ep) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        struct glove_net_relay_config o = { .endpoint_port = EP_PORT, .endpoint_fd = sv[1] };
+        fx_start(f, NULL, false, &o);
+        *ep = sv[0];
+}
+
+/* The descriptor the relay handed to the endpoint within timeout_ms, or -1. */
+static int endpoint_receive(int ep, int timeout_ms) {
+        struct pollfd p = { .fd = ep, .events = POLLIN };
+        if (poll(&p, 1, timeout_ms) != 1)
+                return -1;
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control;
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                              .msg_controllen = sizeof(control.buf) };
+        if (recvmsg(ep, &msg, MSG_CMSG_CLOEXEC) != 1)
+                return -1;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+                return -1;
+        int fd;
+        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        set_timeouts(fd);
+        return fd;
+}
+
+/* Sends "GET http://authority/mcp" with a matching Host and the right
+ * credentials; returns the descriptor and the status in *status. */
+static int proxy_get(struct fx *f, const char *authority, int *status) {
+        int fd = tcp_connect(f->proxy_port);
+        assert_true(fd >= 0);
+        char req[1024];
+        int n = snprintf(req, sizeof(req), "GET http://%s/mcp HTTP/1.1\r\nHost: %s\r\n%s\r\n", authority, authority, f->auth);
+        assert_int_equal(write_all(fd, req, (size_t)n), 0);
+        char head[1024];
+        *status = read_status(fd, head, sizeof(head));
+        return fd;
+}
+
+/* Bytes one way and back between the agent's socket and the endpoint's. */
+static void assert_connected(int agent, int endpoint) {
+        char b[4];
+        assert_int_equal(write_all(agent, "ping", 4), 0);
+        assert_int_equal(recv(endpoint, b, 4, MSG_WAITALL), 4);
+        assert_memory_equal(b, "ping", 4);
+        assert_int_equal(write_all(endpoint, "pong", 4), 0);
+        assert_int_equal(recv(agent, b, 4, MSG_WAITALL), 4);
+        assert_memory_equal(b, "pong", 4);
+}
+
+static void test_endpoint_connect_is_handed_over(void **state) {
+        (void)state;
+        struct fx f;
+        int ep;
+        fx_start_endpoint(&f, &ep);
+        static const char *const targets[] = { "127.0.0.1:4242", "localhost:4242" };
+        int agents[2], endpoints[2];
+        for (int i = 0; i < 2; i++) {
+                int status;
+                int fd = proxy_request(&f, "CONNECT", targets[i], NULL, NULL, &status);
+                assert_int_equal(status, 200);
+                int got = endpoint_receive(ep, FX_IO_TIMEOUT_MS);
+                assert_true(got >= 0);
+                /* The agent's own TCP connection, not a relayed copy. */
+                int type = 0, domain = 0;
+                socklen_t len = sizeof(type);
+                assert_int_equal(getsockopt(got, SOL_SOCKET, SO_TYPE, &type, &len), 0);
+                len = sizeof(domain);
+                assert_int_equal(getsockopt(got, SOL_SOCKET, SO_DOMAIN, &domain, &len), 0);
+                assert_int_equal(type, SOCK_STREAM);
+                assert_int_equal(domain, AF_INET);
+                assert_connected(fd, got);
+                agents[i] = fd;
+                endpoints[i] = got;
+                assert_int_equal(recorder_wait(&f.rec, 2 * i + 2), 2 * i + 2);
+                pthread_mutex_lock(&f.rec.lock);
+                struct rec o = f.rec.recs[2 * i], c = f.rec.recs[2 * i + 1];
+                pthread_mutex_unlock(&f.rec.lock);
+                assert_int_equal(o.phase, GLOVE_NET_EGRESS_OPEN);
+                assert_int_equal(o.status, 200);
+                assert_true(o.mcp_endpoint);
+                assert_string_equal(o.address, "");
+                assert_string_equal(o.host, i == 0 ? "127.0.0.1" : "localhost");
+                assert_int_equal(o.port, EP_PORT);
+                assert_int_equal(c.phase, GLOVE_NET_EGRESS_CLOSE);
+                assert_int_equal(c.id, o.id);
+                assert_true(c.mcp_endpoint);
+                if (c.reason != GLOVE_NET_EGRESS_HANDED_OVER)
+                        fail_msg("close reason %s", glove_net_egress_reason_name(c.reason));
+        }
+        /* No relay thread stays with a handed-over connection (though both
+         * are still open): the threads end right after their CLOSE. */
+        for (int i = 0; i < 500 && glove_net_relay_active(f.relay) != 0; i++)
+                usleep(10 * 1000);
+        assert_int_equal(glove_net_relay_active(f.relay), 0);
+        for (int i = 0; i < 2; i++) {
+                assert_connected(agents[i], endpoints[i]);
+                close(agents[i]);
+                close(endpoints[i]);
+        }
+        /* Bytes sent right behind the CONNECT head still arrive first,
+         * through a relayed socketpair. */
+        int status;
+        int fd = proxy_request(&f, "CONNECT", "127.0.0.1:4242", NULL, "early", &status);
+        assert_int_equal(status, 200);
+        int got = endpoint_receive(ep, FX_IO_TIMEOUT_MS);
+        assert_true(got >= 0);
+        char b[5];
+        assert_int_equal(recv(got, b, 5, MSG_WAITALL), 5);
+        assert_memory_equal(b, "early", 5);
+        assert_connected(fd, got);
+        close(fd);
+        close(got);
+        assert_int_equal(recorder_wait(&f.rec, 6), 6);
+        assert_int_equal(f.rec.recs[5].reason, GLOVE_NET_EGRESS_CLOSED);
+        assert_true(f.rec.recs[5].mcp_endpoint);
+        assert_int_equal(atomic_load(&f.echo.accepted), 0);
+        fx_stop(&f);
+        close(ep);
+}
+
+static void test_endpoint_absolute_form_is_rewritten(void **state) {
+        (void)state;
+        struct fx f;
+        int ep;
+        fx_start_endpoint(&f, &ep);
+        int fd = tcp_connect(f.proxy_port);
+        char req[1024];
+        int n = snprintf(req, sizeof(req),
+                         "POST http://localhost:4242/mcp?x=1 HTTP/1.1\r\nHost: localhost:4242\r\n%s"
+                         "Proxy-Connection: keep-alive\r\nContent-Length: 4\r\n\r\nBODY",
+                         f.auth);
+        assert_int_equal(write_all(fd, req, (size_t)n), 0);
+        int got = endpoint_receive(ep, FX_IO_TIMEOUT_MS);
+        assert_true(got >= 0);
+        /* Origin form, the same Host, no proxy fields, one exchange. */
+        static const char want[] = "POST /mcp?x=1 HTTP/1.1\r\nHost: localhost:4242\r\nContent-Length: 4\r\n"
+                                   "Connection: close\r\n\r\nBODY";
+        char in[sizeof(want)];
+        assert_int_equal(recv(got, in, sizeof(want) - 1, MSG_WAITALL), (ssize_t)sizeof(want) - 1);
+        in[sizeof(want) - 1] = '\0';
+        assert_string_equal(in, want);
+        static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        assert_int_equal(write_all(got, answer, sizeof(answer) - 1), 0);
+        close(got);
+        char out[512];
+        ssize_t g = read_to_eof(fd, out, sizeof(out) - 1);
+        assert_true(g > 0);
+        out[g] = '\0';
+        assert_string_equal(out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        close(fd);
+        assert_int_equal(recorder_wait(&f.rec, 2), 2);
+        pthread_mutex_lock(&f.rec.lock);
+        struct rec o = f.rec.recs[0], c = f.rec.recs[1];
+        pthread_mutex_unlock(&f.rec.lock);
+        assert_int_equal(o.phase, GLOVE_NET_EGRESS_OPEN);
+        assert_true(o.mcp_endpoint);
+        assert_string_equal(o.method, "POST");
+        assert_string_equal(o.host, "localhost");
+        assert_string_equal(o.address, "");
+        assert_int_equal(o.status, 0);
+        assert_int_equal(c.phase, GLOVE_NET_EGRESS_CLOSE);
+        assert_true(c.mcp_endpoint);
+        assert_int_equal(c.reason, GLOVE_NET_EGRESS_CLOSED);
+        assert_int_equal(c.up, strlen(want));
+        assert_int_equal(atomic_load(&f.echo.accepted), 0);
+        fx_stop(&f);
+        close(ep);
+}
+
+/* Only the endpoint's own address and port are routed: any other loopback
+ * port or address is egress, refused without a rule; the credentials are
+ * still required. */
+static void test_endpoint_nothing_else_is_routed(void **state) {
+        (void)state;
+        struct fx f;
+        int ep;
+        fx_start_endpoint(&f, &ep);
+        static const char *const targets[] = { "127.0.0.1:4243", "localhost:4243", "127.0.0.2:4242", "[::1]:4242",
+                                               "localhost.example:4242" };
+        int expected = 0;
+        for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+                int status;
+                int fd = proxy_request(&f, "CONNECT", targets[i], NULL, NULL, &status);
+                if (status != 403)
+                        fail_msg("CONNECT %s: %d", targets[i], status);
+                close(fd);
+                expected++;
+                fd = proxy_get(&f, targets[i], &status);
+                if (status != 403)
+                        fail_msg("GET http://%s/mcp: %d", targets[i], status);
+                close(fd);
+                expected++;
+        }
+        int status;
+        int fd = proxy_request(&f, "CONNECT", "127.0.0.1:4242", "", NULL, &status);
+        assert_int_equal(status, 407);
+        close(fd);
+        expected++;
+        assert_int_equal(recorder_wait(&f.rec, expected), expected);
+        pthread_mutex_lock(&f.rec.lock);
+        for (int i = 0; i < f.rec.n; i++) {
+                assert_int_equal(f.rec.recs[i].phase, GLOVE_NET_EGRESS_DENY);
+                assert_false(f.rec.recs[i].mcp_endpoint);
+                if (i < expected - 1)
+                        assert_int_equal(f.rec.recs[i].reason, GLOVE_NET_EGRESS_NOT_ALLOWED);
+        }
+        pthread_mutex_unlock(&f.rec.lock);
+        assert_int_equal(endpoint_receive(ep, 100), -1);
+        fx_stop(&f);
+        close(ep);
+}
+
+/* The endpoint is gone: 502 connect_failed, on record as the endpoint's. */
+static void test_endpoint_gone_is_502(void **state) {
+        (void)state;
+        struct fx f;
+        int ep;
+        fx_start_endpoint(&f, &ep);
+        close(ep);
+        int status;
+        int fd = proxy_get(&f, "127.0.0.1:4242", &status);
+        assert_int_equal(status, 502);
+        close(fd);
+        assert_single_deny(&f, GLOVE_NET_EGRESS_CONNECT_FAILED, 502);
+        assert_true(f.rec.recs[0].mcp_endpoint);
+        fx_stop(&f);
+}
+
 static void test_config_refusals(void **state) {
         (void)state;
         struct glove_net_relay *relay = (void *)1;
@@ -761,6 +1002,13 @@ static void test_config_refusals(void **state) {
         assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
         close(sv[1]);
         cfg = (struct glove_net_relay_config){ .token = "abc", .max_connections = GLOVE_NET_MAX_CONNECTIONS_LIMIT + 1 };
+        glove_error_clear(&err);
+        assert_int_equal(glove_net_relay_start(&cfg, sv[0], &relay, &err), -EINVAL);
+        assert_string_equal(err.code, "egress.bad_config");
+        /* An endpoint port without its channel. */
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        close(sv[1]);
+        cfg = (struct glove_net_relay_config){ .token = "abc", .endpoint_port = 8931, .endpoint_fd = -1 };
         glove_error_clear(&err);
         assert_int_equal(glove_net_relay_start(&cfg, sv[0], &relay, &err), -EINVAL);
         assert_string_equal(err.code, "egress.bad_config");
@@ -788,6 +1036,10 @@ int main(void) {
                 cmocka_unit_test(test_stop_cuts_open_tunnels),
                 cmocka_unit_test(test_ipv6_literal),
                 cmocka_unit_test(test_rogue_descriptors),
+                cmocka_unit_test(test_endpoint_connect_is_handed_over),
+                cmocka_unit_test(test_endpoint_absolute_form_is_rewritten),
+                cmocka_unit_test(test_endpoint_nothing_else_is_routed),
+                cmocka_unit_test(test_endpoint_gone_is_502),
                 cmocka_unit_test(test_config_refusals),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
