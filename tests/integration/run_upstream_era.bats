@@ -22,7 +22,7 @@ setup() {
         UPS=(--upstream "mo=$NODE,$FIX/interop/modern-server.mjs,--modules,$NODE_MODULES,--log,$MLOG" --upstream-ro "mo:$FIX"
              --upstream "ev=$NODE,$EVERYTHING,stdio"
              --allow 'mo.*' --allow-arg 'mo.read:/path=/data/' --allow 'ev.*' --deny ev.get-sum
-             --upstream-allow mo:logging --audit-log "$AUDIT")
+             --upstream-allow mo:logging --upstream-allow ev:logging --audit-log "$AUDIT")
 }
 
 # The checks on the audit and the modern upstream's wire common to both agents.
@@ -59,11 +59,15 @@ common_checks() {
  {"op":"call","tool":"mo.grow","args":{},"expect":"ok","text":"grew"},
  {"op":"wait_list_changed","timeout_ms":10000},
  {"op":"list","includes":["mo.grown","mo.echo","ev.echo"]},
- {"op":"call","tool":"mo.grown","args":{},"expect":"ok","text":"grown"}
+ {"op":"call","tool":"mo.grown","args":{},"expect":"ok","text":"grown"},
+ {"op":"set_level","level":"debug"}
 ]'
         gr "${UPS[@]}" "${CLIENT[@]}" "$scenario"
         expect_client_pass
         common_checks
+        # logging/setLevel went to the legacy upstream only (both are granted
+        # logging and announce it).
+        audit_has '.event == "logging_set_level" and .upstreams == ["ev"]'
 }
 
 @test "upstream era: a 2026-07-28 agent uses a 2026-07-28 upstream and a legacy one in one run" {
