@@ -7,7 +7,9 @@
 # tests/agents/mcp-client.mjs) and a 2026-07-28 one (the v2 SDK,
 # tests/fixtures/interop/modern-agent.mjs): both list the tools of both,
 # call an allowed and a refused tool of each, and see a list_changed of the
-# modern upstream; the modern upstream gets the envelope on every request
+# modern upstream; a multi round-trip request of the modern upstream is
+# answered upstream_input_required (not relayed yet); the modern upstream
+# gets the envelope (the capabilities initialize declared) on every request
 # and never initialized, ping or logging/setLevel.
 
 load helpers
@@ -22,7 +24,7 @@ setup() {
         UPS=(--upstream "mo=$NODE,$FIX/interop/modern-server.mjs,--modules,$NODE_MODULES,--log,$MLOG" --upstream-ro "mo:$FIX"
              --upstream "ev=$NODE,$EVERYTHING,stdio"
              --allow 'mo.*' --allow-arg 'mo.read:/path=/data/' --allow 'ev.*' --deny ev.get-sum
-             --upstream-allow mo:logging --upstream-allow ev:logging --audit-log "$AUDIT")
+             --upstream-allow mo:logging,elicitation --upstream-allow ev:logging --audit-log "$AUDIT")
 }
 
 # The checks on the audit and the modern upstream's wire common to both agents.
@@ -32,15 +34,21 @@ common_checks() {
         audit_has '.event == "call" and .tool == "mo.echo" and .decision == "allow"'
         audit_has '.event == "call_result" and .tool == "mo.echo" and .upstream_status == "ok"'
         audit_has '.event == "call" and .tool == "mo.read" and .decision == "deny" and .reason == "policy_denied"'
+        # input_required (not relayed yet): an error for the agent, on record.
+        audit_has '.event == "upstream_input_required" and .upstream == "mo"'
+        audit_has '.event == "call_result" and .tool == "mo.confirm" and .upstream_status == "error"'
         audit_has '.event == "call" and .tool == "ev.echo" and .decision == "allow"'
         audit_has '.event == "call" and .tool == "ev.get-sum" and .decision == "deny"'
         # initialize first, then the probe; every later request carries the
         # envelope with Glove's identity; nothing a 2026-07-28 server lacks.
         [ "$(jq -r -s '.[0].method + " " + .[1].method' "$MLOG")" = "initialize server/discover" ] ||
                 { show_records "$MLOG"; fail "the modern upstream was not asked initialize, then server/discover"; }
-        jq -e -s '[.[1:][] | select(.meta["io.modelcontextprotocol/protocolVersion"] != "2026-07-28"
-                or (.meta["io.modelcontextprotocol/clientCapabilities"] | type) != "object"
-                or .meta["io.modelcontextprotocol/clientInfo"].name != "glove")] == []' "$MLOG" >/dev/null ||
+        # clientCapabilities: exactly what initialize declared (the grant:
+        # elicitation).
+        jq -e -s '.[0].capabilities.elicitation != null and (.[0].capabilities as $c | [.[1:][]
+                | select(.meta["io.modelcontextprotocol/protocolVersion"] != "2026-07-28"
+                or .meta["io.modelcontextprotocol/clientCapabilities"] != $c
+                or .meta["io.modelcontextprotocol/clientInfo"].name != "glove")] == [])' "$MLOG" >/dev/null ||
                 { show_records "$MLOG"; fail "a request reached the modern upstream without the 2026-07-28 envelope"; }
         jq -e -s 'any(.[]; .method == "subscriptions/listen")' "$MLOG" >/dev/null || { show_records "$MLOG"; fail "no subscriptions/listen"; }
         jq -e -s 'any(.[]; .method == "tools/call" and .id != null)' "$MLOG" >/dev/null || fail "no tools/call reached the modern upstream"
@@ -56,6 +64,7 @@ common_checks() {
  {"op":"call","tool":"mo.read","args":{"path":"/data/x"},"expect":"ok","text":"read /data/x"},
  {"op":"call","tool":"ev.echo","args":{"message":"old"},"expect":"ok","text":"old"},
  {"op":"call","tool":"ev.get-sum","args":{"a":1,"b":2},"expect":"policy_denied","code":-32001},
+ {"op":"call","tool":"mo.confirm","args":{},"expect":"upstream_input_required","code":-32603,"rule":"mo"},
  {"op":"call","tool":"mo.grow","args":{},"expect":"ok","text":"grew"},
  {"op":"wait_list_changed","timeout_ms":10000},
  {"op":"list","includes":["mo.grown","mo.echo","ev.echo"]},
@@ -77,6 +86,7 @@ common_checks() {
  {"op":"call","tool":"mo.read","args":{"path":"/etc/passwd"},"expect":"policy_denied","code":-32001},
  {"op":"call","tool":"ev.echo","args":{"message":"old"},"expect":"ok","text":"old"},
  {"op":"call","tool":"ev.get-sum","args":{"a":1,"b":2},"expect":"policy_denied","code":-32001},
+ {"op":"call","tool":"mo.confirm","args":{},"expect":"upstream_input_required","code":-32603},
  {"op":"call","tool":"mo.grow","args":{},"expect":"ok","text":"grew"},
  {"op":"wait_list_changed","timeout_ms":10000},
  {"op":"list","includes":["mo.grown"]}
