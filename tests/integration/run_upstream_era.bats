@@ -97,3 +97,23 @@ common_checks() {
                 { echo "$stderr" >&2; show_records "$out" "$AUDIT"; fail "the 2026-07-28 agent reported failed steps"; }
         common_checks
 }
+
+@test "upstream era: a 2026-07-28 upstream's resources are read; resources/subscribe of one is refused, its subscribe not announced" {
+        local out=$OUT/features.jsonl
+        gr "${UPS[@]}" --allow-resource 'mo:note://*' --read "$NODE_MODULES" --read "$AGENTS" --write "$OUT" -- \
+                "$NODE" "$AGENTS/features-client.mjs" "$NODE_MODULES" "$out" '[
+ {"op":"capabilities","label":"caps"},
+ {"op":"request","method":"resources/list","params":{},"label":"list"},
+ {"op":"request","method":"resources/read","params":{"uri":"glove://mo/note://a"},"label":"read"},
+ {"op":"request","method":"resources/subscribe","params":{"uri":"glove://mo/note://a"},"label":"sub"}]'
+        [ "$status" -eq 0 ] || { echo "$stderr" >&2; show_records "$out" "$AUDIT"; fail "glove run failed"; }
+        [ "$(record "$out" caps '.result.resources | (type == "object" and (has("subscribe") | not))')" = true ] || { show_records "$out"; fail "resources.subscribe announced for a modern upstream"; }
+        [ "$(record "$out" list '[.result.resources[].uri]')" = '["glove://mo/note://a"]' ] || { show_records "$out"; fail "resources/list"; }
+        [ "$(record "$out" read '.result.contents[0].text')" = '"a modern note"' ] || { show_records "$out"; fail "resources/read"; }
+        [ "$(record "$out" sub '[.error.code, .error.data.reason, .error.data.rule]')" = '[-32601,"upstream_not_supported","mo"]' ] ||
+                { show_records "$out"; fail "resources/subscribe of a modern upstream's resource was not refused upstream_not_supported"; }
+        audit_has '.event == "request" and .method == "resources/subscribe" and .decision == "deny" and .reason == "upstream_not_supported"'
+        jq -e -s 'any(.[]; .method == "resources/read" and .meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28")' "$MLOG" >/dev/null ||
+                { show_records "$MLOG"; fail "resources/read did not reach the modern upstream with the envelope"; }
+        ! jq -e -s 'any(.[]; .method == "resources/subscribe")' "$MLOG" >/dev/null || fail "resources/subscribe reached the modern upstream"
+}
