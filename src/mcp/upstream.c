@@ -608,11 +608,16 @@ static void describe_answer(const json_t *root, char *out, size_t size) {
         snprintf(out, size, "an error (code %lld: %s)", json_is_integer(code) ? (long long)json_integer_value(code) : 0LL, text);
 }
 
-/* Whether a (an array) holds the string v. */
+/* Whether a (an array) holds the string v (a string holding a NUL is
+ * never v: glove_mcp_string). */
 static bool names_version(const json_t *a, const char *v) {
         size_t i;
         json_t *e;
-        json_array_foreach(a, i, e) if (json_is_string(e) && strcmp(json_string_value(e), v) == 0) return true;
+        json_array_foreach(a, i, e) {
+                const char *s = glove_mcp_string(e);
+                if (s && strcmp(s, v) == 0)
+                        return true;
+        }
         return false;
 }
 
