@@ -216,8 +216,12 @@ static void set_level_clear(struct gw_set_level *sl) {
         memset(sl, 0, sizeof(*sl));
 }
 
+/* A 2026-07-28 upstream has no logging/setLevel (its level is per
+ * request, and Glove stamps none): it takes no part, as one without the
+ * logging capability (docs/mcp-mediation.md, "Protocol revisions of
+ * upstreams"). */
 static bool takes_logging(const struct gw_upstream *gu) {
-        return !gu->left_out && (gu->features & GLOVE_POLICY_CLIENT_LOGGING) &&
+        return !gu->left_out && (gu->features & GLOVE_POLICY_CLIENT_LOGGING) && !glove_mcp_upstream_modern(gu->u) &&
                glove_mcp_upstream_state(gu->u) == GLOVE_MCP_UPSTREAM_READY && glove_mcp_upstream_offers(gu->u, "logging", NULL);
 }
 
@@ -455,7 +459,8 @@ void gw_client_agent_notification(struct glove_kernel_gateway *gw, struct glove_
         json_t *to = json_array();
         for (size_t i = 0; i < gw->n_ups; i++) {
                 struct gw_upstream *gu = &gw->ups[i];
-                if (!(gu->features & GLOVE_POLICY_CLIENT_ROOTS) || gu->left_out ||
+                /* 2026-07-28 has no roots/list_changed: not sent there. */
+                if (!(gu->features & GLOVE_POLICY_CLIENT_ROOTS) || gu->left_out || glove_mcp_upstream_modern(gu->u) ||
                     glove_mcp_upstream_state(gu->u) == GLOVE_MCP_UPSTREAM_DEAD)
                         continue;
                 json_array_append_new(to, json_string(glove_mcp_upstream_name(gu->u)));

@@ -316,6 +316,13 @@ static void handle_resource(struct glove_kernel_gateway *gw, const json_t *id, e
                        "unknown_resource", uname, NULL, false);
                 return;
         }
+        if ((kind == GLOVE_KERNEL_REQUEST_SUBSCRIBE || kind == GLOVE_KERNEL_REQUEST_UNSUBSCRIBE) && glove_mcp_upstream_modern(gu->u)) {
+                refuse(gw, id, method, subject, uname, GLOVE_RPC_METHOD_NOT_FOUND,
+                       "the upstream speaks MCP 2026-07-28, which has no resources/subscribe; Glove does not relay its "
+                       "resource subscriptions yet",
+                       "upstream_not_supported", uname, NULL, false);
+                return;
+        }
         if (kind == GLOVE_KERNEL_REQUEST_SUBSCRIBE && !json_object_getn(gu->subscribed, uri, len) &&
             json_object_size(gu->subscribed) >= SUBSCRIPTIONS_MAX) {
                 refuse(gw, id, method, subject, uname, GLOVE_RPC_INVALID_PARAMS, "too many subscriptions", "invalid_params",

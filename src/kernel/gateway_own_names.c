@@ -24,7 +24,10 @@ void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps) {
                 prompts = prompts || p;
                 prompts_changed = prompts_changed || (p && json_is_true(json_object_get(gw_capability(gu->u, "prompts"), "listChanged")));
                 resources = resources || rr;
-                subscribe = subscribe || (rr && json_is_true(json_object_get(r, "subscribe")));
+                /* A 2026-07-28 upstream's resources.subscribe means
+                 * resourceSubscriptions on subscriptions/listen, which Glove
+                 * does not maintain yet: not announced for it. */
+                subscribe = subscribe || (rr && !glove_mcp_upstream_modern(gu->u) && json_is_true(json_object_get(r, "subscribe")));
                 list_changed = list_changed || (rr && json_is_true(json_object_get(r, "listChanged")));
                 completions = completions || (gw_capability(gu->u, "completions") && (p || rr));
         }

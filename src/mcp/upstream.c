@@ -44,6 +44,14 @@ struct glove_mcp_upstream {
         bool has_tools;                            /* the upstream advertised the tools capability */
         bool held;                                 /* glove_mcp_upstream_hold: queue, write on release */
         char protocol_version[32];
+        /* Era (docs/mcp-mediation.md, "Protocol revisions of upstreams"):
+         * modern once server/discover named 2026-07-28 after initialize
+         * was answered with an error. */
+        bool modern;
+        bool probing;                              /* initialize failed: server/discover sent (control_id) */
+        int discover_tries;                        /* discover requests sent (a -32022 naming 2026-07-28: one more) */
+        char init_answer[192];                     /* what initialize was answered, for the why of a failed probe */
+        int64_t listen_id;                         /* id of the open subscriptions/listen; 0: none */
         json_t *server_caps;                       /* initialize result's capabilities, owned */
         char *instructions;                        /* initialize result's instructions, owned, or NULL */
         int exit_code, exit_signal;                /* once reaped; -1 when unknown */
@@ -292,10 +300,47 @@ static void flush(struct glove_mcp_upstream *u) {
                 dead(u, "its stdin closed");
 }
 
+/* The clientInfo Glove gives (initialize, and every 2026-07-28 request). */
+static json_t *client_info(const struct glove_mcp_upstream *u) {
+        return json_pack("{s:s,s:s}", "name", u->cfg->client_name ? u->cfg->client_name : "glove", "version",
+                         u->cfg->client_version ? u->cfg->client_version : GLOVE_VERSION);
+}
+
+/* The request m (owned) gains the 2026-07-28 envelope in params._meta
+ * (MCP 2026-07-28, basic/index.mdx "_meta"): protocolVersion,
+ * clientCapabilities (those of initialize: cfg->capabilities) and
+ * clientInfo, over what its _meta held (progressToken, ...). params and
+ * _meta are copied before they change (a caller may hold them). Returns 0
+ * or -ENOMEM. */
+static int stamp(const struct glove_mcp_upstream *u, json_t *m) {
+        json_t *old = json_object_get(m, "params");
+        json_t *params = json_is_object(old) ? json_copy(old) : json_object();
+        json_t *oldmeta = params ? json_object_get(params, "_meta") : NULL;
+        json_t *meta = json_is_object(oldmeta) ? json_copy(oldmeta) : json_object();
+        json_t *caps = u->cfg->capabilities ? json_deep_copy(u->cfg->capabilities) : json_object();
+        if (!params || !meta || !caps || json_object_set_new(meta, GLOVE_MCP_META_VERSION, json_string(GLOVE_MCP_UPSTREAM_MODERN_VERSION)) < 0 ||
+            json_object_set_new(meta, GLOVE_MCP_META_CAPABILITIES, TAKE_PTR(caps)) < 0 ||
+            json_object_set_new(meta, GLOVE_MCP_META_CLIENT_INFO, client_info(u)) < 0 ||
+            json_object_set_new(params, "_meta", TAKE_PTR(meta)) < 0 || json_object_set_new(m, "params", TAKE_PTR(params)) < 0) {
+                json_decref(caps);
+                json_decref(meta);
+                json_decref(params);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int glove_mcp_upstream_send(struct glove_mcp_upstream *u, json_t *msg) {
         _cleanup_json_ json_t *m = msg;
         if (!m || u->state == GLOVE_MCP_UPSTREAM_DEAD || u->in_fd < 0)
                 return -EPIPE;
+        const char *method = u->modern ? glove_mcp_string(json_object_get(m, "method")) : NULL;
+        if (method && !json_object_get(m, "id") && strcmp(method, "notifications/cancelled") != 0)
+                return 0; /* no such notification on the 2026-07-28 wire (initialized, roots/list_changed): dropped */
+        if (method && json_object_get(m, "id") && stamp(u, m) < 0) {
+                dead(u, "out of memory");
+                return -ENOMEM;
+        }
         int rr = glove_mcp_writer_queue_json(&u->writer, m, SIZE_MAX);
         if (rr < 0) {
                 dead(u, "it does not read its stdin");
@@ -492,8 +537,9 @@ static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
         u->listing = NULL;
         u->state = GLOVE_MCP_UPSTREAM_READY;
         if (!u->ever_ready)
-                record(u, "upstream_ready", json_pack("{s:s,s:s,s:I}", "name", u->spec->name, "protocol_version",
-                                                      u->protocol_version, "tools", (json_int_t)json_array_size(u->tools)));
+                record(u, "upstream_ready", json_pack("{s:s,s:s,s:s,s:I}", "name", u->spec->name, "protocol_version",
+                                                      u->protocol_version, "era", u->modern ? "modern" : "legacy", "tools",
+                                                      (json_int_t)json_array_size(u->tools)));
         u->ever_ready = true;
         if (u->relist) {
                 u->relist = false;
@@ -503,15 +549,12 @@ static void handle_list_result(struct glove_mcp_upstream *u, json_t *result) {
         u->cfg->ops->ready(u->cfg->userdata, u, changed);
 }
 
-static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *result) {
-        const char *v = glove_mcp_string(json_object_get(result, "protocolVersion"));
-        if (!glove_mcp_version_supported(v)) {
-                protocol_error(u, "initialize answered with an unsupported protocolVersion");
-                return;
-        }
-        snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
+/* Takes what the server says of itself (an initialize result, or a
+ * DiscoverResult): its capabilities and instructions. */
+static void take_server(struct glove_mcp_upstream *u, json_t *result) {
         json_t *caps = json_object_get(result, "capabilities");
         u->has_tools = json_is_object(caps) && json_is_object(json_object_get(caps, "tools"));
+        json_decref(u->server_caps);
         u->server_caps = json_is_object(caps) ? json_deep_copy(caps) : json_object();
         json_t *instr = json_object_get(result, "instructions");
         if (json_is_string(instr) && json_string_length(instr) > 0) {
@@ -523,6 +566,16 @@ static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *resul
                 else
                         u->instructions = strdup(json_string_value(instr));
         }
+}
+
+static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *result) {
+        const char *v = glove_mcp_string(json_object_get(result, "protocolVersion"));
+        if (!glove_mcp_version_supported(v)) {
+                protocol_error(u, "initialize answered with an unsupported protocolVersion");
+                return;
+        }
+        snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", v);
+        take_server(u, result);
         glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/initialized", NULL));
         if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
                 return;
@@ -531,21 +584,286 @@ static void handle_initialize_result(struct glove_mcp_upstream *u, json_t *resul
                 u->cfg->ops->ready(u->cfg->userdata, u, false);
 }
 
+/* ------------------------------------------------------------------ era */
+
+/* Writes a short account of an answer (a result or an error) to out:
+ * "an error (code N: MESSAGE)" or "a result", the message cut and its
+ * bytes outside printable ASCII shown as '?'. */
+static void describe_answer(const json_t *root, char *out, size_t size) {
+        json_t *error = json_object_get(root, "error");
+        if (!error) {
+                snprintf(out, size, "a result");
+                return;
+        }
+        json_t *code = json_object_get(error, "code");
+        json_t *msg = json_object_get(error, "message");
+        char text[96] = "";
+        if (json_is_string(msg)) {
+                const char *s = json_string_value(msg);
+                size_t n = json_string_length(msg), k = 0;
+                for (size_t i = 0; i < n && k + 1 < sizeof(text); i++)
+                        text[k++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+                text[k] = '\0';
+        }
+        snprintf(out, size, "an error (code %lld: %s)", json_is_integer(code) ? (long long)json_integer_value(code) : 0LL, text);
+}
+
+/* Whether a (an array) holds the string v (a string holding a NUL is
+ * never v: glove_mcp_string). */
+static bool names_version(const json_t *a, const char *v) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(a, i, e) {
+                const char *s = glove_mcp_string(e);
+                if (s && strcmp(s, v) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Sends server/discover (MCP 2026-07-28, server/discover.mdx) as the era
+ * probe, with the envelope every 2026-07-28 request carries. */
+static void send_discover(struct glove_mcp_upstream *u) {
+        u->probing = true;
+        u->discover_tries++;
+        u->control_id = u->next_id++;
+        json_t *id = json_integer(u->control_id);
+        json_t *m = glove_mcp_rpc_request(id, "server/discover", json_object());
+        json_decref(id);
+        if (!m || stamp(u, m) < 0) {
+                json_decref(m);
+                protocol_error(u, "out of memory while sending server/discover");
+                return;
+        }
+        glove_mcp_upstream_send(u, m);
+}
+
+/* Opens subscriptions/listen (MCP 2026-07-28, basic/patterns/subscriptions.mdx)
+ * for the list_changed notifications its capabilities announce; none: no
+ * listen. */
+static void open_listen(struct glove_mcp_upstream *u) {
+        static const struct {
+                const char *cap, *filter;
+        } kinds[] = {{"tools", "toolsListChanged"}, {"prompts", "promptsListChanged"}, {"resources", "resourcesListChanged"}};
+        json_t *n = json_object();
+        if (!n)
+                return;
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+                if (glove_mcp_upstream_offers(u, kinds[i].cap, "listChanged"))
+                        json_object_set_new(n, kinds[i].filter, json_true());
+        if (json_object_size(n) == 0) {
+                json_decref(n);
+                return;
+        }
+        u->listen_id = u->next_id++;
+        json_t *id = json_integer(u->listen_id);
+        glove_mcp_upstream_send(u, glove_mcp_rpc_request(id, "subscriptions/listen", json_pack("{s:o}", "notifications", n)));
+        json_decref(id);
+}
+
+/* The answer to server/discover (root: the whole response): a DiscoverResult
+ * naming 2026-07-28 makes the upstream modern; a -32022 whose data.supported
+ * names it is asked once more; anything else fails its start with both
+ * answers named. */
+static void handle_discover_answer(struct glove_mcp_upstream *u, json_t *root) {
+        json_t *result = json_object_get(root, "result");
+        json_t *error = json_object_get(root, "error");
+        const char *rt = result ? glove_mcp_string(json_object_get(result, "resultType")) : NULL;
+        if (json_is_object(result) && names_version(json_object_get(result, "supportedVersions"), GLOVE_MCP_UPSTREAM_MODERN_VERSION) &&
+            (!json_object_get(result, "resultType") || (rt && strcmp(rt, "complete") == 0))) {
+                u->modern = true;
+                u->probing = false;
+                snprintf(u->protocol_version, sizeof(u->protocol_version), "%s", GLOVE_MCP_UPSTREAM_MODERN_VERSION);
+                take_server(u, result);
+                open_listen(u);
+                if (u->state == GLOVE_MCP_UPSTREAM_DEAD)
+                        return;
+                start_listing(u);
+                if (u->state != GLOVE_MCP_UPSTREAM_DEAD)
+                        u->cfg->ops->ready(u->cfg->userdata, u, false);
+                return;
+        }
+        json_t *data = json_is_object(error) ? json_object_get(error, "data") : NULL;
+        json_t *code = json_is_object(error) ? json_object_get(error, "code") : NULL;
+        if (json_is_integer(code) && json_integer_value(code) == GLOVE_MCP_UPSTREAM_UNSUPPORTED_VERSION && json_is_object(data) &&
+            names_version(json_object_get(data, "supported"), GLOVE_MCP_UPSTREAM_MODERN_VERSION) && u->discover_tries < 2) {
+                send_discover(u);
+                return;
+        }
+        char d[160], why[512];
+        if (json_is_object(result))
+                snprintf(d, sizeof(d), "a result whose supportedVersions do not name %s", GLOVE_MCP_UPSTREAM_MODERN_VERSION);
+        else
+                describe_answer(root, d, sizeof(d));
+        snprintf(why, sizeof(why),
+                 "it speaks neither a legacy revision nor %s: initialize was answered with %s, server/discover with %s",
+                 GLOVE_MCP_UPSTREAM_MODERN_VERSION, u->init_answer, d);
+        protocol_error(u, why);
+}
+
+/* ------------------------------------------------------------------ results of a modern upstream */
+
+static size_t skip_ws(const char *s, size_t len, size_t i) {
+        while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+                i++;
+        return i;
+}
+
+static size_t skip_string(const char *s, size_t len, size_t i) {
+        for (i++; i < len; i++) {
+                if (s[i] == '\\')
+                        i++;
+                else if (s[i] == '"')
+                        return i + 1;
+        }
+        return len;
+}
+
+/* The index after the value at s[i] (valid JSON assumed: the scanner
+ * vouched for it), or len. */
+static size_t skip_value(const char *s, size_t len, size_t i) {
+        if (i < len && s[i] == '"')
+                return skip_string(s, len, i);
+        if (i < len && (s[i] == '{' || s[i] == '[')) {
+                size_t depth = 0;
+                while (i < len) {
+                        if (s[i] == '"') {
+                                i = skip_string(s, len, i);
+                                continue;
+                        }
+                        if (s[i] == '{' || s[i] == '[')
+                                depth++;
+                        else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
+                                return i + 1;
+                        i++;
+                }
+                return len;
+        }
+        while (i < len && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+                i++;
+        return i;
+}
+
+bool glove_mcp_upstream_result_complete(const char *value, size_t len) {
+        size_t i = skip_ws(value, len, 0);
+        if (i >= len || value[i] != '{')
+                return false;
+        i = skip_ws(value, len, i + 1);
+        if (i < len && value[i] == '}')
+                return true;
+        for (;;) {
+                if (i >= len || value[i] != '"')
+                        return false;
+                size_t k = i + 1, e = k;
+                while (e < len && value[e] != '"' && value[e] != '\\')
+                        e++;
+                if (e >= len || value[e] != '"')
+                        return false; /* an escaped key: the tree decides */
+                bool rt = e - k == 10 && memcmp(value + k, "resultType", 10) == 0;
+                i = skip_ws(value, len, e + 1);
+                if (i >= len || value[i] != ':')
+                        return false;
+                i = skip_ws(value, len, i + 1);
+                size_t j = skip_value(value, len, i);
+                if (j == i || j >= len)
+                        return false;
+                if (rt && !(j - i == 10 && memcmp(value + i, "\"complete\"", 10) == 0))
+                        return false;
+                i = skip_ws(value, len, j);
+                if (i < len && value[i] == '}')
+                        return true;
+                if (i >= len || value[i] != ',')
+                        return false;
+                i = skip_ws(value, len, i + 1);
+        }
+}
+
+/* A response of a modern upstream to a request of the caller, by its
+ * resultType (MCP 2026-07-28, basic/index.mdx "ResultType"): absent or
+ * "complete" goes to the caller as it is; "input_required" (multi
+ * round-trip requests, not relayed yet) and any other value are answered to
+ * the caller as an error response of the upstream with data.reason
+ * "upstream_input_required" or "upstream_invalid_result", on record.
+ * Returns true when m was handled here. */
+static bool modern_result(struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
+        json_t *result = json_object_get(m->root, "result");
+        json_t *jrt = json_is_object(result) ? json_object_get(result, "resultType") : NULL;
+        if (!result || !jrt)
+                return false;
+        const char *rt = glove_mcp_string(jrt);
+        if (rt && strcmp(rt, "complete") == 0)
+                return false;
+        bool input = rt && strcmp(rt, "input_required") == 0;
+        json_t *f = json_pack("{s:s,s:O}", input ? "upstream" : "from", u->spec->name, "id", m->id);
+        if (f && !input)
+                json_object_set_new(f, "reason", json_string("unknown_result_type"));
+        if (record(u, input ? "upstream_input_required" : "upstream_invalid_message", f) < 0 ||
+            u->state == GLOVE_MCP_UPSTREAM_DEAD)
+                return true;
+        struct glove_mcp_message e = {
+                .root = glove_mcp_rpc_error(m->id, GLOVE_RPC_INTERNAL_ERROR,
+                                            input ? "the upstream asked for input from the client (sampling, elicitation or roots) "
+                                                    "in a 2026-07-28 multi round-trip result, which Glove does not relay yet"
+                                                  : "the upstream answered with a resultType MCP 2026-07-28 does not define",
+                                            input ? "upstream_input_required" : "upstream_invalid_result", u->spec->name),
+                .kind = GLOVE_MCP_RESPONSE,
+        };
+        if (!e.root)
+                return true;
+        e.id = json_object_get(e.root, "id");
+        u->cfg->ops->message(u->cfg->userdata, u, &e);
+        json_decref(e.root);
+        return true;
+}
+
+/* The end of its subscriptions/listen (a response to it, or the server's
+ * notifications/cancelled naming it): on record; not opened again. */
+static void listen_ended(struct glove_mcp_upstream *u, const char *how) {
+        u->listen_id = 0;
+        record(u, "upstream_listen_ended", json_pack("{s:s,s:s}", "name", u->spec->name, "how", how));
+}
+
 static void handle_message(struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
         if (m->kind == GLOVE_MCP_RESPONSE) {
                 if (json_is_integer(m->id) && json_integer_value(m->id) == u->control_id && u->state != GLOVE_MCP_UPSTREAM_READY) {
                         u->control_id = 0;
                         json_t *result = json_object_get(m->root, "result");
                         bool init = u->state == GLOVE_MCP_UPSTREAM_INITIALIZING;
-                        if (!result)
-                                protocol_error(u, init ? "initialize failed" : "tools/list failed");
-                        else if (init)
+                        if (init && u->probing) {
+                                handle_discover_answer(u, m->root);
+                        } else if (init && !result) {
+                                /* Not a legacy server, or a failing one: a
+                                 * 2026-07-28 one is asked next. */
+                                describe_answer(m->root, u->init_answer, sizeof(u->init_answer));
+                                send_discover(u);
+                        } else if (!result) {
+                                protocol_error(u, "tools/list failed");
+                        } else if (init) {
                                 handle_initialize_result(u, result);
-                        else
+                        } else if (u->modern && json_is_object(result) && json_object_get(result, "resultType") &&
+                                   !(glove_mcp_string(json_object_get(result, "resultType")) &&
+                                     strcmp(glove_mcp_string(json_object_get(result, "resultType")), "complete") == 0)) {
+                                protocol_error(u, "tools/list answered with a resultType other than \"complete\"");
+                        } else {
                                 handle_list_result(u, result);
+                        }
                         return;
                 }
+                if (u->modern && u->listen_id && json_is_integer(m->id) && json_integer_value(m->id) == u->listen_id) {
+                        listen_ended(u, json_object_get(m->root, "error") ? "error" : "result");
+                        return;
+                }
+                if (u->modern && modern_result(u, m))
+                        return;
                 u->cfg->ops->message(u->cfg->userdata, u, m);
+                return;
+        }
+        if (m->kind == GLOVE_MCP_REQUEST && u->modern) {
+                /* A 2026-07-28 server sends no request (stdio.mdx): refused,
+                 * on record. */
+                record(u, "upstream_invalid_message", json_pack("{s:s,s:s}", "from", u->spec->name, "reason", "request_from_modern_server"));
+                if (u->state != GLOVE_MCP_UPSTREAM_DEAD)
+                        glove_mcp_upstream_send(u, glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL));
                 return;
         }
         if (m->kind == GLOVE_MCP_REQUEST) {
@@ -557,6 +875,14 @@ static void handle_message(struct glove_mcp_upstream *u, struct glove_mcp_messag
                         u->cfg->ops->request(u->cfg->userdata, u, m);
                 else
                         glove_mcp_upstream_send(u, glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL));
+                return;
+        }
+        if (u->modern && strcmp(m->method, "notifications/subscriptions/acknowledged") == 0)
+                return; /* what it honours of the listen: the list_changed that come are handled as they come */
+        if (u->modern && u->listen_id && strcmp(m->method, "notifications/cancelled") == 0 && json_is_object(m->params) &&
+            json_is_integer(json_object_get(m->params, "requestId")) &&
+            json_integer_value(json_object_get(m->params, "requestId")) == u->listen_id) {
+                listen_ended(u, "cancelled");
                 return;
         }
         if (strcmp(m->method, "notifications/tools/list_changed") == 0) {
@@ -588,7 +914,8 @@ static void oversized_line(struct glove_mcp_upstream *u) {
         if (response && sk->id == u->control_id && u->state != GLOVE_MCP_UPSTREAM_READY) {
                 char why[128];
                 snprintf(why, sizeof(why), "its %s answer is longer than %s",
-                         u->state == GLOVE_MCP_UPSTREAM_INITIALIZING ? "initialize" : "tools/list", bound);
+                         u->state == GLOVE_MCP_UPSTREAM_INITIALIZING ? (u->probing ? "server/discover" : "initialize") : "tools/list",
+                         bound);
                 protocol_error(u, why);
                 return;
         }
@@ -618,8 +945,12 @@ static bool handle_lines(struct glove_mcp_upstream *u) {
                  * what the tree parser would accept, and initialize and
                  * tools/list answers (not READY) always go the tree's way. */
                 struct glove_mcp_raw_response raw;
+                /* A modern upstream's result takes it only when it is
+                 * complete (else modern_result decides on the tree). */
                 if (cfg->ops->raw_response && u->state == GLOVE_MCP_UPSTREAM_READY &&
                     glove_mcp_response_scan(line, len, cfg->max_frame, &raw) == 1 &&
+                    (!u->modern || (raw.id != u->listen_id &&
+                                    (raw.is_error || glove_mcp_upstream_result_complete(line + raw.value_off, raw.value_len)))) &&
                     cfg->ops->raw_response(cfg->userdata, u, line, len, &raw)) {
                         if (u->state == GLOVE_MCP_UPSTREAM_DEAD || (cfg->ops->halted && cfg->ops->halted(cfg->userdata)))
                                 return false;
@@ -732,9 +1063,8 @@ int glove_mcp_upstream_new(sd_event *event, const struct glove_mcp_upstream_spec
         }
         u->control_id = u->next_id++;
         json_t *id = json_integer(u->control_id);
-        json_t *params = json_pack("{s:s,s:o,s:{s:s,s:s}}", "protocolVersion", glove_mcp_protocol_versions[0], "capabilities",
-                                   cfg->capabilities ? json_deep_copy(cfg->capabilities) : json_object(), "clientInfo", "name", cfg->client_name ? cfg->client_name : "glove", "version",
-                                   cfg->client_version ? cfg->client_version : GLOVE_VERSION);
+        json_t *params = json_pack("{s:s,s:o,s:o}", "protocolVersion", glove_mcp_protocol_versions[0], "capabilities",
+                                   cfg->capabilities ? json_deep_copy(cfg->capabilities) : json_object(), "clientInfo", client_info(u));
         /* A failure here makes it DEAD (ops->dead), like any later one. */
         u->state = GLOVE_MCP_UPSTREAM_INITIALIZING;
         *out = u;
@@ -816,6 +1146,14 @@ bool glove_mcp_upstream_offers(const struct glove_mcp_upstream *u, const char *k
         if (!json_is_object(v))
                 return false;
         return !sub || json_is_true(json_object_get(v, sub));
+}
+
+bool glove_mcp_upstream_modern(const struct glove_mcp_upstream *u) {
+        return u->modern;
+}
+
+const char *glove_mcp_upstream_protocol_version(const struct glove_mcp_upstream *u) {
+        return u->protocol_version[0] ? u->protocol_version : NULL;
 }
 
 const char *glove_mcp_upstream_instructions(const struct glove_mcp_upstream *u) {

@@ -37,6 +37,7 @@
 //       runs the steps concurrently; order is the expected completion order
 //       of the labels it names (an inner array: a group in any order).
 //   {"op":"ping"}                 ping, expecting {}
+//   {"op":"set_level", "level":L} logging/setLevel L (default info), expecting {}
 //   {"op":"instructions", "text":S} or {"op":"instructions", "absent":true}
 //       the initialize result's instructions include S, or there are none.
 //   {"op":"wire_check"}
@@ -375,6 +376,12 @@ async function runStep(s, index) {
       case 'ping': {
         const r = await client.ping();
         why = r && Object.keys(r).length === 0 ? null : `ping answered ${JSON.stringify(r)}`;
+        break;
+      }
+      case 'set_level': {
+        // logging/setLevel, expecting {} (any error fails the step).
+        const r = await client.setLoggingLevel(s.level ?? 'info');
+        why = r && Object.keys(r).length === 0 ? null : `logging/setLevel answered ${JSON.stringify(r)}`;
         break;
       }
       case 'wire_check': {

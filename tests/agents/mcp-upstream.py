@@ -4,7 +4,7 @@ as an upstream. It logs every line it receives, so a test can prove from the
 upstream's side what reached it.
 
   mcp-upstream.py [--log FILE] [--init MODE] [--tools N] [--page K]
-                  [--odd-names] [--nul-cursor] [--raw] [MARKER...]
+                  [--odd-names] [--nul-cursor] [--raw] [--era ERA] [MARKER...]
 
 --log FILE   append every line received to FILE, as "> LINE" (the format
              of mcp-tap.py)
@@ -28,6 +28,18 @@ upstream's side what reached it.
              cursor that is not exactly one given out is answered with a
              JSON-RPC error
 --raw        also list the tool raw (below)
+--era ERA    legacy (default); modern: a 2026-07-28-only server: initialize
+             is answered -32022 (data.supported ["2026-07-28"]),
+             server/discover with a DiscoverResult (tools.listChanged),
+             subscriptions/listen is acknowledged and held open, every
+             other request without the 2026-07-28 envelope in params._meta
+             (protocolVersion, clientCapabilities, clientInfo) is answered
+             -32602, results carry "resultType":"complete", grow's
+             list_changed is tagged with the listen's subscriptionId, and
+             the tools mrtr (an input_required result) and weird (resultType
+             "pending") are listed; modern-retry: the same, but the first
+             server/discover is answered -32022 naming 2026-07-28; neither:
+             initialize is answered as --init says and server/discover -32601
 MARKER       ignored; lets a test find this process by its command line
 
 Tools:
@@ -70,6 +82,7 @@ odd_names = False
 nul_cursor = False
 raw_tool = False
 probe = False
+era = "legacy"
 args = sys.argv[1:]
 while args and args[0].startswith("--"):
     opt = args.pop(0)
@@ -89,6 +102,8 @@ while args and args[0].startswith("--"):
         raw_tool = True
     elif opt == "--probe":
         probe = True
+    elif opt == "--era":
+        era = args.pop(0)
     else:
         sys.exit("mcp-upstream: unknown option %s" % opt)
 
@@ -111,8 +126,22 @@ def send(msg):
         sys.stdout.buffer.flush()
 
 
+MODERN = era in ("modern", "modern-retry")
+listen_id = None
+discovers = 0
+
+
 def result(rid, res):
+    if MODERN and "resultType" not in res:
+        res = dict(res, resultType="complete")
     send({"jsonrpc": "2.0", "id": rid, "result": res})
+
+
+def enveloped(params):
+    meta = params.get("_meta") or {}
+    return (meta.get("io.modelcontextprotocol/protocolVersion") == "2026-07-28"
+            and isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict)
+            and isinstance(meta.get("io.modelcontextprotocol/clientInfo"), dict))
 
 
 def error(rid, code, message):
@@ -141,6 +170,9 @@ def tools():
     ]
     if raw_tool:
         t.append({"name": "raw", "description": "Answers with the lines given", "inputSchema": obj})
+    if MODERN:
+        t += [{"name": "mrtr", "description": "Asks for input (2026-07-28)", "inputSchema": obj},
+              {"name": "weird", "description": "Answers an unknown resultType", "inputSchema": obj}]
     if grown:
         t.append({"name": "extra", "description": "Exists after grow", "inputSchema": obj})
     t += [{"name": "pad%d" % i, "description": "Padding", "inputSchema": obj} for i in range(extra_tools)]
@@ -192,12 +224,21 @@ def call(rid, params):
         os._exit(3)
     elif name == "grow":
         grown = True
-        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if MODERN:
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                  "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": listen_id}}})
+        else:
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         text(rid, "grown")
     elif name == "extra" and grown:
         text(rid, "extra")
     elif name == "hang":
         pass
+    elif name == "mrtr" and MODERN:
+        result(rid, {"resultType": "input_required", "inputRequests": {"q": {"method": "roots/list", "params": {}}},
+                     "requestState": "s"})
+    elif name == "weird" and MODERN:
+        result(rid, {"resultType": "pending", "content": []})
     elif name == "late":
         threading.Thread(target=later, args=(rid, int(a.get("ms", 0))), daemon=True).start()
     elif name == "env":
@@ -264,6 +305,32 @@ for raw in sys.stdin.buffer:
         error(None, -32700, "parse error")
         continue
     method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if era != "legacy" and method == "initialize" and init_mode == "ok":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
+                                                      "data": {"supported": ["2026-07-28"], "requested": params.get("protocolVersion")}}})
+        continue
+    if era == "neither" and method == "server/discover":
+        error(rid, -32601, "method not found")
+        continue
+    if MODERN and method == "server/discover":
+        discovers += 1
+        if era == "modern-retry" and discovers == 1:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
+                                                          "data": {"supported": ["2026-07-28"], "requested": "x"}}})
+        elif not enveloped(params):
+            error(rid, -32602, "server/discover without the 2026-07-28 envelope")
+        else:
+            result(rid, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}},
+                         "ttlMs": 0, "cacheScope": "private"})
+        continue
+    if MODERN and method is not None and rid is not None and not enveloped(params):
+        error(rid, -32602, "%s without the 2026-07-28 envelope" % method)
+        continue
+    if MODERN and method == "subscriptions/listen":
+        listen_id = rid
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"notifications": params.get("notifications"), "_meta": {"io.modelcontextprotocol/subscriptionId": rid}}})
+        continue
     if method == "initialize":
         if init_mode == "exit":
             os._exit(3)

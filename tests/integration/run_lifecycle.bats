@@ -73,6 +73,10 @@ print(hashlib.sha256(json.dumps(json.loads(sys.argv[1]), sort_keys=True, separat
         no_leftovers "$m"
         gr --upstream "bad=$PY,$UPY,--init,error,$m" "${agent[@]}"
         check "upstream bad"
+        # Refused initialize, then server/discover (docs/mcp-mediation.md,
+        # "Protocol revisions of upstreams"): both answers are named.
+        [[ "$RUN_ERROR" == *"initialize was answered with an error (code -32603: "*"server/discover with an error (code -32601: method not found)"* ]] ||
+                fail "the error does not name both answers: $RUN_ERROR"
         gr --upstream "bad=$PY,$UPY,--init,bad-version,$m" "${agent[@]}"
         check "upstream bad"
         gr --call-timeout 500 --upstream "good=$PY,$UPY,$m" --upstream "bad=$PY,$UPY,--init,silent,$m" "${agent[@]}"

@@ -27,6 +27,12 @@
  *    upstream, and on a channel not shared (cfg.shared_channel) the agent
  *    keeps to the era it began with (docs/mcp-mediation.md, "Protocol
  *    revisions");
+ *  - an upstream may itself speak only 2026-07-28 (glove/mcp/upstream.h,
+ *    "Eras"): its requests are stamped by the upstream client; the gateway
+ *    leaves it out of logging/setLevel and roots/list_changed, refuses
+ *    resources/(un)subscribe of its resources ("upstream_not_supported") and
+ *    does not announce its resources.subscribe (docs/mcp-mediation.md,
+ *    "Protocol revisions of upstreams");
  *  - every decision and notable event is appended to the audit log (when one
  *    is given), fail closed: a failed append stops the gateway;
  *  - the upstreams are started by glove_kernel_gateway_new; once every one of

@@ -5,13 +5,40 @@
  * An upstream MCP server as a client sees it (MCP specification: Transports,
  * stdio; Lifecycle; Tools): a host process started from a parsed spec, whose
  * stdin/stdout carry one JSON-RPC message per line. The client runs on a
- * caller-supplied sd-event loop: it sends initialize, then fetches tools/list
+ * caller-supplied sd-event loop: it sends initialize (an error answer:
+ * server/discover, the 2026-07-28 probe; see "Eras" below), then fetches tools/list
  * page by page (again after notifications/tools/list_changed), drops entries
  * no client may be offered (each reported as a "tool_dropped" record), and
  * answers the upstream's ping itself; its other requests go to ops->request
  * (or are answered method not found without one). The client capabilities
  * declared in initialize are the caller's (cfg->capabilities). Everything
  * else it reads is handed to the caller.
+ *
+ * Eras (MCP 2026-07-28, basic/versioning.mdx; docs/mcp-mediation.md,
+ * "Protocol revisions of upstreams"): initialize goes first, as to every
+ * server before 2026-07-28 ("legacy"). When it is answered with any JSON-RPC
+ * error, server/discover follows (with the envelope below); a DiscoverResult
+ * whose supportedVersions name 2026-07-28 (or, once, a -32022 whose
+ * data.supported does: discover is asked again) makes the upstream
+ * "modern"; any other answer makes it DEAD (protocol), the why naming both
+ * answers. To a modern upstream: every request glove_mcp_upstream_send
+ * queues gets params._meta protocolVersion "2026-07-28", clientCapabilities
+ * (cfg->capabilities, as initialize would declare them) and clientInfo over
+ * the keys it had; notifications other than notifications/cancelled are
+ * dropped (initialized, roots/list_changed have no 2026-07-28 form);
+ * subscriptions/listen is opened for the list_changed kinds its
+ * capabilities announce (tools, prompts, resources), and their tagged
+ * notifications are handled as a legacy upstream's (tools: listed again;
+ * others: to ops->message); the acknowledgement is consumed and the
+ * listen's end is an "upstream_listen_ended" record. A result whose
+ * resultType is absent or "complete" goes to the caller as ever (the fast
+ * path included); "input_required" is an "upstream_input_required" record
+ * and reaches ops->message as an error response -32603 with data.reason
+ * "upstream_input_required" (data.rule: the upstream's name); another value
+ * is an "upstream_invalid_message" record (reason "unknown_result_type") and
+ * an error -32603 "upstream_invalid_result". A request from a modern
+ * upstream is answered -32601 (a 2026-07-28 server sends none). The caller
+ * must not send it ping, logging/setLevel or resources/(un)subscribe.
  *
  * Daemon-safe: no statics, no environment lookups (the caller passes the
  * environment explicitly), no printing, nothing process-wide on the caller
@@ -50,6 +77,15 @@
 /* Longest stderr line handed to ops->stderr_line, in bytes (without its
  * newline); the rest of a longer line is dropped (cut is true). */
 #define GLOVE_MCP_UPSTREAM_STDERR_LINE_MAX 1024
+
+/* MCP 2026-07-28 ("modern"; docs/mcp-mediation.md, "Protocol revisions of
+ * upstreams"): the revision, the _meta keys of its request envelope
+ * (basic/index.mdx "_meta") and UnsupportedProtocolVersionError's code. */
+#define GLOVE_MCP_UPSTREAM_MODERN_VERSION "2026-07-28"
+#define GLOVE_MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define GLOVE_MCP_META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define GLOVE_MCP_META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define GLOVE_MCP_UPSTREAM_UNSUPPORTED_VERSION (-32022)
 
 /* The descriptor number spec->pass_fd is given as in the process. */
 #define GLOVE_MCP_UPSTREAM_PASS_FD 4
@@ -128,9 +164,12 @@ struct glove_mcp_upstream_ops {
         /* An event worth a record: "frame_oversized" {from, max_frame,
          * bytes, [id]} (a line longer than max_frame, skipped; id when it
          * is a response with an integer id),
-         * "upstream_invalid_message" {from}, "tool_dropped" {upstream, tool,
-         * [tool_bytes], reason}, "upstream_ready" {name, protocol_version,
-         * tools}, "upstream_exit" {name, status, signal}. fields is stolen
+         * "upstream_invalid_message" {from, [id], [reason]}, "tool_dropped"
+         * {upstream, tool, [tool_bytes], reason}, "upstream_ready" {name,
+         * protocol_version, era ("legacy"|"modern"), tools},
+         * "upstream_input_required" {upstream, id}, "upstream_listen_ended"
+         * {name, how ("result"|"error"|"cancelled")}, "upstream_exit" {name,
+         * status, signal}. fields is stolen
          * (NULL when it could not be built). A negative return stops what the
          * client was doing with the listing (fail closed). Optional. */
         int (*record)(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields);
@@ -259,6 +298,23 @@ bool glove_mcp_upstream_offers(const struct glove_mcp_upstream *u, const char *k
  * GLOVE_MCP_UPSTREAM_INSTRUCTIONS_MAX bytes, no NUL), or NULL when it gave
  * none (or too long ones). */
 const char *glove_mcp_upstream_instructions(const struct glove_mcp_upstream *u);
+
+/* True once discovery found it speaks 2026-07-28 only (see "Eras"). */
+bool glove_mcp_upstream_modern(const struct glove_mcp_upstream *u);
+
+/* The revision it speaks ("2026-07-28" when modern, the initialize
+ * result's protocolVersion when legacy; borrowed), or NULL before that is
+ * known. */
+const char *glove_mcp_upstream_protocol_version(const struct glove_mcp_upstream *u);
+
+/*
+ * Whether value (len bytes: the "result" of a response the response scanner
+ * vouched for, so valid JSON) is an object whose top-level "resultType" is
+ * absent or exactly "complete" (written without escapes). False for
+ * anything else, including text it does not decide (an escaped key): the
+ * caller then decides on the decoded tree. O(len), no allocation.
+ */
+bool glove_mcp_upstream_result_complete(const char *value, size_t len);
 
 /* Reserves the next request id for a request the caller sends. */
 int64_t glove_mcp_upstream_next_id(struct glove_mcp_upstream *u);

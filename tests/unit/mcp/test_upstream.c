@@ -82,7 +82,7 @@ struct seen {
         int64_t raw_id;
         char raw_value[256];
         bool dropped_nul;
-        char why[128];
+        char why[512];
         bool oversized_has_id;
         int64_t oversized_id, response_id;
         uint64_t oversized_bytes;
@@ -435,6 +435,229 @@ static void test_stderr_lines(void **state) {
         sd_event_unref(e);
 }
 
+/* ------------------------------------------------------------------ eras */
+
+struct era_seen {
+        struct seen base;
+        int input_required, invalid, listen_ended, changed;
+        json_t *last;                    /* the last response handed over (a copy) */
+};
+
+static int era_record(void *userdata, struct glove_mcp_upstream *u, const char *event, json_t *fields) {
+        (void)u;
+        struct era_seen *s = userdata;
+        if (strcmp(event, "upstream_input_required") == 0)
+                s->input_required++;
+        if (strcmp(event, "upstream_invalid_message") == 0)
+                s->invalid++;
+        if (strcmp(event, "upstream_listen_ended") == 0)
+                s->listen_ended++;
+        if (strcmp(event, "upstream_ready") == 0)
+                assert_string_equal(json_string_value(json_object_get(fields, "era")),
+                                    glove_mcp_upstream_modern(u) ? "modern" : "legacy");
+        json_decref(fields);
+        return 0;
+}
+
+static void era_ready(void *userdata, struct glove_mcp_upstream *u, bool changed) {
+        struct era_seen *s = userdata;
+        if (glove_mcp_upstream_state(u) == GLOVE_MCP_UPSTREAM_READY)
+                s->base.ready++;
+        s->changed += changed;
+}
+
+static void era_message(void *userdata, struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
+        (void)u;
+        struct era_seen *s = userdata;
+        if (m->kind != GLOVE_MCP_RESPONSE)
+                return;
+        s->base.responses++;
+        json_decref(s->last);
+        s->last = json_deep_copy(m->root);
+}
+
+static bool era_raw(void *userdata, struct glove_mcp_upstream *u, const char *line, size_t len,
+                    const struct glove_mcp_raw_response *r) {
+        (void)u;
+        (void)len;
+        struct era_seen *s = userdata;
+        s->base.raw++;
+        json_decref(s->last);
+        s->last = json_loadb(line, len, 0, NULL);
+        (void)r;
+        return true;
+}
+
+static void era_dead(void *userdata, struct glove_mcp_upstream *u, const char *why, bool protocol) {
+        (void)u;
+        struct era_seen *s = userdata;
+        s->base.dead++;
+        s->base.raw_take = protocol; /* reused: whether it was a protocol failure */
+        snprintf(s->base.why, sizeof(s->base.why), "%s", why);
+}
+
+static void era_exited(void *userdata, struct glove_mcp_upstream *u) {
+        (void)u;
+        ((struct era_seen *)userdata)->base.exited++;
+}
+
+static const struct glove_mcp_upstream_ops era_ops = {
+        .record = era_record, .ready = era_ready, .message = era_message, .dead = era_dead, .exited = era_exited,
+        .raw_response = era_raw,
+};
+
+static struct glove_mcp_upstream *era_start(sd_event *e, struct glove_mcp_upstream_spec *s, struct glove_mcp_upstream_config *cfg,
+                                            const char *text) {
+        struct glove_error err = {0};
+        const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+        assert_int_equal(glove_mcp_upstream_spec_parse(text, env, s, &err), 0);
+        assert_int_equal(glove_mcp_upstream_spec_build_env(s, env, NULL, 0, &err), 0);
+        struct glove_mcp_upstream *u = NULL;
+        assert_int_equal(glove_mcp_upstream_new(e, s, cfg, &u, &err), 0);
+        return u;
+}
+
+static void era_wait(sd_event *e, struct era_seen *seen, const int *counter, int want) {
+        for (int i = 0; i < 2000 && *counter < want && !seen->base.dead; i++)
+                assert_true(sd_event_run(e, 10 * 1000) >= 0);
+}
+
+static const char *last_reason(const struct era_seen *s) {
+        return json_string_value(json_object_get(json_object_get(json_object_get(s->last, "error"), "data"), "reason"));
+}
+
+/* A 2026-07-28-only upstream (mcp-upstream.py --era modern answers
+ * initialize -32022 and every request without the envelope -32602):
+ * discovered after initialize's error, listed with the envelope; a
+ * complete result takes the fast path; input_required and an unknown
+ * resultType reach the caller as errors, on record; a tagged list_changed
+ * on the listen relists it. */
+static void test_modern_upstream(void **state) {
+        (void)state;
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        int before = count_fds();
+        struct era_seen seen = {0};
+        json_t *caps = json_pack("{s:{}}", "elicitation");
+        struct glove_mcp_upstream_config cfg = {.max_frame = 65536, .tool_name_valid = name_valid, .ops = &era_ops,
+                                                .userdata = &seen, .capabilities = caps};
+        struct glove_mcp_upstream_spec s;
+        struct glove_mcp_upstream *u = era_start(e, &s, &cfg, "py=python3," MCP_UPSTREAM_PY ",--era,modern");
+        era_wait(e, &seen, &seen.base.ready, 1);
+        assert_int_equal(seen.base.dead, 0);
+        assert_int_equal(seen.base.ready, 1);
+        assert_true(glove_mcp_upstream_modern(u));
+        assert_string_equal(glove_mcp_upstream_protocol_version(u), "2026-07-28");
+        assert_true(glove_mcp_upstream_has_tool(u, "echo"));
+        assert_true(glove_mcp_upstream_offers(u, "tools", "listChanged"));
+
+        /* A complete result: the fast path, as the upstream wrote it. */
+        call(u, "echo", json_pack("{s:s}", "text", "hi"));
+        era_wait(e, &seen, &seen.base.raw, 1);
+        assert_int_equal(seen.base.raw, 1);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(seen.last, "result"), "resultType")), "complete");
+
+        call(u, "mrtr", json_object());
+        era_wait(e, &seen, &seen.base.responses, 1);
+        assert_int_equal(seen.input_required, 1);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(seen.last, "error"), "code")), -32603);
+        assert_string_equal(last_reason(&seen), "upstream_input_required");
+
+        call(u, "weird", json_object());
+        era_wait(e, &seen, &seen.base.responses, 2);
+        assert_int_equal(seen.invalid, 1);
+        assert_string_equal(last_reason(&seen), "upstream_invalid_result");
+
+        /* grow: a list_changed tagged with the listen's id; listed again. */
+        call(u, "grow", json_object());
+        era_wait(e, &seen, &seen.changed, 1);
+        assert_int_equal(seen.changed, 1);
+        assert_true(glove_mcp_upstream_has_tool(u, "extra"));
+        assert_int_equal(seen.base.dead, 0);
+        assert_int_equal(seen.invalid, 1);
+
+        /* No notification but notifications/cancelled reaches it. */
+        assert_int_equal(glove_mcp_upstream_send(u, glove_mcp_rpc_request(NULL, "notifications/roots/list_changed", NULL)), 0);
+        json_decref(seen.last);
+        glove_mcp_upstream_free(u);
+        assert_int_equal(count_fds(), before);
+        assert_true(no_children());
+        glove_mcp_upstream_spec_free(&s);
+        json_decref(caps);
+        sd_event_unref(e);
+}
+
+/* A -32022 to server/discover naming 2026-07-28 is asked once more. */
+static void test_modern_upstream_discover_retried(void **state) {
+        (void)state;
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct era_seen seen = {0};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 65536, .tool_name_valid = name_valid, .ops = &era_ops, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_mcp_upstream *u = era_start(e, &s, &cfg, "py=python3," MCP_UPSTREAM_PY ",--era,modern-retry");
+        era_wait(e, &seen, &seen.base.ready, 1);
+        assert_int_equal(seen.base.dead, 0);
+        assert_true(glove_mcp_upstream_modern(u));
+        glove_mcp_upstream_free(u);
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
+/* A legacy upstream stays legacy (no probe); one that refuses initialize
+ * and server/discover fails its start, the why naming both answers. */
+static void test_era_legacy_and_neither(void **state) {
+        (void)state;
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct era_seen seen = {0};
+        struct glove_mcp_upstream_config cfg = {.max_frame = 65536, .tool_name_valid = name_valid, .ops = &era_ops, .userdata = &seen};
+        struct glove_mcp_upstream_spec s;
+        struct glove_mcp_upstream *u = era_start(e, &s, &cfg, "py=python3," MCP_UPSTREAM_PY);
+        era_wait(e, &seen, &seen.base.ready, 1);
+        assert_int_equal(seen.base.ready, 1);
+        assert_false(glove_mcp_upstream_modern(u));
+        assert_string_equal(glove_mcp_upstream_protocol_version(u), "2025-11-25");
+        glove_mcp_upstream_free(u);
+        glove_mcp_upstream_spec_free(&s);
+
+        memset(&seen, 0, sizeof(seen));
+        u = era_start(e, &s, &cfg, "py=python3," MCP_UPSTREAM_PY ",--era,neither,--init,error");
+        era_wait(e, &seen, &seen.base.dead, 1);
+        assert_int_equal(seen.base.dead, 1);
+        assert_true(seen.base.raw_take); /* a protocol failure */
+        assert_non_null(strstr(seen.base.why, "initialize was answered with an error (code -32603: initialize refused"));
+        assert_non_null(strstr(seen.base.why, "server/discover with an error (code -32601: method not found)"));
+        assert_false(glove_mcp_upstream_modern(u));
+        glove_mcp_upstream_free(u);
+        glove_mcp_upstream_spec_free(&s);
+        sd_event_unref(e);
+}
+
+/* The resultType of a raw result, without decoding it. */
+static void test_result_complete(void **state) {
+        (void)state;
+        static const struct {
+                const char *v;
+                bool complete;
+        } cases[] = {
+                {"{}", true},
+                {" { } ", true},
+                {"{\"content\":[{\"type\":\"text\",\"text\":\"resultType\\\"\"}]}", true},
+                {"{\"resultType\":\"complete\",\"ttlMs\":0}", true},
+                {"{\"a\":{\"resultType\":\"input_required\"},\"resultType\" : \"complete\"}", true},
+                {"{\"resultType\":\"input_required\",\"requestState\":\"s\"}", false},
+                {"{\"x\":1,\"resultType\":\"pending\"}", false},
+                {"{\"resultType\":\"complet\\u0065\"}", false},   /* escaped: the tree decides */
+                {"{\"result\\u0054ype\":\"complete\"}", false},   /* an escaped key: the tree decides */
+                {"{\"resultType\":null}", false},
+                {"[]", false},
+                {"\"complete\"", false},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                assert_int_equal(glove_mcp_upstream_result_complete(cases[i].v, strlen(cases[i].v)), cases[i].complete);
+}
+
 int main(void) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -448,6 +671,10 @@ int main(void) {
                 cmocka_unit_test(test_oversized_answer_skipped),
                 cmocka_unit_test(test_raw_responses_and_hold),
                 cmocka_unit_test(test_stderr_lines),
+                cmocka_unit_test(test_modern_upstream),
+                cmocka_unit_test(test_modern_upstream_discover_retried),
+                cmocka_unit_test(test_era_legacy_and_neither),
+                cmocka_unit_test(test_result_complete),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
