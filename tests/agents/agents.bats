@@ -14,7 +14,13 @@
 # once as a gloved managed session: runtime_discovery over node_modules/.bin,
 # the skill from a library bundle, an egress policy naming only the fake
 # server, an ephemeral_write copy workspace. Each run prints its wall time and
-# peak memory (no timing assertions). Run with `make agents`
+# peak memory (no timing assertions).
+# The four with an MCP client (codex, claude-code, copilot, opencode; pi has
+# none) also complete one turn each under `glove run`, once over each
+# in-sandbox endpoint (--mcp-endpoint command: $GLOVE_MCP_COMMAND; http:
+# $GLOVE_MCP_URL), in which the fake model calls an upstream's MCP tool
+# through Glove twice in one response: one call allowed, one refused by an
+# argument rule of a policy file (mcp_turn below). Run with `make agents`
 # (tests/agents/run.sh).
 
 load helpers
@@ -224,9 +230,8 @@ exec_turn() {
 # and the refusal's text.
 mcp_turn() {
         local cli=$1 ep=$2 s exe ok="glove-mcp-ok-$TOKEN" no="glove-mcp-no-$TOKEN"
-        DUMP=/tmp/agw/dump/$cli-$ep; rm -rf "$DUMP"; mkdir -p "$DUMP"  # DEVHACK
         mkdir -p "$T/ws" "$T/cfg" "$T/up"
-        start_fake "$T/ws/agent-proof.txt" --mcp-allowed "$ok" --mcp-refused "$no" --dump-dir "$DUMP"  # DEVHACK
+        start_fake "$T/ws/agent-proof.txt" --mcp-allowed "$ok" --mcp-refused "$no"
         printf '%s\n' '{"version": 1, "allow": ["up.echo"],' \
                 ' "arguments": {"up.echo": [{"pointer": "/text", "kind": "prefix", "value": "glove-mcp-ok-"}]}}' \
                 >"$T/policy.json"
@@ -270,11 +275,32 @@ mcp_turn() {
         jq -se --arg t "$no" 'any(.[]; .event == "call" and .tool == "up.echo" and .decision == "deny" and .reason == "policy_denied"
                 and .arguments.text == $t and .rule == "up.echo:/text prefix \"glove-mcp-ok-\"")' "$T/audit.jsonl" >/dev/null ||
                 fail "$cli/$ep: no call refused by the argument rule in the audit log: $(jq -c 'select(.event == "call")' "$T/audit.jsonl")"
-        # The model's next request: the allowed call's result and the refusal.
+        # The model's next request carries both: the allowed call's result and
+        # the refusal (the gateway's message; data.rule as the CLI shows it).
         jq -se --arg t "$ok" 'any(.[]; any(.tool_results[]?; contains($t)))' "$log" >/dev/null ||
                 fail "$cli/$ep: the allowed call's result never reached the model; the log: $(cat "$log")"
         jq -se 'any(.[]; any(.tool_results[]?; contains("not allowed by policy")))' "$log" >/dev/null ||
                 fail "$cli/$ep: the refusal never reached the model; the log: $(cat "$log")"
+        jq -se --arg t "$ok" 'any(.[]; .reply == "final" and any(.tool_results[]; contains($t))
+                and any(.tool_results[]; contains("not allowed by policy")))' "$log" >/dev/null ||
+                fail "$cli/$ep: no one request carried both results (the two calls were not one step of the turn); the log: $(cat "$log")"
+        # The MCP traffic took the endpoint under test, and only that one.
+        local other=http
+        [ "$ep" = http ] && other=command
+        jq -se --arg e "$ep" 'any(.[]; .event == "endpoint_session" and .phase == "open" and .transport == $e)' \
+                "$T/audit.jsonl" >/dev/null || fail "$cli/$ep: no $ep endpoint session in the audit log"
+        jq -se --arg e "$other" 'any(.[]; .event == "endpoint_session" and .transport == $e) | not' \
+                "$T/audit.jsonl" >/dev/null || fail "$cli/$ep: a $other endpoint session in the audit log"
+        jq -se 'any(.[]; .event == "egress" and .route == "mcp_endpoint" and .phase == "deny") | not' \
+                "$T/audit.jsonl" >/dev/null ||
+                fail "$cli/$ep: the proxy refused a request for the endpoint: $(jq -c 'select(.route == "mcp_endpoint")' "$T/audit.jsonl")"
+        if [ "$ep" = http ]; then
+                # How the CLI reached $GLOVE_MCP_URL: directly (NO_PROXY) or
+                # handed over by the egress proxy (docs/egress.md).
+                echo "# $cli/http: $(jq -s '[.[] | select(.event == "endpoint_session" and .phase == "open")] | length' \
+                        "$T/audit.jsonl") endpoint sessions, $(jq -s '[.[] | select(.event == "egress" and .route == "mcp_endpoint"
+                        and .phase == "open")] | length' "$T/audit.jsonl") connections handed over by the egress proxy" >&3
+        fi
 }
 
 @test "agents mcp command: codex calls an MCP tool through \$GLOVE_MCP_COMMAND; an argument rule refuses a second call" {

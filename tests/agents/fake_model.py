@@ -8,7 +8,8 @@
         127.0.0.1 and localhost (subjectAltName), valid for one day.
     fake_model.py serve --cert DIR --port-file FILE --log FILE --marker TEXT
                         --proof-path PATH --proof-token TOKEN [--dump-dir DIR]
-                        [--plain]
+                        [--plain] [--mcp-allowed TEXT --mcp-refused TEXT
+                        [--mcp-tool SUFFIX]]
         HTTPS on 127.0.0.1, a random port (written to FILE once listening),
         until killed; plain HTTP with --plain (a local Ollama or vLLM
         endpoint: what the egress proxy forwards in absolute form). It speaks the shapes the CLIs use:
@@ -27,11 +28,23 @@
             so the text "glove-proof-TOKEN" appears only once the command
             ran: in the file, and in the tool result the CLI sends back;
           - a tool result present: a final text answer.
+        With --mcp-allowed (a turn of MCP tool calls through Glove), when the
+        request offers an MCP tool of the server "glove" whose name ends in
+        SUFFIX (default "echo"; each CLI spells Glove's UP.TOOL its own way:
+        mcp__glove__UP_TOOL (claude-code), glove_UP_TOOL (opencode),
+        glove-UP-TOOL (copilot), the function UP_TOOL in the Responses-API
+        namespace tool mcp__glove (codex)) and no tool result yet: two calls
+        of it in one response, {"text": ALLOWED} and {"text": REFUSED}
+        (all four CLIs run both and send both results in their next request);
+        then a final text answer. The shell tool is never called
+        in this mode: without the MCP tool, a text answer.
         Every request is logged as one JSON line: {"path", "api", "model",
         "stream", "tools" (names), "marker_seen" (TEXT occurs anywhere in the
         raw request body: system prompt, instructions, tool descriptions),
-        "reply" ("text" | "tool_call" | "final"), "tool" (the tool called),
-        "tool_results" (texts of the tool results in the request)}.
+        "reply" ("text" | "tool_call" | "final"), "tool" and "tool_args" (the
+        first tool called), "calls" ([{"tool", "args", "namespace"}], every
+        call of the reply), "tool_results" (texts of the tool results in the
+        request)}.
         --dump-dir keeps each request body (for finding a CLI's tool shapes).
 """
 import argparse
@@ -187,10 +200,7 @@ class Script:
             names += ["%s/%s" % (mcp[1], mcp[0])] if mcp[1] else []
             calls = [(mcp[0], {"text": self.a.mcp_allowed}, mcp[1]),
                      (mcp[0], {"text": self.a.mcp_refused}, mcp[1])]
-            if self.a.mcp_serial:
-                if len(results) < 2:
-                    return "tool_call", calls[len(results):len(results) + 1], results, names
-            elif not results:
+            if not results:
                 return "tool_call", calls, results, names
             return "final", [], results, names
         if self.a.mcp_allowed is not None:
@@ -433,8 +443,10 @@ def main():
     p.add_argument("--mcp-tool", default="echo")
     p.add_argument("--mcp-allowed")
     p.add_argument("--mcp-refused")
-    p.add_argument("--mcp-serial", action="store_true")
-    serve(p.parse_args(sys.argv[2:]))
+    a = p.parse_args(sys.argv[2:])
+    if (a.mcp_allowed is None) != (a.mcp_refused is None):
+        p.error("--mcp-allowed and --mcp-refused go together")
+    serve(a)
 
 
 if __name__ == "__main__":
