@@ -269,6 +269,8 @@ mcp_turn() {
         grep -F '"tools/call"' "$T/up/upstream.log" | grep -qF "\"$ok\"" ||
                 fail "$cli/$ep: the allowed call never reached the upstream; it received: $(cat "$T/up/upstream.log" 2>&1)"
         ! grep -qF "$no" "$T/up/upstream.log" || fail "$cli/$ep: the refused call reached the upstream: $(grep -F "$no" "$T/up/upstream.log")"
+        [ "$(grep -cF '"tools/call"' "$T/up/upstream.log")" -eq 1 ] ||
+                fail "$cli/$ep: the upstream received other calls than the allowed one: $(grep -F '"tools/call"' "$T/up/upstream.log")"
         # Glove's audit log: both decisions, with their arguments.
         jq -se --arg t "$ok" 'any(.[]; .event == "call" and .tool == "up.echo" and .decision == "allow" and .arguments.text == $t)' \
                 "$T/audit.jsonl" >/dev/null || fail "$cli/$ep: no allowed call in the audit log: $(jq -c 'select(.event == "call")' "$T/audit.jsonl")"
