@@ -14,7 +14,13 @@
 # once as a gloved managed session: runtime_discovery over node_modules/.bin,
 # the skill from a library bundle, an egress policy naming only the fake
 # server, an ephemeral_write copy workspace. Each run prints its wall time and
-# peak memory (no timing assertions). Run with `make agents`
+# peak memory (no timing assertions).
+# The four with an MCP client (codex, claude-code, copilot, opencode; pi has
+# none) also complete one turn each under `glove run`, once over each
+# in-sandbox endpoint (--mcp-endpoint command: $GLOVE_MCP_COMMAND; http:
+# $GLOVE_MCP_URL), in which the fake model calls an upstream's MCP tool
+# through Glove twice in one response: one call allowed, one refused by an
+# argument rule of a policy file (mcp_turn below). Run with `make agents`
 # (tests/agents/run.sh).
 
 load helpers
@@ -57,7 +63,8 @@ teardown() {
         return 0
 }
 
-# start_fake PROOF_PATH: the fake model server, its log at $T/model.jsonl;
+# start_fake PROOF_PATH [OPTION...]: the fake model server (OPTIONs are
+# fake_model.py serve's), its log at $T/model.jsonl;
 # sets PORT and BASE. With SCHEME=http the server speaks plain HTTP (a local
 # Ollama or vLLM endpoint), reached through the proxy's absolute-form
 # forwarding instead of a CONNECT tunnel.
@@ -65,7 +72,7 @@ start_fake() {
         local plain=()
         [ "${SCHEME:-https}" = http ] && plain=(--plain)
         "$PY" "$FAKE" serve --cert "$CERTS" --port-file "$T/port" --log "$T/model.jsonl" --marker "$MARKER" \
-                --proof-path "$1" --proof-token "$TOKEN" "${plain[@]}" 2>"$T/fake.err" &
+                --proof-path "$1" --proof-token "$TOKEN" "${plain[@]}" "${@:2}" 2>"$T/fake.err" &
         FAKE_PID=$!
         local idx
         for ((idx = 0; idx < 200; idx++)); do
@@ -91,9 +98,12 @@ expect_turn() {
         [ -n "$final" ] || fail "$1: no request carried a tool result with glove-proof-$TOKEN; the log: $(cat "$log")"
 }
 
-# spec CLI [CONFIG_ROOT]: clis.py's description of CLI against $BASE.
+# spec [--mcp=ENDPOINT] CLI [CONFIG_ROOT]: clis.py's description of CLI
+# against $BASE.
 spec() {
-        "$PY" "$CLIS" spec "$1" "$BASE" "$CERTS/ca.pem" ${2:+"$2"}
+        local mcp=()
+        [[ "$1" == --mcp=* ]] && { mcp=("$1"); shift; }
+        "$PY" "$CLIS" spec "${mcp[@]}" "$1" "$BASE" "$CERTS/ca.pem" ${2:+"$2"}
 }
 
 mib() { echo $(($1 >> 20)); }
@@ -201,6 +211,139 @@ exec_turn() {
 @test "agents exec http: opencode completes its turn against a plain http:// model endpoint (absolute-form forwarding)" {
         SCHEME=http exec_turn opencode
         expect_http_forwarded opencode forwarded
+}
+
+# ------------------------------------------------------- MCP tools through Glove
+
+# mcp_turn CLI ENDPOINT: the CLI under `glove run --mcp-endpoint ENDPOINT`
+# (command: its MCP configuration starts $GLOVE_MCP_COMMAND; http: it
+# connects to $GLOVE_MCP_URL, past the egress proxy that its model requests
+# take), its MCP server "glove" being Glove with the upstream
+# tests/agents/mcp-upstream.py as "up", whose log shows what reached it. A
+# policy file allows up.echo with the argument rule /text prefix
+# "glove-mcp-ok-". In one turn the fake model calls the echo tool twice in
+# one response (fake_model.py --mcp-allowed/--mcp-refused): with
+# glove-mcp-ok-TOKEN (allowed) and glove-mcp-no-TOKEN (refused by the rule).
+# Proved: the upstream received the allowed call and never the refused
+# text; the audit log (--audit-arguments) records both decisions with those
+# arguments; the model's next request carries the allowed call's result
+# and the refusal's text.
+mcp_turn() {
+        local cli=$1 ep=$2 s exe ok="glove-mcp-ok-$TOKEN" no="glove-mcp-no-$TOKEN"
+        mkdir -p "$T/ws" "$T/cfg" "$T/up"
+        start_fake "$T/ws/agent-proof.txt" --mcp-allowed "$ok" --mcp-refused "$no"
+        printf '%s\n' '{"version": 1, "allow": ["up.echo"],' \
+                ' "arguments": {"up.echo": [{"pointer": "/text", "kind": "prefix", "value": "glove-mcp-ok-"}]}}' \
+                >"$T/policy.json"
+        s=$(spec --mcp="$ep" "$cli" "$T/cfg")
+        mkdir -p "$(jq -r '.config_env[0] | sub("^[^=]*="; "")' <<<"$s")"
+        chmod -R a+rwX "$T/ws" "$T/cfg" "$T/up"
+        chmod a+r "$T/policy.json"
+        local envs=() names=() kv
+        while IFS= read -r kv; do
+                [[ "$kv" == PATH=* ]] && continue # glove run sets PATH itself
+                envs+=("$kv")
+                names+=(--env "${kv%%=*}")
+        done < <(jq -r '.environment[], .config_env[]' <<<"$s")
+        local args=()
+        mapfile -t args < <(jq -r '.arguments[]' <<<"$s")
+        exe=$(jq -r .executable <<<"$s")
+        run --separate-stderr timeout --foreground -k 5 300 env "${envs[@]}" "$GLOVE" run --mcp-endpoint "$ep" \
+                --upstream "up=$PY,$AGENTS/mcp-upstream.py,--log,$T/up/upstream.log" \
+                --upstream-ro "up:$AGENTS" --upstream-rw "up:$T/up" --policy "$T/policy.json" --audit-arguments \
+                --workspace "$T/ws" --write "$T/cfg" --read "$NM" --read "$CERTS/ca.pem" --read "$AGENTS" \
+                --egress-allow "127.0.0.1:$PORT" \
+                --memory "$(jq -r .limits.memory_bytes <<<"$s")" --pids "$(jq -r .limits.pids <<<"$s")" \
+                --disk "$(jq -r .limits.disk_bytes <<<"$s")" --wall-time 240000 \
+                --status-json "$T/status.json" --audit-log "$T/audit.jsonl" "${names[@]}" -- \
+                "$AGENTS/mcp-launch.sh" "$NM/.bin/$exe" "${args[@]}" </dev/null
+        echo "# $cli over the $ep endpoint: wall $(jq .wall_time_ms "$T/status.json") ms," \
+                "peak memory $(mib "$(jq .peak_memory_bytes "$T/status.json")") MiB" >&3
+        expect_status 0
+        local log=$T/model.jsonl call
+        # The model was offered the MCP tool and called it twice.
+        call=$(jq -c 'select(.reply == "tool_call")' "$log" | head -n 1)
+        [ -n "$call" ] || fail "$cli/$ep: the fake model never answered with an MCP tool call (was the tool offered?); its log: $(cat "$log")"
+        echo "# $cli/$ep: the MCP tool offered as $(jq -c '[.calls[] | [.namespace, .tool] | map(select(.)) | join("/")] | unique' <<<"$call")" >&3
+        # The upstream's side: the allowed call arrived, the refused one did not.
+        grep -F '"tools/call"' "$T/up/upstream.log" | grep -qF "\"$ok\"" ||
+                fail "$cli/$ep: the allowed call never reached the upstream; it received: $(cat "$T/up/upstream.log" 2>&1)"
+        ! grep -qF "$no" "$T/up/upstream.log" || fail "$cli/$ep: the refused call reached the upstream: $(grep -F "$no" "$T/up/upstream.log")"
+        [ "$(grep -cF '"tools/call"' "$T/up/upstream.log")" -eq 1 ] ||
+                fail "$cli/$ep: the upstream received other calls than the allowed one: $(grep -F '"tools/call"' "$T/up/upstream.log")"
+        # Glove's audit log: both decisions, with their arguments.
+        jq -se --arg t "$ok" 'any(.[]; .event == "call" and .tool == "up.echo" and .decision == "allow" and .arguments.text == $t)' \
+                "$T/audit.jsonl" >/dev/null || fail "$cli/$ep: no allowed call in the audit log: $(jq -c 'select(.event == "call")' "$T/audit.jsonl")"
+        jq -se --arg t "$no" 'any(.[]; .event == "call" and .tool == "up.echo" and .decision == "deny" and .reason == "policy_denied"
+                and .arguments.text == $t and .rule == "up.echo:/text prefix \"glove-mcp-ok-\"")' "$T/audit.jsonl" >/dev/null ||
+                fail "$cli/$ep: no call refused by the argument rule in the audit log: $(jq -c 'select(.event == "call")' "$T/audit.jsonl")"
+        # The model's next request carries both: the allowed call's result and
+        # the refusal (the gateway's message; data.rule as the CLI shows it).
+        jq -se --arg t "$ok" 'any(.[]; any(.tool_results[]?; contains($t)))' "$log" >/dev/null ||
+                fail "$cli/$ep: the allowed call's result never reached the model; the log: $(cat "$log")"
+        jq -se 'any(.[]; any(.tool_results[]?; contains("not allowed by policy")))' "$log" >/dev/null ||
+                fail "$cli/$ep: the refusal never reached the model; the log: $(cat "$log")"
+        jq -se --arg t "$ok" 'any(.[]; .reply == "final" and any(.tool_results[]; contains($t))
+                and any(.tool_results[]; contains("not allowed by policy")))' "$log" >/dev/null ||
+                fail "$cli/$ep: no one request carried both results (the two calls were not one step of the turn); the log: $(cat "$log")"
+        # The MCP traffic took the endpoint under test: the run serves no
+        # other (--mcp-endpoint http refuses the command, command serves no
+        # HTTP, and the agent's stdin is not the channel), and no session
+        # of the other transport is on record. A legacy client's session
+        # is on record as endpoint_session; a 2026-07-28 client over HTTP
+        # has no session (the revision has none), so none is required.
+        local other=http
+        [ "$ep" = http ] && other=command
+        jq -se --arg e "$other" 'any(.[]; .event == "endpoint_session" and .transport == $e) | not' \
+                "$T/audit.jsonl" >/dev/null || fail "$cli/$ep: a $other endpoint session in the audit log"
+        jq -se 'any(.[]; .event == "egress" and .route == "mcp_endpoint" and .phase == "deny") | not' \
+                "$T/audit.jsonl" >/dev/null ||
+                fail "$cli/$ep: the proxy refused a request for the endpoint: $(jq -c 'select(.route == "mcp_endpoint")' "$T/audit.jsonl")"
+        if [ "$ep" = http ]; then
+                # How the CLI reached $GLOVE_MCP_URL: directly (NO_PROXY) or
+                # handed over by the egress proxy (docs/egress.md).
+                echo "# $cli/http: $(jq -s '[.[] | select(.event == "endpoint_session" and .phase == "open")] | length' \
+                        "$T/audit.jsonl") endpoint sessions (a 2026-07-28 client opens none), $(jq -s '[.[] | select(.event == "egress"
+                        and .route == "mcp_endpoint" and .phase == "open")] | length' "$T/audit.jsonl") connections" \
+                        "handed over by the egress proxy" >&3
+        fi
+        # What else the gateway refused on the way (e.g. methods of the
+        # 2026-07-28 revision it does not serve yet): printed, not judged.
+        local refused
+        refused=$(jq -c 'select(.event == "era_refused" or .event == "endpoint_refused") | del(.ts, .run_id)' "$T/audit.jsonl")
+        [ -z "$refused" ] || echo "# $cli/$ep: refused besides the call: $(tr '\n' ' ' <<<"$refused")" >&3
+}
+
+@test "agents mcp command: codex calls an MCP tool through \$GLOVE_MCP_COMMAND; an argument rule refuses a second call" {
+        mcp_turn codex command
+}
+
+@test "agents mcp command: claude-code calls an MCP tool through \$GLOVE_MCP_COMMAND; an argument rule refuses a second call" {
+        mcp_turn claude-code command
+}
+
+@test "agents mcp command: copilot calls an MCP tool through \$GLOVE_MCP_COMMAND; an argument rule refuses a second call" {
+        mcp_turn copilot command
+}
+
+@test "agents mcp command: opencode calls an MCP tool through \$GLOVE_MCP_COMMAND; an argument rule refuses a second call" {
+        mcp_turn opencode command
+}
+
+@test "agents mcp http: codex calls an MCP tool at \$GLOVE_MCP_URL; an argument rule refuses a second call" {
+        mcp_turn codex http
+}
+
+@test "agents mcp http: claude-code calls an MCP tool at \$GLOVE_MCP_URL; an argument rule refuses a second call" {
+        mcp_turn claude-code http
+}
+
+@test "agents mcp http: copilot calls an MCP tool at \$GLOVE_MCP_URL; an argument rule refuses a second call" {
+        mcp_turn copilot http
+}
+
+@test "agents mcp http: opencode calls an MCP tool at \$GLOVE_MCP_URL; an argument rule refuses a second call" {
+        mcp_turn opencode http
 }
 
 # ------------------------------------------------------------ managed sessions

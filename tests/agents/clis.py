@@ -4,7 +4,7 @@ against the fake model server (tests/agents/fake_model.py), for
 tests/agents/agents.bats. See docs/session-policy.md, "Worked examples: the
 five agent CLIs".
 
-    clis.py spec CLI BASE CA [CONFIG_ROOT]
+    clis.py spec [--mcp=command|http] CLI BASE CA [CONFIG_ROOT]
         Prints one JSON object for CLI (codex | claude-code | pi | copilot |
         opencode):
           "executable"  the adapter's executable name (in node_modules/.bin)
@@ -20,6 +20,13 @@ five agent CLIs".
                         tmpfs): the variables that point the CLI's
                         configuration directory at CONFIG_ROOT/<its HOME
                         relative path>, so a SKILL.md prepared there is found
+        With --mcp=ENDPOINT (codex, claude-code, copilot, opencode; pi has no
+        MCP client): the task asks for MCP tool calls and the CLI is given
+        the MCP server "glove" at Glove's in-sandbox endpoint (`glove run
+        --mcp-endpoint ENDPOINT`), written with the placeholders
+        @GLOVE_MCP_COMMAND@ / @GLOVE_MCP_URL@: run the executable through
+        tests/agents/mcp-launch.sh, which replaces them with the variables'
+        values inside the sandbox.
 """
 import json
 import sys
@@ -29,7 +36,53 @@ PATH = "PATH=/usr/bin:/bin"
 MIB = 1 << 20
 
 
-def spec(cli, base, ca):
+MCP_TASK = "Call the glove echo tool twice: once allowed, once to be refused."
+
+
+def mcp_server(cli, endpoint):
+    """CLI's configuration of the MCP server "glove" at Glove's in-sandbox
+    endpoint (docs/agents.md, "MCP servers through Glove"), with the
+    placeholders @GLOVE_MCP_COMMAND@ and @GLOVE_MCP_URL@ that
+    mcp-launch.sh replaces with the variables' values inside the sandbox."""
+    cmd, url = "@GLOVE_MCP_COMMAND@", "@GLOVE_MCP_URL@"
+    if cli == "codex":
+        return ['mcp_servers.glove.command="%s"' % cmd] if endpoint == "command" else \
+            ['mcp_servers.glove.url="%s"' % url]
+    if cli == "claude-code":
+        return {"type": "stdio", "command": cmd} if endpoint == "command" else {"type": "http", "url": url}
+    if cli == "copilot":
+        return {"type": "local", "command": cmd, "args": [], "tools": ["*"]} if endpoint == "command" else \
+            {"type": "http", "url": url, "tools": ["*"]}
+    if cli == "opencode":
+        return {"type": "local", "command": [cmd]} if endpoint == "command" else {"type": "remote", "url": url}
+    raise SystemExit("%s has no MCP client" % cli)
+
+
+def spec(cli, base, ca, mcp=None):
+    s = base_spec(cli, base, ca)
+    if mcp is None:
+        return s
+    task, srv = s["arguments"].index(TASK), mcp_server(cli, mcp)
+    s["arguments"][task] = MCP_TASK
+    if cli == "codex":
+        s["arguments"][task:task] = ["-c", srv[0]]
+    elif cli == "claude-code":
+        s["arguments"] = ["-p", MCP_TASK, "--allowedTools", "mcp__glove", "--output-format", "text",
+                          "--strict-mcp-config", "--mcp-config", json.dumps({"mcpServers": {"glove": srv}})]
+        # MCP tools offered directly, not behind its ToolSearch tool.
+        s["environment"].append("ENABLE_TOOL_SEARCH=false")
+    elif cli == "copilot":
+        s["arguments"] += ["--additional-mcp-config", json.dumps({"mcpServers": {"glove": srv}})]
+    elif cli == "opencode":
+        env = s["environment"]
+        i = next(i for i, kv in enumerate(env) if kv.startswith("OPENCODE_CONFIG_CONTENT="))
+        cfg = json.loads(env[i].split("=", 1)[1])
+        cfg["mcp"] = {"glove": srv}
+        env[i] = "OPENCODE_CONFIG_CONTENT=" + json.dumps(cfg, sort_keys=True, separators=(",", ":"))
+    return s
+
+
+def base_spec(cli, base, ca):
     if cli == "codex":
         return {
             "executable": "codex",
@@ -94,9 +147,16 @@ def spec(cli, base, ca):
 
 
 def main():
+    a = sys.argv[1:]
+    mcp = None
+    if len(a) >= 2 and a[0] == "spec" and a[1].startswith("--mcp="):
+        mcp = a.pop(1)[len("--mcp="):]
+        if mcp not in ("command", "http"):
+            raise SystemExit("--mcp= takes command or http")
+    sys.argv[1:] = a
     if len(sys.argv) not in (5, 6) or sys.argv[1] != "spec":
         raise SystemExit(__doc__)
-    s = spec(sys.argv[2], sys.argv[3], sys.argv[4])
+    s = spec(sys.argv[2], sys.argv[3], sys.argv[4], mcp)
     name, rel = s.pop("config")
     if len(sys.argv) == 6:
         s["config_env"] = ["%s=%s/%s" % (name, sys.argv[5], rel)]

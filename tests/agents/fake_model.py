@@ -8,7 +8,8 @@
         127.0.0.1 and localhost (subjectAltName), valid for one day.
     fake_model.py serve --cert DIR --port-file FILE --log FILE --marker TEXT
                         --proof-path PATH --proof-token TOKEN [--dump-dir DIR]
-                        [--plain]
+                        [--plain] [--mcp-allowed TEXT --mcp-refused TEXT
+                        [--mcp-tool SUFFIX]]
         HTTPS on 127.0.0.1, a random port (written to FILE once listening),
         until killed; plain HTTP with --plain (a local Ollama or vLLM
         endpoint: what the egress proxy forwards in absolute form). It speaks the shapes the CLIs use:
@@ -27,11 +28,23 @@
             so the text "glove-proof-TOKEN" appears only once the command
             ran: in the file, and in the tool result the CLI sends back;
           - a tool result present: a final text answer.
+        With --mcp-allowed (a turn of MCP tool calls through Glove), when the
+        request offers an MCP tool of the server "glove" whose name ends in
+        SUFFIX (default "echo"; each CLI spells Glove's UP.TOOL its own way:
+        mcp__glove__UP_TOOL (claude-code), glove_UP_TOOL (opencode),
+        glove-UP-TOOL (copilot), the function UP_TOOL in the Responses-API
+        namespace tool mcp__glove (codex)) and no tool result yet: two calls
+        of it in one response, {"text": ALLOWED} and {"text": REFUSED}
+        (all four CLIs run both and send both results in their next request);
+        then a final text answer. The shell tool is never called
+        in this mode: without the MCP tool, a text answer.
         Every request is logged as one JSON line: {"path", "api", "model",
         "stream", "tools" (names), "marker_seen" (TEXT occurs anywhere in the
         raw request body: system prompt, instructions, tool descriptions),
-        "reply" ("text" | "tool_call" | "final"), "tool" (the tool called),
-        "tool_results" (texts of the tool results in the request)}.
+        "reply" ("text" | "tool_call" | "final"), "tool" and "tool_args" (the
+        first tool called), "calls" ([{"tool", "args", "namespace"}], every
+        call of the reply), "tool_results" (texts of the tool results in the
+        request)}.
         --dump-dir keeps each request body (for finding a CLI's tool shapes).
 """
 import argparse
@@ -120,6 +133,26 @@ def tool_defs(api, body):
     return [(n, s) for n, s in out if n]
 
 
+def mcp_tool(api, body, suffix):
+    """(name, namespace) of the MCP tool the request offers whose name ends
+    in SUFFIX (each CLI spells a tool UP.TOOL of its MCP server "glove" its
+    own way: mcp__glove__UP_TOOL, glove_UP_TOOL, glove-UP-TOOL, and codex a
+    function UP_TOOL in the Responses-API namespace mcp__glove), or None."""
+    for t in body.get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        if api == "responses" and t.get("type") == "namespace":
+            for sub in t.get("tools") or []:
+                n = sub.get("name") if isinstance(sub, dict) else None
+                if isinstance(n, str) and "glove" in t.get("name", "") and n.endswith(suffix):
+                    return n, t.get("name")
+            continue
+        n = (t.get("function") or {}).get("name") if api == "chat" else t.get("name")
+        if isinstance(n, str) and "glove" in n and n.endswith(suffix):
+            return n, None
+    return None
+
+
 def shell_args(schema, command):
     """Arguments for a shell tool, shaped by its schema."""
     props = (schema or {}).get("properties") or {}
@@ -158,18 +191,30 @@ class Script:
                 f.write(raw)
 
     def decide(self, api, body):
+        """(reply kind, [(tool, args, namespace)], tool results, offered names)."""
         results = tool_results(api, body)
         tools = tool_defs(api, body)
         names = [n for n, _ in tools]
+        mcp = mcp_tool(api, body, self.a.mcp_tool) if self.a.mcp_allowed is not None else None
+        if mcp:
+            names += ["%s/%s" % (mcp[1], mcp[0])] if mcp[1] else []
+            calls = [(mcp[0], {"text": self.a.mcp_allowed}, mcp[1]),
+                     (mcp[0], {"text": self.a.mcp_refused}, mcp[1])]
+            if not results:
+                return "tool_call", calls, results, names
+            return "final", [], results, names
+        if self.a.mcp_allowed is not None:
+            # The MCP tool is not offered: never the shell tool instead.
+            return ("final" if results else "text"), [], results, names
         if results:
-            return "final", None, None, results, names
+            return "final", [], results, names
         if not tools:
-            return "text", None, None, results, names
+            return "text", [], results, names
         for want in SHELL_TOOLS:
             for n, s in tools:
                 if n == want:
-                    return "tool_call", n, shell_args(s, self.command), results, names
-        return "text", None, None, results, names
+                    return "tool_call", [(n, shell_args(s, self.command), None)], results, names
+        return "text", [], results, names
 
 
 def sse(events):
@@ -181,18 +226,22 @@ FINAL = "Done: the proof file is written."
 TEXT = "Glove test"
 
 
-def responses_reply(kind, tool, args):
+def responses_reply(kind, calls):
     rid = "resp_%d" % time.time_ns()
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
     ev = [("response.created", {"type": "response.created", "response": {"id": rid}})]
     if kind == "tool_call":
-        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": tool,
-                "arguments": json.dumps(args), "status": "completed"}
-        ev.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
-                                                  "item": dict(item, status="in_progress", arguments="")}))
-        ev.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": 0,
-                                                 "item": item}))
+        for i, (tool, args, ns) in enumerate(calls):
+            item = {"type": "function_call", "id": "fc_%d_%d" % (time.time_ns(), i),
+                    "call_id": "call_%d_%d" % (time.time_ns(), i), "name": tool,
+                    "arguments": json.dumps(args), "status": "completed"}
+            if ns:
+                item["namespace"] = ns
+            ev.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": i,
+                                                      "item": dict(item, status="in_progress", arguments="")}))
+            ev.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": i,
+                                                     "item": item}))
     else:
         text = FINAL if kind == "final" else TEXT
         item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
@@ -208,12 +257,13 @@ def responses_reply(kind, tool, args):
     return "text/event-stream", sse(ev)
 
 
-def chat_reply(kind, tool, args, model, stream):
+def chat_reply(kind, calls, model, stream):
     cid, created = "chatcmpl-%d" % time.time_ns(), int(time.time())
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     if kind == "tool_call":
-        call = {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}
-        msg, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+        tcs = [{"id": "call_%d_%d" % (time.time_ns(), i), "type": "function",
+                "function": {"name": tool, "arguments": json.dumps(args)}} for i, (tool, args, _) in enumerate(calls)]
+        msg, finish = {"role": "assistant", "content": None, "tool_calls": tcs}, "tool_calls"
     else:
         msg, finish = {"role": "assistant", "content": FINAL if kind == "final" else TEXT}, "stop"
     if not stream:
@@ -226,7 +276,8 @@ def chat_reply(kind, tool, args, model, stream):
                             "choices": [{"index": 0, "delta": delta, "finish_reason": fin}]}, **extra))
     ev = [chunk({"role": "assistant", "content": ""})]
     if kind == "tool_call":
-        ev.append(chunk({"tool_calls": [dict(msg["tool_calls"][0], index=0)]}))
+        for i, tc in enumerate(msg["tool_calls"]):
+            ev.append(chunk({"tool_calls": [dict(tc, index=i)]}))
     else:
         ev.append(chunk({"content": msg["content"]}))
     ev.append(chunk({}, finish))
@@ -236,31 +287,34 @@ def chat_reply(kind, tool, args, model, stream):
     return "text/event-stream", sse(ev)
 
 
-def messages_reply(kind, tool, args, model, stream):
+def messages_reply(kind, calls, model, stream):
     mid = "msg_%d" % time.time_ns()
     if kind == "tool_call":
-        block, stop = {"type": "tool_use", "id": "toolu_1", "name": tool, "input": args}, "tool_use"
+        blocks = [{"type": "tool_use", "id": "toolu_%d_%d" % (time.time_ns(), i), "name": tool, "input": args}
+                  for i, (tool, args, _) in enumerate(calls)]
+        stop = "tool_use"
     else:
-        block, stop = {"type": "text", "text": FINAL if kind == "final" else TEXT}, "end_turn"
+        blocks, stop = [{"type": "text", "text": FINAL if kind == "final" else TEXT}], "end_turn"
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
     if not stream:
         return "application/json", json.dumps({
-            "id": mid, "type": "message", "role": "assistant", "model": model, "content": [block],
+            "id": mid, "type": "message", "role": "assistant", "model": model, "content": blocks,
             "stop_reason": stop, "stop_sequence": None, "usage": usage}).encode()
     ev = [("message_start", {"type": "message_start", "message": {
         "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}})]
-    if kind == "tool_call":
-        ev.append(("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": dict(block, input={})}))
-        ev.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}}))
-    else:
-        ev.append(("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": {"type": "text", "text": ""}}))
-        ev.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "text_delta", "text": block["text"]}}))
-    ev.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    for i, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            ev.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                               "content_block": dict(block, input={})}))
+            ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps(block["input"])}}))
+        else:
+            ev.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                               "content_block": {"type": "text", "text": ""}}))
+            ev.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                               "delta": {"type": "text_delta", "text": block["text"]}}))
+        ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
     ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                  "usage": {"output_tokens": 5}}))
     ev.append(("message_stop", {"type": "message_stop"}))
@@ -345,16 +399,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404, "application/json", b'{"error":{"message":"unknown path"}}')
         model = body.get("model") or "fake-model"
         stream = bool(body.get("stream")) or api == "responses"
-        kind, tool, args, results, names = s.decide(api, body)
+        kind, calls, results, names = s.decide(api, body)
         s.log({"path": path, "api": api, "model": model, "stream": stream, "tools": names,
-               "marker_seen": s.a.marker.encode() in raw, "reply": kind, "tool": tool, "tool_args": args,
+               "marker_seen": s.a.marker.encode() in raw, "reply": kind,
+               "tool": calls[0][0] if calls else None, "tool_args": calls[0][1] if calls else None,
+               "calls": [{"tool": t, "args": a, "namespace": ns} for t, a, ns in calls],
                "tool_results": results})
         if api == "responses":
-            ctype, data = responses_reply(kind, tool, args)
+            ctype, data = responses_reply(kind, calls)
         elif api == "chat":
-            ctype, data = chat_reply(kind, tool, args, model, stream)
+            ctype, data = chat_reply(kind, calls, model, stream)
         else:
-            ctype, data = messages_reply(kind, tool, args, model, stream)
+            ctype, data = messages_reply(kind, calls, model, stream)
         return self.send(200, ctype, data)
 
 
@@ -384,7 +440,13 @@ def main():
         p.add_argument(o, required=True)
     p.add_argument("--dump-dir")
     p.add_argument("--plain", action="store_true")
-    serve(p.parse_args(sys.argv[2:]))
+    p.add_argument("--mcp-tool", default="echo")
+    p.add_argument("--mcp-allowed")
+    p.add_argument("--mcp-refused")
+    a = p.parse_args(sys.argv[2:])
+    if (a.mcp_allowed is None) != (a.mcp_refused is None):
+        p.error("--mcp-allowed and --mcp-refused go together")
+    serve(a)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 # make agents: the five real agent CLIs (tests/node_modules, pinned by
 # tests/package-lock.json) each complete one scripted turn against the fake
 # model server (tests/agents/fake_model.py), under `glove exec` and as a
-# gloved managed session (tests/agents/agents.bats).
+# gloved managed session, and the four with an MCP client one turn of MCP
+# tool calls through `glove run` over each in-sandbox endpoint
+# (tests/agents/agents.bats).
 #
 #   tests/agents/run.sh BUILD_DIR [BATS-OPTION...]
 #
