@@ -227,8 +227,19 @@ static json_t *discover_result(struct glove_kernel_gateway *gw) {
         _cleanup_json_ json_t *init = initialize_result(gw, NULL);
         if (!init)
                 return NULL;
-        json_t *r = json_pack("{s:s,s:o,s:O}", "resultType", "complete", "supportedVersions", glove_kernel_era_supported(),
-                              "capabilities", json_object_get(init, "capabilities"));
+        /* What Glove does not serve to 2026-07-28 clients yet is not
+         * announced: listChanged and resources.subscribe mean "on
+         * subscriptions/listen", and logging is per-request logLevel. */
+        json_t *caps = json_deep_copy(json_object_get(init, "capabilities"));
+        const char *key;
+        json_t *v;
+        json_object_del(caps, "logging");
+        json_object_foreach(caps, key, v) {
+                json_object_del(v, "listChanged");
+                json_object_del(v, "subscribe");
+        }
+        json_t *r = json_pack("{s:s,s:o,s:o}", "resultType", "complete", "supportedVersions", glove_kernel_era_supported(),
+                              "capabilities", caps ? caps : json_object());
         json_t *instructions = json_object_get(init, "instructions");
         if (r && instructions)
                 json_object_set(r, "instructions", instructions);
@@ -341,6 +352,22 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 gw_refuse_duplicate(gw, m->id, method, m->params);
                 return;
         }
+        /* inputResponses and requestState answer an input_required result,
+         * which Glove never sends yet: any the agent sends are its own
+         * invention and would reach an upstream as a user's or a model's
+         * answer it never gave (no policy decides them). */
+        if (json_object_get(m->params, "inputResponses") || json_object_get(m->params, "requestState")) {
+                era_refuse(gw, m->id, method,
+                           glove_mcp_rpc_error(m->id, GLOVE_RPC_INVALID_PARAMS,
+                                               "inputResponses and requestState answer an input_required result, and "
+                                               "Glove sent none",
+                                               "invalid_params", "params.inputResponses"));
+                return;
+        }
+        /* Reserved _meta keys never reach an upstream, whatever the era
+         * (a modern upstream gets Glove's own envelope). */
+        if (era == GLOVE_KERNEL_ERA_LEGACY)
+                glove_kernel_era_strip(m->params);
         if (era != GLOVE_KERNEL_ERA_LEGACY) {
                 if (modern_request(gw, m, era))
                         return;

@@ -337,8 +337,13 @@ static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message 
         size_t vn, mn = strlen(m->method), nn;
         const char *version = json_text(json_object_get(meta, EP_META_VERSION), &vn);
         const char *problem = NULL;
+        /* A header that disagrees with the body is a mismatch (-32020)
+         * whatever the versions; one that agrees names a version Glove may
+         * not serve (-32022). */
         if (!q->protocol_version.s)
                 problem = "MCP-Protocol-Version is required on a modern request";
+        else if (!version || q->protocol_version.n != vn || memcmp(q->protocol_version.s, version, vn) != 0)
+                problem = "MCP-Protocol-Version differs from params._meta's io.modelcontextprotocol/protocolVersion";
         else if (!modern_version(q->protocol_version)) {
                 json_t *supported = json_array();
                 for (size_t i = 0; i < sizeof(modern_versions) / sizeof(modern_versions[0]); i++)
@@ -350,9 +355,7 @@ static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message 
                                          q->protocol_version.n);
                 refuse_request(c, 400, -32022, "endpoint.protocol_version", "Unsupported protocol version", m->id, more);
                 return false;
-        } else if (!version || q->protocol_version.n != vn || memcmp(q->protocol_version.s, version, vn) != 0)
-                problem = "MCP-Protocol-Version differs from params._meta's io.modelcontextprotocol/protocolVersion";
-        else if (!q->mcp_method.s)
+        } else if (!q->mcp_method.s)
                 problem = "Mcp-Method is required on a modern request";
         else if (q->mcp_method.n != mn || memcmp(q->mcp_method.s, m->method, mn) != 0)
                 problem = "Mcp-Method differs from the request's method";
@@ -361,6 +364,12 @@ static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message 
                                   : strcmp(m->method, "resources/read") == 0                                      ? "uri"
                                                                                                                   : NULL;
                 const char *value = key ? json_text(json_object_get(m->params, key), &nn) : NULL;
+                if (key && !value) {
+                        char what[64];
+                        snprintf(what, sizeof(what), "params.%s must be a string", key);
+                        refuse_request(c, 400, -32602, "endpoint.invalid_params", what, m->id, NULL);
+                        return false;
+                }
                 if (key && !q->mcp_name.s)
                         problem = "Mcp-Name is required on tools/call, prompts/get and resources/read";
                 else if (key && !header_says(q->mcp_name, value, nn))

@@ -655,8 +655,9 @@ static void test_modern_header_refusals(void **state) {
         } cases[] = {
                 /* MCP-Protocol-Version */
                 {"Mcp-Method: tools/call\r\nMcp-Name: echo\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
-                {"MCP-Protocol-Version: 2099-01-01\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n", CALL("echo"), -32022,
-                 "endpoint.protocol_version"},
+                /* A header that differs from the body is a mismatch, whatever the versions. */
+                {"MCP-Protocol-Version: 2099-01-01\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n", CALL("echo"), -32020,
+                 "endpoint.header_mismatch"},
                 {"MCP-Protocol-Version: 2025-11-25\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
                  "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"_meta\":{"
                  "\"io.modelcontextprotocol/protocolVersion\":\"2025-11-25\"}}}",
@@ -675,8 +676,9 @@ static void test_modern_header_refusals(void **state) {
                 {MODERN_HEADERS("tools/call") "Mcp-Name: =?base64?b3RoZXI=?=\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
                 {MODERN_HEADERS("tools/call") "Mcp-Name: =?base64?ZWNobw?=\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
                 {MODERN_HEADERS("tools/call") "Mcp-Name: =?BASE64?ZWNobw==?=\r\n", CALL("echo"), -32020, "endpoint.header_mismatch"},
+                /* No params.name to compare: the params are invalid. */
                 {MODERN_HEADERS("tools/call") "Mcp-Name: echo\r\n",
-                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{" META_OK "}}", -32020, "endpoint.header_mismatch"},
+                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{" META_OK "}}", -32602, "endpoint.invalid_params"},
                 {MODERN_HEADERS("prompts/get"), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"prompts/get\",\"params\":{\"name\":\"p\"," META_OK "}}",
                  -32020, "endpoint.header_mismatch"},
                 {MODERN_HEADERS("resources/read") "Mcp-Name: file:///b\r\n",
@@ -698,13 +700,14 @@ static void test_modern_header_refusals(void **state) {
                         json_t *data = json_object_get(json_object_get(r.body, "error"), "data");
                         assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)), "2026-07-28");
                         assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 1)), "2025-11-25");
-                        assert_string_equal(str(data, "requested"), i == 1 ? "2099-01-01" : "2025-11-25");
+                        assert_string_equal(str(data, "requested"), "2025-11-25");
                 }
                 json_decref(r.body);
         }
         quiet(f, f->gw);
         assert_int_equal(audited(f, "endpoint.header_mismatch"), 13);
-        assert_int_equal(audited(f, "endpoint.protocol_version"), 2);
+        assert_int_equal(audited(f, "endpoint.protocol_version"), 1);
+        assert_int_equal(audited(f, "endpoint.invalid_params"), 1);
         close(c);
 }
 
