@@ -270,7 +270,13 @@ def check_modern():
     expect("modern.name_mismatch_400", st == 400 and rpc_code(body) == -32020, status=st, code=rpc_code(body))
     st, _, body = modern("tools/call", {"name": "ev.echo", "arguments": {"message": "x"}}, name="=?base64?ZXYuZWNobw==?=")
     expect("modern.name_base64", st == 200, status=st)
+    # A header that differs from the body's version is a mismatch; one that
+    # agrees with it on a version Glove does not serve is -32022.
     st, _, body = modern("tools/list", {}, headers={"MCP-Protocol-Version": "2099-01-01"})
+    expect("modern.version_differs_400", st == 400 and rpc_code(body) == -32020, status=st, code=rpc_code(body))
+    st, _, body = http("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                "params": {"_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}},
+                       {"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"})
     data = json.loads(body).get("error", {}).get("data", {}) if body else {}
     expect("modern.version_400", st == 400 and rpc_code(body) == -32022 and data.get("requested") == "2099-01-01"
            and "2026-07-28" in data.get("supported", []), status=st, body=body.decode(errors="replace"))
