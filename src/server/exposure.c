@@ -153,8 +153,8 @@ static int scan_all(struct scan *s, struct glove_error *err) {
         return 0;
 }
 
-int glove_server_exposure_check(const struct glove_server_exposure_dir *dirs, size_t n, const char *const *areas,
-                                size_t n_areas, struct glove_error *err) {
+static int check_once(const struct glove_server_exposure_dir *dirs, size_t n, const char *const *areas, size_t n_areas,
+                      struct glove_error *err) {
         struct stat st;
         if (stat("/proc/self/ns/mnt", &st) < 0)
                 return glove_error_set(err, errno, CHECK_CODE, "/proc/self/ns/mnt: %s", strerror(errno));
@@ -184,4 +184,26 @@ int glove_server_exposure_check(const struct glove_server_exposure_dir *dirs, si
         free(s.seen);
         glove_mount_table_free(&t);
         return r;
+}
+
+/* A sandbox being built (a glove run, exec or managed session starting on
+ * this host) has its own mount namespace holding a copy of the host's
+ * mounts for a few milliseconds, until it pivots into its new root: a
+ * finding is believed only when it is still there after a short grace
+ * (100, 200, then 400 ms), so such a moment never refuses gloved's start,
+ * while a namespace that keeps the directories reachable still does. */
+int glove_server_exposure_check(const struct glove_server_exposure_dir *dirs, size_t n, const char *const *areas,
+                                size_t n_areas, struct glove_error *err) {
+        static const unsigned grace_ms[] = { 100, 200, 400 };
+        for (size_t attempt = 0;; attempt++) {
+                struct glove_error e = { 0 };
+                int r = check_once(dirs, n, areas, n_areas, &e);
+                bool found = r < 0 && e.code && strcmp(e.code, CODE) == 0;
+                if (!found || attempt == sizeof(grace_ms) / sizeof(grace_ms[0])) {
+                        if (r < 0 && err && !err->code)
+                                *err = e;
+                        return r;
+                }
+                usleep(grace_ms[attempt] * 1000);
+        }
 }

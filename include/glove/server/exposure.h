@@ -59,6 +59,10 @@ struct glove_server_exposure_dir {
  * GLOVE_REGION_MOUNTINFO_MAX / GLOVE_REGION_MOUNTS_MAX, or past
  * GLOVE_SERVER_EXPOSURE_NS_MAX or GLOVE_SERVER_EXPOSURE_PROCS_MAX; those of
  * glove_mount_table_read for gloved's own table; -ENOMEM.
+ * A finding is believed only when the whole check finds one again after
+ * 100, 200 and 400 ms (at most 0.7 s more): a sandbox being built holds a
+ * copy of the host's mounts for a few milliseconds before it pivots, and
+ * that moment must not refuse gloved's start.
  */
 int glove_server_exposure_check(const struct glove_server_exposure_dir *dirs, size_t n, const char *const *areas,
                                 size_t n_areas, struct glove_error *err);
