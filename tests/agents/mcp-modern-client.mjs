@@ -15,6 +15,10 @@
 //                   ev.echo, ev.echo answers, ev.get-sum (not allowed) is
 //                   refused with an error
 //   legacy:T        the same client in legacy mode (initialize): ev.echo answers
+//   call:T,MODE,TOOL,MESSAGE,EXPECT
+//                   connect through T with negotiation MODE (legacy | auto |
+//                   pin), call TOOL with {message: MESSAGE}: a result without
+//                   isError whose text holds EXPECT; the era is recorded
 //   bench:T,MODE,N  N sequential ev.echo calls through T with negotiation MODE
 //                   (legacy | auto | pin) after 20 warm-up calls: p50/p99
 //                   microseconds and calls per second (measures, asserts nothing)
@@ -105,6 +109,16 @@ for (const s of argv) {
       us.sort((a, b) => a - b);
       return { era, p50_us: Math.round(us[Math.floor(n * 0.5)]), p99_us: Math.round(us[Math.floor(n * 0.99)]),
                calls_per_s: Math.round(n / (total / 1000)) };
+    });
+  } else if (op === 'call') {
+    await step(s, async () => {
+      const [t, mode, tool, message, expect] = args;
+      const c = await connect(t, mode);
+      const res = await c.callTool({ name: tool, arguments: { message } });
+      const era = c.getProtocolEra(), version = c.getNegotiatedProtocolVersion();
+      await c.close();
+      if (res.isError || !text(res).includes(expect)) throw new Error(`${tool}: ${JSON.stringify(res)}`);
+      return { era, version, tool };
     });
   } else if (op === 'legacy') {
     await step(s, async () => {

@@ -172,3 +172,25 @@ common_checks() {
                 { show_records "$MLOG"; fail "resources/read did not reach the modern upstream with the envelope"; }
         ! jq -e -s 'any(.[]; .method == "resources/subscribe")' "$MLOG" >/dev/null || fail "resources/subscribe reached the modern upstream"
 }
+
+@test "upstream era: over the endpoints, agents of both eras use a 2026-07-28 upstream and a legacy one in one run" {
+        # One glove run, one contained agent process that opens four
+        # sessions in turn: legacy and 2026-07-28, over HTTP and through the
+        # in-sandbox command, each calling both upstreams' echo tools.
+        gr --mcp-endpoint http,command "${UPS[@]}" --read "$NODE_MODULES" --read "$AGENTS" --write "$OUT" -- \
+                "$NODE" "$AGENTS/mcp-modern-client.mjs" --modules "$NODE_MODULES" --out "$CLIENT_OUT" \
+                'call:http,pin,mo.echo,h-new,modern echo: h-new' 'call:http,legacy,mo.echo,h-old,modern echo: h-old' \
+                'call:http,pin,ev.echo,h-new2,h-new2' 'call:http,legacy,ev.echo,h-old2,h-old2' \
+                'call:command,pin,mo.echo,c-new,modern echo: c-new' 'call:command,legacy,mo.echo,c-old,modern echo: c-old' \
+                'call:command,pin,ev.echo,c-new2,c-new2' 'call:command,legacy,ev.echo,c-old2,c-old2'
+        expect_client_pass
+        [ "$(grep -c '"era":"modern","version":"2026-07-28"' "$CLIENT_OUT")" -eq 4 ] || { show_records "$CLIENT_OUT"; fail "not four modern sessions"; }
+        [ "$(grep -c '"era":"legacy"' "$CLIENT_OUT")" -eq 4 ] || { show_records "$CLIENT_OUT"; fail "not four legacy sessions"; }
+        [ "$(jq -s '[.[] | select(.event == "call" and .decision == "allow" and .tool == "mo.echo")] | length' "$AUDIT")" -eq 4 ] ||
+                fail "mo.echo was not called four times"
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "ev.echo" and .upstream_status == "ok")] | length' "$AUDIT")" -eq 4 ] ||
+                fail "ev.echo did not answer four times"
+        # The modern upstream got every call with the 2026-07-28 envelope.
+        [ "$(jq -s '[.[] | select(.method == "tools/call" and .meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28")] | length' \
+                "$MLOG")" -eq 4 ] || { show_records "$MLOG"; fail "the modern upstream did not get four enveloped calls"; }
+}
