@@ -16,6 +16,9 @@ void glove_kernel_calls_remove(struct glove_kernel_calls *calls, struct glove_ke
                 json_decref(call->progress_token);
         json_decref(call->subject);
         json_decref(call->gathered);
+        json_decref(call->retry_params);
+        json_decref(call->answers);
+        json_decref(call->retry_state);
         memset(call, 0, sizeof(*call));
         calls->count--;
 }

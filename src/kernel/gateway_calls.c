@@ -231,8 +231,7 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
         c->modern = gw->cur_modern;
         snprintf(c->tool, sizeof(c->tool), "%s", name);
         /* Every call: a modern retry's seal bound to this route; the
-         * capabilities the request declared passed on (a legacy one's:
-         * none, its input_required could not be answered; mrtr.c). */
+         * capabilities the request declared passed on (mrtr.c). */
         int b = c->modern ? gw_mrtr_bind(gw, gu, c, params) : 0;
         if (b >= 0)
                 b = gw_mrtr_envelope(gw, gu, c, params);
@@ -261,6 +260,8 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
          * copies tool before the old name is released. */
         json_t *fwd = json_incref(params);
         json_object_set_new(fwd, "name", json_string(tool));
+        if (c->retry_params) /* kept for translated rounds: the upstream's own name too */
+                json_object_set(c->retry_params, "name", json_object_get(fwd, "name"));
         json_t *uid = json_integer(c->upstream_id);
         c->start_us = glove_time_monotonic_us();
         call_timer_arm(gw, c->start_us + timeout_us(gw));

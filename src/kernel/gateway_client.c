@@ -75,6 +75,8 @@ static void request_clear(struct glove_kernel_gateway *gw, struct gw_client_requ
                 return;
         json_decref(q->upstream_id);
         json_decref(q->params);
+        json_decref(q->call_id);
+        json_decref(q->key);
         memset(q, 0, sizeof(*q));
         gw->n_client_reqs--;
 }
@@ -88,17 +90,35 @@ static void refuse_request(struct glove_kernel_gateway *gw, struct gw_upstream *
         glove_mcp_upstream_send(gu->u, glove_mcp_rpc_error(id, code, message, reason, rule));
 }
 
+/* Refuses q before it reached the agent: to the upstream (its request), or,
+ * for a translated input request, on record and to the call it belongs to. */
+static void refuse_held(struct glove_kernel_gateway *gw, struct gw_client_request *q, int code, const char *message,
+                        const char *reason, const char *rule) {
+        struct gw_upstream *gu = &gw->ups[q->upstream];
+        if (!q->call_id) {
+                refuse_request(gw, gu, q->upstream_id, q->method, code, message, reason, rule);
+                return;
+        }
+        gw_audit(gw, "client_request",
+                 json_pack("{s:s,s:s,s:O,s:O,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", q->method, "id",
+                           q->call_id, "key", q->key, "decision", "deny", "reason", reason, "rule", rule));
+        gw_mrtr_input_failed(gw, q->call_id, code, message, reason, rule);
+}
+
 /* Ends q (audited client_result with status), answering the upstream with
- * an error when code is not 0, and telling the agent it is cancelled when
- * it was sent there and cancel_reason is not NULL. */
+ * an error when code is not 0 (a translated input request: failing its
+ * call), and telling the agent it is cancelled when it was sent there and
+ * cancel_reason is not NULL. */
 static void request_end(struct glove_kernel_gateway *gw, struct gw_client_request *q, const char *status, int code,
                         const char *message, const char *reason, const char *rule, const char *cancel_reason) {
         struct gw_upstream *gu = &gw->ups[q->upstream];
         gw_audit(gw, "client_result",
                  json_pack("{s:s,s:s,s:O,s:s,s:s,s:I}", "upstream", glove_mcp_upstream_name(gu->u), "method", q->method, "id",
-                           q->upstream_id, "glove_id", q->id, "status", status, "latency_us",
+                           q->call_id ? q->key : q->upstream_id, "glove_id", q->id, "status", status, "latency_us",
                            (json_int_t)(glove_time_monotonic_us() - q->start_us)));
-        if (code)
+        if (code && q->call_id)
+                gw_mrtr_input_failed(gw, q->call_id, code, message, reason, rule);
+        else if (code)
                 glove_mcp_upstream_send(gu->u, glove_mcp_rpc_error(q->upstream_id, code, message, reason, rule));
         if (q->sent && cancel_reason && gw->agent_in >= 0)
                 gw_send_agent(gw, glove_mcp_rpc_request(NULL, "notifications/cancelled",
@@ -118,12 +138,12 @@ static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_re
         if (!cap || !json_is_object(json_object_get(gw->agent_caps, cap)) || (!gw->agent_caps && gw->agent_sent_modern)) {
                 char rule[64];
                 snprintf(rule, sizeof(rule), "agent capability %s", cap ? cap : "?");
-                refuse_request(gw, gu, q->upstream_id, q->method, GLOVE_RPC_METHOD_NOT_FOUND,
-                               "the agent does not offer this capability", "agent_unsupported", rule);
+                refuse_held(gw, q, GLOVE_RPC_METHOD_NOT_FOUND, "the agent does not offer this capability", "agent_unsupported", rule);
                 request_clear(gw, q);
                 return;
         }
-        if (gw_audit(gw, "client_request",
+        /* A translated input request's decision is on record already. */
+        if (!q->call_id && gw_audit(gw, "client_request",
                      json_pack("{s:s,s:s,s:O,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", q->method, "id",
                                q->upstream_id, "decision", "allow", "rule", cap, "glove_id", q->id)) < 0) {
                 request_clear(gw, q);
@@ -189,6 +209,34 @@ void gw_client_upstream_request(struct glove_kernel_gateway *gw, struct gw_upstr
          * requests before it), or its timeout. */
 }
 
+int gw_client_input_request(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const json_t *call_id, const char *key,
+                            const char *method, const json_t *params) {
+        struct gw_client_request *q = NULL;
+        for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX && !q; i++)
+                if (!gw->client_reqs[i].used)
+                        q = &gw->client_reqs[i];
+        if (!q || strlen(method) >= sizeof(q->method))
+                return -ENOSPC;
+        memset(q, 0, sizeof(*q));
+        q->used = true;
+        gw->n_client_reqs++;
+        q->upstream = gu->index;
+        q->call_id = json_incref((json_t *)call_id);
+        q->key = json_string(key);
+        q->params = params ? json_deep_copy(params) : json_object();
+        if (!q->key || !q->params) {
+                request_clear(gw, q);
+                return -ENOMEM;
+        }
+        snprintf(q->method, sizeof(q->method), "%s", method);
+        snprintf(q->id, sizeof(q->id), "glove-%" PRIu64, ++gw->next_client_id);
+        q->start_us = glove_time_monotonic_us();
+        timer_arm(gw, q->start_us + timeout_us(gw));
+        if (gw->agent_initialized)
+                request_forward(gw, q);
+        return 0;
+}
+
 bool gw_client_agent_response(struct glove_kernel_gateway *gw, struct glove_mcp_message *m) {
         if (!json_is_string(m->id))
                 return false;
@@ -202,6 +250,15 @@ bool gw_client_agent_response(struct glove_kernel_gateway *gw, struct glove_mcp_
                 return false;
         struct gw_upstream *gu = &gw->ups[q->upstream];
         bool is_error = json_object_get(m->root, "error") != NULL;
+        if (q->call_id) {
+                /* A translated input request: the answer is the call's. */
+                json_t *call_id = json_incref(q->call_id), *key = json_incref(q->key);
+                request_end(gw, q, is_error ? "error" : "ok", 0, NULL, NULL, NULL, NULL);
+                gw_mrtr_input_answered(gw, call_id, key, m);
+                json_decref(call_id);
+                json_decref(key);
+                return true;
+        }
         json_t *out = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "id", q->upstream_id);
         if (out)
                 json_object_set(out, is_error ? "error" : "result", json_object_get(m->root, is_error ? "error" : "result"));
@@ -333,8 +390,7 @@ static int on_client_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 uint64_t deadline = q->start_us + timeout_us(gw);
                 if (deadline <= now && !q->sent) {
                         /* Held: the agent never finished initializing. */
-                        refuse_request(gw, &gw->ups[q->upstream], q->upstream_id, q->method, GLOVE_RPC_UPSTREAM_TIMEOUT,
-                                       "the agent did not initialize in time", "agent_timeout", rule);
+                        refuse_held(gw, q, GLOVE_RPC_UPSTREAM_TIMEOUT, "the agent did not initialize in time", "agent_timeout", rule);
                         request_clear(gw, q);
                 } else if (deadline <= now)
                         request_end(gw, q, "timeout", GLOVE_RPC_UPSTREAM_TIMEOUT, "the agent did not answer in time", "agent_timeout",
@@ -519,8 +575,7 @@ void gw_client_agent_gone(struct glove_kernel_gateway *gw) {
                         request_end(gw, q, "agent_exited", GLOVE_RPC_INTERNAL_ERROR, "the agent is gone", "agent_unavailable",
                                     "agent", NULL);
                 else if (q->used) {
-                        refuse_request(gw, &gw->ups[q->upstream], q->upstream_id, q->method, GLOVE_RPC_INTERNAL_ERROR,
-                                       "the agent is gone", "agent_unavailable", "agent");
+                        refuse_held(gw, q, GLOVE_RPC_INTERNAL_ERROR, "the agent is gone", "agent_unavailable", "agent");
                         request_clear(gw, q);
                 }
         }

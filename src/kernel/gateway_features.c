@@ -143,8 +143,7 @@ static void forward(struct glove_kernel_gateway *gw, struct gw_upstream *gu, con
         c->modern = gw->cur_modern;
         c->subject = json_incref(s);
         /* Every request: a modern retry's seal bound to this route; the
-         * capabilities the request declared passed on (a legacy one's:
-         * none, its input_required could not be answered; mrtr.c). */
+         * capabilities the request declared passed on (mrtr.c). */
         int b = c->modern ? gw_mrtr_bind(gw, gu, c, p) : 0;
         if (b >= 0)
                 b = gw_mrtr_envelope(gw, gu, c, p);

@@ -34,7 +34,12 @@ struct gw_upstream {
 struct gw_client_request {
         bool used, sent;
         size_t upstream;
-        json_t *upstream_id;              /* owned: the upstream's own id */
+        json_t *upstream_id;              /* owned: the upstream's own id (NULL for a translated input request) */
+        /* A translated input request (mrtr.c): the agent id of the call it
+         * belongs to (owned) and the upstream's key for it (owned); the
+         * answer goes to the call, never to the upstream. */
+        json_t *call_id;
+        json_t *key;
         json_t *params;                   /* owned while held; NULL once sent */
         char method[32];
         char id[32];                      /* "glove-N", unique over the gateway's life */
@@ -223,6 +228,16 @@ bool gw_mrtr_retry(struct glove_kernel_gateway *gw, const json_t *id, const char
 int gw_mrtr_bind(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const struct glove_kernel_call *c, json_t *params);
 /* The end of a request's dispatch: cur_seal released, cur_caps cleared. */
 void gw_mrtr_done(struct glove_kernel_gateway *gw);
+/* The legacy agent answered a translated input request (key) of the call
+ * whose agent id is call_id: gathered, and when it was the last of the
+ * round the call is retried with inputResponses (an error answer fails
+ * the call, input_failed). A call that ended meanwhile: nothing. */
+void gw_mrtr_input_answered(struct glove_kernel_gateway *gw, const json_t *call_id, const json_t *key, const struct glove_mcp_message *m);
+/* A translated input request of the call call_id could not be answered:
+ * the call fails with that error (code, message, reason, rule), if still
+ * in flight. */
+void gw_mrtr_input_failed(struct glove_kernel_gateway *gw, const json_t *call_id, int code, const char *message, const char *reason,
+                          const char *rule);
 
 /* gateway_client.c */
 /* The agent spoke 2026-07-28 and never sent initialize: the requests of
@@ -245,6 +260,15 @@ void gw_client_upstream_notification(struct glove_kernel_gateway *gw, struct gw_
 void gw_client_upstream_gone(struct glove_kernel_gateway *gw, struct gw_upstream *gu);
 /* True when m answered a request Glove sent the agent (consumed). */
 bool gw_client_agent_response(struct glove_kernel_gateway *gw, struct glove_mcp_message *m);
+/* A translated input request (mrtr.c): KEY's method with params (copied)
+ * asked of the legacy agent as a request of Glove's own ("glove-N"), held
+ * until it initialized; its answer goes to gw_mrtr_input_answered, its
+ * failure (refusal, timeout, agent gone) to gw_mrtr_input_failed, both
+ * naming call_id (the call's agent id, referenced). The decision must be
+ * on record already. Returns 0, -ENOSPC (no slot of
+ * GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX) or -ENOMEM. */
+int gw_client_input_request(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const json_t *call_id, const char *key,
+                            const char *method, const json_t *params);
 void gw_client_agent_initialize(struct glove_kernel_gateway *gw, const json_t *params);
 void gw_client_agent_notification(struct glove_kernel_gateway *gw, struct glove_mcp_message *m);
 void gw_client_set_level(struct glove_kernel_gateway *gw, const json_t *id, json_t *params);

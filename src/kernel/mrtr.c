@@ -25,6 +25,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
 #include "glove/base/random.h"
+#include "glove/base/time.h"
 #include "glove/kernel/era.h"
 
 /* The seal: "glove1." BASE64(payload) "." HEX(HMAC-SHA-256(key, BASE64(payload))). */
@@ -58,8 +59,26 @@ unsigned gw_mrtr_features(const json_t *caps) {
         return f;
 }
 
+/* The method a request kind is (only the three that may be answered with
+ * an InputRequiredResult), or NULL. */
+static const char *kind_method(enum glove_kernel_request_kind k) {
+        switch (k) {
+        case GLOVE_KERNEL_REQUEST_TOOL_CALL:
+                return "tools/call";
+        case GLOVE_KERNEL_REQUEST_PROMPT_GET:
+                return "prompts/get";
+        case GLOVE_KERNEL_REQUEST_RESOURCE_READ:
+                return "resources/read";
+        default:
+                return NULL;
+        }
+}
+
 int gw_mrtr_envelope(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c, json_t *params) {
-        c->client_features = gw_mrtr_features(gw->cur_caps) & gu->features;
+        /* What the request declared: a modern one in its own _meta, a
+         * legacy one in its session's initialize. */
+        const json_t *declared = c->modern ? gw->cur_caps : gw->agent_caps;
+        c->client_features = gw_mrtr_features(declared) & gu->features;
         if (!glove_mcp_upstream_modern(gu->u) || !json_is_object(params))
                 return 0;
         /* The agent's own values (e.g. elicitation's form/url modes) for
@@ -68,12 +87,16 @@ int gw_mrtr_envelope(struct glove_kernel_gateway *gw, struct gw_upstream *gu, st
         for (size_t i = 0; caps && i < sizeof(input_methods) / sizeof(input_methods[0]); i++) {
                 const char *cap;
                 unsigned bit = gw_client_method_feature(input_methods[i], &cap);
-                if ((c->client_features & bit) && json_object_set_new(caps, cap, json_deep_copy(json_object_get(gw->cur_caps, cap))) < 0)
+                if ((c->client_features & bit) && json_object_set_new(caps, cap, json_deep_copy(json_object_get(declared, cap))) < 0)
                         json_decref(TAKE_PTR(caps));
         }
         json_t *meta = json_object_get(params, "_meta");
         if (!caps || (!json_is_object(meta) && json_object_set_new(params, "_meta", meta = json_object()) < 0) || !meta ||
             json_object_set_new(meta, GLOVE_KERNEL_ERA_META_CAPS, caps) < 0)
+                return -ENOMEM;
+        /* A legacy request that may be answered input_required: kept for
+         * the retries Glove makes for it. */
+        if (!c->modern && c->client_features && kind_method(c->kind) && !(c->retry_params = json_deep_copy(params)))
                 return -ENOMEM;
         return 0;
 }
@@ -149,21 +172,6 @@ bool gw_mrtr_is_input_required(const struct glove_mcp_message *m) {
         return rt && strcmp(rt, "input_required") == 0;
 }
 
-/* The method a request kind is (only the three that may be answered with
- * an InputRequiredResult), or NULL. */
-static const char *kind_method(enum glove_kernel_request_kind k) {
-        switch (k) {
-        case GLOVE_KERNEL_REQUEST_TOOL_CALL:
-                return "tools/call";
-        case GLOVE_KERNEL_REQUEST_PROMPT_GET:
-                return "prompts/get";
-        case GLOVE_KERNEL_REQUEST_RESOURCE_READ:
-                return "resources/read";
-        default:
-                return NULL;
-        }
-}
-
 /* What a call is about, as routed: the qualified tool name, or the prompt
  * or URI as the agent named it. */
 static const char *call_target(const struct glove_kernel_call *c) {
@@ -172,14 +180,108 @@ static const char *call_target(const struct glove_kernel_call *c) {
         return json_is_string(c->subject) ? json_string_value(c->subject) : "";
 }
 
-static void record_input(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const struct glove_kernel_call *c, const char *key,
-                         const char *method, const char *decision, const char *reason, const char *rule) {
+/* A client_request record of one input request; "era" is the agent's
+ * request's (a legacy one's input requests are translated). Returns
+ * gw_audit's. */
+static int record_input(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const struct glove_kernel_call *c, const char *key,
+                        const char *method, const char *decision, const char *reason, const char *rule) {
         json_t *f = json_pack("{s:s,s:s,s:O,s:s,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method",
                               method ? method : "(none)", "id", c->agent_id, "key", key, "decision", decision, "rule", rule, "era",
-                              GLOVE_KERNEL_ERA_MODERN_VERSION);
+                              c->modern ? GLOVE_KERNEL_ERA_MODERN_VERSION : "legacy");
         if (f && reason)
                 json_object_set_new(f, "reason", json_string(reason));
-        gw_audit(gw, "client_request", f);
+        return gw_audit(gw, "client_request", f);
+}
+
+/* The bound on rounds of one translated request. */
+#define TRANSLATED_ROUNDS_MAX 16
+
+/* Sends c again to its upstream with the answers gathered and the
+ * upstream's requestState (a translated round is over). */
+static void retry(struct glove_kernel_gateway *gw, struct glove_kernel_call *c) {
+        struct gw_upstream *gu = &gw->ups[c->upstream];
+        json_t *params = json_deep_copy(c->retry_params);
+        json_t *answers = TAKE_PTR(c->answers);
+        json_t *keys = json_array();
+        const char *key;
+        json_t *v;
+        json_object_foreach(answers, key, v) json_array_append_new(keys, json_string(key));
+        if (!params || !answers || !keys || json_object_set(params, "inputResponses", answers) < 0 ||
+            (c->retry_state && json_object_set(params, "requestState", c->retry_state) < 0) ||
+            gw_audit(gw, "input_responses",
+                     json_pack("{s:O,s:s,s:s,s:s,s:O,s:[],s:b}", "id", c->agent_id, "upstream", glove_mcp_upstream_name(gu->u),
+                               "method", kind_method(c->kind), "target", call_target(c), "keys", keys, "dropped", "translated",
+                               1)) < 0) {
+                json_decref(params);
+                json_decref(answers);
+                json_decref(keys);
+                gw_agent_error(gw, c->agent_id, GLOVE_RPC_INTERNAL_ERROR, "the request could not be retried (out of memory or audit failure)",
+                               "internal_error", "gateway");
+                gw_call_finish(gw, c, "error");
+                return;
+        }
+        json_decref(answers);
+        json_decref(keys);
+        c->upstream_id = glove_mcp_upstream_next_id(gu->u);
+        c->start_us = glove_time_monotonic_us();
+        json_t *uid = json_integer(c->upstream_id);
+        glove_mcp_upstream_send(gu->u, glove_mcp_rpc_request(uid, kind_method(c->kind), params));
+        json_decref(uid);
+}
+
+void gw_mrtr_input_failed(struct glove_kernel_gateway *gw, const json_t *call_id, int code, const char *message, const char *reason,
+                          const char *rule) {
+        struct glove_kernel_call *c = glove_kernel_calls_by_agent(gw->calls, call_id);
+        if (!c || !c->retry_params)
+                return;
+        gw_agent_error(gw, c->agent_id, code, message, reason, rule);
+        gw_call_finish(gw, c, "error");
+}
+
+void gw_mrtr_input_answered(struct glove_kernel_gateway *gw, const json_t *call_id, const json_t *key, const struct glove_mcp_message *m) {
+        struct glove_kernel_call *c = glove_kernel_calls_by_agent(gw->calls, call_id);
+        const char *k = json_string_value(key);
+        if (!c || !c->answers || !k || json_object_get(c->answers, k))
+                return;
+        json_t *result = json_object_get(m->root, "result");
+        if (!json_is_object(result)) {
+                gw_mrtr_input_failed(gw, call_id, GLOVE_RPC_INTERNAL_ERROR,
+                                     "the agent answered an input request of the upstream with an error", "input_failed", k);
+                return;
+        }
+        if (json_object_set(c->answers, k, result) < 0) {
+                gw_mrtr_input_failed(gw, call_id, GLOVE_RPC_INTERNAL_ERROR, "out of memory", "internal_error", "gateway");
+                return;
+        }
+        if (--c->waiting == 0)
+                retry(gw, c);
+}
+
+/* A legacy agent's call c got input_required from gu: each input request
+ * (decided already) is asked of the agent as a request of Glove's; the
+ * retry follows the last answer (at once when there is none). Returns 0,
+ * or -1 when nothing could be asked (c not ended). */
+static int translate(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c, json_t *requests,
+                     json_t *state) {
+        json_decref(c->answers);
+        json_decref(c->retry_state);
+        c->answers = json_object();
+        c->retry_state = state ? json_incref(state) : NULL;
+        c->waiting = 0;
+        c->rounds++;
+        if (!c->answers)
+                return -1;
+        const char *key;
+        json_t *r;
+        json_object_foreach(requests, key, r) {
+                if (gw_client_input_request(gw, gu, c->agent_id, key, glove_mcp_string(json_object_get(r, "method")),
+                                            json_object_get(r, "params")) < 0)
+                        return -1;
+                c->waiting++;
+        }
+        if (c->waiting == 0)
+                retry(gw, c);
+        return 0;
 }
 
 struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c,
@@ -191,17 +293,26 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
         int code = GLOVE_RPC_INTERNAL_ERROR;
         const char *message = NULL, *reason = NULL, *rule = NULL;
         char rulebuf[96];
-        if (!c->modern || c->internal || !glove_mcp_upstream_modern(gu->u)) {
-                /* Not translated (docs/mcp-mediation.md): a legacy agent
-                 * has no retry to answer with. */
+        bool translated = !c->modern && c->retry_params && !c->internal;
+        if ((!c->modern && !translated) || c->internal || !glove_mcp_upstream_modern(gu->u)) {
+                /* A legacy request that declared no capability the policy
+                 * grants (so none was declared to the upstream): there is
+                 * nothing to translate to. */
                 message = "the upstream asked for input from the client (sampling, elicitation or roots) in a 2026-07-28 "
-                          "input_required result, which a legacy (initialize) session cannot answer";
+                          "input_required result, which this legacy (initialize) request cannot answer";
                 reason = "upstream_input_required";
                 rule = glove_mcp_upstream_name(gu->u);
                 gw_audit(gw, "client_request",
                          json_pack("{s:s,s:s,s:O,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", "input_required",
                                    "id", c->agent_id ? c->agent_id : json_null(), "decision", "deny", "reason", "agent_legacy", "rule",
                                    "agent era"));
+        } else if (translated && c->rounds >= TRANSLATED_ROUNDS_MAX) {
+                snprintf(rulebuf, sizeof(rulebuf), "rounds %d", TRANSLATED_ROUNDS_MAX);
+                message = "the upstream kept answering input_required";
+                reason = "too_many_rounds";
+                rule = rulebuf;
+                gw_audit(gw, "upstream_invalid_message",
+                         json_pack("{s:s,s:O,s:s}", "from", glove_mcp_upstream_name(gu->u), "id", m->id, "reason", "too_many_rounds"));
         } else if (!method || (requests && (!json_is_object(requests) || json_object_size(requests) > INPUT_REQUESTS_MAX)) ||
                    (state && !json_is_string(state)) || (!requests && !state) || (requests && json_object_size(requests) == 0 && !state)) {
                 message = "the upstream answered with an input_required result MCP 2026-07-28 does not allow here";
@@ -219,7 +330,8 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
                         const char *cap = NULL;
                         const char *im = json_is_object(r) ? glove_mcp_string(json_object_get(r, "method")) : NULL;
                         unsigned bit = gw_client_method_feature(im, &cap);
-                        if (!bit || !json_is_object(json_object_get(r, "params"))) {
+                        json_t *ip = json_is_object(r) ? json_object_get(r, "params") : NULL;
+                        if (!bit || (ip && !json_is_object(ip))) { /* params is optional (roots/list has none) */
                                 record_input(gw, gu, c, key, im, "deny", "invalid_request", "inputRequests");
                                 message = "the upstream's input_required result holds an input request MCP 2026-07-28 does not define";
                                 reason = "upstream_invalid_result";
@@ -252,11 +364,20 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
                         const char *cap = NULL;
                         const char *im = glove_mcp_string(json_object_get(r, "method"));
                         (void)gw_client_method_feature(im, &cap);
-                        json_t *f = json_pack("{s:s,s:s,s:O,s:s,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", im,
-                                              "id", c->agent_id, "key", key, "decision", "allow", "rule", cap, "era",
-                                              GLOVE_KERNEL_ERA_MODERN_VERSION);
-                        if (gw_audit(gw, "client_request", f) < 0 || (keys && json_object_set_new(keys, key, json_string(im)) < 0))
+                        if (record_input(gw, gu, c, key, im, "allow", NULL, cap) < 0 ||
+                            (keys && json_object_set_new(keys, key, json_string(im)) < 0))
                                 bad = -1;
+                }
+                if (translated) {
+                        json_decref(keys);
+                        if (!bad && translate(gw, gu, c, requests, state) == 0)
+                                return NULL;
+                        /* Input requests already asked are answered to a
+                         * call that is gone: dropped. */
+                        message = "the input requests could not be asked of the agent (too many in flight, or out of memory)";
+                        reason = "internal_error";
+                        rule = "gateway";
+                        goto fail;
                 }
                 json_t *payload = keys ? json_pack("{s:i,s:s,s:s,s:s,s:O}", "v", 1, "u", glove_mcp_upstream_name(gu->u), "m", method,
                                                    "t", call_target(c), "k", keys)
@@ -277,6 +398,7 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
                 reason = "internal_error";
                 rule = "gateway";
         }
+fail:
         err->root = glove_mcp_rpc_error(m->id, code, message, reason, rule);
         if (!err->root)
                 return NULL;

@@ -17,8 +17,10 @@
 //   legacy:T        the same client in legacy mode (initialize): ev.echo answers
 //   call:T,MODE,TOOL,MESSAGE,EXPECT
 //                   connect through T with negotiation MODE (legacy | auto |
-//                   pin), call TOOL with {message: MESSAGE}: a result without
-//                   isError whose text holds EXPECT; the era is recorded
+//                   pin; MODE+elicit also declares elicitation and accepts
+//                   every one with {"ok":true}), call TOOL with {message:
+//                   MESSAGE}: a result without isError whose text holds
+//                   EXPECT; the era is recorded
 //   bench:T,MODE,N  N sequential ev.echo calls through T with negotiation MODE
 //                   (legacy | auto | pin) after 20 warm-up calls: p50/p99
 //                   microseconds and calls per second (measures, asserts nothing)
@@ -42,9 +44,13 @@ const outFd = outPath ? fs.openSync(outPath, 'a') : 2;
 let allPass = true;
 const emit = (rec) => { if (!rec.pass) allPass = false; fs.writeSync(outFd, JSON.stringify(rec) + '\n'); };
 
-async function connect(kind, mode) {
+async function connect(kind, mode, elicit = false) {
   const versionNegotiation = mode === 'pin' ? { mode: { pin: '2026-07-28' } } : { mode };
-  const client = new Client({ name: `modern-${kind}-${mode}`, version: '1.0.0' }, { capabilities: {}, versionNegotiation });
+  const client = new Client({ name: `modern-${kind}-${mode}`, version: '1.0.0' },
+    { capabilities: elicit ? { elicitation: { form: {} } } : {}, versionNegotiation });
+  // Every elicitation is accepted with {"ok": true} (a server's request in
+  // the legacy era, an input request of an input_required result in 2026).
+  if (elicit) client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { ok: true } }));
   let transport;
   if (kind === 'http') transport = new StreamableHTTPClientTransport(new URL(process.env.GLOVE_MCP_URL));
   else if (kind === 'command') transport = new StdioClientTransport({ command: process.env.GLOVE_MCP_COMMAND, args: [], env: {}, stderr: 'inherit' });
@@ -112,8 +118,9 @@ for (const s of argv) {
     });
   } else if (op === 'call') {
     await step(s, async () => {
-      const [t, mode, tool, message, expect] = args;
-      const c = await connect(t, mode);
+      const [t, modeSpec, tool, message, expect] = args;
+      const [mode, extra] = modeSpec.split('+');
+      const c = await connect(t, mode, extra === 'elicit');
       const res = await c.callTool({ name: tool, arguments: { message } });
       const era = c.getProtocolEra(), version = c.getNegotiatedProtocolVersion();
       await c.close();

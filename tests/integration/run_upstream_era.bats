@@ -182,15 +182,27 @@ common_checks() {
                 'call:http,pin,mo.echo,h-new,modern echo: h-new' 'call:http,legacy,mo.echo,h-old,modern echo: h-old' \
                 'call:http,pin,ev.echo,h-new2,h-new2' 'call:http,legacy,ev.echo,h-old2,h-old2' \
                 'call:command,pin,mo.echo,c-new,modern echo: c-new' 'call:command,legacy,mo.echo,c-old,modern echo: c-old' \
-                'call:command,pin,ev.echo,c-new2,c-new2' 'call:command,legacy,ev.echo,c-old2,c-old2'
+                'call:command,pin,ev.echo,c-new2,c-new2' 'call:command,legacy,ev.echo,c-old2,c-old2' \
+                'call:http,legacy+elicit,mo.confirm,-,confirmed: {"ok":true}' 'call:command,legacy+elicit,mo.confirm,-,confirmed: {"ok":true}' \
+                'call:http,pin+elicit,mo.confirm,-,confirmed: {"ok":true}'
         expect_client_pass
-        [ "$(grep -c '"era":"modern","version":"2026-07-28"' "$CLIENT_OUT")" -eq 4 ] || { show_records "$CLIENT_OUT"; fail "not four modern sessions"; }
-        [ "$(grep -c '"era":"legacy"' "$CLIENT_OUT")" -eq 4 ] || { show_records "$CLIENT_OUT"; fail "not four legacy sessions"; }
+        [ "$(grep -c '"era":"modern","version":"2026-07-28"' "$CLIENT_OUT")" -eq 5 ] || { show_records "$CLIENT_OUT"; fail "not five modern sessions"; }
+        [ "$(grep -c '"era":"legacy"' "$CLIENT_OUT")" -eq 6 ] || { show_records "$CLIENT_OUT"; fail "not six legacy sessions"; }
+        # mo.confirm's elicitation: relayed to the modern session, and
+        # translated for the legacy ones (Glove asked them elicitation/create
+        # and retried with their answer and the upstream's requestState).
+        [ "$(jq -s '[.[] | select(.method == "tools/call" and .requestState == "round-1" and .inputResponses.ok.content.ok == true)] | length' \
+                "$MLOG")" -eq 3 ] || { show_records "$MLOG" "$AUDIT"; fail "not three retries of mo.confirm with the answer and the state"; }
+        [ "$(jq -s '[.[] | select(.event == "input_responses" and .translated == true and .keys == ["ok"])] | length' "$AUDIT")" -eq 2 ] ||
+                fail "not two translated retries on record"
+        audit_has '.event == "client_request" and .upstream == "mo" and .method == "elicitation/create" and .decision == "allow" and .era == "legacy"'
+        audit_has '.event == "client_result" and .upstream == "mo" and .method == "elicitation/create" and .status == "ok"'
         [ "$(jq -s '[.[] | select(.event == "call" and .decision == "allow" and .tool == "mo.echo")] | length' "$AUDIT")" -eq 4 ] ||
                 fail "mo.echo was not called four times"
         [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "ev.echo" and .upstream_status == "ok")] | length' "$AUDIT")" -eq 4 ] ||
                 fail "ev.echo did not answer four times"
-        # The modern upstream got every call with the 2026-07-28 envelope.
+        # The modern upstream got every call with the 2026-07-28 envelope
+        # (the four echoes, and mo.confirm twice for each of three sessions).
         [ "$(jq -s '[.[] | select(.method == "tools/call" and .meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28")] | length' \
-                "$MLOG")" -eq 4 ] || { show_records "$MLOG"; fail "the modern upstream did not get four enveloped calls"; }
+                "$MLOG")" -eq 10 ] || { show_records "$MLOG"; fail "the modern upstream did not get ten enveloped calls"; }
 }

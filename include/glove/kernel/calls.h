@@ -73,6 +73,17 @@ struct glove_kernel_call {
          * both the agent declared in it and the policy grants the
          * upstream; what an input_required result may ask for. */
         unsigned client_features;
+        /* A legacy agent's request to a modern upstream whose
+         * input_required Glove translates (the agent answers requests of
+         * Glove; mrtr.c): the params as forwarded (owned), the answers
+         * gathered this round (owned object, key -> result), the
+         * upstream's requestState (owned or NULL), the input requests
+         * still unanswered, and the rounds so far. */
+        json_t *retry_params;
+        json_t *answers;
+        json_t *retry_state;
+        size_t waiting;
+        unsigned rounds;
 };
 
 /* Why a call ended before its answer came. */
