@@ -380,6 +380,8 @@ int glove_kernel_gateway_new(sd_event *event, const struct glove_kernel_gateway_
                         glove_error_set(err, -rr, "gateway.event_loop", "event loop: %s", strerror(-rr));
                 if (rr >= 0)
                         rr = gw_client_init(gw, err);
+                if (rr >= 0)
+                        rr = gw_mrtr_init(gw, err);
         }
         gw->constructing = false;
         if (rr < 0) {
@@ -441,6 +443,8 @@ void glove_kernel_gateway_free(struct glove_kernel_gateway *gw) {
                 json_decref(gw->ups[i].prompt_names);
         }
         gw_client_free(gw);
+        json_decref(gw->cur_seal);
+        explicit_bzero(gw->mrtr_key, sizeof(gw->mrtr_key));
         gw->agent_out_src = sd_event_source_disable_unref(gw->agent_out_src);
         gw->agent_in_src = sd_event_source_disable_unref(gw->agent_in_src);
         gw->startup_timer = sd_event_source_disable_unref(gw->startup_timer);

@@ -352,15 +352,16 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 gw_refuse_duplicate(gw, m->id, method, m->params);
                 return;
         }
-        /* inputResponses and requestState answer an input_required result,
-         * which Glove never sends yet: any the agent sends are its own
-         * invention and would reach an upstream as a user's or a model's
-         * answer it never gave (no policy decides them). */
-        if (json_object_get(m->params, "inputResponses") || json_object_get(m->params, "requestState")) {
+        /* inputResponses and requestState answer a 2026-07-28
+         * input_required result (mrtr.c checks a modern request's); a
+         * legacy request carrying them would reach an upstream as a
+         * user's or a model's answer no policy decided. */
+        if (era == GLOVE_KERNEL_ERA_LEGACY &&
+            (json_object_get(m->params, "inputResponses") || json_object_get(m->params, "requestState"))) {
                 era_refuse(gw, m->id, method,
                            glove_mcp_rpc_error(m->id, GLOVE_RPC_INVALID_PARAMS,
-                                               "inputResponses and requestState answer an input_required result, and "
-                                               "Glove sent none",
+                                               "inputResponses and requestState answer a 2026-07-28 input_required "
+                                               "result; a legacy (initialize) request cannot carry them",
                                                "invalid_params", "params.inputResponses"));
                 return;
         }
@@ -368,9 +369,17 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
          * (a modern upstream gets Glove's own envelope). */
         if (era == GLOVE_KERNEL_ERA_LEGACY)
                 glove_kernel_era_strip(m->params);
+        /* The capabilities a modern request declares outlive the strip (a
+         * reference held until the dispatch ends). */
+        json_t *caps = NULL;
+        if (era == GLOVE_KERNEL_ERA_MODERN)
+                caps = json_incref(json_object_get(json_object_get(m->params, "_meta"), GLOVE_KERNEL_ERA_META_CAPS));
         if (era != GLOVE_KERNEL_ERA_LEGACY) {
-                if (modern_request(gw, m, era))
+                if (modern_request(gw, m, era) || !gw_mrtr_retry(gw, m->id, method, m->params)) {
+                        json_decref(caps);
+                        gw_mrtr_done(gw);
                         return;
+                }
         } else if (strcmp(method, "initialize") == 0) {
                 if (!gw->cfg.shared_channel && gw->agent_sent_modern) {
                         era_refuse(gw, m->id, method,
@@ -382,6 +391,7 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
                 gw->agent_sent_initialize = true;
         }
         gw->cur_modern = era == GLOVE_KERNEL_ERA_MODERN;
+        gw->cur_caps = caps;
         if (strcmp(method, "initialize") == 0) {
                 gw_client_agent_initialize(gw, m->params);
                 gw_send_agent(gw, glove_mcp_rpc_result(m->id, initialize_result(gw, m->params)));
@@ -398,6 +408,8 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
         else
                 gw_agent_error(gw, m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL);
         gw->cur_modern = false;
+        gw_mrtr_done(gw);
+        json_decref(caps);
 }
 
 /* Handles one line from the agent. */

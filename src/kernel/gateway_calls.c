@@ -230,6 +230,20 @@ static void forward_call(struct glove_kernel_gateway *gw, struct gw_upstream *gu
         c->verbatim = true; /* a tools/call result is relayed as it is */
         c->modern = gw->cur_modern;
         snprintf(c->tool, sizeof(c->tool), "%s", name);
+        /* Every call: a modern retry's seal bound to this route; the
+         * capabilities the request declared passed on (a legacy one's:
+         * none, its input_required could not be answered; mrtr.c). */
+        int b = c->modern ? gw_mrtr_bind(gw, gu, c, params) : 0;
+        if (b >= 0)
+                b = gw_mrtr_envelope(gw, gu, c, params);
+        if (b < 0) {
+                glove_kernel_calls_remove(gw->calls, c);
+                refuse_call(gw, id, name, GLOVE_RPC_INVALID_PARAMS,
+                            b == -EPERM ? "requestState belongs to another request (method, upstream or target differ)"
+                                        : "out of memory",
+                            "invalid_params", "params.requestState", args);
+                return;
+        }
         if (gw_auditing(gw))
                 (void)hash_arguments(args, c->arguments_sha256); /* only audit records use it; empty fails them closed */
         json_t *meta = json_object_get(params, "_meta");
@@ -329,19 +343,8 @@ void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params) {
         glove_mcp_upstream_send(gw->ups[upstream].u, glove_mcp_rpc_request(NULL, "notifications/cancelled", fwd));
 }
 
-void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
-        struct glove_kernel_call *c = glove_kernel_calls_by_upstream(gw->calls, gu->index, m->id);
-        if (!c) {
-                /* Never delivered: a late answer to a call that ended, or
-                 * an id Glove never sent. */
-                enum glove_kernel_tombstone_kind kind = glove_kernel_calls_exhume(gw->calls, gu->index, m->id);
-                const char *why = kind == GLOVE_KERNEL_TOMBSTONE_CANCELLED ? "cancelled"
-                                  : kind == GLOVE_KERNEL_TOMBSTONE_TIMEOUT ? "timeout"
-                                                                           : "unknown_id";
-                gw_audit(gw, "response_dropped",
-                         json_pack("{s:s,s:O,s:s}", "from", glove_mcp_upstream_name(gu->u), "id", m->id, "reason", why));
-                return;
-        }
+/* The upstream's answer m to call c reaches the agent. */
+static void deliver(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c, struct glove_mcp_message *m) {
         if (c->kind != GLOVE_KERNEL_REQUEST_TOOL_CALL) {
                 gw_feature_response(gw, gu, c, m);
                 return;
@@ -355,6 +358,31 @@ void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *g
                 json_object_set(out, is_error ? "error" : "result", body);
         gw_send_agent(gw, out);
         call_finish(gw, c, is_error ? "error" : "ok");
+}
+
+void gw_upstream_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
+        struct glove_kernel_call *c = glove_kernel_calls_by_upstream(gw->calls, gu->index, m->id);
+        if (!c) {
+                /* Never delivered: a late answer to a call that ended, or
+                 * an id Glove never sent. */
+                enum glove_kernel_tombstone_kind kind = glove_kernel_calls_exhume(gw->calls, gu->index, m->id);
+                const char *why = kind == GLOVE_KERNEL_TOMBSTONE_CANCELLED ? "cancelled"
+                                  : kind == GLOVE_KERNEL_TOMBSTONE_TIMEOUT ? "timeout"
+                                                                           : "unknown_id";
+                gw_audit(gw, "response_dropped",
+                         json_pack("{s:s,s:O,s:s}", "from", glove_mcp_upstream_name(gu->u), "id", m->id, "reason", why));
+                return;
+        }
+        /* A 2026-07-28 input_required result: relayed under policy with a
+         * seal, or answered as an error (mrtr.c). */
+        if (gw_mrtr_is_input_required(m)) {
+                struct glove_mcp_message e = {0};
+                if (gw_mrtr_result(gw, gu, c, m, &e))
+                        deliver(gw, gu, c, &e);
+                json_decref(e.root);
+                return;
+        }
+        deliver(gw, gu, c, m);
 }
 
 bool gw_upstream_raw_response(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const char *line,

@@ -24,8 +24,9 @@ static const char *uname_of(const struct glove_kernel_gateway *gw, size_t i) {
         return glove_mcp_upstream_name(gw->ups[i].u);
 }
 
-/* The feature a request method needs, and the agent's capability key. */
-static unsigned method_feature(const char *method, const char **cap) {
+unsigned gw_client_method_feature(const char *method, const char **cap) {
+        if (!method)
+                return *cap = NULL, 0;
         if (strcmp(method, "sampling/createMessage") == 0)
                 return *cap = "sampling", GLOVE_POLICY_CLIENT_SAMPLING;
         if (strcmp(method, "elicitation/create") == 0)
@@ -110,7 +111,7 @@ static void request_end(struct glove_kernel_gateway *gw, struct gw_client_reques
  * its initialize (agent_unsupported). */
 static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_request *q) {
         const char *cap = NULL;
-        (void)method_feature(q->method, &cap);
+        (void)gw_client_method_feature(q->method, &cap);
         struct gw_upstream *gu = &gw->ups[q->upstream];
         /* An agent that spoke only 2026-07-28 takes no requests on its
          * channel (phase 2 relays them as input_required results). */
@@ -138,7 +139,7 @@ static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_re
 
 void gw_client_upstream_request(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_mcp_message *m) {
         const char *cap = NULL;
-        unsigned feature = method_feature(m->method, &cap);
+        unsigned feature = gw_client_method_feature(m->method, &cap);
         if (!feature) {
                 glove_mcp_upstream_send(gu->u, glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND, "method not found", NULL, NULL));
                 return;

@@ -138,16 +138,30 @@ static void forward(struct glove_kernel_gateway *gw, struct gw_upstream *gu, con
                        "in-flight bound", args, with_args);
                 return;
         }
+        c->owner = gw;
+        c->kind = kind;
+        c->modern = gw->cur_modern;
+        c->subject = json_incref(s);
+        /* Every request: a modern retry's seal bound to this route; the
+         * capabilities the request declared passed on (a legacy one's:
+         * none, its input_required could not be answered; mrtr.c). */
+        int b = c->modern ? gw_mrtr_bind(gw, gu, c, p) : 0;
+        if (b >= 0)
+                b = gw_mrtr_envelope(gw, gu, c, p);
+        if (b < 0) {
+                glove_kernel_calls_remove(gw->calls, c);
+                refuse(gw, id, method, s, uname, GLOVE_RPC_INVALID_PARAMS,
+                       b == -EPERM ? "requestState belongs to another request (method, upstream or target differ)"
+                                   : "out of memory",
+                       "invalid_params", "params.requestState", args, with_args);
+                return;
+        }
         if (gw_auditing(gw) &&
             gw_audit(gw, "request", request_fields(gw, id, method, s, uname, "allow", NULL, rule, args, with_args)) < 0) {
                 gw_agent_error(gw, id, GLOVE_RPC_INTERNAL_ERROR, "audit append failed; the request was not forwarded", NULL, NULL);
                 glove_kernel_calls_remove(gw->calls, c);
                 return;
         }
-        c->owner = gw;
-        c->kind = kind;
-        c->modern = gw->cur_modern;
-        c->subject = TAKE_PTR(s);
         json_t *meta = json_object_get(p, "_meta");
         json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
         if (token)

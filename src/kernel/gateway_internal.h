@@ -77,6 +77,10 @@ struct glove_kernel_gateway {
         bool agent_sent_initialize;       /* an initialize was answered */
         bool agent_sent_modern;           /* a well-formed 2026-07-28 request was served */
         bool cur_modern;                  /* the request being dispatched is a modern one */
+        /* Multi round-trip requests (mrtr.c). */
+        const json_t *cur_caps;           /* borrowed: the dispatched modern request's clientCapabilities, or NULL */
+        json_t *cur_seal;                 /* owned or NULL: the verified seal of the dispatched request's requestState */
+        uint8_t mrtr_key[32];             /* the key of this run's seals (getrandom) */
         struct gw_client_request client_reqs[GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX];
         size_t n_client_reqs;
         uint64_t next_client_id;
@@ -181,6 +185,45 @@ void gw_feature_capabilities(struct glove_kernel_gateway *gw, json_t *caps);
  * the start may go on. */
 bool gw_own_names_ready(struct glove_kernel_gateway *gw);
 
+/* mrtr.c: multi round-trip requests of MCP 2026-07-28 (basic/patterns/
+ * mrtr.mdx) between modern upstreams and modern agents. */
+/* Draws the seal key of this run. Returns 0, or -errno ("gateway.random"). */
+int gw_mrtr_init(struct glove_kernel_gateway *gw, struct glove_error *err);
+/* GLOVE_POLICY_CLIENT_* bits of a clientCapabilities object (borrowed;
+ * non-objects give 0). */
+unsigned gw_mrtr_features(const json_t *caps);
+/* For a call c about to go to gu: records c->client_features (what the
+ * dispatched request declared, cut to the policy's grant), and, for a
+ * modern upstream, puts exactly those capabilities into params._meta
+ * (upstream.c's envelope keeps them). Returns 0 or -ENOMEM. */
+int gw_mrtr_envelope(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c, json_t *params);
+/* True when m (an upstream's response) is a result with resultType
+ * "input_required". */
+bool gw_mrtr_is_input_required(const struct glove_mcp_message *m);
+/* Decides m, an input_required result of gu for call c: relayed to the
+ * agent with a seal as requestState (c finished "input_required"; returns
+ * NULL), or turned into an error response written to *err (err->root
+ * owned by the caller; returns err) that the caller handles as the
+ * upstream's answer. Every input request's decision is on record
+ * (client_request). Returns NULL also when out of memory for err. */
+struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c,
+                                         struct glove_mcp_message *m, struct glove_mcp_message *err);
+/* Before dispatch of a modern request of method with params: when it
+ * carries inputResponses or requestState, checks that the method may be
+ * retried, that requestState is a seal of this run and that the answers
+ * are objects, and keeps the seal's payload in gw->cur_seal. Returns true
+ * to go on; false when the request was refused (answered -32602, on
+ * record). */
+bool gw_mrtr_retry(struct glove_kernel_gateway *gw, const json_t *id, const char *method, json_t *params);
+/* At the forward of call c to gu with params (the upstream's copy): when
+ * the dispatched request carried a seal, binds it (same upstream, method
+ * and target), gives back the upstream's own requestState (or none) and
+ * cuts inputResponses to the keys asked (on record: input_responses).
+ * Returns 0, -EPERM (the seal is of another request) or -ENOMEM. */
+int gw_mrtr_bind(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const struct glove_kernel_call *c, json_t *params);
+/* The end of a request's dispatch: cur_seal released, cur_caps cleared. */
+void gw_mrtr_done(struct glove_kernel_gateway *gw);
+
 /* gateway_client.c */
 /* The agent spoke 2026-07-28 and never sent initialize: the requests of
  * upstreams held for it are refused (agent_unsupported), as are later
@@ -188,6 +231,10 @@ bool gw_own_names_ready(struct glove_kernel_gateway *gw);
 void gw_client_agent_modern(struct glove_kernel_gateway *gw);
 int gw_client_init(struct glove_kernel_gateway *gw, struct glove_error *err);
 void gw_client_free(struct glove_kernel_gateway *gw);
+/* The client feature (GLOVE_POLICY_CLIENT_*) a server-to-client request
+ * method needs, with the agent's capability key in *cap (borrowed static
+ * text); 0 and NULL for another method or NULL. */
+unsigned gw_client_method_feature(const char *method, const char **cap);
 /* The capabilities to declare to upstream gu (by its features): a new
  * reference or NULL. */
 json_t *gw_client_declared(unsigned features);

@@ -308,7 +308,8 @@ static json_t *client_info(const struct glove_mcp_upstream *u) {
 
 /* The request m (owned) gains the 2026-07-28 envelope in params._meta
  * (MCP 2026-07-28, basic/index.mdx "_meta"): protocolVersion,
- * clientCapabilities (those of initialize: cfg->capabilities) and
+ * clientCapabilities (the request's own when it has them, else those of
+ * initialize: cfg->capabilities) and
  * clientInfo, over what its _meta held (progressToken, ...). params and
  * _meta are copied before they change (a caller may hold them). Returns 0
  * or -ENOMEM. */
@@ -317,7 +318,12 @@ static int stamp(const struct glove_mcp_upstream *u, json_t *m) {
         json_t *params = json_is_object(old) ? json_copy(old) : json_object();
         json_t *oldmeta = params ? json_object_get(params, "_meta") : NULL;
         json_t *meta = json_is_object(oldmeta) ? json_copy(oldmeta) : json_object();
-        json_t *caps = u->cfg->capabilities ? json_deep_copy(u->cfg->capabilities) : json_object();
+        /* The caller's own clientCapabilities (the gateway's: what the
+         * agent declared in the request, cut to the policy's grant) stay. */
+        json_t *given = json_object_get(meta, GLOVE_MCP_META_CAPABILITIES);
+        json_t *caps = json_is_object(given) ? json_incref(given)
+                       : u->cfg->capabilities ? json_deep_copy(u->cfg->capabilities)
+                                              : json_object();
         if (!params || !meta || !caps || json_object_set_new(meta, GLOVE_MCP_META_VERSION, json_string(GLOVE_MCP_UPSTREAM_MODERN_VERSION)) < 0 ||
             json_object_set_new(meta, GLOVE_MCP_META_CAPABILITIES, TAKE_PTR(caps)) < 0 ||
             json_object_set_new(meta, GLOVE_MCP_META_CLIENT_INFO, client_info(u)) < 0 ||
@@ -779,11 +785,11 @@ bool glove_mcp_upstream_result_complete(const char *value, size_t len) {
 }
 
 /* A response of a modern upstream to a request of the caller, by its
- * resultType (MCP 2026-07-28, basic/index.mdx "ResultType"): absent or
- * "complete" goes to the caller as it is; "input_required" (multi
- * round-trip requests, not relayed yet) and any other value are answered to
+ * resultType (MCP 2026-07-28, basic/index.mdx "ResultType"): absent,
+ * "complete" and "input_required" (multi round-trip requests, decided by
+ * the caller) go to the caller as they are; any other value is answered to
  * the caller as an error response of the upstream with data.reason
- * "upstream_input_required" or "upstream_invalid_result", on record.
+ * "upstream_invalid_result", on record.
  * Returns true when m was handled here. */
 static bool modern_result(struct glove_mcp_upstream *u, struct glove_mcp_message *m) {
         json_t *result = json_object_get(m->root, "result");
@@ -793,19 +799,15 @@ static bool modern_result(struct glove_mcp_upstream *u, struct glove_mcp_message
         const char *rt = glove_mcp_string(jrt);
         if (rt && strcmp(rt, "complete") == 0)
                 return false;
-        bool input = rt && strcmp(rt, "input_required") == 0;
-        json_t *f = json_pack("{s:s,s:O}", input ? "upstream" : "from", u->spec->name, "id", m->id);
-        if (f && !input)
-                json_object_set_new(f, "reason", json_string("unknown_result_type"));
-        if (record(u, input ? "upstream_input_required" : "upstream_invalid_message", f) < 0 ||
-            u->state == GLOVE_MCP_UPSTREAM_DEAD)
+        if (rt && strcmp(rt, "input_required") == 0)
+                return false; /* the caller decides (the gateway: mrtr.c) */
+        json_t *f = json_pack("{s:s,s:O,s:s}", "from", u->spec->name, "id", m->id, "reason", "unknown_result_type");
+        if (record(u, "upstream_invalid_message", f) < 0 || u->state == GLOVE_MCP_UPSTREAM_DEAD)
                 return true;
         struct glove_mcp_message e = {
                 .root = glove_mcp_rpc_error(m->id, GLOVE_RPC_INTERNAL_ERROR,
-                                            input ? "the upstream asked for input from the client (sampling, elicitation or roots) "
-                                                    "in a 2026-07-28 multi round-trip result, which Glove does not relay yet"
-                                                  : "the upstream answered with a resultType MCP 2026-07-28 does not define",
-                                            input ? "upstream_input_required" : "upstream_invalid_result", u->spec->name),
+                                            "the upstream answered with a resultType MCP 2026-07-28 does not define",
+                                            "upstream_invalid_result", u->spec->name),
                 .kind = GLOVE_MCP_RESPONSE,
         };
         if (!e.root)

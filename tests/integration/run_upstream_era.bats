@@ -7,10 +7,13 @@
 # tests/agents/mcp-client.mjs) and a 2026-07-28 one (the v2 SDK,
 # tests/fixtures/interop/modern-agent.mjs): both list the tools of both,
 # call an allowed and a refused tool of each, and see a list_changed of the
-# modern upstream; a multi round-trip request of the modern upstream is
-# answered upstream_input_required (not relayed yet); the modern upstream
-# gets the envelope (the capabilities initialize declared) on every request
-# and never initialized, ping or logging/setLevel.
+# modern upstream; a multi round-trip request (input_required) of the
+# modern upstream reaches the modern agent under policy and its retry comes
+# back with the upstream's own requestState (docs/mcp-mediation.md, "Input
+# requests"), while the legacy agent gets upstream_input_required; the
+# modern upstream gets the envelope on every request (a call's
+# clientCapabilities: what its agent declared, cut to the grant) and never
+# initialized, ping or logging/setLevel.
 
 load helpers
 load lib/mcp
@@ -34,22 +37,20 @@ common_checks() {
         audit_has '.event == "call" and .tool == "mo.echo" and .decision == "allow"'
         audit_has '.event == "call_result" and .tool == "mo.echo" and .upstream_status == "ok"'
         audit_has '.event == "call" and .tool == "mo.read" and .decision == "deny" and .reason == "policy_denied"'
-        # input_required (not relayed yet): an error for the agent, on record.
-        audit_has '.event == "upstream_input_required" and .upstream == "mo"'
-        audit_has '.event == "call_result" and .tool == "mo.confirm" and .upstream_status == "error"'
         audit_has '.event == "call" and .tool == "ev.echo" and .decision == "allow"'
         audit_has '.event == "call" and .tool == "ev.get-sum" and .decision == "deny"'
         # initialize first, then the probe; every later request carries the
         # envelope with Glove's identity; nothing a 2026-07-28 server lacks.
         [ "$(jq -r -s '.[0].method + " " + .[1].method' "$MLOG")" = "initialize server/discover" ] ||
                 { show_records "$MLOG"; fail "the modern upstream was not asked initialize, then server/discover"; }
-        # clientCapabilities: exactly what initialize declared (the grant:
-        # elicitation).
-        jq -e -s '.[0].capabilities.elicitation != null and (.[0].capabilities as $c | [.[1:][]
+        # clientCapabilities: Glove's own requests (listing, listen) carry
+        # what initialize declared (the grant: elicitation); the agent's
+        # calls carry CALL_CAPS, what the agent declared cut to the grant.
+        jq -e -s --argjson cc "$CALL_CAPS" '.[0].capabilities.elicitation != null and (.[0].capabilities as $c | [.[1:][]
                 | select(.meta["io.modelcontextprotocol/protocolVersion"] != "2026-07-28"
-                or .meta["io.modelcontextprotocol/clientCapabilities"] != $c
+                or .meta["io.modelcontextprotocol/clientCapabilities"] != (if .method == "tools/call" then $cc else $c end)
                 or .meta["io.modelcontextprotocol/clientInfo"].name != "glove")] == [])' "$MLOG" >/dev/null ||
-                { show_records "$MLOG"; fail "a request reached the modern upstream without the 2026-07-28 envelope"; }
+                { show_records "$MLOG"; fail "a request reached the modern upstream without the 2026-07-28 envelope it should have"; }
         jq -e -s 'any(.[]; .method == "subscriptions/listen")' "$MLOG" >/dev/null || { show_records "$MLOG"; fail "no subscriptions/listen"; }
         jq -e -s 'any(.[]; .method == "tools/call" and .id != null)' "$MLOG" >/dev/null || fail "no tools/call reached the modern upstream"
         ! jq -e -s 'any(.[]; .method == "ping" or .method == "logging/setLevel" or .method == "notifications/initialized")' "$MLOG" \
@@ -64,16 +65,23 @@ common_checks() {
  {"op":"call","tool":"mo.read","args":{"path":"/data/x"},"expect":"ok","text":"read /data/x"},
  {"op":"call","tool":"ev.echo","args":{"message":"old"},"expect":"ok","text":"old"},
  {"op":"call","tool":"ev.get-sum","args":{"a":1,"b":2},"expect":"policy_denied","code":-32001},
- {"op":"call","tool":"mo.confirm","args":{},"expect":"upstream_input_required","code":-32603,"rule":"mo"},
+ {"op":"call","tool":"pm.mrtr","args":{},"expect":"upstream_input_required","code":-32603,"rule":"pm"},
  {"op":"call","tool":"mo.grow","args":{},"expect":"ok","text":"grew"},
  {"op":"wait_list_changed","timeout_ms":10000},
  {"op":"list","includes":["mo.grown","mo.echo","ev.echo"]},
  {"op":"call","tool":"mo.grown","args":{},"expect":"ok","text":"grown"},
  {"op":"set_level","level":"debug"}
 ]'
-        gr "${UPS[@]}" "${CLIENT[@]}" "$scenario"
+        # pm (tests/agents/mcp-upstream.py, 2026-07-28) asks roots/list in
+        # its mrtr tool's input_required whatever the client declared.
+        gr "${UPS[@]}" --upstream "pm=$PY,$UPY,--era,modern" --allow 'pm.*' --upstream-allow pm:roots "${CLIENT[@]}" "$scenario"
         expect_client_pass
-        common_checks
+        # A legacy agent's calls declare nothing to a modern upstream: an
+        # input_required result could not be answered (not translated), so
+        # one that comes anyway is an error for the agent, on record.
+        CALL_CAPS='{}' common_checks
+        audit_has '.event == "client_request" and .upstream == "pm" and .decision == "deny" and .reason == "agent_legacy"'
+        audit_has '.event == "call_result" and .tool == "pm.mrtr" and .upstream_status == "error"'
         # logging/setLevel went to the legacy upstream only (both are granted
         # logging and announce it).
         audit_has '.event == "logging_set_level" and .upstreams == ["ev"]'
@@ -86,16 +94,63 @@ common_checks() {
  {"op":"call","tool":"mo.read","args":{"path":"/etc/passwd"},"expect":"policy_denied","code":-32001},
  {"op":"call","tool":"ev.echo","args":{"message":"old"},"expect":"ok","text":"old"},
  {"op":"call","tool":"ev.get-sum","args":{"a":1,"b":2},"expect":"policy_denied","code":-32001},
- {"op":"call","tool":"mo.confirm","args":{},"expect":"upstream_input_required","code":-32603},
+ {"op":"call","tool":"mo.confirm","args":{},"expect":"ok","text":"confirmed: {\"ok\":true}"},
+ {"op":"call","tool":"pm.mrtr","args":{},"expect":"policy_denied","code":-32001},
  {"op":"call","tool":"mo.grow","args":{},"expect":"ok","text":"grew"},
  {"op":"wait_list_changed","timeout_ms":10000},
  {"op":"list","includes":["mo.grown"]}
 ]'
-        gr "${UPS[@]}" --read "$NODE_MODULES" --read "$FIX" --write "$OUT" -- \
-                "$NODE" "$FIX/interop/modern-agent.mjs" --modules "$NODE_MODULES" --out "$out" "$scenario"
+        # The agent declares elicitation (and answers it in the SDK's own
+        # input_required round); the grant is logging and elicitation. pm
+        # (tests/agents/mcp-upstream.py, 2026-07-28) asks roots/list in
+        # its mrtr tool's input_required whatever the client declared.
+        gr "${UPS[@]}" --upstream "pm=$PY,$UPY,--era,modern" --allow 'pm.*' --read "$NODE_MODULES" --read "$FIX" --write "$OUT" -- \
+                "$NODE" "$FIX/interop/modern-agent.mjs" --modules "$NODE_MODULES" --out "$out" --elicit '{"ok":true}' "$scenario"
         [ "$status" -eq 0 ] && ! grep -q '"pass":false' "$out" && grep -q '"step":"end".*"pass":true' "$out" ||
                 { echo "$stderr" >&2; show_records "$out" "$AUDIT"; fail "the 2026-07-28 agent reported failed steps"; }
-        common_checks
+        CALL_CAPS='{"elicitation":{"form":{}}}' common_checks
+        # The elicitation was allowed, on record; the retry reached the
+        # upstream with its own requestState and the answer asked for.
+        audit_has '.event == "client_request" and .upstream == "mo" and .method == "elicitation/create" and .key == "ok"
+                and .decision == "allow" and .era == "2026-07-28"'
+        audit_has '.event == "input_responses" and .upstream == "mo" and .keys == ["ok"] and .dropped == []'
+        jq -e -s 'any(.[]; .method == "tools/call" and .requestState == "round-1" and .inputResponses.ok.content.ok == true)' \
+                "$MLOG" >/dev/null || { show_records "$MLOG"; fail "the retry did not reach the upstream with its own requestState"; }
+        # A roots request the policy does not grant pm: refused, the same
+        # client_request record a legacy upstream's request gets.
+        audit_has '.event == "client_request" and .upstream == "pm" and .method == "roots/list"
+                and .decision == "deny" and .reason == "policy_denied"'
+}
+
+@test "upstream era: a retry's requestState is Glove's seal: altered, moved to another tool or left out, it is refused; undeclared input is refused" {
+        local out=$OUT/raw.jsonl
+        gr "${UPS[@]}" --upstream "pm=$PY,$UPY,--era,modern" --allow 'pm.*' --upstream-allow pm:roots \
+                --read "$FIX" --write "$OUT" -- "$PY" "$FIX/interop/era-raw.py" --out "$out" mrtr
+        [ "$status" -eq 0 ] || { echo "$stderr" >&2; show_records "$out"; fail "glove run failed"; }
+        c() { jq -c --arg c "$1" "select(.case == \$c) | .answer | $2" "$out"; }
+        [ "$(c first '.result.resultType')" = '"input_required"' ] || { show_records "$out" "$AUDIT"; fail "no input_required"; }
+        [ "$(c first '.result.inputRequests.ok.method')" = '"elicitation/create"' ] || fail "the input request is not relayed as it is"
+        # The upstream's "round-1" never reaches the agent: Glove's seal does.
+        c first '.result.requestState' | grep -q '^"glove1\.' || { show_records "$out"; fail "the requestState is not Glove's seal"; }
+        local k
+        for k in tampered other_tool no_state not_object; do
+                [ "$(c "$k" '.error.code')" = -32602 ] || { show_records "$out"; fail "$k: not refused -32602"; }
+        done
+        [ "$(c good '.result.content[0].text')" = '"confirmed: {\"ok\":true}"' ] || { show_records "$out" "$MLOG"; fail "the good retry"; }
+        # Only the first call and the good retry reached the upstream; the
+        # retry with the upstream's own state, without the key it never asked.
+        [ "$(jq -s '[.[] | select(.method == "tools/call")] | length' "$MLOG")" -eq 2 ] ||
+                { show_records "$MLOG"; fail "a refused retry reached the upstream"; }
+        jq -e -s 'any(.[]; .method == "tools/call" and .requestState == "round-1" and (.inputResponses | keys) == ["ok"])' "$MLOG" \
+                >/dev/null || { show_records "$MLOG"; fail "the upstream got a state or an answer it never asked for"; }
+        audit_has '.event == "input_responses" and .keys == ["ok"] and .dropped == ["evil"]'
+        audit_has '.event == "call" and .tool == "mo.echo" and .decision == "deny" and .rule == "params.requestState"'
+        audit_has '.event == "era_refused" and .rule == "params.requestState"'
+        # roots/list granted to pm but not declared by the agent's request.
+        [ "$(c undeclared '[.error.code, .error.data.reason, .error.data.rule]')" = '[-32603,"agent_unsupported","agent capability roots"]' ] ||
+                { show_records "$out"; fail "an input request the agent did not declare was not refused"; }
+        audit_has '.event == "client_request" and .upstream == "pm" and .method == "roots/list" and .decision == "deny"
+                and .reason == "agent_unsupported"'
 }
 
 @test "upstream era: a 2026-07-28 upstream's resources are read; resources/subscribe of one is refused, its subscribe not announced" {

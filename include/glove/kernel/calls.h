@@ -69,6 +69,10 @@ struct glove_kernel_call {
          * its result is marked "resultType":"complete" (and, for cacheable
          * ones, "ttlMs" and "cacheScope") on its way to the agent. */
         bool modern;
+        /* A modern request: the client features (GLOVE_POLICY_CLIENT_*)
+         * both the agent declared in it and the policy grants the
+         * upstream; what an input_required result may ask for. */
+        unsigned client_features;
 };
 
 /* Why a call ended before its answer came. */

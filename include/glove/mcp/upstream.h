@@ -23,7 +23,8 @@
  * "modern"; any other answer makes it DEAD (protocol), the why naming both
  * answers. To a modern upstream: every request glove_mcp_upstream_send
  * queues gets params._meta protocolVersion "2026-07-28", clientCapabilities
- * (cfg->capabilities, as initialize would declare them) and clientInfo over
+ * (the request's own when its _meta has them, else cfg->capabilities, as
+ * initialize would declare them) and clientInfo over
  * the keys it had; notifications other than notifications/cancelled are
  * dropped (initialized, roots/list_changed have no 2026-07-28 form);
  * subscriptions/listen is opened for the list_changed kinds its
@@ -32,9 +33,8 @@
  * others: to ops->message); the acknowledgement is consumed and the
  * listen's end is an "upstream_listen_ended" record. A result whose
  * resultType is absent or "complete" goes to the caller as ever (the fast
- * path included); "input_required" is an "upstream_input_required" record
- * and reaches ops->message as an error response -32603 with data.reason
- * "upstream_input_required" (data.rule: the upstream's name); another value
+ * path included); "input_required" (a multi round-trip request) goes to
+ * ops->message as it is, for the caller to decide; another value
  * is an "upstream_invalid_message" record (reason "unknown_result_type") and
  * an error -32603 "upstream_invalid_result". A request from a modern
  * upstream is answered -32601 (a 2026-07-28 server sends none). The caller
@@ -167,7 +167,7 @@ struct glove_mcp_upstream_ops {
          * "upstream_invalid_message" {from, [id], [reason]}, "tool_dropped"
          * {upstream, tool, [tool_bytes], reason}, "upstream_ready" {name,
          * protocol_version, era ("legacy"|"modern"), tools},
-         * "upstream_input_required" {upstream, id}, "upstream_listen_ended"
+         * "upstream_listen_ended"
          * {name, how ("result"|"error"|"cancelled")}, "upstream_exit" {name,
          * status, signal}. fields is stolen
          * (NULL when it could not be built). A negative return stops what the

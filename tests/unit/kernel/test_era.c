@@ -719,9 +719,10 @@ static void test_fast_path(void **state) {
 
 /* initialize first: a modern request is refused (-32600) and never
  * reaches an upstream; on a shared channel the gateway lets both be. */
-/* inputResponses and requestState answer an input_required result; Glove
- * sends none yet, so any an agent sends (either era) is refused, on
- * record, and never reaches an upstream as an answer nobody gave. */
+/* inputResponses and requestState answer an input_required result: a
+ * modern request's without a seal Glove gave (none here), and a legacy
+ * request's at all, are refused, on record, and never reach an upstream
+ * as an answer nobody gave. */
 static void test_forged_input_responses(void **state) {
         (void)state;
         static struct agent a;
@@ -739,7 +740,8 @@ static void test_forged_input_responses(void **state) {
         json_decref(m);
         assert_null(strstr(upstream_log(&a), "forged"));
         json_t *all = records(&a);
-        assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 1), "rule")), "params.inputResponses");
+        assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 1), "rule")), "params.requestState");
+        assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 2), "rule")), "params.inputResponses");
         assert_non_null(record_of(all, "era_refused", 2));
         assert_null(record_of(all, "call", 1));
         json_decref(all);
