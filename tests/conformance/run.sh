@@ -353,7 +353,8 @@ for n in notes:
     print(f"  {n}")
 print("  command column: the suite reaches Glove through tests/fixtures/conformance/command-bridge.mjs")
 print("  (HTTP, on the host) and command-relay.mjs (the contained agent, one $GLOVE_MCP_COMMAND per")
-print("  session); the bridge answers itself what the command endpoint has no counterpart for, so there")
+print("  session); it answers itself what the command endpoint has no counterpart for, so on the")
+print("  command column these scenarios judge the bridge, in part or whole:")
 for k, v in BRIDGE.items():
     print(f"    {k}: {v}")
 print(f"conformance suite ({' and '.join(revisions)}, three columns in parallel) ran in {elapsed}s")
