@@ -12,9 +12,10 @@
 #                (scripts/check.sh)
 #   make check-full  the same with every integration file in all four cells
 #                (normal and ASan builds, as root and as uid 65534)
-#   make conformance  the official MCP conformance suite against its reference
-#                server, directly and through glove run; prints the scenario
-#                table (tests/conformance/run.sh)
+#   make conformance  the official MCP conformance suite (2026-07-28 and
+#                2025-11-25) against its reference server, directly and
+#                through glove run's HTTP and command endpoints; prints the
+#                scenario table (tests/conformance/run.sh)
 #   make agents  the five real agent CLIs against a fake model server, under
 #                glove exec and as gloved managed sessions (tests/agents/run.sh)
 #   (demo, conformance, agents and bench install the test packages first:

@@ -209,7 +209,7 @@ stage_matrix
 stage_tap package tests/package/run.sh "$build"
 stage_single demo scripts/demo.sh "$build"
 stage_tap conformance tests/conformance/run.sh "$build"
-sed -n '/^scenario  *| direct/,/ran in/p' "$logs/conformance.log"
+sed -n '/^revision  *| scenario/,/ran in/p' "$logs/conformance.log"
 stage_tap agents tests/agents/run.sh "$build"
 if [ -x scripts/fuzz.sh ]; then stage_single fuzz scripts/fuzz.sh short; fi
 

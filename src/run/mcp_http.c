@@ -403,13 +403,26 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
         }
         /* The body decides the era (the parse errors are the
          * multiplexer's to answer, below). */
-        bool initialize = false, modern = false;
+        bool initialize = false, modern = false, request = false;
         struct glove_mcp_message m = {0};
         struct glove_error pe = {0};
         if (glove_mcp_message_parse(body, len, ep->cfg.max_frame, GLOVE_MCP_PARSE_BOUND_VALUES, &m, NULL, &pe) == 0 &&
             m.kind == GLOVE_MCP_REQUEST) {
+                request = true;
                 modern = mux_modern(m.params);
                 initialize = !modern && strcmp(m.method, "initialize") == 0;
+        }
+        if (request && !modern && q->protocol_version.s && modern_version(q->protocol_version)) {
+                /* A modern header on a request without the envelope's
+                 * version: a modern request missing its required _meta
+                 * (MCP 2026-07-28 "Streamable HTTP", status codes: 400,
+                 * -32602), answered with its id. */
+                refuse_request(c, 400, -32602, "endpoint.invalid_params",
+                               "a request with MCP-Protocol-Version 2026-07-28 needs params._meta with "
+                               "io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
+                               m.id, NULL);
+                glove_mcp_message_free(&m);
+                return;
         }
         if (modern) {
                 bool ok = modern_headers_ok(c, &m);

@@ -27,7 +27,9 @@ Checks:
                mismatched Mcp-Name and a missing Mcp-Method 400 -32020, an
                unsupported MCP-Protocol-Version 400 -32022 (supported,
                requested), the gateway's -32602 for a _meta without
-               clientCapabilities 400, DELETE without a session 405
+               clientCapabilities 400, a 2026-07-28 header on a request
+               without the envelope's version 400 -32602 with its id,
+               DELETE without a session 405
   modern_cancel  a modern long-running call whose client closes its SSE
                answer after the first progress (the host side finds it
                cancelled in the audit log)
@@ -287,6 +289,14 @@ def check_modern():
                                 "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}},
                        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
     expect("modern.caps_missing_400", st == 400 and rpc_code(body) == -32602, status=st, code=rpc_code(body))
+    # A 2026-07-28 header on a request whose _meta lacks the version (or
+    # that has no _meta): a modern request missing its envelope, 400 -32602
+    # with its id, never the legacy transport's version refusal.
+    for case, params in (("no_meta", {}), ("meta_without_version", {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}})):
+        st, _, body = http("POST", {"jsonrpc": "2.0", "id": 4, "method": "server/discover", "params": params},
+                           {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+        rid = json.loads(body).get("id") if body else None
+        expect(f"modern.{case}_400", st == 400 and rpc_code(body) == -32602 and rid == 4, status=st, code=rpc_code(body), id=rid)
     st, h, body = raw(f"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\n\r\n".encode())
     expect("modern.delete_405", st == 405 and h.get("allow") == "POST", status=st)
 

@@ -684,6 +684,14 @@ static void test_modern_header_refusals(void **state) {
                 {MODERN_HEADERS("resources/read") "Mcp-Name: file:///b\r\n",
                  "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///a\"," META_OK "}}", -32020,
                  "endpoint.header_mismatch"},
+                /* The modern header on a request whose _meta lacks the
+                 * version, or that has none: the envelope is missing. */
+                {MODERN_HEADERS("server/discover"), "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"server/discover\",\"params\":{}}", -32602,
+                 "endpoint.invalid_params"},
+                {MODERN_HEADERS("server/discover"),
+                 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"server/discover\",\"params\":{\"_meta\":{"
+                 "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                 -32602, "endpoint.invalid_params"},
         };
 #undef CALL
         int c = connect_client(f);
@@ -707,7 +715,7 @@ static void test_modern_header_refusals(void **state) {
         quiet(f, f->gw);
         assert_int_equal(audited(f, "endpoint.header_mismatch"), 13);
         assert_int_equal(audited(f, "endpoint.protocol_version"), 1);
-        assert_int_equal(audited(f, "endpoint.invalid_params"), 1);
+        assert_int_equal(audited(f, "endpoint.invalid_params"), 3);
         close(c);
 }
 
@@ -804,8 +812,9 @@ static void test_modern_http_sessions(void **state) {
         assert_int_equal(r.status, 200);
         assert_non_null(strstr(r.head, sid));
         json_decref(r.body);
-        /* Legacy without a session: 400 as before; a legacy body under the
-         * modern version: an unsupported version, as before. */
+        /* Legacy without a session: 400 as before; a request without the
+         * envelope under the modern version: a modern request missing its
+         * _meta (400, -32602, its id), on a session or not. */
         post(c, "", legacy);
         http_read(f, c, &r);
         assert_int_equal(r.status, 400);
@@ -815,8 +824,9 @@ static void test_modern_http_sessions(void **state) {
         post(c, h, legacy);
         http_read(f, c, &r);
         assert_int_equal(r.status, 400);
-        assert_int_equal(error_code(r.body), -32600);
-        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.protocol_version");
+        assert_int_equal(error_code(r.body), -32602);
+        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.invalid_params");
+        assert_int_equal(json_integer_value(json_object_get(r.body, "id")), 3);
         json_decref(r.body);
         quiet(f, f->gw);
         /* GET and DELETE without a session: 405. */
