@@ -155,6 +155,7 @@ void glove_kernel_gateway_agent_exited(struct glove_kernel_gateway *gw) {
         /* Answers still to come have no one to reach. */
         gw_finish_all_calls(gw, "agent_exited");
         gw_client_agent_gone(gw);
+        gw_listen_clear(gw);
         if (!gw->stopping) {
                 gw->stopping = true;
                 signal_upstreams(gw, SIGTERM);
@@ -174,8 +175,10 @@ static void up_ready(void *userdata, struct glove_mcp_upstream *u, bool changed)
         (void)u;
         struct gw_upstream *gu = userdata;
         struct glove_kernel_gateway *gw = gu->gw;
-        if (changed && gw->released)
+        if (changed && gw->released) {
                 gw_send_agent(gw, glove_mcp_rpc_request(NULL, "notifications/tools/list_changed", NULL));
+                gw_listen_notify(gw, "notifications/tools/list_changed");
+        }
         gw_check_startup(gw);
 }
 
@@ -443,6 +446,7 @@ void glove_kernel_gateway_free(struct glove_kernel_gateway *gw) {
                 json_decref(gw->ups[i].prompt_names);
         }
         gw_client_free(gw);
+        gw_listen_clear(gw);
         json_decref(gw->cur_seal);
         explicit_bzero(gw->mrtr_key, sizeof(gw->mrtr_key));
         gw->agent_out_src = sd_event_source_disable_unref(gw->agent_out_src);

@@ -227,16 +227,24 @@ static json_t *discover_result(struct glove_kernel_gateway *gw) {
         _cleanup_json_ json_t *init = initialize_result(gw, NULL);
         if (!init)
                 return NULL;
-        /* What Glove does not serve to 2026-07-28 clients yet is not
-         * announced: listChanged and resources.subscribe mean "on
-         * subscriptions/listen", and logging is per-request logLevel. */
+        /* What Glove does not serve to 2026-07-28 clients is not announced:
+         * resources.subscribe means resourceSubscriptions on
+         * subscriptions/listen, and logging is per-request logLevel.
+         * listChanged is the listen's, for the kinds it honours. */
         json_t *caps = json_deep_copy(json_object_get(init, "capabilities"));
-        const char *key;
-        json_t *v;
+        unsigned listen = gw_listen_offered(gw);
         json_object_del(caps, "logging");
-        json_object_foreach(caps, key, v) {
-                json_object_del(v, "listChanged");
-                json_object_del(v, "subscribe");
+        json_object_del(json_object_get(caps, "resources"), "subscribe");
+        static const struct {
+                const char *cap;
+                unsigned bit;
+        } kinds[] = {{"tools", GW_LISTEN_TOOLS}, {"prompts", GW_LISTEN_PROMPTS}, {"resources", GW_LISTEN_RESOURCES}};
+        for (size_t k = 0; caps && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+                json_t *v = json_object_get(caps, kinds[k].cap);
+                if (json_is_object(v) && (listen & kinds[k].bit) && json_object_set_new(v, "listChanged", json_true()) < 0)
+                        json_decref(TAKE_PTR(caps));
+                else if (json_is_object(v) && !(listen & kinds[k].bit))
+                        json_object_del(v, "listChanged");
         }
         json_t *r = json_pack("{s:s,s:o,s:o}", "resultType", "complete", "supportedVersions", glove_kernel_era_supported(),
                               "capabilities", caps ? caps : json_object());
@@ -304,10 +312,7 @@ static bool modern_request(struct glove_kernel_gateway *gw, struct glove_mcp_mes
                 gw_client_agent_modern(gw);
         }
         if (strcmp(method, "subscriptions/listen") == 0) {
-                era_refuse(gw, m->id, method,
-                           glove_mcp_rpc_error(m->id, GLOVE_RPC_METHOD_NOT_FOUND,
-                                               "method not found: Glove does not support subscriptions/listen yet",
-                                               "not_supported_yet", "subscriptions/listen"));
+                gw_listen_open(gw, m->id, m->params);
                 return true;
         }
         if (strcmp(method, "server/discover") == 0) {
@@ -348,7 +353,7 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
         }
         /* JSON-RPC ids are unique among requests in flight: a second one
          * would make two answers carry the same id. */
-        if (glove_kernel_calls_by_agent(gw->calls, m->id)) {
+        if (glove_kernel_calls_by_agent(gw->calls, m->id) || gw_listen_has(gw, m->id)) {
                 gw_refuse_duplicate(gw, m->id, method, m->params);
                 return;
         }

@@ -329,6 +329,8 @@ void gw_handle_tools_call(struct glove_kernel_gateway *gw, const json_t *id, jso
  * late answer is dropped. */
 void gw_handle_agent_cancel(struct glove_kernel_gateway *gw, json_t *params) {
         json_t *rid = params ? json_object_get(params, "requestId") : NULL;
+        if (rid && gw_listen_cancel(gw, rid, "cancelled"))
+                return; /* a subscriptions/listen ended (listen.c) */
         struct glove_kernel_call *c = rid ? glove_kernel_calls_by_agent(gw->calls, rid) : NULL;
         if (!c)
                 return;

@@ -495,8 +495,10 @@ void gw_client_upstream_notification(struct glove_kernel_gateway *gw, struct gw_
                    strcmp(method, "notifications/prompts/list_changed") == 0) {
                 /* Relayed when the upstream announced that capability. */
                 const char *cap = strstr(method, "resources") ? "resources" : "prompts";
-                if (gw->released && glove_mcp_upstream_offers(gu->u, cap, NULL))
+                if (gw->released && glove_mcp_upstream_offers(gu->u, cap, NULL)) {
                         relay_to_agent(gw, gu, glove_mcp_rpc_request(NULL, method, NULL), method);
+                        gw_listen_notify(gw, method);
+                }
         }
         /* Others (resources/updated, ...) are not relayed. */
 }

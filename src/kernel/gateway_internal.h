@@ -46,6 +46,17 @@ struct gw_client_request {
         uint64_t start_us;
 };
 
+/* An open subscriptions/listen of a modern agent (listen.c). */
+#define GW_LISTENS_MAX 16
+#define GW_LISTEN_TOOLS 1u
+#define GW_LISTEN_PROMPTS 2u
+#define GW_LISTEN_RESOURCES 4u
+struct gw_listen {
+        bool used;
+        json_t *id;                       /* owned: the listen request's id (its subscriptionId) */
+        unsigned kinds;                   /* GW_LISTEN_* honoured */
+};
+
 /* A logging/setLevel of the agent, sent to every upstream that takes it. */
 struct gw_set_level {
         bool used;
@@ -86,6 +97,7 @@ struct glove_kernel_gateway {
         const json_t *cur_caps;           /* borrowed: the dispatched modern request's clientCapabilities, or NULL */
         json_t *cur_seal;                 /* owned or NULL: the verified seal of the dispatched request's requestState */
         uint8_t mrtr_key[32];             /* the key of this run's seals (getrandom) */
+        struct gw_listen listens[GW_LISTENS_MAX];
         struct gw_client_request client_reqs[GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX];
         size_t n_client_reqs;
         uint64_t next_client_id;
@@ -238,6 +250,26 @@ void gw_mrtr_input_answered(struct glove_kernel_gateway *gw, const json_t *call_
  * in flight. */
 void gw_mrtr_input_failed(struct glove_kernel_gateway *gw, const json_t *call_id, int code, const char *message, const char *reason,
                           const char *rule);
+
+/* listen.c: subscriptions/listen of MCP 2026-07-28 for modern agents. */
+/* GW_LISTEN_* kinds some usable upstream announces listChanged for. */
+unsigned gw_listen_offered(struct glove_kernel_gateway *gw);
+/* True when id (borrowed) is an open listen's. */
+bool gw_listen_has(const struct glove_kernel_gateway *gw, const json_t *id);
+/* Opens a listen for the modern request id with params (its filter in
+ * params.notifications, an object, else -32602): on record ("listen",
+ * phase "open", the kinds honoured), acknowledged with
+ * notifications/subscriptions/acknowledged; at most GW_LISTENS_MAX
+ * (-32600 beyond). Never answered while open. */
+void gw_listen_open(struct glove_kernel_gateway *gw, const json_t *id, json_t *params);
+/* Ends the listen id (the agent's notifications/cancelled; how: why, for
+ * the record). Returns false when no listen has that id. */
+bool gw_listen_cancel(struct glove_kernel_gateway *gw, const json_t *id, const char *how);
+/* method (a notifications/X/list_changed) goes to every open listen that
+ * honours its kind, tagged with the listen's id. */
+void gw_listen_notify(struct glove_kernel_gateway *gw, const char *method);
+/* Every listen dropped (the agent is gone, or the gateway freed). */
+void gw_listen_clear(struct glove_kernel_gateway *gw);
 
 /* gateway_client.c */
 /* The agent spoke 2026-07-28 and never sent initialize: the requests of

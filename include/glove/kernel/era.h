@@ -21,6 +21,9 @@
 #define GLOVE_KERNEL_ERA_META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define GLOVE_KERNEL_ERA_META_CAPS "io.modelcontextprotocol/clientCapabilities"
 #define GLOVE_KERNEL_ERA_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+/* The listen a notification rides (basic/patterns/subscriptions.mdx): the
+ * subscriptions/listen request's id. */
+#define GLOVE_KERNEL_ERA_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 /* 2026-07-28 UnsupportedProtocolVersionError. */
 #define GLOVE_RPC_UNSUPPORTED_VERSION -32022
 

@@ -617,12 +617,11 @@ static void test_modern_requests(void **state) {
         agent_send(&a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{" META "}}}");
         agent_send(&a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\",\"params\":{" META "}}}");
         no_message(&a);
-        /* subscriptions/listen: not supported yet. */
+        /* subscriptions/listen without its filter: -32602. */
         agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":30,\"method\":\"subscriptions/listen\",\"params\":{" META "}}}");
         m = answer(&a, 30);
         e = json_object_get(m, "error");
-        assert_int_equal(json_integer_value(json_object_get(e, "code")), -32601);
-        assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "not support"));
+        assert_int_equal(json_integer_value(json_object_get(e, "code")), -32602);
         json_decref(m);
 
         /* A granted sampling request of the upstream, while the agent spoke
@@ -663,7 +662,7 @@ static void test_modern_requests(void **state) {
                             "unsupported_protocol_version");
         assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 9), "reason")), "invalid_params");
         assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 20), "reason")), "method_removed");
-        assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 30), "reason")), "not_supported_yet");
+        assert_null(record_of(all, "era_refused", 30)); /* a listen without its filter: -32602, not an era matter */
         assert_string_equal(json_string_value(json_object_get(record_of(all, "era_refused", 32), "reason")), "era_mixed");
         assert_null(record_of(all, "call", 8));
         size_t i, notes = 0;
@@ -681,6 +680,84 @@ static void test_modern_requests(void **state) {
         }
         assert_non_null(cr);
         assert_string_equal(json_string_value(json_object_get(cr, "reason")), "agent_unsupported");
+        json_decref(all);
+        stop(&a);
+}
+
+/* The next notification method the gateway wrote (others skipped). */
+static json_t *notification(struct agent *a, const char *method) {
+        for (;;) {
+                char *s = agent_line(a);
+                json_t *m = json_loads(s, 0, NULL);
+                free(s);
+                assert_non_null(m);
+                const char *mm = json_string_value(json_object_get(m, "method"));
+                if (mm && strcmp(mm, method) == 0 && !json_object_get(m, "id"))
+                        return m;
+                json_decref(m);
+        }
+}
+
+static json_int_t subscription_of(const json_t *m) {
+        json_t *id = json_object_get(json_object_get(json_object_get(m, "params"), "_meta"), "io.modelcontextprotocol/subscriptionId");
+        return json_is_integer(id) ? json_integer_value(id) : -1;
+}
+
+/* subscriptions/listen: acknowledged with the kinds Glove honours (tools:
+ * the upstream announces listChanged; prompts: none does; resource
+ * subscriptions: never), the tools list_changed comes tagged with the
+ * listen's id, its id cannot be reused while it is open, and after
+ * notifications/cancelled it gets nothing more; both ends on record. */
+static void test_listen(void **state) {
+        (void)state;
+        static struct agent a;
+        start(&a, false);
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"subscriptions/listen\",\"params\":{" META
+                       "},\"notifications\":{\"toolsListChanged\":true,\"promptsListChanged\":true,\"resourceSubscriptions\":[\"x\"]}}}");
+        json_t *ack = notification(&a, "notifications/subscriptions/acknowledged");
+        assert_int_equal(subscription_of(ack), 40);
+        json_t *want = json_pack("{s:b}", "toolsListChanged", 1);
+        assert_true(json_equal(json_object_get(json_object_get(ack, "params"), "notifications"), want));
+        json_decref(want);
+        json_decref(ack);
+        /* Its id is in use: a request reusing it is refused (an error with
+         * id null, data.id naming it, as for any id in flight). */
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"tools/list\",\"params\":{" META "}}}");
+        char *line = agent_line(&a);
+        json_t *m = json_loads(line, 0, NULL);
+        free(line);
+        assert_true(json_is_null(json_object_get(m, "id")));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(m, "error"), "data"), "id")), 40);
+        json_decref(m);
+        /* grow: the upstream's list_changed, listed again, on the listen. */
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"tools/call\",\"params\":{" META "},\"name\":\"py.grow\",\"arguments\":{}}}");
+        json_t *n = notification(&a, "notifications/tools/list_changed");
+        if (subscription_of(n) < 0) { /* the legacy broadcast first, then the listen's */
+                json_decref(n);
+                n = notification(&a, "notifications/tools/list_changed");
+        }
+        assert_int_equal(subscription_of(n), 40);
+        json_decref(n);
+        /* Cancelled: the next change reaches no listen. */
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{" META "},\"requestId\":40}}");
+        agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{" META "},\"name\":\"py.grow\",\"arguments\":{}}}");
+        n = notification(&a, "notifications/tools/list_changed");
+        assert_int_equal(subscription_of(n), -1);
+        json_decref(n);
+        no_message(&a);
+        json_t *all = records(&a);
+        size_t i;
+        json_t *r;
+        int opened = 0, closed = 0;
+        json_array_foreach(all, i, r) {
+                if (strcmp(json_string_value(json_object_get(r, "event")), "listen") != 0)
+                        continue;
+                const char *phase = json_string_value(json_object_get(r, "phase"));
+                opened += strcmp(phase, "open") == 0 && json_is_true(json_object_get(r, "resource_subscriptions_refused"));
+                closed += strcmp(phase, "close") == 0 && strcmp(json_string_value(json_object_get(r, "how")), "cancelled") == 0;
+        }
+        assert_int_equal(opened, 1);
+        assert_int_equal(closed, 1);
         json_decref(all);
         stop(&a);
 }
@@ -784,19 +861,15 @@ static void test_mixing(void **state) {
         m = answer(&a, 2);
         assert_non_null(json_object_get(m, "result"));
         /* discover announces what initialize does, less what 2026-07-28
-         * clients cannot use yet: listChanged and subscribe (they mean
-         * subscriptions/listen) and logging (per-request logLevel). */
+         * clients cannot use through Glove: resources.subscribe (resource
+         * subscriptions on subscriptions/listen) and logging (per-request
+         * logLevel); listChanged stays (on subscriptions/listen). */
         json_t *want = json_deep_copy(json_object_get(json_object_get(m, "result"), "capabilities"));
-        const char *ck;
-        json_t *cv;
         json_object_del(want, "logging");
-        json_object_foreach(want, ck, cv) {
-                json_object_del(cv, "listChanged");
-                json_object_del(cv, "subscribe");
-        }
+        json_object_del(json_object_get(want, "resources"), "subscribe");
         assert_true(json_equal(dcaps, want));
         json_decref(want);
-        assert_null(json_object_get(json_object_get(dcaps, "tools"), "listChanged"));
+        assert_true(json_is_true(json_object_get(json_object_get(dcaps, "tools"), "listChanged")));
         json_decref(m);
         agent_send(&a, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{" META
                        "},\"name\":\"py.echo\",\"arguments\":{\"text\":\"shared\"}}}");
@@ -817,6 +890,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify), cmocka_unit_test(test_errors),    cmocka_unit_test(test_strip),
                 cmocka_unit_test(test_complete), cmocka_unit_test(test_insert), cmocka_unit_test(test_insert_differential),    cmocka_unit_test(test_modern_requests),
+                cmocka_unit_test(test_listen),
                 cmocka_unit_test(test_fast_path), cmocka_unit_test(test_mixing), cmocka_unit_test(test_forged_input_responses),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
