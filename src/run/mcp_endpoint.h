@@ -49,7 +49,11 @@
  * budget + GLOVE_MCP_ENDPOINT_CONNS_MAX * GLOVE_MCP_ENDPOINT_CONN_FREE +
  * GLOVE_MCP_ENDPOINT_GATEWAY_FREE (budget + 13 MiB). A message the gateway's
  * queue has no room for is refused to its client with -32000
- * "endpoint.memory_full".
+ * "endpoint.memory_full". What the endpoint owes the gateway when a client
+ * goes away (notifications/cancelled for each request in flight, an error
+ * for each of the gateway's requests the session held) is never refused:
+ * without room it waits in its in-flight slot and is queued once the queue
+ * drains.
  */
 
 #include <stdbool.h>

@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -968,6 +970,157 @@ static void test_command_eras(void **state) {
         close(l);
 }
 
+/* ---- what the endpoint owes the gateway ---- */
+
+/* Writes all of text to the non-blocking fd, running the loop meanwhile,
+ * then until the endpoint has read it all (SIOCOUTQ) and a little more. */
+static void say_all(struct fixture *f, int fd, const char *text, size_t n) {
+        size_t off = 0;
+        for (int round = 0; round < 20000 && off < n; round++) {
+                ssize_t w = write(fd, text + off, n - off);
+                if (w > 0)
+                        off += (size_t)w;
+                sd_event_run(f->e, 1000);
+        }
+        assert_int_equal(off, n);
+        int queued = 1;
+        for (int round = 0; round < 20000 && queued > 0; round++) {
+                assert_int_equal(ioctl(fd, SIOCOUTQ, &queued), 0);
+                sd_event_run(f->e, 1000);
+        }
+        assert_int_equal(queued, 0);
+        for (int round = 0; round < 5; round++)
+                sd_event_run(f->e, 1000);
+}
+
+/* How many lines on fd (read now, without blocking) carry text. */
+static int lines_with(int fd, const char *text) {
+        static char buf[1 << 16];
+        static size_t len;
+        int count = 0;
+        ssize_t n;
+        while ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+                len += (size_t)n;
+                buf[len] = '\0';
+                char *nl;
+                while ((nl = strchr(buf, '\n'))) {
+                        *nl = '\0';
+                        count += strstr(buf, text) != NULL;
+                        len -= (size_t)(nl + 1 - buf);
+                        memmove(buf, nl + 1, len + 1);
+                }
+        }
+        return count;
+}
+
+/* Everything the endpoint sends the gateway until it is quiet (the loop
+ * runs), as parsed lines appended to out. */
+static void drain_gateway(struct fixture *f, json_t *out) {
+        size_t cap = 64 << 20, len = 0;
+        char *buf = malloc(cap);
+        assert_non_null(buf);
+        for (int idle = 0; idle < 100;) {
+                sd_event_run(f->e, 1000);
+                ssize_t n;
+                bool got = false;
+                while (len < cap && (n = read(f->gw, buf + len, cap - len)) > 0) {
+                        len += (size_t)n;
+                        got = true;
+                }
+                idle = got ? 0 : idle + 1;
+        }
+        assert_true(len < cap);
+        for (char *p = buf, *nl; (nl = memchr(p, '\n', len - (size_t)(p - buf))); p = nl + 1) {
+                json_t *j = json_loadb(p, (size_t)(nl - p), 0, NULL);
+                assert_non_null(j);
+                json_array_append_new(out, j);
+        }
+        free(buf);
+}
+
+/* Connections and sessions that end while the queue towards the gateway is
+ * full (the endpoint's memory budget at its limit, the gateway not
+ * reading) still cancel every request they had in flight and answer every
+ * request of the gateway they held: nothing owed to the gateway is lost
+ * for want of room; it goes as soon as the queue drains. */
+static void test_owed_at_budget_limit(void **state) {
+        struct fixture *f = *state;
+        /* Three modern HTTP requests in flight. */
+        int h[3];
+        json_t *requests = json_object(), *cancelled = json_object();
+        for (int i = 0; i < 3; i++) {
+                h[i] = connect_client(f);
+                post(h[i], MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n",
+                     "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"," META_OK "}}");
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                json_object_set_new(requests, str(g, "id"), json_true());
+                json_decref(g);
+        }
+        /* A legacy command session holding a request of the gateway. */
+        int s = session(f, "{\"sampling\":{}}");
+        say(f->gw, "{\"jsonrpc\":\"2.0\",\"id\":\"glove-1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n");
+        json_t *q = hear(f, s);
+        assert_non_null(q);
+        json_decref(q);
+        /* The gateway stops reading. The session's calls fill the queue
+         * towards it, until the budget refuses one, then smaller ones until
+         * even one shorter than a cancellation finds no room. */
+        size_t size = 900 * 1024;
+        int id = 100, refused = 0;
+        char *line = malloc(size + 256);
+        assert_non_null(line);
+        while (size >= 48) {
+                size_t pad = size > 96 ? size - 96 : 0;
+                int n = snprintf(line, 128, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"a\":\"", id++);
+                memset(line + n, 'x', pad);
+                memcpy(line + n + pad, "\"}}\n", 5);
+                say_all(f, s, line, strlen(line));
+                int r = lines_with(s, "endpoint.memory_full");
+                if (r) {
+                        refused += r;
+                        size /= 2;
+                }
+                assert_true(id < 100 + 200);
+        }
+        free(line);
+        assert_true(refused > 0);
+        /* Every one of them goes now, the gateway still not reading. */
+        close(s);
+        for (int i = 0; i < 3; i++)
+                close(h[i]);
+        for (int round = 0; round < 50; round++)
+                sd_event_run(f->e, 1000);
+        json_t *got = json_array();
+        drain_gateway(f, got);
+        bool answered = false;
+        size_t i;
+        json_t *m;
+        json_array_foreach(got, i, m) {
+                const char *method = str(m, "method");
+                if (method && strcmp(method, "tools/call") == 0)
+                        json_object_set_new(requests, str(m, "id"), json_true());
+                else if (method && strcmp(method, "notifications/cancelled") == 0)
+                        json_object_set_new(cancelled, str(m, "params.requestId"), json_true());
+                else if (str(m, "id") && strcmp(str(m, "id"), "glove-1") == 0)
+                        answered = str(m, "error.data.reason") && strcmp(str(m, "error.data.reason"), "endpoint.session_ended") == 0;
+        }
+        /* The three HTTP requests and the session's forwarded calls. */
+        assert_true(json_object_size(requests) > 3 + 10);
+        const char *key;
+        json_t *v;
+        json_object_foreach(requests, key, v) {
+                if (!json_object_get(cancelled, key))
+                        fail_msg("%s was never cancelled (%zu of %zu requests were)", key, json_object_size(cancelled),
+                                 json_object_size(requests));
+        }
+        assert_int_equal(json_object_size(cancelled), json_object_size(requests));
+        assert_true(answered);
+        json_decref(requests);
+        json_decref(cancelled);
+        json_decref(got);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_same_ids_two_sessions, setup, teardown),
@@ -984,6 +1137,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_modern_http_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_sse_and_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_eras, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_owed_at_budget_limit, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
