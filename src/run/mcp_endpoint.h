@@ -22,6 +22,9 @@
  * A command connection is of one era: initialize (legacy) or modern
  * requests, never both ("endpoint.era_mixed", mcp_mux.c).
  *
+ * Writes to a client that has gone raise SIGPIPE: the caller ignores or
+ * blocks it (glove run ignores it).
+ *
  * Every session is multiplexed onto the gateway's one agent channel
  * (mcp_mux.c): request ids and progress tokens are rewritten to unique
  * strings and restored on the way back, notifications are broadcast,
@@ -83,6 +86,10 @@
 #define GLOVE_MCP_ENDPOINT_HEAD_TIMEOUT_USEC (30 * 1000 * 1000ULL)
 /* An idle keep-alive connection is closed after this, µs. */
 #define GLOVE_MCP_ENDPOINT_IDLE_TIMEOUT_USEC (120 * 1000 * 1000ULL)
+/* A client that stopped sending (a FIN: a half-close, or a close) while its
+ * modern request waits is asked whether it is still there this often, µs
+ * (mcp_http.c, "Half-close"). */
+#define GLOVE_MCP_ENDPOINT_PROBE_USEC (1000 * 1000ULL)
 /* The default port on the sandbox's loopback. */
 #define GLOVE_MCP_ENDPOINT_PORT_DEFAULT 8931
 

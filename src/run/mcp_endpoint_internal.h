@@ -58,6 +58,8 @@ struct ep_conn {
         bool sse;          /* the answer in H_WAIT is an SSE stream (headers sent) */
         bool modern;       /* H_WAIT: the request is modern (no session; its status follows its error) */
         bool meta_partial; /* ... and its _meta lacks clientCapabilities (the gateway's -32602 is a 400) */
+        bool sse_ok;       /* H_WAIT: the answer may become an SSE stream (HTTP/1.1, Accept has it) */
+        bool probing;      /* H_WAIT: the client stopped sending; its timer probes (http_probe) */
         int inflight;      /* H_WAIT: the slot answered on this connection, -1 */
 };
 
@@ -195,3 +197,7 @@ int http_sse_event(struct ep_conn *c, const json_t *msg);
 int http_sse_text(struct ep_conn *c, const char *json, size_t len);
 /* The connection's session ended: a stream is finished. */
 void http_session_ended(struct ep_conn *c);
+/* The timer of a connection whose modern request waits after its client
+ * stopped sending: whether the client is still there is asked (mcp_http.c,
+ * "Half-close"). */
+void http_probe(struct ep_conn *c);

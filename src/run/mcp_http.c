@@ -35,7 +35,8 @@
  * checked. The answer's status follows its error: -32020/-32021/-32022
  * and a -32602 for a _meta without clientCapabilities 400, -32601 404
  * (JSON answers only; an SSE answer has sent 200). A client that closes
- * the connection before the answer cancels the request at the gateway.
+ * the connection before the answer cancels the request at the gateway; one
+ * that only stops sending (a half-close) is answered ("Half-close" below).
  * GET and DELETE without Mcp-Session-Id: 405, Allow: POST.
  */
 #include "mcp_endpoint_internal.h"
@@ -89,6 +90,8 @@ static void request_done(struct ep_conn *c) {
         c->sse = false;
         c->modern = false;
         c->meta_partial = false;
+        c->sse_ok = false;
+        c->probing = false;
         c->inflight = -1;
         if (!c->keep_alive) {
                 c->state = H_CLOSING;
@@ -216,6 +219,66 @@ static int modern_status(const struct ep_conn *c, const json_t *msg) {
         }
 }
 
+/* Half-close. A client may stop sending once its request is complete
+ * (shutdown(SHUT_WR), a half-close): its request is still answered.
+ * Only a full close cancels a modern request (MCP 2026-07-28 "Streamable
+ * HTTP": a closed response stream is the cancellation). Over TCP both are
+ * one FIN, so the endpoint asks: it writes to a client whose modern request
+ * waits after its FIN, and a client that has closed answers that with a
+ * reset, which ends the connection and cancels the request (mux_conn_gone).
+ * An SSE answer gets an SSE comment line at once and every
+ * GLOVE_MCP_ENDPOINT_PROBE_USEC; a JSON answer not given within that time
+ * becomes an SSE answer (200, the comment line, then the answer as an
+ * event) when the client accepts text/event-stream over HTTP/1.1, as every
+ * 2026-07-28 client must. A client that does not cannot be asked: its
+ * request is answered when its answer comes. A Unix socket's peer that
+ * closes is a hang-up at once (the egress relay's hand-over), no asking
+ * needed. */
+static void probe_write(struct ep_conn *c) {
+        static const char comment[] = "b\r\n: waiting\n\n\r\n"; /* a chunk: an SSE comment line */
+        if (!c->sse) {
+                if (sse_start(c) < 0) {
+                        conn_kill(c);
+                        return;
+                }
+                c->sse = true;
+        }
+        if (conn_queue(c, comment, sizeof(comment) - 1) < 0) {
+                conn_kill(c);
+                return;
+        }
+        conn_arm(c, GLOVE_MCP_ENDPOINT_PROBE_USEC);
+}
+
+void http_probe(struct ep_conn *c) {
+        if (c->dead || c->state != H_WAIT || !c->probing)
+                return;
+        probe_write(c);
+}
+
+/* The client of a waiting modern request stopped sending (EOF). */
+static void client_stopped(struct ep_conn *c) {
+        if (c->probing)
+                return;
+        if (!c->sse && !c->sse_ok)
+                return; /* cannot be asked: answered when the answer comes */
+        c->probing = true;
+        if (c->sse)
+                probe_write(c);
+        else
+                conn_arm(c, GLOVE_MCP_ENDPOINT_PROBE_USEC);
+}
+
+/* The client sent its last byte: close once what is queued has gone. */
+static void conn_end(struct ep_conn *c) {
+        if (!glove_mcp_writer_pending(&c->out)) {
+                conn_kill(c);
+                return;
+        }
+        c->state = H_CLOSING;
+        conn_update(c);
+}
+
 void http_answer(struct ep_conn *c, json_t *msg) {
         if (c->dead || c->state != H_WAIT)
                 return;
@@ -228,7 +291,7 @@ void http_answer(struct ep_conn *c, json_t *msg) {
         } else {
                 respond_json(c, c->modern ? modern_status(c, msg) : 200, msg);
         }
-        if (!c->dead && c->state == H_HEAD && c->in.len)
+        if (!c->dead && c->state == H_HEAD && (c->in.len || c->eof))
                 http_process(c);
 }
 
@@ -481,7 +544,8 @@ static void post_forward(struct ep_conn *c, int s, const char *body, size_t len)
         c->state = H_WAIT;
         conn_arm(c, 0);
         bool progress = c->inflight >= 0 && ep->inflight[c->inflight].token;
-        if (q->minor == 1 && accepts_sse(q) && (progress || !accepts_json(q))) { /* chunked: HTTP/1.1 only */
+        c->sse_ok = q->minor == 1 && accepts_sse(q); /* chunked: HTTP/1.1 only */
+        if (c->sse_ok && (progress || !accepts_json(q))) {
                 c->sse = true;
                 if (sse_start(c) < 0)
                         conn_kill(c);
@@ -652,7 +716,7 @@ void http_process(struct ep_conn *c) {
                                 if (end > GLOVE_MCP_HTTP_HEAD_MAX || c->in.len > GLOVE_MCP_HTTP_HEAD_MAX)
                                         refuse(c, 431, "endpoint.http_head_too_large", "the request head is too large", true, NULL);
                                 else if (c->eof)
-                                        conn_kill(c);
+                                        conn_end(c); /* its answers go out first */
                                 return;
                         }
                         const char *reason = NULL;
@@ -693,10 +757,14 @@ void http_process(struct ep_conn *c) {
                         return;
                 }
                 /* H_WAIT, H_STREAM, H_CLOSING: later bytes wait; the client
-                 * closing a stream ends it, and closing the connection a
-                 * modern request waits on cancels that (mcp_mux.c). */
-                if (c->eof && (c->state == H_STREAM || (c->state == H_WAIT && c->modern)))
+                 * closing a stream ends it. A modern request's client that
+                 * stops sending is asked whether it is still there (above,
+                 * "Half-close"): its close cancels the request, its
+                 * half-close does not. */
+                if (c->eof && c->state == H_STREAM)
                         conn_kill(c);
+                else if (c->eof && c->state == H_WAIT && c->modern)
+                        client_stopped(c);
                 return;
         }
 }

@@ -13,11 +13,14 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <linux/sockios.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,10 +82,8 @@ static int teardown(void **state) {
         return 0;
 }
 
-/* A new connection from "inside": its client end, non-blocking. */
-static int connect_client(struct fixture *f) {
-        int sv[2];
-        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+/* Passes fd to the endpoint as the listener helper does, and closes it. */
+static void pass_fd(struct fixture *f, int fd) {
         char byte = 'c';
         struct iovec iov = {.iov_base = &byte, .iov_len = 1};
         union {
@@ -95,11 +96,40 @@ static int connect_client(struct fixture *f) {
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
         cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
         assert_int_equal(sendmsg(f->helper, &msg, 0), 1);
-        close(sv[1]);
+        close(fd);
+}
+
+/* A new connection from "inside": its client end, non-blocking. A Unix
+ * socket, as the egress relay hands over. */
+static int connect_client(struct fixture *f) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        pass_fd(f, sv[1]);
         fcntl(sv[0], F_SETFL, O_NONBLOCK);
         return sv[0];
+}
+
+/* The same over TCP on 127.0.0.1, as the sandbox's listener passes: a
+ * close and a half-close of the client are one FIN there. */
+static int connect_client_tcp(struct fixture *f) {
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(l >= 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(l, 1), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(c >= 0);
+        assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+        int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(s >= 0);
+        close(l);
+        pass_fd(f, s);
+        fcntl(c, F_SETFL, O_NONBLOCK);
+        return c;
 }
 
 static void say(int fd, const char *text) {
@@ -869,10 +899,10 @@ static void test_modern_sse_and_cancel(void **state) {
         assert_non_null(strstr(buf, "\"id\":4"));
         close(c);
         quiet(f, f->gw);
-        /* Closed while waiting: JSON (Accept: application/json) and SSE;
-         * and a client whose end only stops sending (as TCP's FIN looks
-         * before the close is whole). */
-        for (int sse = 0; sse < 3; sse++) {
+        /* Closed while waiting: JSON (Accept: application/json) and SSE.
+         * (A client that only stops sending is not gone:
+         * test_modern_half_close.) */
+        for (int sse = 0; sse < 2; sse++) {
                 c = connect_client(f);
                 char req[2048];
                 const char *body = sse == 1 ? call
@@ -886,10 +916,7 @@ static void test_modern_sse_and_cancel(void **state) {
                 assert_non_null(g);
                 if (sse == 1)
                         assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
-                if (sse == 2)
-                        shutdown(c, SHUT_WR);
-                else
-                        close(c);
+                close(c);
                 json_t *x = hear(f, f->gw);
                 assert_non_null(x);
                 assert_string_equal(str(x, "method"), "notifications/cancelled");
@@ -899,8 +926,6 @@ static void test_modern_sse_and_cancel(void **state) {
                 gw_answer(f, g, "\"result\":{}");
                 json_decref(g);
                 quiet(f, f->gw);
-                if (sse == 2)
-                        close(c);
         }
         /* A legacy request's connection closing cancels nothing (its session
          * lives on): as before. */
@@ -912,6 +937,95 @@ static void test_modern_sse_and_cancel(void **state) {
         close(c);
         quiet(f, f->gw);
         json_decref(g);
+}
+
+/* Reads fd into buf until its end (the loop runs meanwhile). True when the
+ * end came. */
+static bool read_to_end(struct fixture *f, int fd, char *buf, size_t size) {
+        size_t len = 0;
+        buf[0] = '\0';
+        for (int round = 0; round < 600; round++) {
+                sd_event_run(f->e, 5000);
+                for (;;) {
+                        ssize_t n = read(fd, buf + len, size - 1 - len);
+                        if (n > 0) {
+                                len += (size_t)n;
+                                buf[len] = '\0';
+                                continue;
+                        }
+                        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                                return true;
+                        break;
+                }
+        }
+        return false;
+}
+
+/* A client that stops sending once its modern request is complete
+ * (shutdown(SHUT_WR), a half-close) still gets its answer, over a Unix
+ * socket and over TCP, whether the answer comes at once (JSON), after the
+ * endpoint asked whether the client is still there (the JSON answer turned
+ * into an SSE answer, a comment line first), or on an SSE answer; nothing
+ * is cancelled, and the connection closes after the answer. Over TCP, where
+ * a close is the same FIN, a client that has closed is found gone by that
+ * asking and its request is cancelled, JSON or SSE. */
+static void test_modern_half_close(void **state) {
+        struct fixture *f = *state;
+        static const char json_call[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"," META_OK "}}";
+        static const char sse_call[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"_meta\":{"
+                                       "\"progressToken\":\"tk\",\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                                       "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+        static char buf[16384];
+        for (int tcp = 0; tcp < 2; tcp++)
+                for (int when = 0; when < 3; when++) { /* JSON at once, JSON after the asking, SSE */
+                        int c = tcp ? connect_client_tcp(f) : connect_client(f);
+                        post(c, MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n", when == 2 ? sse_call : json_call);
+                        json_t *g = hear(f, f->gw);
+                        assert_non_null(g);
+                        assert_int_equal(shutdown(c, SHUT_WR), 0);
+                        if (when >= 1 && !read_until(f, c, buf, sizeof(buf), ": waiting\n\n"))
+                                fail_msg("tcp %d case %d: not asked: %s", tcp, when, buf);
+                        else
+                                for (int round = 0; round < 20; round++)
+                                        sd_event_run(f->e, 1000);
+                        gw_answer(f, g, "\"result\":{\"resultType\":\"complete\",\"content\":[]}");
+                        json_decref(g);
+                        size_t before = strlen(buf);
+                        char *rest = when >= 1 ? buf + before : buf;
+                        if (!read_to_end(f, c, rest, sizeof(buf) - (size_t)(rest - buf)))
+                                fail_msg("tcp %d case %d: the connection did not end after the answer", tcp, when);
+                        if (when == 0) {
+                                assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+                                assert_non_null(strstr(buf, "Content-Type: application/json"));
+                                assert_null(strstr(buf, ": waiting"));
+                        } else {
+                                assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+                                assert_non_null(strstr(buf, "Content-Type: text/event-stream"));
+                                assert_non_null(strstr(buf, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,"));
+                                assert_non_null(strstr(buf, "0\r\n\r\n"));
+                        }
+                        if (!strstr(buf, "\"resultType\":\"complete\""))
+                                fail_msg("tcp %d case %d: no answer in %s", tcp, when, buf);
+                        quiet(f, f->gw); /* nothing was cancelled */
+                        close(c);
+                }
+        /* TCP: a client that closed, not half-closed, is found gone, JSON
+         * (after the asking) or SSE (at once): the request is cancelled. */
+        for (int sse = 0; sse < 2; sse++) {
+                int c = connect_client_tcp(f);
+                post(c, MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n", sse ? sse_call : json_call);
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                if (sse) /* read, so that the close is a FIN, not a reset */
+                        assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
+                close(c);
+                json_t *x = hear(f, f->gw);
+                assert_non_null(x);
+                assert_string_equal(str(x, "method"), "notifications/cancelled");
+                assert_string_equal(str(x, "params.requestId"), str(g, "id"));
+                json_decref(x);
+                json_decref(g);
+        }
 }
 
 /* The command endpoint: a connection speaks one era. Modern without
@@ -1122,6 +1236,9 @@ static void test_owed_at_budget_limit(void **state) {
 }
 
 int main(void) {
+        /* As glove run (mcp_endpoint.h): a write to a client that has gone
+         * is an error, not a signal. */
+        signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_same_ids_two_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_server_requests, setup, teardown),
@@ -1136,6 +1253,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_modern_status, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_http_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_sse_and_cancel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_half_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_eras, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owed_at_budget_limit, setup, teardown),
         };
