@@ -59,6 +59,7 @@
  * drains.
  */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +114,13 @@ struct glove_mcp_endpoint_config {
         /* A failure of the endpoint (audit append, the gateway's channel):
          * err borrowed for the call. The caller stops the run. */
         void (*failed)(void *userdata, const struct glove_error *err);
+        /* Optional: the inputSchema of the tool an agent's tools/call
+         * names (name: params.name, NUL-terminated), as the agent's
+         * tools/list shows it; NULL when there is no such tool. Borrowed
+         * for the call. A modern HTTP tools/call's Mcp-Param-* headers are
+         * checked against its arguments by the "x-mcp-header" annotations
+         * it holds (mcp_http.c); without the callback they are not. */
+        const json_t *(*tool_schema)(void *userdata, const char *name);
         void *userdata;
 };
 

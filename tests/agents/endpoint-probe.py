@@ -31,6 +31,19 @@ Checks:
   modern_cancel  a modern long-running call whose client closes its SSE
                answer after the first progress (the host side finds it
                cancelled in the audit log)
+  modern_halfclose  modern calls of up.sleep (tests/agents/mcp-upstream.py)
+               whose client stops sending once its request is written
+               (shutdown(SHUT_WR)): a quick one is answered JSON, one slower
+               than the endpoint's asking (3 s) as SSE with a ": waiting"
+               comment first; each connection closes after its answer (the
+               host side finds neither cancelled)
+  modern_params  a modern call of up.region (mcp-upstream.py --headers),
+               whose inputSchema annotates region, count and opts.zone
+               (x-mcp-header): with its Mcp-Param-* headers right it is
+               answered; with one that differs, one missing, or one given
+               for an argument without a value it is 400 -32020 (the host
+               side proves from the upstream's log that only the first
+               reached it)
   wait FILE    writes its network namespace (/proc/self/ns/net) to "ready"
                beside OUT, then waits (at most 60 s) until FILE exists (the
                host's side of a test runs meanwhile)
@@ -312,6 +325,58 @@ def check_modern_cancel():
     s.close()
     st, _, _ = modern("server/discover", {})
     expect("modern_cancel.after", st == 200, status=st)
+
+
+def half_closed(body, headers):
+    """POSTs a modern request, stops sending, and reads until the endpoint
+    closes: (status, head text, body bytes as received)."""
+    data = json.dumps(body).encode()
+    h = {"Host": f"127.0.0.1:{PORT}", "Accept": "application/json, text/event-stream",
+         "Content-Type": "application/json", "Content-Length": str(len(data)), **headers}
+    head = "POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    s.sendall(head.encode() + data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    top, _, rest = got.partition(b"\r\n\r\n")
+    try:
+        status = int(top.split(b" ")[1])
+    except Exception:
+        status = 0
+    return status, top.decode("latin-1"), rest
+
+
+def check_modern_halfclose():
+    hdr = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "up.sleep"}
+    for ms, sse in ((0, False), (3000, True)):
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "up.sleep", "arguments": {"ms": ms}, "_meta": MODERN_META}}
+        st, head, rest = half_closed(call, hdr)
+        kind = "text/event-stream" if sse else "application/json"
+        expect(f"modern_halfclose.answered_{ms}", st == 200 and kind in head and f"slept {ms}".encode() in rest
+               and (b": waiting" in rest) == sse, status=st, head=head, body=rest[:400].decode(errors="replace"))
+
+
+def check_modern_params():
+    def call(headers, args):
+        h = {"Mcp-Name": "up.region", **headers}
+        return modern("tools/call", {"name": "up.region", "arguments": args}, headers=h, rid=3)
+    args = {"region": "eu-west1", "count": 3, "opts": {"zone": "b"}, "query": "q"}
+    st, _, body = call({"Mcp-Param-Region": "eu-west1", "Mcp-Param-Count": "3", "Mcp-Param-Zone": "b"}, args)
+    expect("modern_params.right", st == 200 and b"eu-west1" in body, status=st, body=body[:300].decode(errors="replace"))
+    for name, headers, a in (
+            ("differs", {"Mcp-Param-Region": "us-east1", "Mcp-Param-Count": "3", "Mcp-Param-Zone": "b"}, args),
+            ("missing", {"Mcp-Param-Region": "eu-west1", "Mcp-Param-Count": "3"}, args),
+            ("extra", {"Mcp-Param-Region": "eu-west1", "Mcp-Param-Count": "3", "Mcp-Param-Zone": "b"}, {"region": "eu-west1", "count": 3})):
+        st, _, body = call(headers, a)
+        expect(f"modern_params.{name}_400", st == 400 and rpc_code(body) == -32020, status=st, code=rpc_code(body),
+               body=body[:300].decode(errors="replace"))
 
 
 args = sys.argv[2:]

@@ -54,3 +54,30 @@ expect_probe_pass() {
         audit_has '.event == "call_result" and .tool == "ev.trigger-long-running-operation" and .upstream_status == "cancelled"' \
                 "the call whose client closed its stream was cancelled"
 }
+
+@test "endpoints (2026-07-28): a client that stops sending once its request is written (a half-close) is still answered, JSON at once or SSE after the endpoint asked; nothing is cancelled" {
+        local log
+        log=$(upstream_dir)/up.log
+        gr --mcp-endpoint http --upstream "up=$PY,$UPY,--log,$log" --allow 'up.*' --audit-log "$AUDIT" \
+                "${PROBE[@]}" modern_halfclose
+        expect_probe_pass
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "up.sleep" and .upstream_status == "ok")] | length' "$AUDIT")" -eq 2 ] ||
+                { show_records "$AUDIT"; fail "the two half-closed calls were not both answered by the upstream"; }
+        audit_lacks '.event == "call_result" and .tool == "up.sleep" and .upstream_status == "cancelled"' "a half-closed call was cancelled"
+        ! grep -q '"notifications/cancelled"' "$log" || fail "the upstream was told to cancel: $(cat "$log")"
+}
+
+@test "endpoints (2026-07-28): Mcp-Param-* headers are checked against the arguments the tool annotates (x-mcp-header): one that differs, is missing or has no value is 400 -32020, audited, and never reaches the upstream" {
+        local log
+        log=$(upstream_dir)/up.log
+        gr --mcp-endpoint http --upstream "up=$PY,$UPY,--headers,--log,$log" --allow 'up.*' --audit-log "$AUDIT" \
+                "${PROBE[@]}" modern_params
+        expect_probe_pass
+        # From the upstream's side: the right call only.
+        [ "$(grep -c '"method": *"tools/call".*"region"' "$log")" -eq 1 ] ||
+                fail "the upstream did not receive exactly the one right call: $(grep tools/call "$log")"
+        [ "$(jq -s '[.[] | select(.event == "endpoint_refused" and .status == 400 and .reason == "endpoint.header_mismatch")] | length' "$AUDIT")" -eq 3 ] ||
+                { show_records "$AUDIT"; fail "the three refusals are not on record"; }
+        [ "$(jq -s '[.[] | select(.event == "call" and .tool == "up.region")] | length' "$AUDIT")" -eq 1 ] ||
+                { show_records "$AUDIT"; fail "a refused call reached the gateway"; }
+}

@@ -50,7 +50,26 @@ struct fixture {
         int helper;  /* the listener helper's end */
 };
 
+/* The gateway's tools as the agent sees them, for Mcp-Param-*: the tool
+ * "hdr" annotates region, count, dry and opts.zone (and an item of list,
+ * which the revision does not allow and which is not checked). */
+static json_t *hdr_schema;
+static const json_t *tool_schema(void *userdata, const char *name) {
+        (void)userdata;
+        return strcmp(name, "hdr") == 0 ? hdr_schema : NULL;
+}
+
 static int setup(void **state) {
+        if (!hdr_schema)
+                hdr_schema = json_loads("{\"type\":\"object\",\"properties\":{"
+                                        "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+                                        "\"count\":{\"type\":\"integer\",\"x-mcp-header\":\"Count\"},"
+                                        "\"dry\":{\"type\":\"boolean\",\"x-mcp-header\":\"Dry\"},"
+                                        "\"opts\":{\"type\":\"object\",\"properties\":{\"zone\":{\"type\":\"string\",\"x-mcp-header\":\"Zone\"}}},"
+                                        "\"list\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"x-mcp-header\":\"Item\"}},"
+                                        "\"q\":{\"type\":\"string\"}}}",
+                                        0, NULL);
+        assert_non_null(hdr_schema);
         struct fixture *f = calloc(1, sizeof(*f));
         int gw[2], acc[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, gw), 0);
@@ -61,7 +80,7 @@ static int setup(void **state) {
         f->audit.path = "audit";
         struct glove_mcp_endpoint_config cfg = {
                 .event = f->e, .gateway_fd = gw[1], .accept_fd = acc[1], .port = 8931, .http = true, .command = true,
-                .max_frame = 1 << 20, .audit = &f->audit,
+                .max_frame = 1 << 20, .audit = &f->audit, .tool_schema = tool_schema,
         };
         struct glove_error err = {0};
         assert_int_equal(glove_mcp_endpoint_new(&cfg, &f->ep, &err), 0);
@@ -743,6 +762,82 @@ static void test_modern_header_refusals(void **state) {
         close(c);
 }
 
+/* Mcp-Param-*: a tools/call's arguments its tool annotates (x-mcp-header)
+ * must be mirrored in their headers, equal once decoded (integers
+ * numerically, booleans as true/false, the base64 form for any text),
+ * header names in any case; a mismatch, a missing or extra or repeated
+ * header, or one holding a byte a header may not carry plainly is 400
+ * -32020, audited, never forwarded. Unannotated arguments, unknown
+ * Mcp-Param-* fields and tools without annotations are not checked. */
+static void test_modern_param_headers(void **state) {
+        struct fixture *f = *state;
+#define HDR(args) "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"hdr\",\"arguments\":" args "," META_OK "}}"
+#define H MODERN_HEADERS("tools/call") "Mcp-Name: hdr\r\n"
+        static const struct {
+                const char *headers, *body;
+                bool ok;
+        } cases[] = {
+                {H "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 7\r\nMcp-Param-Dry: true\r\nMcp-Param-Zone: b\r\n",
+                 HDR("{\"region\":\"eu-west1\",\"count\":7,\"dry\":true,\"opts\":{\"zone\":\"b\"},\"q\":\"x\",\"list\":[\"i\"]}"), true},
+                /* Numerically, decoded, any case; absent and null values need none; others are ignored. */
+                {H "mcp-param-count: 7.0\r\nMCP-PARAM-REGION: =?base64?SGVsbG8sIOS4lueVjA==?=\r\nMcp-Param-Other: 1\r\n",
+                 HDR("{\"region\":\"Hello, \\u4e16\\u754c\",\"count\":7,\"dry\":null}"), true},
+                {H "Mcp-Param-Dry: false\r\n", HDR("{\"dry\":false,\"opts\":{}}"), true},
+                {H, HDR("{}"), true},
+                {H "Mcp-Param-Region: =?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=\r\n", HDR("{\"region\":\"=?base64?literal?=\"}"), true},
+                /* Refused. */
+                {H, HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: us\r\n", HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: eu\r\nMcp-Param-Region: eu\r\n", HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: eu\r\n", HDR("{\"q\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: eu\r\n", HDR("{\"region\":null}"), false},
+                {H "Mcp-Param-Count: 8\r\n", HDR("{\"count\":7}"), false},
+                {H "Mcp-Param-Count: 7abc\r\n", HDR("{\"count\":7}"), false},
+                {H "Mcp-Param-Count: +7\r\n", HDR("{\"count\":7}"), false},
+                {H "Mcp-Param-Dry: True\r\n", HDR("{\"dry\":true}"), false},
+                {H "Mcp-Param-Dry: 1\r\n", HDR("{\"dry\":true}"), false},
+                {H "Mcp-Param-Zone: a\r\n", HDR("{\"opts\":{\"zone\":\"b\"}}"), false},
+                {H, HDR("{\"opts\":{\"zone\":\"b\"}}"), false},
+                {H "Mcp-Param-Region: =?base64?ZXU?=\r\n", HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: \xc3\xa9\r\n", HDR("{\"region\":\"\\u00e9\"}"), false},
+                {H "Mcp-Param-Region: {}\r\n", HDR("{\"region\":{}}"), false},
+        };
+#undef H
+#undef HDR
+        int c = connect_client(f);
+        int refused = 0;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                post(c, cases[i].headers, cases[i].body);
+                if (cases[i].ok) {
+                        json_t *g = hear(f, f->gw);
+                        if (!g)
+                                fail_msg("case %zu: not forwarded", i);
+                        assert_string_equal(str(g, "params.name"), "hdr");
+                        gw_answer(f, g, "\"result\":{\"resultType\":\"complete\"}");
+                        json_decref(g);
+                }
+                struct http_resp r;
+                http_read(f, c, &r);
+                if (cases[i].ok ? r.status != 200 : r.status != 400 || error_code(r.body) != -32020)
+                        fail_msg("case %zu: status %d code %d: %s", i, r.status, error_code(r.body), str(r.body, "error.message"));
+                if (!cases[i].ok) {
+                        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.header_mismatch");
+                        assert_int_equal(json_integer_value(json_object_get(r.body, "id")), 9);
+                        refused++;
+                        quiet(f, f->gw);
+                }
+                json_decref(r.body);
+        }
+        assert_int_equal(audited(f, "endpoint.header_mismatch"), refused);
+        /* A tool the callback does not know: nothing to check. */
+        post(c, MODERN_HEADERS("tools/call") "Mcp-Name: echo\r\nMcp-Param-Region: us\r\n",
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"region\":\"eu\"}," META_OK "}}");
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        json_decref(g);
+        close(c);
+}
+
 /* The answer's status follows its error (JSON answers). */
 static void test_modern_status(void **state) {
         struct fixture *f = *state;
@@ -1250,6 +1345,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_refused_body_skipped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_post, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_header_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_param_headers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_status, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_http_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_sse_and_cancel, setup, teardown),
