@@ -539,6 +539,12 @@ void glove_mcp_endpoint_free(struct glove_mcp_endpoint *e) {
         struct ep *ep = (struct ep *)e;
         if (!ep)
                 return;
+        /* The run ends: every session still open ends on record, as every
+         * other end of a session is (nothing goes to the gateway any more:
+         * the run tells it the agent is gone, which ends its calls). */
+        ep->ending = true;
+        for (int s = 0; s < GLOVE_MCP_ENDPOINT_SESSIONS_MAX; s++)
+                mux_session_close(ep, s, "run_ended");
         ep->failed = true; /* no more audit or notify while tearing down */
         while (ep->conns)
                 conn_close(ep->conns);

@@ -135,5 +135,8 @@ size_t glove_mcp_endpoint_memory_budget(size_t max_frame);
  * failure. Errors: "endpoint.event_loop", "endpoint.nomem". */
 int glove_mcp_endpoint_new(const struct glove_mcp_endpoint_config *cfg, struct glove_mcp_endpoint **out, struct glove_error *err);
 
-/* Closes every connection and session and the channels. NULL is fine. */
+/* Closes every connection and session and the channels. Each session still
+ * open is recorded closed first (endpoint_session, reason "run_ended"),
+ * unless the endpoint failed; nothing more is sent to the gateway (the
+ * caller tells it the agent is gone). NULL is fine. */
 void glove_mcp_endpoint_free(struct glove_mcp_endpoint *ep);

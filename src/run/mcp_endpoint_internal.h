@@ -118,6 +118,7 @@ struct ep {
         struct ep_inflight inflight[GLOVE_MCP_ENDPOINT_INFLIGHT_MAX];
         struct ep_server_request server_req[GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX];
         bool failed;
+        bool ending;                   /* glove_mcp_endpoint_free: sessions close, nothing more to the gateway */
         size_t owed;                   /* slots with cancel_owed or error_owed set */
         size_t budget;                 /* glove_mcp_endpoint_memory_budget(cfg.max_frame) */
         size_t backlog_bytes;          /* charged for the sessions' backlogs */

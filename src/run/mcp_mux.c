@@ -589,7 +589,7 @@ int mux_gateway_io(struct ep *ep, uint32_t revents) {
  * or a negative errno when the queue had no room (or the endpoint failed:
  * -EPIPE, nothing is sent any more). */
 static int cancel_at_gateway(struct ep *ep, int i, const char *reason) {
-        if (ep->failed)
+        if (ep->failed || ep->ending)
                 return -EPIPE;
         char wire[32];
         wire_id((size_t)i, ep->inflight[i].gen, wire, sizeof(wire));
@@ -605,7 +605,7 @@ static int cancel_at_gateway(struct ep *ep, int i, const char *reason) {
  * cancellation is never lost for want of room. Returns true when the slot
  * is free. */
 static bool inflight_cancel(struct ep *ep, int i, const char *reason) {
-        if (cancel_at_gateway(ep, i, reason) == 0 || ep->failed) {
+        if (cancel_at_gateway(ep, i, reason) == 0 || ep->failed || ep->ending) {
                 inflight_free(ep, i);
                 return true;
         }
@@ -626,7 +626,7 @@ static bool inflight_cancel(struct ep *ep, int i, const char *reason) {
 /* The error answering the gateway's request q, whose session ended.
  * Returns 0 or a negative errno (no room, or the endpoint failed). */
 static int server_request_ended(struct ep *ep, struct ep_server_request *q) {
-        if (ep->failed)
+        if (ep->failed || ep->ending)
                 return -EPIPE;
         _cleanup_json_ json_t *e = glove_mcp_rpc_error(q->id, -32603, "the MCP client session ended", "endpoint.session_ended", NULL);
         return e ? gw_send(ep, e) : -ENOMEM;
@@ -691,7 +691,7 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
                 struct ep_server_request *q = &ep->server_req[i];
                 if (!q->used || q->session != s || q->session_serial != ss->serial)
                         continue;
-                if (server_request_ended(ep, q) < 0 && !ep->failed) {
+                if (server_request_ended(ep, q) < 0 && !ep->failed && !ep->ending) {
                         /* No room: owed (mux_send_owed), never lost. */
                         q->session = -1;
                         q->session_serial = 0;

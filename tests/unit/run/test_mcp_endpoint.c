@@ -1179,6 +1179,46 @@ static void test_command_eras(void **state) {
         close(l);
 }
 
+/* The run ends with client sessions open (an HTTP session nobody
+ * DELETEd, a command connection still there, each with a request in
+ * flight): each one's close is on record, reason run_ended, as every other
+ * end of a session is. Nothing more goes to the gateway: the run tells it
+ * the agent is gone, which ends its calls. */
+static void test_sessions_closed_at_run_end(void **state) {
+        struct fixture *f = *state;
+        static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{}}}";
+        int c = connect_client(f);
+        post(c, "", init);
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        gw_answer(f, g, "\"result\":{}");
+        json_decref(g);
+        struct http_resp r;
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 200);
+        json_decref(r.body);
+        int s = session(f, "{}");
+        say(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}\n");
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        json_decref(g);
+        assert_int_equal(audited(f, "run_ended"), 0);
+        glove_mcp_endpoint_free(f->ep);
+        f->ep = NULL;
+        assert_int_equal(audited(f, "run_ended"), 2);
+        static char buf[1 << 16];
+        ssize_t n = pread(f->audit.fd, buf, sizeof(buf) - 1, 0);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        assert_non_null(strstr(buf, "\"phase\":\"close\",\"session\":1,\"transport\":\"http\",\"reason\":\"run_ended\",\"cancelled\":0"));
+        assert_non_null(strstr(buf, "\"phase\":\"close\",\"session\":2,\"transport\":\"command\",\"reason\":\"run_ended\",\"cancelled\":1"));
+        n = read(f->gw, buf, sizeof(buf) - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        assert_null(strstr(buf, "notifications/cancelled"));
+        close(c);
+        close(s);
+}
+
 /* ---- what the endpoint owes the gateway ---- */
 
 /* Writes all of text to the non-blocking fd, running the loop meanwhile,
@@ -1352,6 +1392,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_modern_half_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_eras, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_owed_at_budget_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sessions_closed_at_run_end, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
