@@ -39,9 +39,14 @@ expect_probe_pass() {
         [ "$(grep -c '"refused":{"code":-32001' "$CLIENT_OUT")" -eq 4 ] || fail "ev.get-sum was not refused by policy each time"
         audit_has '.event == "call" and .tool == "ev.echo" and .decision == "allow"'
         audit_has '.event == "call" and .tool == "ev.get-sum" and .decision == "deny"'
-        # Modern HTTP requests open no session; nothing was refused.
+        # Modern HTTP requests open no session; each is on record with its
+        # transport instead, under the id of the gateway's records of it;
+        # nothing was refused.
         audit_lacks '.event == "endpoint_session" and .transport == "http"'
         audit_lacks '.event == "endpoint_refused"'
+        jq -se '[.[] | select(.event == "endpoint_request" and .transport == "http" and .method == "tools/call") | .id] as $r
+                | ($r | length) == 4 and ([.[] | select(.event == "call") | .id] as $c | all($r[]; . as $i | $c | index($i)))' \
+                "$AUDIT" >/dev/null || { show_records "$AUDIT"; fail "the HTTP calls are not each on record with their transport"; }
 }
 
 @test "endpoints (2026-07-28): modern POSTs need no session; header mismatches 400 -32020, an unsupported version 400 -32022, DELETE and GET without a session 405; closing a modern call's stream cancels it" {

@@ -586,6 +586,26 @@ static int audited(struct fixture *f, const char *reason) {
         return count;
 }
 
+/* Whether one record of the audit log holds every one of the texts (up to
+ * four; NULL ends them). */
+static bool audit_line(struct fixture *f, const char *a, const char *b, const char *c, const char *d) {
+        static char buf[1 << 16];
+        ssize_t n = pread(f->audit.fd, buf, sizeof(buf) - 1, 0);
+        assert_true(n >= 0);
+        buf[n] = '\0';
+        for (char *line = buf, *nl; *line; line = nl + 1) {
+                nl = strchr(line, '\n');
+                if (!nl)
+                        break;
+                *nl = '\0';
+                bool all = strstr(line, a) && (!b || strstr(line, b)) && (!c || strstr(line, c)) && (!d || strstr(line, d));
+                *nl = '\n';
+                if (all)
+                        return true;
+        }
+        return false;
+}
+
 #define META_OK "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
 #define MODERN_HEADERS(method) "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " method "\r\n"
 
@@ -647,7 +667,8 @@ static void gw_answer(struct fixture *f, const json_t *g, const char *member) {
 }
 
 /* A modern POST needs no session: forwarded with its id rewritten and its
- * _meta intact, answered JSON without Mcp-Session-Id; on one connection,
+ * _meta intact (on record as an endpoint_request with its transport),
+ * answered JSON without Mcp-Session-Id; on one connection,
  * one after another; Mcp-Name in plain and base64 form, for names and
  * URIs; unknown Mcp-Param-* accepted. */
 static void test_modern_post(void **state) {
@@ -679,6 +700,13 @@ static void test_modern_post(void **state) {
                 assert_string_equal("2026-07-28",
                                     json_string_value(json_object_get(json_object_get(json_object_get(g, "params"), "_meta"),
                                                                       "io.modelcontextprotocol/protocolVersion")));
+                /* On record before it went, with its transport: the id is
+                 * the one the gateway's records carry. */
+                char id[64], method[64];
+                snprintf(id, sizeof(id), "\"id\":\"%s\"", str(g, "id"));
+                snprintf(method, sizeof(method), "\"method\":\"%s\"", ok[i].method);
+                if (!audit_line(f, "\"event\":\"endpoint_request\"", "\"transport\":\"http\"", id, method))
+                        fail_msg("case %zu: no endpoint_request record for %s", i, str(g, "id"));
                 gw_answer(f, g, "\"result\":{\"resultType\":\"complete\"}");
                 json_decref(g);
                 struct http_resp r;
