@@ -36,11 +36,12 @@
  * (reached through "properties" keys) must be mirrored in Mcp-Param-NAME
  * when it has a value, and such a header given only then, once, equal to
  * it once decoded: -32020 otherwise (and for a header holding a byte a
- * plain header value may not). The answer's status follows its error: -32020/-32021/-32022
- * and a -32602 for a _meta without clientCapabilities 400, -32601 404
- * (JSON answers only; an SSE answer has sent 200). A client that closes
- * the connection before the answer cancels the request at the gateway; one
- * that only stops sending (a half-close) is answered ("Half-close" below).
+ * plain header value may not). The answer's status follows its error:
+ * -32020/-32021/-32022 and a -32602 for a _meta without clientCapabilities
+ * 400, -32601 404 (JSON answers only; an SSE answer has sent 200). A client
+ * that closes the connection before the answer cancels the request at the
+ * gateway; one that only stops sending (a half-close) is answered
+ * ("Half-close" below).
  * GET and DELETE without Mcp-Session-Id: 405, Allow: POST.
  */
 #include "mcp_endpoint_internal.h"
@@ -513,7 +514,6 @@ static const char *params_check(const struct ep_conn *c, const json_t *schema, c
         }
         return NULL;
 }
-
 
 /* The value of JSON string v (borrowed) and its length in *n; NULL when v
  * is not a string. */

@@ -33,8 +33,9 @@
  *    request has no session (slot session -1): its answer and progress go
  *    to the POST's connection only, and the connection's going away cancels
  *    it at the gateway. Each is on record (endpoint_request: transport, the
- *    channel id, method) before it is forwarded, as a session is. A modern session is never initialized, so it gets
- *    no server-to-client requests and no broadcast notifications.
+ *    channel id, method) before the gateway reads it, as a session is. A
+ *    modern session is never initialized, so it gets no server-to-client
+ *    requests and no broadcast notifications.
  */
 #include "mcp_endpoint_internal.h"
 
@@ -323,16 +324,6 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
         }
         if (ss && !modern && method_is(m->method, "initialize"))
                 record_capabilities(ss, m->params);
-        /* A request without a session (a modern HTTP POST) has no
-         * endpoint_session record to say how it came: its own record does,
-         * under the id the gateway's records carry, before it goes. */
-        if (!ss && ep_audit(ep, "endpoint_request",
-                            json_pack("{s:s,s:s,s:s}", "transport", ep_transport_name(EP_HTTP), "id", wire, "method", m->method)) < 0) {
-                *error_out = client_error(orig_id, -32603, "the audit record could not be written", "endpoint.audit");
-                json_decref(orig_id);
-                json_decref(orig_token);
-                return -EIO;
-        }
         int r = gw_send(ep, m->root);
         if (r == -ENOBUFS) {
                 *error_out = client_error(orig_id, -32000, "Glove's memory for this agent's MCP connections is taken; retry later",
@@ -348,6 +339,14 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
                 json_decref(orig_token);
                 return r;
         }
+        /* A request without a session (a modern HTTP POST) has no
+         * endpoint_session record to say how it came: its own record does,
+         * under the id the gateway's records carry. Queued is not read: the
+         * gateway reads it from this loop, after this record. A failed
+         * append fails the endpoint, which stops the run. */
+        if (!ss)
+                (void)ep_audit(ep, "endpoint_request",
+                               json_pack("{s:s,s:s,s:s}", "transport", ep_transport_name(EP_HTTP), "id", wire, "method", m->method));
         f->used = true;
         f->gen++;
         f->session = s;

@@ -66,8 +66,9 @@
  *
  * A hand-over that fails (the endpoint is gone) is a DENY connect_failed
  * 502 with its one-line body, in every form: nothing is answered 200
- * before the endpoint has the connection. Nothing else on any loopback is reachable this way: every other port
- * and address goes through steps 4 to 7 as before. Host and Origin are left
+ * before the endpoint has the connection. Nothing else on any loopback is
+ * reachable this way: every other port and address goes through steps 4 to
+ * 7 as before. Host and Origin are left
  * to the endpoint, which checks them as for a direct connection.
  *
  * Beyond max_connections the acceptor answers 503 itself without reading the
