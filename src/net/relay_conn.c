@@ -625,11 +625,21 @@ static void serve_endpoint(struct conn *c, const struct glove_net_request_head *
         c->ev.mcp_endpoint = true;
         c->forward = h->form == GLOVE_NET_TARGET_HTTP;
         if (!c->forward && c->head_got == c->head_len) {
-                /* CONNECT with nothing sent ahead: the agent's own connection
-                 * goes, after the 200 (the agent sends its first request only
-                 * once it has read it, so the 200 comes first). */
+                /* CONNECT with nothing sent ahead: the agent's own
+                 * connection goes. It is handed over first and answered
+                 * 200 only then, so that an endpoint that is gone is a 502
+                 * (never a 200 and a close). The endpoint writes nothing
+                 * before it has read a request, and the agent sends its
+                 * first one only once it has read the 200: the 200 still
+                 * comes first on the connection. */
+                int e = hand_over(c, c->client);
+                if (e < 0)
+                        return deny(c, e == -ECANCELED ? GLOVE_NET_EGRESS_RELAY_STOPPED : GLOVE_NET_EGRESS_CONNECT_FAILED,
+                                    e == -ECANCELED ? 0 : 502);
                 emit(c, GLOVE_NET_EGRESS_OPEN, GLOVE_NET_EGRESS_OK, 200);
                 if (glove_net_relay_emit(c->r, &c->ev) < 0) {
+                        /* Fail closed: the endpoint's copy sees the agent
+                         * go after this answer. */
                         glove_net_answer_and_close(c->client, c->r->stop_fd, 502, GLOVE_NET_EGRESS_AUDIT_FAILED, true);
                         c->client = -1;
                         return;
@@ -637,7 +647,7 @@ static void serve_endpoint(struct conn *c, const struct glove_net_request_head *
                 char ok[GLOVE_NET_RESPONSE_MAX];
                 size_t len = glove_net_response_format(200, GLOVE_NET_EGRESS_OK, ok);
                 enum glove_net_egress_reason reason = GLOVE_NET_EGRESS_RESET;
-                if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len && hand_over(c, c->client) == 0)
+                if (send(c->client, ok, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
                         reason = GLOVE_NET_EGRESS_HANDED_OVER;
                 emit(c, GLOVE_NET_EGRESS_CLOSE, reason, 200);
                 (void)glove_net_relay_emit(c->r, &c->ev);

@@ -183,6 +183,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct ep_conn *c = userdata;
         if (c->dead)
                 conn_close(c);
+        else if (c->kind == CONN_HTTP && c->state == H_WAIT && c->probing)
+                http_probe(c);
         else
                 conn_kill(c);
         return 0;
@@ -389,8 +391,11 @@ static void conn_readable(struct ep_conn *c) {
                 stdio_process(c);
         else
                 http_process(c);
-        if (!c->dead)
+        if (!c->dead) {
                 conn_trim(c, true);
+                if (c->eof)
+                        conn_update(c); /* nothing more to read: not polled for it again */
+        }
 }
 
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -534,6 +539,12 @@ void glove_mcp_endpoint_free(struct glove_mcp_endpoint *e) {
         struct ep *ep = (struct ep *)e;
         if (!ep)
                 return;
+        /* The run ends: every session still open ends on record, as every
+         * other end of a session is (nothing goes to the gateway any more:
+         * the run tells it the agent is gone, which ends its calls). */
+        ep->ending = true;
+        for (int s = 0; s < GLOVE_MCP_ENDPOINT_SESSIONS_MAX; s++)
+                mux_session_close(ep, s, "run_ended");
         ep->failed = true; /* no more audit or notify while tearing down */
         while (ep->conns)
                 conn_close(ep->conns);

@@ -22,6 +22,9 @@
  * A command connection is of one era: initialize (legacy) or modern
  * requests, never both ("endpoint.era_mixed", mcp_mux.c).
  *
+ * Writes to a client that has gone raise SIGPIPE: the caller ignores or
+ * blocks it (glove run ignores it).
+ *
  * Every session is multiplexed onto the gateway's one agent channel
  * (mcp_mux.c): request ids and progress tokens are rewritten to unique
  * strings and restored on the way back, notifications are broadcast,
@@ -49,9 +52,14 @@
  * budget + GLOVE_MCP_ENDPOINT_CONNS_MAX * GLOVE_MCP_ENDPOINT_CONN_FREE +
  * GLOVE_MCP_ENDPOINT_GATEWAY_FREE (budget + 13 MiB). A message the gateway's
  * queue has no room for is refused to its client with -32000
- * "endpoint.memory_full".
+ * "endpoint.memory_full". What the endpoint owes the gateway when a client
+ * goes away (notifications/cancelled for each request in flight, an error
+ * for each of the gateway's requests the session held) is never refused:
+ * without room it waits in its in-flight slot and is queued once the queue
+ * drains.
  */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,6 +87,10 @@
 #define GLOVE_MCP_ENDPOINT_HEAD_TIMEOUT_USEC (30 * 1000 * 1000ULL)
 /* An idle keep-alive connection is closed after this, µs. */
 #define GLOVE_MCP_ENDPOINT_IDLE_TIMEOUT_USEC (120 * 1000 * 1000ULL)
+/* A client that stopped sending (a FIN: a half-close, or a close) while its
+ * modern request waits is asked whether it is still there this often, µs
+ * (mcp_http.c, "Half-close"). */
+#define GLOVE_MCP_ENDPOINT_PROBE_USEC (1000 * 1000ULL)
 /* The default port on the sandbox's loopback. */
 #define GLOVE_MCP_ENDPOINT_PORT_DEFAULT 8931
 
@@ -102,6 +114,13 @@ struct glove_mcp_endpoint_config {
         /* A failure of the endpoint (audit append, the gateway's channel):
          * err borrowed for the call. The caller stops the run. */
         void (*failed)(void *userdata, const struct glove_error *err);
+        /* Optional: the inputSchema of the tool an agent's tools/call
+         * names (name: params.name, NUL-terminated), as the agent's
+         * tools/list shows it; NULL when there is no such tool. Borrowed
+         * for the call. A modern HTTP tools/call's Mcp-Param-* headers are
+         * checked against its arguments by the "x-mcp-header" annotations
+         * it holds (mcp_http.c); without the callback they are not. */
+        const json_t *(*tool_schema)(void *userdata, const char *name);
         void *userdata;
 };
 
@@ -116,5 +135,8 @@ size_t glove_mcp_endpoint_memory_budget(size_t max_frame);
  * failure. Errors: "endpoint.event_loop", "endpoint.nomem". */
 int glove_mcp_endpoint_new(const struct glove_mcp_endpoint_config *cfg, struct glove_mcp_endpoint **out, struct glove_error *err);
 
-/* Closes every connection and session and the channels. NULL is fine. */
+/* Closes every connection and session and the channels. Each session still
+ * open is recorded closed first (endpoint_session, reason "run_ended"),
+ * unless the endpoint failed; nothing more is sent to the gateway (the
+ * caller tells it the agent is gone). NULL is fine. */
 void glove_mcp_endpoint_free(struct glove_mcp_endpoint *ep);

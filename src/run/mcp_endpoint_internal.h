@@ -58,6 +58,8 @@ struct ep_conn {
         bool sse;          /* the answer in H_WAIT is an SSE stream (headers sent) */
         bool modern;       /* H_WAIT: the request is modern (no session; its status follows its error) */
         bool meta_partial; /* ... and its _meta lacks clientCapabilities (the gateway's -32602 is a 400) */
+        bool sse_ok;       /* H_WAIT: the answer may become an SSE stream (HTTP/1.1, Accept has it) */
+        bool probing;      /* H_WAIT: the client stopped sending; its timer probes (http_probe) */
         int inflight;      /* H_WAIT: the slot answered on this connection, -1 */
 };
 
@@ -86,6 +88,11 @@ struct ep_inflight {
         json_t *token;                 /* its progressToken, or NULL */
         bool initialize;
         struct ep_conn *conn;          /* HTTP: the POST waiting for the answer */
+        /* Its client went away and the gateway's queue had no room for its
+         * notifications/cancelled: the slot is kept (no id, no session, no
+         * connection) until the cancellation is queued (mux_send_owed) or
+         * the gateway's answer comes first. reason: a static string. */
+        const char *cancel_owed;
 };
 
 struct ep_server_request {
@@ -93,6 +100,9 @@ struct ep_server_request {
         json_t *id;                    /* the gateway's id ("glove-...") */
         int session;
         uint64_t session_serial;
+        /* Its session ended and the gateway's queue had no room for the
+         * error answering it: kept (session -1) until that is queued. */
+        bool error_owed;
 };
 
 struct ep {
@@ -108,6 +118,8 @@ struct ep {
         struct ep_inflight inflight[GLOVE_MCP_ENDPOINT_INFLIGHT_MAX];
         struct ep_server_request server_req[GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX];
         bool failed;
+        bool ending;                   /* glove_mcp_endpoint_free: sessions close, nothing more to the gateway */
+        size_t owed;                   /* slots with cancel_owed or error_owed set */
         size_t budget;                 /* glove_mcp_endpoint_memory_budget(cfg.max_frame) */
         size_t backlog_bytes;          /* charged for the sessions' backlogs */
 };
@@ -168,6 +180,10 @@ bool mux_modern(const json_t *params);
  * on it: the gateway gets notifications/cancelled for it (MCP 2026-07-28
  * "Streamable HTTP": a closed response stream is the cancellation). */
 void mux_conn_gone(struct ep *ep, struct ep_conn *c);
+/* Queues what is owed to the gateway (cancellations, errors answering its
+ * requests to a session that ended) that found no room before, in slot
+ * order, as far as the queue takes them. */
+void mux_send_owed(struct ep *ep);
 /* The session for an HTTP Mcp-Session-Id, or -1. */
 int mux_session_find(struct ep *ep, const char *sid, size_t n);
 
@@ -182,3 +198,7 @@ int http_sse_event(struct ep_conn *c, const json_t *msg);
 int http_sse_text(struct ep_conn *c, const char *json, size_t len);
 /* The connection's session ended: a stream is finished. */
 void http_session_ended(struct ep_conn *c);
+/* The timer of a connection whose modern request waits after its client
+ * stopped sending: whether the client is still there is asked (mcp_http.c,
+ * "Half-close"). */
+void http_probe(struct ep_conn *c);

@@ -31,11 +31,17 @@
  * missing or not params.name (tools/call, prompts/get) or params.uri
  * (resources/read), its "=?base64?...?=" form decoded first: -32020
  * "endpoint.header_mismatch"; a version Glove does not serve modern:
- * -32022 with data.supported and data.requested. Mcp-Param-* are not
- * checked. The answer's status follows its error: -32020/-32021/-32022
- * and a -32602 for a _meta without clientCapabilities 400, -32601 404
- * (JSON answers only; an SSE answer has sent 200). A client that closes
- * the connection before the answer cancels the request at the gateway.
+ * -32022 with data.supported and data.requested. On tools/call, each
+ * argument the tool's inputSchema annotates with "x-mcp-header": NAME
+ * (reached through "properties" keys) must be mirrored in Mcp-Param-NAME
+ * when it has a value, and such a header given only then, once, equal to
+ * it once decoded: -32020 otherwise (and for a header holding a byte a
+ * plain header value may not). The answer's status follows its error:
+ * -32020/-32021/-32022 and a -32602 for a _meta without clientCapabilities
+ * 400, -32601 404 (JSON answers only; an SSE answer has sent 200). A client
+ * that closes the connection before the answer cancels the request at the
+ * gateway; one that only stops sending (a half-close) is answered
+ * ("Half-close" below).
  * GET and DELETE without Mcp-Session-Id: 405, Allow: POST.
  */
 #include "mcp_endpoint_internal.h"
@@ -45,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "glove/base/base64.h"
@@ -89,6 +96,8 @@ static void request_done(struct ep_conn *c) {
         c->sse = false;
         c->modern = false;
         c->meta_partial = false;
+        c->sse_ok = false;
+        c->probing = false;
         c->inflight = -1;
         if (!c->keep_alive) {
                 c->state = H_CLOSING;
@@ -216,6 +225,66 @@ static int modern_status(const struct ep_conn *c, const json_t *msg) {
         }
 }
 
+/* Half-close. A client may stop sending once its request is complete
+ * (shutdown(SHUT_WR), a half-close): its request is still answered.
+ * Only a full close cancels a modern request (MCP 2026-07-28 "Streamable
+ * HTTP": a closed response stream is the cancellation). Over TCP both are
+ * one FIN, so the endpoint asks: it writes to a client whose modern request
+ * waits after its FIN, and a client that has closed answers that with a
+ * reset, which ends the connection and cancels the request (mux_conn_gone).
+ * An SSE answer gets an SSE comment line at once and every
+ * GLOVE_MCP_ENDPOINT_PROBE_USEC; a JSON answer not given within that time
+ * becomes an SSE answer (200, the comment line, then the answer as an
+ * event) when the client accepts text/event-stream over HTTP/1.1, as every
+ * 2026-07-28 client must. A client that does not cannot be asked: its
+ * request is answered when its answer comes. A Unix socket's peer that
+ * closes is a hang-up at once (the egress relay's hand-over), no asking
+ * needed. */
+static void probe_write(struct ep_conn *c) {
+        static const char comment[] = "b\r\n: waiting\n\n\r\n"; /* a chunk: an SSE comment line */
+        if (!c->sse) {
+                if (sse_start(c) < 0) {
+                        conn_kill(c);
+                        return;
+                }
+                c->sse = true;
+        }
+        if (conn_queue(c, comment, sizeof(comment) - 1) < 0) {
+                conn_kill(c);
+                return;
+        }
+        conn_arm(c, GLOVE_MCP_ENDPOINT_PROBE_USEC);
+}
+
+void http_probe(struct ep_conn *c) {
+        if (c->dead || c->state != H_WAIT || !c->probing)
+                return;
+        probe_write(c);
+}
+
+/* The client of a waiting modern request stopped sending (EOF). */
+static void client_stopped(struct ep_conn *c) {
+        if (c->probing)
+                return;
+        if (!c->sse && !c->sse_ok)
+                return; /* cannot be asked: answered when the answer comes */
+        c->probing = true;
+        if (c->sse)
+                probe_write(c);
+        else
+                conn_arm(c, GLOVE_MCP_ENDPOINT_PROBE_USEC);
+}
+
+/* The client sent its last byte: close once what is queued has gone. */
+static void conn_end(struct ep_conn *c) {
+        if (!glove_mcp_writer_pending(&c->out)) {
+                conn_kill(c);
+                return;
+        }
+        c->state = H_CLOSING;
+        conn_update(c);
+}
+
 void http_answer(struct ep_conn *c, json_t *msg) {
         if (c->dead || c->state != H_WAIT)
                 return;
@@ -228,7 +297,7 @@ void http_answer(struct ep_conn *c, json_t *msg) {
         } else {
                 respond_json(c, c->modern ? modern_status(c, msg) : 200, msg);
         }
-        if (!c->dead && c->state == H_HEAD && c->in.len)
+        if (!c->dead && c->state == H_HEAD && (c->in.len || c->eof))
                 http_process(c);
 }
 
@@ -295,23 +364,155 @@ static void refuse_request(struct ep_conn *c, int status, int code, const char *
                 request_done(c);
 }
 
-/* Whether header value h (trimmed by the parser) says text (n bytes): byte
- * for byte, or, in the form "=?base64?B?=", B decodes (strict base64) to
- * it (MCP 2026-07-28 "Streamable HTTP", header values). */
-static bool header_says(struct glove_mcp_http_span h, const char *text, size_t n) {
+/* The text header value h (trimmed by the parser, at most
+ * GLOVE_MCP_HTTP_HEAD_MAX bytes) carries, into out (room for h.n bytes),
+ * its length in *n: in the form "=?base64?B?=" what B decodes to (strict
+ * base64, any bytes), else h itself (MCP 2026-07-28 "Streamable HTTP",
+ * value encoding). False when B is not base64, or h holds a byte a plain
+ * header value may not (outside visible ASCII, SP and HTAB: such a value
+ * must be sent encoded). */
+static bool header_text(struct glove_mcp_http_span h, uint8_t *out, size_t *n) {
         static const char pre[] = "=?base64?", post[] = "?=";
         size_t pn = sizeof(pre) - 1, qn = sizeof(post) - 1;
-        if (!text)
-                return false;
-        if (h.n >= pn + qn && memcmp(h.s, pre, pn) == 0 && memcmp(h.s + h.n - qn, post, qn) == 0) {
-                size_t bn = h.n - pn - qn;
-                if (GLOVE_BASE64_DECODED_MAX(bn) < n || GLOVE_BASE64_DECODED_MAX(bn) > n + 2)
+        for (size_t i = 0; i < h.n; i++)
+                if (((unsigned char)h.s[i] < 0x20 && h.s[i] != '\t') || (unsigned char)h.s[i] > 0x7e)
                         return false;
-                uint8_t out[GLOVE_MCP_HTTP_HEAD_MAX];
-                ssize_t got = glove_base64_decode_into(h.s + pn, bn, out);
-                return got >= 0 && (size_t)got == n && memcmp(out, text, n) == 0;
+        if (h.n >= pn + qn && memcmp(h.s, pre, pn) == 0 && memcmp(h.s + h.n - qn, post, qn) == 0) {
+                ssize_t got = glove_base64_decode_into(h.s + pn, h.n - pn - qn, out);
+                if (got < 0)
+                        return false;
+                *n = (size_t)got;
+                return true;
         }
-        return h.n == n && memcmp(h.s, text, n) == 0;
+        memcpy(out, h.s, h.n);
+        *n = h.n;
+        return true;
+}
+
+/* Whether header value h says text (n bytes), decoded first (header_text). */
+static bool header_says(struct glove_mcp_http_span h, const char *text, size_t n) {
+        uint8_t out[GLOVE_MCP_HTTP_HEAD_MAX];
+        size_t got;
+        return text && h.n <= sizeof(out) && header_text(h, out, &got) && got == n && memcmp(out, text, n) == 0;
+}
+
+/* ---- Mcp-Param-* (MCP 2026-07-28 "Streamable HTTP", custom headers from
+ * tool parameters): a tools/call's arguments that its tool's inputSchema
+ * annotates with "x-mcp-header": NAME are mirrored in the header
+ * Mcp-Param-NAME, which must then agree with the body. */
+
+/* Deepest chain of "properties" keys followed to an annotation. */
+#define PARAM_DEPTH_MAX 16
+
+/* The value of the field "Mcp-Param-" + name[0..nn) of c's head (the name
+ * compared in any case, OWS trimmed), and in *count how many such fields
+ * it has. The head is c->in[0..head_len), as the parser checked it (CRLF
+ * lines, token names, no obs-fold). */
+static struct glove_mcp_http_span param_field(const struct ep_conn *c, const char *name, size_t nn, int *count) {
+        static const char pre[] = "mcp-param-";
+        size_t pn = sizeof(pre) - 1;
+        const char *p = (const char *)c->in.data, *end = p + c->head_len;
+        struct glove_mcp_http_span v = {0};
+        *count = 0;
+        const char *line = memchr(p, '\n', c->head_len); /* after the request line */
+        for (line = line ? line + 1 : end; line < end;) {
+                const char *nl = memchr(line, '\n', (size_t)(end - line));
+                if (!nl)
+                        break;
+                const char *le = nl > line && nl[-1] == '\r' ? nl - 1 : nl;
+                const char *colon = memchr(line, ':', (size_t)(le - line));
+                if (colon && (size_t)(colon - line) == pn + nn && strncasecmp(line, pre, pn) == 0 &&
+                    strncasecmp(line + pn, name, nn) == 0) {
+                        const char *vs = colon + 1, *ve = le;
+                        while (vs < ve && (*vs == ' ' || *vs == '\t'))
+                                vs++;
+                        while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
+                                ve--;
+                        v = (struct glove_mcp_http_span){vs, (size_t)(ve - vs)};
+                        (*count)++;
+                }
+                line = nl + 1;
+        }
+        return v;
+}
+
+/* Whether text t[0..n) is a JSON number equal to v (compared as numbers:
+ * "42.0" says 42; the spec's integers are within 2^53). */
+static bool number_says(const char *t, size_t n, double v) {
+        char buf[64];
+        if (n == 0 || n >= sizeof(buf))
+                return false;
+        memcpy(buf, t, n);
+        buf[n] = '\0';
+        size_t i = buf[0] == '-';
+        if (buf[i] < '0' || buf[i] > '9')
+                return false; /* no "+1", ".5", "inf", "0x1" */
+        char *e;
+        errno = 0;
+        double d = strtod(buf, &e);
+        return *e == '\0' && errno == 0 && d == v;
+}
+
+/* Whether header value h says the argument value v (a string byte for
+ * byte, an integer or other number numerically, a boolean as true or
+ * false; anything else cannot be mirrored), decoded first. */
+static bool param_says(struct glove_mcp_http_span h, const json_t *v) {
+        uint8_t out[GLOVE_MCP_HTTP_HEAD_MAX];
+        size_t n;
+        if (h.n > sizeof(out) || !header_text(h, out, &n))
+                return false;
+        const char *t = (const char *)out;
+        if (json_is_string(v))
+                return n == json_string_length(v) && memcmp(t, json_string_value(v), n) == 0;
+        if (json_is_integer(v))
+                return number_says(t, n, (double)json_integer_value(v));
+        if (json_is_real(v))
+                return number_says(t, n, json_real_value(v));
+        if (json_is_boolean(v))
+                return json_is_true(v) ? n == 4 && memcmp(t, "true", 4) == 0 : n == 5 && memcmp(t, "false", 5) == 0;
+        return false;
+}
+
+/* Checks the annotated properties of schema (a tool's inputSchema, or an
+ * object property in it, reached through "properties" keys only, as the
+ * revision allows) against args (the arguments at that path, or NULL).
+ * path: the path so far ("a.b", for the message). Returns NULL, or the
+ * problem written into problem[0..size). */
+static const char *params_check(const struct ep_conn *c, const json_t *schema, const json_t *args, const char *path, int depth,
+                                char *problem, size_t size) {
+        const json_t *props = json_object_get(schema, "properties");
+        if (!json_is_object(props) || depth >= PARAM_DEPTH_MAX)
+                return NULL;
+        const char *key;
+        json_t *prop;
+        json_object_foreach((json_t *)props, key, prop) {
+                char at[256];
+                snprintf(at, sizeof(at), "%s%s%s", path, path[0] ? "." : "", key);
+                const json_t *v = json_is_object(args) ? json_object_get(args, key) : NULL;
+                const json_t *name = json_object_get(prop, "x-mcp-header");
+                if (json_is_string(name) && json_string_length(name) > 0 && strlen(json_string_value(name)) == json_string_length(name)) {
+                        const char *hn = json_string_value(name);
+                        int count;
+                        struct glove_mcp_http_span h = param_field(c, hn, strlen(hn), &count);
+                        bool value = v && !json_is_null(v);
+                        if (count > 1)
+                                snprintf(problem, size, "Mcp-Param-%s is given %d times", hn, count);
+                        else if (value && !count)
+                                snprintf(problem, size, "Mcp-Param-%s is required: params.arguments.%s has a value (x-mcp-header)", hn, at);
+                        else if (!value && count)
+                                snprintf(problem, size, "Mcp-Param-%s is given but params.arguments.%s has no value", hn, at);
+                        else if (value && !param_says(h, v))
+                                snprintf(problem, size, "Mcp-Param-%s differs from params.arguments.%s", hn, at);
+                        else
+                                problem[0] = '\0';
+                        if (problem[0])
+                                return problem;
+                }
+                const char *p = params_check(c, prop, v, at, depth + 1, problem, size);
+                if (p)
+                        return p;
+        }
+        return NULL;
 }
 
 /* The value of JSON string v (borrowed) and its length in *n; NULL when v
@@ -337,6 +538,7 @@ static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message 
         size_t vn, mn = strlen(m->method), nn;
         const char *version = json_text(json_object_get(meta, EP_META_VERSION), &vn);
         const char *problem = NULL;
+        char param_problem[512];
         /* A header that disagrees with the body is a mismatch (-32020)
          * whatever the versions; one that agrees names a version Glove may
          * not serve (-32022). */
@@ -374,6 +576,15 @@ static bool modern_headers_ok(struct ep_conn *c, const struct glove_mcp_message 
                         problem = "Mcp-Name is required on tools/call, prompts/get and resources/read";
                 else if (key && !header_says(q->mcp_name, value, nn))
                         problem = strcmp(key, "uri") == 0 ? "Mcp-Name differs from params.uri" : "Mcp-Name differs from params.name";
+                /* The tool's annotated arguments (Mcp-Param-*), as the
+                 * agent's tools/list shows its inputSchema. */
+                const json_t *schema = !problem && strcmp(m->method, "tools/call") == 0 && c->ep->cfg.tool_schema &&
+                                                       strlen(value) == nn
+                                               ? c->ep->cfg.tool_schema(c->ep->cfg.userdata, value)
+                                               : NULL;
+                if (schema)
+                        problem = params_check(c, schema, json_object_get(m->params, "arguments"), "", 0, param_problem,
+                                               sizeof(param_problem));
         }
         if (!problem)
                 return true;
@@ -494,7 +705,8 @@ static void post_forward(struct ep_conn *c, int s, const char *body, size_t len)
         c->state = H_WAIT;
         conn_arm(c, 0);
         bool progress = c->inflight >= 0 && ep->inflight[c->inflight].token;
-        if (q->minor == 1 && accepts_sse(q) && (progress || !accepts_json(q))) { /* chunked: HTTP/1.1 only */
+        c->sse_ok = q->minor == 1 && accepts_sse(q); /* chunked: HTTP/1.1 only */
+        if (c->sse_ok && (progress || !accepts_json(q))) {
                 c->sse = true;
                 if (sse_start(c) < 0)
                         conn_kill(c);
@@ -665,7 +877,7 @@ void http_process(struct ep_conn *c) {
                                 if (end > GLOVE_MCP_HTTP_HEAD_MAX || c->in.len > GLOVE_MCP_HTTP_HEAD_MAX)
                                         refuse(c, 431, "endpoint.http_head_too_large", "the request head is too large", true, NULL);
                                 else if (c->eof)
-                                        conn_kill(c);
+                                        conn_end(c); /* its answers go out first */
                                 return;
                         }
                         const char *reason = NULL;
@@ -706,10 +918,14 @@ void http_process(struct ep_conn *c) {
                         return;
                 }
                 /* H_WAIT, H_STREAM, H_CLOSING: later bytes wait; the client
-                 * closing a stream ends it, and closing the connection a
-                 * modern request waits on cancels that (mcp_mux.c). */
-                if (c->eof && (c->state == H_STREAM || (c->state == H_WAIT && c->modern)))
+                 * closing a stream ends it. A modern request's client that
+                 * stops sending is asked whether it is still there (above,
+                 * "Half-close"): its close cancels the request, its
+                 * half-close does not. */
+                if (c->eof && c->state == H_STREAM)
                         conn_kill(c);
+                else if (c->eof && c->state == H_WAIT && c->modern)
+                        client_stopped(c);
                 return;
         }
 }

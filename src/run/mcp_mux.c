@@ -20,7 +20,10 @@
  *  - A session that ends has its requests in flight cancelled at the gateway
  *    (notifications/cancelled) and its pending server requests answered with
  *    an error ("endpoint.session_ended"); late answers find no entry and are
- *    dropped.
+ *    dropped. What is owed to the gateway this way is never lost for want of
+ *    room: when its queue has none (the memory budget at its limit), the
+ *    message is kept in its slot and queued as soon as the queue drains
+ *    (mux_send_owed).
  *  - Modern requests (MCP 2026-07-28: params._meta names
  *    io.modelcontextprotocol/protocolVersion) are forwarded like any other,
  *    ids and tokens rewritten; the gateway checks their _meta. A command
@@ -29,8 +32,10 @@
  *    "endpoint.era_mixed" (audited, never forwarded). Over HTTP a modern
  *    request has no session (slot session -1): its answer and progress go
  *    to the POST's connection only, and the connection's going away cancels
- *    it at the gateway. A modern session is never initialized, so it gets
- *    no server-to-client requests and no broadcast notifications.
+ *    it at the gateway. Each is on record (endpoint_request: transport, the
+ *    channel id, method) before the gateway reads it, as a session is. A
+ *    modern session is never initialized, so it gets no server-to-client
+ *    requests and no broadcast notifications.
  */
 #include "mcp_endpoint_internal.h"
 
@@ -175,6 +180,10 @@ static void inflight_free(struct ep *ep, int slot) {
         f->id = f->token = NULL;
         f->used = false;
         f->conn = NULL;
+        if (f->cancel_owed) {
+                f->cancel_owed = NULL;
+                ep->owed--;
+        }
 }
 
 /* A JSON-RPC error for a client (a new reference). */
@@ -330,6 +339,14 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
                 json_decref(orig_token);
                 return r;
         }
+        /* A request without a session (a modern HTTP POST) has no
+         * endpoint_session record to say how it came: its own record does,
+         * under the id the gateway's records carry. Queued is not read: the
+         * gateway reads it from this loop, after this record. A failed
+         * append fails the endpoint, which stops the run. */
+        if (!ss)
+                (void)ep_audit(ep, "endpoint_request",
+                               json_pack("{s:s,s:s,s:s}", "transport", ep_transport_name(EP_HTTP), "id", wire, "method", m->method));
         f->used = true;
         f->gen++;
         f->session = s;
@@ -423,6 +440,12 @@ static void gateway_response(struct ep *ep, struct glove_mcp_message *m) {
         if (slot < 0)
                 return; /* no longer wanted (its session ended), or not ours */
         struct ep_inflight *f = &ep->inflight[slot];
+        if (f->cancel_owed) {
+                /* Answered before its cancellation could go: nothing to
+                 * cancel any more, and no one to tell. */
+                inflight_free(ep, slot);
+                return;
+        }
         int s = f->session;
         if (s < 0) {
                 /* A modern HTTP request: answered on its POST, if still there. */
@@ -510,6 +533,10 @@ static void gateway_notification(struct ep *ep, struct glove_mcp_message *m) {
                                 json_decref(q->id);
                                 q->id = NULL;
                                 q->used = false;
+                                if (q->error_owed) { /* withdrawn: no answer owed */
+                                        q->error_owed = false;
+                                        ep->owed--;
+                                }
                         }
                 }
                 return;
@@ -543,6 +570,7 @@ int mux_gateway_io(struct ep *ep, uint32_t revents) {
                 }
                 if (!glove_mcp_writer_pending(&ep->gw_out))
                         glove_buffer_free(&ep->gw_out.buf);
+                mux_send_owed(ep); /* the queue drained: room for what is owed */
         }
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 ssize_t n = glove_mcp_reader_fill(&ep->gw_in, ep->gw_fd);
@@ -561,21 +589,80 @@ int mux_gateway_io(struct ep *ep, uint32_t revents) {
                         sd_event_source_set_enabled(ep->gw_io, SD_EVENT_OFF);
                         return 0;
                 }
+                mux_send_owed(ep);
         }
         sd_event_source_set_io_events(ep->gw_io, EPOLLIN | (glove_mcp_writer_pending(&ep->gw_out) ? EPOLLOUT : 0));
         return 0;
 }
 
-/* notifications/cancelled to the gateway for in-flight slot i. */
-static void cancel_at_gateway(struct ep *ep, int i, const char *reason) {
-        if (ep->failed)
-                return;
+/* notifications/cancelled to the gateway for in-flight slot i. Returns 0,
+ * or a negative errno when the queue had no room (or the endpoint failed:
+ * -EPIPE, nothing is sent any more). */
+static int cancel_at_gateway(struct ep *ep, int i, const char *reason) {
+        if (ep->failed || ep->ending)
+                return -EPIPE;
         char wire[32];
         wire_id((size_t)i, ep->inflight[i].gen, wire, sizeof(wire));
         _cleanup_json_ json_t *n = json_pack("{s:s,s:s,s:{s:s,s:s}}", "jsonrpc", "2.0", "method", "notifications/cancelled", "params",
                                              "requestId", wire, "reason", reason);
-        if (n)
-                (void)gw_send(ep, n);
+        return n ? gw_send(ep, n) : -ENOMEM;
+}
+
+/* Slot i's client is gone: its request is cancelled at the gateway and the
+ * slot freed; when the queue has no room (the memory budget at its limit,
+ * or the queue's own bound), the cancellation is owed instead: the slot
+ * stays taken, bound to no one, until mux_send_owed queues it. So a
+ * cancellation is never lost for want of room. Returns true when the slot
+ * is free. */
+static bool inflight_cancel(struct ep *ep, int i, const char *reason) {
+        if (cancel_at_gateway(ep, i, reason) == 0 || ep->failed || ep->ending) {
+                inflight_free(ep, i);
+                return true;
+        }
+        struct ep_inflight *f = &ep->inflight[i];
+        if (session_live(ep, f->session, f->session_serial) && ep->sessions[f->session].inflight)
+                ep->sessions[f->session].inflight--;
+        json_decref(f->id);
+        json_decref(f->token);
+        f->id = f->token = NULL;
+        f->session = -1;
+        f->session_serial = 0;
+        f->conn = NULL;
+        f->cancel_owed = reason;
+        ep->owed++;
+        return false;
+}
+
+/* The error answering the gateway's request q, whose session ended.
+ * Returns 0 or a negative errno (no room, or the endpoint failed). */
+static int server_request_ended(struct ep *ep, struct ep_server_request *q) {
+        if (ep->failed || ep->ending)
+                return -EPIPE;
+        _cleanup_json_ json_t *e = glove_mcp_rpc_error(q->id, -32603, "the MCP client session ended", "endpoint.session_ended", NULL);
+        return e ? gw_send(ep, e) : -ENOMEM;
+}
+
+void mux_send_owed(struct ep *ep) {
+        for (int i = 0; ep->owed && !ep->failed && i < GLOVE_MCP_ENDPOINT_INFLIGHT_MAX; i++) {
+                struct ep_inflight *f = &ep->inflight[i];
+                if (!f->used || !f->cancel_owed)
+                        continue;
+                if (cancel_at_gateway(ep, i, f->cancel_owed) < 0)
+                        return; /* still no room: the next drain */
+                inflight_free(ep, i);
+        }
+        for (size_t i = 0; ep->owed && !ep->failed && i < GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX; i++) {
+                struct ep_server_request *q = &ep->server_req[i];
+                if (!q->used || !q->error_owed)
+                        continue;
+                if (server_request_ended(ep, q) < 0)
+                        return;
+                json_decref(q->id);
+                q->id = NULL;
+                q->used = false;
+                q->error_owed = false;
+                ep->owed--;
+        }
 }
 
 void mux_conn_gone(struct ep *ep, struct ep_conn *c) {
@@ -583,9 +670,8 @@ void mux_conn_gone(struct ep *ep, struct ep_conn *c) {
                 struct ep_inflight *f = &ep->inflight[i];
                 if (!f->used || f->conn != c || f->session >= 0)
                         continue;
-                cancel_at_gateway(ep, i, "the MCP client closed the response stream");
                 c->inflight = -1;
-                inflight_free(ep, i);
+                (void)inflight_cancel(ep, i, "the MCP client closed the response stream");
         }
 }
 
@@ -601,12 +687,11 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
                 struct ep_inflight *f = &ep->inflight[i];
                 if (!f->used || f->session != s || f->session_serial != ss->serial)
                         continue;
-                cancel_at_gateway(ep, i, "the MCP client session ended");
                 struct ep_conn *waiting = f->conn;
                 json_t *answer = waiting ? client_error(f->id, -32000, "the MCP client session ended", "endpoint.session_ended") : NULL;
                 if (waiting)
                         waiting->inflight = -1;
-                inflight_free(ep, i);
+                (void)inflight_cancel(ep, i, "the MCP client session ended");
                 if (waiting && answer)
                         http_answer(waiting, answer);
                 json_decref(answer);
@@ -616,11 +701,13 @@ void mux_session_close(struct ep *ep, int s, const char *reason) {
                 struct ep_server_request *q = &ep->server_req[i];
                 if (!q->used || q->session != s || q->session_serial != ss->serial)
                         continue;
-                if (!ep->failed) {
-                        _cleanup_json_ json_t *e = glove_mcp_rpc_error(q->id, -32603, "the MCP client session ended",
-                                                                       "endpoint.session_ended", NULL);
-                        if (e)
-                                (void)gw_send(ep, e);
+                if (server_request_ended(ep, q) < 0 && !ep->failed && !ep->ending) {
+                        /* No room: owed (mux_send_owed), never lost. */
+                        q->session = -1;
+                        q->session_serial = 0;
+                        q->error_owed = true;
+                        ep->owed++;
+                        continue;
                 }
                 json_decref(q->id);
                 q->id = NULL;

@@ -31,6 +31,7 @@
 #include "glove/base/shown.h"
 #include "glove/base/time.h"
 #include "glove/container/seccomp.h"
+#include "glove/kernel/calls.h"
 #include "glove/kernel/gateway.h"
 #include "glove/mcp/upstream.h"
 #include "glove/policy/policy.h"
@@ -547,6 +548,42 @@ static int on_forward_signal(sd_event_source *s, const struct signalfd_siginfo *
         return 0;
 }
 
+/* The inputSchema of upstream u's tool named tool (borrowed), or NULL. */
+static const json_t *tool_input_schema(const struct glove_mcp_upstream *u, const char *tool) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(glove_mcp_upstream_tools(u), i, t) {
+                const char *n = json_string_value(json_object_get(t, "name"));
+                if (n && strcmp(n, tool) == 0)
+                        return json_object_get(t, "inputSchema");
+        }
+        return NULL;
+}
+
+/* The inputSchema of the tool an agent's tools/call names, as the gateway
+ * routes the name (docs/mcp-mediation.md, "Own names"): NAME.TOOL of an
+ * upstream under qualified names, else the tool of the first
+ * --upstream-own-names upstream that lists the name. For the endpoint's
+ * Mcp-Param-* check (mcp_endpoint.h). */
+static const json_t *on_endpoint_tool_schema(void *userdata, const char *name) {
+        struct run *r = userdata;
+        size_t n = r->gw ? glove_kernel_gateway_upstreams(r->gw) : 0, ulen;
+        const char *tool;
+        if (glove_kernel_split_name(name, &ulen, &tool) == 0)
+                for (size_t i = 0; i < n; i++) {
+                        const struct glove_mcp_upstream *u = glove_kernel_gateway_upstream(r->gw, i);
+                        const char *un = glove_mcp_upstream_name(u);
+                        if (!r->own_names[i] && strlen(un) == ulen && memcmp(un, name, ulen) == 0)
+                                return tool_input_schema(u, tool);
+                }
+        for (size_t i = 0; i < n; i++) {
+                const json_t *s = r->own_names[i] ? tool_input_schema(glove_kernel_gateway_upstream(r->gw, i), name) : NULL;
+                if (s)
+                        return s;
+        }
+        return NULL;
+}
+
 /* The endpoint failed (audit, the gateway's channel): the run stops. */
 static void on_endpoint_failed(void *userdata, const struct glove_error *e) {
         struct run *r = userdata;
@@ -696,6 +733,7 @@ static int setup_sandbox(struct run *r, struct glove_error *err) {
                         .audit = &r->launch.audit,
                         .agent_bytes = on_agent_bytes,
                         .failed = on_endpoint_failed,
+                        .tool_schema = on_endpoint_tool_schema,
                         .userdata = r,
                 };
                 int er = glove_mcp_endpoint_new(&ec, &r->endpoint, &eerr);

@@ -33,6 +33,27 @@ Checks:
   modern_cancel  a modern long-running call whose client closes its SSE
                answer after the first progress (the host side finds it
                cancelled in the audit log)
+  modern_halfclose  modern calls of up.sleep (tests/agents/mcp-upstream.py)
+               whose client stops sending once its request is written
+               (shutdown(SHUT_WR)): a quick one is answered JSON, one slower
+               than the endpoint's asking (3 s) as SSE with a ": waiting"
+               comment first; each connection closes after its answer (the
+               host side finds neither cancelled); with egress on also
+               through the egress proxy ($HTTP_PROXY), in absolute form
+               (relayed) and after a CONNECT (handed over)
+  modern_close_proxy LOG  a modern call of up.sleep (60 s) in absolute form
+               through the egress proxy whose client closes its connection
+               (not half-closes) right after sending it: the upstream is
+               told to cancel it (waits at most 30 s for
+               notifications/cancelled in LOG, the upstream's log, granted
+               readable)
+  modern_params  a modern call of up.region (mcp-upstream.py --headers),
+               whose inputSchema annotates region, count and opts.zone
+               (x-mcp-header): with its Mcp-Param-* headers right it is
+               answered; with one that differs, one missing, or one given
+               for an argument without a value it is 400 -32020 (the host
+               side proves from the upstream's log that only the first
+               reached it)
   wait FILE    writes its network namespace (/proc/self/ns/net) to "ready"
                beside OUT, then waits (at most 60 s) until FILE exists (the
                host's side of a test runs meanwhile)
@@ -322,6 +343,104 @@ def check_modern_cancel():
     s.close()
     st, _, _ = modern("server/discover", {})
     expect("modern_cancel.after", st == 200, status=st)
+
+
+def proxy():
+    """The egress proxy of $HTTP_PROXY: (host, port, Proxy-Authorization), or None."""
+    import base64
+    import urllib.parse
+    url = os.environ.get("HTTP_PROXY")
+    if not url:
+        return None
+    u = urllib.parse.urlsplit(url)
+    cred = base64.b64encode(f"{urllib.parse.unquote(u.username)}:{urllib.parse.unquote(u.password)}".encode()).decode()
+    return u.hostname, u.port, "Basic " + cred
+
+
+def half_closed(body, headers, via="direct"):
+    """POSTs a modern request, stops sending, and reads until the endpoint
+    closes: (status, head text, body bytes as received). via: direct, or
+    through the egress proxy: absolute (the request in absolute form) or
+    connect (a CONNECT first)."""
+    data = json.dumps(body).encode()
+    h = {"Host": f"127.0.0.1:{PORT}", "Accept": "application/json, text/event-stream",
+         "Content-Type": "application/json", "Content-Length": str(len(data)), **headers}
+    target = "/mcp"
+    if via == "direct":
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    else:
+        phost, pport, auth = proxy()
+        s = socket.create_connection((phost, pport), timeout=20)
+        if via == "absolute":
+            target = f"http://127.0.0.1:{PORT}/mcp"
+            h["Proxy-Authorization"] = auth
+        else:
+            s.sendall(f"CONNECT 127.0.0.1:{PORT} HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nProxy-Authorization: {auth}\r\n\r\n".encode())
+            st, _, _ = read_response(s)
+            if st != 200:
+                return st, "CONNECT refused", b""
+    head = f"POST {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    s.sendall(head.encode() + data)
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    top, _, rest = got.partition(b"\r\n\r\n")
+    try:
+        status = int(top.split(b" ")[1])
+    except Exception:
+        status = 0
+    return status, top.decode("latin-1"), rest
+
+
+def check_modern_halfclose():
+    hdr = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "up.sleep"}
+    for via in ("direct", "absolute", "connect") if proxy() else ("direct",):
+        for ms, sse in ((0, False), (3000, True)):
+            call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                    "params": {"name": "up.sleep", "arguments": {"ms": ms}, "_meta": MODERN_META}}
+            st, head, rest = half_closed(call, hdr, via)
+            kind = "text/event-stream" if sse else "application/json"
+            expect(f"modern_halfclose.{via}_answered_{ms}", st == 200 and kind in head and f"slept {ms}".encode() in rest
+                   and (b": waiting" in rest) == sse, status=st, head=head, body=rest[:400].decode(errors="replace"))
+
+
+def check_modern_close_proxy():
+    phost, pport, auth = proxy()
+    body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                       "params": {"name": "up.sleep", "arguments": {"ms": 60000}, "_meta": MODERN_META}}).encode()
+    s = socket.create_connection((phost, pport), timeout=20)
+    s.sendall((f"POST http://127.0.0.1:{PORT}/mcp HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nProxy-Authorization: {auth}\r\n"
+               f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+               f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: up.sleep\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    s.close()
+    log = args.pop(0)
+    for _ in range(300):
+        if os.path.exists(log) and b"notifications/cancelled" in open(log, "rb").read():
+            break
+        time.sleep(0.1)
+    expect("modern_close_proxy.cancelled", os.path.exists(log) and b"notifications/cancelled" in open(log, "rb").read())
+
+
+def check_modern_params():
+    def call(headers, args):
+        h = {"Mcp-Name": "up.region", **headers}
+        return modern("tools/call", {"name": "up.region", "arguments": args}, headers=h, rid=3)
+    args = {"region": "eu-west1", "count": 3, "opts": {"zone": "b"}, "query": "q"}
+    st, _, body = call({"Mcp-Param-Region": "eu-west1", "Mcp-Param-Count": "3", "Mcp-Param-Zone": "b"}, args)
+    expect("modern_params.right", st == 200 and b"eu-west1" in body, status=st, body=body[:300].decode(errors="replace"))
+    for name, headers, a in (
+            ("differs", {"Mcp-Param-Region": "us-east1", "Mcp-Param-Count": "3", "Mcp-Param-Zone": "b"}, args),
+            ("missing", {"Mcp-Param-Region": "eu-west1", "Mcp-Param-Count": "3"}, args),
+            ("extra", {"Mcp-Param-Region": "eu-west1", "Mcp-Param-Count": "3", "Mcp-Param-Zone": "b"}, {"region": "eu-west1", "count": 3})):
+        st, _, body = call(headers, a)
+        expect(f"modern_params.{name}_400", st == 400 and rpc_code(body) == -32020, status=st, code=rpc_code(body),
+               body=body[:300].decode(errors="replace"))
 
 
 args = sys.argv[2:]

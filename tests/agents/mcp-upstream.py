@@ -4,7 +4,7 @@ as an upstream. It logs every line it receives, so a test can prove from the
 upstream's side what reached it.
 
   mcp-upstream.py [--log FILE] [--init MODE] [--tools N] [--page K]
-                  [--odd-names] [--nul-cursor] [--raw] [--era ERA] [MARKER...]
+                  [--odd-names] [--nul-cursor] [--raw] [--headers] [--era ERA] [MARKER...]
 
 --log FILE   append every line received to FILE, as "> LINE" (the format
              of mcp-tap.py)
@@ -28,6 +28,9 @@ upstream's side what reached it.
              cursor that is not exactly one given out is answered with a
              JSON-RPC error
 --raw        also list the tool raw (below)
+--headers    also list the tool region (below), whose inputSchema annotates
+             arguments with x-mcp-header (MCP 2026-07-28: an HTTP client
+             mirrors them in Mcp-Param-* headers)
 --era ERA    legacy (default); modern: a 2026-07-28-only server: initialize
              is answered -32022 (data.supported ["2026-07-28"]),
              server/discover with a DiscoverResult (tools.listChanged),
@@ -64,6 +67,10 @@ Tools:
                       SDK writes it); notify: first sends a
                       notifications/message line of about BYTES bytes, then
                       answers "flooded"
+  region {region, count, opts {zone}}
+                      (with --headers) answers its arguments as JSON text;
+                      region, count and opts.zone are annotated x-mcp-header
+                      Region, Count and Zone
   raw {lines}         (with --raw) writes each of LINES (strings) as it is, "@ID@" replaced
                       by the request's id in JSON and "@BADUTF8@" by the
                       bytes C3 28 (not UTF-8): bytes a JSON encoder would
@@ -81,6 +88,7 @@ page_size = 0
 odd_names = False
 nul_cursor = False
 raw_tool = False
+headers_tool = False
 probe = False
 era = "legacy"
 args = sys.argv[1:]
@@ -100,6 +108,8 @@ while args and args[0].startswith("--"):
         nul_cursor = True
     elif opt == "--raw":
         raw_tool = True
+    elif opt == "--headers":
+        headers_tool = True
     elif opt == "--probe":
         probe = True
     elif opt == "--era":
@@ -170,6 +180,12 @@ def tools():
     ]
     if raw_tool:
         t.append({"name": "raw", "description": "Answers with the lines given", "inputSchema": obj})
+    if headers_tool:
+        t.append({"name": "region", "description": "Answers its arguments", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "opts": {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}},
+            "query": {"type": "string"}}}})
     if MODERN:
         t += [{"name": "mrtr", "description": "Asks for input (2026-07-28)", "inputSchema": obj},
               {"name": "weird", "description": "Answers an unknown resultType", "inputSchema": obj}]
@@ -263,6 +279,8 @@ def call(rid, params):
                 sys.stdout.buffer.flush()
         else:
             text(rid, "x" * n)
+    elif name == "region" and headers_tool:
+        text(rid, json.dumps(a, sort_keys=True))
     elif name == "raw" and raw_tool:
         for line in a.get("lines", []):
             data = line.replace("@ID@", json.dumps(rid)).encode().replace(b"@BADUTF8@", b"\xc3\x28")

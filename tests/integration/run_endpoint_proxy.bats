@@ -83,3 +83,25 @@ no_loopback_egress() {
         expect_line "403"
         audit_has '.event == "egress" and .phase == "deny" and .reason == "not_allowed" and .port == 8931 and (has("route") | not)'
 }
+
+@test "endpoint proxy: a client that stops sending once its request is written (a half-close) is still answered through the proxy, in absolute form (relayed) and after a CONNECT (handed over); one that closes is cancelled" {
+        local log probe_out=$OUT/probe.jsonl
+        log=$(upstream_dir)/up.log
+        gr --mcp-endpoint http "${EGRESS[@]}" --upstream "up=$PY,$UPY,--log,$log" --allow 'up.*' --audit-log "$AUDIT" \
+                --read "$AGENTS" --write "$OUT" --read "$(upstream_dir)" -- "$PY" "$AGENTS/endpoint-probe.py" "$probe_out" \
+                modern_halfclose modern_close_proxy "$log"
+        if [ "$status" -ne 0 ] || grep -q '"pass": false' "$probe_out" || [ "$(grep -c '"check": "modern_halfclose' "$probe_out")" -ne 6 ] ||
+                ! grep -q '"check": "modern_close_proxy.cancelled", "pass": true' "$probe_out"; then
+                show_records "$probe_out" "$AUDIT"
+                echo "stderr: $stderr" >&2
+                fail "a half-closed client was not answered (or the three ways were not all tried), or a closed one's call not cancelled"
+        fi
+        audit_has '.event == "egress" and .route == "mcp_endpoint" and .method == "POST" and .phase == "close"'
+        audit_has '.event == "egress" and .route == "mcp_endpoint" and .method == "CONNECT" and .reason == "handed_over"'
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "up.sleep" and .upstream_status == "ok")] | length' "$AUDIT")" -eq 6 ] ||
+                { show_records "$AUDIT"; fail "the six half-closed calls were not all answered by the upstream"; }
+        # Only the closed one's call was cancelled.
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "up.sleep" and .upstream_status == "cancelled")] | length' "$AUDIT")" -eq 1 ] ||
+                { show_records "$AUDIT"; fail "not exactly the closed client's call was cancelled"; }
+        [ "$(grep -c '"notifications/cancelled"' "$log")" -eq 1 ] || fail "the upstream was told to cancel other than once: $(cat "$log")"
+}

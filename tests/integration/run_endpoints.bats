@@ -32,10 +32,19 @@ expect_probe_pass() {
         gr --mcp-endpoint http,command "${EV[@]}" --audit-log "$AUDIT" "${EP_CLIENT[@]}" \
                 list:http echo:http progress:http list:command echo:command progress:command
         expect_client_pass
-        # Each client session is on record, opened and closed.
+        # Each client session is on record, opened and closed: the
+        # command's when its connection closes, the HTTP ones (the SDK's
+        # client never DELETEs its session) when the run ends.
         audit_has '.event == "endpoint_session" and .phase == "open" and .transport == "http"'
         audit_has '.event == "endpoint_session" and .phase == "open" and .transport == "command"'
         audit_has '.event == "endpoint_session" and .phase == "close" and .transport == "command"'
+        audit_has '.event == "endpoint_session" and .phase == "close" and .transport == "http" and .reason == "run_ended"'
+        jq -se '([.[] | select(.event == "endpoint_session" and .phase == "open") | .session] | sort) ==
+                ([.[] | select(.event == "endpoint_session" and .phase == "close") | .session] | sort)' "$AUDIT" >/dev/null ||
+                { show_records "$AUDIT"; fail "a session opened was never closed on record"; }
+        # They end before the run's exit record.
+        jq -se '(map(.event) | rindex("endpoint_session")) < (map(.event) | index("exit"))' "$AUDIT" >/dev/null ||
+                { show_records "$AUDIT"; fail "a session record came after the exit record"; }
         audit_has '.event == "call_result" and .tool == "ev.echo"' "the echo calls were mediated"
 }
 

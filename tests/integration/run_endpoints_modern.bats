@@ -39,9 +39,14 @@ expect_probe_pass() {
         [ "$(grep -c '"refused":{"code":-32001' "$CLIENT_OUT")" -eq 4 ] || fail "ev.get-sum was not refused by policy each time"
         audit_has '.event == "call" and .tool == "ev.echo" and .decision == "allow"'
         audit_has '.event == "call" and .tool == "ev.get-sum" and .decision == "deny"'
-        # Modern HTTP requests open no session; nothing was refused.
+        # Modern HTTP requests open no session; each is on record with its
+        # transport instead, under the id of the gateway's records of it;
+        # nothing was refused.
         audit_lacks '.event == "endpoint_session" and .transport == "http"'
         audit_lacks '.event == "endpoint_refused"'
+        jq -se '[.[] | select(.event == "endpoint_request" and .transport == "http" and .method == "tools/call") | .id] as $r
+                | ($r | length) == 4 and ([.[] | select(.event == "call") | .id] as $c | all($r[]; . as $i | $c | index($i)))' \
+                "$AUDIT" >/dev/null || { show_records "$AUDIT"; fail "the HTTP calls are not each on record with their transport"; }
 }
 
 @test "endpoints (2026-07-28): modern POSTs need no session; header mismatches 400 -32020, an unsupported version 400 -32022, DELETE and GET without a session 405; closing a modern call's stream cancels it" {
@@ -53,4 +58,31 @@ expect_probe_pass() {
         audit_has '.event == "endpoint_refused" and .status == 405 and .reason == "endpoint.http_method"'
         audit_has '.event == "call_result" and .tool == "ev.trigger-long-running-operation" and .upstream_status == "cancelled"' \
                 "the call whose client closed its stream was cancelled"
+}
+
+@test "endpoints (2026-07-28): a client that stops sending once its request is written (a half-close) is still answered, JSON at once or SSE after the endpoint asked; nothing is cancelled" {
+        local log
+        log=$(upstream_dir)/up.log
+        gr --mcp-endpoint http --upstream "up=$PY,$UPY,--log,$log" --allow 'up.*' --audit-log "$AUDIT" \
+                "${PROBE[@]}" modern_halfclose
+        expect_probe_pass
+        [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "up.sleep" and .upstream_status == "ok")] | length' "$AUDIT")" -eq 2 ] ||
+                { show_records "$AUDIT"; fail "the two half-closed calls were not both answered by the upstream"; }
+        audit_lacks '.event == "call_result" and .tool == "up.sleep" and .upstream_status == "cancelled"' "a half-closed call was cancelled"
+        ! grep -q '"notifications/cancelled"' "$log" || fail "the upstream was told to cancel: $(cat "$log")"
+}
+
+@test "endpoints (2026-07-28): Mcp-Param-* headers are checked against the arguments the tool annotates (x-mcp-header): one that differs, is missing or has no value is 400 -32020, audited, and never reaches the upstream" {
+        local log
+        log=$(upstream_dir)/up.log
+        gr --mcp-endpoint http --upstream "up=$PY,$UPY,--headers,--log,$log" --allow 'up.*' --audit-log "$AUDIT" \
+                "${PROBE[@]}" modern_params
+        expect_probe_pass
+        # From the upstream's side: the right call only.
+        [ "$(grep -c '"method": *"tools/call".*"region"' "$log")" -eq 1 ] ||
+                fail "the upstream did not receive exactly the one right call: $(grep tools/call "$log")"
+        [ "$(jq -s '[.[] | select(.event == "endpoint_refused" and .status == 400 and .reason == "endpoint.header_mismatch")] | length' "$AUDIT")" -eq 3 ] ||
+                { show_records "$AUDIT"; fail "the three refusals are not on record"; }
+        [ "$(jq -s '[.[] | select(.event == "call" and .tool == "up.region")] | length' "$AUDIT")" -eq 1 ] ||
+                { show_records "$AUDIT"; fail "a refused call reached the gateway"; }
 }

@@ -51,21 +51,24 @@
  * 4 to 7 and goes to the endpoint through the endpoint's own channel
  * (endpoint_fd, the descriptors the sandbox's listener helper passes there):
  *
- *   - CONNECT: the OPEN event (route mcp_endpoint), the 200, then the
- *     agent's connection itself is handed over and a CLOSE event with
- *     reason handed_over follows at once (the endpoint serves and audits it
- *     from then on; no relay thread, no relay timeout stays with it). When
- *     the agent sent bytes after its CONNECT head before the 200, they are
- *     relayed as a tunnel to one end of a socketpair instead, whose other
- *     end is handed over;
+ *   - CONNECT: the agent's connection itself is handed over, then come
+ *     the OPEN event (route mcp_endpoint), the 200 and at once a CLOSE
+ *     event with reason handed_over (the endpoint serves and audits it
+ *     from then on; no relay thread, no relay timeout stays with it; the
+ *     endpoint writes nothing before it has read a request, so the 200 is
+ *     the first thing the agent reads). When the agent sent bytes after its
+ *     CONNECT head before the 200, one end of a socketpair is handed over
+ *     instead, then OPEN, the 200, and the bytes are relayed as a tunnel;
  *   - absolute form (`METHOD http://127.0.0.1:PORT/mcp ...`): one end of a
  *     socketpair is handed over and the request goes to it as step 7 sends
  *     a forwarded one (origin form, `Connection: close`), as a tunnel with
  *     the relay's timeouts; OPEN and CLOSE events (route mcp_endpoint).
  *
  * A hand-over that fails (the endpoint is gone) is a DENY connect_failed
- * 502. Nothing else on any loopback is reachable this way: every other port
- * and address goes through steps 4 to 7 as before. Host and Origin are left
+ * 502 with its one-line body, in every form: nothing is answered 200
+ * before the endpoint has the connection. Nothing else on any loopback is
+ * reachable this way: every other port and address goes through steps 4 to
+ * 7 as before. Host and Origin are left
  * to the endpoint, which checks them as for a direct connection.
  *
  * Beyond max_connections the acceptor answers 503 itself without reading the

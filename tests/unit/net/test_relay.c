@@ -968,19 +968,44 @@ static void test_endpoint_nothing_else_is_routed(void **state) {
         close(ep);
 }
 
-/* The endpoint is gone: 502 connect_failed, on record as the endpoint's. */
+/* The endpoint is gone: 502 connect_failed with its body, on record as the
+ * endpoint's (one DENY, no OPEN), in every form: absolute form, and a
+ * CONNECT, with or without bytes sent ahead of the answer. A CONNECT is
+ * handed over before it is answered, so it is never answered 200 and then
+ * closed. */
 static void test_endpoint_gone_is_502(void **state) {
         (void)state;
         struct fx f;
         int ep;
         fx_start_endpoint(&f, &ep);
         close(ep);
-        int status;
-        int fd = proxy_get(&f, "127.0.0.1:4242", &status);
-        assert_int_equal(status, 502);
-        close(fd);
-        assert_single_deny(&f, GLOVE_NET_EGRESS_CONNECT_FAILED, 502);
-        assert_true(f.rec.recs[0].mcp_endpoint);
+        static const char body[] = "glove egress proxy: connect_failed\n";
+        for (int form = 0; form < 3; form++) {
+                int status;
+                int fd = form == 0 ? proxy_get(&f, "127.0.0.1:4242", &status)
+                                   : proxy_request(&f, "CONNECT", form == 1 ? "127.0.0.1:4242" : "localhost:4242", NULL,
+                                                   form == 2 ? "early" : NULL, &status);
+                if (status != 502)
+                        fail_msg("form %d: status %d", form, status);
+                char out[256];
+                ssize_t n = read_to_eof(fd, out, sizeof(out) - 1);
+                assert_true(n >= 0);
+                out[n] = '\0';
+                assert_string_equal(out, body);
+                close(fd);
+                assert_int_equal(recorder_wait(&f.rec, form + 1), form + 1);
+                usleep(20 * 1000);
+                pthread_mutex_lock(&f.rec.lock);
+                struct rec r = f.rec.recs[form];
+                int recs = f.rec.n;
+                pthread_mutex_unlock(&f.rec.lock);
+                if (recs != form + 1 || r.phase != GLOVE_NET_EGRESS_DENY || r.reason != GLOVE_NET_EGRESS_CONNECT_FAILED)
+                        fail_msg("form %d: %d records, the last phase %d reason %s", form, recs, (int)r.phase,
+                                 glove_net_egress_reason_name(r.reason));
+                assert_int_equal(r.status, 502);
+                assert_true(r.mcp_endpoint);
+                assert_string_equal(r.method, form == 0 ? "GET" : "CONNECT");
+        }
         fx_stop(&f);
 }
 

@@ -13,9 +13,14 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/sockios.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,7 +50,26 @@ struct fixture {
         int helper;  /* the listener helper's end */
 };
 
+/* The gateway's tools as the agent sees them, for Mcp-Param-*: the tool
+ * "hdr" annotates region, count, dry and opts.zone (and an item of list,
+ * which the revision does not allow and which is not checked). */
+static json_t *hdr_schema;
+static const json_t *tool_schema(void *userdata, const char *name) {
+        (void)userdata;
+        return strcmp(name, "hdr") == 0 ? hdr_schema : NULL;
+}
+
 static int setup(void **state) {
+        if (!hdr_schema)
+                hdr_schema = json_loads("{\"type\":\"object\",\"properties\":{"
+                                        "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+                                        "\"count\":{\"type\":\"integer\",\"x-mcp-header\":\"Count\"},"
+                                        "\"dry\":{\"type\":\"boolean\",\"x-mcp-header\":\"Dry\"},"
+                                        "\"opts\":{\"type\":\"object\",\"properties\":{\"zone\":{\"type\":\"string\",\"x-mcp-header\":\"Zone\"}}},"
+                                        "\"list\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"x-mcp-header\":\"Item\"}},"
+                                        "\"q\":{\"type\":\"string\"}}}",
+                                        0, NULL);
+        assert_non_null(hdr_schema);
         struct fixture *f = calloc(1, sizeof(*f));
         int gw[2], acc[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, gw), 0);
@@ -56,7 +80,7 @@ static int setup(void **state) {
         f->audit.path = "audit";
         struct glove_mcp_endpoint_config cfg = {
                 .event = f->e, .gateway_fd = gw[1], .accept_fd = acc[1], .port = 8931, .http = true, .command = true,
-                .max_frame = 1 << 20, .audit = &f->audit,
+                .max_frame = 1 << 20, .audit = &f->audit, .tool_schema = tool_schema,
         };
         struct glove_error err = {0};
         assert_int_equal(glove_mcp_endpoint_new(&cfg, &f->ep, &err), 0);
@@ -77,10 +101,8 @@ static int teardown(void **state) {
         return 0;
 }
 
-/* A new connection from "inside": its client end, non-blocking. */
-static int connect_client(struct fixture *f) {
-        int sv[2];
-        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+/* Passes fd to the endpoint as the listener helper does, and closes it. */
+static void pass_fd(struct fixture *f, int fd) {
         char byte = 'c';
         struct iovec iov = {.iov_base = &byte, .iov_len = 1};
         union {
@@ -93,11 +115,40 @@ static int connect_client(struct fixture *f) {
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
         cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &sv[1], sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
         assert_int_equal(sendmsg(f->helper, &msg, 0), 1);
-        close(sv[1]);
+        close(fd);
+}
+
+/* A new connection from "inside": its client end, non-blocking. A Unix
+ * socket, as the egress relay hands over. */
+static int connect_client(struct fixture *f) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        pass_fd(f, sv[1]);
         fcntl(sv[0], F_SETFL, O_NONBLOCK);
         return sv[0];
+}
+
+/* The same over TCP on 127.0.0.1, as the sandbox's listener passes: a
+ * close and a half-close of the client are one FIN there. */
+static int connect_client_tcp(struct fixture *f) {
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(l >= 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(l, 1), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(c >= 0);
+        assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+        int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(s >= 0);
+        close(l);
+        pass_fd(f, s);
+        fcntl(c, F_SETFL, O_NONBLOCK);
+        return c;
 }
 
 static void say(int fd, const char *text) {
@@ -535,6 +586,26 @@ static int audited(struct fixture *f, const char *reason) {
         return count;
 }
 
+/* Whether one record of the audit log holds every one of the texts (up to
+ * four; NULL ends them). */
+static bool audit_line(struct fixture *f, const char *a, const char *b, const char *c, const char *d) {
+        static char buf[1 << 16];
+        ssize_t n = pread(f->audit.fd, buf, sizeof(buf) - 1, 0);
+        assert_true(n >= 0);
+        buf[n] = '\0';
+        for (char *line = buf, *nl; *line; line = nl + 1) {
+                nl = strchr(line, '\n');
+                if (!nl)
+                        break;
+                *nl = '\0';
+                bool all = strstr(line, a) && (!b || strstr(line, b)) && (!c || strstr(line, c)) && (!d || strstr(line, d));
+                *nl = '\n';
+                if (all)
+                        return true;
+        }
+        return false;
+}
+
 #define META_OK "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}"
 #define MODERN_HEADERS(method) "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " method "\r\n"
 
@@ -596,7 +667,8 @@ static void gw_answer(struct fixture *f, const json_t *g, const char *member) {
 }
 
 /* A modern POST needs no session: forwarded with its id rewritten and its
- * _meta intact, answered JSON without Mcp-Session-Id; on one connection,
+ * _meta intact (on record as an endpoint_request with its transport),
+ * answered JSON without Mcp-Session-Id; on one connection,
  * one after another; Mcp-Name in plain and base64 form, for names and
  * URIs; unknown Mcp-Param-* accepted. */
 static void test_modern_post(void **state) {
@@ -628,6 +700,13 @@ static void test_modern_post(void **state) {
                 assert_string_equal("2026-07-28",
                                     json_string_value(json_object_get(json_object_get(json_object_get(g, "params"), "_meta"),
                                                                       "io.modelcontextprotocol/protocolVersion")));
+                /* On record before it went, with its transport: the id is
+                 * the one the gateway's records carry. */
+                char id[64], method[64];
+                snprintf(id, sizeof(id), "\"id\":\"%s\"", str(g, "id"));
+                snprintf(method, sizeof(method), "\"method\":\"%s\"", ok[i].method);
+                if (!audit_line(f, "\"event\":\"endpoint_request\"", "\"transport\":\"http\"", id, method))
+                        fail_msg("case %zu: no endpoint_request record for %s", i, str(g, "id"));
                 gw_answer(f, g, "\"result\":{\"resultType\":\"complete\"}");
                 json_decref(g);
                 struct http_resp r;
@@ -716,6 +795,82 @@ static void test_modern_header_refusals(void **state) {
         assert_int_equal(audited(f, "endpoint.header_mismatch"), 13);
         assert_int_equal(audited(f, "endpoint.protocol_version"), 1);
         assert_int_equal(audited(f, "endpoint.invalid_params"), 3);
+        close(c);
+}
+
+/* Mcp-Param-*: a tools/call's arguments its tool annotates (x-mcp-header)
+ * must be mirrored in their headers, equal once decoded (integers
+ * numerically, booleans as true/false, the base64 form for any text),
+ * header names in any case; a mismatch, a missing or extra or repeated
+ * header, or one holding a byte a header may not carry plainly is 400
+ * -32020, audited, never forwarded. Unannotated arguments, unknown
+ * Mcp-Param-* fields and tools without annotations are not checked. */
+static void test_modern_param_headers(void **state) {
+        struct fixture *f = *state;
+#define HDR(args) "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"hdr\",\"arguments\":" args "," META_OK "}}"
+#define H MODERN_HEADERS("tools/call") "Mcp-Name: hdr\r\n"
+        static const struct {
+                const char *headers, *body;
+                bool ok;
+        } cases[] = {
+                {H "Mcp-Param-Region: eu-west1\r\nMcp-Param-Count: 7\r\nMcp-Param-Dry: true\r\nMcp-Param-Zone: b\r\n",
+                 HDR("{\"region\":\"eu-west1\",\"count\":7,\"dry\":true,\"opts\":{\"zone\":\"b\"},\"q\":\"x\",\"list\":[\"i\"]}"), true},
+                /* Numerically, decoded, any case; absent and null values need none; others are ignored. */
+                {H "mcp-param-count: 7.0\r\nMCP-PARAM-REGION: =?base64?SGVsbG8sIOS4lueVjA==?=\r\nMcp-Param-Other: 1\r\n",
+                 HDR("{\"region\":\"Hello, \\u4e16\\u754c\",\"count\":7,\"dry\":null}"), true},
+                {H "Mcp-Param-Dry: false\r\n", HDR("{\"dry\":false,\"opts\":{}}"), true},
+                {H, HDR("{}"), true},
+                {H "Mcp-Param-Region: =?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=\r\n", HDR("{\"region\":\"=?base64?literal?=\"}"), true},
+                /* Refused. */
+                {H, HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: us\r\n", HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: eu\r\nMcp-Param-Region: eu\r\n", HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: eu\r\n", HDR("{\"q\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: eu\r\n", HDR("{\"region\":null}"), false},
+                {H "Mcp-Param-Count: 8\r\n", HDR("{\"count\":7}"), false},
+                {H "Mcp-Param-Count: 7abc\r\n", HDR("{\"count\":7}"), false},
+                {H "Mcp-Param-Count: +7\r\n", HDR("{\"count\":7}"), false},
+                {H "Mcp-Param-Dry: True\r\n", HDR("{\"dry\":true}"), false},
+                {H "Mcp-Param-Dry: 1\r\n", HDR("{\"dry\":true}"), false},
+                {H "Mcp-Param-Zone: a\r\n", HDR("{\"opts\":{\"zone\":\"b\"}}"), false},
+                {H, HDR("{\"opts\":{\"zone\":\"b\"}}"), false},
+                {H "Mcp-Param-Region: =?base64?ZXU?=\r\n", HDR("{\"region\":\"eu\"}"), false},
+                {H "Mcp-Param-Region: \xc3\xa9\r\n", HDR("{\"region\":\"\\u00e9\"}"), false},
+                {H "Mcp-Param-Region: {}\r\n", HDR("{\"region\":{}}"), false},
+        };
+#undef H
+#undef HDR
+        int c = connect_client(f);
+        int refused = 0;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                post(c, cases[i].headers, cases[i].body);
+                if (cases[i].ok) {
+                        json_t *g = hear(f, f->gw);
+                        if (!g)
+                                fail_msg("case %zu: not forwarded", i);
+                        assert_string_equal(str(g, "params.name"), "hdr");
+                        gw_answer(f, g, "\"result\":{\"resultType\":\"complete\"}");
+                        json_decref(g);
+                }
+                struct http_resp r;
+                http_read(f, c, &r);
+                if (cases[i].ok ? r.status != 200 : r.status != 400 || error_code(r.body) != -32020)
+                        fail_msg("case %zu: status %d code %d: %s", i, r.status, error_code(r.body), str(r.body, "error.message"));
+                if (!cases[i].ok) {
+                        assert_string_equal(str(r.body, "error.data.reason"), "endpoint.header_mismatch");
+                        assert_int_equal(json_integer_value(json_object_get(r.body, "id")), 9);
+                        refused++;
+                        quiet(f, f->gw);
+                }
+                json_decref(r.body);
+        }
+        assert_int_equal(audited(f, "endpoint.header_mismatch"), refused);
+        /* A tool the callback does not know: nothing to check. */
+        post(c, MODERN_HEADERS("tools/call") "Mcp-Name: echo\r\nMcp-Param-Region: us\r\n",
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"region\":\"eu\"}," META_OK "}}");
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        json_decref(g);
         close(c);
 }
 
@@ -877,10 +1032,10 @@ static void test_modern_sse_and_cancel(void **state) {
         assert_non_null(strstr(buf, "\"id\":4"));
         close(c);
         quiet(f, f->gw);
-        /* Closed while waiting: JSON (Accept: application/json) and SSE;
-         * and a client whose end only stops sending (as TCP's FIN looks
-         * before the close is whole). */
-        for (int sse = 0; sse < 3; sse++) {
+        /* Closed while waiting: JSON (Accept: application/json) and SSE.
+         * (A client that only stops sending is not gone:
+         * test_modern_half_close.) */
+        for (int sse = 0; sse < 2; sse++) {
                 c = connect_client(f);
                 char req[2048];
                 const char *body = sse == 1 ? call
@@ -894,10 +1049,7 @@ static void test_modern_sse_and_cancel(void **state) {
                 assert_non_null(g);
                 if (sse == 1)
                         assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
-                if (sse == 2)
-                        shutdown(c, SHUT_WR);
-                else
-                        close(c);
+                close(c);
                 json_t *x = hear(f, f->gw);
                 assert_non_null(x);
                 assert_string_equal(str(x, "method"), "notifications/cancelled");
@@ -907,8 +1059,6 @@ static void test_modern_sse_and_cancel(void **state) {
                 gw_answer(f, g, "\"result\":{}");
                 json_decref(g);
                 quiet(f, f->gw);
-                if (sse == 2)
-                        close(c);
         }
         /* A legacy request's connection closing cancels nothing (its session
          * lives on): as before. */
@@ -920,6 +1070,95 @@ static void test_modern_sse_and_cancel(void **state) {
         close(c);
         quiet(f, f->gw);
         json_decref(g);
+}
+
+/* Reads fd into buf until its end (the loop runs meanwhile). True when the
+ * end came. */
+static bool read_to_end(struct fixture *f, int fd, char *buf, size_t size) {
+        size_t len = 0;
+        buf[0] = '\0';
+        for (int round = 0; round < 600; round++) {
+                sd_event_run(f->e, 5000);
+                for (;;) {
+                        ssize_t n = read(fd, buf + len, size - 1 - len);
+                        if (n > 0) {
+                                len += (size_t)n;
+                                buf[len] = '\0';
+                                continue;
+                        }
+                        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                                return true;
+                        break;
+                }
+        }
+        return false;
+}
+
+/* A client that stops sending once its modern request is complete
+ * (shutdown(SHUT_WR), a half-close) still gets its answer, over a Unix
+ * socket and over TCP, whether the answer comes at once (JSON), after the
+ * endpoint asked whether the client is still there (the JSON answer turned
+ * into an SSE answer, a comment line first), or on an SSE answer; nothing
+ * is cancelled, and the connection closes after the answer. Over TCP, where
+ * a close is the same FIN, a client that has closed is found gone by that
+ * asking and its request is cancelled, JSON or SSE. */
+static void test_modern_half_close(void **state) {
+        struct fixture *f = *state;
+        static const char json_call[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"," META_OK "}}";
+        static const char sse_call[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\",\"_meta\":{"
+                                       "\"progressToken\":\"tk\",\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                                       "\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+        static char buf[16384];
+        for (int tcp = 0; tcp < 2; tcp++)
+                for (int when = 0; when < 3; when++) { /* JSON at once, JSON after the asking, SSE */
+                        int c = tcp ? connect_client_tcp(f) : connect_client(f);
+                        post(c, MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n", when == 2 ? sse_call : json_call);
+                        json_t *g = hear(f, f->gw);
+                        assert_non_null(g);
+                        assert_int_equal(shutdown(c, SHUT_WR), 0);
+                        if (when >= 1 && !read_until(f, c, buf, sizeof(buf), ": waiting\n\n"))
+                                fail_msg("tcp %d case %d: not asked: %s", tcp, when, buf);
+                        else
+                                for (int round = 0; round < 20; round++)
+                                        sd_event_run(f->e, 1000);
+                        gw_answer(f, g, "\"result\":{\"resultType\":\"complete\",\"content\":[]}");
+                        json_decref(g);
+                        size_t before = strlen(buf);
+                        char *rest = when >= 1 ? buf + before : buf;
+                        if (!read_to_end(f, c, rest, sizeof(buf) - (size_t)(rest - buf)))
+                                fail_msg("tcp %d case %d: the connection did not end after the answer", tcp, when);
+                        if (when == 0) {
+                                assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+                                assert_non_null(strstr(buf, "Content-Type: application/json"));
+                                assert_null(strstr(buf, ": waiting"));
+                        } else {
+                                assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+                                assert_non_null(strstr(buf, "Content-Type: text/event-stream"));
+                                assert_non_null(strstr(buf, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,"));
+                                assert_non_null(strstr(buf, "0\r\n\r\n"));
+                        }
+                        if (!strstr(buf, "\"resultType\":\"complete\""))
+                                fail_msg("tcp %d case %d: no answer in %s", tcp, when, buf);
+                        quiet(f, f->gw); /* nothing was cancelled */
+                        close(c);
+                }
+        /* TCP: a client that closed, not half-closed, is found gone, JSON
+         * (after the asking) or SSE (at once): the request is cancelled. */
+        for (int sse = 0; sse < 2; sse++) {
+                int c = connect_client_tcp(f);
+                post(c, MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n", sse ? sse_call : json_call);
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                if (sse) /* read, so that the close is a FIN, not a reset */
+                        assert_true(read_until(f, c, buf, sizeof(buf), "text/event-stream"));
+                close(c);
+                json_t *x = hear(f, f->gw);
+                assert_non_null(x);
+                assert_string_equal(str(x, "method"), "notifications/cancelled");
+                assert_string_equal(str(x, "params.requestId"), str(g, "id"));
+                json_decref(x);
+                json_decref(g);
+        }
 }
 
 /* The command endpoint: a connection speaks one era. Modern without
@@ -978,7 +1217,201 @@ static void test_command_eras(void **state) {
         close(l);
 }
 
+/* The run ends with client sessions open (an HTTP session nobody
+ * DELETEd, a command connection still there, each with a request in
+ * flight): each one's close is on record, reason run_ended, as every other
+ * end of a session is. Nothing more goes to the gateway: the run tells it
+ * the agent is gone, which ends its calls. */
+static void test_sessions_closed_at_run_end(void **state) {
+        struct fixture *f = *state;
+        static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"capabilities\":{}}}";
+        int c = connect_client(f);
+        post(c, "", init);
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        gw_answer(f, g, "\"result\":{}");
+        json_decref(g);
+        struct http_resp r;
+        http_read(f, c, &r);
+        assert_int_equal(r.status, 200);
+        json_decref(r.body);
+        int s = session(f, "{}");
+        say(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}\n");
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        json_decref(g);
+        assert_int_equal(audited(f, "run_ended"), 0);
+        glove_mcp_endpoint_free(f->ep);
+        f->ep = NULL;
+        assert_int_equal(audited(f, "run_ended"), 2);
+        static char buf[1 << 16];
+        ssize_t n = pread(f->audit.fd, buf, sizeof(buf) - 1, 0);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        assert_non_null(strstr(buf, "\"phase\":\"close\",\"session\":1,\"transport\":\"http\",\"reason\":\"run_ended\",\"cancelled\":0"));
+        assert_non_null(strstr(buf, "\"phase\":\"close\",\"session\":2,\"transport\":\"command\",\"reason\":\"run_ended\",\"cancelled\":1"));
+        n = read(f->gw, buf, sizeof(buf) - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        assert_null(strstr(buf, "notifications/cancelled"));
+        close(c);
+        close(s);
+}
+
+/* ---- what the endpoint owes the gateway ---- */
+
+/* Writes all of text to the non-blocking fd, running the loop meanwhile,
+ * then until the endpoint has read it all (SIOCOUTQ) and a little more. */
+static void say_all(struct fixture *f, int fd, const char *text, size_t n) {
+        size_t off = 0;
+        for (int round = 0; round < 20000 && off < n; round++) {
+                ssize_t w = write(fd, text + off, n - off);
+                if (w > 0)
+                        off += (size_t)w;
+                sd_event_run(f->e, 1000);
+        }
+        assert_int_equal(off, n);
+        int queued = 1;
+        for (int round = 0; round < 20000 && queued > 0; round++) {
+                assert_int_equal(ioctl(fd, SIOCOUTQ, &queued), 0);
+                sd_event_run(f->e, 1000);
+        }
+        assert_int_equal(queued, 0);
+        for (int round = 0; round < 5; round++)
+                sd_event_run(f->e, 1000);
+}
+
+/* How many lines on fd (read now, without blocking) carry text. */
+static int lines_with(int fd, const char *text) {
+        static char buf[1 << 16];
+        static size_t len;
+        int count = 0;
+        ssize_t n;
+        while ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+                len += (size_t)n;
+                buf[len] = '\0';
+                char *nl;
+                while ((nl = strchr(buf, '\n'))) {
+                        *nl = '\0';
+                        count += strstr(buf, text) != NULL;
+                        len -= (size_t)(nl + 1 - buf);
+                        memmove(buf, nl + 1, len + 1);
+                }
+        }
+        return count;
+}
+
+/* Everything the endpoint sends the gateway until it is quiet (the loop
+ * runs), as parsed lines appended to out. */
+static void drain_gateway(struct fixture *f, json_t *out) {
+        size_t cap = 64 << 20, len = 0;
+        char *buf = malloc(cap);
+        assert_non_null(buf);
+        for (int idle = 0; idle < 100;) {
+                sd_event_run(f->e, 1000);
+                ssize_t n;
+                bool got = false;
+                while (len < cap && (n = read(f->gw, buf + len, cap - len)) > 0) {
+                        len += (size_t)n;
+                        got = true;
+                }
+                idle = got ? 0 : idle + 1;
+        }
+        assert_true(len < cap);
+        for (char *p = buf, *nl; (nl = memchr(p, '\n', len - (size_t)(p - buf))); p = nl + 1) {
+                json_t *j = json_loadb(p, (size_t)(nl - p), 0, NULL);
+                assert_non_null(j);
+                json_array_append_new(out, j);
+        }
+        free(buf);
+}
+
+/* Connections and sessions that end while the queue towards the gateway is
+ * full (the endpoint's memory budget at its limit, the gateway not
+ * reading) still cancel every request they had in flight and answer every
+ * request of the gateway they held: nothing owed to the gateway is lost
+ * for want of room; it goes as soon as the queue drains. */
+static void test_owed_at_budget_limit(void **state) {
+        struct fixture *f = *state;
+        /* Three modern HTTP requests in flight. */
+        int h[3];
+        json_t *requests = json_object(), *cancelled = json_object();
+        for (int i = 0; i < 3; i++) {
+                h[i] = connect_client(f);
+                post(h[i], MODERN_HEADERS("tools/call") "Mcp-Name: slow\r\n",
+                     "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"," META_OK "}}");
+                json_t *g = hear(f, f->gw);
+                assert_non_null(g);
+                json_object_set_new(requests, str(g, "id"), json_true());
+                json_decref(g);
+        }
+        /* A legacy command session holding a request of the gateway. */
+        int s = session(f, "{\"sampling\":{}}");
+        say(f->gw, "{\"jsonrpc\":\"2.0\",\"id\":\"glove-1\",\"method\":\"sampling/createMessage\",\"params\":{}}\n");
+        json_t *q = hear(f, s);
+        assert_non_null(q);
+        json_decref(q);
+        /* The gateway stops reading. The session's calls fill the queue
+         * towards it, until the budget refuses one, then smaller ones until
+         * even one shorter than a cancellation finds no room. */
+        size_t size = 900 * 1024;
+        int id = 100, refused = 0;
+        char *line = malloc(size + 256);
+        assert_non_null(line);
+        while (size >= 48) {
+                size_t pad = size > 96 ? size - 96 : 0;
+                int n = snprintf(line, 128, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"a\":\"", id++);
+                memset(line + n, 'x', pad);
+                memcpy(line + n + pad, "\"}}\n", 5);
+                say_all(f, s, line, strlen(line));
+                int r = lines_with(s, "endpoint.memory_full");
+                if (r) {
+                        refused += r;
+                        size /= 2;
+                }
+                assert_true(id < 100 + 200);
+        }
+        free(line);
+        assert_true(refused > 0);
+        /* Every one of them goes now, the gateway still not reading. */
+        close(s);
+        for (int i = 0; i < 3; i++)
+                close(h[i]);
+        for (int round = 0; round < 50; round++)
+                sd_event_run(f->e, 1000);
+        json_t *got = json_array();
+        drain_gateway(f, got);
+        bool answered = false;
+        size_t i;
+        json_t *m;
+        json_array_foreach(got, i, m) {
+                const char *method = str(m, "method");
+                if (method && strcmp(method, "tools/call") == 0)
+                        json_object_set_new(requests, str(m, "id"), json_true());
+                else if (method && strcmp(method, "notifications/cancelled") == 0)
+                        json_object_set_new(cancelled, str(m, "params.requestId"), json_true());
+                else if (str(m, "id") && strcmp(str(m, "id"), "glove-1") == 0)
+                        answered = str(m, "error.data.reason") && strcmp(str(m, "error.data.reason"), "endpoint.session_ended") == 0;
+        }
+        /* The three HTTP requests and the session's forwarded calls. */
+        assert_true(json_object_size(requests) > 3 + 10);
+        const char *key;
+        json_t *v;
+        json_object_foreach(requests, key, v) {
+                if (!json_object_get(cancelled, key))
+                        fail_msg("%s was never cancelled (%zu of %zu requests were)", key, json_object_size(cancelled),
+                                 json_object_size(requests));
+        }
+        assert_int_equal(json_object_size(cancelled), json_object_size(requests));
+        assert_true(answered);
+        json_decref(requests);
+        json_decref(cancelled);
+        json_decref(got);
+}
+
 int main(void) {
+        /* As glove run (mcp_endpoint.h): a write to a client that has gone
+         * is an error, not a signal. */
+        signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_same_ids_two_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_server_requests, setup, teardown),
@@ -990,10 +1423,14 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_refused_body_skipped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_post, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_header_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_param_headers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_status, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_http_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_modern_sse_and_cancel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_modern_half_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_eras, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_owed_at_budget_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sessions_closed_at_run_end, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
