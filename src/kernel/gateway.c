@@ -176,7 +176,10 @@ static void up_ready(void *userdata, struct glove_mcp_upstream *u, bool changed)
         struct gw_upstream *gu = userdata;
         struct glove_kernel_gateway *gw = gu->gw;
         if (changed && gw->released) {
-                gw_send_agent(gw, glove_mcp_rpc_request(NULL, "notifications/tools/list_changed", NULL));
+                /* Untagged: for legacy sessions (an agent that spoke only
+                 * 2026-07-28 gets list-changed on its listens alone). */
+                if (!gw->agent_sent_modern || gw->agent_sent_initialize)
+                        gw_send_agent(gw, glove_mcp_rpc_request(NULL, "notifications/tools/list_changed", NULL));
                 gw_listen_notify(gw, "notifications/tools/list_changed");
         }
         gw_check_startup(gw);

@@ -23,6 +23,7 @@ enum ep_era { ERA_NONE, ERA_LEGACY, ERA_MODERN };
 
 /* The _meta key that makes a request modern (MCP 2026-07-28). */
 #define EP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define EP_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 
 enum http_state {
         H_HEAD,    /* reading a request head */
@@ -58,6 +59,7 @@ struct ep_conn {
         bool sse;          /* the answer in H_WAIT is an SSE stream (headers sent) */
         bool modern;       /* H_WAIT: the request is modern (no session; its status follows its error) */
         bool meta_partial; /* ... and its _meta lacks clientCapabilities (the gateway's -32602 is a 400) */
+        bool listen;       /* ... and it is a subscriptions/listen (its notifications ride an SSE answer) */
         bool sse_ok;       /* H_WAIT: the answer may become an SSE stream (HTTP/1.1, Accept has it) */
         bool probing;      /* H_WAIT: the client stopped sending; its timer probes (http_probe) */
         int inflight;      /* H_WAIT: the slot answered on this connection, -1 */

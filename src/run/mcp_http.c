@@ -646,6 +646,9 @@ static void serve_post(struct ep_conn *c, const char *body, size_t len) {
                 }
                 if (ok)
                         c->meta_partial = !json_object_get(json_object_get(m.params, "_meta"), "io.modelcontextprotocol/clientCapabilities");
+                /* subscriptions/listen is answered by a stream of
+                 * notifications: SSE from the start. */
+                c->listen = ok && m.method && strcmp(m.method, "subscriptions/listen") == 0;
                 glove_mcp_message_free(&m);
                 if (!ok)
                         return;
@@ -706,7 +709,7 @@ static void post_forward(struct ep_conn *c, int s, const char *body, size_t len)
         conn_arm(c, 0);
         bool progress = c->inflight >= 0 && ep->inflight[c->inflight].token;
         c->sse_ok = q->minor == 1 && accepts_sse(q); /* chunked: HTTP/1.1 only */
-        if (c->sse_ok && (progress || !accepts_json(q))) {
+        if (c->sse_ok && (progress || c->listen || !accepts_json(q))) {
                 c->sse = true;
                 if (sse_start(c) < 0)
                         conn_kill(c);

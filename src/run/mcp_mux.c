@@ -16,6 +16,9 @@
  *    roots), else the most recently initialized one; none: the gateway is
  *    answered -32603 with data.reason "endpoint.no_session". The answer is
  *    taken only from that session.
+ *  - A notification tagged with a subscriptionId (a 2026-07-28
+ *    subscriptions/listen's) goes to the listen's client only, its own id
+ *    restored, on the listen's stream (an SSE answer over HTTP).
  *  - Other notifications from the gateway go to every initialized session.
  *  - A session that ends has its requests in flight cancelled at the gateway
  *    (notifications/cancelled) and its pending server requests answered with
@@ -518,9 +521,36 @@ static void gateway_request(struct ep *ep, struct glove_mcp_message *m) {
         mux_deliver(ep, s, json_incref(m->root));
 }
 
+/* A notification of a subscriptions/listen (MCP 2026-07-28: tagged with
+ * _meta["io.modelcontextprotocol/subscriptionId"], the listen's wire id):
+ * to the listen's client only, its own id restored; an unknown tag is
+ * dropped. */
+static void gateway_listen(struct ep *ep, struct glove_mcp_message *m, json_t *meta) {
+        int slot = wire_slot(ep, json_object_get(meta, EP_META_SUBSCRIPTION));
+        if (slot < 0)
+                return;
+        struct ep_inflight *f = &ep->inflight[slot];
+        if (f->session >= 0 && !session_live(ep, f->session, f->session_serial))
+                return;
+        json_object_set(meta, EP_META_SUBSCRIPTION, f->id);
+        if (f->conn && f->conn->sse) {
+                if (http_sse_event(f->conn, m->root) < 0)
+                        conn_kill(f->conn);
+                return;
+        }
+        if (f->session >= 0)
+                mux_deliver(ep, f->session, json_incref(m->root));
+        /* A session-less listen answered as JSON (no stream): nothing to ride. */
+}
+
 static void gateway_notification(struct ep *ep, struct glove_mcp_message *m) {
         if (method_is(m->method, "notifications/progress")) {
                 gateway_progress(ep, m);
+                return;
+        }
+        json_t *meta = json_object_get(m->params, "_meta");
+        if (json_is_object(meta) && json_object_get(meta, EP_META_SUBSCRIPTION)) {
+                gateway_listen(ep, m, meta);
                 return;
         }
         if (method_is(m->method, "notifications/cancelled")) {

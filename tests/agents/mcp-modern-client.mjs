@@ -15,6 +15,11 @@
 //                   ev.echo, ev.echo answers, ev.get-sum (not allowed) is
 //                   refused with an error
 //   legacy:T        the same client in legacy mode (initialize): ev.echo answers
+//   changes:T,MODE,TOOL
+//                   connect through T with negotiation MODE and a tools
+//                   listChanged handler (2026-07-28: the SDK opens
+//                   subscriptions/listen), call TOOL (one that adds a tool):
+//                   the handler reports a longer list within 10 s
 //   call:T,MODE,TOOL,MESSAGE,EXPECT
 //                   connect through T with negotiation MODE (legacy | auto |
 //                   pin; MODE+elicit also declares elicitation and accepts
@@ -44,10 +49,10 @@ const outFd = outPath ? fs.openSync(outPath, 'a') : 2;
 let allPass = true;
 const emit = (rec) => { if (!rec.pass) allPass = false; fs.writeSync(outFd, JSON.stringify(rec) + '\n'); };
 
-async function connect(kind, mode, elicit = false) {
+async function connect(kind, mode, elicit = false, listChanged = undefined) {
   const versionNegotiation = mode === 'pin' ? { mode: { pin: '2026-07-28' } } : { mode };
   const client = new Client({ name: `modern-${kind}-${mode}`, version: '1.0.0' },
-    { capabilities: elicit ? { elicitation: { form: {} } } : {}, versionNegotiation });
+    { capabilities: elicit ? { elicitation: { form: {} } } : {}, versionNegotiation, listChanged });
   // Every elicitation is accepted with {"ok": true} (a server's request in
   // the legacy era, an input request of an input_required result in 2026).
   if (elicit) client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { ok: true } }));
@@ -126,6 +131,20 @@ for (const s of argv) {
       await c.close();
       if (res.isError || !text(res).includes(expect)) throw new Error(`${tool}: ${JSON.stringify(res)}`);
       return { era, version, tool };
+    });
+  } else if (op === 'changes') {
+    await step(s, async () => {
+      const [t, mode, tool] = args;
+      let changed = null;
+      const c = await connect(t, mode, false, { tools: { debounceMs: 0, onChanged: (err, tools) => { if (!err) changed = tools; } } });
+      const before = (await c.listTools()).tools.length;
+      await c.callTool({ name: tool, arguments: {} });
+      const until = Date.now() + 10000;
+      while (!(changed && changed.length > before) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      const era = c.getProtocolEra();
+      await c.close();
+      if (!changed || changed.length <= before) throw new Error(`no tools list change reported (before ${before}, after ${changed?.length})`);
+      return { era, before, after: changed.length };
     });
   } else if (op === 'legacy') {
     await step(s, async () => {

@@ -184,10 +184,17 @@ common_checks() {
                 'call:command,pin,mo.echo,c-new,modern echo: c-new' 'call:command,legacy,mo.echo,c-old,modern echo: c-old' \
                 'call:command,pin,ev.echo,c-new2,c-new2' 'call:command,legacy,ev.echo,c-old2,c-old2' \
                 'call:http,legacy+elicit,mo.confirm,-,confirmed: {"ok":true}' 'call:command,legacy+elicit,mo.confirm,-,confirmed: {"ok":true}' \
-                'call:http,pin+elicit,mo.confirm,-,confirmed: {"ok":true}'
+                'call:http,pin+elicit,mo.confirm,-,confirmed: {"ok":true}' \
+                'changes:http,pin,mo.grow' 'changes:command,pin,mo.grow' 'changes:http,legacy,mo.grow'
         expect_client_pass
         [ "$(grep -c '"era":"modern","version":"2026-07-28"' "$CLIENT_OUT")" -eq 5 ] || { show_records "$CLIENT_OUT"; fail "not five modern sessions"; }
-        [ "$(grep -c '"era":"legacy"' "$CLIENT_OUT")" -eq 6 ] || { show_records "$CLIENT_OUT"; fail "not six legacy sessions"; }
+        [ "$(grep -c '"era":"legacy","version"' "$CLIENT_OUT")" -eq 6 ] || { show_records "$CLIENT_OUT"; fail "not six legacy sessions"; }
+        # The tools list change reached each kind of session: the modern
+        # ones on their subscriptions/listen (over HTTP, an SSE answer).
+        [ "$(grep -c '"step":"changes:.*"pass":true,"era":"modern"' "$CLIENT_OUT")" -eq 2 ] || { show_records "$CLIENT_OUT"; fail "a modern session heard of no change"; }
+        [ "$(grep -c '"step":"changes:.*"pass":true,"era":"legacy"' "$CLIENT_OUT")" -eq 1 ] || { show_records "$CLIENT_OUT"; fail "the legacy session heard of no change"; }
+        audit_has '.event == "listen" and .phase == "open" and .honoured == {"toolsListChanged":true}'
+        audit_has '.event == "listen" and .phase == "close" and .how == "cancelled"'
         # mo.confirm's elicitation: relayed to the modern session, and
         # translated for the legacy ones (Glove asked them elicitation/create
         # and retried with their answer and the upstream's requestState).
@@ -202,7 +209,8 @@ common_checks() {
         [ "$(jq -s '[.[] | select(.event == "call_result" and .tool == "ev.echo" and .upstream_status == "ok")] | length' "$AUDIT")" -eq 4 ] ||
                 fail "ev.echo did not answer four times"
         # The modern upstream got every call with the 2026-07-28 envelope
-        # (the four echoes, and mo.confirm twice for each of three sessions).
+        # (the four echoes, mo.confirm twice for each of three sessions, and
+        # the three mo.grow).
         [ "$(jq -s '[.[] | select(.method == "tools/call" and .meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28")] | length' \
-                "$MLOG")" -eq 10 ] || { show_records "$MLOG"; fail "the modern upstream did not get ten enveloped calls"; }
+                "$MLOG")" -eq 13 ] || { show_records "$MLOG"; fail "the modern upstream did not get thirteen enveloped calls"; }
 }
