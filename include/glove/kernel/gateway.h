@@ -33,6 +33,13 @@
  *    resources/(un)subscribe of its resources ("upstream_not_supported") and
  *    does not announce its resources.subscribe (docs/mcp-mediation.md,
  *    "Protocol revisions of upstreams");
+ *  - a modern upstream's input_required results (multi round-trip
+ *    requests) are decided by the client-feature policy: relayed to a
+ *    modern agent with a requestState sealed under a key of the run, or,
+ *    for a legacy agent, asked of it as requests of Glove's own and
+ *    retried with its answers ("Input requests"); a modern agent's
+ *    subscriptions/listen gets the list-changed kinds the upstreams can
+ *    change, tagged with its id ("Subscriptions");
  *  - every decision and notable event is appended to the audit log (when one
  *    is given), fail closed: a failed append stops the gateway;
  *  - the upstreams are started by glove_kernel_gateway_new; once every one of
