@@ -483,23 +483,36 @@ static void gateway_response(struct ep *ep, struct glove_mcp_message *m) {
                 stdio_input_ended(ss->conn);
 }
 
-static void gateway_progress(struct ep *ep, struct glove_mcp_message *m) {
-        int slot = wire_slot(ep, json_object_get(m->params, "progressToken"));
+/* The in-flight request of the wire id or token tag (borrowed) whose
+ * session (if any) is still the one that sent it, or NULL. */
+static struct ep_inflight *tagged_request(struct ep *ep, const json_t *tag) {
+        int slot = wire_slot(ep, tag);
         if (slot < 0)
-                return;
+                return NULL;
         struct ep_inflight *f = &ep->inflight[slot];
-        if ((f->session >= 0 && !session_live(ep, f->session, f->session_serial)) || !f->token)
-                return;
-        json_object_set(m->params, "progressToken", f->token);
+        return f->session >= 0 && !session_live(ep, f->session, f->session_serial) ? NULL : f;
+}
+
+/* A notification about request f (its tag already the client's own) on
+ * f's stream: its SSE answer, else its session. A session-less request
+ * answered as JSON has no stream to ride (the client asked for JSON
+ * only): nothing is sent. */
+static void notify_request(struct ep *ep, struct ep_inflight *f, json_t *root) {
         if (f->conn && f->conn->sse) {
-                if (http_sse_event(f->conn, m->root) < 0)
+                if (http_sse_event(f->conn, root) < 0)
                         conn_kill(f->conn);
                 return;
         }
         if (f->session >= 0)
-                mux_deliver(ep, f->session, json_incref(m->root));
-        /* A session-less request answered as JSON: its progress has no
-         * stream to ride (the client asked for JSON only). */
+                mux_deliver(ep, f->session, json_incref(root));
+}
+
+static void gateway_progress(struct ep *ep, struct glove_mcp_message *m) {
+        struct ep_inflight *f = tagged_request(ep, json_object_get(m->params, "progressToken"));
+        if (!f || !f->token)
+                return;
+        json_object_set(m->params, "progressToken", f->token);
+        notify_request(ep, f, m->root);
 }
 
 static void gateway_request(struct ep *ep, struct glove_mcp_message *m) {
@@ -526,21 +539,11 @@ static void gateway_request(struct ep *ep, struct glove_mcp_message *m) {
  * to the listen's client only, its own id restored; an unknown tag is
  * dropped. */
 static void gateway_listen(struct ep *ep, struct glove_mcp_message *m, json_t *meta) {
-        int slot = wire_slot(ep, json_object_get(meta, EP_META_SUBSCRIPTION));
-        if (slot < 0)
-                return;
-        struct ep_inflight *f = &ep->inflight[slot];
-        if (f->session >= 0 && !session_live(ep, f->session, f->session_serial))
+        struct ep_inflight *f = tagged_request(ep, json_object_get(meta, EP_META_SUBSCRIPTION));
+        if (!f)
                 return;
         json_object_set(meta, EP_META_SUBSCRIPTION, f->id);
-        if (f->conn && f->conn->sse) {
-                if (http_sse_event(f->conn, m->root) < 0)
-                        conn_kill(f->conn);
-                return;
-        }
-        if (f->session >= 0)
-                mux_deliver(ep, f->session, json_incref(m->root));
-        /* A session-less listen answered as JSON (no stream): nothing to ride. */
+        notify_request(ep, f, m->root);
 }
 
 static void gateway_notification(struct ep *ep, struct glove_mcp_message *m) {
