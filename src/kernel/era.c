@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "glove/kernel/era.h"
+#include "glove/mcp/json_text.h"
 #include "glove/mcp/jsonrpc.h"
 
 enum glove_kernel_era glove_kernel_era_of(const json_t *params) {
@@ -106,69 +107,18 @@ int glove_kernel_era_complete(json_t *result, bool cacheable) {
 
 /* ------------------------------------------------------------------ the text of a result */
 
-static bool ws(char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static size_t skip_ws(const char *s, size_t len, size_t i) {
-        while (i < len && ws(s[i]))
-                i++;
-        return i;
-}
-
-/* The index after the string that opens at s[i] ('"'), or len when it
- * does not end. */
-static size_t skip_string(const char *s, size_t len, size_t i) {
-        for (i++; i < len; i++) {
-                if (s[i] == '\\')
-                        i++;
-                else if (s[i] == '"')
-                        return i + 1;
-        }
-        return len;
-}
-
-/* The index after the value that starts at s[i], or len when it does not
- * end before len. Valid JSON is assumed (the scanner vouched for it);
- * anything else only has to end without reading past len. */
-static size_t skip_value(const char *s, size_t len, size_t i) {
-        if (i >= len)
-                return len;
-        if (s[i] == '"')
-                return skip_string(s, len, i);
-        if (s[i] == '{' || s[i] == '[') {
-                size_t depth = 0;
-                while (i < len) {
-                        char c = s[i];
-                        if (c == '"') {
-                                i = skip_string(s, len, i);
-                                continue;
-                        }
-                        if (c == '{' || c == '[')
-                                depth++;
-                        else if ((c == '}' || c == ']') && --depth == 0)
-                                return i + 1;
-                        i++;
-                }
-                return len;
-        }
-        while (i < len && !ws(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']')
-                i++;
-        return i;
-}
-
 static bool key_is(const char *s, size_t n, const char *key) {
         return n == strlen(key) && memcmp(s, key, n) == 0;
 }
 
 int glove_kernel_era_insert(const char *value, size_t len, bool cacheable, char *out, size_t size, size_t *at) {
-        size_t i = skip_ws(value, len, 0);
+        size_t i = glove_mcp_text_skip_ws(value, len, 0);
         *at = 0;
         if (i >= len || value[i] != '{')
                 return 0; /* not an object: nothing to mark */
         *at = i + 1;
         bool rt = false, ttl = !cacheable, scope = !cacheable, empty = false;
-        i = skip_ws(value, len, i + 1);
+        i = glove_mcp_text_skip_ws(value, len, i + 1);
         if (i < len && value[i] == '}')
                 empty = true;
         while (!empty) {
@@ -182,19 +132,19 @@ int glove_kernel_era_insert(const char *value, size_t len, bool cacheable, char 
                 rt = rt || key_is(value + k, e - k, "resultType");
                 ttl = ttl || key_is(value + k, e - k, "ttlMs");
                 scope = scope || key_is(value + k, e - k, "cacheScope");
-                i = skip_ws(value, len, e + 1);
+                i = glove_mcp_text_skip_ws(value, len, e + 1);
                 if (i >= len || value[i] != ':')
                         return -EINVAL;
-                i = skip_ws(value, len, i + 1);
-                size_t j = skip_value(value, len, i);
+                i = glove_mcp_text_skip_ws(value, len, i + 1);
+                size_t j = glove_mcp_text_skip_value(value, len, i);
                 if (j == i || j >= len)
                         return -EINVAL;
-                i = skip_ws(value, len, j);
+                i = glove_mcp_text_skip_ws(value, len, j);
                 if (i < len && value[i] == '}')
                         break;
                 if (i >= len || value[i] != ',')
                         return -EINVAL;
-                i = skip_ws(value, len, i + 1);
+                i = glove_mcp_text_skip_ws(value, len, i + 1);
         }
         char text[96];
         int n = snprintf(text, sizeof(text), "%s%s%s", rt ? "" : ",\"resultType\":\"complete\"", ttl ? "" : ",\"ttlMs\":0",

@@ -2,6 +2,7 @@
 /* An upstream MCP server's process, channel, and the initialize and
  * tools/list exchanges (upstream.h). */
 #include "glove/mcp/upstream.h"
+#include "glove/mcp/json_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -709,52 +710,11 @@ static void handle_discover_answer(struct glove_mcp_upstream *u, json_t *root) {
 
 /* ------------------------------------------------------------------ results of a modern upstream */
 
-static size_t skip_ws(const char *s, size_t len, size_t i) {
-        while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-                i++;
-        return i;
-}
-
-static size_t skip_string(const char *s, size_t len, size_t i) {
-        for (i++; i < len; i++) {
-                if (s[i] == '\\')
-                        i++;
-                else if (s[i] == '"')
-                        return i + 1;
-        }
-        return len;
-}
-
-/* The index after the value at s[i] (valid JSON assumed: the scanner
- * vouched for it), or len. */
-static size_t skip_value(const char *s, size_t len, size_t i) {
-        if (i < len && s[i] == '"')
-                return skip_string(s, len, i);
-        if (i < len && (s[i] == '{' || s[i] == '[')) {
-                size_t depth = 0;
-                while (i < len) {
-                        if (s[i] == '"') {
-                                i = skip_string(s, len, i);
-                                continue;
-                        }
-                        if (s[i] == '{' || s[i] == '[')
-                                depth++;
-                        else if ((s[i] == '}' || s[i] == ']') && --depth == 0)
-                                return i + 1;
-                        i++;
-                }
-                return len;
-        }
-        while (i < len && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
-                i++;
-        return i;
-}
-
 bool glove_mcp_upstream_result_complete(const char *value, size_t len) {
-        size_t i = skip_ws(value, len, 0);
+        size_t i = glove_mcp_text_skip_ws(value, len, 0);
         if (i >= len || value[i] != '{')
                 return false;
-        i = skip_ws(value, len, i + 1);
+        i = glove_mcp_text_skip_ws(value, len, i + 1);
         if (i < len && value[i] == '}')
                 return true;
         for (;;) {
@@ -766,21 +726,21 @@ bool glove_mcp_upstream_result_complete(const char *value, size_t len) {
                 if (e >= len || value[e] != '"')
                         return false; /* an escaped key: the tree decides */
                 bool rt = e - k == 10 && memcmp(value + k, "resultType", 10) == 0;
-                i = skip_ws(value, len, e + 1);
+                i = glove_mcp_text_skip_ws(value, len, e + 1);
                 if (i >= len || value[i] != ':')
                         return false;
-                i = skip_ws(value, len, i + 1);
-                size_t j = skip_value(value, len, i);
+                i = glove_mcp_text_skip_ws(value, len, i + 1);
+                size_t j = glove_mcp_text_skip_value(value, len, i);
                 if (j == i || j >= len)
                         return false;
                 if (rt && !(j - i == 10 && memcmp(value + i, "\"complete\"", 10) == 0))
                         return false;
-                i = skip_ws(value, len, j);
+                i = glove_mcp_text_skip_ws(value, len, j);
                 if (i < len && value[i] == '}')
                         return true;
                 if (i >= len || value[i] != ',')
                         return false;
-                i = skip_ws(value, len, i + 1);
+                i = glove_mcp_text_skip_ws(value, len, i + 1);
         }
 }
 
