@@ -56,11 +56,12 @@
 
 #include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
+#include "glove/kernel/era.h"
 #include "glove/mcp/jsonrpc.h"
 
 /* The versions modern requests may name (MCP 2026-07-28 "Versioning"),
  * newest first; a -32022 answer lists them, then the legacy ones. */
-static const char *const modern_versions[] = {"2026-07-28"};
+static const char *const modern_versions[] = {GLOVE_KERNEL_ERA_MODERN_VERSION};
 
 static const char *status_text(int status) {
         switch (status) {
