@@ -311,6 +311,10 @@ static bool modern_request(struct glove_kernel_gateway *gw, struct glove_mcp_mes
                 gw->agent_sent_modern = true;
                 gw_client_agent_modern(gw);
         }
+        /* A retry's members: checked before any method is served (mrtr.c;
+         * the methods Glove serves itself take none). */
+        if (!gw_mrtr_retry(gw, m->id, method, m->params))
+                return true;
         if (strcmp(method, "subscriptions/listen") == 0) {
                 gw_listen_open(gw, m->id, m->params);
                 return true;
@@ -374,13 +378,24 @@ static void handle_agent_message(struct glove_kernel_gateway *gw, struct glove_m
          * (a modern upstream gets Glove's own envelope). */
         if (era == GLOVE_KERNEL_ERA_LEGACY)
                 glove_kernel_era_strip(m->params);
-        /* The capabilities a modern request declares outlive the strip (a
-         * reference held until the dispatch ends). */
+        /* The capabilities a request declares outlive the strip (a
+         * reference held until the dispatch ends): a modern one's in its
+         * _meta; a legacy one's on a shared channel, those of its session
+         * (the multiplexer's key; glove/kernel/era.h). The key is Glove's
+         * own and goes no further, whoever wrote it. */
+        json_t *meta = json_object_get(m->params, "_meta");
         json_t *caps = NULL;
         if (era == GLOVE_KERNEL_ERA_MODERN)
-                caps = json_incref(json_object_get(json_object_get(m->params, "_meta"), GLOVE_KERNEL_ERA_META_CAPS));
+                caps = json_incref(json_object_get(meta, GLOVE_KERNEL_ERA_META_CAPS));
+        else if (era == GLOVE_KERNEL_ERA_LEGACY && gw->cfg.shared_channel && json_is_object(json_object_get(meta, GLOVE_KERNEL_META_SESSION_CAPS)))
+                caps = json_incref(json_object_get(meta, GLOVE_KERNEL_META_SESSION_CAPS));
+        if (json_is_object(meta) && json_object_get(meta, GLOVE_KERNEL_META_SESSION_CAPS)) {
+                json_object_del(meta, GLOVE_KERNEL_META_SESSION_CAPS);
+                if (json_object_size(meta) == 0)
+                        json_object_del(m->params, "_meta");
+        }
         if (era != GLOVE_KERNEL_ERA_LEGACY) {
-                if (modern_request(gw, m, era) || !gw_mrtr_retry(gw, m->id, method, m->params)) {
+                if (modern_request(gw, m, era)) {
                         json_decref(caps);
                         gw_mrtr_done(gw);
                         return;
@@ -430,6 +445,7 @@ static void handle_agent_line(struct glove_kernel_gateway *gw, const char *line,
                 return;
         }
         json_decref(rid);
+        gw->cur_len = len;
         handle_agent_message(gw, &m);
         glove_mcp_message_free(&m);
 }

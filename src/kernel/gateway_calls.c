@@ -22,6 +22,9 @@ static json_t *call_result_fields(struct glove_kernel_call *c, const char *statu
 }
 
 static void call_finish(struct glove_kernel_gateway *gw, struct glove_kernel_call *c, const char *status) {
+        /* A translated call's open input requests end with it (mrtr.c). */
+        if (c->answers)
+                gw_client_input_cancel(gw, c->agent_id);
         /* The shared timer is left as it is: if it fires for a call that is
          * gone, the scan finds nothing due and re-arms. */
         if (gw_auditing(gw) && !c->internal)

@@ -15,6 +15,7 @@
 #include "gateway_internal.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/time.h"
+#include "glove/kernel/era.h"
 
 static uint64_t timeout_us(const struct glove_kernel_gateway *gw) {
         return (uint64_t)gw->cfg.call_timeout_ms * 1000;
@@ -116,14 +117,18 @@ static void request_end(struct glove_kernel_gateway *gw, struct gw_client_reques
                  json_pack("{s:s,s:s,s:O,s:s,s:s,s:I}", "upstream", glove_mcp_upstream_name(gu->u), "method", q->method, "id",
                            q->call_id ? q->key : q->upstream_id, "glove_id", q->id, "status", status, "latency_us",
                            (json_int_t)(glove_time_monotonic_us() - q->start_us)));
-        if (code && q->call_id)
-                gw_mrtr_input_failed(gw, q->call_id, code, message, reason, rule);
-        else if (code)
+        /* A translated input request fails its call once q is gone (the
+         * call's end ends its other input requests). */
+        json_t *failed_call = code && q->call_id ? json_incref(q->call_id) : NULL;
+        if (code && !q->call_id)
                 glove_mcp_upstream_send(gu->u, glove_mcp_rpc_error(q->upstream_id, code, message, reason, rule));
         if (q->sent && cancel_reason && gw->agent_in >= 0)
                 gw_send_agent(gw, glove_mcp_rpc_request(NULL, "notifications/cancelled",
                                                         json_pack("{s:s,s:s}", "requestId", q->id, "reason", cancel_reason)));
         request_clear(gw, q);
+        if (failed_call)
+                gw_mrtr_input_failed(gw, failed_call, code, message, reason, rule);
+        json_decref(failed_call);
 }
 
 /* Sends a request on to the agent (the decision on record first, fail
@@ -135,7 +140,10 @@ static void request_forward(struct glove_kernel_gateway *gw, struct gw_client_re
         struct gw_upstream *gu = &gw->ups[q->upstream];
         /* An agent that spoke only 2026-07-28 takes no requests on its
          * channel (phase 2 relays them as input_required results). */
-        if (!cap || !json_is_object(json_object_get(gw->agent_caps, cap)) || (!gw->agent_caps && gw->agent_sent_modern)) {
+        /* A translated input request on a shared channel was decided with
+         * its session's capabilities (the multiplexer checks them again). */
+        bool session_decided = q->call_id && gw->cfg.shared_channel;
+        if (!cap || (!session_decided && (!json_is_object(json_object_get(gw->agent_caps, cap)) || (!gw->agent_caps && gw->agent_sent_modern)))) {
                 char rule[64];
                 snprintf(rule, sizeof(rule), "agent capability %s", cap ? cap : "?");
                 refuse_held(gw, q, GLOVE_RPC_METHOD_NOT_FOUND, "the agent does not offer this capability", "agent_unsupported", rule);
@@ -209,6 +217,18 @@ void gw_client_upstream_request(struct glove_kernel_gateway *gw, struct gw_upstr
          * requests before it), or its timeout. */
 }
 
+void gw_client_input_cancel(struct glove_kernel_gateway *gw, const json_t *call_id) {
+        for (size_t i = 0; i < GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX; i++) {
+                struct gw_client_request *q = &gw->client_reqs[i];
+                if (!q->used || !q->call_id || !json_equal(q->call_id, call_id))
+                        continue;
+                if (q->sent)
+                        request_end(gw, q, "cancelled", 0, NULL, NULL, NULL, "the request it was asked for ended");
+                else
+                        request_clear(gw, q);
+        }
+}
+
 int gw_client_input_request(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const json_t *call_id, const char *key,
                             const char *method, const json_t *params) {
         struct gw_client_request *q = NULL;
@@ -227,6 +247,17 @@ int gw_client_input_request(struct glove_kernel_gateway *gw, struct gw_upstream 
         if (!q->key || !q->params) {
                 request_clear(gw, q);
                 return -ENOMEM;
+        }
+        /* On a shared channel the multiplexer sends it to the session of
+         * the request it is asked for, and to no other. */
+        if (gw->cfg.shared_channel) {
+                json_t *meta = json_object_get(q->params, "_meta");
+                if (!json_is_object(meta) && json_object_set_new(q->params, "_meta", meta = json_object()) < 0)
+                        meta = NULL;
+                if (!meta || json_object_set(meta, GLOVE_KERNEL_META_RELATED, (json_t *)call_id) < 0) {
+                        request_clear(gw, q);
+                        return -ENOMEM;
+                }
         }
         snprintf(q->method, sizeof(q->method), "%s", method);
         snprintf(q->id, sizeof(q->id), "glove-%" PRIu64, ++gw->next_client_id);
@@ -251,9 +282,11 @@ bool gw_client_agent_response(struct glove_kernel_gateway *gw, struct glove_mcp_
         struct gw_upstream *gu = &gw->ups[q->upstream];
         bool is_error = json_object_get(m->root, "error") != NULL;
         if (q->call_id) {
-                /* A translated input request: the answer is the call's. */
+                /* A translated input request: the answer is the call's
+                 * (one that is not an object fails it). */
                 json_t *call_id = json_incref(q->call_id), *key = json_incref(q->key);
-                request_end(gw, q, is_error ? "error" : "ok", 0, NULL, NULL, NULL, NULL);
+                request_end(gw, q, is_error ? "error" : json_is_object(json_object_get(m->root, "result")) ? "ok" : "invalid", 0, NULL,
+                            NULL, NULL, NULL);
                 gw_mrtr_input_answered(gw, call_id, key, m);
                 json_decref(call_id);
                 json_decref(key);

@@ -98,6 +98,7 @@ struct glove_kernel_gateway {
         json_t *cur_seal;                 /* owned or NULL: the verified seal of the dispatched request's requestState */
         uint8_t mrtr_key[32];             /* the key of this run's seals (getrandom) */
         struct gw_listen listens[GW_LISTENS_MAX];
+        size_t cur_len;                   /* bytes of the agent's line being dispatched */
         struct gw_client_request client_reqs[GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX];
         size_t n_client_reqs;
         uint64_t next_client_id;
@@ -301,6 +302,10 @@ bool gw_client_agent_response(struct glove_kernel_gateway *gw, struct glove_mcp_
  * GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX) or -ENOMEM. */
 int gw_client_input_request(struct glove_kernel_gateway *gw, struct gw_upstream *gu, const json_t *call_id, const char *key,
                             const char *method, const json_t *params);
+/* The call call_id (borrowed) ended: its translated input requests still
+ * open are ended too (the agent told notifications/cancelled for those it
+ * got; client_result "cancelled"). */
+void gw_client_input_cancel(struct glove_kernel_gateway *gw, const json_t *call_id);
 void gw_client_agent_initialize(struct glove_kernel_gateway *gw, const json_t *params);
 void gw_client_agent_notification(struct glove_kernel_gateway *gw, struct glove_mcp_message *m);
 void gw_client_set_level(struct glove_kernel_gateway *gw, const json_t *id, json_t *params);

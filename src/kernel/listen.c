@@ -16,26 +16,33 @@
 #include "glove/base/cleanup.h"
 #include "glove/kernel/era.h"
 
-/* The filter keys, the notification each stands for, and the capability an
- * upstream announces when it sends that notification. */
+/* The filter keys and the notification each stands for. */
 static const struct {
         const char *key;
         const char *method;
-        const char *cap;
         unsigned bit;
 } kinds[] = {
-        {"toolsListChanged", "notifications/tools/list_changed", "tools", GW_LISTEN_TOOLS},
-        {"promptsListChanged", "notifications/prompts/list_changed", "prompts", GW_LISTEN_PROMPTS},
-        {"resourcesListChanged", "notifications/resources/list_changed", "resources", GW_LISTEN_RESOURCES},
+        {"toolsListChanged", "notifications/tools/list_changed", GW_LISTEN_TOOLS},
+        {"promptsListChanged", "notifications/prompts/list_changed", GW_LISTEN_PROMPTS},
+        {"resourcesListChanged", "notifications/resources/list_changed", GW_LISTEN_RESOURCES},
 };
 
-/* The kinds some usable upstream can change: what a listen may get. */
+/* The kinds whose listChanged the agent is announced (tools: some usable
+ * upstream announces it; prompts and resources: as initialize's
+ * capabilities say, which also need the policy to show some): what a
+ * listen may get. */
 static unsigned offered(struct glove_kernel_gateway *gw) {
         unsigned f = 0;
         for (size_t i = 0; i < gw->n_ups; i++)
-                for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-                        if (gw_usable(&gw->ups[i]) && glove_mcp_upstream_offers(gw->ups[i].u, kinds[k].cap, "listChanged"))
-                                f |= kinds[k].bit;
+                if (gw_usable(&gw->ups[i]) && glove_mcp_upstream_offers(gw->ups[i].u, "tools", "listChanged"))
+                        f |= GW_LISTEN_TOOLS;
+        _cleanup_json_ json_t *caps = json_object();
+        if (caps)
+                gw_feature_capabilities(gw, caps);
+        if (json_is_true(json_object_get(json_object_get(caps, "prompts"), "listChanged")))
+                f |= GW_LISTEN_PROMPTS;
+        if (json_is_true(json_object_get(json_object_get(caps, "resources"), "listChanged")))
+                f |= GW_LISTEN_RESOURCES;
         return f;
 }
 

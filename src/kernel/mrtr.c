@@ -28,10 +28,15 @@
 #include "glove/base/time.h"
 #include "glove/kernel/era.h"
 
+/* The bound on rounds of one translated request. */
+#define TRANSLATED_ROUNDS_MAX 16
+/* Bounds on the legacy requests kept for translation (bytes of the agent's
+ * line): one, and all in flight together. */
+#define TRANSLATED_PARAMS_MAX ((size_t)1 << 20)
+#define TRANSLATED_BUDGET ((size_t)16 << 20)
+
 /* The seal: "glove1." BASE64(payload) "." HEX(HMAC-SHA-256(key, BASE64(payload))). */
 #define SEAL_PREFIX "glove1."
-/* Bound on a seal the agent sends back (the upstream's own state is in it). */
-#define SEAL_MAX ((size_t)1 << 20)
 /* Bound on the input requests of one result (a map of the upstream's keys). */
 #define INPUT_REQUESTS_MAX 64
 
@@ -74,11 +79,21 @@ static const char *kind_method(enum glove_kernel_request_kind k) {
         }
 }
 
+static bool translation_room(const struct glove_kernel_gateway *gw, size_t len);
+
 int gw_mrtr_envelope(struct glove_kernel_gateway *gw, struct gw_upstream *gu, struct glove_kernel_call *c, json_t *params) {
         /* What the request declared: a modern one in its own _meta, a
-         * legacy one in its session's initialize. */
-        const json_t *declared = c->modern ? gw->cur_caps : gw->agent_caps;
+         * legacy one in its session's initialize (on a shared channel, as
+         * the multiplexer says; else the agent's one initialize). */
+        const json_t *declared = c->modern || gw->cfg.shared_channel ? gw->cur_caps : gw->agent_caps;
         c->client_features = gw_mrtr_features(declared) & gu->features;
+        /* A legacy request to a modern upstream declares what it could be
+         * translated for, and only when it can be kept. */
+        if (!c->modern && c->client_features && glove_mcp_upstream_modern(gu->u) && kind_method(c->kind) &&
+            !translation_room(gw, gw->cur_len)) {
+                c->client_features = 0;
+                c->untranslated = true;
+        }
         if (!glove_mcp_upstream_modern(gu->u) || !json_is_object(params))
                 return 0;
         /* The agent's own values (e.g. elicitation's form/url modes) for
@@ -98,7 +113,27 @@ int gw_mrtr_envelope(struct glove_kernel_gateway *gw, struct gw_upstream *gu, st
          * the retries Glove makes for it. */
         if (!c->modern && c->client_features && kind_method(c->kind) && !(c->retry_params = json_deep_copy(params)))
                 return -ENOMEM;
+        if (c->retry_params)
+                c->retained = gw->cur_len;
         return 0;
+}
+
+/* Whether a legacy request of len bytes may be kept for translation: at
+ * most TRANSLATED_PARAMS_MAX alone, TRANSLATED_BUDGET with every call
+ * kept in flight (the agent must not grow Glove's own memory beyond
+ * that; a call in flight is otherwise not kept). */
+static bool translation_room(const struct glove_kernel_gateway *gw, size_t len) {
+        if (len > TRANSLATED_PARAMS_MAX)
+                return false;
+        size_t total = len;
+        for (size_t i = 0, seen = 0; i < GLOVE_KERNEL_CALLS_MAX && seen < gw->calls->count; i++) {
+                const struct glove_kernel_call *o = &gw->calls->slots[i];
+                if (!o->used)
+                        continue;
+                seen++;
+                total += o->retained;
+        }
+        return total <= TRANSLATED_BUDGET;
 }
 
 /* ------------------------------------------------------------------ the seal */
@@ -137,7 +172,7 @@ static json_t *unseal(const struct glove_kernel_gateway *gw, const json_t *state
         const char *s = json_string_value(state);
         size_t len = json_string_length(state);
         size_t pre = strlen(SEAL_PREFIX);
-        if (!s || len > SEAL_MAX || len < pre + 1 + 2 * GLOVE_DIGEST_SHA256_LEN || memcmp(s, SEAL_PREFIX, pre) != 0)
+        if (!s || len < pre + 1 + 2 * GLOVE_DIGEST_SHA256_LEN || memcmp(s, SEAL_PREFIX, pre) != 0)
                 return NULL;
         const char *body = s + pre;
         size_t blen = len - pre - 1 - 2 * GLOVE_DIGEST_SHA256_LEN;
@@ -156,7 +191,9 @@ static json_t *unseal(const struct glove_kernel_gateway *gw, const json_t *state
         ssize_t n = text ? glove_base64_decode_into(body, blen, text) : -1;
         if (n < 0)
                 return NULL;
-        json_t *payload = json_loadb((const char *)text, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+        /* JSON_ALLOW_NUL: an upstream's state may hold U+0000 (sealed
+         * as \u0000). */
+        json_t *payload = json_loadb((const char *)text, (size_t)n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
         if (!json_is_object(payload)) {
                 json_decref(payload);
                 return NULL;
@@ -193,8 +230,6 @@ static int record_input(struct glove_kernel_gateway *gw, struct gw_upstream *gu,
         return gw_audit(gw, "client_request", f);
 }
 
-/* The bound on rounds of one translated request. */
-#define TRANSLATED_ROUNDS_MAX 16
 
 /* Sends c again to its upstream with the answers gathered and the
  * upstream's requestState (a translated round is over). */
@@ -304,8 +339,9 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
                 rule = glove_mcp_upstream_name(gu->u);
                 gw_audit(gw, "client_request",
                          json_pack("{s:s,s:s,s:O,s:s,s:s,s:s}", "upstream", glove_mcp_upstream_name(gu->u), "method", "input_required",
-                                   "id", c->agent_id ? c->agent_id : json_null(), "decision", "deny", "reason", "agent_legacy", "rule",
-                                   "agent era"));
+                                   "id", c->agent_id ? c->agent_id : json_null(), "decision", "deny", "reason",
+                                   c->untranslated ? "translation_budget" : "agent_legacy", "rule",
+                                   c->untranslated ? "translation budget 16 MiB" : "agent era"));
         } else if (translated && c->rounds >= TRANSLATED_ROUNDS_MAX) {
                 snprintf(rulebuf, sizeof(rulebuf), "rounds %d", TRANSLATED_ROUNDS_MAX);
                 message = "the upstream kept answering input_required";
@@ -323,15 +359,24 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
                                    method ? "input_required_malformed" : "input_required_not_allowed"));
         } else {
                 /* Every input request decided, as a legacy upstream's
-                 * request would be; the first refusal fails the call. */
+                 * request would be; the first refusal fails the call. A
+                 * translated round needs a relay slot per input request. */
                 const char *key;
                 json_t *r;
+                bool room = !translated || json_object_size(requests) <= GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX - gw->n_client_reqs;
                 json_object_foreach(requests, key, r) {
                         const char *cap = NULL;
                         const char *im = json_is_object(r) ? glove_mcp_string(json_object_get(r, "method")) : NULL;
                         unsigned bit = gw_client_method_feature(im, &cap);
                         json_t *ip = json_is_object(r) ? json_object_get(r, "params") : NULL;
-                        if (!bit || (ip && !json_is_object(ip))) { /* params is optional (roots/list has none) */
+                        if (!room) {
+                                snprintf(rulebuf, sizeof(rulebuf), "in-flight bound %d", GLOVE_KERNEL_GATEWAY_CLIENT_REQUESTS_MAX);
+                                record_input(gw, gu, c, key, im, "deny", "too_many_requests", rulebuf);
+                                code = GLOVE_RPC_INVALID_REQUEST;
+                                message = "too many requests to the agent in flight to translate this input_required result";
+                                reason = "too_many_requests";
+                                rule = rulebuf;
+                        } else if (!bit || (ip && !json_is_object(ip))) { /* params is optional (roots/list has none) */
                                 record_input(gw, gu, c, key, im, "deny", "invalid_request", "inputRequests");
                                 message = "the upstream's input_required result holds an input request MCP 2026-07-28 does not define";
                                 reason = "upstream_invalid_result";
@@ -387,6 +432,15 @@ struct glove_mcp_message *gw_mrtr_result(struct glove_kernel_gateway *gw, struct
                         json_object_set(payload, "s", state);
                 json_t *sealed = payload && !bad ? seal(gw, payload) : NULL;
                 json_decref(payload);
+                /* A seal the agent could not send back within the frame
+                 * bound would end the rounds: refused now. */
+                if (sealed && json_string_length(sealed) + 1024 > gw->cfg.max_frame) {
+                        json_decref(sealed);
+                        message = "the upstream's requestState is too large to be sealed and sent back within the frame bound";
+                        reason = "upstream_invalid_result";
+                        rule = glove_mcp_upstream_name(gu->u);
+                        goto fail;
+                }
                 json_t *out = sealed ? json_copy(result) : NULL;
                 if (out && json_object_set_new(out, "requestState", sealed) == 0) {
                         gw_send_agent(gw, glove_mcp_rpc_result(c->agent_id, out));

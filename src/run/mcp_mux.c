@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/kernel/era.h"
 #include "glove/mcp/jsonrpc.h"
 
 /* Requests one session may have in flight. */
@@ -268,6 +269,33 @@ static void record_capabilities(struct ep_session *ss, const json_t *params) {
         ss->cap_roots = json_object_get(caps, "roots") != NULL;
 }
 
+/* Glove's own session-capabilities key on a client's request
+ * (glove/kernel/era.h): a legacy request of a session carries what its
+ * session declared in initialize (nothing before it), over any value the
+ * client wrote; any other request carries none. Returns 0 or -ENOMEM. */
+static int stamp_session_caps(const struct ep_session *ss, bool modern, json_t *params) {
+        json_t *meta = json_object_get(params, "_meta");
+        if (!ss || modern) {
+                if (json_is_object(meta))
+                        json_object_del(meta, GLOVE_KERNEL_META_SESSION_CAPS);
+                return 0;
+        }
+        if (!json_is_object(params))
+                return 0;
+        json_t *caps = json_object();
+        if (caps && ss->initialized) {
+                if ((ss->cap_sampling && json_object_set_new(caps, "sampling", json_object()) < 0) ||
+                    (ss->cap_elicitation && json_object_set_new(caps, "elicitation", json_object()) < 0) ||
+                    (ss->cap_roots && json_object_set_new(caps, "roots", json_object()) < 0))
+                        json_decref(TAKE_PTR(caps));
+        }
+        if (!caps || (!json_is_object(meta) && json_object_set_new(params, "_meta", meta = json_object()) < 0) || !meta) {
+                json_decref(caps);
+                return -ENOMEM;
+        }
+        return json_object_set_new(meta, GLOVE_KERNEL_META_SESSION_CAPS, caps) < 0 ? -ENOMEM : 0;
+}
+
 bool mux_modern(const json_t *params) {
         return json_object_get(json_object_get(params, "_meta"), EP_META_VERSION) != NULL;
 }
@@ -314,6 +342,13 @@ static int client_request(struct ep *ep, int s, struct ep_conn *conn, struct glo
         struct ep_inflight *f = &ep->inflight[slot];
         char wire[32];
         wire_id((size_t)slot, f->gen + 1, wire, sizeof(wire));
+        bool translatable = method_is(m->method, "tools/call") || method_is(m->method, "prompts/get") ||
+                            method_is(m->method, "resources/read");
+        if ((translatable || json_object_get(json_object_get(m->params, "_meta"), GLOVE_KERNEL_META_SESSION_CAPS)) &&
+            stamp_session_caps(ss, modern, m->params) < 0) {
+                *error_out = client_error(m->id, -32603, "out of memory", "endpoint.nomem");
+                return -ENOMEM;
+        }
         json_t *meta = json_object_get(m->params, "_meta");
         json_t *token = json_object_get(meta, "progressToken");
         json_t *orig_id = json_incref(m->id);
@@ -516,7 +551,23 @@ static void gateway_progress(struct ep *ep, struct glove_mcp_message *m) {
 }
 
 static void gateway_request(struct ep *ep, struct glove_mcp_message *m) {
-        int s = pick_session(ep, m->method);
+        /* A request the gateway asks for an agent's request (an input
+         * request it translates) goes to that request's session only, if
+         * it can take it; the key goes no further. */
+        json_t *meta = json_object_get(m->params, "_meta");
+        json_t *related = json_is_object(meta) ? json_object_get(meta, GLOVE_KERNEL_META_RELATED) : NULL;
+        int s;
+        if (related) {
+                struct ep_inflight *f = tagged_request(ep, related);
+                s = f && f->session >= 0 && ep->sessions[f->session].initialized && session_can(&ep->sessions[f->session], m->method)
+                            ? f->session
+                            : -1;
+                json_object_del(meta, GLOVE_KERNEL_META_RELATED);
+                if (json_object_size(meta) == 0)
+                        json_object_del(m->params, "_meta");
+        } else {
+                s = pick_session(ep, m->method);
+        }
         size_t q = 0;
         while (q < GLOVE_MCP_ENDPOINT_SERVER_REQUESTS_MAX && ep->server_req[q].used)
                 q++;

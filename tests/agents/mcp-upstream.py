@@ -251,8 +251,16 @@ def call(rid, params):
     elif name == "hang":
         pass
     elif name == "mrtr" and MODERN:
-        result(rid, {"resultType": "input_required", "inputRequests": {"q": {"method": "roots/list", "params": {}}},
-                     "requestState": "s"})
+        # Asks roots/list (whatever the client declared) with requestState
+        # a["state"] (default "s"); a retry carrying inputResponses.q is
+        # answered "mrtr done: " + the state it got back + the roots' URIs.
+        answer = (params.get("inputResponses") or {}).get("q")
+        if isinstance(answer, dict):
+            uris = ",".join(r.get("uri", "") for r in answer.get("roots", []) if isinstance(r, dict))
+            text(rid, "mrtr done: %s %s" % (json.dumps(params.get("requestState")), uris))
+        else:
+            result(rid, {"resultType": "input_required", "inputRequests": {"q": {"method": "roots/list", "params": {}}},
+                         "requestState": a.get("state", "s")})
     elif name == "weird" and MODERN:
         result(rid, {"resultType": "pending", "content": []})
     elif name == "late":

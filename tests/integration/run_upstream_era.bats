@@ -151,6 +151,31 @@ common_checks() {
                 { show_records "$out"; fail "an input request the agent did not declare was not refused"; }
         audit_has '.event == "client_request" and .upstream == "pm" and .method == "roots/list" and .decision == "deny"
                 and .reason == "agent_unsupported"'
+        # A requestState holding U+0000 is sealed and comes back whole.
+        [ "$(c nul_retry '.result.content[0].text')" = '"mrtr done: \"\\u0000x\" file:///nul"' ] ||
+                { show_records "$out"; fail "a requestState holding U+0000 did not survive its seal"; }
+}
+
+@test "upstream era: a legacy agent's input requests are translated; cancelling its call cancels them; one too large to keep is not" {
+        local out=$OUT/raw.jsonl
+        gr --upstream "pm=$PY,$UPY,--era,modern" --allow 'pm.*' --upstream-allow pm:roots --audit-log "$AUDIT" --max-frame 8MiB \
+                --read "$FIX" --write "$OUT" -- "$PY" "$FIX/interop/era-raw.py" --out "$out" translate
+        [ "$status" -eq 0 ] || { echo "$stderr" >&2; show_records "$out"; fail "glove run failed"; }
+        c() { jq -c --arg c "$1" "select(.case == \$c) | .answer | $2" "$out"; }
+        # Glove asked roots/list itself and retried with the agent's answer
+        # and the upstream's own state.
+        [ "$(c asked '.method')" = '"roots/list"' ] || { show_records "$out" "$AUDIT"; fail "the agent was not asked roots/list"; }
+        [ "$(c translated '.result.content[0].text')" = '"mrtr done: \"s\" file:///answered"' ] ||
+                { show_records "$out" "$AUDIT"; fail "the translated call did not complete with the agent's answer"; }
+        audit_has '.event == "input_responses" and .upstream == "pm" and .translated == true and .keys == ["q"]'
+        # Cancelled: Glove's own request is cancelled too, on record.
+        [ "$(c cancelled_input '[.method, .params.requestId]')" = "[\"notifications/cancelled\",$(c asked_again '.id')]" ] ||
+                { show_records "$out" "$AUDIT"; fail "the open roots/list was not cancelled with the call"; }
+        audit_has '.event == "client_result" and .method == "roots/list" and .status == "cancelled"'
+        # Too large to keep for translation (over 1 MiB): declared nothing,
+        # so the upstream's input_required is an error, on record why.
+        [ "$(c too_large '.error.data.reason')" = '"upstream_input_required"' ] || { show_records "$out"; fail "the large call"; }
+        audit_has '.event == "client_request" and .upstream == "pm" and .decision == "deny" and .reason == "translation_budget"'
 }
 
 @test "upstream era: a 2026-07-28 upstream's resources are read; resources/subscribe of one is refused, its subscribe not announced" {

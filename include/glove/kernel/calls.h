@@ -84,6 +84,8 @@ struct glove_kernel_call {
         json_t *retry_state;
         size_t waiting;
         unsigned rounds;
+        size_t retained;             /* bytes retry_params stands for (the agent's line), for the budget */
+        bool untranslated;           /* it could have been translated, but the budget was spent */
 };
 
 /* Why a call ended before its answer came. */

@@ -24,6 +24,15 @@
 /* The listen a notification rides (basic/patterns/subscriptions.mdx): the
  * subscriptions/listen request's id. */
 #define GLOVE_KERNEL_ERA_META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
+/* Glove's own _meta keys between the endpoints' multiplexer and the
+ * gateway on a shared channel (gateway config shared_channel), never seen
+ * by a client or an upstream: on a legacy request, the capabilities its
+ * session declared in initialize (set by the multiplexer over any the
+ * client sent); on a request of the gateway to the agent, the wire id of
+ * the agent's request it is asked for (the multiplexer sends it to that
+ * request's session only). */
+#define GLOVE_KERNEL_META_SESSION_CAPS "glove.dev/sessionCapabilities"
+#define GLOVE_KERNEL_META_RELATED "glove.dev/relatedRequest"
 /* 2026-07-28 UnsupportedProtocolVersionError. */
 #define GLOVE_RPC_UNSUPPORTED_VERSION -32022
 

@@ -313,6 +313,67 @@ static void test_server_requests(void **state) {
         close(sampler);
 }
 
+/* A legacy tools/call carries its own session's capabilities to the
+ * gateway (glove.dev/sessionCapabilities, over any the client wrote; none
+ * before initialize), and a request of the gateway naming an agent's
+ * request (glove.dev/relatedRequest) goes to that request's session only,
+ * the key removed; to no session when that one cannot take it (red-team
+ * finding: translated input requests went to the latest session). */
+static void test_session_caps_and_related(void **state) {
+        struct fixture *f = *state;
+        int asker = session(f, "{\"elicitation\":{}}"), later = session(f, "{\"elicitation\":{}}"), plain = session(f, "{}");
+        say(asker, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"u.t\",\"_meta\":"
+                   "{\"glove.dev/sessionCapabilities\":{\"sampling\":{},\"roots\":{}}}}}\n");
+        json_t *g = hear(f, f->gw);
+        assert_non_null(g);
+        json_t *caps = json_object_get(json_object_get(json_object_get(g, "params"), "_meta"), "glove.dev/sessionCapabilities");
+        json_t *want = json_pack("{s:{}}", "elicitation");
+        assert_true(json_equal(caps, want)); /* the session's, not the client's forgery */
+        json_decref(want);
+        char wire[32];
+        snprintf(wire, sizeof(wire), "%s", str(g, "id"));
+        json_decref(g);
+        say(plain, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"u.t\"}}\n");
+        g = hear(f, f->gw);
+        assert_non_null(g);
+        caps = json_object_get(json_object_get(json_object_get(g, "params"), "_meta"), "glove.dev/sessionCapabilities");
+        assert_true(json_is_object(caps) && json_object_size(caps) == 0);
+        char plain_wire[32];
+        snprintf(plain_wire, sizeof(plain_wire), "%s", str(g, "id"));
+        json_decref(g);
+        /* The gateway asks for asker's call: asker gets it (not the later
+         * session that also declared elicitation), without the key. */
+        char line[384];
+        snprintf(line, sizeof(line),
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"glove-7\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"m\","
+                 "\"_meta\":{\"glove.dev/relatedRequest\":\"%s\"}}}\n",
+                 wire);
+        say(f->gw, line);
+        json_t *q = hear(f, asker);
+        assert_non_null(q);
+        assert_string_equal(str(q, "id"), "glove-7");
+        assert_null(json_object_get(json_object_get(q, "params"), "_meta"));
+        json_decref(q);
+        quiet(f, later);
+        quiet(f, plain);
+        /* For plain's call (no elicitation declared): no session takes it. */
+        snprintf(line, sizeof(line),
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"glove-8\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"m\","
+                 "\"_meta\":{\"glove.dev/relatedRequest\":\"%s\"}}}\n",
+                 plain_wire);
+        say(f->gw, line);
+        json_t *e = hear(f, f->gw);
+        assert_non_null(e);
+        assert_string_equal(str(e, "id"), "glove-8");
+        assert_string_equal(str(e, "error.data.reason"), "endpoint.no_session");
+        json_decref(e);
+        quiet(f, later);
+        quiet(f, asker);
+        close(asker);
+        close(later);
+        close(plain);
+}
+
 static void test_progress_and_end(void **state) {
         struct fixture *f = *state;
         int a = session(f, "{}"), b = session(f, "{}");
@@ -1415,6 +1476,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_same_ids_two_sessions, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_server_requests, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_session_caps_and_related, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_progress_and_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_http_stream, setup, teardown),
