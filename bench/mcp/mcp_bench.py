@@ -27,12 +27,18 @@ through their echo tool.
 
 direct: the client's stdout is piped to the upstream's stdin and back,
         nothing in between.
+relay:  as direct, with glove-bench-relay (bench/mcp/relay.c, built next to
+        glove) between client and upstream: a C loop copying bytes both
+        ways (epoll_wait, read, write), nothing parsed, no sandbox. The
+        floor of any process in the middle: two more pipe hops and two more
+        wake-ups per call.
 exec:   as direct, but the client runs contained by `glove exec` (a
         diagnostic, off by default: the cost of the sandbox alone, seccomp
         included, without mediation).
 glove:  `glove run --upstream u=node,UPSTREAM --allow u.echo -- node
         bench-client.mjs`: the client contained, the upstream contained,
-        Glove mediating every call.
+        Glove mediating every call; with --audit, also --audit-log FILE
+        (a call and a call_result record per call).
 before: (with --glove-before PATH) the same through another glove binary
         (e.g. one built from an older commit), in the same rounds, so that
         a change is measured side by side with what it changes.
@@ -184,14 +190,15 @@ def fresh_out(tmp, name):
     return outdir, out
 
 
-def run_direct(cfg, tmp, glove=None):
+def run_direct(cfg, tmp, glove=None, relay=None):
     """The client and the upstream joined by two pipes; with glove, the
-    client contained by glove exec on the same pipes."""
+    client contained by glove exec on the same pipes; with relay, the
+    upstream behind that relay."""
     outdir, out = fresh_out(tmp, "direct.jsonl")
     c2u_r, c2u_w = os.pipe()
     u2c_r, u2c_w = os.pipe()
-    up = subprocess.Popen([NODE] + UPSTREAMS[(cfg["upstream"], cfg["era"])], stdin=c2u_r, stdout=u2c_w,
-                          stderr=subprocess.DEVNULL)
+    up = subprocess.Popen(([relay] if relay else []) + [NODE] + UPSTREAMS[(cfg["upstream"], cfg["era"])], stdin=c2u_r,
+                          stdout=u2c_w, stderr=subprocess.DEVNULL)
     argv = client_argv(cfg, out, "echo")
     if glove:
         argv = [glove, "exec", "--read", TESTS, "--read", HERE, "--write", outdir, "--"] + argv
@@ -208,12 +215,20 @@ def run_direct(cfg, tmp, glove=None):
 
 
 def run_glove(cfg, glove, tmp):
-    """The same client contained by glove run, the same upstream behind it."""
+    """The same client contained by glove run, the same upstream behind it
+    (and with cfg["audit"], an audit log, removed afterwards)."""
     outdir, out = fresh_out(tmp, "glove.jsonl")
     spec = ",".join(["u=" + NODE] + UPSTREAMS[(cfg["upstream"], cfg["era"])])
+    audit = []
+    if cfg["audit"]:
+        log = os.path.join(tmp, "audit.jsonl")
+        if os.path.exists(log):
+            os.unlink(log)
+        audit = ["--audit-log", log]
     # The upstream runs contained: its script and node_modules, read-only.
     argv = [glove, "run", "--upstream", spec, "--upstream-ro", "u:" + HERE, "--upstream-ro", "u:" + TESTS,
-            "--allow", "u.echo", "--read", TESTS, "--read", HERE, "--write", outdir, "--"] + client_argv(cfg, out, "u.echo")
+            "--allow", "u.echo", "--read", TESTS, "--read", HERE, "--write", outdir] + audit + ["--"] + \
+        client_argv(cfg, out, "u.echo")
     exe = os.path.realpath(glove)
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [None]
@@ -267,15 +282,22 @@ def main():
     ap.add_argument("--upstreams", default="fast,sdk", help="comma-separated: fast, sdk")
     ap.add_argument("--clients", default="sdk", help="comma-separated: sdk, raw")
     ap.add_argument("--inflight", default="1,16", help="comma-separated concurrency levels")
-    ap.add_argument("--modes", default="direct,glove",
-                    help="comma-separated: direct, exec, glove (before is added with --glove-before)")
+    ap.add_argument("--modes", default="direct,relay,glove",
+                    help="comma-separated: direct, relay, exec, glove (before is added with --glove-before)")
+    ap.add_argument("--audit", action="store_true",
+                    help="the mediated modes write an audit log (glove run --audit-log, a file in the temporary "
+                         "directory): a call and a call_result record per call")
     ap.add_argument("--results", default=os.path.join(REPO, "bench", "results", "mcp.jsonl"))
     a = ap.parse_args()
 
     eras = csv(a.eras, ERAS, "eras")
     upstreams = csv(a.upstreams, ("fast", "sdk"), "upstreams")
     clients = csv(a.clients, ("sdk", "raw"), "clients")
-    modes = csv(a.modes, ("direct", "exec", "glove"), "modes")
+    modes = csv(a.modes, ("direct", "relay", "exec", "glove"), "modes")
+    relay = os.path.join(os.path.dirname(os.path.abspath(a.glove)), "glove-bench-relay")
+    if "relay" in modes and not os.access(relay, os.X_OK):
+        print("bench: %s is missing (built with glove); no relay rows" % relay, file=sys.stderr)
+        modes.remove("relay")
     inflights = [int(x) for x in a.inflight.split(",") if x]
     if "direct" not in modes:
         sys.exit("bench: --modes needs direct (every figure is relative to it)")
@@ -296,6 +318,7 @@ def main():
         "commit": git_commit(),
         "calls": a.calls,
         "rounds": a.rounds,
+        "audit": a.audit,
     }
     os.makedirs(os.path.dirname(a.results), exist_ok=True)
     lines = []
@@ -309,7 +332,7 @@ def main():
                 for inflight in inflights:
                     for era in eras:
                         cfg = dict(upstream=upstream, client=client, era=era, inflight=inflight, calls=a.calls,
-                                   warmup=a.warmup)
+                                   warmup=a.warmup, audit=a.audit)
                         got = {m: [] for m in modes}
                         peaks = {m: [] for m in mediated}
                         cpus = {m: [] for m in mediated}
@@ -319,6 +342,8 @@ def main():
                                 peak = cpu = None
                                 if mode == "direct":
                                     r, _, _ = run_direct(cfg, tmp)
+                                elif mode == "relay":
+                                    r, _, _ = run_direct(cfg, tmp, relay=relay)
                                 elif mode == "exec":
                                     r, _, _ = run_direct(cfg, tmp, glove=a.glove)
                                 else:
@@ -347,6 +372,14 @@ def main():
                                        mode="summary", **{m: s[m] for m in modes})
                         if "exec" in modes:
                             summary["sandbox_only_added_p50_us"] = round(s["exec"]["p50_us"] - s["direct"]["p50_us"], 1)
+                        if "relay" in modes:
+                            summary["relay_added_p50_us"] = round(s["relay"]["p50_us"] - s["direct"]["p50_us"], 1)
+                            summary["relay_throughput_ratio"] = round(s["relay"]["calls_per_s"] / s["direct"]["calls_per_s"], 3)
+                            figs[(upstream, client, inflight, era, "relay")] = {
+                                "added_p50_us": summary["relay_added_p50_us"],
+                                "added_p99_us": round(s["relay"]["p99_us"] - s["direct"]["p99_us"], 1),
+                                "throughput_ratio": summary["relay_throughput_ratio"],
+                                "glove_cpu_us_per_call": None}
                         for m in mediated:
                             fig = {
                                 "added_p50_us": round(s[m]["p50_us"] - s["direct"]["p50_us"], 1),
@@ -363,7 +396,8 @@ def main():
                             figs[(upstream, client, inflight, era, m)] = fig
                         lines.append(summary)
     print()
-    print("Glove against direct, per era (added µs at p50 / p99, throughput as a ratio of direct, Glove's CPU per call):")
+    print("Against direct, per era (added µs at p50 / p99, throughput as a ratio of direct, Glove's CPU per call;")
+    print("relay: a C byte relay in the middle, the floor of any mediator):")
     head = "%-8s %-6s %8s %-6s" % ("upstream", "client", "inflight", "glove")
     for era in eras:
         head += " | %-6s %9s %9s %7s %9s" % (era + ":", "+p50 µs", "+p99 µs", "thr", "CPU/call")
@@ -371,7 +405,7 @@ def main():
     for upstream in upstreams:
         for client in clients:
             for inflight in inflights:
-                for m in mediated:
+                for m in (["relay"] if "relay" in modes else []) + mediated:
                     row = "%-8s %-6s %8d %-6s" % (upstream, client, inflight,
                                                   "after" if m == "glove" and "before" in modes else m)
                     for era in eras:
