@@ -125,60 +125,105 @@ int glove_audit_new_run_id(struct glove_audit_log *log, struct glove_error *err)
         return 0;
 }
 
-/* glove_audit_encode, with "run_id" after "event" when run_id is set. */
-static int encode(const char *ts, const char *event, const char *run_id, const json_t *fields, char **line, size_t *len,
-                  struct glove_error *err) {
-        *line = NULL;
-        *len = 0;
+#define RECORD_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
+
+/* The record object of glove_audit_encode, with "run_id" after "event"
+ * when run_id is set: a new reference, or NULL with err set. */
+static json_t *record_object(const char *ts, const char *event, const char *run_id, const json_t *fields,
+                             struct glove_error *err) {
         _cleanup_json_ json_t *rec = json_object();
         if (!rec || json_object_set_new(rec, "ts", json_string(ts)) < 0 ||
             json_object_set_new(rec, "event", json_string(event)) < 0 ||
-            (run_id && json_object_set_new(rec, "run_id", json_string(run_id)) < 0))
-                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+            (run_id && json_object_set_new(rec, "run_id", json_string(run_id)) < 0)) {
+                glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+                return NULL;
+        }
         if (fields) {
-                if (!json_is_object(fields))
-                        return glove_error_set(err, EINVAL, "audit.encode", "%s record fields are not an object", event);
+                if (!json_is_object(fields)) {
+                        glove_error_set(err, EINVAL, "audit.encode", "%s record fields are not an object", event);
+                        return NULL;
+                }
                 const char *key;
                 json_t *value;
                 json_object_foreach((json_t *)fields, key, value) {
-                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0 || (run_id && strcmp(key, "run_id") == 0))
-                                return glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
-                        if (json_object_set(rec, key, value) < 0)
-                                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode field %s", key);
+                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0 || (run_id && strcmp(key, "run_id") == 0)) {
+                                glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
+                                return NULL;
+                        }
+                        if (json_object_set(rec, key, value) < 0) {
+                                glove_error_set(err, EINVAL, "audit.encode", "cannot encode field %s", key);
+                                return NULL;
+                        }
                 }
         }
-        size_t need = json_dumpb(rec, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        return TAKE_PTR(rec);
+}
+
+/* Encodes rec (named event in errors) as one line, its newline included:
+ * into buf[0..size) when it fits (*heap NULL), else into a new allocation
+ * (*heap, which *line then points to, freed by the caller). One pass over
+ * the record when it fits, which is the rule: an audit record is written
+ * for every call. *len is the line's length in bytes, at most
+ * GLOVE_AUDIT_RECORD_MAX. Returns 0, or a negative errno with err set
+ * (audit.encode, audit.too_large, ENOMEM). */
+static int encode_line(const json_t *rec, const char *event, char *buf, size_t size, char **line, size_t *len, char **heap,
+                       struct glove_error *err) {
+        *line = *heap = NULL;
+        *len = 0;
+        size_t need = json_dumpb(rec, buf, size ? size - 1 : 0, RECORD_FLAGS);
         if (need == 0)
                 return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
         if (need + 1 > GLOVE_AUDIT_RECORD_MAX)
                 return glove_error_set(err, EMSGSIZE, "audit.too_large", "%s record of %zu bytes exceeds %d", event, need + 1,
                                        GLOVE_AUDIT_RECORD_MAX);
-        char *buf = malloc(need + 1);
-        if (!buf)
-                return glove_error_set(err, ENOMEM, "audit.encode", "out of memory");
-        if (json_dumpb(rec, buf, need, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) != need) {
-                free(buf);
-                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+        char *out = buf;
+        if (need + 1 > size) {
+                out = *heap = malloc(need + 1);
+                if (!out)
+                        return glove_error_set(err, ENOMEM, "audit.encode", "out of memory");
+                if (json_dumpb(rec, out, need, RECORD_FLAGS) != need) {
+                        free(TAKE_PTR(*heap));
+                        return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+                }
         }
-        buf[need] = '\n';
-        *line = buf;
+        out[need] = '\n';
+        *line = out;
         *len = need + 1;
         return 0;
 }
 
 int glove_audit_encode(const char *ts, const char *event, const json_t *fields, char **line, size_t *len,
                        struct glove_error *err) {
-        return encode(ts, event, NULL, fields, line, len, err);
+        *line = NULL;
+        *len = 0;
+        _cleanup_json_ json_t *rec = record_object(ts, event, NULL, fields, err);
+        if (!rec)
+                return -EINVAL;
+        char *out, *heap;
+        int r = encode_line(rec, event, NULL, 0, &out, len, &heap, err);
+        if (r < 0)
+                return r;
+        *line = heap;
+        return 0;
 }
+
+/* Records of up to this many bytes are encoded on the stack (a call record
+ * with its arguments digest is about 300). */
+#define RECORD_STACK 4096
 
 int glove_audit_append(struct glove_audit_log *log, const char *event, const json_t *fields, struct glove_error *err) {
         if (log->fd < 0)
                 return glove_error_set(err, EBADF, "audit.append", "the audit log is closed");
         char ts[GLOVE_TIME_RFC3339_MAX];
         glove_time_now_rfc3339(ts);
-        _cleanup_free_ char *line = NULL;
+        _cleanup_json_ json_t *rec = record_object(ts, event, log->run_id[0] ? log->run_id : NULL, fields, err);
+        if (!rec)
+                return -EINVAL;
+        char stack[RECORD_STACK];
+        char *line;
+        _cleanup_free_ char *heap = NULL;
         size_t len = 0;
-        int r = encode(ts, event, log->run_id[0] ? log->run_id : NULL, fields, &line, &len, err);
+        int r = encode_line(rec, event, stack, sizeof(stack), &line, &len, &heap, err);
         if (r < 0)
                 return r;
         ssize_t n;
