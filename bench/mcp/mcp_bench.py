@@ -32,9 +32,11 @@ relay:  as direct, with glove-bench-relay (bench/mcp/relay.c, built next to
         ways (epoll_wait, read, write), nothing parsed, no sandbox. The
         floor of any process in the middle: two more pipe hops and two more
         wake-ups per call.
-exec:   as direct, but the client runs contained by `glove exec` (a
-        diagnostic, off by default: the cost of the sandbox alone, seccomp
-        included, without mediation).
+exec:   as direct, but the client runs contained by `glove exec
+        --direct-stdio` (its pipes passed to it as they are, as glove run
+        does for the agent and a contained upstream): a diagnostic, off by
+        default, of the cost of the sandbox alone, seccomp included,
+        without mediation and without a relay.
 glove:  `glove run --upstream u=node,UPSTREAM --allow u.echo -- node
         bench-client.mjs`: the client contained, the upstream contained,
         Glove mediating every call; with --audit, also --audit-log FILE
@@ -201,7 +203,7 @@ def run_direct(cfg, tmp, glove=None, relay=None):
                           stdout=u2c_w, stderr=subprocess.DEVNULL)
     argv = client_argv(cfg, out, "echo")
     if glove:
-        argv = [glove, "exec", "--read", TESTS, "--read", HERE, "--write", outdir, "--"] + argv
+        argv = [glove, "exec", "--direct-stdio", "--read", TESTS, "--read", HERE, "--write", outdir, "--"] + argv
     cl = subprocess.Popen(argv, stdin=u2c_r, stdout=c2u_w, stderr=subprocess.PIPE)
     for fd in (c2u_r, c2u_w, u2c_r, u2c_w):
         os.close(fd)
