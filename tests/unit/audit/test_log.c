@@ -80,6 +80,17 @@ static void test_encode_no_fields(void **state) {
         json_decref(empty);
 }
 
+/* An event name that needs escaping, or is not ASCII, is encoded as any
+ * string is (records are built as a tree then), with the fields after it. */
+static void test_encode_event_escaped(void **state) {
+        (void)state;
+        json_t *fields = json_pack("{s:i}", "n", 1);
+        expect_encoding("a\"b\\c", fields, "{\"ts\":\"" TS "\",\"event\":\"a\\\"b\\\\c\",\"n\":1}\n");
+        expect_encoding("caf\xc3\xa9", fields, "{\"ts\":\"" TS "\",\"event\":\"caf\xc3\xa9\",\"n\":1}\n");
+        expect_encoding("tab\there", NULL, "{\"ts\":\"" TS "\",\"event\":\"tab\\there\"}\n");
+        json_decref(fields);
+}
+
 static void expect_encode_error(const char *ts, const char *event, const json_t *fields, int errnum, const char *code) {
         char *line = (char *)0x1;
         size_t len = 99;
@@ -627,6 +638,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_encode_exact),
                 cmocka_unit_test(test_encode_no_fields),
+                cmocka_unit_test(test_encode_event_escaped),
                 cmocka_unit_test(test_encode_reserved_fields),
                 cmocka_unit_test(test_encode_bad_input),
                 cmocka_unit_test(test_encode_size_limit),
