@@ -2,7 +2,9 @@
 # make bench: start-up cost of `glove exec -- /bin/true` next to an equivalent
 # bubblewrap sandbox, measured side by side in one run; then `glove run`
 # tools/call round trips against the same client talking directly to the same
-# upstream (bench/mcp/mcp_bench.py, JSON lines in bench/results/mcp.jsonl);
+# upstream, in both protocol eras (legacy initialize and MCP 2026-07-28), at
+# 1 and 16 calls in flight (bench/mcp/mcp_bench.py, JSON lines in
+# bench/results/mcp.jsonl);
 # then start-up with limits against without, and egress throughput through
 # the proxy against a direct loopback transfer (bench/limits_egress.py, JSON
 # lines in bench/results/limits-egress.jsonl); then managed sessions in
@@ -138,7 +140,7 @@ else
 fi
 
 echo
-echo "== glove run: tools/call round trips through glove vs the same client direct to the same upstream"
+echo "== glove run: tools/call round trips through glove vs the same client direct to the same upstream, legacy and 2026-07-28"
 mcp_before=()
 [ -n "${GLOVE_BEFORE:-}" ] && mcp_before=(--glove-before "$GLOVE_BEFORE")
 /usr/bin/python3 bench/mcp/mcp_bench.py --glove "$glove" "${mcp_before[@]}" --results bench/results/mcp.jsonl || rc=$?

@@ -125,60 +125,180 @@ int glove_audit_new_run_id(struct glove_audit_log *log, struct glove_error *err)
         return 0;
 }
 
-/* glove_audit_encode, with "run_id" after "event" when run_id is set. */
-static int encode(const char *ts, const char *event, const char *run_id, const json_t *fields, char **line, size_t *len,
-                  struct glove_error *err) {
-        *line = NULL;
-        *len = 0;
+#define RECORD_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
+
+/* The record object of glove_audit_encode, with "run_id" after "event"
+ * when run_id is set: a new reference, or NULL with err set. */
+static json_t *record_object(const char *ts, const char *event, const char *run_id, const json_t *fields,
+                             struct glove_error *err) {
         _cleanup_json_ json_t *rec = json_object();
         if (!rec || json_object_set_new(rec, "ts", json_string(ts)) < 0 ||
             json_object_set_new(rec, "event", json_string(event)) < 0 ||
-            (run_id && json_object_set_new(rec, "run_id", json_string(run_id)) < 0))
-                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+            (run_id && json_object_set_new(rec, "run_id", json_string(run_id)) < 0)) {
+                glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+                return NULL;
+        }
         if (fields) {
-                if (!json_is_object(fields))
-                        return glove_error_set(err, EINVAL, "audit.encode", "%s record fields are not an object", event);
+                if (!json_is_object(fields)) {
+                        glove_error_set(err, EINVAL, "audit.encode", "%s record fields are not an object", event);
+                        return NULL;
+                }
                 const char *key;
                 json_t *value;
                 json_object_foreach((json_t *)fields, key, value) {
-                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0 || (run_id && strcmp(key, "run_id") == 0))
-                                return glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
-                        if (json_object_set(rec, key, value) < 0)
-                                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode field %s", key);
+                        if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0 || (run_id && strcmp(key, "run_id") == 0)) {
+                                glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
+                                return NULL;
+                        }
+                        if (json_object_set(rec, key, value) < 0) {
+                                glove_error_set(err, EINVAL, "audit.encode", "cannot encode field %s", key);
+                                return NULL;
+                        }
                 }
         }
-        size_t need = json_dumpb(rec, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        if (need == 0)
-                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
-        if (need + 1 > GLOVE_AUDIT_RECORD_MAX)
-                return glove_error_set(err, EMSGSIZE, "audit.too_large", "%s record of %zu bytes exceeds %d", event, need + 1,
-                                       GLOVE_AUDIT_RECORD_MAX);
-        char *buf = malloc(need + 1);
-        if (!buf)
-                return glove_error_set(err, ENOMEM, "audit.encode", "out of memory");
-        if (json_dumpb(rec, buf, need, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) != need) {
-                free(buf);
-                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+        return TAKE_PTR(rec);
+}
+
+/* Whether s can stand in a JSON string as it is: printable ASCII but '"'
+ * and '\\'. */
+static bool plain(const char *s) {
+        for (; *s; s++)
+                if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e || *s == '"' || *s == '\\')
+                        return false;
+        return true;
+}
+
+/* The record's head, {"ts":TS,"event":EVENT[,"run_id":RUN_ID], written
+ * into head (size bytes) without building a tree: its length, or 0 when a
+ * value is not plain() or it does not fit (the caller then builds the
+ * record as a tree). */
+static size_t record_head(const char *ts, const char *event, const char *run_id, char *head, size_t size) {
+        if (!plain(ts) || !plain(event) || (run_id && !plain(run_id)))
+                return 0;
+        int n = snprintf(head, size, "{\"ts\":\"%s\",\"event\":\"%s\"%s%s%s", ts, event, run_id ? ",\"run_id\":\"" : "",
+                         run_id ? run_id : "", run_id ? "\"" : "");
+        return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/* Checks fields (NULL, or an object none of whose keys is reserved):
+ * 0, or -EINVAL with err set. */
+static int check_fields(const char *event, const char *run_id, const json_t *fields, struct glove_error *err) {
+        if (!fields)
+                return 0;
+        if (!json_is_object(fields))
+                return glove_error_set(err, EINVAL, "audit.encode", "%s record fields are not an object", event);
+        const char *key;
+        json_t *value;
+        json_object_foreach((json_t *)fields, key, value) {
+                (void)value;
+                if (strcmp(key, "ts") == 0 || strcmp(key, "event") == 0 || (run_id && strcmp(key, "run_id") == 0))
+                        return glove_error_set(err, EINVAL, "audit.encode", "field %s is reserved", key);
         }
-        buf[need] = '\n';
-        *line = buf;
-        *len = need + 1;
         return 0;
+}
+
+/* Encodes the record of event (ts, event, run_id when set, then fields'
+ * members in their order) as one line, its newline included: into
+ * buf[0..size) when it fits (*heap NULL), else into a new allocation
+ * (*heap, which *line then points to, freed by the caller). When the head
+ * is plain (record_head) the head is written by hand and fields encoded
+ * once after it (its braces joined to the head's), which is the rule: an
+ * audit record is written for every call; else the record is built as a
+ * tree and encoded, as glove_audit_encode always did. The bytes are the
+ * same either way. *len is the line's length in bytes, at most
+ * GLOVE_AUDIT_RECORD_MAX. Returns 0, or a negative errno with err set
+ * (audit.encode, audit.too_large, ENOMEM). */
+static int encode_line(const char *ts, const char *event, const char *run_id, const json_t *fields, char *buf, size_t size,
+                       char **line, size_t *len, char **heap, struct glove_error *err) {
+        *line = *heap = NULL;
+        *len = 0;
+        int r = check_fields(event, run_id, fields, err);
+        if (r < 0)
+                return r;
+        char head[256];
+        size_t hlen = record_head(ts, event, run_id, head, sizeof(head));
+        _cleanup_json_ json_t *rec = NULL;
+        if (!hlen) {
+                rec = record_object(ts, event, run_id, fields, err);
+                if (!rec)
+                        return -EINVAL;
+        }
+        /* need: the record's bytes without the newline, encoded into out
+         * (room bytes) when they fit. */
+        size_t need = 0;
+        for (int pass = 0; pass < 2; pass++) {
+                char *out = pass ? *heap : buf;
+                size_t room = pass ? need + 1 : size;
+                if (rec) {
+                        need = json_dumpb(rec, out, room ? room - 1 : 0, RECORD_FLAGS);
+                        if (need == 0)
+                                return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+                } else {
+                        /* head, then fields without its "{" (a "," for it), or "}" */
+                        size_t fneed = 0;
+                        if (fields && json_object_size(fields) > 0) {
+                                fneed = json_dumpb(fields, room > hlen ? out + hlen : NULL, room > hlen ? room - hlen - 1 : 0,
+                                                   RECORD_FLAGS);
+                                if (fneed < 2)
+                                        return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
+                                need = hlen + fneed;
+                        } else {
+                                need = hlen + 1;
+                        }
+                        if (need + 1 <= room) {
+                                memcpy(out, head, hlen);
+                                if (fneed)
+                                        out[hlen] = ',';
+                                else
+                                        out[hlen] = '}';
+                        }
+                }
+                if (need + 1 > GLOVE_AUDIT_RECORD_MAX)
+                        return glove_error_set(err, EMSGSIZE, "audit.too_large", "%s record of %zu bytes exceeds %d", event,
+                                               need + 1, GLOVE_AUDIT_RECORD_MAX);
+                if (need + 1 <= room) {
+                        out[need] = '\n';
+                        *line = out;
+                        *len = need + 1;
+                        return 0;
+                }
+                if (pass)
+                        break; /* the same value encoded to another length: never expected */
+                *heap = malloc(need + 1);
+                if (!*heap)
+                        return glove_error_set(err, ENOMEM, "audit.encode", "out of memory");
+        }
+        free(TAKE_PTR(*heap));
+        return glove_error_set(err, EINVAL, "audit.encode", "cannot encode the %s record", event);
 }
 
 int glove_audit_encode(const char *ts, const char *event, const json_t *fields, char **line, size_t *len,
                        struct glove_error *err) {
-        return encode(ts, event, NULL, fields, line, len, err);
+        *line = NULL;
+        *len = 0;
+        char *out, *heap;
+        int r = encode_line(ts, event, NULL, fields, NULL, 0, &out, len, &heap, err);
+        if (r < 0)
+                return r;
+        *line = heap;
+        return 0;
 }
+
+/* Records of up to this many bytes are encoded on the stack (a call record
+ * with its arguments digest is about 300). */
+#define RECORD_STACK 4096
 
 int glove_audit_append(struct glove_audit_log *log, const char *event, const json_t *fields, struct glove_error *err) {
         if (log->fd < 0)
                 return glove_error_set(err, EBADF, "audit.append", "the audit log is closed");
         char ts[GLOVE_TIME_RFC3339_MAX];
         glove_time_now_rfc3339(ts);
-        _cleanup_free_ char *line = NULL;
+        char stack[RECORD_STACK];
+        char *line;
+        _cleanup_free_ char *heap = NULL;
         size_t len = 0;
-        int r = encode(ts, event, log->run_id[0] ? log->run_id : NULL, fields, &line, &len, err);
+        int r = encode_line(ts, event, log->run_id[0] ? log->run_id : NULL, fields, stack, sizeof(stack), &line, &len, &heap,
+                            err);
         if (r < 0)
                 return r;
         ssize_t n;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +35,35 @@ static int null_with_length(struct glove_error *err) {
                                "NULL data pointer with a non-zero length");
 }
 
+/* The SHA-256 implementation of the default provider, fetched once and
+ * kept for the life of the process (never freed): EVP_sha256() makes every
+ * EVP_Digest look it up again in the provider store (EVP_MD_fetch(3),
+ * "Implicit fetch"), which cost more than the digest of a tools/call's
+ * arguments itself. NULL when it cannot be fetched (no libcrypto); a later
+ * call tries again. Safe from any thread. */
+static const EVP_MD *sha256_md(void) {
+        static _Atomic(EVP_MD *) cached;
+        EVP_MD *md = atomic_load_explicit(&cached, memory_order_acquire);
+        if (md)
+                return md;
+        md = EVP_MD_fetch(NULL, OSSL_DIGEST_NAME_SHA2_256, NULL);
+        if (!md)
+                return NULL;
+        EVP_MD *expected = NULL;
+        if (!atomic_compare_exchange_strong_explicit(&cached, &expected, md, memory_order_acq_rel, memory_order_acquire)) {
+                EVP_MD_free(md); /* another thread's is kept */
+                return expected;
+        }
+        return md;
+}
+
 int glove_digest_sha256(const void *data, size_t len,
                         uint8_t out[GLOVE_DIGEST_SHA256_LEN], struct glove_error *err) {
         if (!data && len > 0)
                 return null_with_length(err);
         unsigned int n = 0;
-        if (EVP_Digest(data ? data : "", len, out, &n, EVP_sha256(), NULL) != 1 ||
+        const EVP_MD *md = sha256_md();
+        if (!md || EVP_Digest(data ? data : "", len, out, &n, md, NULL) != 1 ||
             n != GLOVE_DIGEST_SHA256_LEN)
                 return crypto_failed(err, "SHA-256");
         return 0;
@@ -55,7 +79,8 @@ int glove_digest_sha256_init(struct glove_digest_sha256 **out, struct glove_erro
                 free(ctx);
                 return glove_error_set(err, ENOMEM, "digest.no_memory", "out of memory");
         }
-        if (EVP_DigestInit_ex2(ctx->md, EVP_sha256(), NULL) != 1) {
+        const EVP_MD *md = sha256_md();
+        if (!md || EVP_DigestInit_ex2(ctx->md, md, NULL) != 1) {
                 glove_digest_sha256_free(ctx);
                 return crypto_failed(err, "SHA-256 init");
         }

@@ -56,6 +56,9 @@ static void *sym(const char *name) {
         }
 
 LAZY(const EVP_MD *, NULL, EVP_sha256, (void), ())
+LAZY(EVP_MD *, NULL, EVP_MD_fetch, (OSSL_LIB_CTX * libctx, const char *algorithm, const char *properties),
+     (libctx, algorithm, properties))
+LAZY_VOID(EVP_MD_free, (EVP_MD * md), (md))
 LAZY(EVP_MD_CTX *, NULL, EVP_MD_CTX_new, (void), ())
 LAZY_VOID(EVP_MD_CTX_free, (EVP_MD_CTX * ctx), (ctx))
 LAZY(int, 0, EVP_DigestInit_ex2, (EVP_MD_CTX * ctx, const EVP_MD *type, const OSSL_PARAM params[]), (ctx, type, params))

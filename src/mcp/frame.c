@@ -404,6 +404,24 @@ static int queue_chunk(const char *buffer, size_t size, void *data) {
 }
 
 int glove_mcp_writer_queue_json(struct glove_mcp_writer *w, const json_t *msg, size_t max_frame) {
+        /* One pass straight into the room the buffer already has, which is
+         * the rule once it has grown to the size of the messages it
+         * carries (its storage is kept as it drains): jansson then writes
+         * the text in one go instead of handing it over token by token.
+         * A message the room cannot hold with its newline is encoded
+         * again below, token by token, growing the buffer. */
+        size_t room = w->buf.cap - w->buf.len;
+        if (room > 1) {
+                size_t need = json_dumpb(msg, (char *)w->buf.data + w->buf.len, room - 1, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                if (need == 0)
+                        return -EINVAL; /* not encodable, or encoded to nothing: not a message */
+                if (need > max_frame)
+                        return -EMSGSIZE;
+                if (need < room) {
+                        w->buf.data[w->buf.len + need] = '\n';
+                        return glove_buffer_commit(&w->buf, need + 1);
+                }
+        }
         struct queue_ctx q = {w, w->buf.len, max_frame, 0};
         int rr = json_dump_callback(msg, queue_chunk, &q, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (rr == 0 && w->buf.len == q.start)

@@ -54,6 +54,7 @@ struct glove_mcp_upstream {
         char init_answer[192];                     /* what initialize was answered, for the why of a failed probe */
         int64_t listen_id;                         /* id of the open subscriptions/listen; 0: none */
         json_t *server_caps;                       /* initialize result's capabilities, owned */
+        json_t *info;                              /* the clientInfo Glove gives (client_info), owned; NULL until first used */
         char *instructions;                        /* initialize result's instructions, owned, or NULL */
         int exit_code, exit_signal;                /* once reaped; -1 when unknown */
 };
@@ -301,10 +302,14 @@ static void flush(struct glove_mcp_upstream *u) {
                 dead(u, "its stdin closed");
 }
 
-/* The clientInfo Glove gives (initialize, and every 2026-07-28 request). */
-static json_t *client_info(const struct glove_mcp_upstream *u) {
-        return json_pack("{s:s,s:s}", "name", u->cfg->client_name ? u->cfg->client_name : "glove", "version",
-                         u->cfg->client_version ? u->cfg->client_version : GLOVE_VERSION);
+/* The clientInfo Glove gives (initialize, and every 2026-07-28 request):
+ * a new reference to one object built at first use (never changed after:
+ * messages share it until they are encoded), or NULL on ENOMEM. */
+static json_t *client_info(struct glove_mcp_upstream *u) {
+        if (!u->info)
+                u->info = json_pack("{s:s,s:s}", "name", u->cfg->client_name ? u->cfg->client_name : "glove", "version",
+                                    u->cfg->client_version ? u->cfg->client_version : GLOVE_VERSION);
+        return json_incref(u->info);
 }
 
 /* The request m (owned) gains the 2026-07-28 envelope in params._meta
@@ -314,16 +319,19 @@ static json_t *client_info(const struct glove_mcp_upstream *u) {
  * clientInfo, over what its _meta held (progressToken, ...). params and
  * _meta are copied before they change (a caller may hold them). Returns 0
  * or -ENOMEM. */
-static int stamp(const struct glove_mcp_upstream *u, json_t *m) {
+static int stamp(struct glove_mcp_upstream *u, json_t *m) {
         json_t *old = json_object_get(m, "params");
         json_t *params = json_is_object(old) ? json_copy(old) : json_object();
         json_t *oldmeta = params ? json_object_get(params, "_meta") : NULL;
         json_t *meta = json_is_object(oldmeta) ? json_copy(oldmeta) : json_object();
         /* The caller's own clientCapabilities (the gateway's: what the
-         * agent declared in the request, cut to the policy's grant) stay. */
+         * agent declared in the request, cut to the policy's grant) stay;
+         * else those of initialize, shared, not copied: m is encoded and
+         * released within glove_mcp_upstream_send, and nothing changes a
+         * message there. */
         json_t *given = json_object_get(meta, GLOVE_MCP_META_CAPABILITIES);
-        json_t *caps = json_is_object(given) ? json_incref(given)
-                       : u->cfg->capabilities ? json_deep_copy(u->cfg->capabilities)
+        json_t *caps = json_is_object(given)      ? json_incref(given)
+                       : u->cfg->capabilities ? json_incref((json_t *)u->cfg->capabilities)
                                               : json_object();
         if (!params || !meta || !caps || json_object_set_new(meta, GLOVE_MCP_META_VERSION, json_string(GLOVE_MCP_UPSTREAM_MODERN_VERSION)) < 0 ||
             json_object_set_new(meta, GLOVE_MCP_META_CAPABILITIES, TAKE_PTR(caps)) < 0 ||
@@ -1058,6 +1066,7 @@ void glove_mcp_upstream_free(struct glove_mcp_upstream *u) {
         json_decref(u->tools);
         json_decref(u->listing);
         json_decref(u->server_caps);
+        json_decref(u->info);
         free(u->instructions);
         glove_mcp_reader_free(&u->reader);
         glove_mcp_writer_free(&u->writer);

@@ -80,6 +80,17 @@ static void test_encode_no_fields(void **state) {
         json_decref(empty);
 }
 
+/* An event name that needs escaping, or is not ASCII, is encoded as any
+ * string is (records are built as a tree then), with the fields after it. */
+static void test_encode_event_escaped(void **state) {
+        (void)state;
+        json_t *fields = json_pack("{s:i}", "n", 1);
+        expect_encoding("a\"b\\c", fields, "{\"ts\":\"" TS "\",\"event\":\"a\\\"b\\\\c\",\"n\":1}\n");
+        expect_encoding("caf\xc3\xa9", fields, "{\"ts\":\"" TS "\",\"event\":\"caf\xc3\xa9\",\"n\":1}\n");
+        expect_encoding("tab\there", NULL, "{\"ts\":\"" TS "\",\"event\":\"tab\\there\"}\n");
+        json_decref(fields);
+}
+
 static void expect_encode_error(const char *ts, const char *event, const json_t *fields, int errnum, const char *code) {
         char *line = (char *)0x1;
         size_t len = 99;
@@ -285,6 +296,59 @@ static void test_two_appends_two_lines(void **state) {
                              "\\{\"ts\":\"" TS_RE "\",\"event\":\"exit\",\"status\":null\\}\n$");
         glove_audit_close(&log);
         assert_int_equal(unlink(P("sub/two.log")), 0);
+}
+
+/* Records around the size glove_audit_append encodes on the stack (4096
+ * bytes with the newline) and at GLOVE_AUDIT_RECORD_MAX are written whole,
+ * one line each; one byte over the maximum is refused and writes nothing. */
+static void test_append_sizes(void **state) {
+        (void)state;
+        struct glove_audit_log log;
+        open_ok(P("sizes.log"), "/", &log);
+        /* {"ts":"<26>","event":"e","f":"<pad>"}\n */
+        const size_t overhead = strlen("{\"ts\":\"2026-01-01T00:00:00.000000Z\",\"event\":\"e\",\"f\":\"\"}\n");
+        const size_t sizes[] = {4095, 4096, 4097, 9000, GLOVE_AUDIT_RECORD_MAX, GLOVE_AUDIT_RECORD_MAX + 1};
+        char *pad = malloc(GLOVE_AUDIT_RECORD_MAX + 1);
+        assert_non_null(pad);
+        off_t expected = 0;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                size_t n = sizes[i] - overhead;
+                memset(pad, 'a', n);
+                pad[n] = '\0';
+                json_t *f = json_pack("{s:s}", "f", pad);
+                assert_non_null(f);
+                struct glove_error err = {0};
+                int r = glove_audit_append(&log, "e", f, &err);
+                json_decref(f);
+                if (sizes[i] > GLOVE_AUDIT_RECORD_MAX) {
+                        assert_int_equal(r, -EMSGSIZE);
+                        assert_string_equal(err.code, "audit.too_large");
+                } else {
+                        assert_int_equal(r, 0);
+                        expected += (off_t)sizes[i];
+                }
+                struct stat st;
+                assert_int_equal(stat(P("sizes.log"), &st), 0);
+                assert_int_equal(st.st_size, expected);
+        }
+        free(pad);
+        glove_audit_close(&log);
+        /* Each line is the whole record: its pad, then "}" and the newline. */
+        FILE *fh = fopen(P("sizes.log"), "re");
+        assert_non_null(fh);
+        char *line = NULL;
+        size_t cap = 0;
+        for (size_t i = 0; i + 1 < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                ssize_t got = getline(&line, &cap, fh);
+                assert_int_equal(got, (ssize_t)sizes[i]);
+                assert_memory_equal(line, "{\"ts\":\"", 7);
+                assert_memory_equal(line + got - 3, "\"}\n", 3);
+                assert_int_equal(strspn(line + overhead - 3, "a"), sizes[i] - overhead);
+        }
+        assert_int_equal(getline(&line, &cap, fh), -1);
+        free(line);
+        fclose(fh);
+        assert_int_equal(unlink(P("sizes.log")), 0);
 }
 
 static void test_append_interleaves_at_end(void **state) {
@@ -574,6 +638,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_encode_exact),
                 cmocka_unit_test(test_encode_no_fields),
+                cmocka_unit_test(test_encode_event_escaped),
                 cmocka_unit_test(test_encode_reserved_fields),
                 cmocka_unit_test(test_encode_bad_input),
                 cmocka_unit_test(test_encode_size_limit),
@@ -581,6 +646,7 @@ int main(void) {
                 cmocka_unit_test(test_existing_file_kept),
                 cmocka_unit_test(test_two_appends_two_lines),
                 cmocka_unit_test(test_append_interleaves_at_end),
+                cmocka_unit_test(test_append_sizes),
                 cmocka_unit_test(test_canonical_path_through_symlinked_dir),
                 cmocka_unit_test(test_final_symlink_refused),
                 cmocka_unit_test(test_directory_refused_errno),

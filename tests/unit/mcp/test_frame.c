@@ -313,6 +313,37 @@ static void test_writer_queue_json(void **state) {
                 free(enc);
                 json_decref(v);
         }
+        /* A message encoded straight into the buffer's room (it fits with
+         * its newline) and one a byte too long for it (encoded again,
+         * growing the buffer) are queued alike, all or nothing. */
+        json_t *obj = json_loads(texts[1], 0, NULL); /* {"b":1,"a":2}: 13 bytes, 14 with the newline */
+        for (size_t spare = 12; spare <= 16; spare++) {
+                struct glove_mcp_writer r;
+                glove_mcp_writer_init(&r, 4096);
+                assert_int_equal(glove_buffer_reserve(&r.buf, 256), 0);
+                size_t cap = r.buf.cap;
+                r.buf.len = cap - spare; /* spare bytes of room */
+                memset(r.buf.data, 'x', r.buf.len);
+                assert_int_equal(glove_mcp_writer_queue_json(&r, obj, 12), -EMSGSIZE);
+                assert_int_equal(r.buf.len, cap - spare);
+                assert_int_equal(glove_mcp_writer_queue_json(&r, obj, 13), 0);
+                assert_int_equal(r.buf.len, cap - spare + 14);
+                assert_memory_equal(r.buf.data + cap - spare, "{\"b\":1,\"a\":2}\n", 14);
+                assert_true(spare >= 14 ? r.buf.cap == cap : r.buf.cap > cap);
+                glove_mcp_writer_free(&r);
+        }
+        /* Not encodable (a bare number is not a message): nothing queued,
+         * with room or without. */
+        json_t *num = json_integer(1);
+        assert_int_equal(glove_mcp_writer_queue_json(&w, num, SIZE_MAX), -EINVAL);
+        assert_int_equal(w.buf.len, total);
+        struct glove_mcp_writer empty;
+        glove_mcp_writer_init(&empty, 4096);
+        assert_int_equal(glove_mcp_writer_queue_json(&empty, num, SIZE_MAX), -EINVAL);
+        assert_int_equal(empty.buf.len, 0);
+        glove_mcp_writer_free(&empty);
+        json_decref(num);
+        json_decref(obj);
         /* Over the pending bound: nothing queued. */
         struct glove_mcp_writer small;
         glove_mcp_writer_init(&small, 16);
