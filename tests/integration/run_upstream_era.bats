@@ -176,6 +176,13 @@ common_checks() {
         # so the upstream's input_required is an error, on record why.
         [ "$(c too_large '.error.data.reason')" = '"upstream_input_required"' ] || { show_records "$out"; fail "the large call"; }
         audit_has '.event == "client_request" and .upstream == "pm" and .decision == "deny" and .reason == "translation_budget"'
+        # 64 relay slots: the 65th round finds no room and is denied on
+        # record, never recorded as allowed (red-team finding).
+        [ "$(c no_room '.error.data.reason')" = '"too_many_requests"' ] || { show_records "$out"; fail "no too_many_requests"; }
+        [ "$(c asked_at_once '.')" -eq 64 ] || { show_records "$out"; fail "not 64 roots/list at once"; }
+        audit_has '.event == "client_request" and .decision == "deny" and .reason == "too_many_requests" and .rule == "in-flight bound 64"'
+        [ "$(jq -s '[.[] | select(.event == "client_request" and .decision == "allow" and .method == "roots/list")] | length' "$AUDIT")" -eq 66 ] ||
+                fail "allow records for input requests never relayed (want 66: 2 before, 64 at once)"
 }
 
 @test "upstream era: a 2026-07-28 upstream's resources are read; resources/subscribe of one is refused, its subscribe not announced" {
