@@ -308,9 +308,15 @@ static int translate(struct glove_kernel_gateway *gw, struct gw_upstream *gu, st
                 return -1;
         const char *key;
         json_t *r;
+        _cleanup_json_ json_t *id = json_incref(c->agent_id);
         json_object_foreach(requests, key, r) {
-                if (gw_client_input_request(gw, gu, c->agent_id, key, glove_mcp_string(json_object_get(r, "method")),
-                                            json_object_get(r, "params")) < 0)
+                int rr = gw_client_input_request(gw, gu, id, key, glove_mcp_string(json_object_get(r, "method")),
+                                                 json_object_get(r, "params"));
+                /* Refused on its way (an agent that initialized again
+                 * without the capability): the call has ended already. */
+                if (glove_kernel_calls_by_agent(gw->calls, id) != c || !c->answers)
+                        return 0;
+                if (rr < 0)
                         return -1;
                 c->waiting++;
         }
