@@ -15,6 +15,8 @@ ITEM in turn:
                     after a wait of MS milliseconds its body (the wait is a
                     test input, not a measurement)
     read            waits for one response frame and prints it
+    status:FIELD    prints the line "FIELD: ..." of COMMAND's
+                    /proc/PID/status (e.g. status:Umask), as it is now
 
 Then closes COMMAND's stdin, prints every response frame still coming until
 its stdout ends, and last "exit N" (N its exit status) and one line
@@ -105,6 +107,12 @@ def main(argv):
             if out == "TIMEOUT":
                 c.p.kill()
                 return 3
+        elif item.startswith("status:"):
+            field = item[7:] + ":"
+            with open("/proc/%d/status" % c.p.pid) as fh:
+                for line in fh:
+                    if line.startswith(field):
+                        print(" ".join(line.split()), flush=True)
         elif item.startswith("raw:"):
             c.send(bytes.fromhex(item[4:]))
         elif item.startswith("body:"):
