@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The refinement-eval-v1 evaluator (see evaluator.h; docs/refinement.md,
+ * "The evaluator"): online over raw PTY bytes, bounded memory. */
+#include "glove/refinement/evaluator.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "glove/base/cleanup.h"
+#include "glove/base/json.h"
+#include "glove/refinement/context.h"
+
+struct literal {
+        char *bytes; /* owned copy */
+        size_t len;
+        bool found;
+};
+
+/* RFC 3629 section 4, one byte at a time: need continuation bytes remain in
+ * the current sequence, the next of which must lie in [lo, hi]. */
+struct utf8_state {
+        uint8_t need, lo, hi;
+        bool invalid;
+};
+
+struct glove_refinement_evaluator {
+        struct glove_digest_sha256 *sha;
+        uint64_t bytes;
+        struct utf8_state utf8;
+        struct literal *required, *forbidden;
+        size_t n_required, n_forbidden;
+        size_t n_open;          /* literals not found yet */
+        size_t keep;            /* longest literal - 1: the tail kept between chunks */
+        char *tail;             /* the last tail_len (<= keep) bytes fed */
+        size_t tail_len;
+        char *window;           /* scratch: tail + the first keep bytes of a chunk */
+        int64_t exit_code;
+        bool has_max_latency;
+        int64_t max_latency_us;
+        char fixture_digest[GLOVE_DIGEST_SHA256_HEX_LEN + 1];
+        bool finished;
+};
+
+const char *glove_refinement_termination_name(int termination) {
+        static const char *const names[] = { "exit", "signal", "limit", "stopped", "start_failed", "lost" };
+        if (termination < 0 || (size_t)termination >= sizeof(names) / sizeof(names[0]))
+                return NULL;
+        return names[termination];
+}
+
+static int no_memory(struct glove_error *err) {
+        return glove_error_set(err, ENOMEM, "refinement.no_memory", "out of memory in the evaluator");
+}
+
+static int copy_literals(const struct glove_refinement_literal *src, size_t n, struct literal **out, size_t *keep) {
+        *out = n ? calloc(n, sizeof(**out)) : NULL;
+        if (n && !*out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!src[i].bytes || src[i].len == 0 || src[i].len > GLOVE_REFINEMENT_LITERAL_MAX)
+                        return -EINVAL;
+                (*out)[i].bytes = malloc(src[i].len);
+                if (!(*out)[i].bytes)
+                        return -ENOMEM;
+                memcpy((*out)[i].bytes, src[i].bytes, src[i].len);
+                (*out)[i].len = src[i].len;
+                if (src[i].len - 1 > *keep)
+                        *keep = src[i].len - 1;
+        }
+        return 0;
+}
+
+int glove_refinement_evaluator_new(const struct glove_refinement_fixture *f,
+                                   struct glove_refinement_evaluator **out, struct glove_error *err) {
+        if (!f || !out || f->n_required > GLOVE_REFINEMENT_MAX_LITERALS ||
+            f->n_forbidden > GLOVE_REFINEMENT_MAX_LITERALS)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing or oversized fixture");
+        *out = NULL;
+        struct glove_refinement_evaluator *ev = calloc(1, sizeof(*ev));
+        if (!ev)
+                return no_memory(err);
+        int r = copy_literals(f->required, f->n_required, &ev->required, &ev->keep);
+        ev->n_required = f->n_required;
+        if (r == 0) {
+                r = copy_literals(f->forbidden, f->n_forbidden, &ev->forbidden, &ev->keep);
+                ev->n_forbidden = f->n_forbidden;
+        }
+        if (r == 0 && ev->keep) {
+                ev->tail = malloc(ev->keep);
+                ev->window = malloc(2 * ev->keep);
+                if (!ev->tail || !ev->window)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                glove_refinement_evaluator_free(ev);
+                return r == -ENOMEM ? no_memory(err)
+                                    : glove_error_set(err, EINVAL, "refinement.invalid_argument",
+                                                      "a literal is empty or longer than %d bytes",
+                                                      GLOVE_REFINEMENT_LITERAL_MAX);
+        }
+        r = glove_digest_sha256_init(&ev->sha, err);
+        if (r < 0) {
+                glove_refinement_evaluator_free(ev);
+                return r;
+        }
+        ev->n_open = ev->n_required + ev->n_forbidden;
+        ev->exit_code = f->expected_exit_code;
+        ev->has_max_latency = f->has_max_wall_latency;
+        ev->max_latency_us = f->max_wall_latency_us;
+        memcpy(ev->fixture_digest, f->document_digest, sizeof(ev->fixture_digest));
+        *out = ev;
+        return 0;
+}
+
+void glove_refinement_evaluator_free(struct glove_refinement_evaluator *ev) {
+        if (!ev)
+                return;
+        for (size_t i = 0; ev->required && i < ev->n_required; i++)
+                free(ev->required[i].bytes);
+        for (size_t i = 0; ev->forbidden && i < ev->n_forbidden; i++)
+                free(ev->forbidden[i].bytes);
+        free(ev->required);
+        free(ev->forbidden);
+        free(ev->tail);
+        free(ev->window);
+        glove_digest_sha256_free(ev->sha);
+        free(ev);
+}
+
+uint64_t glove_refinement_evaluator_bytes(const struct glove_refinement_evaluator *ev) {
+        return ev ? ev->bytes : 0;
+}
+
+/* ---- UTF-8 (RFC 3629, section 4 table) ---- */
+
+static void utf8_feed(struct utf8_state *u, const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n && !u->invalid; i++) {
+                uint8_t c = p[i];
+                if (u->need) {
+                        if (c < u->lo || c > u->hi) {
+                                u->invalid = true;
+                                break;
+                        }
+                        u->need--;
+                        u->lo = 0x80;
+                        u->hi = 0xbf;
+                        continue;
+                }
+                if (c < 0x80)
+                        continue;
+                u->lo = 0x80;
+                u->hi = 0xbf;
+                if (c >= 0xc2 && c <= 0xdf) {
+                        u->need = 1;
+                } else if (c >= 0xe0 && c <= 0xef) {
+                        u->need = 2;
+                        if (c == 0xe0)
+                                u->lo = 0xa0; /* no overlong forms */
+                        else if (c == 0xed)
+                                u->hi = 0x9f; /* no surrogates */
+                } else if (c >= 0xf0 && c <= 0xf4) {
+                        u->need = 3;
+                        if (c == 0xf0)
+                                u->lo = 0x90;
+                        else if (c == 0xf4)
+                                u->hi = 0x8f; /* nothing above U+10FFFF */
+                } else {
+                        u->invalid = true; /* 0x80..0xc1 as a lead byte, 0xf5..0xff */
+                }
+        }
+}
+
+/* ---- literals across chunk boundaries ---- */
+
+/* Looks for the open literals of lits in the window w[0..wlen), where the
+ * chunk starts at offset start: a match there must end in the chunk, so
+ * each literal is searched from max(0, start - (len - 1)). */
+static void search(struct glove_refinement_evaluator *ev, struct literal *lits, size_t n, const char *w,
+                   size_t wlen, size_t start) {
+        for (size_t i = 0; i < n; i++) {
+                struct literal *l = &lits[i];
+                if (l->found)
+                        continue;
+                size_t from = start > l->len - 1 ? start - (l->len - 1) : 0;
+                if (wlen - from >= l->len && memmem(w + from, wlen - from, l->bytes, l->len)) {
+                        l->found = true;
+                        ev->n_open--;
+                }
+        }
+}
+
+static void literals_feed(struct glove_refinement_evaluator *ev, const char *p, size_t n) {
+        if (ev->n_open > 0) {
+                /* Matches that start in the tail and end in the first keep
+                 * bytes of the chunk, then those inside the chunk. */
+                if (ev->tail_len) {
+                        size_t head = n < ev->keep ? n : ev->keep;
+                        memcpy(ev->window, ev->tail, ev->tail_len);
+                        memcpy(ev->window + ev->tail_len, p, head);
+                        search(ev, ev->required, ev->n_required, ev->window, ev->tail_len + head, ev->tail_len);
+                        search(ev, ev->forbidden, ev->n_forbidden, ev->window, ev->tail_len + head, ev->tail_len);
+                }
+                search(ev, ev->required, ev->n_required, p, n, 0);
+                search(ev, ev->forbidden, ev->n_forbidden, p, n, 0);
+        }
+        /* The tail: the last keep bytes of everything fed. */
+        if (!ev->keep)
+                return;
+        if (n >= ev->keep) {
+                memcpy(ev->tail, p + n - ev->keep, ev->keep);
+                ev->tail_len = ev->keep;
+                return;
+        }
+        size_t old = ev->tail_len < ev->keep - n ? ev->tail_len : ev->keep - n;
+        memmove(ev->tail, ev->tail + ev->tail_len - old, old);
+        memcpy(ev->tail + old, p, n);
+        ev->tail_len = old + n;
+}
+
+int glove_refinement_evaluator_feed(struct glove_refinement_evaluator *ev, const void *data, size_t len,
+                                    struct glove_error *err) {
+        if (!ev || (!data && len > 0))
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing evaluator or data");
+        if (ev->finished)
+                return glove_error_set(err, EINVAL, "refinement.evaluator_finished",
+                                       "the evaluator has finished; no more bytes are taken");
+        if (len == 0)
+                return 0;
+        int r = glove_digest_sha256_update(ev->sha, data, len, err);
+        if (r < 0)
+                return r;
+        ev->bytes += len;
+        utf8_feed(&ev->utf8, data, len);
+        literals_feed(ev, data, len);
+        return 0;
+}
+
+/* ---- the outcome ---- */
+
+struct out_builder {
+        bool oom;
+};
+
+static json_t *add(struct out_builder *b, json_t *obj, const char *key, json_t *v) {
+        if (!v || !obj || json_object_set_new(obj, key, v) < 0)
+                b->oom = true;
+        return v;
+}
+
+static void push(struct out_builder *b, json_t *arr, json_t *v) {
+        if (!v || !arr || json_array_append_new(arr, v) < 0)
+                b->oom = true;
+}
+
+/* {"missing"|"found":[indices whose found flag is want],"total":n} */
+static json_t *literal_metric(struct out_builder *b, const char *key, const struct literal *l, size_t n, bool want) {
+        json_t *o = json_object();
+        json_t *a = add(b, o, key, json_array());
+        for (size_t i = 0; i < n; i++)
+                if (l[i].found == want)
+                        push(b, a, json_integer((json_int_t)i));
+        add(b, o, "total", json_integer((json_int_t)n));
+        return o;
+}
+
+int glove_refinement_evaluator_finish(struct glove_refinement_evaluator *ev,
+                                      const struct glove_refinement_facts *facts,
+                                      struct glove_refinement_outcome *out, struct glove_error *err) {
+        if (!ev || !facts || !out)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing evaluator, facts or out");
+        if (ev->finished)
+                return glove_error_set(err, EINVAL, "refinement.evaluator_finished", "the evaluator has finished");
+        const char *kind = glove_refinement_termination_name(facts->termination);
+        bool exited = facts->termination == GLOVE_REFINEMENT_TERMINATION_EXIT;
+        if (!kind || (exited && (facts->exit_code < 0 || facts->exit_code > 255)) ||
+            facts->wall_latency_us > (uint64_t)GLOVE_REFINEMENT_INT_MAX)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument",
+                                       "facts out of range (termination, exit code 0..255, latency 0..2^53-1 us)");
+        memset(out, 0, sizeof(*out));
+        ev->finished = true;
+
+        uint8_t md[GLOVE_DIGEST_SHA256_LEN];
+        int r = glove_digest_sha256_final(ev->sha, md, err);
+        if (r < 0)
+                return r;
+        glove_digest_hex_encode(md, sizeof(md), out->stream_sha256, sizeof(out->stream_sha256));
+
+        /* Evidence: every byte, all of it UTF-8 (a sequence left open at the
+         * end is invalid). */
+        bool utf8_ok = !ev->utf8.invalid && ev->utf8.need == 0;
+        out->valid = utf8_ok && facts->drained;
+
+        /* Assertions, in sorted order of their words. */
+        bool limit = facts->resource_limit || facts->termination == GLOVE_REFINEMENT_TERMINATION_LIMIT;
+        bool missing = false, forbidden = false;
+        for (size_t i = 0; i < ev->n_required; i++)
+                missing |= !ev->required[i].found;
+        for (size_t i = 0; i < ev->n_forbidden; i++)
+                forbidden |= ev->forbidden[i].found;
+        struct {
+                const char *word;
+                bool failed;
+        } assertions[] = {
+                { "exit_code", exited && facts->exit_code != ev->exit_code },
+                { "forbidden_literals", forbidden },
+                { "required_literals", missing },
+                { "resource_limit", limit },
+                { "termination", !exited },
+                { "wall_latency", ev->has_max_latency && facts->wall_latency_us > (uint64_t)ev->max_latency_us },
+        };
+        bool any_failed = false;
+        for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
+                any_failed |= assertions[i].failed;
+        out->passed = out->valid && !any_failed;
+        out->latency_us = facts->wall_latency_us;
+        out->stream_bytes = ev->bytes;
+
+        struct out_builder b = { 0 };
+        _cleanup_json_ json_t *root = json_object();
+        json_t *evidence = add(&b, root, "evidence", json_object());
+        json_t *defects = add(&b, evidence, "defects", json_array());
+        if (!utf8_ok)
+                push(&b, defects, json_string("invalid_utf8"));
+        if (!facts->drained)
+                push(&b, defects, json_string("stream_incomplete"));
+        add(&b, evidence, "status", json_string(out->valid ? "valid" : "invalid"));
+        add(&b, root, "fixture_document_digest", json_string(ev->fixture_digest));
+        json_t *metrics = add(&b, root, "metrics", json_object());
+        json_t *failed = add(&b, metrics, "failed_assertions", json_array());
+        for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
+                if (assertions[i].failed)
+                        push(&b, failed, json_string(assertions[i].word));
+        add(&b, metrics, "forbidden_literals", literal_metric(&b, "found", ev->forbidden, ev->n_forbidden, true));
+        add(&b, metrics, "latency_us", json_integer((json_int_t)facts->wall_latency_us));
+        add(&b, metrics, "passed", json_boolean(out->passed));
+        add(&b, metrics, "required_literals", literal_metric(&b, "missing", ev->required, ev->n_required, false));
+        json_t *observed = add(&b, root, "observed", json_object());
+        add(&b, observed, "exit_code", exited ? json_integer(facts->exit_code) : json_null());
+        add(&b, observed, "resource_limit", json_boolean(limit));
+        add(&b, observed, "termination", json_string(kind));
+        add(&b, root, "schema", json_string(GLOVE_REFINEMENT_OUTCOME_SCHEMA));
+        json_t *stream = add(&b, root, "stream", json_object());
+        add(&b, stream, "bytes", json_integer((json_int_t)ev->bytes));
+        add(&b, stream, "sha256", json_string(out->stream_sha256));
+        if (b.oom || !root)
+                return no_memory(err);
+
+        _cleanup_free_ char *bytes = NULL;
+        size_t len = 0;
+        r = glove_json_encode_canonical(root, &bytes, &len, err);
+        if (r < 0)
+                return r;
+        if (len >= sizeof(out->json))
+                return glove_error_set(err, EOVERFLOW, "refinement.invalid_argument",
+                                       "the outcome is %zu bytes, more than %d", len, GLOVE_REFINEMENT_OUTCOME_MAX);
+        memcpy(out->json, bytes, len);
+        out->json[len] = '\0';
+        out->json_len = len;
+        r = glove_digest_sha256(out->json, len, md, err);
+        if (r < 0)
+                return r;
+        glove_digest_hex_encode(md, sizeof(md), out->commitment, sizeof(out->commitment));
+        return 0;
+}
