@@ -218,6 +218,71 @@ def vectors():
     return out
 
 
+# ---- the evaluator's outcome (docs/refinement.md, "The evaluator") ----
+
+OUTCOME_SCHEMA = "glove.refinement-outcome-v1"
+
+
+def outcome(fixture, stream, facts):
+    """The canonical outcome bytes of a raw stream (bytes) under trusted
+    facts {"termination", "exit_code", "wall_latency_us", "drained",
+    "resource_limit"}, for the fixture (a dict)."""
+    try:
+        stream.decode("utf-8", errors="strict")
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    ex = fixture["expected"]
+    req = [lit.encode("utf-8") in stream for lit in ex["required_literals"]]
+    forb = [lit.encode("utf-8") in stream for lit in ex["forbidden_literals"]]
+    exited = facts["termination"] == "exit"
+    limit = facts["resource_limit"] or facts["termination"] == "limit"
+    checks = {
+        "exit_code": exited and facts["exit_code"] != ex["exit_code"],
+        "forbidden_literals": any(forb),
+        "required_literals": not all(req),
+        "resource_limit": limit,
+        "termination": not exited,
+        "wall_latency": "max_wall_latency_us" in ex and facts["wall_latency_us"] > ex["max_wall_latency_us"],
+    }
+    failed = sorted(k for k, v in checks.items() if v)
+    defects = ([] if utf8 else ["invalid_utf8"]) + ([] if facts["drained"] else ["stream_incomplete"])
+    valid = not defects
+    out = {
+        "evidence": {"defects": defects, "status": "valid" if valid else "invalid"},
+        "fixture_document_digest": sha256_hex(canonical(fixture)),
+        "metrics": {
+            "failed_assertions": failed,
+            "forbidden_literals": {"found": [i for i, f in enumerate(forb) if f], "total": len(forb)},
+            "latency_us": facts["wall_latency_us"],
+            "passed": valid and not failed,
+            "required_literals": {"missing": [i for i, f in enumerate(req) if not f], "total": len(req)},
+        },
+        "observed": {"exit_code": facts["exit_code"] if exited else None, "resource_limit": limit,
+                     "termination": facts["termination"]},
+        "schema": OUTCOME_SCHEMA,
+        "stream": {"bytes": len(stream), "sha256": sha256_hex(stream)},
+    }
+    return canonical(out)
+
+
+EXAMPLE_STREAM = b"\x1b[1mPASS lint\x1b[0m\r\ndone: 3 files\r\n\xe2\x9c\x93 all checks passed\r\n"
+CLEAN_FACTS = {"termination": "exit", "exit_code": 0, "wall_latency_us": 1500000, "drained": True,
+               "resource_limit": False}
+
+
+def outcome_cases():
+    """(name, stream, facts) of the worked example's outcomes."""
+    return [
+        ("pass", EXAMPLE_STREAM, CLEAN_FACTS),
+        ("memory-limit", EXAMPLE_STREAM, dict(CLEAN_FACTS, termination="limit", exit_code=None,
+                                              wall_latency_us=130000000, resource_limit=True)),
+        ("forged-result", b'PASS lint\r\n{"passed": true, "failed_assertions": []}\r\n'
+                          b"Traceback (most recent call last):\r\n", dict(CLEAN_FACTS, exit_code=1)),
+        ("invalid-utf8-undrained", b"PASS lint \xff\r\n", dict(CLEAN_FACTS, drained=False)),
+    ]
+
+
 # ---- properties (the reference checks itself) ----
 
 def mutations_plan():

@@ -162,6 +162,49 @@ static void test_golden(void **state) {
         assert_int_equal(json_object_size(json_object_get(v, "metrics")), 5);
 }
 
+static enum glove_refinement_termination termination_of(const char *name) {
+        for (int k = 0; glove_refinement_termination_name(k); k++)
+                if (strcmp(glove_refinement_termination_name(k), name) == 0)
+                        return (enum glove_refinement_termination)k;
+        fail_msg("unknown termination %s", name);
+        return GLOVE_REFINEMENT_TERMINATION_LOST;
+}
+
+/* The worked example's outcomes as the Python reference computes them
+ * (tests/fixtures/refinement/outcomes.json), byte for byte. */
+static void test_reference_outcomes(void **state) {
+        (void)state;
+        _cleanup_json_ json_t *all = read_json("outcomes.json");
+        size_t flen;
+        _cleanup_free_ char *ftext = read_fixture("example-fixture.json", &flen);
+        _cleanup_refinement_fixture_ struct glove_refinement_fixture *f = NULL;
+        assert_int_equal(glove_refinement_fixture_decode(ftext, flen, &f, NULL, NULL), 0);
+        json_t *cases = json_object_get(all, "cases");
+        assert_int_equal(json_array_size(cases), 4);
+        size_t i;
+        json_t *c;
+        json_array_foreach(cases, i, c) {
+                const char *hex = json_string_value(json_object_get(c, "stream_hex"));
+                size_t len = strlen(hex) / 2;
+                _cleanup_free_ char *stream = malloc(len + 1);
+                assert_int_equal(glove_digest_hex_decode(hex, strlen(hex), (uint8_t *)stream, len, NULL), 0);
+                json_t *fj = json_object_get(c, "facts");
+                struct glove_refinement_facts facts = {
+                        .termination = termination_of(json_string_value(json_object_get(fj, "termination"))),
+                        .exit_code = (int)json_integer_value(json_object_get(fj, "exit_code")),
+                        .wall_latency_us = (uint64_t)json_integer_value(json_object_get(fj, "wall_latency_us")),
+                        .drained = json_is_true(json_object_get(fj, "drained")),
+                        .resource_limit = json_is_true(json_object_get(fj, "resource_limit")),
+                };
+                struct glove_refinement_outcome o;
+                evaluate(f, stream, len, &facts, &o);
+                const char *want = json_string_value(json_object_get(c, "outcome"));
+                if (strcmp(o.json, want) != 0)
+                        fail_msg("case %s:\n C      %s\n Python %s", json_string_value(json_object_get(c, "name")),
+                                 o.json, want);
+        }
+}
+
 /* Literals found wherever they lie, whatever the chunks. */
 static void test_literals_across_chunks(void **state) {
         (void)state;
@@ -473,6 +516,7 @@ static void test_long_stream(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_golden),
+                cmocka_unit_test(test_reference_outcomes),
                 cmocka_unit_test(test_literals_across_chunks),
                 cmocka_unit_test(test_long_literal),
                 cmocka_unit_test(test_utf8),
