@@ -11,10 +11,23 @@
 #include "glove/base/json.h"
 #include "glove/refinement/context.h"
 
+/* Literals are found with an Aho-Corasick automaton over all of them
+ * (required and forbidden): one state carried across chunks, amortized
+ * constant work per byte whatever the chunk sizes, memory bounded by the
+ * total literal length. Node 0 is the root; a node's children are a
+ * singly linked list (the root's are also in root_next). */
+struct ac_node {
+        int32_t child, sibling; /* first child, next sibling: -1 for none */
+        int32_t fail;           /* longest proper suffix that is a node */
+        int32_t dict;           /* nearest terminal node on the fail chain, 0 for none */
+        uint8_t byte;           /* the edge from the parent */
+        bool terminal;          /* some literal ends here */
+        bool hit;               /* that literal occurred */
+        bool done;              /* this node and every terminal on its dict chain hit */
+};
+
 struct literal {
-        char *bytes; /* owned copy */
-        size_t len;
-        bool found;
+        int32_t node; /* where it ends in the automaton */
 };
 
 /* RFC 3629 section 4, one byte at a time: need continuation bytes remain in
@@ -30,11 +43,11 @@ struct glove_refinement_evaluator {
         struct utf8_state utf8;
         struct literal *required, *forbidden;
         size_t n_required, n_forbidden;
-        size_t n_open;          /* literals not found yet */
-        size_t keep;            /* longest literal - 1: the tail kept between chunks */
-        char *tail;             /* the last tail_len (<= keep) bytes fed */
-        size_t tail_len;
-        char *window;           /* scratch: tail + the first keep bytes of a chunk */
+        struct ac_node *nodes;
+        size_t n_nodes;
+        int32_t root_next[256];
+        int32_t state;          /* the automaton's state after the last byte */
+        size_t n_open;          /* terminal nodes not hit yet */
         int64_t exit_code;
         bool has_max_latency;
         int64_t max_latency_us;
@@ -53,58 +66,121 @@ static int no_memory(struct glove_error *err) {
         return glove_error_set(err, ENOMEM, "refinement.no_memory", "out of memory in the evaluator");
 }
 
-static int copy_literals(const struct glove_refinement_literal *src, size_t n, struct literal **out, size_t *keep) {
+static int32_t ac_child(const struct glove_refinement_evaluator *ev, int32_t node, uint8_t b) {
+        if (node == 0)
+                return ev->root_next[b];
+        for (int32_t c = ev->nodes[node].child; c >= 0; c = ev->nodes[c].sibling)
+                if (ev->nodes[c].byte == b)
+                        return c;
+        return -1;
+}
+
+/* Adds a literal to the trie; returns its end node. */
+static int32_t ac_insert(struct glove_refinement_evaluator *ev, const uint8_t *p, size_t len) {
+        int32_t node = 0;
+        for (size_t i = 0; i < len; i++) {
+                int32_t next = -1;
+                for (int32_t c = ev->nodes[node].child; c >= 0 && next < 0; c = ev->nodes[c].sibling)
+                        if (ev->nodes[c].byte == p[i])
+                                next = c;
+                if (next < 0) {
+                        next = (int32_t)ev->n_nodes++;
+                        ev->nodes[next] = (struct ac_node){ .child = -1, .sibling = ev->nodes[node].child, .byte = p[i] };
+                        ev->nodes[node].child = next;
+                }
+                node = next;
+        }
+        if (!ev->nodes[node].terminal)
+                ev->n_open++;
+        ev->nodes[node].terminal = true;
+        return node;
+}
+
+/* Failure and dictionary links, breadth first. */
+static int ac_build(struct glove_refinement_evaluator *ev) {
+        int32_t *queue = malloc(ev->n_nodes * sizeof(*queue));
+        if (!queue)
+                return -ENOMEM;
+        for (int b = 0; b < 256; b++)
+                ev->root_next[b] = 0;
+        size_t head = 0, tail = 0;
+        for (int32_t c = ev->nodes[0].child; c >= 0; c = ev->nodes[c].sibling) {
+                ev->root_next[ev->nodes[c].byte] = c;
+                ev->nodes[c].fail = 0;
+                ev->nodes[c].dict = 0;
+                queue[tail++] = c;
+        }
+        while (head < tail) {
+                int32_t u = queue[head++];
+                for (int32_t v = ev->nodes[u].child; v >= 0; v = ev->nodes[v].sibling) {
+                        uint8_t b = ev->nodes[v].byte;
+                        int32_t f = ev->nodes[u].fail, to;
+                        while ((to = ac_child(ev, f, b)) < 0)
+                                f = ev->nodes[f].fail;
+                        ev->nodes[v].fail = to;
+                        ev->nodes[v].dict = ev->nodes[to].terminal ? to : ev->nodes[to].dict;
+                        queue[tail++] = v;
+                }
+        }
+        free(queue);
+        return 0;
+}
+
+static int add_literals(struct glove_refinement_evaluator *ev, const struct glove_refinement_literal *src, size_t n,
+                        struct literal **out) {
         *out = n ? calloc(n, sizeof(**out)) : NULL;
         if (n && !*out)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                if (!src[i].bytes || src[i].len == 0 || src[i].len > GLOVE_REFINEMENT_LITERAL_MAX)
-                        return -EINVAL;
-                (*out)[i].bytes = malloc(src[i].len);
-                if (!(*out)[i].bytes)
-                        return -ENOMEM;
-                memcpy((*out)[i].bytes, src[i].bytes, src[i].len);
-                (*out)[i].len = src[i].len;
-                if (src[i].len - 1 > *keep)
-                        *keep = src[i].len - 1;
-        }
+        for (size_t i = 0; i < n; i++)
+                (*out)[i].node = ac_insert(ev, (const uint8_t *)src[i].bytes, src[i].len);
         return 0;
+}
+
+static bool literals_valid(const struct glove_refinement_literal *l, size_t n, size_t *total) {
+        for (size_t i = 0; i < n; i++) {
+                if (!l[i].bytes || l[i].len == 0 || l[i].len > GLOVE_REFINEMENT_LITERAL_MAX)
+                        return false;
+                *total += l[i].len;
+        }
+        return true;
 }
 
 int glove_refinement_evaluator_new(const struct glove_refinement_fixture *f,
                                    struct glove_refinement_evaluator **out, struct glove_error *err) {
+        size_t total = 0;
         if (!f || !out || f->n_required > GLOVE_REFINEMENT_MAX_LITERALS ||
-            f->n_forbidden > GLOVE_REFINEMENT_MAX_LITERALS)
-                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing or oversized fixture");
+            f->n_forbidden > GLOVE_REFINEMENT_MAX_LITERALS || (f->n_required && !f->required) ||
+            (f->n_forbidden && !f->forbidden) || !literals_valid(f->required, f->n_required, &total) ||
+            !literals_valid(f->forbidden, f->n_forbidden, &total))
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument",
+                                       "missing fixture, or a literal list beyond its bounds");
         *out = NULL;
         struct glove_refinement_evaluator *ev = calloc(1, sizeof(*ev));
         if (!ev)
                 return no_memory(err);
-        int r = copy_literals(f->required, f->n_required, &ev->required, &ev->keep);
-        ev->n_required = f->n_required;
+        /* At most 2 * 64 * 1024 literal bytes: one node each, and the root. */
+        ev->nodes = calloc(total + 1, sizeof(*ev->nodes));
+        int r = ev->nodes ? 0 : -ENOMEM;
         if (r == 0) {
-                r = copy_literals(f->forbidden, f->n_forbidden, &ev->forbidden, &ev->keep);
-                ev->n_forbidden = f->n_forbidden;
+                ev->nodes[0] = (struct ac_node){ .child = -1, .sibling = -1 };
+                ev->n_nodes = 1;
+                r = add_literals(ev, f->required, f->n_required, &ev->required);
         }
-        if (r == 0 && ev->keep) {
-                ev->tail = malloc(ev->keep);
-                ev->window = malloc(2 * ev->keep);
-                if (!ev->tail || !ev->window)
-                        r = -ENOMEM;
-        }
+        ev->n_required = f->n_required;
+        if (r == 0)
+                r = add_literals(ev, f->forbidden, f->n_forbidden, &ev->forbidden);
+        ev->n_forbidden = f->n_forbidden;
+        if (r == 0)
+                r = ac_build(ev);
         if (r < 0) {
                 glove_refinement_evaluator_free(ev);
-                return r == -ENOMEM ? no_memory(err)
-                                    : glove_error_set(err, EINVAL, "refinement.invalid_argument",
-                                                      "a literal is empty or longer than %d bytes",
-                                                      GLOVE_REFINEMENT_LITERAL_MAX);
+                return no_memory(err);
         }
         r = glove_digest_sha256_init(&ev->sha, err);
         if (r < 0) {
                 glove_refinement_evaluator_free(ev);
                 return r;
         }
-        ev->n_open = ev->n_required + ev->n_forbidden;
         ev->exit_code = f->expected_exit_code;
         ev->has_max_latency = f->has_max_wall_latency;
         ev->max_latency_us = f->max_wall_latency_us;
@@ -116,14 +192,9 @@ int glove_refinement_evaluator_new(const struct glove_refinement_fixture *f,
 void glove_refinement_evaluator_free(struct glove_refinement_evaluator *ev) {
         if (!ev)
                 return;
-        for (size_t i = 0; ev->required && i < ev->n_required; i++)
-                free(ev->required[i].bytes);
-        for (size_t i = 0; ev->forbidden && i < ev->n_forbidden; i++)
-                free(ev->forbidden[i].bytes);
         free(ev->required);
         free(ev->forbidden);
-        free(ev->tail);
-        free(ev->window);
+        free(ev->nodes);
         glove_digest_sha256_free(ev->sha);
         free(ev);
 }
@@ -173,49 +244,26 @@ static void utf8_feed(struct utf8_state *u, const uint8_t *p, size_t n) {
 
 /* ---- literals across chunk boundaries ---- */
 
-/* Looks for the open literals of lits in the window w[0..wlen), where the
- * chunk starts at offset start: a match there must end in the chunk, so
- * each literal is searched from max(0, start - (len - 1)). */
-static void search(struct glove_refinement_evaluator *ev, struct literal *lits, size_t n, const char *w,
-                   size_t wlen, size_t start) {
-        for (size_t i = 0; i < n; i++) {
-                struct literal *l = &lits[i];
-                if (l->found)
-                        continue;
-                size_t from = start > l->len - 1 ? start - (l->len - 1) : 0;
-                if (wlen - from >= l->len && memmem(w + from, wlen - from, l->bytes, l->len)) {
-                        l->found = true;
-                        ev->n_open--;
+/* Runs the automaton over p[0..n) from the state left by the previous
+ * chunk; a terminal reached marks its literal, and those on its dict
+ * chain, as hit (each node once). */
+static void literals_feed(struct glove_refinement_evaluator *ev, const uint8_t *p, size_t n) {
+        int32_t s = ev->state;
+        for (size_t i = 0; i < n && ev->n_open > 0; i++) {
+                int32_t to;
+                while ((to = ac_child(ev, s, p[i])) < 0)
+                        s = ev->nodes[s].fail;
+                s = to;
+                for (int32_t t = ev->nodes[s].terminal ? s : ev->nodes[s].dict; t > 0 && !ev->nodes[t].done;
+                     t = ev->nodes[t].dict) {
+                        ev->nodes[t].done = true;
+                        if (!ev->nodes[t].hit) {
+                                ev->nodes[t].hit = true;
+                                ev->n_open--;
+                        }
                 }
         }
-}
-
-static void literals_feed(struct glove_refinement_evaluator *ev, const char *p, size_t n) {
-        if (ev->n_open > 0) {
-                /* Matches that start in the tail and end in the first keep
-                 * bytes of the chunk, then those inside the chunk. */
-                if (ev->tail_len) {
-                        size_t head = n < ev->keep ? n : ev->keep;
-                        memcpy(ev->window, ev->tail, ev->tail_len);
-                        memcpy(ev->window + ev->tail_len, p, head);
-                        search(ev, ev->required, ev->n_required, ev->window, ev->tail_len + head, ev->tail_len);
-                        search(ev, ev->forbidden, ev->n_forbidden, ev->window, ev->tail_len + head, ev->tail_len);
-                }
-                search(ev, ev->required, ev->n_required, p, n, 0);
-                search(ev, ev->forbidden, ev->n_forbidden, p, n, 0);
-        }
-        /* The tail: the last keep bytes of everything fed. */
-        if (!ev->keep)
-                return;
-        if (n >= ev->keep) {
-                memcpy(ev->tail, p + n - ev->keep, ev->keep);
-                ev->tail_len = ev->keep;
-                return;
-        }
-        size_t old = ev->tail_len < ev->keep - n ? ev->tail_len : ev->keep - n;
-        memmove(ev->tail, ev->tail + ev->tail_len - old, old);
-        memcpy(ev->tail + old, p, n);
-        ev->tail_len = old + n;
+        ev->state = s;
 }
 
 int glove_refinement_evaluator_feed(struct glove_refinement_evaluator *ev, const void *data, size_t len,
@@ -253,12 +301,17 @@ static void push(struct out_builder *b, json_t *arr, json_t *v) {
                 b->oom = true;
 }
 
+static bool found(const struct glove_refinement_evaluator *ev, const struct literal *l) {
+        return ev->nodes[l->node].hit;
+}
+
 /* {"missing"|"found":[indices whose found flag is want],"total":n} */
-static json_t *literal_metric(struct out_builder *b, const char *key, const struct literal *l, size_t n, bool want) {
+static json_t *literal_metric(struct out_builder *b, const struct glove_refinement_evaluator *ev, const char *key,
+                              const struct literal *l, size_t n, bool want) {
         json_t *o = json_object();
         json_t *a = add(b, o, key, json_array());
         for (size_t i = 0; i < n; i++)
-                if (l[i].found == want)
+                if (found(ev, &l[i]) == want)
                         push(b, a, json_integer((json_int_t)i));
         add(b, o, "total", json_integer((json_int_t)n));
         return o;
@@ -295,9 +348,9 @@ int glove_refinement_evaluator_finish(struct glove_refinement_evaluator *ev,
         bool limit = facts->resource_limit || facts->termination == GLOVE_REFINEMENT_TERMINATION_LIMIT;
         bool missing = false, forbidden = false;
         for (size_t i = 0; i < ev->n_required; i++)
-                missing |= !ev->required[i].found;
+                missing |= !found(ev, &ev->required[i]);
         for (size_t i = 0; i < ev->n_forbidden; i++)
-                forbidden |= ev->forbidden[i].found;
+                forbidden |= found(ev, &ev->forbidden[i]);
         struct {
                 const char *word;
                 bool failed;
@@ -331,10 +384,10 @@ int glove_refinement_evaluator_finish(struct glove_refinement_evaluator *ev,
         for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
                 if (assertions[i].failed)
                         push(&b, failed, json_string(assertions[i].word));
-        add(&b, metrics, "forbidden_literals", literal_metric(&b, "found", ev->forbidden, ev->n_forbidden, true));
+        add(&b, metrics, "forbidden_literals", literal_metric(&b, ev, "found", ev->forbidden, ev->n_forbidden, true));
         add(&b, metrics, "latency_us", json_integer((json_int_t)facts->wall_latency_us));
         add(&b, metrics, "passed", json_boolean(out->passed));
-        add(&b, metrics, "required_literals", literal_metric(&b, "missing", ev->required, ev->n_required, false));
+        add(&b, metrics, "required_literals", literal_metric(&b, ev, "missing", ev->required, ev->n_required, false));
         json_t *observed = add(&b, root, "observed", json_object());
         add(&b, observed, "exit_code", exited ? json_integer(facts->exit_code) : json_null());
         add(&b, observed, "resource_limit", json_boolean(limit));

@@ -15,8 +15,11 @@
  *
  * Output is never parsed: the evaluator only looks for the fixture's
  * literals as byte strings, checks UTF-8 and hashes. A literal is found
- * wherever it lies in the stream, across any number of chunk boundaries;
- * memory stays bounded (the last longest-literal-minus-one bytes are kept).
+ * wherever it lies in the stream, across any number of chunk boundaries:
+ * one Aho-Corasick automaton over all the literals carries its state from
+ * chunk to chunk, so the work per byte is amortized constant whatever the
+ * chunk sizes (an agent cannot make the drain slow by writing one byte at
+ * a time), and memory is fixed at creation (a node per literal byte).
  * Matching is on raw bytes: a PTY turns "\n" into "\r\n" (ONLCR), so a
  * literal meant to span a line break must say "\r\n".
  *
@@ -98,17 +101,20 @@ struct glove_refinement_evaluator;
 
 /*
  * A new evaluator for fixture f (borrowed during the call only: the
- * literals, expectations and document digest are copied). *out is owned by
- * the caller (glove_refinement_evaluator_free). Returns 0, -ENOMEM, -EIO,
- * or -EINVAL (refinement.invalid_argument).
+ * literal automaton is built from the literals, the expectations and
+ * document digest are copied). At most GLOVE_REFINEMENT_MAX_LITERALS
+ * literals per list, each 1..GLOVE_REFINEMENT_LITERAL_MAX bytes (else
+ * refinement.invalid_argument); memory is 20 bytes per literal byte.
+ * *out is owned by the caller (glove_refinement_evaluator_free). Returns 0,
+ * -ENOMEM, -EIO, or -EINVAL (refinement.invalid_argument).
  */
 int glove_refinement_evaluator_new(const struct glove_refinement_fixture *f,
                                    struct glove_refinement_evaluator **out, struct glove_error *err);
 
 /*
  * Feeds data[0..len) (any len; NULL allowed when len is 0): every byte is
- * hashed, counted, UTF-8-checked and searched for literals. Work is linear
- * in len times the number of literals not yet found; no allocation.
+ * hashed, counted, UTF-8-checked and run through the literal automaton.
+ * Work is linear in len; no allocation.
  * Returns 0, -EIO (digest.crypto_failed), or -EINVAL
  * (refinement.evaluator_finished after finish, refinement.invalid_argument).
  */

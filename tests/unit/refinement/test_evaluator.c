@@ -224,6 +224,19 @@ static void test_literals_across_chunks(void **state) {
         assert_metric(&o, "required_literals", "{\"missing\":[4],\"total\":5}");
         assert_metric(&o, "forbidden_literals", "{\"found\":[1],\"total\":2}");
         assert_metric(&o, "failed_assertions", "[\"forbidden_literals\",\"required_literals\"]");
+        /* Literals inside literals, and sharing prefixes and suffixes (the
+         * automaton's failure and dictionary links). */
+        const char *const req2[] = { "bc", "bcd", "c", "he", "hers", "his", "she", "xabcdy", NULL };
+        const char *const forb2[] = { "abce", "cdx", NULL };
+        _cleanup_refinement_fixture_ struct glove_refinement_fixture *g = make(req2, forb2, 0, 0);
+        s = "ushers xabcdy";
+        evaluate(g, s, strlen(s), &CLEAN, &o);
+        assert_metric(&o, "required_literals", "{\"missing\":[5],\"total\":8}");
+        assert_metric(&o, "forbidden_literals", "{\"found\":[],\"total\":2}");
+        s = "abcdx";
+        evaluate(g, s, strlen(s), &CLEAN, &o);
+        assert_metric(&o, "required_literals", "{\"missing\":[3,4,5,6,7],\"total\":8}");
+        assert_metric(&o, "forbidden_literals", "{\"found\":[1],\"total\":2}");
         /* Nothing found in an empty stream. */
         evaluate(f, "", 0, &CLEAN, &o);
         assert_metric(&o, "required_literals", "{\"missing\":[0,1,2,3,4],\"total\":5}");
@@ -501,6 +514,19 @@ static void test_long_stream(void **state) {
         glove_digest_hex_encode(md, 32, sha, sizeof(sha));
         assert_string_equal(o.stream_sha256, sha);
         assert_true(o.json_len < 2048);
+        /* The same stream in chunks of 1 to 13 bytes: the same outcome. */
+        _cleanup_refinement_evaluator_ struct glove_refinement_evaluator *ev1 = NULL;
+        assert_int_equal(glove_refinement_evaluator_new(f, &ev1, NULL), 0);
+        for (size_t at = 0, k = 0; at < len; k++) {
+                size_t n = 1 + k % 13;
+                if (n > len - at)
+                        n = len - at;
+                assert_int_equal(glove_refinement_evaluator_feed(ev1, s + at, n, NULL), 0);
+                at += n;
+        }
+        struct glove_refinement_outcome o1;
+        assert_int_equal(glove_refinement_evaluator_finish(ev1, &CLEAN, &o1, NULL), 0);
+        same_outcome(&o, &o1, "small chunks");
         /* The largest outcome: every literal listed. */
         _cleanup_refinement_evaluator_ struct glove_refinement_evaluator *ev2 = NULL;
         assert_int_equal(glove_refinement_evaluator_new(f, &ev2, NULL), 0);
