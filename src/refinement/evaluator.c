@@ -9,7 +9,6 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/json.h"
-#include "glove/refinement/context.h"
 
 /* Literals are found with an Aho-Corasick automaton over all of them
  * (required and forbidden): one state carried across chunks, amortized
