@@ -8,7 +8,7 @@ Dependencies point downward (DESIGN.md, "Modules"):
 
     cli -> run / server / ctl / host -> runtime -> keeper
         -> session / kernel / supervisor / adapters
-        -> mcp / policy / audit / container / net / protocol / store -> base
+        -> mcp / policy / audit / container / net / protocol / store / remote -> base
 
 A file of module M (src/M/..., include/glove/M/...) may include headers of
 its own module and of modules on a lower layer, never of a module above it
@@ -30,7 +30,7 @@ import tempfile
 
 LAYERS = [
     ["base"],
-    ["mcp", "policy", "audit", "container", "net", "protocol", "store"],
+    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote"],
     ["session", "kernel", "supervisor", "adapters"],
     ["keeper"],
     ["runtime"],

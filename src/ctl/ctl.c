@@ -193,6 +193,18 @@ static void print_capabilities(const json_t *r) {
         print_list("managed runtime ids", json_object_get(r, "managed_runtime_ids"));
         printf("path exposure schema version: %lld\n", num(r, "path_exposure_schema_version"));
         print_list("owner methods", json_object_get(r, "owner_methods"));
+        /* A construction diagnostic, never launch readiness
+         * (docs/remote-backend.md, "The capabilities row"). */
+        const json_t *rb = json_object_get(r, "remote_backend");
+        if (json_is_object(rb)) {
+                printf("remote backend: %s, construction only (lifecycle operational: %s)\n", str(rb, "construction"),
+                       json_is_true(json_object_get(rb, "lifecycle_operational")) ? "yes" : "no");
+                printf("  container identity: %s\n", str(rb, "container_identity"));
+                printf("  container image digest: %s\n", str(rb, "container_image_digest"));
+                printf("  host key algorithm: %s\n", str(rb, "host_key_algorithm"));
+        } else {
+                printf("remote backend: none\n");
+        }
 }
 
 /* The members named key of the objects in a (or the strings of a when
