@@ -185,9 +185,11 @@ int glove_remote_check_host_key(const char *text, const char *jp, uint8_t key[GL
                                 struct glove_error *err) {
         static const char alg[] = GLOVE_REMOTE_HOST_KEY_ALGORITHM;
         const size_t alg_len = sizeof(alg) - 1;
-        size_t n = text ? strlen(text) : 0;
-        size_t word = strcspn(text ? text : "", " ");
-        if (word != alg_len || strncmp(text, alg, alg_len) != 0) {
+        if (!text)
+                text = "";
+        size_t n = strlen(text);
+        size_t word = strcspn(text, " ");
+        if (word != alg_len || text[word] != ' ' || strncmp(text, alg, alg_len) != 0) {
                 /* A first word of key-type characters names another
                  * algorithm (ssh-rsa, ecdsa-sha2-nistp256,
                  * sk-ssh-ed25519@openssh.com, a certificate type). */
