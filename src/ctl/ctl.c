@@ -109,6 +109,10 @@ int ctl_refused(const struct glove_protocol_remote_error *r) {
                 else if (strcmp(reason, "runtime_not_operational") == 0)
                         hint = "; what to do: run gloved with delegated cgroups (glove daemon install: its "
                                "unit delegates them; glove doctor's cgroup_delegation item says more)";
+                else if (strcmp(reason, "remote_construction_only") == 0)
+                        hint = "; what to do: nothing launches through the remote backend (it is construction "
+                               "evidence only, docs/remote-backend.md); run local managed sessions with a gloved "
+                               "started with --materialization-root instead of --remote-backend";
         }
         fprintf(stderr, "glove: %s: %s%s\n", shown(r->code), shown(r->message), hint);
         return GLOVE_CTL_EXIT_REFUSED;

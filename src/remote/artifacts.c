@@ -75,20 +75,17 @@ int glove_remote_artifacts_write(int dirfd, const char *dir, const struct glove_
         int r = glove_remote_artifacts_render(b, dir, &config, &cl, &known_hosts, &kl, err);
         if (r < 0)
                 return r;
-        const char *failed = GLOVE_REMOTE_KNOWN_HOSTS_NAME;
-        struct glove_error fe = { 0 };
+        struct glove_error fe = { 0 }; /* its message starts with the file's name */
         r = glove_file_replace(dirfd, GLOVE_REMOTE_KNOWN_HOSTS_NAME, known_hosts, kl, 0600,
                                GLOVE_FILE_REPLACE_SYNC_DIR, &fe);
-        if (r == 0) {
-                failed = GLOVE_REMOTE_SSH_CONFIG_NAME;
+        if (r == 0)
                 r = glove_file_replace(dirfd, GLOVE_REMOTE_SSH_CONFIG_NAME, config, cl, 0600,
                                        GLOVE_FILE_REPLACE_SYNC_DIR, &fe);
-        }
         if (r < 0) {
                 remove_names(dirfd);
                 return glove_error_set(err, -r, "remote.artifact_write",
-                                       "%s/%s: %s; neither remote artifact was left in the runtime directory", dir,
-                                       failed, fe.message);
+                                       "%s: %s; neither remote artifact was left in the runtime directory", dir,
+                                       fe.message);
         }
         return 0;
 }

@@ -149,7 +149,7 @@ static void test_second_fails_first_removed(void **state) {
         struct glove_error e = { 0 };
         assert_true(glove_remote_artifacts_write(dfd, dir, &b, &e) < 0);
         assert_string_equal(e.code, "remote.artifact_write");
-        assert_non_null(strstr(e.message, "/" GLOVE_REMOTE_SSH_CONFIG_NAME ": "));
+        assert_non_null(strstr(e.message, ": " GLOVE_REMOTE_SSH_CONFIG_NAME ": "));
         _cleanup_free_ char *names = listing(dir);
         assert_string_equal(names, GLOVE_REMOTE_SSH_CONFIG_NAME); /* only the blocker, not ours */
         /* An unsafe directory path: nothing is written at all. */
