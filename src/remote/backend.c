@@ -395,7 +395,8 @@ int glove_remote_check_identity(const char *id, const char *jp, struct glove_err
 /* ---- the document ---- */
 
 /* A getter's json.* code as a remote.* one; value_code for the value's
- * own faults (too long, NUL, out of range), NULL: remote.too_long. */
+ * own faults (too long, out of range), NULL: remote.too_long. (A NUL never
+ * gets here: the strict decoder refuses "\u0000".) */
 static int from_json(const struct glove_error *je, const char *value_code, struct glove_error *err) {
         const char *c = je->code ? je->code : "";
         const char *code = "remote.invalid_json";
@@ -409,8 +410,8 @@ static int from_json(const struct glove_error *je, const char *value_code, struc
                 code = "remote.duplicate_key";
         else if (strcmp(c, "json.no_memory") == 0 || je->errnum == ENOMEM)
                 code = "remote.no_memory";
-        else if (strcmp(c, "json.too_long") == 0 || strcmp(c, "json.embedded_nul") == 0 ||
-                 strcmp(c, "json.out_of_range") == 0 || strcmp(c, "json.not_integer") == 0)
+        else if (strcmp(c, "json.too_long") == 0 || strcmp(c, "json.out_of_range") == 0 ||
+                 strcmp(c, "json.not_integer") == 0)
                 code = value_code ? value_code : "remote.too_long";
         return glove_error_set(err, je->errnum ? je->errnum : EINVAL, code, "%s", je->message);
 }
