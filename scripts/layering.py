@@ -8,7 +8,8 @@ Dependencies point downward (DESIGN.md, "Modules"):
 
     cli -> run / server / ctl / host -> runtime -> keeper
         -> session / kernel / supervisor / adapters
-        -> mcp / policy / audit / container / net / protocol / store / remote -> base
+        -> mcp / policy / audit / container / net / protocol / store
+           / remote / remote_executor -> base
 
 A file of module M (src/M/..., include/glove/M/...) may include headers of
 its own module and of modules on a lower layer, never of a module above it
@@ -30,7 +31,11 @@ import tempfile
 
 LAYERS = [
     ["base"],
-    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote"],
+    # remote: gloved's construction-only remote backend (the file, the SSH
+    # artifacts, the runtime object); base only.
+    # remote_executor: glove-remote-executor's module; base only (it runs on
+    # a remote host without the rest of Glove).
+    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote", "remote_executor"],
     ["session", "kernel", "supervisor", "adapters"],
     ["keeper"],
     ["runtime"],

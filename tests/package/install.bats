@@ -11,7 +11,7 @@ load helpers
         run make -C "$GLOVE_SRC" install BUILD="$GLOVE_BUILD" DESTDIR="$dest" PREFIX=/usr
         [ "$status" -eq 0 ] || { echo "$output" >&2; fail "make install failed"; }
         local f
-        for f in bin/glove bin/gloved libexec/glove/glove-keeper libexec/glove/glove-mcp-stdio \
+        for f in bin/glove bin/gloved bin/glove-remote-executor libexec/glove/glove-keeper libexec/glove/glove-mcp-stdio \
                 share/man/man1/glove.1 share/man/man1/glove-exec.1 share/man/man1/glove-run.1 \
                 share/man/man1/glove-ctl.1 share/man/man1/glove-setup.1 share/man/man1/glove-daemon.1 \
                 share/man/man1/glove-doctor.1 share/man/man1/glove-policy.1 share/man/man8/gloved.8 \
