@@ -32,7 +32,7 @@ build_packages=(
 )
 test_packages=(
   bats bubblewrap hyperfine strace util-linux bsdutils procps curl e2fsprogs
-  python3 nodejs npm bash-completion zsh openssl jq parallel
+  python3 nodejs npm bash-completion zsh openssl jq parallel openssh-client
 )
 # Packages of tests/package-lock.json whose install script must run, and why:
 #   @anthropic-ai/claude-code  postinstall copies the native `claude` binary

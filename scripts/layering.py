@@ -9,7 +9,7 @@ Dependencies point downward (DESIGN.md, "Modules"):
     cli -> run / server / ctl / host -> runtime -> keeper
         -> session / kernel / supervisor / adapters
         -> mcp / policy / audit / container / net / protocol / store
-           / remote_executor / refinement -> base
+           / remote / remote_executor / refinement -> base
 
 A file of module M (src/M/..., include/glove/M/...) may include headers of
 its own module and of modules on a lower layer, never of a module above it
@@ -31,12 +31,14 @@ import tempfile
 
 LAYERS = [
     ["base"],
+    # remote: gloved's construction-only remote backend (the file, the SSH
+    # artifacts, the runtime object); base only.
     # remote_executor: glove-remote-executor's module; base only (it runs on
     # a remote host without the rest of Glove).
     # refinement: refinement-eval-v1 (fixture, plan binding, context digests,
     # evaluator); base only, so that supervisor (plan validation) and
     # runtime (the PTY drain, receipts) can both call it.
-    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote_executor", "refinement"],
+    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote", "remote_executor", "refinement"],
     ["session", "kernel", "supervisor", "adapters"],
     ["keeper"],
     ["runtime"],

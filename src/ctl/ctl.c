@@ -109,6 +109,10 @@ int ctl_refused(const struct glove_protocol_remote_error *r) {
                 else if (strcmp(reason, "runtime_not_operational") == 0)
                         hint = "; what to do: run gloved with delegated cgroups (glove daemon install: its "
                                "unit delegates them; glove doctor's cgroup_delegation item says more)";
+                else if (strcmp(reason, "remote_construction_only") == 0)
+                        hint = "; what to do: nothing launches through the remote backend (it is construction "
+                               "evidence only, docs/remote-backend.md); run local managed sessions with a gloved "
+                               "started with --materialization-root instead of --remote-backend";
         }
         fprintf(stderr, "glove: %s: %s%s\n", shown(r->code), shown(r->message), hint);
         return GLOVE_CTL_EXIT_REFUSED;
@@ -193,6 +197,18 @@ static void print_capabilities(const json_t *r) {
         print_list("managed runtime ids", json_object_get(r, "managed_runtime_ids"));
         printf("path exposure schema version: %lld\n", num(r, "path_exposure_schema_version"));
         print_list("owner methods", json_object_get(r, "owner_methods"));
+        /* A construction diagnostic, never launch readiness
+         * (docs/remote-backend.md, "The capabilities row"). */
+        const json_t *rb = json_object_get(r, "remote_backend");
+        if (json_is_object(rb)) {
+                printf("remote backend: %s, construction only (lifecycle operational: %s)\n", str(rb, "construction"),
+                       json_is_true(json_object_get(rb, "lifecycle_operational")) ? "yes" : "no");
+                printf("  container identity: %s\n", str(rb, "container_identity"));
+                printf("  container image digest: %s\n", str(rb, "container_image_digest"));
+                printf("  host key algorithm: %s\n", str(rb, "host_key_algorithm"));
+        } else {
+                printf("remote backend: none\n");
+        }
 }
 
 /* The members named key of the objects in a (or the strings of a when

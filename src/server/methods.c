@@ -13,6 +13,7 @@
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
 
+#include "glove/remote/runtime.h"
 #include "glove/runtime/runtime.h"
 #include "glove/server/server.h"
 #include "glove/supervisor/exposure.h"
@@ -527,6 +528,12 @@ static bool available(const struct glove_server_components *c, const struct meth
         case NEED_STORE:
                 return c->policy != NULL && c->store != NULL;
         case NEED_RUNTIME:
+                /* The remote runtime exists, but it is construction only
+                 * (glove_remote_runtime_lifecycle_operational is false), and
+                 * these handlers drive the local managed runtime, never a
+                 * remote one: unadvertised whatever else is constructed. */
+                if (c->remote)
+                        return false;
                 return c->policy != NULL && c->store != NULL && glove_runtime_operational(c->runtime);
         case NEED_EXPOSURES:
                 return c->exposures != NULL;
@@ -542,6 +549,10 @@ static const char *unavailable_why(const struct glove_server_components *c, enum
         if (need == NEED_RECEIPTS) {
                 snprintf(buf, size, "gloved has no receipt journal");
                 return "no_receipts";
+        }
+        if (need == NEED_RUNTIME && c->remote) {
+                snprintf(buf, size, "%s", GLOVE_REMOTE_NOT_OPERATIONAL_WHY);
+                return GLOVE_REMOTE_NOT_OPERATIONAL_REASON;
         }
         if (need == NEED_EXPOSURES) {
                 snprintf(buf, size, "gloved was started without --path-exposure-policy FILE and "
@@ -623,6 +634,8 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                      json_object_set_new(caps, "lifecycle_reason", lifecycle ? json_null() : json_string(why)) < 0 ||
                      json_object_set_new(caps, "path_exposure_schema_version",
                                          json_integer(c->exposures ? GLOVE_EXPOSURE_SCHEMA_VERSION : 0)) < 0 ||
+                     json_object_set_new(caps, "remote_backend",
+                                         c->remote ? glove_remote_runtime_capabilities(c->remote) : json_null()) < 0 ||
                      json_object_set(caps, "owner_methods", owner) < 0)) {
                 json_decref(owner);
                 json_decref(caps);

@@ -31,6 +31,9 @@
 #include "glove/store/store.h"
 
 #include "glove/container/cgroup.h"
+#include "glove/remote/artifacts.h"
+#include "glove/remote/backend.h"
+#include "glove/remote/runtime.h"
 #include "glove/runtime/runtime.h"
 #include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
@@ -58,7 +61,7 @@ struct service {
         struct glove_exposure_policy *xpolicy;
         struct glove_exposures *exposures;
         /* What no exposure may be, contain or be inside (NULL-terminated). */
-        const char *x_restricted[10];
+        const char *x_restricted[11];
         int mroot_fd, broot_fd;
         struct glove_log *log; /* borrowed */
         uint64_t compact_records; /* --compact-records, 0: the defaults */
@@ -66,6 +69,11 @@ struct service {
         struct glove_cgroup_host *cghost;  /* gloved's pinned cgroups, NULL: not applicable */
         struct glove_supervisor_runtime_config cfg;
         struct glove_error retained_why;
+        /* --remote-backend: the validated file, whether its artifacts are in
+         * RUNTIME, and the construction-only runtime. */
+        struct glove_remote_backend remote_cfg;
+        bool remote_written;
+        struct glove_remote_runtime *remote;
         const char *restricted[5];
         char lease_root[PATH_MAX]; /* C: credential leases */
         int lease_fd;
@@ -286,6 +294,41 @@ static int make_runtime(struct service *s, const struct glove_server_service_opt
         return r;
 }
 
+/* The construction-only remote runtime (glove/remote/runtime.h): the OpenSSH
+ * artifacts written beneath the verified runtime directory, then the
+ * object. No name is resolved, no socket opened, no program run. */
+static int make_remote(struct service *s, const struct glove_server_service_options *o, struct glove_error *err) {
+        int r = glove_remote_artifacts_write(s->runtime_fd, o->runtime_dir, &s->remote_cfg, err);
+        if (r < 0)
+                return r;
+        s->remote_written = true;
+        r = glove_remote_runtime_new(&s->remote_cfg, &s->remote, err);
+        if (r < 0)
+                return r;
+        glove_log(s->log, GLOVE_LOG_INFO, "remote.constructed", NULL,
+                  "remote backend constructed, construction only (no lifecycle): container %s; "
+                  "%s/" GLOVE_REMOTE_SSH_CONFIG_NAME " and %s/" GLOVE_REMOTE_KNOWN_HOSTS_NAME " written",
+                  glove_remote_runtime_container_identity(s->remote), o->runtime_dir, o->runtime_dir);
+        return 0;
+}
+
+/* The remote backend file (before anything is written), or without it the
+ * artifacts an earlier gloved with one left: they name no backend now. */
+static int load_remote(struct service *s, const struct glove_server_service_options *o, uid_t uid,
+                       struct glove_error *err) {
+        if (o->remote_backend) {
+                int r = glove_remote_backend_load(o->remote_backend, uid, &s->remote_cfg, err);
+                if (r < 0)
+                        glove_error_prefix(err, "--remote-backend");
+                return r;
+        }
+        if (glove_remote_artifacts_remove(s->runtime_fd) > 0)
+                glove_log(s->log, GLOVE_LOG_NOTICE, "remote.stale_artifacts", NULL,
+                          "removed the remote backend artifacts an earlier gloved left in %s (started without "
+                          "--remote-backend now)", o->runtime_dir);
+        return 0;
+}
+
 /* The retention rule of the store: a session that ended and was cleaned
  * up leaves the live state once no unacknowledged receipt names it. */
 static bool retire_acknowledged(void *ctx, const struct glove_store_session *st) {
@@ -378,7 +421,8 @@ static int open_exposures(struct service *s, const struct glove_server_service_o
                                 o->materialization_root, o->library_bundle_root,
                                 s->lease_root[0] ? s->lease_root : NULL,
                                 o->path_exposure_policy, o->path_exposure_journal,
-                                o->session_policy,       o->session_store };
+                                o->session_policy,       o->session_store,
+                                o->remote_backend };
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(paths); i++)
                 if (paths[i])
                         s->x_restricted[n++] = paths[i];
@@ -426,6 +470,8 @@ static int start(struct service *s, const struct glove_server_service_options *o
                 r = check_exposure(o, err);
         if (r == 0 && o->session_policy)
                 r = glove_supervisor_policy_load(o->session_policy, uid, &s->policy, err);
+        if (r == 0)
+                r = load_remote(s, o, uid, err);
         struct glove_store_journal_report rep = { 0 };
         if (r == 0 && o->session_store) {
                 struct glove_store_options so = { .path = o->session_store, .owner = uid,
@@ -465,6 +511,8 @@ static int start(struct service *s, const struct glove_server_service_options *o
         }
         if (r == 0 && o->materialization_root)
                 r = make_runtime(s, o, uid, err);
+        if (r == 0 && o->remote_backend)
+                r = make_remote(s, o, err);
         if (r == 0 && o->path_exposure_policy)
                 r = open_exposures(s, o, uid, err);
         if (r == 0 && s->exposures) { /* the runtime holds &s->cfg: start_session opens sources from it */
@@ -488,11 +536,14 @@ static void stop(struct service *s) {
                 (void)unlinkat(s->runtime_fd, SECRET_NAME, 0);
         if (s->owner_secret_written)
                 (void)unlinkat(s->runtime_fd, OWNER_SECRET_NAME, 0);
+        if (s->remote_written)
+                (void)glove_remote_artifacts_remove(s->runtime_fd);
         int fds[] = { s->listen_fd, s->runtime_lock, s->state_lock, s->runtime_fd, s->state_fd };
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
         glove_runtime_free(s->runtime);
+        glove_remote_runtime_free(s->remote);
         glove_cgroup_host_free(s->cghost);
         if (s->mroot_fd >= 0)
                 close(s->mroot_fd);
@@ -523,6 +574,7 @@ int glove_server_service_run(const struct glove_server_service_options *o, struc
                 comp.runtime = s.runtime;
                 comp.library_bundle_root = s.cfg.library_bundle_root != NULL;
                 comp.exposures = s.exposures;
+                comp.remote = s.remote;
                 struct glove_server_options so = {
                         .listen_fd = s.listen_fd,
                         .uid = geteuid(),
@@ -536,10 +588,10 @@ int glove_server_service_run(const struct glove_server_service_options *o, struc
                 };
                 size_t n_sessions = s.store ? glove_store_sessions(s.store) : 0;
                 glove_log(log, GLOVE_LOG_INFO, "service.listening", NULL,
-                          "listening on %s (policy %s, session store %s, %zu session%s, path exposures %s)",
+                          "listening on %s (policy %s, session store %s, %zu session%s, path exposures %s%s)",
                           s.bound ? s.socket_path : "an activated socket", s.policy ? "loaded" : "none",
                           s.store ? "open" : "none", n_sessions, n_sessions == 1 ? "" : "s",
-                          s.exposures ? "open" : "none");
+                          s.exposures ? "open" : "none", s.remote ? ", remote backend construction-only" : "");
                 r = glove_server_run(&so, err);
         }
         stop(&s);

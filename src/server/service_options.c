@@ -43,6 +43,11 @@ const char glove_server_service_usage[] =
         "                           delegated cgroup to be operational)\n"
         "  --library-bundle-root DIR  library bundles (DIR/<sha256>.json) plans may project\n"
         "                           (needs --materialization-root; DIR must exist, mode 0700)\n"
+        "  --remote-backend FILE    the construction-only remote backend (protected, 0600):\n"
+        "                           validated, its OpenSSH config and pinned known_hosts\n"
+        "                           written to the runtime directory, reported in\n"
+        "                           capabilities; enables no lifecycle method (not with\n"
+        "                           --materialization-root; docs/remote-backend.md)\n"
         "  --path-exposure-policy FILE   owner-approved roots (protected, 0600): with\n"
         "  --path-exposure-journal FILE  the exposure journal, enables exposure_catalog and\n"
         "                           the owner methods (glove init) and writes\n"
@@ -131,7 +136,7 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
-       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT, OPT_XPOLICY, OPT_XJOURNAL };
+       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT, OPT_XPOLICY, OPT_XJOURNAL, OPT_REMOTE };
 
 static int parse_one(int opt, const char *v, struct glove_server_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -153,6 +158,8 @@ static int parse_one(int opt, const char *v, struct glove_server_service_options
                 return set_path(&o->path_exposure_policy, v, "--path-exposure-policy", err);
         case OPT_XJOURNAL:
                 return set_path(&o->path_exposure_journal, v, "--path-exposure-journal", err);
+        case OPT_REMOTE:
+                return set_path(&o->remote_backend, v, "--remote-backend", err);
         case OPT_ANCHOR:
                 if (!v || glove_digest_hex_decode(v, strlen(v), o->anchor, sizeof(o->anchor), NULL) < 0)
                         return glove_error_set(err, EINVAL, "usage.bad_value",
@@ -195,6 +202,7 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
                 { "compact-records", required_argument, NULL, OPT_COMPACT },
                 { "path-exposure-policy", required_argument, NULL, OPT_XPOLICY },
                 { "path-exposure-journal", required_argument, NULL, OPT_XJOURNAL },
+                { "remote-backend", required_argument, NULL, OPT_REMOTE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -228,6 +236,10 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
         if (o->session_store && !o->session_policy)
                 return glove_error_set(err, EINVAL, "usage.store_needs_policy",
                                        "--session-store needs --session-policy (sessions are validated plans)");
+        if (o->remote_backend && o->materialization_root)
+                return glove_error_set(err, EINVAL, "usage.backend_conflict",
+                                       "--remote-backend and --materialization-root are mutually exclusive (the "
+                                       "construction-only remote backend and local managed sessions): give one");
         if (o->materialization_root && (!o->session_policy || !o->session_store))
                 return glove_error_set(err, EINVAL, "usage.root_needs_store",
                                        "--materialization-root needs --session-policy and --session-store");
@@ -258,5 +270,6 @@ void glove_server_service_options_free(struct glove_server_service_options *o) {
         free(o->library_bundle_root);
         free(o->path_exposure_policy);
         free(o->path_exposure_journal);
+        free(o->remote_backend);
         *o = (struct glove_server_service_options){ 0 };
 }

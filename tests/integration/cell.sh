@@ -45,6 +45,8 @@
 #   GLOVE_IT_LIB   directory holding host-side helper programs
 #   GLOVE_NODE_MODULES  tests/node_modules (npm MCP peers), empty if not installed
 #   GLOVE_FIXTURES the MCP fixtures of tests/fixtures/{interop,conformance}
+#                  and the Cloudflare OS session policy template
+#                  (cloudflare-os-session-policy.json)
 set -euo pipefail
 
 nobody_uid=65534 nobody_gid=65534
@@ -190,6 +192,7 @@ prepare() { # build mode dir
         cp -r "$here/lib" "$work/suite/lib"
         cp -r "$repo/tests/agents/." "$work/agents/"
         cp -r "$repo/tests/fixtures/interop" "$repo/tests/fixtures/conformance" "$work/fixtures/"
+        cp "$repo/tests/fixtures/cloudflare-os-session-policy.json" "$work/fixtures/"
         chmod -R a+rX,go-w "$work/suite" "$work/agents" "$work/fixtures"
         # The npm test peers (tests/node_modules, from tests/package-lock.json
         # via scripts/deps.sh), when installed: hard links (fast) when the

@@ -21,8 +21,12 @@
  * the gloved options it was started without: --session-policy,
  * --session-store, --materialization-root, --path-exposure-policy and
  * --path-exposure-journal) or "runtime_not_operational" (detail gives the
- * runtime's reason, e.g. cgroup.not_delegated). An unknown method's data is
- * {"method"}.
+ * runtime's reason, e.g. cgroup.not_delegated) or, while the remote backend
+ * is configured, "remote_construction_only" for the eight lifecycle methods
+ * (spec session-policy.md, "Capability activation": a validated
+ * remote_backend is a construction diagnostic only; the remote runtime is
+ * never operational, so they stay unadvertised and nothing is started).
+ * An unknown method's data is {"method"}.
  *
  * Roles (spec session-policy.md, "Dynamic path exposures"): a connection
  * authenticated with RUNTIME/bootstrap-secret is a controller; one
@@ -52,6 +56,7 @@
 struct glove_supervisor_policy;
 struct glove_runtime;
 struct glove_exposures;
+struct glove_remote_runtime;
 /* A connection of the server (server.h), for attach streams. */
 struct glove_server_conn;
 
@@ -83,6 +88,9 @@ struct glove_server_components {
         int64_t (*now_ms)(void);                      /* Unix milliseconds; tests may fake it */
         bool library_bundle_root;                     /* --library-bundle-root constructed */
         struct glove_exposures *exposures; /* NULL without --path-exposure-* */
+        /* NULL without --remote-backend (never with runtime: the options
+         * exclude each other). */
+        const struct glove_remote_runtime *remote;
 };
 
 /* True when method is advertised by c (see top of file). */
@@ -100,7 +108,8 @@ bool glove_server_method_advertised(const struct glove_server_components *c, con
  *    "library_bundle_root":BOOL,"cgroup_placement":S|null,
  *    "lifecycle_reason":S|null,
  *    "owner_methods":["exposure_create","exposure_list","exposure_revoke"]|[],
- *    "path_exposure_schema_version":1|0}
+ *    "path_exposure_schema_version":1|0,
+ *    "remote_backend":ROW|null}
  * "owner_methods" (sorted) and path_exposure_schema_version 1 exactly when
  * the exposure registry was constructed; "methods" then holds
  * exposure_catalog too.
@@ -108,6 +117,14 @@ bool glove_server_method_advertised(const struct glove_server_components *c, con
  * "gloved was started without --session-store FILE and
  * --materialization-root DIR" (the options missing), or "managed sessions
  * are not operational: CODE: ..." (the runtime's reason, glove_runtime_why).
+ * "remote_backend" is null without the remote runtime, else its
+ * construction diagnostic (glove_remote_runtime_capabilities: construction
+ * "validated", lifecycle_operational false, adapter schema 0, no runtime
+ * ids, resource mechanisms or verified receipts, the container identity
+ * and image digest, host_key_algorithm); the top level is unchanged by it
+ * (lifecycle_operational false, adapter schema 0, no managed runtime ids,
+ * no resource mechanisms) and lifecycle_reason is
+ * GLOVE_REMOTE_NOT_OPERATIONAL_WHY.
  * library_bundle_root is true when the bundle root was constructed and the
  * managed runtime is operational (lifecycle methods advertised): only then
  * are plans' library projections mounted.

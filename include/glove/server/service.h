@@ -10,6 +10,7 @@
  *          [--client-timeout-ms MS] [--idle-timeout-ms MS]
  *          [--max-connections N]
  *          [--path-exposure-policy FILE --path-exposure-journal FILE]
+ *          [--remote-backend FILE]
  *
  * Start-up order, each step fatal on failure (exit 1, one line on stderr
  * "gloved: <code>: <message>"):
@@ -19,8 +20,17 @@
  *      with mode 0700; an exclusive lock on DIR/gloved.lock in each
  *      (service.already_running);
  *   2. the session policy, loaded once and frozen (glove_supervisor_policy_load);
+ *   2b. with --remote-backend: the protected remote backend file, loaded and
+ *      validated (glove_remote_backend_load, owner the service uid); without
+ *      it, remote artifacts an earlier gloved left in RUNTIME are removed;
  *   3. the session store, replayed strictly (store.h);
- *   4. the receipt journal and key (receipts.h); the managed runtime;
+ *   4. the receipt journal and key (receipts.h); the managed runtime, or
+ *      with --remote-backend the construction-only remote runtime: its
+ *      OpenSSH client configuration and pinned known_hosts written
+ *      atomically to RUNTIME/remote-ssh_config and RUNTIME/remote-known_hosts
+ *      (0600; on a failure neither is left; glove/remote/artifacts.h), then
+ *      the runtime object (glove/remote/runtime.h), which resolves no name,
+ *      opens no socket and runs no program;
  *   4b. with --path-exposure-policy and --path-exposure-journal: the exposure
  *      policy (glove_exposure_policy_load, owner the service uid) and the
  *      registry (glove_exposures_open: its journal locked and replayed
@@ -36,17 +46,20 @@
  *      else RUNTIME/gloved.sock bound with mode 0600 (a stale socket is
  *      replaced: the lock proves no other gloved owns it);
  *   7. the loop (server.h), READY=1.
- * On SIGTERM/SIGINT: connections closed, the socket (when gloved bound it)
- * and the bootstrap and owner secrets removed, exit 0.
+ * On SIGTERM/SIGINT: connections closed, the socket (when gloved bound it),
+ * the bootstrap and owner secrets and the remote artifacts removed, exit 0.
+ * A start-up failure removes the secrets and remote artifacts it wrote.
  *
  * Option errors are usage.* codes (exit 2): usage.unknown_option,
  * usage.missing_value, usage.bad_value, usage.store_needs_policy,
  * usage.not_built (--session-policy in a build without the supervisor),
- * usage.exposure_options_pair (one of the two --path-exposure-* options).
+ * usage.exposure_options_pair (one of the two --path-exposure-* options),
+ * usage.backend_conflict (--remote-backend with --materialization-root).
  * Start-up codes: service.no_default_dir, service.already_running,
  * service.socket, service.listen_fds, service.secret, and the codes of
- * dirs.h, policy.h, store.h/journal.h, receipts.h and exposure.h
- * (policy.*, journal.*, exposure.journal_invalid).
+ * dirs.h, policy.h, store.h/journal.h, receipts.h, exposure.h and
+ * remote/backend.h, remote/artifacts.h (policy.*, journal.*,
+ * exposure.journal_invalid, remote.*).
  */
 
 #include <stdbool.h>
@@ -64,6 +77,7 @@ struct glove_server_service_options {
         char *library_bundle_root;    /* malloc'd or NULL: library projections */
         char *path_exposure_policy;   /* malloc'd or NULL (both or neither): path exposures */
         char *path_exposure_journal;  /* malloc'd or NULL */
+        char *remote_backend;         /* malloc'd or NULL: the construction-only remote backend */
         bool have_anchor;
         uint8_t anchor[32];
         uint64_t client_timeout_ms;

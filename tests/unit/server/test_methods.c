@@ -17,6 +17,7 @@
 
 #include <sys/stat.h>
 
+#include "glove/remote/runtime.h"
 #include "glove/runtime/runtime.h"
 #include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
@@ -386,6 +387,51 @@ static void test_runtime_not_operational(void **state) {
         glove_runtime_free(rt);
 }
 
+/* The construction-only remote runtime (spec session-policy.md, "Capability
+ * activation"): the object exists and shows in its row, yet every
+ * lifecycle method stays unadvertised and answers method_not_found, and the
+ * top level is as without any runtime. */
+static void test_remote_construction_only(void **state) {
+        struct fixture *f = *state;
+        load_policy_and_store(f);
+        static const char hex[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        struct glove_remote_backend b = { .host = "builder.example.net", .port = 22, .user = "glove" };
+        snprintf(b.container_identity, sizeof(b.container_identity), "registry.example.net/glove/runtime@sha256:%s",
+                 hex);
+        snprintf(b.container_image_digest, sizeof(b.container_image_digest), "sha256:%s", hex);
+        struct glove_remote_runtime *rt = NULL;
+        assert_int_equal(glove_remote_runtime_new(&b, &rt, NULL), 0);
+        {
+                _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+                assert_true(json_is_null(json_object_get(caps, "remote_backend")));
+        }
+        f->c.remote = rt;
+        _cleanup_json_ json_t *caps = glove_server_capabilities(&f->c);
+        static const char *const all[] = { "authenticate",  "capabilities",   "receipts_page", "receipts_ack",
+                                           "validate_plan", "create_session", "session_status", "list_sessions", NULL };
+        expect_methods(caps, all);
+        assert_true(json_is_false(json_object_get(caps, "lifecycle_operational")));
+        assert_int_equal(json_integer_value(json_object_get(caps, "agent_runtime_adapter_schema_version")), 0);
+        assert_int_equal(json_array_size(json_object_get(caps, "managed_runtime_ids")), 0);
+        assert_int_equal(json_array_size(json_object_get(caps, "resource_mechanisms")), 0);
+        assert_int_equal(json_integer_value(json_object_get(caps, "refinement_evaluation_protocol_schema_version")), 0);
+        assert_string_equal(json_string_value(json_object_get(caps, "lifecycle_reason")), GLOVE_REMOTE_NOT_OPERATIONAL_WHY);
+        _cleanup_json_ json_t *want = glove_remote_runtime_capabilities(rt);
+        assert_true(json_equal(json_object_get(caps, "remote_backend"), want));
+        static const char *const lifecycle[] = { "start_session", "attach",       "write_stdin",  "resize",
+                                                 "signal",        "detach",       "stop_session", "cleanup_session" };
+        for (size_t i = 0; i < sizeof(lifecycle) / sizeof(lifecycle[0]); i++) {
+                assert_false(glove_server_method_advertised(&f->c, lifecycle[i]));
+                _cleanup_json_ json_t *r = call(f, lifecycle[i], json_pack("{s:s}", "session_id", "s1"));
+                assert_string_equal(error_code(r), "method_not_found");
+                assert_string_equal(error_data(r, "method"), lifecycle[i]);
+                assert_string_equal(error_data(r, "reason"), GLOVE_REMOTE_NOT_OPERATIONAL_REASON);
+                assert_string_equal(error_data(r, "detail"), GLOVE_REMOTE_NOT_OPERATIONAL_WHY);
+        }
+        f->c.remote = NULL;
+        glove_remote_runtime_free(rt);
+}
+
 /* ---- path exposures ---- */
 
 /* A registry with one root DIR/root (policy built here) and its journal in
@@ -546,6 +592,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_policy_only, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exposure_plans, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_not_operational, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_remote_construction_only, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exposures, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

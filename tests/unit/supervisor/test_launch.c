@@ -12,8 +12,18 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
 #include "glove/base/cleanup.h"
 #include "glove/supervisor/launch.h"
+#include "glove/supervisor/policy.h"
+
+/* The checked-in Cloudflare OS template (spec session-policy.md,
+ * "Cloudflare OS development template"). */
+#define CLOUDFLARE_FIXTURE FIXTURE_DIR "/../cloudflare-os-session-policy.json"
 
 #define LIST(...) ((const char *const[]){ __VA_ARGS__ })
 #define N(...) (sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *))
@@ -192,12 +202,121 @@ static void test_invalid_arguments(void **state) {
         assert_int_equal(glove_supervisor_launch_template_digest(&s, hex, &err), -EINVAL);
 }
 
+static const char *const *strings_of(const json_t *a, size_t *n) {
+        *n = json_array_size(a);
+        const char **v = calloc(*n + 1, sizeof(*v));
+        for (size_t i = 0; i < *n; i++)
+                v[i] = json_string_value(json_array_get(a, i));
+        return v;
+}
+
+static int64_t num(const json_t *o, const char *k) {
+        assert_true(json_is_integer(json_object_get(o, k)));
+        return json_integer_value(json_object_get(o, k));
+}
+
+static const char *str(const json_t *o, const char *k) {
+        assert_true(json_is_string(json_object_get(o, k)));
+        return json_string_value(json_object_get(o, k));
+}
+
+/* The fixture's adapter_command_digest is what the canonical code computes
+ * from its own launch fields, and those fields are the vector's (whose
+ * digest tests/vectors/digest_vectors.py computes independently): an edited
+ * path, argument, environment or closure, or a stale digest, fails here.
+ * The rest of the template is checked against the spec's words, and the
+ * policy decoder accepts the file as it is. */
+static void test_cloudflare_fixture(void **state) {
+        (void)state;
+        json_error_t je;
+        _cleanup_json_ json_t *doc = json_load_file(CLOUDFLARE_FIXTURE, JSON_REJECT_DUPLICATES, &je);
+        if (!doc)
+                fail_msg("%s: %s", CLOUDFLARE_FIXTURE, je.text);
+        json_t *templates = json_object_get(doc, "runtime_templates");
+        assert_int_equal(json_array_size(templates), 1);
+        json_t *t = json_array_get(templates, 0), *launch = json_object_get(t, "launch");
+        assert_string_equal(str(t, "runtime_id"), "cloudflare-os");
+        assert_string_equal(str(t, "runtime_template_id"), "cloudflare-os-dev");
+        assert_string_equal(str(t, "sandbox_backend"), "remote_linux_container");
+        assert_null(json_object_get(launch, "runtime_discovery")); /* not a native adapter */
+        assert_null(json_object_get(launch, "executable_search_paths"));
+        struct glove_supervisor_launch_template lt = { .executable_path = str(launch, "executable_path") };
+        _cleanup_free_ const char *const *args = strings_of(json_object_get(launch, "arguments"), &lt.n_arguments);
+        _cleanup_free_ const char *const *env = strings_of(json_object_get(launch, "environment"), &lt.n_environment);
+        _cleanup_free_ const char *const *ro =
+                strings_of(json_object_get(launch, "read_only_paths"), &lt.n_read_only_paths);
+        lt.arguments = args;
+        lt.environment = env;
+        lt.read_only_paths = ro;
+        char hex[GLOVE_DIGEST_SHA256_HEX_LEN + 1];
+        assert_int_equal(glove_supervisor_launch_template_digest(&lt, hex, NULL), 0);
+        assert_string_equal(str(t, "adapter_command_digest"), hex);
+        assert_string_equal(hex, vectors[3].digest);
+        assert_string_equal(vectors[3].name, "cloudflare-os-dev");
+        assert_string_equal(lt.executable_path, "/opt/glove/runtime/cloudflare-os/node-v25/bin/node");
+        assert_int_equal(lt.n_arguments, 1);
+        assert_string_equal(args[0], "/opt/glove/runtime/cloudflare-os/closure/scripts/run-local.mjs");
+        assert_int_equal(lt.n_environment, 0);
+        assert_int_equal(lt.n_read_only_paths, 1);
+        assert_string_equal(ro[0], "/opt/glove/runtime/cloudflare-os/closure");
+
+        /* The only workspace: a 4 GiB ephemeral_write copy at /workspace,
+         * removed after the session. */
+        json_t *aliases = json_object_get(doc, "path_aliases");
+        assert_int_equal(json_array_size(aliases), 1);
+        json_t *w = json_array_get(aliases, 0), *acc = json_object_get(w, "access");
+        assert_string_equal(str(w, "target_path"), "/workspace");
+        assert_int_equal(json_array_size(acc), 1);
+        json_t *tuple = json_array_get(acc, 0);
+        assert_string_equal(str(tuple, "access"), "ephemeral_write");
+        assert_string_equal(str(tuple, "materialization"), "copy");
+        assert_string_equal(str(tuple, "cleanup_policy"), "remove");
+        assert_int_equal(num(tuple, "max_bytes"), 4LL << 30);
+        /* cfos-small, and exactly one second of plan-TTL headroom. */
+        json_t *profiles = json_object_get(doc, "resource_profiles");
+        assert_int_equal(json_array_size(profiles), 1);
+        json_t *p = json_array_get(profiles, 0);
+        assert_string_equal(str(p, "profile_id"), "cfos-small");
+        assert_int_equal(num(p, "cpu_time_ms"), 120000);
+        assert_int_equal(num(p, "memory_bytes"), 2LL << 30);
+        assert_int_equal(num(p, "pids"), 256);
+        assert_int_equal(num(p, "wall_time_ms"), 300000);
+        assert_int_equal(num(p, "disk_bytes"), 6LL << 30);
+        assert_int_equal(num(p, "terminal_output_bytes"), 16LL << 20);
+        assert_int_equal(num(doc, "max_plan_ttl_ms"), num(p, "wall_time_ms") + 1000);
+        /* Egress: exactly 127.0.0.1:8787, allow_private. */
+        json_t *eg = json_object_get(doc, "egress_policies");
+        assert_int_equal(json_array_size(eg), 1);
+        assert_string_equal(str(json_array_get(eg, 0), "policy_id"), "cloudflare-os-loopback");
+        json_t *targets = json_object_get(json_array_get(eg, 0), "targets");
+        assert_int_equal(json_array_size(targets), 1);
+        assert_string_equal(str(json_array_get(targets, 0), "host"), "127.0.0.1");
+        assert_int_equal(num(json_array_get(targets, 0), "port"), 8787);
+        assert_true(json_is_true(json_object_get(json_array_get(targets, 0), "allow_private")));
+        /* No projections, no secrets. */
+        assert_int_equal(json_array_size(json_object_get(t, "allowed_projection_destinations")), 0);
+        assert_int_equal(json_array_size(json_object_get(doc, "library_projection_destinations")), 0);
+        assert_int_equal(json_array_size(json_object_get(doc, "secret_handles")), 0);
+        assert_int_equal(json_array_size(json_object_get(doc, "secret_mounts")), 0);
+
+        /* The decoder accepts the file as it is (it also recomputes the
+         * digest: policy.adapter_digest_mismatch otherwise). */
+        char *text = json_dumps(doc, JSON_COMPACT);
+        struct glove_supervisor_policy *pol = NULL;
+        struct glove_error e = { 0 };
+        if (glove_supervisor_policy_decode(text, strlen(text), &pol, &e) < 0)
+                fail_msg("the policy decoder refuses the fixture: %s: %s", e.code, e.message);
+        glove_supervisor_policy_free(pol);
+        free(text);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_vectors),
                 cmocka_unit_test(test_every_field_committed),
                 cmocka_unit_test(test_versions_differ),
                 cmocka_unit_test(test_invalid_arguments),
+                cmocka_unit_test(test_cloudflare_fixture),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
