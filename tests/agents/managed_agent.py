@@ -14,6 +14,7 @@ needs no file inside the sandbox. MODE:
   noterm    ignores SIGTERM, prints "ready", sleeps
   term      exits 5 on SIGTERM, prints "ready", sleeps
   brief     prints "brief", sleeps 1 s, exits 0
+  quick     prints "quick", exits 0 (a session that only has to run its life)
   count     writes /work/keep/count.txt when /work/keep exists, then prints
             "seq N" (N = 1, 2, ...) every 20 ms until a line "quit" arrives
             on its terminal, then "count-done N" and exits 0 (the recovery
@@ -105,6 +106,8 @@ elif mode in ("noterm", "term"):
 elif mode == "brief":
     print("brief", flush=True)
     time.sleep(1)
+elif mode == "quick":
+    print("quick", flush=True)
 elif mode == "count":
     import select
     signal.signal(signal.SIGHUP, lambda *a: (os.write(1, b"hup\n"), os._exit(4)))

@@ -218,7 +218,7 @@ limit_case() {
         sc watch "$RT" l-disk
         [[ "$output" == *"disk ENOSPC"* ]] || fail "the agent did not see ENOSPC: $output"
         # A session inside its limits ends with a plain exit and no limit.
-        start_py_session l-ok py-brief roomy
+        start_py_session l-ok py-quick roomy
         wait_ended l-ok
         receipt_is l-ok '.termination == {"kind":"exit"} and .exit_code == 0 and .usage.disk_bytes == 0'
 }

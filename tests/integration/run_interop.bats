@@ -87,6 +87,20 @@ same_observations() {
                 fail "the SDK client observed something else through glove run than directly (< direct, > glove)"
 }
 
+# inspector_direct: inspector-calls.sh against server-everything spawned
+# directly, once per file (the same nine calls with the same arguments each
+# time; they take about 8 s): sets DIRECT to the directory of its answers,
+# which both inspector tests read (the positive control judges them, the
+# Glove test compares its answers with them).
+inspector_direct() {
+        DIRECT=$BATS_FILE_TMPDIR/inspector-direct
+        [ -f "$DIRECT/done" ] && return 0
+        rm -rf "$DIRECT"
+        mkdir -p "$DIRECT"
+        run --separate-stderr timeout --foreground -k 5 60 /bin/sh "$INSPECTOR_CALLS" "$DIRECT" "$NODE" "$INSPECTOR_DIR" "$NODE" "$EVERYTHING" stdio
+        [ -f "$DIRECT/done" ] || fail "inspector-calls.sh did not finish directly"
+}
+
 # policy FILE JSON: writes a policy file.
 policy() { printf '%s\n' "$2" >"$1"; }
 
@@ -170,9 +184,8 @@ policy() { printf '%s\n' "$2" >"$1"; }
 }
 
 @test "interop: inspector-cli --cli through glove run's HTTP endpoint answers as directly: tools, resources, prompts, logging" {
-        mkdir -p "$OUT/direct" "$OUT/glove"
-        run --separate-stderr timeout --foreground -k 5 60 /bin/sh "$INSPECTOR_CALLS" "$OUT/direct" "$NODE" "$INSPECTOR_DIR" "$NODE" "$EVERYTHING" stdio
-        [ -f "$OUT/direct/done" ] || fail "inspector-calls.sh did not finish directly"
+        inspector_direct
+        mkdir -p "$OUT/glove"
         policy "$OUT/policy.json" '{"version": 1, "allow": ["ev.*"], "resources": {"allow": ["ev:*"]}, "prompts": {"allow": ["ev.*"]},
  "upstreams": {"ev": {"client": {"logging": true}, "sandbox": {"ro": ["'"$NODE_MODULES"'"]}}}}'
         run --separate-stderr timeout --foreground -k 5 90 "$GLOVE" run "$ENDPOINT_OPT" "$ENDPOINT_VALUE" "$OWN_NAMES_OPT" ev \
@@ -182,9 +195,9 @@ policy() { printf '%s\n' "$2" >"$1"; }
                 sh "$INSPECTOR_CALLS" "$OUT/glove" "$NODE" "$INSPECTOR_DIR"
         [ -f "$OUT/glove/done" ] || fail "inspector-calls.sh did not finish through glove run"
         local f name
-        for f in "$OUT"/direct/*.json; do
+        for f in "$DIRECT"/*.json; do
                 name=$(basename "$f" .json)
-                [ "$(cat "$OUT/direct/$name.status")" = 0 ] || { cat "$OUT/direct/$name.err" >&2; fail "inspector $name failed directly"; }
+                [ "$(cat "$DIRECT/$name.status")" = 0 ] || { cat "$DIRECT/$name.err" >&2; fail "inspector $name failed directly"; }
                 [ "$(cat "$OUT/glove/$name.status")" = 0 ] || { cat "$OUT/glove/$name.err" >&2; fail "inspector $name failed through glove run"; }
                 diff <(jq -S . "$f") <(jq -S . "$OUT/glove/$name.json") >&2 ||
                         fail "inspector $name answered otherwise through glove run (< direct, > glove)"
@@ -192,16 +205,14 @@ policy() { printf '%s\n' "$2" >"$1"; }
 }
 
 @test "interop: inspector-cli --cli against server-everything directly answers every method (positive control)" {
-        mkdir -p "$OUT/direct"
-        run --separate-stderr timeout --foreground -k 5 60 /bin/sh "$INSPECTOR_CALLS" "$OUT/direct" "$NODE" "$INSPECTOR_DIR" "$NODE" "$EVERYTHING" stdio
-        [ -f "$OUT/direct/done" ] || fail "inspector-calls.sh did not finish"
+        inspector_direct
         local s
-        for s in "$OUT"/direct/*.status; do
+        for s in "$DIRECT"/*.status; do
                 [ "$(cat "$s")" = 0 ] || { cat "${s%.status}.err" >&2; fail "inspector $(basename "$s" .status) failed"; }
         done
-        jq -e '.tools | map(.name) | index("echo") != null' "$OUT"/direct/01-tools-list.json >/dev/null || fail "tools/list lacks echo"
-        jq -e '.content[0].text == "Echo: interop"' "$OUT"/direct/02-tools-call-echo.json >/dev/null || fail "echo did not echo"
-        jq -e '.contents[0].uri == "demo://resource/static/document/architecture.md"' "$OUT"/direct/06-resources-read.json >/dev/null ||
+        jq -e '.tools | map(.name) | index("echo") != null' "$DIRECT"/01-tools-list.json >/dev/null || fail "tools/list lacks echo"
+        jq -e '.content[0].text == "Echo: interop"' "$DIRECT"/02-tools-call-echo.json >/dev/null || fail "echo did not echo"
+        jq -e '.contents[0].uri == "demo://resource/static/document/architecture.md"' "$DIRECT"/06-resources-read.json >/dev/null ||
                 fail "resources/read answered another resource"
-        jq -e '.messages[0].content.text | contains("Paris, TX")' "$OUT"/direct/08-prompts-get.json >/dev/null || fail "prompts/get did not fill its arguments"
+        jq -e '.messages[0].content.text | contains("Paris, TX")' "$DIRECT"/08-prompts-get.json >/dev/null || fail "prompts/get did not fill its arguments"
 }

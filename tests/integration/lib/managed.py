@@ -97,7 +97,7 @@ AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ag
 # attach loop devices (uid 65534).
 PY_TEMPLATES = {"edit": ["keep", "ref", "src"], "many": ["keep", "src"], "many-eph": ["src"],
                 "count": ["keep", "ref", "src"]}
-for _m in ("cpu", "mem", "sleep", "fork", "flood", "disk", "burst", "echo", "noterm", "term", "brief"):
+for _m in ("cpu", "mem", "sleep", "fork", "flood", "disk", "burst", "echo", "noterm", "term", "brief", "quick"):
     PY_TEMPLATES[_m] = []
 PY_BASE = {"cpu_time_ms": 60000, "memory_bytes": 268435456, "pids": 64, "wall_time_ms": 60000,
            "disk_bytes": 16777216, "terminal_output_bytes": 16777216}
