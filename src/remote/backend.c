@@ -147,9 +147,27 @@ int glove_remote_check_host(const char *host, const char *jp, struct glove_error
         if (n == 0 || n > GLOVE_REMOTE_HOST_MAX)
                 return glove_error_set(err, EINVAL, "remote.destination_host", "%s: must be 1 to %d bytes", jp,
                                        GLOVE_REMOTE_HOST_MAX);
-        if (canonical_ip(AF_INET, host) || canonical_ip(AF_INET6, host))
-                return 0;
         unsigned char a[16];
+        if (canonical_ip(AF_INET, host)) {
+                (void)inet_pton(AF_INET, host, a);
+                /* 0.0.0.0/8 ("this host": a connect reaches the local
+                 * machine), 224.0.0.0/4 multicast, 240.0.0.0/4 reserved and
+                 * the broadcast address name no remote host. */
+                if (a[0] == 0 || a[0] >= 224)
+                        return glove_error_set(err, EINVAL, "remote.destination_host",
+                                               "%s: %s is an unspecified, multicast, reserved or broadcast "
+                                               "address, not a remote host", jp, host);
+                return 0;
+        }
+        if (canonical_ip(AF_INET6, host)) {
+                (void)inet_pton(AF_INET6, host, a);
+                static const unsigned char unspecified[16] = { 0 };
+                if (memcmp(a, unspecified, 16) == 0 || a[0] == 0xff)
+                        return glove_error_set(err, EINVAL, "remote.destination_host",
+                                               "%s: %s is the unspecified or a multicast address, not a remote "
+                                               "host", jp, host);
+                return 0;
+        }
         if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
                 return glove_error_set(err, EINVAL, "remote.destination_host",
                                        "%s: an address literal must be written as inet_ntop writes it "
@@ -519,7 +537,10 @@ int glove_remote_backend_decode(const void *data, size_t len, struct glove_remot
                         code = "remote.duplicate_key";
                 else if (je.errnum == ENOMEM)
                         code = "remote.no_memory";
-                return glove_error_set(err, je.errnum, code, "$: %s", je.message);
+                /* The decoder fails before a tree exists: the message
+                 * locates the defect by line and column under "$". */
+                return glove_error_set(err, je.errnum, code, "%s%s", je.message[0] == '$' ? "" : "$: ",
+                                       je.message);
         }
         /* Before unknown members: the Apple Container section is known, and
          * refused beside this one. */

@@ -636,6 +636,19 @@ int glove_server_service_main(int argc, char **argv) {
                 glove_server_service_options_free(&o);
                 return 1;
         }
+        /* SIGTERM and SIGINT stay blocked from here to the exit: the event
+         * loop reads them through a signalfd, one that arrives during
+         * start-up stops gloved as soon as it listens, and a second one
+         * during the stop (SIGINT then SIGTERM) stays pending instead of
+         * killing gloved before it removed its secrets, socket and remote
+         * artifacts (docs/control-protocol.md, the start-up
+         * section). Children reset their
+         * masks (glove-keeper, the image tools). */
+        sigset_t stop_signals;
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGTERM);
+        sigaddset(&stop_signals, SIGINT);
+        (void)sigprocmask(SIG_BLOCK, &stop_signals, NULL);
         r = glove_server_service_run(&o, log, &err);
         glove_server_service_options_free(&o);
         if (r < 0)

@@ -75,6 +75,12 @@ const char glove_server_service_usage[] =
 static int set_path(char **dst, const char *v, const char *opt, struct glove_error *err) {
         if (!v || v[0] != '/')
                 return glove_error_set(err, EINVAL, "usage.bad_value", "%s needs an absolute path", opt);
+        /* A FILE option's value names a file: "FILE/" is not normalized
+         * away (open(2) would refuse it with ENOTDIR). */
+        size_t len = strlen(v);
+        if (len > 1 && v[len - 1] == '/' && strstr(opt, "-dir") == NULL && strstr(opt, "-root") == NULL)
+                return glove_error_set(err, EINVAL, "usage.bad_value",
+                                       "%s %s ends in '/': it names a file; give it without the slash", opt, v);
         char *norm = NULL;
         struct glove_error e = { 0 };
         if (glove_path_normalize(v, "/", &norm, &e) < 0)
@@ -215,8 +221,22 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
         };
         optind = 1;
         opterr = 0;
-        int c, r;
-        while ((c = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
+        int c, r, li = -1;
+        /* Every valued option names one thing (a file, a directory, a
+         * bound): given twice, the first would be dropped unchecked, so it
+         * is a usage error (usage.repeated_option), not "the last wins". */
+        uint32_t seen = 0;
+        while ((c = getopt_long(argc, argv, "+hV", longopts, &li)) != -1) {
+                if (c >= OPT_RUNTIME && c <= OPT_REMOTE) {
+                        uint32_t bit = UINT32_C(1) << (c - OPT_RUNTIME);
+                        if (seen & bit)
+                                return glove_error_set(err, EINVAL, "usage.repeated_option",
+                                                       "--%s is given more than once; give it once (a second value "
+                                                       "would silently replace the first)",
+                                                       li >= 0 ? longopts[li].name : "option");
+                        seen |= bit;
+                }
+                li = -1;
                 if (c == 'h' || c == 'V') {
                         o->help |= c == 'h';
                         o->version |= c == 'V';

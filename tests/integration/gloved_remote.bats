@@ -85,7 +85,8 @@ no_artifacts() {
         local want
         want=$(printf '%s\n' "GlobalKnownHostsFile none" "UserKnownHostsFile $RT/remote-known_hosts" \
                 "StrictHostKeyChecking yes" "HostKeyAlgorithms ssh-ed25519" "UpdateHostKeys no" "ControlMaster no" \
-                "ControlPath none" "ControlPersist no" "" "Host glove-remote" $'\tHostName builder.example.net' \
+                "ControlPath none" "ControlPersist no" "IdentitiesOnly yes" "IdentityFile none" "IdentityAgent none" \
+                "BatchMode yes" "" "Host glove-remote" $'\tHostName builder.example.net' \
                 $'\tPort 2222' $'\tUser glove' $'\tHostKeyAlias glove-remote')
         [ "$(grep -v '^#' "$RT/remote-ssh_config")" = "$want" ] || fail "config: $(cat "$RT/remote-ssh_config")"
         # What OpenSSH makes of it, parsed without connecting, in a network
@@ -95,9 +96,12 @@ no_artifacts() {
         for f in "hostname builder.example.net" "port 2222" "user glove" "hostkeyalias glove-remote" \
                 "hostkeyalgorithms ssh-ed25519" "globalknownhostsfile none" \
                 "userknownhostsfile $RT/remote-known_hosts" "stricthostkeychecking true" "updatehostkeys false" \
-                "controlmaster false" "controlpersist no"; do
+                "controlmaster false" "controlpersist no" "identitiesonly yes" "identityfile none" "identityagent none" \
+                "batchmode yes"; do
                 expect_line "$f"
         done
+        # No key of the invoker's (~/.ssh/id_*) nor an agent would be offered.
+        [ "$(grep -c '^identityfile ' <<<"$output")" = 1 ] || fail "ssh would offer other identities: $output"
         # ControlPath none: ssh -G prints no control path at all.
         ! grep -q '^controlpath ' <<<"$output" || fail "ssh reads a control path"
         # The pin is found under the alias, and only there.
@@ -212,6 +216,28 @@ no_artifacts() {
         expect_status 2
         [[ "$stderr" == "gloved: usage.backend_conflict: "* ]] || fail "$stderr"
         [ ! -e "$T/u" ] && [ ! -e "$T/m" ] || fail "a usage error created directories"
+}
+
+@test "remote: a second --remote-backend or a FILE/ value is a usage error; SIGINT then SIGTERM still stops cleanly" {
+        remote_config "$T/r.json"
+        # The first value would be dropped unchecked: refused, whichever is valid.
+        gloved_fails --runtime-dir "$T/u/run" --state-dir "$T/u/state" --remote-backend /nonexistent/remote.json \
+                --remote-backend "$T/r.json"
+        expect_status 2
+        [[ "$stderr" == "gloved: usage.repeated_option: --remote-backend is given more than once"* ]] || fail "$stderr"
+        gloved_fails --runtime-dir "$T/u/run" --state-dir "$T/u/state" --remote-backend "$T/r.json/"
+        expect_status 2
+        [[ "$stderr" == "gloved: usage.bad_value: --remote-backend $T/r.json/ ends in '/'"* ]] || fail "$stderr"
+        [ ! -e "$T/u" ] || fail "a usage error created directories"
+        # Two stop signals at once (Ctrl-C, then a service manager's stop):
+        # the second must not kill gloved before it removed its files.
+        start_gloved "$T/a" --remote-backend "$T/r.json"
+        [ -e "$RT/remote-ssh_config" ] || fail "no artifacts to remove"
+        kill -INT "$GD_PID"
+        kill -TERM "$GD_PID"
+        wait_exit "$GD_PID" 10
+        [ "$WSTATUS" -eq 0 ] || fail "gloved exited $WSTATUS after SIGINT and SIGTERM"
+        [ "$(ls "$RT")" = gloved.lock ] || fail "left behind: $(ls "$RT")"
 }
 
 @test "remote: a runtime directory of another owner or mode is refused before anything is written" {

@@ -54,7 +54,10 @@
  * usage.missing_value, usage.bad_value, usage.store_needs_policy,
  * usage.not_built (--session-policy in a build without the supervisor),
  * usage.exposure_options_pair (one of the two --path-exposure-* options),
- * usage.backend_conflict (--remote-backend with --materialization-root).
+ * usage.backend_conflict (--remote-backend with --materialization-root),
+ * usage.repeated_option (a valued option given twice: the first value is
+ * never dropped unchecked). A FILE option's value ending in '/' is
+ * usage.bad_value.
  * Start-up codes: service.no_default_dir, service.already_running,
  * service.socket, service.listen_fds, service.secret, and the codes of
  * dirs.h, policy.h, store.h/journal.h, receipts.h, exposure.h and

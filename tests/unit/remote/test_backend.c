@@ -197,7 +197,8 @@ static void test_host_key(void **state) {
 static void test_host(void **state) {
         (void)state;
         static const char *const ok[] = { "builder.example.net", "localhost", "a", "a-b.c", "xn--bcher-kva.example",
-                                          "10.0.0.1", "127.0.0.1", "::1", "2001:db8::1", "1a" };
+                                          "10.0.0.1", "127.0.0.1", "::1", "2001:db8::1", "1a", "1.0.0.0",
+                                          "223.255.255.255", "fe80::1" };
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
                 struct glove_error e = { 0 };
                 if (glove_remote_check_host(ok[i], JP, &e) != 0)
@@ -214,6 +215,9 @@ static void test_host(void **state) {
                 "", "-oProxyCommand=x", "-a", "Builder.example.net", "a..b", "a.", ".a", "a-", "a-.b", "a b",
                 "a\tb", "a%b", "a%h", "user@host", "host:22", "[::1]", "fe80::1%eth0", "010.0.0.1", "2001:DB8::1",
                 "2001:db8:0:0:0:0:0:1", "1.2.3", "a.123", "a_b", "a/b", "a,b", "\"a\"", "a\nb", "*", "a.*",
+                /* addresses that name no remote host */
+                "0.0.0.0", "0.1.2.3", "::", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
+                "ff02::1",
         };
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
                 struct glove_error e = { 0 };
