@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "glove/base/bytes.h"
@@ -157,10 +158,15 @@ int glove_remote_executor_ttl_deadline(uint64_t receive_start_ms, uint64_t now_m
 }
 
 /* Writes what fits of buf without waiting: returns bytes written (0 when
- * the output is full), or -errno. */
+ * the output is full), or -errno. A socket is written with send(2)
+ * MSG_DONTWAIT, which does not wait whatever its description's flags (so
+ * they need not change); any other descriptor with write(2), which waits
+ * unless the descriptor is non-blocking or a regular file. */
 static ssize_t write_some(int fd, const uint8_t *buf, size_t len) {
         for (;;) {
-                ssize_t n = write(fd, buf, len);
+                ssize_t n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0 && errno == ENOTSOCK)
+                        n = write(fd, buf, len);
                 if (n >= 0)
                         return n;
                 if (errno == EINTR)

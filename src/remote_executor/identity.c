@@ -102,6 +102,50 @@ static int open_failed(int errnum, const char *what, const char *path, struct gl
                                glove_errno_text(errnum));
 }
 
+/* The kind of a non-regular object, for messages. */
+static const char *kind_of(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFSOCK:
+                return "a socket";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFCHR:
+                return "a character device";
+        case S_IFBLK:
+                return "a block device";
+        case S_IFDIR:
+                return "a directory";
+        case S_IFLNK:
+                return "a symbolic link";
+        default:
+                return "of an unknown type";
+        }
+}
+
+static int not_regular(mode_t mode, const char *path, struct glove_error *err) {
+        if (S_ISLNK(mode))
+                return open_failed(ELOOP, "the identity file", path, err);
+        return glove_error_set(err, EINVAL, "executor.identity_type",
+                               "the identity file %s is %s, not a regular file; replace it with the regular file "
+                               "docs/remote-executor.md describes",
+                               path, kind_of(mode));
+}
+
+/*
+ * Classifies name beneath dfd without following or opening it
+ * (fstatat AT_SYMLINK_NOFOLLOW): 0 for a regular file; executor.identity_type
+ * for a symbolic link (-ELOOP) or any other object (-EINVAL: a socket, FIFO,
+ * device or directory is never opened); otherwise as open_failed.
+ */
+static int classify(int dfd, const char *name, const char *path, struct glove_error *err) {
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return open_failed(errno, "the identity file", path, err);
+        if (!S_ISREG(st.st_mode))
+                return not_regular(st.st_mode, path, err);
+        return 0;
+}
+
 int glove_remote_executor_identity_load(const char *dir, const char *name, uid_t owner,
                                         struct glove_remote_executor_identity *out, struct glove_error *err) {
         if (!dir || dir[0] != '/' || !name || !name[0] || strchr(name, '/') || !out)
@@ -127,15 +171,28 @@ int glove_remote_executor_identity_load(const char *dir, const char *name, uid_t
         if (r < 0)
                 return r;
 
+        /* The type first, from the name: an object that is not a regular
+         * file is reported as such, not by what opening it does (a socket
+         * fails with ENXIO, a device on a nodev mount with EACCES, and
+         * opening a device may act on it). */
+        r = classify(dfd, name, path, err);
+        if (r < 0)
+                return r;
         _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-                return open_failed(errno, "the identity file", path, err);
+        if (fd < 0) {
+                int errnum = errno;
+                /* Replaced since it was classified: report the new type. */
+                r = classify(dfd, name, path, err);
+                if (r < 0)
+                        return r;
+                return open_failed(errnum, "the identity file", path, err);
+        }
+        /* The descriptor is authoritative: what is read is what is checked. */
         if (fstat(fd, &st) < 0)
                 return glove_error_set(err, errno, "executor.identity_read", "cannot stat %s: %s", path,
                                        glove_errno_text(errno));
         if (!S_ISREG(st.st_mode))
-                return glove_error_set(err, EINVAL, "executor.identity_type",
-                                       "the identity file %s is not a regular file", path);
+                return not_regular(st.st_mode, path, err);
         r = check_stat(&st, owner, "the identity file", path, err);
         if (r < 0)
                 return r;

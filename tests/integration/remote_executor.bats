@@ -54,13 +54,16 @@ good_identity() {
 "
 }
 
-# rx ITEM...: the frame client (lib/rexec.py) against the executor with
-# $ETCX as the top of /etc; stdout is the client's report: the responses,
-# "exit N", "stderr: LINE"...
+# rx [--hold=pipe|--hold=socket] ITEM...: the frame client (lib/rexec.py)
+# against the executor with $ETCX as the top of /etc; stdout is the
+# client's report: the responses, "exit N", "stderr: LINE"... With RX_AS
+# set, the executor runs as that uid and gid (setpriv, after the mount).
 rx() {
+        local as=()
+        [ -z "${RX_AS:-}" ] || as=(setpriv --reuid="$RX_AS" --regid="$RX_AS" --clear-groups)
         run --separate-stderr timeout -k 5 30 "$PY" "$LIB/rexec.py" "$@" -- \
-                unshare -m sh -c 'mount -t overlay overlay -o lowerdir="$1":/etc /etc && exec "$2" --stdio' \
-                sh "$ETCX" "$EXE"
+                unshare -m sh -c 'mount -t overlay overlay -o lowerdir="$1":/etc /etc && shift && exec "$@" --stdio' \
+                sh "$ETCX" "${as[@]}" "$EXE"
         [ "$status" -eq 0 ] || fail "the frame client failed"
 }
 
@@ -172,6 +175,24 @@ exit 0"
         refused executor.identity_type
 }
 
+# The unit tests try a FIFO and a directory too.
+@test "remote executor: an identity that is a socket or a device is executor.identity_type, never opened" {
+        good_identity
+        rm "$IDF"
+        # Bound from inside the directory: the whole path may be too long for sun_path.
+        (cd "$ETCX/glove" && "$PY" -c 'import socket; socket.socket(socket.AF_UNIX).bind("remote-executor.identity")')
+        chmod 0644 "$IDF"
+        rx "$HEALTH"
+        refused executor.identity_type
+        [[ "${lines[1]}" == *"/etc/glove/remote-executor.identity is a socket, not a regular file"* ]] ||
+                fail "the socket is not reported as one"
+        rm "$IDF"
+        mknod -m 0644 "$IDF" c 1 3
+        rx "$HEALTH"
+        refused executor.identity_type
+        [[ "${lines[1]}" == *"is a character device, not a regular file"* ]] || fail "the device is not reported as one"
+}
+
 @test "remote executor: an identity naming another executable is executor.identity_mismatch" {
         local other
         other=$(printf 'another build' | sha256sum | cut -d' ' -f1)
@@ -246,4 +267,60 @@ stderr: glove-remote-executor: executor.frame_truncated: the input ended after 4
                 # shellcheck disable=SC2053
                 [[ "${lines[$i]}" == ${want[$i]} ]] || fail "line $i: expected ${want[$i]}"
         done
+}
+
+TOO_LARGE='a frame of 16385 bytes exceeds the bound of 16384 bytes'
+
+# framing_exit_of STATE: the client's report after --hold=pipe "$HEALTH"
+# read flags raw:00004001 (exit 4), the held stdout being STATE (blocking or
+# O_NONBLOCK) while the executor ran.
+framing_exit_of() {
+        echo "$(health_of 1)
+stdout: $1
+{\"error\":{\"code\":\"executor.frame_too_large\",\"message\":\"$TOO_LARGE\"},\"id\":null}
+exit 4
+stdin flags: unchanged
+stdout flags: unchanged
+stderr: glove-remote-executor: executor.frame_too_large: $TOO_LARGE"
+}
+
+# Standard input and output are open file descriptions shared with the
+# caller (sshd, a wrapper script, a pipeline): the client holds the
+# executor's own ends too and compares their F_GETFL flags before and after.
+@test "remote executor: the caller's stdin and stdout (pipes or sockets it holds too) keep their flags, after exit 0 and exit 4" {
+        good_identity
+        local hold
+        for hold in pipe socket; do
+                rx --hold=$hold "$HEALTH" read flags
+                expect_output "$(health_of 1)
+stdout: blocking
+exit 0
+stdin flags: unchanged
+stdout flags: unchanged"
+        done
+        rx --hold=pipe "$HEALTH" read flags raw:00004001
+        expect_output "$(framing_exit_of blocking)"
+}
+
+# A pipe created by root cannot be reopened by uid 65534 (mode 0600): the
+# executor has to set O_NONBLOCK on the shared description (seen while it
+# runs) and must clear it on every way out.
+@test "remote executor: when stdout cannot be reopened privately, the O_NONBLOCK set on it is cleared again after exit 0, exit 4 and SIGTERM" {
+        good_identity
+        setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$EXE" || fail "uid 65534 cannot run $EXE"
+        RX_AS=65534
+        rx --hold=pipe "$HEALTH" read flags
+        expect_output "$(health_of 1)
+stdout: O_NONBLOCK
+exit 0
+stdin flags: unchanged
+stdout flags: unchanged"
+        rx --hold=pipe "$HEALTH" read flags raw:00004001
+        expect_output "$(framing_exit_of O_NONBLOCK)"
+        rx --hold=pipe "$HEALTH" read flags signal:TERM
+        expect_output "$(health_of 1)
+stdout: O_NONBLOCK
+signal TERM
+stdin flags: unchanged
+stdout flags: unchanged"
 }

@@ -17,9 +17,12 @@
  * Descriptors are the caller's: nothing here opens, closes or changes the
  * flags of one. Readiness is awaited with poll(2); the reader reads with
  * read(2) after POLLIN and takes EAGAIN as "wait again", so a blocking or
- * non-blocking input both work; the writer needs a non-blocking output
- * (O_NONBLOCK), or a write larger than the room in a pipe would block past
- * its deadline.
+ * non-blocking input both work; the writer needs an output that does not
+ * block: a socket (written with send(2) MSG_DONTWAIT, whatever its flags),
+ * a regular file, or a non-blocking descriptor (O_NONBLOCK); otherwise a
+ * write larger than the room in a pipe would block past its deadline.
+ * glove/remote_executor/output.h prepares one from standard output without
+ * changing the description shared with the caller.
  *
  * Stable error codes (struct glove_error), with their return values:
  *   executor.frame_too_large  a length prefix over the bound (-EMSGSIZE);
@@ -124,8 +127,9 @@ int glove_remote_executor_ttl_deadline(uint64_t receive_start_ms, uint64_t now_m
 
 /*
  * Writes one frame (the prefix and payload[0..len), 1 <= len <=
- * GLOVE_REMOTE_EXECUTOR_FRAME_MAX) to fd, which should be non-blocking,
- * finishing by deadline_ms: writes what fits, then polls for POLLOUT for at
+ * GLOVE_REMOTE_EXECUTOR_FRAME_MAX) to fd, which must not block (a socket,
+ * a regular file or a non-blocking descriptor: see the top of this header;
+ * glove_remote_executor_output_open prepares one), finishing by deadline_ms: writes what fits, then polls for POLLOUT for at
  * most the time left, until all is written. When deadline_ms has already
  * passed, one write is still attempted without waiting (a frame that fits
  * in the room the output has goes out at once); nothing is ever awaited

@@ -19,9 +19,11 @@
  *   executor.identity_missing   the file or its directory does not exist
  *                               (-ENOENT)
  *   executor.identity_type      the file or its directory is a symbolic
- *                               link, or the file is not a regular file /
- *                               the directory not a directory (-ELOOP,
- *                               -ENOTDIR, -EINVAL)
+ *                               link (-ELOOP), the directory is not a
+ *                               directory (-ENOTDIR), or the file is any
+ *                               other object than a regular file: a socket,
+ *                               FIFO, device or directory (-EINVAL; the
+ *                               message names the type)
  *   executor.identity_owner     the file or its directory is not owned by
  *                               the required owner (root in the executor)
  *                               (-EPERM)
@@ -86,13 +88,18 @@ int glove_remote_executor_identity_decode(const void *data, size_t len, struct g
 /*
  * Opens the directory dir (an absolute, normalized path, resolved without
  * following any symbolic link: glove_fd_open_nofollow), checks that it is a
- * directory owned by owner and not group- or other-writable, then opens
- * name beneath it with O_NOFOLLOW (and O_NONBLOCK, so a FIFO does not
- * block), checks that it is a regular file owned by owner and not group- or
- * other-writable, reads at most GLOVE_REMOTE_EXECUTOR_IDENTITY_MAX bytes
- * and decodes them (glove_remote_executor_identity_decode) into *out. The
- * checks are made on the opened descriptors (fstat), so what is checked is
- * what is read. Nothing stays open.
+ * directory owned by owner and not group- or other-writable, then
+ * classifies name beneath it without following or opening it (fstatat
+ * with AT_SYMLINK_NOFOLLOW: anything but a regular file is
+ * executor.identity_type and is never opened), opens it with O_NOFOLLOW
+ * (and O_NONBLOCK, so a FIFO swapped in meanwhile does not block; an open
+ * that fails is classified again, so an object swapped in is still reported
+ * by its type), checks on the descriptor that it is a regular file owned by
+ * owner and not group- or other-writable, reads at most
+ * GLOVE_REMOTE_EXECUTOR_IDENTITY_MAX bytes and decodes them
+ * (glove_remote_executor_identity_decode) into *out. The checks that decide
+ * are made on the opened descriptors (fstat), so what is checked is what is
+ * read. Nothing stays open.
  *
  * The executor passes GLOVE_REMOTE_EXECUTOR_IDENTITY_DIR,
  * GLOVE_REMOTE_EXECUTOR_IDENTITY_NAME and owner 0; the parameters exist for

@@ -99,7 +99,8 @@ int glove_remote_executor_answer(const struct glove_remote_executor_frame *frame
 /*
  * Serves the channel: reads frames from in_fd, answers each
  * (glove_remote_executor_answer) and writes the response to out_fd, which
- * must be non-blocking (glove_remote_executor_frame_write), until end of
+ * must not block (glove_remote_executor_frame_write; the executor passes
+ * the fd of glove_remote_executor_output_open), until end of
  * input at a frame boundary (returns 0) or an error that ends the channel
  * (returns it negative with err set; see the top of this header). Reads no
  * frame after an error. channel_timeout_ms is the channel timeout

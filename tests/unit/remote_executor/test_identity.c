@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -231,10 +234,29 @@ static void test_load_type(void **state) {
         load_fails("link", getuid(), -ELOOP, "executor.identity_type", "symbolic link");
         snprintf(path, sizeof(path), "%s/fifo", sub);
         assert_int_equal(mkfifo(path, 0644), 0);
-        load_fails("fifo", getuid(), -EINVAL, "executor.identity_type", "not a regular file");
+        load_fails("fifo", getuid(), -EINVAL, "executor.identity_type", "is a FIFO, not a regular file");
         snprintf(path, sizeof(path), "%s/adir", sub);
         assert_int_equal(mkdir(path, 0755), 0);
-        load_fails("adir", getuid(), -EINVAL, "executor.identity_type", "not a regular file");
+        load_fails("adir", getuid(), -EINVAL, "executor.identity_type", "is a directory, not a regular file");
+        /* A UNIX socket: opening one fails with ENXIO, which must not turn
+         * it into executor.identity_read. */
+        snprintf(path, sizeof(path), "%s/sock", sub);
+        _cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(s >= 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        assert_true(strlen(path) < sizeof(sa.sun_path));
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(chmod(path, 0644), 0);
+        load_fails("sock", getuid(), -EINVAL, "executor.identity_type", "is a socket, not a regular file");
+        assert_int_equal(listen(s, 1), 0);
+        load_fails("sock", getuid(), -EINVAL, "executor.identity_type", "is a socket, not a regular file");
+        /* A device (the numbers of /dev/null), when this test may make one. */
+        snprintf(path, sizeof(path), "%s/dev", sub);
+        if (mknod(path, S_IFCHR | 0644, makedev(1, 3)) == 0)
+                load_fails("dev", getuid(), -EINVAL, "executor.identity_type", "is a character device");
+        else
+                print_message("skipping the device case: mknod: %s (it needs CAP_MKNOD)\n", strerror(errno));
         /* A directory reached through a link. */
         char linkdir[128];
         snprintf(linkdir, sizeof(linkdir), "%s/glove-link", dir);
