@@ -209,3 +209,76 @@ int glove_file_replace_sweep(int dirfd, const char *name) {
         closedir(d);
         return removed;
 }
+
+static bool protected_same_identity(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mode == b->st_mode &&
+               a->st_uid == b->st_uid && a->st_nlink == b->st_nlink && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static int protected_check(const struct stat *st, const char *path, uid_t owner_uid, size_t max_bytes,
+                           const struct glove_protected_file_codes *c, struct glove_error *err) {
+        if (!S_ISREG(st->st_mode))
+                return glove_error_set(err, EINVAL, c->not_regular, "%s: not a regular file", path);
+        if (st->st_uid != owner_uid)
+                return glove_error_set(err, EPERM, c->owner, "%s: owned by uid %u, expected uid %u (the user it is "
+                                       "loaded as)", path, (unsigned)st->st_uid, (unsigned)owner_uid);
+        if ((st->st_mode & 07777) != 0600)
+                return glove_error_set(err, EPERM, c->mode, "%s: mode %04o, expected 0600 (chmod 0600 it)", path,
+                                       (unsigned)(st->st_mode & 07777));
+        if (st->st_nlink != 1)
+                return glove_error_set(err, EPERM, c->links, "%s: %lu hard links, expected exactly 1", path,
+                                       (unsigned long)st->st_nlink);
+        if ((uint64_t)st->st_size > max_bytes)
+                return glove_error_set(err, EFBIG, c->too_large, "%s: %lld bytes, the limit is %zu", path,
+                                       (long long)st->st_size, max_bytes);
+        return 0;
+}
+
+int glove_file_load_protected(const char *path, uid_t owner_uid, size_t max_bytes,
+                              const struct glove_protected_file_codes *c, void (*after_read)(int fd, const char *path),
+                              char **out, size_t *out_len, struct glove_error *err) {
+        *out = NULL;
+        *out_len = 0;
+        if (!path || path[0] != '/')
+                return glove_error_set(err, EINVAL, c->path_relative, "%s: the path must be absolute",
+                                       path ? path : "(null)");
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                int e = errno;
+                if (e == ELOOP)
+                        return glove_error_set(err, ELOOP, c->symlink, "%s: is a symbolic link; name the file itself",
+                                               path);
+                return glove_error_set(err, e, c->open, "%s: cannot open: %s", path, strerror(e));
+        }
+        struct stat before, after;
+        if (fstat(fd, &before) < 0)
+                return glove_error_set(err, errno, c->open, "%s: fstat: %s", path, strerror(errno));
+        int r = protected_check(&before, path, owner_uid, max_bytes, c, err);
+        if (r < 0)
+                return r;
+        /* Bounded by the size fstat saw: growth after it fails the read
+         * (-EFBIG) and is reported as a change below. */
+        size_t size = (size_t)before.st_size;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+        r = glove_fd_read_bounded(fd, size, &buf, &n, NULL);
+        bool grew = r == -EFBIG;
+        if (r == -ENOMEM)
+                return glove_error_set(err, ENOMEM, c->no_memory, "%s: out of memory", path);
+        if (r < 0 && !grew)
+                return glove_error_set(err, -r, c->read, "%s: read: %s", path, strerror(-r));
+        if (after_read)
+                after_read(fd, path);
+        if (fstat(fd, &after) < 0)
+                return glove_error_set(err, errno, c->read, "%s: fstat: %s", path, strerror(errno));
+        if (grew || n != size || !protected_same_identity(&before, &after))
+                return glove_error_set(err, EAGAIN, c->changed,
+                                       "%s: changed while it was read; replace it atomically (write a new file, "
+                                       "chmod 0600, rename it over the old one) and retry",
+                                       path);
+        *out = TAKE_PTR(buf);
+        *out_len = n;
+        return 0;
+}

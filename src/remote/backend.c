@@ -17,79 +17,25 @@
 #include "glove/base/base64.h"
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
+#include "glove/base/file.h"
 #include "glove/base/json.h"
 #include "glove/base/shown.h"
 
 /* ---- the file ---- */
 
-static bool same_identity(const struct stat *a, const struct stat *b) {
-        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mode == b->st_mode &&
-               a->st_uid == b->st_uid && a->st_nlink == b->st_nlink && a->st_size == b->st_size &&
-               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
-static int check_metadata(const struct stat *st, const char *path, uid_t owner, struct glove_error *err) {
-        if (!S_ISREG(st->st_mode))
-                return glove_error_set(err, EINVAL, "remote.file_not_regular", "%s: not a regular file", path);
-        if (st->st_uid != owner)
-                return glove_error_set(err, EPERM, "remote.file_owner",
-                                       "%s: owned by uid %u, expected uid %u (the user gloved runs as)", path,
-                                       (unsigned)st->st_uid, (unsigned)owner);
-        if ((st->st_mode & 07777) != 0600)
-                return glove_error_set(err, EPERM, "remote.file_mode", "%s: mode %04o, expected 0600 (chmod 0600 it)",
-                                       path, (unsigned)(st->st_mode & 07777));
-        if (st->st_nlink != 1)
-                return glove_error_set(err, EPERM, "remote.file_links", "%s: %lu hard links, expected exactly 1", path,
-                                       (unsigned long)st->st_nlink);
-        if (st->st_size > GLOVE_REMOTE_FILE_MAX)
-                return glove_error_set(err, EFBIG, "remote.file_too_large", "%s: %lld bytes, the limit is %d", path,
-                                       (long long)st->st_size, GLOVE_REMOTE_FILE_MAX);
-        return 0;
-}
-
-static int read_protected(const char *path, uid_t owner, char **out, size_t *out_len, struct glove_error *err) {
-        if (!path || path[0] != '/')
-                return glove_error_set(err, EINVAL, "remote.file_path_relative", "%s: the path must be absolute",
-                                       path ? path : "(null)");
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0) {
-                int e = errno;
-                if (e == ELOOP)
-                        return glove_error_set(err, ELOOP, "remote.file_symlink",
-                                               "%s: is a symbolic link; name the file itself", path);
-                return glove_error_set(err, e, "remote.file_open", "%s: cannot open: %s", path, strerror(e));
-        }
-        struct stat before, after;
-        if (fstat(fd, &before) < 0)
-                return glove_error_set(err, errno, "remote.file_open", "%s: fstat: %s", path, strerror(errno));
-        int r = check_metadata(&before, path, owner, err);
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-        r = glove_fd_read_bounded(fd, (size_t)before.st_size, &buf, &n, NULL);
-        bool grew = r == -EFBIG;
-        if (r == -ENOMEM)
-                return glove_error_set(err, ENOMEM, "remote.no_memory", "%s: out of memory", path);
-        if (r < 0 && !grew)
-                return glove_error_set(err, -r, "remote.file_read", "%s: read: %s", path, strerror(-r));
-        if (fstat(fd, &after) < 0)
-                return glove_error_set(err, errno, "remote.file_read", "%s: fstat: %s", path, strerror(errno));
-        if (grew || n != (size_t)before.st_size || !same_identity(&before, &after))
-                return glove_error_set(err, EAGAIN, "remote.file_changed",
-                                       "%s: changed while it was read; replace it atomically and restart gloved",
-                                       path);
-        *out = TAKE_PTR(buf);
-        *out_len = n;
-        return 0;
-}
+static const struct glove_protected_file_codes remote_file_codes = {
+        .path_relative = "remote.file_path_relative", .symlink = "remote.file_symlink", .open = "remote.file_open",
+        .not_regular = "remote.file_not_regular", .owner = "remote.file_owner", .mode = "remote.file_mode",
+        .links = "remote.file_links", .too_large = "remote.file_too_large", .no_memory = "remote.no_memory",
+        .read = "remote.file_read", .changed = "remote.file_changed",
+};
 
 int glove_remote_backend_load(const char *path, uid_t owner_uid, struct glove_remote_backend *out,
                               struct glove_error *err) {
         _cleanup_free_ char *buf = NULL;
         size_t n = 0;
-        int r = read_protected(path, owner_uid, &buf, &n, err);
+        int r = glove_file_load_protected(path, owner_uid, GLOVE_REMOTE_FILE_MAX, &remote_file_codes, NULL, &buf, &n,
+                                          err);
         if (r < 0)
                 return r;
         r = glove_remote_backend_decode(buf, n, out, err);

@@ -82,3 +82,32 @@ bool glove_file_replace_temp_target(const char *entry, char *target, size_t size
  * returns the number removed, or -errno when dirfd cannot be read.
  */
 int glove_file_replace_sweep(int dirfd, const char *name);
+
+/*
+ * The codes glove_file_load_protected reports: static strings of the
+ * caller's namespace (e.g. "policy.file_mode", "remote.file_mode").
+ */
+struct glove_protected_file_codes {
+        const char *path_relative, *symlink, *open, *not_regular, *owner, *mode, *links, *too_large, *no_memory,
+                *read, *changed;
+};
+
+/*
+ * Loads a protected file (spec session-policy.md, "Protected files"): an
+ * absolute path whose final component is not a symbolic link (O_NOFOLLOW),
+ * a regular file owned by owner_uid, permission bits exactly 0600, one hard
+ * link, at most max_bytes; read through the one descriptor it was checked
+ * on, and refused when its device, inode, mode, owner, links, size, mtime or
+ * ctime changed during the read (or it grew). after_read (NULL: none) is
+ * called with that descriptor between the read and the second fstat, for
+ * tests that change the file there.
+ * On success *out (malloc'd, caller frees; max_bytes + 1 at most, NUL
+ * terminated) holds *out_len bytes. Errors (err may be NULL; the path in
+ * the message), returned as -errno with the caller's code: path_relative
+ * (-EINVAL), symlink (-ELOOP), open (-errno), not_regular (-EINVAL), owner
+ * and mode and links (-EPERM), too_large (-EFBIG), no_memory (-ENOMEM),
+ * read (-errno), changed (-EAGAIN).
+ */
+int glove_file_load_protected(const char *path, uid_t owner_uid, size_t max_bytes,
+                              const struct glove_protected_file_codes *codes, void (*after_read)(int fd, const char *path),
+                              char **out, size_t *out_len, struct glove_error *err);
