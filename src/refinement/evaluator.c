@@ -9,6 +9,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/json.h"
+#include "glove/refinement/common.h"
 
 /* Literals are found with an Aho-Corasick automaton over all of them
  * (required and forbidden): one state carried across chunks, amortized
@@ -304,16 +305,165 @@ static bool found(const struct glove_refinement_evaluator *ev, const struct lite
         return ev->nodes[l->node].hit;
 }
 
-/* {"missing"|"found":[indices whose found flag is want],"total":n} */
-static json_t *literal_metric(struct out_builder *b, const struct glove_refinement_evaluator *ev, const char *key,
-                              const struct literal *l, size_t n, bool want) {
+int glove_refinement_evaluator_expectations(const struct glove_refinement_evaluator *ev,
+                                            struct glove_refinement_expectations *out) {
+        if (!ev || !out)
+                return -EINVAL;
+        memset(out, 0, sizeof(*out));
+        memcpy(out->fixture_document_digest, ev->fixture_digest, sizeof(out->fixture_document_digest));
+        out->exit_code = (int)ev->exit_code;
+        out->has_max_latency = ev->has_max_latency;
+        out->max_latency_us = (uint64_t)ev->max_latency_us;
+        out->n_required = ev->n_required;
+        out->n_forbidden = ev->n_forbidden;
+        return 0;
+}
+
+int glove_refinement_evaluator_observe(struct glove_refinement_evaluator *ev,
+                                       struct glove_refinement_observation *out, struct glove_error *err) {
+        if (!ev || !out)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing evaluator or out");
+        if (ev->finished)
+                return glove_error_set(err, EINVAL, "refinement.evaluator_finished", "the evaluator has finished");
+        memset(out, 0, sizeof(*out));
+        ev->finished = true;
+        uint8_t md[GLOVE_DIGEST_SHA256_LEN];
+        int r = glove_digest_sha256_final(ev->sha, md, err);
+        if (r < 0)
+                return r;
+        glove_digest_hex_encode(md, sizeof(md), out->sha256, sizeof(out->sha256));
+        out->bytes = ev->bytes;
+        /* Every byte UTF-8; a sequence left open at the end is invalid. */
+        out->utf8_valid = !ev->utf8.invalid && ev->utf8.need == 0;
+        out->n_required = ev->n_required;
+        out->n_forbidden = ev->n_forbidden;
+        for (size_t i = 0; i < ev->n_required; i++)
+                out->required_found[i] = found(ev, &ev->required[i]);
+        for (size_t i = 0; i < ev->n_forbidden; i++)
+                out->forbidden_found[i] = found(ev, &ev->forbidden[i]);
+        return 0;
+}
+
+/* {"missing"|"found":[indices whose flag is want],"total":n} */
+static json_t *flag_metric(struct out_builder *b, const char *key, const bool *flags, size_t n, bool want) {
         json_t *o = json_object();
         json_t *a = add(b, o, key, json_array());
         for (size_t i = 0; i < n; i++)
-                if (found(ev, &l[i]) == want)
+                if (flags[i] == want)
                         push(b, a, json_integer((json_int_t)i));
         add(b, o, "total", json_integer((json_int_t)n));
         return o;
+}
+
+int glove_refinement_outcome_synthesize(const struct glove_refinement_expectations *x,
+                                        const struct glove_refinement_observation *obs,
+                                        const struct glove_refinement_facts *facts,
+                                        struct glove_refinement_outcome *out, struct glove_error *err) {
+        if (!x || !facts || !out)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing expectations, facts or out");
+        const char *kind = glove_refinement_termination_name(facts->termination);
+        bool exited = facts->termination == GLOVE_REFINEMENT_TERMINATION_EXIT;
+        if (!kind || (exited && (facts->exit_code < 0 || facts->exit_code > 255)) ||
+            facts->wall_latency_us > (uint64_t)GLOVE_REFINEMENT_INT_MAX ||
+            x->n_required > GLOVE_REFINEMENT_MAX_LITERALS || x->n_forbidden > GLOVE_REFINEMENT_MAX_LITERALS ||
+            !glove_refinement_hex64_valid(x->fixture_document_digest) ||
+            (obs && (obs->n_required != x->n_required || obs->n_forbidden != x->n_forbidden ||
+                     !glove_refinement_hex64_valid(obs->sha256) || obs->bytes > (uint64_t)GLOVE_REFINEMENT_INT_MAX)))
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument",
+                                       "facts out of range (termination, exit code 0..255, latency 0..2^53-1 us), "
+                                       "or an observation that does not fit the expectations");
+        memset(out, 0, sizeof(*out));
+        /* No observation (the stream was lost with its keeper): nothing
+         * was found, every required literal is missing. */
+        bool req_found[GLOVE_REFINEMENT_MAX_LITERALS] = { false }, forb_found[GLOVE_REFINEMENT_MAX_LITERALS] = { false };
+        if (obs) {
+                memcpy(req_found, obs->required_found, sizeof(req_found));
+                memcpy(forb_found, obs->forbidden_found, sizeof(forb_found));
+                memcpy(out->stream_sha256, obs->sha256, sizeof(out->stream_sha256));
+                out->stream_bytes = obs->bytes;
+        }
+        bool utf8_ok = obs && obs->utf8_valid;
+        bool drained = obs && facts->drained;
+        out->valid = utf8_ok && drained;
+
+        /* Assertions, in sorted order of their words. */
+        bool limit = facts->resource_limit || facts->termination == GLOVE_REFINEMENT_TERMINATION_LIMIT;
+        bool missing = false, forbidden = false;
+        for (size_t i = 0; i < x->n_required; i++)
+                missing |= !req_found[i];
+        for (size_t i = 0; i < x->n_forbidden; i++)
+                forbidden |= forb_found[i];
+        struct {
+                const char *word;
+                bool failed;
+        } assertions[] = {
+                { "exit_code", exited && facts->exit_code != x->exit_code },
+                { "forbidden_literals", forbidden },
+                { "required_literals", missing },
+                { "resource_limit", limit },
+                { "termination", !exited },
+                { "wall_latency", x->has_max_latency && facts->wall_latency_us > x->max_latency_us },
+        };
+        bool any_failed = false;
+        for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
+                any_failed |= assertions[i].failed;
+        out->passed = out->valid && !any_failed;
+        out->latency_us = facts->wall_latency_us;
+
+        struct out_builder b = { 0 };
+        _cleanup_json_ json_t *root = json_object();
+        json_t *evidence = add(&b, root, "evidence", json_object());
+        json_t *defects = add(&b, evidence, "defects", json_array());
+        /* Sorted words. */
+        if (obs && !utf8_ok)
+                push(&b, defects, json_string("invalid_utf8"));
+        if (!drained)
+                push(&b, defects, json_string("stream_incomplete"));
+        if (!obs)
+                push(&b, defects, json_string("stream_lost"));
+        add(&b, evidence, "status", json_string(out->valid ? "valid" : "invalid"));
+        add(&b, root, "fixture_document_digest", json_string(x->fixture_document_digest));
+        json_t *metrics = add(&b, root, "metrics", json_object());
+        json_t *failed = add(&b, metrics, "failed_assertions", json_array());
+        for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
+                if (assertions[i].failed)
+                        push(&b, failed, json_string(assertions[i].word));
+        add(&b, metrics, "forbidden_literals", flag_metric(&b, "found", forb_found, x->n_forbidden, true));
+        add(&b, metrics, "latency_us", json_integer((json_int_t)facts->wall_latency_us));
+        add(&b, metrics, "passed", json_boolean(out->passed));
+        add(&b, metrics, "required_literals", flag_metric(&b, "missing", req_found, x->n_required, false));
+        json_t *observed = add(&b, root, "observed", json_object());
+        add(&b, observed, "exit_code", exited ? json_integer(facts->exit_code) : json_null());
+        add(&b, observed, "resource_limit", json_boolean(limit));
+        add(&b, observed, "termination", json_string(kind));
+        add(&b, root, "schema", json_string(GLOVE_REFINEMENT_OUTCOME_SCHEMA));
+        if (obs) {
+                json_t *stream = add(&b, root, "stream", json_object());
+                add(&b, stream, "bytes", json_integer((json_int_t)obs->bytes));
+                add(&b, stream, "sha256", json_string(obs->sha256));
+        } else {
+                add(&b, root, "stream", json_null());
+        }
+        if (b.oom || !root)
+                return no_memory(err);
+
+        _cleanup_free_ char *bytes = NULL;
+        size_t len = 0;
+        int r = glove_json_encode_canonical(root, &bytes, &len, err);
+        if (r < 0)
+                return r;
+        if (len >= sizeof(out->json))
+                return glove_error_set(err, EOVERFLOW, "refinement.invalid_argument",
+                                       "the outcome is %zu bytes, more than %d", len, GLOVE_REFINEMENT_OUTCOME_MAX);
+        memcpy(out->json, bytes, len);
+        out->json[len] = '\0';
+        out->json_len = len;
+        uint8_t md[GLOVE_DIGEST_SHA256_LEN];
+        r = glove_digest_sha256(out->json, len, md, err);
+        if (r < 0)
+                return r;
+        glove_digest_hex_encode(md, sizeof(md), out->commitment, sizeof(out->commitment));
+        return 0;
 }
 
 int glove_refinement_evaluator_finish(struct glove_refinement_evaluator *ev,
@@ -329,89 +479,155 @@ int glove_refinement_evaluator_finish(struct glove_refinement_evaluator *ev,
             facts->wall_latency_us > (uint64_t)GLOVE_REFINEMENT_INT_MAX)
                 return glove_error_set(err, EINVAL, "refinement.invalid_argument",
                                        "facts out of range (termination, exit code 0..255, latency 0..2^53-1 us)");
+        struct glove_refinement_expectations x;
+        (void)glove_refinement_evaluator_expectations(ev, &x);
+        struct glove_refinement_observation obs;
+        int r = glove_refinement_evaluator_observe(ev, &obs, err);
+        if (r < 0)
+                return r;
+        return glove_refinement_outcome_synthesize(&x, &obs, facts, out, err);
+}
+
+/* ---- wire forms ---- */
+
+static int wire_bad(struct glove_error *err, const char *what, const char *member) {
+        return glove_error_set(err, EINVAL, "refinement.wire_invalid", "the %s's member %s is missing or invalid", what,
+                               member);
+}
+
+/* v's members are exactly keys[0..n). */
+static bool members_exactly(const json_t *v, const char *const *keys, size_t n) {
+        if (!json_is_object(v) || json_object_size(v) != n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_get(v, keys[i]))
+                        return false;
+        return true;
+}
+
+static bool wire_uint(const json_t *v, uint64_t max, uint64_t *out) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+                return false;
+        *out = (uint64_t)json_integer_value(v);
+        return true;
+}
+
+int glove_refinement_expectations_json(const struct glove_refinement_expectations *x, json_t **out,
+                                       struct glove_error *err) {
+        if (!x || !out)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing expectations or out");
+        *out = json_pack("{s:i,s:s,s:I,s:o,s:I}", "exit_code", x->exit_code, "fixture_document_digest",
+                         x->fixture_document_digest, "forbidden_literals", (json_int_t)x->n_forbidden,
+                         "max_wall_latency_us",
+                         x->has_max_latency ? json_integer((json_int_t)x->max_latency_us) : json_null(),
+                         "required_literals", (json_int_t)x->n_required);
+        return *out ? 0 : no_memory(err);
+}
+
+int glove_refinement_expectations_from_json(const json_t *v, struct glove_refinement_expectations *out,
+                                            struct glove_error *err) {
+        static const char *const keys[] = { "exit_code", "fixture_document_digest", "forbidden_literals",
+                                            "max_wall_latency_us", "required_literals" };
+        const char *what = "expectations";
+        if (!out)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing out");
         memset(out, 0, sizeof(*out));
-        ev->finished = true;
+        if (!members_exactly(v, keys, sizeof(keys) / sizeof(keys[0])))
+                return wire_bad(err, what, "set");
+        uint64_t u;
+        if (!wire_uint(json_object_get(v, "exit_code"), 255, &u))
+                return wire_bad(err, what, "exit_code");
+        out->exit_code = (int)u;
+        const char *d = json_string_value(json_object_get(v, "fixture_document_digest"));
+        if (!d || !glove_refinement_hex64_valid(d))
+                return wire_bad(err, what, "fixture_document_digest");
+        memcpy(out->fixture_document_digest, d, GLOVE_DIGEST_SHA256_HEX_LEN + 1);
+        if (!wire_uint(json_object_get(v, "forbidden_literals"), GLOVE_REFINEMENT_MAX_LITERALS, &u))
+                return wire_bad(err, what, "forbidden_literals");
+        out->n_forbidden = (size_t)u;
+        if (!wire_uint(json_object_get(v, "required_literals"), GLOVE_REFINEMENT_MAX_LITERALS, &u))
+                return wire_bad(err, what, "required_literals");
+        out->n_required = (size_t)u;
+        const json_t *m = json_object_get(v, "max_wall_latency_us");
+        if (!json_is_null(m)) {
+                if (!wire_uint(m, GLOVE_REFINEMENT_LATENCY_MAX_US, &u) || u == 0)
+                        return wire_bad(err, what, "max_wall_latency_us");
+                out->has_max_latency = true;
+                out->max_latency_us = u;
+        }
+        return 0;
+}
 
-        uint8_t md[GLOVE_DIGEST_SHA256_LEN];
-        int r = glove_digest_sha256_final(ev->sha, md, err);
-        if (r < 0)
-                return r;
-        glove_digest_hex_encode(md, sizeof(md), out->stream_sha256, sizeof(out->stream_sha256));
+static json_t *indices(struct out_builder *b, const bool *flags, size_t n) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++)
+                if (flags[i])
+                        push(b, a, json_integer((json_int_t)i));
+        if (!a)
+                b->oom = true;
+        return a;
+}
 
-        /* Evidence: every byte, all of it UTF-8 (a sequence left open at the
-         * end is invalid). */
-        bool utf8_ok = !ev->utf8.invalid && ev->utf8.need == 0;
-        out->valid = utf8_ok && facts->drained;
-
-        /* Assertions, in sorted order of their words. */
-        bool limit = facts->resource_limit || facts->termination == GLOVE_REFINEMENT_TERMINATION_LIMIT;
-        bool missing = false, forbidden = false;
-        for (size_t i = 0; i < ev->n_required; i++)
-                missing |= !found(ev, &ev->required[i]);
-        for (size_t i = 0; i < ev->n_forbidden; i++)
-                forbidden |= found(ev, &ev->forbidden[i]);
-        struct {
-                const char *word;
-                bool failed;
-        } assertions[] = {
-                { "exit_code", exited && facts->exit_code != ev->exit_code },
-                { "forbidden_literals", forbidden },
-                { "required_literals", missing },
-                { "resource_limit", limit },
-                { "termination", !exited },
-                { "wall_latency", ev->has_max_latency && facts->wall_latency_us > (uint64_t)ev->max_latency_us },
-        };
-        bool any_failed = false;
-        for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
-                any_failed |= assertions[i].failed;
-        out->passed = out->valid && !any_failed;
-        out->latency_us = facts->wall_latency_us;
-        out->stream_bytes = ev->bytes;
-
+int glove_refinement_observation_json(const struct glove_refinement_observation *obs, json_t **out,
+                                      struct glove_error *err) {
+        if (!obs || !out || obs->n_required > GLOVE_REFINEMENT_MAX_LITERALS ||
+            obs->n_forbidden > GLOVE_REFINEMENT_MAX_LITERALS)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing or invalid observation");
         struct out_builder b = { 0 };
-        _cleanup_json_ json_t *root = json_object();
-        json_t *evidence = add(&b, root, "evidence", json_object());
-        json_t *defects = add(&b, evidence, "defects", json_array());
-        if (!utf8_ok)
-                push(&b, defects, json_string("invalid_utf8"));
-        if (!facts->drained)
-                push(&b, defects, json_string("stream_incomplete"));
-        add(&b, evidence, "status", json_string(out->valid ? "valid" : "invalid"));
-        add(&b, root, "fixture_document_digest", json_string(ev->fixture_digest));
-        json_t *metrics = add(&b, root, "metrics", json_object());
-        json_t *failed = add(&b, metrics, "failed_assertions", json_array());
-        for (size_t i = 0; i < sizeof(assertions) / sizeof(assertions[0]); i++)
-                if (assertions[i].failed)
-                        push(&b, failed, json_string(assertions[i].word));
-        add(&b, metrics, "forbidden_literals", literal_metric(&b, ev, "found", ev->forbidden, ev->n_forbidden, true));
-        add(&b, metrics, "latency_us", json_integer((json_int_t)facts->wall_latency_us));
-        add(&b, metrics, "passed", json_boolean(out->passed));
-        add(&b, metrics, "required_literals", literal_metric(&b, ev, "missing", ev->required, ev->n_required, false));
-        json_t *observed = add(&b, root, "observed", json_object());
-        add(&b, observed, "exit_code", exited ? json_integer(facts->exit_code) : json_null());
-        add(&b, observed, "resource_limit", json_boolean(limit));
-        add(&b, observed, "termination", json_string(kind));
-        add(&b, root, "schema", json_string(GLOVE_REFINEMENT_OUTCOME_SCHEMA));
-        json_t *stream = add(&b, root, "stream", json_object());
-        add(&b, stream, "bytes", json_integer((json_int_t)ev->bytes));
-        add(&b, stream, "sha256", json_string(out->stream_sha256));
-        if (b.oom || !root)
+        json_t *o = json_object();
+        add(&b, o, "bytes", json_integer((json_int_t)obs->bytes));
+        add(&b, o, "forbidden_found", indices(&b, obs->forbidden_found, obs->n_forbidden));
+        add(&b, o, "required_found", indices(&b, obs->required_found, obs->n_required));
+        add(&b, o, "sha256", json_string(obs->sha256));
+        add(&b, o, "utf8_valid", json_boolean(obs->utf8_valid));
+        if (b.oom || !o) {
+                json_decref(o);
                 return no_memory(err);
+        }
+        *out = o;
+        return 0;
+}
 
-        _cleanup_free_ char *bytes = NULL;
-        size_t len = 0;
-        r = glove_json_encode_canonical(root, &bytes, &len, err);
-        if (r < 0)
-                return r;
-        if (len >= sizeof(out->json))
-                return glove_error_set(err, EOVERFLOW, "refinement.invalid_argument",
-                                       "the outcome is %zu bytes, more than %d", len, GLOVE_REFINEMENT_OUTCOME_MAX);
-        memcpy(out->json, bytes, len);
-        out->json[len] = '\0';
-        out->json_len = len;
-        r = glove_digest_sha256(out->json, len, md, err);
-        if (r < 0)
-                return r;
-        glove_digest_hex_encode(md, sizeof(md), out->commitment, sizeof(out->commitment));
+/* Strictly increasing indices below n into flags. */
+static bool wire_indices(const json_t *a, size_t n, bool *flags) {
+        if (!json_is_array(a) || json_array_size(a) > n)
+                return false;
+        int64_t last = -1;
+        for (size_t i = 0; i < json_array_size(a); i++) {
+                uint64_t u;
+                if (!wire_uint(json_array_get(a, i), n ? n - 1 : 0, &u) || n == 0 || (int64_t)u <= last)
+                        return false;
+                flags[u] = true;
+                last = (int64_t)u;
+        }
+        return true;
+}
+
+int glove_refinement_observation_from_json(const json_t *v, const struct glove_refinement_expectations *x,
+                                           struct glove_refinement_observation *out, struct glove_error *err) {
+        static const char *const keys[] = { "bytes", "forbidden_found", "required_found", "sha256", "utf8_valid" };
+        const char *what = "observation";
+        if (!x || !out || x->n_required > GLOVE_REFINEMENT_MAX_LITERALS ||
+            x->n_forbidden > GLOVE_REFINEMENT_MAX_LITERALS)
+                return glove_error_set(err, EINVAL, "refinement.invalid_argument", "missing expectations or out");
+        memset(out, 0, sizeof(*out));
+        out->n_required = x->n_required;
+        out->n_forbidden = x->n_forbidden;
+        if (!members_exactly(v, keys, sizeof(keys) / sizeof(keys[0])))
+                return wire_bad(err, what, "set");
+        if (!wire_uint(json_object_get(v, "bytes"), (uint64_t)GLOVE_REFINEMENT_INT_MAX, &out->bytes))
+                return wire_bad(err, what, "bytes");
+        if (!wire_indices(json_object_get(v, "forbidden_found"), x->n_forbidden, out->forbidden_found))
+                return wire_bad(err, what, "forbidden_found");
+        if (!wire_indices(json_object_get(v, "required_found"), x->n_required, out->required_found))
+                return wire_bad(err, what, "required_found");
+        const char *d = json_string_value(json_object_get(v, "sha256"));
+        if (!d || !glove_refinement_hex64_valid(d))
+                return wire_bad(err, what, "sha256");
+        memcpy(out->sha256, d, GLOVE_DIGEST_SHA256_HEX_LEN + 1);
+        const json_t *u8 = json_object_get(v, "utf8_valid");
+        if (!json_is_boolean(u8))
+                return wire_bad(err, what, "utf8_valid");
+        out->utf8_valid = json_is_true(u8);
         return 0;
 }

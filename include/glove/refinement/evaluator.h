@@ -60,6 +60,8 @@
 #include "glove/base/error.h"
 #include "glove/refinement/fixture.h"
 
+#include <jansson.h>
+
 #define GLOVE_REFINEMENT_OUTCOME_SCHEMA "glove.refinement-outcome-v1"
 /* Largest outcome encoding, in bytes (the largest possible is about 1 KiB). */
 #define GLOVE_REFINEMENT_OUTCOME_MAX 4096
@@ -136,6 +138,82 @@ uint64_t glove_refinement_evaluator_bytes(const struct glove_refinement_evaluato
 int glove_refinement_evaluator_finish(struct glove_refinement_evaluator *ev,
                                       const struct glove_refinement_facts *facts,
                                       struct glove_refinement_outcome *out, struct glove_error *err);
+
+/*
+ * The evaluator in two halves, for a runtime whose stream and facts live in
+ * different processes (the session keeper reads the PTY; gloved knows how
+ * the session ended and signs): the keeper ends the stream with
+ * glove_refinement_evaluator_observe and sends the observation; gloved
+ * synthesizes the outcome from the expectations it took from the fixture
+ * at launch, the observation, and its trusted facts. finish is exactly
+ * observe followed by synthesize.
+ */
+
+/* What the outcome needs of the fixture (copied at launch; small). */
+struct glove_refinement_expectations {
+        char fixture_document_digest[GLOVE_DIGEST_SHA256_HEX_LEN + 1]; /* SHA-256 of the fixture's bytes */
+        int exit_code;                /* 0..255 */
+        bool has_max_latency;
+        uint64_t max_latency_us;      /* 1..86400000000 when has_max_latency */
+        size_t n_required, n_forbidden; /* 0..GLOVE_REFINEMENT_MAX_LITERALS */
+};
+
+/* What the stream showed, once it ended. */
+struct glove_refinement_observation {
+        uint64_t bytes;                                      /* every byte fed */
+        char sha256[GLOVE_DIGEST_SHA256_HEX_LEN + 1];        /* of the complete stream */
+        bool utf8_valid;                                     /* all of it UTF-8, nothing left open */
+        size_t n_required, n_forbidden;                      /* as the expectations' */
+        bool required_found[GLOVE_REFINEMENT_MAX_LITERALS];  /* [i]: required literal i occurred */
+        bool forbidden_found[GLOVE_REFINEMENT_MAX_LITERALS]; /* [i]: forbidden literal i occurred */
+};
+
+/* The expectations of ev's fixture into *out. Returns 0, or -EINVAL for NULL. */
+int glove_refinement_evaluator_expectations(const struct glove_refinement_evaluator *ev,
+                                            struct glove_refinement_expectations *out);
+
+/*
+ * Ends the stream: *out receives its length, digest, UTF-8 state and which
+ * literals occurred. Bounded work. After it, feed, observe and finish return
+ * -EINVAL (refinement.evaluator_finished). Returns 0 or -errno.
+ */
+int glove_refinement_evaluator_observe(struct glove_refinement_evaluator *ev,
+                                       struct glove_refinement_observation *out, struct glove_error *err);
+
+/*
+ * The outcome (above) of expectations x, observation obs and the trusted
+ * facts. obs NULL means the stream was lost (its keeper died with it): the
+ * outcome's "stream" is null, its evidence invalid with the defects
+ * "stream_incomplete" and "stream_lost", and no literal counts as found
+ * (every required one is missing). Errors: refinement.invalid_argument
+ * (facts out of range as for finish; counts beyond
+ * GLOVE_REFINEMENT_MAX_LITERALS; an observation whose counts are not x's;
+ * a digest that is not 64 lowercase hex), -ENOMEM.
+ */
+int glove_refinement_outcome_synthesize(const struct glove_refinement_expectations *x,
+                                        const struct glove_refinement_observation *obs,
+                                        const struct glove_refinement_facts *facts,
+                                        struct glove_refinement_outcome *out, struct glove_error *err);
+
+/*
+ * The wire forms (canonical JSON objects, new references in *out):
+ *   expectations: {"exit_code":N,"fixture_document_digest":HEX64,
+ *                  "forbidden_literals":N,"max_wall_latency_us":N|null,
+ *                  "required_literals":N}
+ *   observation:  {"bytes":N,"forbidden_found":[I...],"required_found":[I...],
+ *                  "sha256":HEX64,"utf8_valid":BOOL}  (indices increasing)
+ * The decoders take exactly these members and bounds (the observation's
+ * counts come from x) and fail with refinement.wire_invalid (-EINVAL)
+ * naming the member. Returns 0 or -errno.
+ */
+int glove_refinement_expectations_json(const struct glove_refinement_expectations *x, json_t **out,
+                                       struct glove_error *err);
+int glove_refinement_expectations_from_json(const json_t *v, struct glove_refinement_expectations *out,
+                                            struct glove_error *err);
+int glove_refinement_observation_json(const struct glove_refinement_observation *obs, json_t **out,
+                                      struct glove_error *err);
+int glove_refinement_observation_from_json(const json_t *v, const struct glove_refinement_expectations *x,
+                                           struct glove_refinement_observation *out, struct glove_error *err);
 
 /* Frees ev. NULL is a no-op. */
 void glove_refinement_evaluator_free(struct glove_refinement_evaluator *ev);

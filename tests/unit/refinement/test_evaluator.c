@@ -26,6 +26,8 @@ static struct glove_refinement_fixture *make(const char *const *required, const 
         return fixture_of(v);
 }
 
+#define HEX_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static const struct glove_refinement_facts CLEAN = {
         .termination = GLOVE_REFINEMENT_TERMINATION_EXIT,
         .exit_code = 0,
@@ -68,6 +70,28 @@ static void same_outcome(const struct glove_refinement_outcome *a, const struct 
         assert_string_equal(a->commitment, b->commitment);
 }
 
+/* The two halves through their wire forms (the keeper's observation and the
+ * launch's expectations, each encoded and decoded again). */
+static void run_halves(const struct glove_refinement_fixture *f, const char *data, size_t len,
+                       const struct glove_refinement_facts *facts, struct glove_refinement_outcome *out) {
+        _cleanup_refinement_evaluator_ struct glove_refinement_evaluator *ev = NULL;
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_refinement_evaluator_new(f, &ev, &err), 0);
+        assert_int_equal(glove_refinement_evaluator_feed(ev, data, len, &err), 0);
+        struct glove_refinement_expectations x, x2;
+        struct glove_refinement_observation obs, obs2;
+        assert_int_equal(glove_refinement_evaluator_expectations(ev, &x), 0);
+        assert_int_equal(glove_refinement_evaluator_observe(ev, &obs, &err), 0);
+        assert_int_equal(glove_refinement_evaluator_observe(ev, &obs2, &err), -EINVAL);
+        _cleanup_json_ json_t *xj = NULL, *oj = NULL;
+        assert_int_equal(glove_refinement_expectations_json(&x, &xj, &err), 0);
+        assert_int_equal(glove_refinement_observation_json(&obs, &oj, &err), 0);
+        assert_int_equal(glove_refinement_expectations_from_json(xj, &x2, &err), 0);
+        assert_int_equal(glove_refinement_observation_from_json(oj, &x2, &obs2, &err), 0);
+        if (glove_refinement_outcome_synthesize(&x2, &obs2, facts, out, &err) < 0)
+                fail_msg("synthesize: %s", err.message);
+}
+
 /* The outcome of data fed whole, after checking that byte-at-a-time
  * feeding, pseudo-random chunks and (for short streams) every split into
  * two and three chunks give the same bytes. */
@@ -75,6 +99,8 @@ static void evaluate(const struct glove_refinement_fixture *f, const char *data,
                      const struct glove_refinement_facts *facts, struct glove_refinement_outcome *out) {
         run_cuts(f, data, len, NULL, 0, facts, out);
         struct glove_refinement_outcome o;
+        run_halves(f, data, len, facts, &o);
+        same_outcome(out, &o, "observe, wire forms, synthesize");
         run_bytes(f, data, len, facts, &o);
         same_outcome(out, &o, "byte-at-a-time");
         uint32_t x = 2463534242u;
@@ -539,6 +565,71 @@ static void test_long_stream(void **state) {
         assert_false(o.passed);
 }
 
+/* The wire decoders take exactly their members and bounds; a lost stream
+ * gives invalid evidence with "stream" null and every required literal
+ * missing. */
+static void test_wire_and_lost(void **state) {
+        (void)state;
+        _cleanup_refinement_fixture_ struct glove_refinement_fixture *f = make(EX_REQUIRED, EX_FORBIDDEN, 0, 0);
+        _cleanup_refinement_evaluator_ struct glove_refinement_evaluator *ev = NULL;
+        struct glove_error err = { 0 };
+        assert_int_equal(glove_refinement_evaluator_new(f, &ev, &err), 0);
+        struct glove_refinement_expectations x, y;
+        assert_int_equal(glove_refinement_evaluator_expectations(ev, &x), 0);
+        assert_int_equal(x.n_required, 3);
+        assert_false(x.has_max_latency);
+        static const char *const bad_x[] = {
+                "{}",
+                "{\"exit_code\":256,\"fixture_document_digest\":\"" HEX_A "\",\"forbidden_literals\":1,\"max_wall_latency_us\":null,\"required_literals\":3}",
+                "{\"exit_code\":0,\"fixture_document_digest\":\"" HEX_A "\",\"forbidden_literals\":65,\"max_wall_latency_us\":null,\"required_literals\":3}",
+                "{\"exit_code\":0,\"fixture_document_digest\":\"" HEX_A "\",\"forbidden_literals\":1,\"max_wall_latency_us\":0,\"required_literals\":3}",
+                "{\"exit_code\":0,\"fixture_document_digest\":\"ABC\",\"forbidden_literals\":1,\"max_wall_latency_us\":null,\"required_literals\":3}",
+                "{\"exit_code\":0,\"extra\":1,\"fixture_document_digest\":\"" HEX_A "\",\"forbidden_literals\":1,\"max_wall_latency_us\":null,\"required_literals\":3}",
+        };
+        for (size_t i = 0; i < sizeof(bad_x) / sizeof(bad_x[0]); i++) {
+                _cleanup_json_ json_t *v = json_loads(bad_x[i], 0, NULL);
+                assert_non_null(v);
+                struct glove_error e = { 0 };
+                assert_int_equal(glove_refinement_expectations_from_json(v, &y, &e), -EINVAL);
+                assert_string_equal(e.code, "refinement.wire_invalid");
+        }
+        static const char *const bad_obs[] = {
+                "{\"bytes\":-1,\"forbidden_found\":[],\"required_found\":[],\"sha256\":\"" HEX_A "\",\"utf8_valid\":true}",
+                "{\"bytes\":1,\"forbidden_found\":[1],\"required_found\":[],\"sha256\":\"" HEX_A "\",\"utf8_valid\":true}",
+                "{\"bytes\":1,\"forbidden_found\":[],\"required_found\":[1,0],\"sha256\":\"" HEX_A "\",\"utf8_valid\":true}",
+                "{\"bytes\":1,\"forbidden_found\":[],\"required_found\":[2,2],\"sha256\":\"" HEX_A "\",\"utf8_valid\":true}",
+                "{\"bytes\":1,\"forbidden_found\":[],\"required_found\":[3],\"sha256\":\"" HEX_A "\",\"utf8_valid\":true}",
+                "{\"bytes\":1,\"forbidden_found\":[],\"required_found\":[],\"sha256\":\"" HEX_A "\",\"utf8_valid\":1}",
+                "{\"bytes\":1,\"forbidden_found\":[],\"required_found\":[],\"sha256\":\"" HEX_A "\"}",
+        };
+        struct glove_refinement_observation obs;
+        for (size_t i = 0; i < sizeof(bad_obs) / sizeof(bad_obs[0]); i++) {
+                _cleanup_json_ json_t *v = json_loads(bad_obs[i], 0, NULL);
+                assert_non_null(v);
+                struct glove_error e = { 0 };
+                assert_int_equal(glove_refinement_observation_from_json(v, &x, &obs, &e), -EINVAL);
+                assert_string_equal(e.code, "refinement.wire_invalid");
+        }
+        /* Lost: whatever the facts, invalid and not passed. */
+        struct glove_refinement_outcome out;
+        assert_int_equal(glove_refinement_outcome_synthesize(&x, NULL, &CLEAN, &out, &err), 0);
+        assert_false(out.valid);
+        assert_false(out.passed);
+        _cleanup_json_ json_t *v = outcome_json(&out);
+        assert_true(json_is_null(json_object_get(v, "stream")));
+        assert_metric(&out, "required_literals", "{\"missing\":[0,1,2],\"total\":3}");
+        assert_metric(&out, "forbidden_literals", "{\"found\":[],\"total\":1}");
+        char *d = json_dumps(json_object_get(v, "evidence"), JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(d, "{\"defects\":[\"stream_incomplete\",\"stream_lost\"],\"status\":\"invalid\"}");
+        free(d);
+        /* An observation whose counts are not the expectations' is refused. */
+        assert_int_equal(glove_refinement_evaluator_observe(ev, &obs, &err), 0);
+        obs.n_required = 2;
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_refinement_outcome_synthesize(&x, &obs, &CLEAN, &out, &e), -EINVAL);
+        assert_string_equal(e.code, "refinement.invalid_argument");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_golden),
@@ -552,6 +643,7 @@ int main(void) {
                 cmocka_unit_test(test_forged_result),
                 cmocka_unit_test(test_finish_rules),
                 cmocka_unit_test(test_long_stream),
+                cmocka_unit_test(test_wire_and_lost),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
