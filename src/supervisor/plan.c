@@ -9,6 +9,7 @@
 
 #include "glove/base/cleanup.h"
 #include "glove/base/digest.h"
+#include "glove/refinement/binding.h"
 #include "glove/supervisor/exposure.h"
 #include "glove/supervisor/plan.h"
 #include "internal.h"
@@ -17,7 +18,8 @@
 #define PLAN_INT_MAX 9007199254740991LL
 
 static const char *const plan_keys[] = {
-        "adapter_command_digest", "egress_policy_id", "expires_at_ms", "library_projections", "limits",
+        "adapter_command_digest", "egress_policy_id", "evaluation_protocol", "expires_at_ms", "library_projections",
+        "limits", "refinement",
         "path_grants", "policy_revision", "runtime_id", "runtime_template_id", "sandbox_backend",
         "schema_version", "secret_handles", "tool_policy_id", NULL,
 };
@@ -438,6 +440,25 @@ static void check_projections(struct plan_state *s) {
         }
 }
 
+/* ---- refinement-eval-v1 (docs/refinement.md, "The plan") ---- */
+
+static void report_reason(void *ctx, const char *code, const char *path, const char *message) {
+        (void)sv_fail(ctx, code, path, "%s", message);
+}
+
+/* The evaluation protocol and its binding: a plan that names the protocol
+ * is a refinement plan and obeys its rules; a binding without it never
+ * runs as an ordinary session. */
+static void check_refinement(struct plan_state *s) {
+        enum glove_refinement_plan_kind kind;
+        struct glove_refinement_binding b;
+        struct glove_error e = { 0 };
+        if (glove_refinement_plan_decode(s->root, &kind, &b, report_reason, s->c, &e) < 0 || glove_error_is_set(&e))
+                return;
+        if (kind == GLOVE_REFINEMENT_PLAN_REFINEMENT)
+                (void)glove_refinement_plan_check_rules(s->root, &b, report_reason, s->c, NULL);
+}
+
 /* ---- entry point ---- */
 
 int glove_supervisor_plan_validate(const struct glove_supervisor_policy *policy, const void *plan, size_t len,
@@ -476,6 +497,7 @@ int glove_supervisor_plan_validate_ex(const struct glove_supervisor_policy *poli
         check_limits(&s);
         check_path_grants(&s);
         check_projections(&s);
+        check_refinement(&s);
         if (c.oom)
                 return -ENOMEM;
         verdict->valid = verdict->n_reasons_total == 0;
