@@ -137,7 +137,9 @@ int glove_store_receipts_append(struct glove_store_receipts *r, const char *kind
                                   const json_t *receipt, int64_t now_ms, uint64_t *seq, struct glove_error *err);
 
 /*
- * The envelope MAC domain of kind (see top of file), without its NUL:
+ * The envelope MAC domain of kind (see top of file; spec session-policy.md,
+ * "Capability activation": the refinement receipt's own envelope HMAC
+ * domain), without its NUL:
  * "glove.receipt.refinement-envelope.v1" for
  * GLOVE_STORE_RECEIPTS_KIND_REFINEMENT, "glove.receipt.envelope.v1" for any
  * other kind (NULL included). A static string; never fails.
