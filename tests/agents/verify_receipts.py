@@ -2,7 +2,8 @@
 """verify_receipts.py: an independent verifier of gloved's receipt chain.
 
 Written from the documented format only (docs/control-protocol.md,
-"Journals" and "Receipts"; docs/digests.md, "Canonical form";
+"Journals", "Receipts", "Terminal receipt" and "Refinement receipt";
+docs/digests.md, "Canonical form";
 include/glove/store/receipts.h), with the Python standard library.
 
     verify_receipts.py --key KEYFILE --anchor HEX64 [--journal FILE]
