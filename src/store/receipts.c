@@ -19,6 +19,8 @@
 #include "glove/store/store.h"
 
 #define ENVELOPE_DOMAIN "glove.receipt.envelope.v1"
+#define REFINEMENT_ENVELOPE_DOMAIN "glove.receipt.refinement-envelope.v1"
+#define REFINEMENT_RECEIPT_DOMAIN "glove.receipt.refinement.v1"
 #define CHECKPOINT_DOMAIN "glove.receipt.checkpoint.v1"
 
 /* How the journal being replayed relates to the checkpoint (as in store.c). */
@@ -55,18 +57,48 @@ struct glove_store_receipts {
         int dirfd;
 };
 
+const char *glove_store_receipts_envelope_domain(const char *kind) {
+        return kind && strcmp(kind, GLOVE_STORE_RECEIPTS_KIND_REFINEMENT) == 0 ? REFINEMENT_ENVELOPE_DOMAIN
+                                                                                : ENVELOPE_DOMAIN;
+}
+
+/* The envelope domain of payload[0..len), by its "kind" member. A canonical
+ * envelope begins {"appended_at_ms":DIGITS,"kind":"KIND", (members sorted;
+ * a kind is [a-z0-9._-], never escaped), so the kind is read from there
+ * without decoding: the chain is checked before the record is decoded, and
+ * bytes that are not shaped so get the default domain (replay then refuses
+ * them as receipts.bad_record if their MAC matched at all). */
+static const char *payload_domain(const void *payload, size_t len) {
+        static const char head[] = "{\"appended_at_ms\":", mid[] = ",\"kind\":\"";
+        static const char refinement[] = GLOVE_STORE_RECEIPTS_KIND_REFINEMENT "\",";
+        const char *p = payload, *end = p + len;
+        if (len < sizeof(head) - 1 || memcmp(p, head, sizeof(head) - 1) != 0)
+                return ENVELOPE_DOMAIN;
+        p += sizeof(head) - 1;
+        while (p < end && *p >= '0' && *p <= '9')
+                p++;
+        if ((size_t)(end - p) < sizeof(mid) - 1 || memcmp(p, mid, sizeof(mid) - 1) != 0)
+                return ENVELOPE_DOMAIN;
+        p += sizeof(mid) - 1;
+        if ((size_t)(end - p) >= sizeof(refinement) - 1 && memcmp(p, refinement, sizeof(refinement) - 1) == 0)
+                return REFINEMENT_ENVELOPE_DOMAIN;
+        return ENVELOPE_DOMAIN;
+}
+
 static int receipts_chain(void *ctx, const uint8_t prev[GLOVE_STORE_JOURNAL_TAG_LEN], uint64_t seq,
                           const void *payload, size_t len, uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN],
                           struct glove_error *err) {
         (void)seq; /* the sequence is inside the envelope */
         const uint8_t *key = ((struct glove_store_receipts *)ctx)->key;
-        size_t n = sizeof(ENVELOPE_DOMAIN) + 32 + len;
+        const char *domain = payload_domain(payload, len);
+        size_t dn = strlen(domain) + 1; /* with its NUL */
+        size_t n = dn + 32 + len;
         _cleanup_free_ uint8_t *buf = malloc(n);
         if (!buf)
                 return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
-        memcpy(buf, ENVELOPE_DOMAIN, sizeof(ENVELOPE_DOMAIN));
-        memcpy(buf + sizeof(ENVELOPE_DOMAIN), prev, 32);
-        memcpy(buf + sizeof(ENVELOPE_DOMAIN) + 32, payload, len);
+        memcpy(buf, domain, dn);
+        memcpy(buf + dn, prev, 32);
+        memcpy(buf + dn + 32, payload, len);
         return glove_digest_hmac_sha256(key, GLOVE_STORE_RECEIPTS_KEY_LEN, buf, n, out, err);
 }
 
@@ -181,6 +213,10 @@ static int replay_envelope(void *userdata, uint64_t pos, const void *payload, si
         if (!kind_valid(kind) || !glove_store_id_valid(sid))
                 return glove_error_set(err, EBADMSG, "receipts.bad_record", "receipt %llu: malformed kind or session id",
                                        (unsigned long long)seq);
+        if (payload_domain(payload, len) != glove_store_receipts_envelope_domain(kind))
+                return glove_error_set(err, EBADMSG, "receipts.bad_record",
+                                       "receipt %llu: its kind does not select the domain its MAC was checked with",
+                                       (unsigned long long)seq); /* unreachable for canonical bytes */
         if ((uint64_t)n != seq)
                 return glove_error_set(err, EBADMSG, "receipts.sequence",
                                        "receipt %llu carries sequence %lld", (unsigned long long)seq, (long long)n);
@@ -419,6 +455,34 @@ int glove_store_receipts_append(struct glove_store_receipts *r, const char *kind
                 return rr;
         if (seq)
                 *seq = n;
+        return 0;
+}
+
+int glove_store_receipts_receipt_mac(const struct glove_store_receipts *r, const json_t *receipt, char out[65],
+                                     struct glove_error *err) {
+        out[0] = '\0';
+        if (!r || !json_is_object(receipt))
+                return glove_error_set(err, EINVAL, "receipts.invalid_argument", "a receipt MAC needs an object");
+        _cleanup_json_ json_t *copy = json_copy((json_t *)receipt); /* shallow: the members are shared */
+        if (!copy)
+                return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
+        (void)json_object_del(copy, "receipt_mac");
+        _cleanup_free_ char *bytes = NULL;
+        size_t len = 0;
+        int rr = glove_json_encode_canonical(copy, &bytes, &len, err);
+        if (rr < 0)
+                return rr;
+        size_t n = sizeof(REFINEMENT_RECEIPT_DOMAIN) + len;
+        _cleanup_free_ uint8_t *buf = malloc(n);
+        if (!buf)
+                return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
+        memcpy(buf, REFINEMENT_RECEIPT_DOMAIN, sizeof(REFINEMENT_RECEIPT_DOMAIN));
+        memcpy(buf + sizeof(REFINEMENT_RECEIPT_DOMAIN), bytes, len);
+        uint8_t mac[32];
+        rr = glove_digest_hmac_sha256(r->key, sizeof(r->key), buf, n, mac, err);
+        if (rr < 0)
+                return rr;
+        glove_digest_hex_encode(mac, sizeof(mac), out, 65);
         return 0;
 }
 

@@ -2,11 +2,13 @@
 """verify_receipts.py: an independent verifier of gloved's receipt chain.
 
 Written from the documented format only (docs/control-protocol.md,
-"Journals" and "Receipts"; docs/digests.md, "Canonical form";
+"Journals", "Receipts", "Terminal receipt" and "Refinement receipt";
+docs/digests.md, "Canonical form";
 include/glove/store/receipts.h), with the Python standard library.
 
     verify_receipts.py --key KEYFILE --anchor HEX64 [--journal FILE]
                        [--page FILE] [--after-mac HEX64] [--bindings DIR]
+                       [--show-outcomes]
 
 KEYFILE holds the 32-byte receipt key (receipt.key). HEX64 is the chain
 anchor. The input is either the raw journal (--journal receipts.journal) or
@@ -14,24 +16,45 @@ a receipts_page result as `glove ctl --json receipts` prints it (--page FILE,
 or standard input when neither option is given). A page that starts after
 sequence N > 0 needs --after-mac, the MAC of record N.
 
-Checked, in order, for every record n = 1, 2, ...:
+Checked, in this order, for every record n = 1, 2, ...:
   * the envelope is canonical JSON with exactly the members appended_at_ms,
     kind, receipt, sequence, session_id (for a journal: the stored bytes are
     their own canonical encoding);
   * its sequence is n (continuity);
-  * mac_n = HMAC-SHA-256(key, "glove.receipt.envelope.v1\\0" || mac_{n-1} ||
-    envelope_n), mac_0 = the anchor;
+  * mac_n = HMAC-SHA-256(key, DOMAIN || mac_{n-1} || envelope_n), mac_0 =
+    the anchor, where DOMAIN is "glove.receipt.refinement-envelope.v1\\0"
+    for kind "session.refinement" and "glove.receipt.envelope.v1\\0" for
+    every other kind (one chain for all kinds);
   * a "session.terminal" receipt's session_id is the envelope's, and its
     launch_binding_digest is 64 lowercase hex: the SHA-256 of the canonical
     launch_binding when that is a stand-in ({"omitted_bytes":N} or
     {"omitted":CODE}); otherwise of the whole binding gloved keeps locally
     (STATE/bindings/SESSION.json), checked against that file's bytes when
     --bindings STATE/bindings is given and the file is there;
+  * a "session.refinement" receipt (docs/control-protocol.md, "Refinement
+    receipt") has exactly its documented members; schema
+    "glove.refinement-receipt-v1", evaluation_protocol "refinement-eval-v1",
+    session_id the envelope's, variant "base" or "candidate",
+    matched_context_digest, controller_plan_digest and plan_content_digest
+    64 lowercase hex (the last two those of its resource_receipt); outcome a
+    "glove.refinement-outcome-v1" object whose SHA-256 (canonical bytes) is
+    outcome_commitment; stream equal to outcome.stream; evaluator equal to
+    {"complete": outcome.evidence.status == "valid", "defects":
+    outcome.evidence.defects}; projections exactly base, candidate, fixture
+    and selected, each {"content_digest","destination_alias",
+    "projection_id"}, selected equal to projections[variant];
+    resource_receipt checked as a "session.terminal" receipt is (above);
+    receipt_mac = HMAC-SHA-256(key, "glove.receipt.refinement.v1\\0" ||
+    canonical(receipt without receipt_mac)), 64 lowercase hex;
 and then the head: the page's head (when the page is complete) or the last
 record of the journal, and the anchor in the page or the journal header.
 
-Exit 0 with one summary line "ok: ..." on stdout; 1 naming the first bad
-record on stderr ("verify_receipts: record N: ..."); 2 for a usage error.
+Exit 0 with the summary line "ok: ..." on stdout (it counts the records and
+each kind); 1 naming the first bad record on stderr ("verify_receipts:
+record N: ..."); 2 for a usage error. With --show-outcomes, once everything
+verified, one more line per refinement receipt, in chain order:
+    SESSION VARIANT passed=true|false evidence=valid|invalid matched=HEX64
+(outcome.metrics.passed, outcome.evidence.status, matched_context_digest).
 """
 import hashlib
 import hmac
@@ -41,7 +64,16 @@ import struct
 import sys
 
 DOMAIN = b"glove.receipt.envelope.v1\x00"
+REFINEMENT_DOMAIN = b"glove.receipt.refinement-envelope.v1\x00"
+RECEIPT_MAC_DOMAIN = b"glove.receipt.refinement.v1\x00"
+TERMINAL = "session.terminal"
+REFINEMENT = "session.refinement"
 ENVELOPE_KEYS = {"appended_at_ms", "kind", "receipt", "sequence", "session_id"}
+REFINEMENT_KEYS = {"controller_plan_digest", "evaluation_protocol", "evaluator", "matched_context_digest", "outcome",
+                   "outcome_commitment", "plan_content_digest", "projections", "receipt_mac", "resource_receipt",
+                   "schema", "session_id", "stream", "variant"}
+PROJECTION_NAMES = {"base", "candidate", "fixture", "selected"}
+PROJECTION_KEYS = {"content_digest", "destination_alias", "projection_id"}
 JOURNAL_MAGIC = b"GLVRCPT1"
 BINDINGS = None  # --bindings DIR: where gloved keeps the whole launch bindings
 HEADER_LEN = 64
@@ -148,6 +180,15 @@ def unhex32(s, what):
     return bytes.fromhex(s)
 
 
+def envelope_domain(kind):
+    """The MAC domain of an envelope of this kind (with its zero byte)."""
+    return REFINEMENT_DOMAIN if kind == REFINEMENT else DOMAIN
+
+
+def is_hex64(s):
+    return isinstance(s, str) and len(s) == 64 and all(c in "0123456789abcdef" for c in s)
+
+
 def check_envelope(env, n):
     if not isinstance(env, dict) or set(env.keys()) != ENVELOPE_KEYS:
         raise Bad("the envelope does not have exactly the members %s" % sorted(ENVELOPE_KEYS))
@@ -157,35 +198,110 @@ def check_envelope(env, n):
         raise Bad("kind or session_id is not a string")
     if not isinstance(env["receipt"], dict):
         raise Bad("receipt is not an object")
-    if env["kind"] == "session.terminal":
-        r = env["receipt"]
-        if "launch_binding" not in r or "launch_binding_digest" not in r:
-            raise Bad("a session.terminal receipt without launch_binding and its digest")
-        b, got = r["launch_binding"], r["launch_binding_digest"]
-        if not isinstance(got, str) or len(got) != 64 or any(c not in "0123456789abcdef" for c in got):
-            raise Bad("launch_binding_digest %r is not 64 lowercase hex" % (got,))
-        stand_in = isinstance(b, dict) and len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
-        if stand_in or b == {}:
-            want = hashlib.sha256(canonical(b)).hexdigest()
-        elif BINDINGS:
-            try:
-                with open("%s/%s.json" % (BINDINGS, env["session_id"]), "rb") as f:
-                    want = hashlib.sha256(f.read()).hexdigest()
-            except FileNotFoundError:
-                want = got
-        else:
+
+
+def check_terminal(r, session_id, what="a session.terminal receipt"):
+    """A resource (terminal) receipt of session session_id."""
+    if not isinstance(r, dict):
+        raise Bad("%s is not an object" % what)
+    if "launch_binding" not in r or "launch_binding_digest" not in r:
+        raise Bad("%s without launch_binding and its digest" % what)
+    b, got = r["launch_binding"], r["launch_binding_digest"]
+    if not is_hex64(got):
+        raise Bad("launch_binding_digest %r is not 64 lowercase hex" % (got,))
+    stand_in = isinstance(b, dict) and len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
+    if stand_in or b == {}:
+        want = hashlib.sha256(canonical(b)).hexdigest()
+    elif BINDINGS:
+        try:
+            with open("%s/%s.json" % (BINDINGS, session_id), "rb") as f:
+                want = hashlib.sha256(f.read()).hexdigest()
+        except FileNotFoundError:
             want = got
-        if got != want:
-            raise Bad("launch_binding_digest %r is not SHA-256 of the binding it commits to (%s)" % (got, want))
-        if r.get("session_id") != env["session_id"]:
-            raise Bad("the receipt's session_id differs from the envelope's")
-        return 1
-    return 0
+    else:
+        want = got
+    if got != want:
+        raise Bad("launch_binding_digest %r is not SHA-256 of the binding it commits to (%s)" % (got, want))
+    if r.get("session_id") != session_id:
+        raise Bad("the %s's session_id differs from the envelope's" %
+                  ("receipt" if what.startswith("a ") else what))
+
+
+def receipt_mac(key, r):
+    """receipt_mac of a refinement receipt: HMAC-SHA-256 over its domain and
+    the canonical receipt without receipt_mac, lowercase hex."""
+    body = {k: v for k, v in r.items() if k != "receipt_mac"}
+    return hmac.new(key, RECEIPT_MAC_DOMAIN + canonical(body), hashlib.sha256).hexdigest()
+
+
+def check_refinement(r, session_id, key):
+    """A refinement receipt of session session_id; returns its outcome line."""
+    if set(r.keys()) != REFINEMENT_KEYS:
+        raise Bad("a session.refinement receipt does not have exactly the members %s (extra %s, missing %s)" %
+                  (sorted(REFINEMENT_KEYS), sorted(set(r.keys()) - REFINEMENT_KEYS),
+                   sorted(REFINEMENT_KEYS - set(r.keys()))))
+    if r["schema"] != "glove.refinement-receipt-v1":
+        raise Bad("schema %r is not glove.refinement-receipt-v1" % (r["schema"],))
+    if r["evaluation_protocol"] != "refinement-eval-v1":
+        raise Bad("evaluation_protocol %r is not refinement-eval-v1" % (r["evaluation_protocol"],))
+    if r["session_id"] != session_id:
+        raise Bad("the receipt's session_id differs from the envelope's")
+    variant = r["variant"]
+    if variant not in ("base", "candidate"):
+        raise Bad("variant %r is not base or candidate" % (variant,))
+    for m in ("matched_context_digest", "controller_plan_digest", "plan_content_digest"):
+        if not is_hex64(r[m]):
+            raise Bad("%s %r is not 64 lowercase hex" % (m, r[m]))
+    out = r["outcome"]
+    if not isinstance(out, dict) or out.get("schema") != "glove.refinement-outcome-v1":
+        raise Bad("outcome is not a glove.refinement-outcome-v1 object")
+    commitment = hashlib.sha256(canonical(out)).hexdigest()
+    if r["outcome_commitment"] != commitment:
+        raise Bad("outcome_commitment %r is not SHA-256 of the canonical outcome (%s)" %
+                  (r["outcome_commitment"], commitment))
+    if "stream" not in out or r["stream"] != out["stream"]:
+        raise Bad("stream %r differs from the outcome's stream %r" % (r["stream"], out.get("stream")))
+    ev = out.get("evidence")
+    if (not isinstance(ev, dict) or ev.get("status") not in ("valid", "invalid") or
+            not isinstance(ev.get("defects"), list)):
+        raise Bad("the outcome's evidence is not {\"defects\":[...],\"status\":\"valid\"|\"invalid\"}")
+    want = {"complete": ev["status"] == "valid", "defects": ev["defects"]}
+    if r["evaluator"] != want or not isinstance(r["evaluator"].get("complete"), bool):
+        raise Bad("evaluator %s is not %s (the outcome's evidence)" % (_encode(r["evaluator"]), _encode(want)))
+    metrics = out.get("metrics")
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("passed"), bool):
+        raise Bad("the outcome's metrics.passed is not a boolean")
+    p = r["projections"]
+    if not isinstance(p, dict) or set(p.keys()) != PROJECTION_NAMES:
+        raise Bad("projections does not have exactly the members %s" % sorted(PROJECTION_NAMES))
+    for name in sorted(PROJECTION_NAMES):
+        x = p[name]
+        if not isinstance(x, dict) or set(x.keys()) != PROJECTION_KEYS:
+            raise Bad("projections.%s does not have exactly the members %s" % (name, sorted(PROJECTION_KEYS)))
+        if not is_hex64(x["content_digest"]):
+            raise Bad("projections.%s.content_digest is not 64 lowercase hex" % name)
+        if not isinstance(x["destination_alias"], str) or not isinstance(x["projection_id"], str):
+            raise Bad("projections.%s: destination_alias or projection_id is not a string" % name)
+    if p["selected"] != p[variant]:
+        raise Bad("projections.selected is not projections.%s (the variant)" % variant)
+    check_terminal(r["resource_receipt"], session_id, "resource_receipt")
+    for m in ("controller_plan_digest", "plan_content_digest"):
+        if r["resource_receipt"].get(m) != r[m]:
+            raise Bad("%s differs from the resource_receipt's" % m)
+    if not is_hex64(r["receipt_mac"]):
+        raise Bad("receipt_mac %r is not 64 lowercase hex" % (r["receipt_mac"],))
+    mac = receipt_mac(key, r)
+    if not hmac.compare_digest(mac, r["receipt_mac"]):
+        raise Bad("receipt_mac %s is not the receipt's MAC (expected %s)" % (r["receipt_mac"], mac))
+    return "%s %s passed=%s evidence=%s matched=%s" % (session_id, variant, "true" if metrics["passed"] else "false",
+                                                       ev["status"], r["matched_context_digest"])
 
 
 class Chain:
     def __init__(self, key, prev_mac, first):
-        self.key, self.mac, self.n, self.terminal = key, prev_mac, first, 0
+        self.key, self.mac, self.n = key, prev_mac, first
+        self.terminal, self.refinement, self.other = 0, 0, 0
+        self.outcomes = []  # one line per refinement receipt (--show-outcomes)
 
     def add(self, env_bytes, mac, env=None):
         n = self.n + 1
@@ -194,10 +310,20 @@ class Chain:
                 env = decode(env_bytes)
                 if canonical(env) != env_bytes:
                     raise Bad("the stored envelope is not canonical JSON")
-            self.terminal += check_envelope(env, n)
-            want = hmac.new(self.key, DOMAIN + self.mac + env_bytes, hashlib.sha256).digest()
+            check_envelope(env, n)
+            # The chain first (in the domain of the envelope's kind), then
+            # what the receipt of that kind must hold.
+            want = hmac.new(self.key, envelope_domain(env["kind"]) + self.mac + env_bytes, hashlib.sha256).digest()
             if not hmac.compare_digest(want, mac):
                 raise Bad("MAC %s does not follow the chain (expected %s)" % (mac.hex(), want.hex()))
+            if env["kind"] == TERMINAL:
+                check_terminal(env["receipt"], env["session_id"])
+                self.terminal += 1
+            elif env["kind"] == REFINEMENT:
+                self.outcomes.append(check_refinement(env["receipt"], env["session_id"], self.key))
+                self.refinement += 1
+            else:
+                self.other += 1
         except Bad as e:
             raise Bad("record %d: %s" % (n, e))
         self.mac, self.n = mac, n
@@ -267,11 +393,16 @@ def main(argv):
     global BINDINGS
     opts = {"--key": None, "--anchor": None, "--journal": None, "--page": None, "--after-mac": None,
             "--bindings": None}
+    show_outcomes = False
     i = 1
     while i < len(argv):
         if argv[i] in ("-h", "--help"):
             print(__doc__.strip())
             return 0
+        if argv[i] == "--show-outcomes":
+            show_outcomes = True
+            i += 1
+            continue
         if argv[i] not in opts or i + 1 >= len(argv):
             print("verify_receipts: usage: unknown option or missing value: %s (see --help)" % argv[i], file=sys.stderr)
             return 2
@@ -296,8 +427,12 @@ def main(argv):
     except (Bad, OSError) as e:
         print("verify_receipts: %s" % e, file=sys.stderr)
         return 1
-    print("ok: %s: %d records verified, head %d %s, %d session.terminal receipts with a matching launch binding" %
-          (what, chain.n, chain.n, chain.mac.hex(), chain.terminal))
+    print("ok: %s: %d records verified, head %d %s, %d session.terminal receipts with a matching launch binding, "
+          "%d session.refinement receipts, %d of other kinds" %
+          (what, chain.n, chain.n, chain.mac.hex(), chain.terminal, chain.refinement, chain.other))
+    if show_outcomes:
+        for line in chain.outcomes:
+            print(line)
     return 0
 
 

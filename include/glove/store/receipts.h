@@ -17,17 +17,29 @@
  *   {"appended_at_ms":INT,"kind":KIND,"receipt":{...},"sequence":N,
  *    "session_id":ID}
  * and each record's tag is its MAC:
- *   mac_N = HMAC-SHA-256(key, "glove.receipt.envelope.v1\0" || mac_{N-1} ||
- *                             envelope_N)
- * with mac_0 = the anchor (32 bytes, from --receipt-anchor; zero bytes when
- * a journal is created without one). The head is (sequence of the last
- * envelope, its MAC), or (0, anchor) when the journal is empty.
+ *   mac_N = HMAC-SHA-256(key, DOMAIN(kind_N) || mac_{N-1} || envelope_N)
+ * where DOMAIN(kind) (glove_store_receipts_envelope_domain, with its NUL) is
+ *   "glove.receipt.refinement-envelope.v1\0"  for kind "session.refinement"
+ *   "glove.receipt.envelope.v1\0"             for every other kind
+ * and mac_0 = the anchor (32 bytes, from --receipt-anchor; zero bytes when
+ * a journal is created without one). Every kind shares the one chain: one
+ * sequence, one head, one anchor. The head is (sequence of the last
+ * envelope, its MAC), or (0, anchor) when the journal is empty. Append,
+ * replay at open and the compaction rewrite all take the domain from the
+ * envelope's own "kind" member.
+ *
+ * A refinement receipt (kind "session.refinement", docs/control-protocol.md
+ * "Refinement receipt") also carries its own MAC, "receipt_mac":
+ *   HMAC-SHA-256(key, "glove.receipt.refinement.v1\0" ||
+ *                canonical(receipt without "receipt_mac"))
+ * in lowercase hex (glove_store_receipts_receipt_mac).
  *
  * Torn-tail recovery: an incomplete last record (a crash during an append;
  * it was never acknowledged nor sealed) is cut off at start and reported
  * (glove_store_receipts_recovery); every earlier record is kept intact.
  * Anything else the journal layer rejects (corrupt, reordered, duplicated,
- * resized) refuses start.
+ * resized; a MAC made with another kind's domain is journal.chain_mismatch)
+ * refuses start.
  *
  * Stable error codes: receipts.key_missing (a journal exists but its key
  * does not), receipts.key_insecure (key file not 0600/owner/one link/32
@@ -64,6 +76,11 @@
 #define GLOVE_STORE_RECEIPTS_PAGE_BYTES (512u * 1024)
 /* Receipt kinds: 1..64 bytes of [a-z0-9._-]. */
 #define GLOVE_STORE_RECEIPTS_KIND_MAX 64
+
+/* The receipt kinds gloved appends: a session's terminal (resource)
+ * receipt, and the refinement receipt of a refinement-eval-v1 session. */
+#define GLOVE_STORE_RECEIPTS_KIND_TERMINAL "session.terminal"
+#define GLOVE_STORE_RECEIPTS_KIND_REFINEMENT "session.refinement"
 
 /* An acknowledgement compacts the journal when it holds this many receipts. */
 #define GLOVE_STORE_RECEIPTS_COMPACT_RECORDS 1000u
@@ -118,6 +135,32 @@ int glove_store_receipts_key_ensure(int state_dirfd, uid_t owner, bool create, b
  */
 int glove_store_receipts_append(struct glove_store_receipts *r, const char *kind, const char *session_id,
                                   const json_t *receipt, int64_t now_ms, uint64_t *seq, struct glove_error *err);
+
+/*
+ * The envelope MAC domain of kind (see top of file; spec session-policy.md,
+ * "Capability activation": the refinement receipt's own envelope HMAC
+ * domain), without its NUL:
+ * "glove.receipt.refinement-envelope.v1" for
+ * GLOVE_STORE_RECEIPTS_KIND_REFINEMENT, "glove.receipt.envelope.v1" for any
+ * other kind (NULL included). A static string; never fails.
+ */
+const char *glove_store_receipts_envelope_domain(const char *kind);
+
+/*
+ * The receipt-level MAC of a refinement receipt (spec session-policy.md,
+ * "Capability activation": its own receipt HMAC domain): 64 lowercase hex
+ * characters and a NUL into out, HMAC-SHA-256 with the receipt key over
+ * "glove.receipt.refinement.v1\0" and the canonical JSON
+ * (glove_json_encode_canonical) of receipt (an object, borrowed, not
+ * changed) without its member "receipt_mac" when it has one. So the value
+ * does not depend on member order, nor on a receipt_mac already present;
+ * the runtime stores it in the receipt as "receipt_mac". Errors:
+ * receipts.invalid_argument (r NULL, receipt not an object; out is ""),
+ * json.* (a real, an embedded NUL, invalid UTF-8, too deep), receipts.io
+ * (-ENOMEM), digest.*.
+ */
+int glove_store_receipts_receipt_mac(const struct glove_store_receipts *r, const json_t *receipt, char out[65],
+                                     struct glove_error *err);
 
 /* True when an envelope of bytes bytes (1..GLOVE_STORE_RECEIPTS_MAX_ENVELOPE)
  * still fits beside every reservation made so far. */

@@ -25,6 +25,11 @@ static const uint8_t ANCHOR[32] = { 0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0x
                                     0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb5,
                                     0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0xbf };
 
+/* The envelope MAC domains, written out here rather than taken from the
+ * library (receipts.h, top). */
+#define RESOURCE_ENVELOPE_DOMAIN "glove.receipt.envelope.v1"
+#define REFINEMENT_ENVELOPE_DOMAIN "glove.receipt.refinement-envelope.v1"
+
 struct fixture {
         char *dir, *journal, *seal, *key, *ack;
 };
@@ -82,14 +87,17 @@ static void verify_chain(struct fixture *f, const json_t *pg, const uint8_t anch
         json_array_foreach(json_object_get(pg, "envelopes"), i, e) {
                 char *env = json_dumps(json_object_get(e, "envelope"), JSON_COMPACT | JSON_SORT_KEYS);
                 size_t n = strlen(env);
-                static const char domain[] = "glove.receipt.envelope.v1";
-                unsigned char *msg = malloc(sizeof(domain) + 32 + n);
-                memcpy(msg, domain, sizeof(domain));
-                memcpy(msg + sizeof(domain), prev, 32);
-                memcpy(msg + sizeof(domain) + 32, env, n);
+                const char *kind = json_string_value(json_object_get(json_object_get(e, "envelope"), "kind"));
+                const char *domain = strcmp(kind, "session.refinement") == 0 ? REFINEMENT_ENVELOPE_DOMAIN
+                                                                              : RESOURCE_ENVELOPE_DOMAIN;
+                size_t dn = strlen(domain) + 1;
+                unsigned char *msg = malloc(dn + 32 + n);
+                memcpy(msg, domain, dn);
+                memcpy(msg + dn, prev, 32);
+                memcpy(msg + dn + 32, env, n);
                 uint8_t mac[32];
                 char hex[65];
-                assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, sizeof(domain) + 32 + n, mac, NULL), 0);
+                assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, dn + 32 + n, mac, NULL), 0);
                 glove_digest_hex_encode(mac, 32, hex, sizeof(hex));
                 assert_string_equal(json_string_value(json_object_get(e, "mac")), hex);
                 memcpy(prev, mac, 32);
@@ -320,17 +328,17 @@ static void test_refusals(void **state) {
 
 /* Writes a receipt journal holding one envelope, chained under the fixture's
  * key from header's anchor, and its seal. */
-static void write_envelope(struct fixture *f, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
-                           const char *env) {
-        static const char domain[] = "glove.receipt.envelope.v1";
-        size_t kl, n = strlen(env);
+static void write_envelope_in(struct fixture *f, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
+                              const char *env, const char *domain) {
+        size_t kl, n = strlen(env), dn = strlen(domain) + 1;
         unsigned char *key = th_read(f->key, &kl);
         unsigned char msg[1024], out[1024], seal[GLOVE_STORE_JOURNAL_SEAL_LEN] = { 0 };
         uint8_t mac[32];
-        memcpy(msg, domain, sizeof(domain));
-        memcpy(msg + sizeof(domain), header + 32, 32);
-        memcpy(msg + sizeof(domain) + 32, env, n);
-        assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, sizeof(domain) + 32 + n, mac, NULL), 0);
+        assert_true(dn + 32 + n <= sizeof(msg));
+        memcpy(msg, domain, dn);
+        memcpy(msg + dn, header + 32, 32);
+        memcpy(msg + dn + 32, env, n);
+        assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, dn + 32 + n, mac, NULL), 0);
         memcpy(out, header, GLOVE_STORE_JOURNAL_HEADER_LEN);
         size_t len = GLOVE_STORE_JOURNAL_HEADER_LEN;
         glove_put_be32(out + len, (uint32_t)n);
@@ -348,6 +356,11 @@ static void write_envelope(struct fixture *f, const uint8_t header[GLOVE_STORE_J
         th_write(f->journal, out, len);
         th_write(f->seal, seal, sizeof(seal));
         free(key);
+}
+
+static void write_envelope(struct fixture *f, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
+                           const char *env) {
+        write_envelope_in(f, header, env, RESOURCE_ENVELOPE_DOMAIN);
 }
 
 /* Replay refuses an envelope that is not exactly the documented canonical
@@ -652,6 +665,370 @@ static void test_compact_on_ack(void **state) {
         glove_store_receipts_close(r);
 }
 
+/* ---- two kinds: session.terminal and session.refinement ---- */
+
+/* Appends receipt i, of kind kind, or (kind NULL) session.terminal for odd i
+ * and session.refinement for even i, for session "sess-I". */
+static void append_kind(struct glove_store_receipts *r, const char *kind, int i) {
+        if (!kind)
+                kind = i % 2 ? GLOVE_STORE_RECEIPTS_KIND_TERMINAL : GLOVE_STORE_RECEIPTS_KIND_REFINEMENT;
+        char sid[32];
+        snprintf(sid, sizeof(sid), "sess-%d", i);
+        _cleanup_json_ json_t *body = json_pack("{s:i,s:s}", "n", i, "session_id", sid);
+        uint64_t seq = 0;
+        assert_int_equal(glove_store_receipts_append(r, kind, sid, body, 1764000000000 + i, &seq, NULL), 0);
+        assert_int_equal(seq, (uint64_t)i);
+}
+
+/* The MAC of an envelope's bytes after prev under the fixture's key, in
+ * the given domain. */
+static void mac_in(struct fixture *f, const char *domain, const uint8_t prev[32], const char *env, uint8_t out[32]) {
+        size_t kl, n = strlen(env), dn = strlen(domain) + 1;
+        unsigned char *key = th_read(f->key, &kl);
+        unsigned char *msg = malloc(dn + 32 + n);
+        memcpy(msg, domain, dn);
+        memcpy(msg + dn, prev, 32);
+        memcpy(msg + dn + 32, env, n);
+        assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, dn + 32 + n, out, NULL), 0);
+        free(msg);
+        free(key);
+}
+
+static void test_envelope_domain(void **state) {
+        (void)state;
+        assert_string_equal(glove_store_receipts_envelope_domain("session.refinement"), REFINEMENT_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain(GLOVE_STORE_RECEIPTS_KIND_REFINEMENT),
+                            REFINEMENT_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain("session.terminal"), RESOURCE_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain(GLOVE_STORE_RECEIPTS_KIND_TERMINAL),
+                            RESOURCE_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain("session.refinementx"), RESOURCE_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain("session.refinemen"), RESOURCE_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain("resource.v1"), RESOURCE_ENVELOPE_DOMAIN);
+        assert_string_equal(glove_store_receipts_envelope_domain(NULL), RESOURCE_ENVELOPE_DOMAIN);
+}
+
+/* One chain for both kinds: each envelope is MACed in its kind's domain, a
+ * reopen replays and verifies the mixed chain, paging keeps each kind and
+ * MAC, and the chain goes on across kinds. */
+static void test_mixed_kinds(void **state) {
+        struct fixture *f = *state;
+        struct glove_store_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        for (int i = 1; i <= 6; i++)
+                append_kind(r, NULL, i);
+        _cleanup_json_ json_t *before = page(r, 0, 256);
+        verify_chain(f, before, ANCHOR);
+        glove_store_receipts_close(r);
+        r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        uint8_t head[32];
+        assert_int_equal(glove_store_receipts_head(r, head), 6);
+        _cleanup_json_ json_t *after = page(r, 0, 256);
+        assert_true(json_equal(before, after));
+        verify_chain(f, after, ANCHOR);
+        json_t *list = json_object_get(after, "envelopes");
+        assert_int_equal(json_array_size(list), 6);
+        /* Each refinement MAC is not what the resource domain gives (and the
+         * reverse): the domains are distinct. */
+        uint8_t prev[32];
+        memcpy(prev, ANCHOR, 32);
+        for (size_t i = 0; i < 6; i++) {
+                json_t *item = json_array_get(list, i);
+                json_t *env = json_object_get(item, "envelope");
+                const char *kind = json_string_value(json_object_get(env, "kind"));
+                assert_string_equal(kind, i % 2 == 0 ? "session.terminal" : "session.refinement");
+                char *bytes = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS);
+                uint8_t own[32], other[32], got[32];
+                mac_in(f, i % 2 == 0 ? RESOURCE_ENVELOPE_DOMAIN : REFINEMENT_ENVELOPE_DOMAIN, prev, bytes, own);
+                mac_in(f, i % 2 == 0 ? REFINEMENT_ENVELOPE_DOMAIN : RESOURCE_ENVELOPE_DOMAIN, prev, bytes, other);
+                const char *hex = json_string_value(json_object_get(item, "mac"));
+                assert_int_equal(glove_digest_hex_decode(hex, strlen(hex), got, 32, NULL), 0);
+                assert_memory_equal(got, own, 32);
+                assert_memory_not_equal(got, other, 32);
+                memcpy(prev, got, 32);
+                free(bytes);
+        }
+        assert_memory_equal(prev, head, 32);
+        /* find tells the kinds apart. */
+        uint64_t seq = 0;
+        _cleanup_json_ json_t *found = NULL;
+        assert_int_equal(glove_store_receipts_find(r, "session.refinement", "sess-4", &seq, &found), 1);
+        assert_int_equal(seq, 4);
+        assert_int_equal(json_integer_value(json_object_get(found, "n")), 4);
+        assert_int_equal(glove_store_receipts_find(r, "session.terminal", "sess-4", &seq, NULL), 0);
+        /* The chain continues across kinds after the reopen. */
+        append_kind(r, NULL, 7);
+        append_kind(r, NULL, 8);
+        _cleanup_json_ json_t *more = page(r, 0, 256);
+        verify_chain(f, more, ANCHOR);
+        glove_store_receipts_close(r);
+        r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        assert_int_equal(glove_store_receipts_head(r, head), 8);
+        glove_store_receipts_close(r);
+}
+
+/* An envelope whose MAC was made in the other kind's domain is refused at
+ * open as a broken chain; in its own domain it opens. */
+static void test_wrong_domain_refused(void **state) {
+        struct fixture *f = *state;
+        struct glove_store_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        glove_store_receipts_close(r);
+        size_t hl;
+        unsigned char *header = th_read(f->journal, &hl);
+        assert_int_equal(hl, GLOVE_STORE_JOURNAL_HEADER_LEN);
+        static const char refinement[] = "{\"appended_at_ms\":1,\"kind\":\"session.refinement\",\"receipt\":{\"a\":1},"
+                                         "\"sequence\":1,\"session_id\":\"s1\"}";
+        static const char terminal[] = "{\"appended_at_ms\":1,\"kind\":\"session.terminal\",\"receipt\":{\"a\":1},"
+                                       "\"sequence\":1,\"session_id\":\"s1\"}";
+        static const char near[] = "{\"appended_at_ms\":1,\"kind\":\"session.refinement2\",\"receipt\":{\"a\":1},"
+                                   "\"sequence\":1,\"session_id\":\"s1\"}";
+        struct {
+                const char *env, *domain;
+                bool ok;
+        } cases[] = {
+                { refinement, REFINEMENT_ENVELOPE_DOMAIN, true },
+                { refinement, RESOURCE_ENVELOPE_DOMAIN, false },
+                { terminal, RESOURCE_ENVELOPE_DOMAIN, true },
+                { terminal, REFINEMENT_ENVELOPE_DOMAIN, false },
+                { near, RESOURCE_ENVELOPE_DOMAIN, true },
+                { near, REFINEMENT_ENVELOPE_DOMAIN, false },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct glove_error e = { 0 };
+                write_envelope_in(f, header, cases[i].env, cases[i].domain);
+                int rc = open_r(f, NULL, &r, &e);
+                if (cases[i].ok) {
+                        if (rc != 0)
+                                fail_msg("case %zu: refused: %s: %s", i, e.code, e.message);
+                        uint8_t head[32];
+                        assert_int_equal(glove_store_receipts_head(r, head), 1);
+                        glove_store_receipts_close(r);
+                        r = NULL;
+                        continue;
+                }
+                if (rc != -EBADMSG || strcmp(e.code, "journal.chain_mismatch") != 0)
+                        fail_msg("case %zu: expected journal.chain_mismatch, got %d %s", i, rc, e.code ? e.code : "-");
+                glove_error_clear(&e);
+        }
+        free(header);
+
+        /* In a journal written by the library: a refinement record between
+         * two terminal ones, re-tagged in the resource domain (and the
+         * records after it re-chained, so only the domain is wrong). */
+        th_rmtree(f->dir);
+        f->dir = th_tempdir();
+        free(f->journal), free(f->seal), free(f->key), free(f->ack);
+        f->journal = th_join(f->dir, "receipts.journal");
+        f->seal = th_join(f->dir, "receipts.journal.seal");
+        f->key = th_join(f->dir, "receipt.key");
+        f->ack = th_join(f->dir, "receipts.ack");
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        append_kind(r, NULL, 1);
+        append_kind(r, NULL, 2);
+        append_kind(r, NULL, 3);
+        glove_store_receipts_close(r);
+        r = NULL;
+        size_t l;
+        unsigned char *j = th_read(f->journal, &l);
+        size_t off = GLOVE_STORE_JOURNAL_HEADER_LEN;
+        uint8_t prev[32];
+        memcpy(prev, ANCHOR, 32);
+        for (int rec = 1; rec <= 3; rec++) {
+                uint32_t n = glove_get_be32(j + off);
+                char *env = strndup((const char *)j + off + 4, n);
+                uint8_t mac[32];
+                mac_in(f, RESOURCE_ENVELOPE_DOMAIN, prev, env, mac); /* every record in the resource domain */
+                memcpy(j + off + 4 + n, mac, 32);
+                memcpy(prev, mac, 32);
+                off += 4 + n + 32;
+                free(env);
+        }
+        assert_int_equal(off, l);
+        th_write(f->journal, j, l);
+        struct glove_error e = { 0 };
+        assert_int_equal(open_r(f, ANCHOR, &r, &e), -EBADMSG);
+        assert_string_equal(e.code, "journal.chain_mismatch");
+        free(j);
+}
+
+/* A refinement receipt torn during its append: every cut is recovered, the
+ * earlier receipts (of both kinds) stay, and the chain goes on. */
+static void test_torn_refinement_tail(void **state) {
+        struct fixture *f = *state;
+        struct glove_store_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        append_kind(r, NULL, 1);
+        append_kind(r, NULL, 2);
+        append_kind(r, NULL, 3);
+        uint8_t head3[32];
+        glove_store_receipts_head(r, head3);
+        glove_store_receipts_close(r);
+        size_t sl, l3;
+        unsigned char *seal3 = th_read(f->seal, &sl);
+        unsigned char *j3 = th_read(f->journal, &l3);
+        assert_int_equal(open_r(f, NULL, &r, NULL), 0);
+        append_kind(r, NULL, 4); /* session.refinement */
+        glove_store_receipts_close(r);
+        size_t l4;
+        unsigned char *j4 = th_read(f->journal, &l4);
+        for (size_t cut = l3 + 1; cut < l4; cut++) {
+                th_write(f->journal, j4, cut);
+                th_write(f->seal, seal3, sl);
+                struct glove_error e = { 0 };
+                if (open_r(f, NULL, &r, &e) != 0)
+                        fail_msg("cut %zu: %s: %s", cut, e.code, e.message);
+                uint64_t torn, at;
+                glove_store_receipts_recovery(r, &torn, &at);
+                assert_int_equal(torn, cut - l3);
+                assert_int_equal(at, l3);
+                uint8_t head[32];
+                assert_int_equal(glove_store_receipts_head(r, head), 3);
+                assert_memory_equal(head, head3, 32);
+                glove_store_receipts_close(r);
+                r = NULL;
+        }
+        assert_int_equal(open_r(f, NULL, &r, NULL), 0);
+        append_kind(r, NULL, 4);
+        append_kind(r, NULL, 5);
+        _cleanup_json_ json_t *pg = page(r, 0, 10);
+        verify_chain(f, pg, ANCHOR);
+        glove_store_receipts_close(r);
+        /* The refinement receipt appended again is byte for byte the torn
+         * one (same envelope, same chain). */
+        size_t l;
+        unsigned char *j = th_read(f->journal, &l);
+        assert_true(l > l4);
+        assert_memory_equal(j, j4, l4);
+        free(j);
+        free(seal3);
+        free(j3);
+        free(j4);
+}
+
+/* Compaction with both kinds: the kept receipts keep their MACs (each in its
+ * own domain), the head is unchanged, a reopen verifies the tail. */
+static void test_compact_mixed_kinds(void **state) {
+        struct fixture *f = *state;
+        struct glove_store_receipts *r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        for (int i = 1; i <= 5; i++)
+                append_kind(r, NULL, i);
+        uint8_t mac5[32], head[32], head2[32];
+        assert_int_equal(glove_store_receipts_head(r, mac5), 5);
+        ack_head(r);
+        append_kind(r, NULL, 6); /* refinement */
+        append_kind(r, NULL, 7); /* terminal */
+        append_kind(r, GLOVE_STORE_RECEIPTS_KIND_REFINEMENT, 8);
+        glove_store_receipts_head(r, head);
+        _cleanup_json_ json_t *before = page(r, 5, 10);
+        assert_int_equal(glove_store_receipts_compact(r, NULL), 0);
+        assert_int_equal(glove_store_receipts_base(r), 5);
+        _cleanup_json_ json_t *after = page(r, 5, 10);
+        assert_true(json_equal(json_object_get(before, "envelopes"), json_object_get(after, "envelopes")));
+        glove_store_receipts_head(r, head2);
+        assert_memory_equal(head, head2, 32);
+        verify_chain(f, after, mac5);
+        glove_store_receipts_close(r);
+        r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        assert_int_equal(glove_store_receipts_head(r, head2), 8);
+        assert_memory_equal(head, head2, 32);
+        _cleanup_json_ json_t *reopened = page(r, 5, 10);
+        assert_true(json_equal(json_object_get(before, "envelopes"), json_object_get(reopened, "envelopes")));
+        verify_chain(f, reopened, mac5);
+        append_kind(r, NULL, 9);
+        glove_store_receipts_close(r);
+}
+
+/* receipt_mac: the HMAC over the refinement receipt domain and the canonical
+ * receipt without receipt_mac; independent of member order and of a
+ * receipt_mac already present; changes with any member and with the key. */
+static void test_receipt_mac(void **state) {
+        struct fixture *f = *state;
+        struct glove_store_receipts *r = NULL;
+        struct glove_error e = { 0 };
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        _cleanup_json_ json_t *a = json_pack("{s:s,s:{s:b,s:[]},s:s,s:i}", "variant", "base", "evaluator", "complete",
+                                             1, "defects", "session_id", "s-1", "n", 7);
+        _cleanup_json_ json_t *b = json_pack("{s:i,s:s,s:s,s:{s:[],s:b}}", "n", 7, "session_id", "s-1", "variant",
+                                             "base", "evaluator", "defects", "complete", 1);
+        char ma[65], mb[65], mc[65];
+        assert_int_equal(glove_store_receipts_receipt_mac(r, a, ma, NULL), 0);
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mb, NULL), 0);
+        assert_int_equal(strlen(ma), 64);
+        assert_int_equal(strspn(ma, "0123456789abcdef"), 64);
+        assert_string_equal(ma, mb);
+        /* Independently: HMAC(key, "glove.receipt.refinement.v1\0" || canonical). */
+        static const char canon[] =
+                "{\"evaluator\":{\"complete\":true,\"defects\":[]},\"n\":7,\"session_id\":\"s-1\",\"variant\":\"base\"}";
+        static const char domain[] = "glove.receipt.refinement.v1";
+        size_t kl;
+        unsigned char *key = th_read(f->key, &kl);
+        unsigned char msg[256];
+        memcpy(msg, domain, sizeof(domain));
+        memcpy(msg + sizeof(domain), canon, strlen(canon));
+        uint8_t want[32];
+        char want_hex[65];
+        assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, sizeof(domain) + strlen(canon), want, NULL), 0);
+        glove_digest_hex_encode(want, 32, want_hex, sizeof(want_hex));
+        assert_string_equal(ma, want_hex);
+        /* Not the envelope domain's MAC of the same bytes. */
+        static const char edomain[] = RESOURCE_ENVELOPE_DOMAIN;
+        memcpy(msg, edomain, sizeof(edomain));
+        memcpy(msg + sizeof(edomain), canon, strlen(canon));
+        assert_int_equal(glove_digest_hmac_sha256(key, 32, msg, sizeof(edomain) + strlen(canon), want, NULL), 0);
+        glove_digest_hex_encode(want, 32, want_hex, sizeof(want_hex));
+        assert_string_not_equal(ma, want_hex);
+        /* A receipt_mac member, whatever it says, is left out. */
+        json_object_set_new(b, "receipt_mac", json_string(ma));
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mb, NULL), 0);
+        assert_string_equal(ma, mb);
+        json_object_set_new(b, "receipt_mac", json_string("forged"));
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mb, NULL), 0);
+        assert_string_equal(ma, mb);
+        assert_string_equal(json_string_value(json_object_get(b, "receipt_mac")), "forged"); /* not changed */
+        /* Any change of the receipt changes it. */
+        json_object_set_new(b, "variant", json_string("candidate"));
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mc, NULL), 0);
+        assert_string_not_equal(ma, mc);
+        json_object_set_new(b, "variant", json_string("base"));
+        json_object_set_new(json_object_get(b, "evaluator"), "complete", json_false());
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mc, NULL), 0);
+        assert_string_not_equal(ma, mc);
+        json_object_set_new(json_object_get(b, "evaluator"), "complete", json_true());
+        json_object_set_new(b, "extra", json_null());
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mc, NULL), 0);
+        assert_string_not_equal(ma, mc);
+        json_object_del(b, "extra");
+        assert_int_equal(glove_store_receipts_receipt_mac(r, b, mc, NULL), 0);
+        assert_string_equal(ma, mc);
+        /* Refusals. */
+        _cleanup_json_ json_t *arr = json_array();
+        assert_int_equal(glove_store_receipts_receipt_mac(r, arr, mc, &e), -EINVAL);
+        assert_string_equal(e.code, "receipts.invalid_argument");
+        assert_string_equal(mc, "");
+        glove_error_clear(&e);
+        _cleanup_json_ json_t *real = json_pack("{s:f}", "x", 1.5);
+        assert_true(glove_store_receipts_receipt_mac(r, real, mc, &e) < 0);
+        assert_string_equal(e.code, "json.real_not_allowed");
+        glove_error_clear(&e);
+        glove_store_receipts_close(r);
+        /* Another key, another MAC. */
+        key[0] ^= 1;
+        th_write(f->key, key, kl);
+        assert_int_equal(unlink(f->journal), 0);
+        assert_int_equal(unlink(f->seal), 0);
+        r = NULL;
+        assert_int_equal(open_r(f, ANCHOR, &r, NULL), 0);
+        assert_int_equal(glove_store_receipts_receipt_mac(r, a, mc, NULL), 0);
+        assert_string_not_equal(ma, mc);
+        glove_store_receipts_close(r);
+        free(key);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_key_and_chain, setup, teardown),
@@ -665,6 +1042,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_compact_crash_at_every_step, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_refusals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compact_on_ack, setup, teardown),
+                cmocka_unit_test(test_envelope_domain),
+                cmocka_unit_test_setup_teardown(test_mixed_kinds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wrong_domain_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_torn_refinement_tail, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compact_mixed_kinds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_receipt_mac, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
