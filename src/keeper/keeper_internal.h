@@ -107,6 +107,10 @@ struct glove_keeper {
         uint64_t out_off;       /* bytes of output relayed so far */
         json_t *identity, *outcome;
         int exit_status;
+        /* refinement-eval-v1: the evaluator fed every output byte (NULL:
+         * an ordinary session); ev_failed: a feed failed, no observation. */
+        struct glove_refinement_evaluator *ev;
+        bool ev_failed;
 
         /* Input: bytes gloved sent that the terminal has not taken yet. */
         uint8_t in_buf[GLOVE_KEEPER_INPUT_MAX];

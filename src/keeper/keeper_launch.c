@@ -438,6 +438,10 @@ int glove_keeper_launch_encode(const struct glove_keeper_args *a, int *memfd, in
                                          "run_id", au->run_id)
                              : json_null(),
                           "desc", desc);
+        if (o && a->refinement_fixture &&
+            json_object_set_new(o, "refinement_fixture",
+                                json_stringn(a->refinement_fixture, a->refinement_fixture_len)) < 0)
+                return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
         if (!o)
                 return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
         _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
@@ -656,12 +660,19 @@ int glove_keeper_launch_decode(const char *text, size_t len, const int *fds, siz
         a->stem = jget_str(o, "stem");
         a->cgroup_parent = jget_str(o, "cgroup_parent");
         a->cgroup_v2 = json_is_true(json_object_get(o, "cgroup_v2"));
+        const json_t *rf = json_object_get(o, "refinement_fixture");
+        if (json_is_string(rf)) {
+                a->refinement_fixture = json_string_value(rf);
+                a->refinement_fixture_len = json_string_length(rf);
+        }
         const json_t *au = json_object_get(o, "audit");
         size_t need = 3 + (json_is_object(au) ? 1 : 0);
         if (!json_is_integer(ver) || json_integer_value(ver) != GLOVE_KEEPER_LAUNCH_VERSION)
                 r = invalid(err, "version");
         else if (!a->session_id || !a->stem)
                 r = invalid(err, "session_id or stem");
+        else if (rf && !json_is_string(rf))
+                r = invalid(err, "refinement_fixture");
         else if (jget_u64(o, "n_hold", &n_hold) < 0 || n_hold > GLOVE_KEEPER_HOLD_FDS_MAX || need + n_hold > n_fds)
                 r = invalid(err, "descriptor count");
         if (r >= 0) {

@@ -128,6 +128,7 @@ static void session_entry_free(struct rt_session *s) {
         glove_audit_close(&s->audit);
         glove_supervisor_launch_free(s->launch);
         json_decref(s->binding);
+        json_decref(s->keeper_outcome);
         json_decref(s->termination);
         free(s->transcript);
         free(s);
@@ -269,8 +270,8 @@ void rt_finish(struct rt_session *s, struct glove_runtime_receipt_facts *f) {
                 s->reserved = false;
         }
         uint64_t seq = 0;
-        if (!receipt || glove_store_receipts_append(rt->o.receipts, "session.terminal", s->id, receipt, f->ended_at_ms,
-                                                      &seq, &e) < 0)
+        bool refinement = strcmp(rt_receipt_kind(st), GLOVE_STORE_RECEIPTS_KIND_REFINEMENT) == 0;
+        if (rt_receipt_append(rt, st, receipt, s->binding, f, s->keeper_outcome, f->ended_at_ms, &seq, NULL, &e) < 0)
                 RT_LOG(s, GLOVE_LOG_ERROR, e.code ? e.code : "receipts.io",
                        "session %s: the terminal receipt could not be appended: %s: %s", s->id,
                        e.code ? e.code : "receipts.io", e.message);
@@ -279,6 +280,9 @@ void rt_finish(struct rt_session *s, struct glove_runtime_receipt_facts *f) {
         s->termination = receipt ? json_incref(json_object_get(receipt, "termination")) : NULL;
         bool failed = f->termination == GLOVE_RUNTIME_TERM_START_FAILED || f->termination == GLOVE_RUNTIME_TERM_LOST;
         const char *reason = f->code ? f->code : (failed ? "start_failed" : glove_runtime_termination_name(f->termination));
+        /* A refinement session's own transition: evaluated, whatever the verdict. */
+        if (refinement && !failed)
+                reason = "refinement.evaluated";
         /* No receipt, no terminal state: a receipt-less "exited" would claim
          * what cannot be verified; the session is failed instead. */
         if (!seq)

@@ -204,8 +204,8 @@ int glove_runtime_attach(struct glove_runtime *rt, struct glove_runtime_peer *co
                  * memory: the receipt journal still says how. */
                 uint64_t seq = 0;
                 _cleanup_json_ json_t *rc = NULL;
-                if (glove_store_receipts_find(rt->o.receipts, "session.terminal", id, &seq, &rc) == 1 && rc) {
-                        json_object_set(*result, "termination", json_object_get(rc, "termination"));
+                if (glove_store_receipts_find(rt->o.receipts, rt_receipt_kind(st), id, &seq, &rc) == 1 && rc) {
+                        json_object_set(*result, "termination", json_object_get(rt_resource_receipt(rc), "termination"));
                         json_object_set_new(*result, "receipt_sequence", json_integer((json_int_t)seq));
                 }
         }

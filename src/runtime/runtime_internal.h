@@ -119,6 +119,7 @@ struct rt_session {
         struct mirror *mir;
         json_t *binding;
         char binding_digest[65];
+        json_t *keeper_outcome;   /* the keeper's OUTCOME at the end (owned), for the refinement receipt */
         int64_t started_at_ms; /* -1 until released */
         struct auth auth;
         bool live;             /* the engine session has not ended */
@@ -186,6 +187,27 @@ void rt_fail_start(struct rt_session *s, const struct glove_error *why);
 int rt_binding_check(struct rt_session *s, struct glove_error *err);
 /* {"path","inode"} of PID 1's run cgroup (new reference), or NULL. */
 json_t *rt_cgroup_identity(struct rt_session *s, pid_t pid);
+
+/* ---- runtime_refinement.c ---- */
+
+/* The receipt kind of st: GLOVE_STORE_RECEIPTS_KIND_REFINEMENT for a
+ * refinement-eval-v1 plan, else GLOVE_STORE_RECEIPTS_KIND_TERMINAL. */
+const char *rt_receipt_kind(const struct glove_store_session *st);
+/* The resource receipt of a receipt of either kind (rc itself, or the
+ * refinement receipt's "resource_receipt"); borrowed. */
+const json_t *rt_resource_receipt(const json_t *rc);
+/* Appends the terminal receipt of st: resource (borrowed) as it is for an
+ * ordinary plan; for a refinement plan, the refinement receipt around it,
+ * its outcome synthesized from keeper_outcome's observation (may be NULL:
+ * the stream is lost), binding's expectations (may be NULL) and f. The
+ * kind is checked against the plan (receipts.kind_mismatch). *seq and
+ * *appended (each may be NULL) receive the sequence and a new reference to
+ * the receipt appended. Returns 0 or -errno (receipts.*, journal.*,
+ * refinement.*, runtime.no_memory). */
+int rt_receipt_append(struct glove_runtime *rt, const struct glove_store_session *st, const json_t *resource,
+                      const json_t *binding, const struct glove_runtime_receipt_facts *f,
+                      const json_t *keeper_outcome, int64_t now_ms, uint64_t *seq, json_t **appended,
+                      struct glove_error *err);
 
 /* ---- runtime_attach.c ---- */
 

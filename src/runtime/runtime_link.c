@@ -433,6 +433,8 @@ static void keeper_ended(struct rt_session *s, const json_t *outcome) {
                 return;
         s->ended = true;
         struct glove_runtime_receipt_facts f;
+        json_decref(s->keeper_outcome);
+        s->keeper_outcome = outcome ? json_deep_copy(outcome) : NULL;
         if (outcome) {
                 rt_outcome_facts(s, outcome, &f);
         } else {

@@ -77,12 +77,34 @@ static bool mounts_match(const struct glove_supervisor_runtime_config *cfg, cons
         return true;
 }
 
+/* The launch binding a keeper's STEM.binding records, when it is the one
+ * whose digest the identity names (new reference, digest into digest);
+ * NULL otherwise. */
+static json_t *recorded_binding(struct glove_runtime *rt, const char *stem, const json_t *identity, char digest[65]) {
+        char rel[96];
+        snprintf(rel, sizeof(rel), "keepers/%s.binding", stem);
+        _cleanup_free_ char *text = NULL;
+        size_t n = 0;
+        const char *want = json_string_value(json_object_get(identity, "binding_digest"));
+        json_t *b = NULL;
+        if (rt->o.config && glove_file_read_bounded(rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK,
+                                                    256 * 1024, &text, &n, NULL) == 0)
+                b = rt_json_object((const uint8_t *)text, n);
+        if (b && (glove_runtime_json_digest(b, digest, NULL) < 0 || !want || strcmp(digest, want) != 0)) {
+                json_decref(b);
+                b = NULL;
+        }
+        if (!b)
+                digest[0] = '\0';
+        return b;
+}
+
 /* Ends a stored session the reconciler does not adopt: its receipt (unless
  * one is there already), the terminal transition, its host mounts released
  * when they are the ones recorded, its keeper files removed. */
 static int reconcile_end(struct glove_runtime *rt, const struct glove_store_session *st,
                          const json_t *identity, struct glove_runtime_receipt_facts *f, const char *reason,
-                         struct glove_error *err) {
+                         const json_t *keeper_outcome, struct glove_error *err) {
         const struct glove_supervisor_runtime_config *cfg = rt->o.config;
         struct glove_error le = { 0 };
         const json_t *mats = json_object_get(identity, "materializations");
@@ -104,8 +126,15 @@ static int reconcile_end(struct glove_runtime *rt, const struct glove_store_sess
                 _cleanup_json_ json_t *receipt = glove_runtime_receipt_build(f);
                 if (!receipt)
                         return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory building a receipt");
-                int r = glove_store_receipts_append(rt->o.receipts, "session.terminal", st->session_id, receipt,
-                                                      f->ended_at_ms, NULL, err);
+                /* A refinement outcome needs the launch's expectations. */
+                char stem0[40], bd[65];
+                rt_keeper_stem(st->session_id, stem0);
+                _cleanup_json_ json_t *binding =
+                        strcmp(rt_receipt_kind(st), GLOVE_STORE_RECEIPTS_KIND_REFINEMENT) == 0
+                                ? recorded_binding(rt, stem0, identity, bd)
+                                : NULL;
+                int r = rt_receipt_append(rt, st, receipt, binding, f, keeper_outcome, f->ended_at_ms, NULL, NULL,
+                                          err);
                 if (r < 0)
                         return r;
                 failed = f->termination == GLOVE_RUNTIME_TERM_START_FAILED || f->termination == GLOVE_RUNTIME_TERM_LOST;
@@ -113,9 +142,11 @@ static int reconcile_end(struct glove_runtime *rt, const struct glove_store_sess
                 /* The receipt is there: its state decides. */
                 uint64_t seq = 0;
                 _cleanup_json_ json_t *rc = NULL;
-                if (glove_store_receipts_find(rt->o.receipts, "session.terminal", st->session_id, &seq, &rc) == 1)
-                        failed = !json_is_string(json_object_get(rc, "state")) ||
-                                 strcmp(json_string_value(json_object_get(rc, "state")), "exited") != 0;
+                if (glove_store_receipts_find(rt->o.receipts, rt_receipt_kind(st), st->session_id, &seq, &rc) == 1) {
+                        const json_t *res = rt_resource_receipt(rc);
+                        failed = !json_is_string(json_object_get(res, "state")) ||
+                                 strcmp(json_string_value(json_object_get(res, "state")), "exited") != 0;
+                }
         }
         int r = 0;
         if (!failed && st->state == GLOVE_STORE_SESSION_RUNNING)
@@ -215,19 +246,7 @@ static int adopt(struct glove_runtime *rt, const struct glove_store_session *st,
         s->keeper_start = rt_jint(k, "start_time");
         /* The launch binding, as recorded before release (its digest is in
          * the identity). */
-        char rel[96];
-        snprintf(rel, sizeof(rel), "keepers/%s.binding", s->stem);
-        _cleanup_free_ char *text = NULL;
-        size_t n = 0;
-        const char *want = json_string_value(json_object_get(identity, "binding_digest"));
-        if (glove_file_read_bounded(rt->o.config->materialization_root_fd, rel, O_NOFOLLOW | O_NONBLOCK, 256 * 1024,
-                                    &text, &n, NULL) == 0)
-                s->binding = rt_json_object((const uint8_t *)text, n);
-        if (s->binding && (glove_runtime_json_digest(s->binding, s->binding_digest, NULL) < 0 || !want ||
-                           strcmp(s->binding_digest, want) != 0)) {
-                json_decref(s->binding);
-                s->binding = NULL;
-        }
+        s->binding = recorded_binding(rt, s->stem, identity, s->binding_digest);
         if (!s->binding) {
                 reconcile_log(rt, s->id, "reconcile.binding_unavailable",
                               "the launch binding file is missing or does not match its recorded digest");
@@ -255,14 +274,14 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
         rt_keeper_stem(id, stem);
         _cleanup_json_ json_t *identity = st->runtime ? rt_json_object((const uint8_t *)st->runtime, st->runtime_len) : NULL;
         uint64_t seq = 0;
-        if (glove_store_receipts_find(rt->o.receipts, "session.terminal", id, &seq, NULL) == 1) {
+        if (glove_store_receipts_find(rt->o.receipts, rt_receipt_kind(st), id, &seq, NULL) == 1) {
                 /* gloved ended between the receipt and the terminal
                  * transition: never a second receipt. */
                 reconcile_log(rt, id, "reconcile.receipt_present", "receipt %llu is there; the terminal transition is recorded",
                               (unsigned long long)seq);
                 if (cfg)
                         abort_later(rt, stem);
-                return reconcile_end(rt, st, identity, NULL, "reconcile.receipt_present", err);
+                return reconcile_end(rt, st, identity, NULL, "reconcile.receipt_present", NULL, err);
         }
         struct glove_runtime_receipt_facts f = { .started_at_ms = rt_released_at(st), .exit_code = -1,
                                                  .termination = GLOVE_RUNTIME_TERM_LOST };
@@ -274,12 +293,12 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
                 f.termination = GLOVE_RUNTIME_TERM_START_FAILED;
                 f.started_at_ms = -1;
                 f.code = "service.restarted";
-                return reconcile_end(rt, st, identity, &f, "service.restarted", err);
+                return reconcile_end(rt, st, identity, &f, "service.restarted", NULL, err);
         }
         if (!identity || !cfg) {
                 reconcile_log(rt, id, "reconcile.no_identity", "no runtime identity was recorded: its sandbox is not looked for");
                 f.code = "service.restarted";
-                return reconcile_end(rt, st, identity, &f, "service.restarted", err);
+                return reconcile_end(rt, st, identity, &f, "service.restarted", NULL, err);
         }
         const char *rec_boot = json_string_value(json_object_get(identity, "boot_id"));
         if (!rec_boot || strcmp(rec_boot, boot) != 0) {
@@ -302,8 +321,7 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
                 f.plan_content_digest = st->plan_content_digest;
                 f.ended_at_ms = rt->o.now_ms();
                 _cleanup_json_ json_t *receipt = glove_runtime_receipt_build(&f);
-                int r = receipt ? glove_store_receipts_append(rt->o.receipts, "session.terminal", id, receipt,
-                                                                f.ended_at_ms, NULL, err)
+                int r = receipt ? rt_receipt_append(rt, st, receipt, NULL, &f, NULL, f.ended_at_ms, NULL, NULL, err)
                                 : glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
                 if (r == 0)
                         r = glove_store_transition(rt->o.store, id, GLOVE_STORE_SESSION_FAILED, "host_restarted",
@@ -324,7 +342,7 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
                         close(fd);
                         reconcile_log(rt, id, "reconcile.identity_mismatch", "%s; nothing was signalled", why);
                         f.code = "identity.mismatch";
-                        return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
+                        return reconcile_end(rt, st, identity, &f, "identity.mismatch", NULL, err);
                 }
                 return adopt(rt, st, identity, fd, err); /* its line comes from adopt_wait */
         }
@@ -344,19 +362,19 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
                         rt_outcome_facts(&tmp, sout, &f);
                         reconcile_log(rt, id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
                                       glove_runtime_termination_name(f.termination));
-                        return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
+                        return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", sout, err);
                 }
                 reconcile_log(rt, id, "reconcile.identity_mismatch",
                               "the keeper's pid %d belongs to another process (start time differs); nothing was signalled",
                               (int)kpid);
                 f.code = "identity.mismatch";
-                return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
+                return reconcile_end(rt, st, identity, &f, "identity.mismatch", NULL, err);
         }
         if (keeper_same) {
                 reconcile_log(rt, id, "reconcile.identity_mismatch",
                               "the keeper %d lives but its socket does not answer as it; nothing was signalled", (int)kpid);
                 f.code = "identity.mismatch";
-                return reconcile_end(rt, st, identity, &f, "identity.mismatch", err);
+                return reconcile_end(rt, st, identity, &f, "identity.mismatch", NULL, err);
         }
         /* The keeper is gone; its sandbox died with it. */
         _cleanup_json_ json_t *status = rt_status_read(cfg, stem);
@@ -367,7 +385,7 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
                 rt_outcome_facts(&tmp, out, &f);
                 reconcile_log(rt, id, "reconcile.ended_while_down", "the session ended while gloved was down (%s)",
                               glove_runtime_termination_name(f.termination));
-                return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", err);
+                return reconcile_end(rt, st, identity, &f, "reconcile.ended_while_down", out, err);
         }
         const json_t *u = json_object_get(status, "usage");
         f.code = "keeper.lost";
@@ -376,7 +394,7 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
         f.peak_memory_bytes = rt_jint(u, "peak_memory_bytes");
         f.wall_time_ms = rt_jint(u, "wall_time_ms");
         reconcile_log(rt, id, "reconcile.keeper_lost", "keeper %d is gone without an outcome", (int)kpid);
-        return reconcile_end(rt, st, identity, &f, "keeper.lost", err);
+        return reconcile_end(rt, st, identity, &f, "keeper.lost", NULL, err);
 }
 
 /* Keeper files no live session owns (a keeper that outlived its session's

@@ -13,6 +13,7 @@
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
 
+#include "glove/refinement/common.h"
 #include "glove/remote/runtime.h"
 #include "glove/runtime/runtime.h"
 #include "glove/server/server.h"
@@ -625,7 +626,13 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                          plans ? json_pack("[i]", GLOVE_SERVER_PLAN_SCHEMA_VERSION) : json_array(),
                          "policy_revision", revision, "protocol_version", GLOVE_SERVER_PROTOCOL_VERSION,
                          "receipt_schema_version", c->receipts ? GLOVE_STORE_RECEIPT_SCHEMA_VERSION : 0,
-                         "refinement_evaluation_protocol_schema_version", 0, "resource_mechanisms",
+                         /* 1 exactly when the Linux managed runtime and the
+                          * protected library-bundle store are both
+                          * constructed (spec session-policy.md, "Capability
+                          * activation"; docs/refinement.md). */
+                         "refinement_evaluation_protocol_schema_version",
+                         lifecycle && c->library_bundle_root ? GLOVE_REFINEMENT_PROTOCOL_SCHEMA_VERSION : 0,
+                         "resource_mechanisms",
                          mech ? mech : json_array(), "resource_mechanisms_missing", missing ? missing : json_array(),
                          "service", "gloved", "session_store_schema_version",
                          store ? GLOVE_STORE_SCHEMA_VERSION : 0, "version", GLOVE_VERSION);

@@ -46,6 +46,8 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
                 add(b, "runtime_template_id", json_string(l->template_id));
         if (r >= 0 && l->adapter)
                 r = add(b, "adapter", sv_adapter_binding(l));
+        if (r >= 0 && l->refinement.binding)
+                r = add(b, "refinement", json_deep_copy(l->refinement.binding));
         if (r < 0 || !b || sv_launch_leases_binding(l, b) < 0)
                 return NULL;
         for (size_t i = 0; i < l->argc; i++)

@@ -72,6 +72,13 @@ struct glove_supervisor_launch {
         char *exe_path;            /* owned; adapter runtimes: the file that runs (argv[0]) */
         uint64_t exe_dev, exe_ino; /* its pinned identity (the MK_EXEC mount's) */
         bool exe_discovered;       /* found by runtime_discovery */
+        /* D: refinement-eval-v1 (refinement.c); all zero for an ordinary plan */
+        struct sv_refinement {
+                char *fixture;               /* the fixture's canonical bytes (owned) */
+                size_t fixture_len;
+                char *fixture_projection_id; /* never mounted */
+                json_t *binding;             /* the binding's "refinement" member (owned) */
+        } refinement;
 };
 
 /* One projection of the plan, as the binding commits it (all owned). */
@@ -99,6 +106,19 @@ struct sv_template;
  * launch.invalid_plan, launch.no_memory). */
 int sv_launch_projections(struct glove_supervisor_launch *l, const struct sv_template *t, const json_t *root,
                           struct glove_error *err);
+
+/* refinement-eval-v1 (refinement.c): for a refinement plan (root: the
+ * decoded plan), reads the fixture projection through the bundle root
+ * descriptor with the bundle file checks, decodes it strictly
+ * (refinement.fixture_*), checks it against the binding, the plan context
+ * and l->session_id (refinement.fixture_mismatch_*), and keeps its bytes and
+ * the binding's "refinement" record in l->refinement. An ordinary plan: 0,
+ * nothing kept. Errors: launch.invalid_plan, launch.bundles_unavailable,
+ * bundle.*, refinement.*, launch.no_memory. */
+int sv_launch_refinement(struct glove_supervisor_launch *l, const json_t *root, struct glove_error *err);
+/* True for the refinement fixture's projection, which is not mounted. */
+bool sv_launch_refinement_skips(const struct glove_supervisor_launch *l, const char *projection_id);
+void sv_launch_refinement_free(struct glove_supervisor_launch *l);
 
 /* Adds the agent-owned skills directory chain (beneath the home) and each
  * skill's KEY directory and SKILL.md to plan (uid/gid: the agent inside). */

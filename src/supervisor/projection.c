@@ -43,6 +43,7 @@ void sv_launch_projections_free(struct glove_supervisor_launch *l) {
         free(l->skills);
         l->projections = NULL;
         l->skills = NULL;
+        sv_launch_refinement_free(l);
         l->n_projections = l->n_skills = 0;
 }
 
@@ -252,9 +253,15 @@ int sv_launch_projections(struct glove_supervisor_launch *l, const struct sv_tem
                                        "the plan has %zu library projection%s but this gloved has no "
                                        "library bundle root",
                                        n, n == 1 ? "" : "s");
+        int r = sv_launch_refinement(l, root, err);
+        if (r < 0)
+                return r;
         struct reading rd = { 0 };
         for (size_t i = 0; i < n; i++) {
-                int r = project(l, json_array_get(list, i), &rd, err);
+                const json_t *o = json_array_get(list, i);
+                if (sv_launch_refinement_skips(l, json_string_value(json_object_get(o, "projection_id"))))
+                        continue; /* read above, for the evaluator only */
+                r = project(l, o, &rd, err);
                 if (r < 0) {
                         free(rd.seen);
                         return r;

@@ -165,6 +165,16 @@ struct glove_keeper_args {
          * sandbox is gone, before ENDED. */
         const int *hold_fds;
         size_t n_hold_fds;
+        /* refinement-eval-v1 (docs/refinement.md, "The evaluator"): the
+         * fixture's canonical bytes the launch read and checked, or NULL
+         * for an ordinary session. The keeper builds the evaluator from
+         * them before the session starts (a fixture that does not decode
+         * is a start failure with its refinement.* code), feeds it every
+         * byte of the terminal's output, and at the end puts the
+         * observation (evaluator.h's wire form) in its outcome as
+         * "refinement" (null when the evaluator failed). */
+        const char *refinement_fixture;
+        size_t refinement_fixture_len;
 };
 
 /*

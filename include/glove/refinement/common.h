@@ -32,6 +32,10 @@
 
 /* Largest integer a refinement document carries (2^53 - 1: exact in every
  * JSON reader). */
+/* The refinement_evaluation_protocol_schema_version gloved advertises when
+ * it can run refinement-eval-v1 (docs/refinement.md). */
+#define GLOVE_REFINEMENT_PROTOCOL_SCHEMA_VERSION 1
+
 #define GLOVE_REFINEMENT_INT_MAX 9007199254740991LL
 
 /* The two sides of a matched pair. */

@@ -392,5 +392,15 @@ json_t *glove_runtime_receipt_binding(const json_t *full);
  *    "usage":{"cpu_time_ms","disk_bytes","output_bytes","peak_memory_bytes","wall_time_ms"}} */
 json_t *glove_runtime_receipt_build(const struct glove_runtime_receipt_facts *f);
 
+/*
+ * The session registry's gate on terminal receipts (spec session-policy.md,
+ * "Capability activation": a refinement plan never falls back to the
+ * resource receipt): kind must be "session.refinement" for a
+ * refinement-eval-v1 plan (plan[0..plan_len), canonical, as stored) and
+ * "session.terminal" for any other. Returns 0, or -EINVAL with
+ * receipts.kind_mismatch (also for a plan that does not decode).
+ */
+int glove_runtime_receipt_kind_check(const char *plan, size_t plan_len, const char *kind, struct glove_error *err);
+
 /* Pushed frames pending per connection at most, bytes. */
 #define GLOVE_RUNTIME_PUSH_MAX (1024u * 1024)

@@ -102,7 +102,8 @@ bool glove_server_method_advertised(const struct glove_server_components *c, con
  *    "managed_runtime_ids":[],"methods":[...],"plan_schema_versions":[...],
  *    "policy_revision":N|null,"protocol_version":1,
  *    "receipt_schema_version":1,
- *    "refinement_evaluation_protocol_schema_version":0,
+ *    "refinement_evaluation_protocol_schema_version":0|1 (1: the Linux runtime
+ *      and the library bundle root are both constructed),
  *    "resource_mechanisms":[],"service":"gloved",
  *    "session_store_schema_version":1|0,"version":"...",
  *    "library_bundle_root":BOOL,"cgroup_placement":S|null,

@@ -357,6 +357,17 @@ int glove_supervisor_launch_add_mounts(struct glove_mount_plan *plan, void *laun
 json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l);
 
 /*
+ * refinement-eval-v1 (docs/refinement.md, "At launch"): the canonical bytes
+ * of the fixture the launch read, checked and left unmounted (*len, may be
+ * NULL, their count; at most GLOVE_REFINEMENT_FIXTURE_MAX_BYTES), borrowed
+ * from l; NULL for an ordinary plan. The binding then has a "refinement"
+ * member: {"evaluation_protocol","expectations","matched_context_digest",
+ * "plan_context_digest","projections":{"base","candidate","fixture",
+ * "selected"},"variant"} (expectations: evaluator.h's wire form).
+ */
+const char *glove_supervisor_launch_refinement_fixture(const struct glove_supervisor_launch *l, size_t *len);
+
+/*
  * The session ended: unmounts the host mounts of retained images
  * (MNT_DETACH; the loop devices go with autoclear) and closes the pinned
  * descriptors. Images stay. Idempotent. Returns 0 or the first -errno
