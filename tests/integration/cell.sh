@@ -190,6 +190,8 @@ prepare() { # build mode dir
         cp -r "$repo/docs" "$work/suite/docs"
         cp -r "$repo/examples" "$work/suite/examples"
         cp -r "$here/lib" "$work/suite/lib"
+        # lib/refinement.py computes the refinement digests with the vectors' own code.
+        cp "$repo/tests/vectors/refinement_vectors.py" "$work/suite/lib/"
         cp -r "$repo/tests/agents/." "$work/agents/"
         cp -r "$repo/tests/fixtures/interop" "$repo/tests/fixtures/conformance" "$work/fixtures/"
         cp "$repo/tests/fixtures/cloudflare-os-session-policy.json" "$work/fixtures/"
