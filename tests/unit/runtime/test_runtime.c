@@ -196,12 +196,62 @@ static void test_cgroup_placement(void **state) {
         assert_string_equal(glove_runtime_cgroup_placement(NULL), "none");
 }
 
+/* The registry's gate (runtime.h, glove_runtime_receipt_kind_check): a
+ * refinement plan takes only a refinement receipt, any other plan only a
+ * resource receipt; a plan that does not decode takes neither. */
+static char *read_file(const char *path, size_t *len) {
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        char *buf = malloc(1 << 20);
+        assert_non_null(buf);
+        *len = fread(buf, 1, (1 << 20) - 1, f);
+        buf[*len] = '\0';
+        fclose(f);
+        return buf;
+}
+
+static void test_receipt_kind(void **state) {
+        (void)state;
+        size_t n = 0;
+        char *plan = read_file(REFINEMENT_DIR "/example-plan.json", &n);
+        /* The example is one canonical line; the stored plan has no newline. */
+        while (n && plan[n - 1] == '\n')
+                n--;
+        struct glove_error e = { 0 };
+        assert_int_equal(glove_runtime_receipt_kind_check(plan, n, "session.refinement", &e), 0);
+        assert_int_equal(glove_runtime_receipt_kind_check(plan, n, "session.terminal", &e), -EINVAL);
+        assert_string_equal(e.code, "receipts.kind_mismatch");
+        /* The same plan without its two refinement members is an ordinary one. */
+        json_t *v = json_loadb(plan, n, 0, NULL);
+        assert_non_null(v);
+        json_object_del(v, "evaluation_protocol");
+        json_object_del(v, "refinement");
+        char *ord = NULL;
+        size_t olen = 0;
+        assert_int_equal(glove_json_encode_canonical(v, &ord, &olen, NULL), 0);
+        struct glove_error e2 = { 0 };
+        assert_int_equal(glove_runtime_receipt_kind_check(ord, olen, "session.terminal", &e2), 0);
+        assert_int_equal(glove_runtime_receipt_kind_check(ord, olen, "session.refinement", &e2), -EINVAL);
+        assert_string_equal(e2.code, "receipts.kind_mismatch");
+        /* A binding without the protocol decodes as neither. */
+        json_object_set_new(v, "refinement", json_object());
+        free(ord);
+        assert_int_equal(glove_json_encode_canonical(v, &ord, &olen, NULL), 0);
+        struct glove_error e3 = { 0 };
+        assert_int_equal(glove_runtime_receipt_kind_check(ord, olen, "session.terminal", &e3), -EINVAL);
+        assert_string_equal(e3.code, "receipts.kind_mismatch");
+        free(ord);
+        json_decref(v);
+        free(plan);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_signals),
                 cmocka_unit_test(test_cgroup_placement),
                 cmocka_unit_test(test_output_skip),
                 cmocka_unit_test(test_receipt),
+                cmocka_unit_test(test_receipt_kind),
                 cmocka_unit_test(test_receipt_binding),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
