@@ -509,6 +509,26 @@ int glove_json_reject_reals(const json_t *v, const char *path, struct glove_erro
 
 /* ---- canonical form ---- */
 
+/* jansson writes the \u00XX escapes of control characters with upper-case
+ * hex; the canonical form has lower case (RFC 8785, section 3.2.2.2; what
+ * Python's json.dumps and ECMAScript's JSON.stringify write), so that a
+ * controller's encoder and Glove's agree byte for byte. Outside strings
+ * there is no backslash; inside, each escape is skipped whole so that an
+ * escaped backslash followed by "u" is left alone. */
+static void lower_unicode_escapes(char *p, size_t n) {
+        for (size_t i = 0; i + 1 < n; i++) {
+                if (p[i] != '\\')
+                        continue;
+                i++;
+                if (p[i] != 'u')
+                        continue;
+                for (size_t k = i + 1; k < n && k <= i + 4; k++)
+                        if (p[k] >= 'A' && p[k] <= 'F')
+                                p[k] = (char)(p[k] - 'A' + 'a');
+                i += 4;
+        }
+}
+
 int glove_json_encode_canonical(const json_t *v, char **out, size_t *out_len,
                                 struct glove_error *err) {
         *out = NULL;
@@ -535,6 +555,7 @@ int glove_json_encode_canonical(const json_t *v, char **out, size_t *out_len,
                 return glove_error_set(err, EINVAL, "json.encode_failed",
                                        "JSON value changed size while encoding");
         buf[n] = '\0';
+        lower_unicode_escapes(buf, n);
         *out = TAKE_PTR(buf);
         if (out_len)
                 *out_len = n;
@@ -558,6 +579,8 @@ static int compare_canonical(const void *data, size_t len, const json_t *v, size
                         return r;
                 char buf[CANONICAL_COMPARE_STACK];
                 size_t n = json_dumpb(v, buf, len, CANONICAL_DUMP_FLAGS);
+                if (n == len)
+                        lower_unicode_escapes(buf, n);
                 if (n == len && memcmp(buf, data, len) == 0) {
                         *diff = len;
                         return 1;

@@ -64,8 +64,8 @@ def launch_digest(launch, stop_after_environment=False):
 
 
 def canonical(value):
-    """Glove's canonical JSON for ASCII-or-UTF-8 values without control
-    characters other than \\b \\f \\n \\r \\t and U+0001..U+0009 style digits."""
+    """Glove's canonical JSON (docs/digests.md, "Canonical form"): Python
+    writes the \\u00xx escapes of control characters in lower case, as Glove does."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -110,6 +110,7 @@ CANONICAL_VECTORS = [
     ("nested", '{"z":{"y":[1,{"b":"x","a":-2}],"x":""},"a":0}', None),
     ("unicode-raw", '{"s":"caf\\u00e9 \\u20ac \\ud83d\\ude00"}', None),
     ("escapes", '{"q":"\\"\\\\\\n\\t\\u0001/"}', None),
+    ("escapes-hex", '{"e":"\\u001B[0m\\u001f"}', None),
     ("int64-edges", '{"max":9223372036854775807,"min":-9223372036854775808}', None),
 ]
 

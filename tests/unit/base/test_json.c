@@ -608,6 +608,33 @@ static void test_check_keys(void **state) {
         assert_non_null(strstr(err.message, "\\x1b]0;pwned\\x07"));
 }
 
+/* Control characters are escaped \u00xx with lower-case hex (RFC 8785,
+ * what Python's json.dumps and JSON.stringify write); an upper-case escape
+ * is not canonical, on the fast path (short texts) and the long one; an
+ * escaped backslash followed by "u" and hex is text, left alone. */
+static void test_canonical_escape_case(void **state) {
+        (void)state;
+        json_t *v = json_pack("{s:s}", "s", "a\x1b[1mB\x1f\x0b\\u00AB");
+        assert_non_null(v);
+        char *out = NULL;
+        size_t n = 0;
+        assert_int_equal(glove_json_encode_canonical(v, &out, &n, NULL), 0);
+        assert_string_equal(out, "{\"s\":\"a\\u001b[1mB\\u001f\\u000b\\\\u00AB\"}");
+        assert_int_equal(glove_json_is_canonical(out, n, 1 << 20, 0, NULL), 1);
+        free(out);
+        const char *upper = "{\"s\":\"a\\u001B[1mB\\u001f\\u000b\\\\u00AB\"}";
+        assert_int_equal(glove_json_is_canonical(upper, strlen(upper), 1 << 20, 0, NULL), 0);
+        /* The same past the fast path's 4096 bytes. */
+        char big[6000];
+        memset(big, 'x', sizeof(big));
+        memcpy(big, "{\"s\":\"\\u001B", 12);
+        memcpy(big + sizeof(big) - 2, "\"}", 2);
+        assert_int_equal(glove_json_is_canonical(big, sizeof(big), 1 << 20, 0, NULL), 0);
+        big[11] = 'b';
+        assert_int_equal(glove_json_is_canonical(big, sizeof(big), 1 << 20, 0, NULL), 1);
+        json_decref(v);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_utf8_valid_sequences),
@@ -629,6 +656,7 @@ int main(void) {
                 cmocka_unit_test(test_is_canonical),
                 cmocka_unit_test(test_decode_canonical),
                 cmocka_unit_test(test_canonical_round_trip),
+                cmocka_unit_test(test_canonical_escape_case),
                 cmocka_unit_test(test_paths),
                 cmocka_unit_test(test_get_string),
                 cmocka_unit_test(test_get_int),
