@@ -16,6 +16,7 @@ load "$GLOVE_IT_LIB/gloved"
 
 REF="$LIB/refinement.py"
 SESSCTL="$LIB/sessctl.py"
+REC="$LIB/recovery.py"
 VERIFY="$AGENTS/verify_receipts.py"
 ZERO64=0000000000000000000000000000000000000000000000000000000000000000
 
@@ -28,6 +29,15 @@ setup() {
 
 teardown() {
         gloved_teardown
+        # A recovery test's sessions outlive gloved: what it left (a keeper,
+        # an agent, mounts) is taken away as a host restart would.
+        if [ -f "$T/snap" ]; then
+                "$PY" "$REC" simulate-reboot "$T/snap" "$T/mat" >&2 || true
+        fi
+        local f
+        for f in "$T"/g.gloved.err.*; do
+                [ -f "$f" ] && no_sanitizer_reports "$f"
+        done
         return 0
 }
 
@@ -35,8 +45,9 @@ teardown() {
 # the bundle root and the given arguments; skips when managed sessions are
 # not operational for this user.
 start_rf() {
-        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
-                --materialization-root "$T/mat" --library-bundle-root "$T/lib" "$@"
+        RF_ARGS=(--session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal"
+                --materialization-root "$T/mat" --library-bundle-root "$T/lib" "$@")
+        start_gloved "$T/g" "${RF_ARGS[@]}"
         ctl --json capabilities
         expect_status 0
         CAPS=$output
@@ -142,4 +153,121 @@ verify() {
         grep -q '^p1-base base passed=false evidence=valid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
         grep -q '^p1-candidate candidate passed=true evidence=valid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
         [[ "$OUTCOMES" == *"2 session.refinement receipts"* ]] || fail "verifier: $OUTCOMES"
+}
+
+# edit_plan IN OUT PYTHON: OUT is the plan IN (canonical, like IN) after the
+# Python statements PYTHON, which change p (the plan, a dict).
+edit_plan() {
+        "$PY" - "$1" "$2" "$3" <<'PYEOF' || fail "edit_plan: $3"
+import json, sys
+p = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+open(sys.argv[2], "w").write(json.dumps(p, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+PYEOF
+}
+
+# plan_refused NAME CODE PATH: validate_plan and create_session both refuse
+# the plan $T/cfg/NAME.plan with the reason CODE at PATH, and no session of
+# it is stored.
+plan_refused() {
+        local f=$T/cfg/$1.plan id=bad-$1
+        ctl validate-plan "$f"
+        expect_status 1
+        expect_line "reason $2 at $3"
+        ctl create-session --session-id "$id" --idempotency-key "k-$id" --controller-digest "$CDIGEST" --plan "$f"
+        expect_status 1
+        [[ "$stderr" == "glove: plan.invalid: "* ]] || fail "create_session of $1: $stderr"
+        expect_line "reason $2 at $3"
+        ctl session-status "$id"
+        expect_refused session.not_found
+}
+
+@test "gloved refinement: plans that break the refinement rules are refused at validate_plan and create_session" {
+        start_rf
+        pair v1 pass pass
+        local good=$T/cfg/v1-base.plan
+        ctl validate-plan "$good"
+        expect_status 0
+        # A third library projection (beside the fixture and the skill).
+        edit_plan "$good" "$T/cfg/third.plan" \
+                'p["library_projections"].append({"content_digest": "cd" * 32, "destination_alias": "libraries", "projection_id": "zz-extra"})'
+        plan_refused third plan.refinement_projection_count '$.library_projections'
+        # A path grant (one the policy would allow is beside the point).
+        edit_plan "$good" "$T/cfg/grant.plan" \
+                'p["path_grants"] = [{"access": "read", "alias": "reference", "cleanup_policy": "retain", "materialization": "bind", "max_bytes": 1024, "ttl_secs": 60}]'
+        plan_refused grant plan.refinement_path_grants '$.path_grants[0]'
+        # The binding without the protocol: it must not run as an ordinary
+        # session with a resource receipt.
+        edit_plan "$good" "$T/cfg/noproto.plan" 'del p["evaluation_protocol"]'
+        plan_refused noproto plan.refinement_without_protocol '$.evaluation_protocol'
+        # The protocol without the binding.
+        edit_plan "$good" "$T/cfg/nobinding.plan" 'del p["refinement"]'
+        plan_refused nobinding plan.refinement_missing '$.refinement'
+        # The base variant's plan projecting the candidate skill instead
+        # (entries sorted: fixture, skill-candidate).
+        edit_plan "$good" "$T/cfg/unselected.plan" \
+                'p["library_projections"] = sorted([p["refinement"]["candidate"] if e == p["refinement"]["base"] else e for e in p["library_projections"]], key=lambda e: e["projection_id"])'
+        plan_refused unselected plan.refinement_unselected_projected '$.library_projections[1]'
+        # The good plan is still created (the refusals stored nothing).
+        create v1-base
+        ctl sessions
+        expect_status 0
+        [ "$(grep -c 'bad-' <<<"$output")" -eq 0 ] || fail "a refused plan left a session: $output"
+}
+
+# fixture_refused ID CODE: the session is created, its start fails with CODE
+# before the agent runs (the reason of its last transition), and its one
+# receipt is a refinement receipt with invalid evidence, no stream, no pass,
+# and the start_failed resource receipt of a session that never started.
+fixture_refused() {
+        create "$1"
+        ctl start "$1"
+        if [ "$status" -ne 0 ]; then
+                [[ "$stderr" == "glove: $2: "* ]] || fail "start of $1: expected $2, got: $stderr"
+        fi
+        wait_ended "$1"
+        [ "$(state "$1")" = failed ] || fail "$1 is $(state "$1"), not failed"
+        local why
+        why=$("$GLOVE" ctl --runtime-dir "$RT" --json session-status "$1" | jq -r '.history[-1].reason')
+        [ "$why" = "$2" ] || fail "$1 failed with $why, not $2"
+        receipt "$1"
+        receipt_is ".resource_receipt.termination.kind == \"start_failed\" and .resource_receipt.termination.code == \"$2\""
+        receipt_is '.resource_receipt.started_at_ms == null'
+        receipt_is '.outcome.evidence.status == "invalid" and .outcome.stream == null and .stream == null'
+        receipt_is '.outcome.metrics.passed == false and .evaluator.complete == false'
+        grep -F "session $1: " "$GD_ERR" | grep -qF "$2" || fail "gloved said nothing of $2 for $1"
+}
+
+@test "gloved refinement: bad fixtures are refused at start, before the agent runs, with one refinement receipt" {
+        start_rf
+        local cand=$'\n'
+        # f1: a trailing newline (as editors write); an unknown member.
+        pair f1 pass pass "append.base=$cand" 'fixture.candidate.extra=1'
+        fixture_refused f1-base refinement.fixture_not_canonical
+        fixture_refused f1-candidate refinement.fixture_unknown_field
+        # f2: required literals unsorted; duplicated.
+        pair f2 pass pass 'fixture.base.expected.required_literals=["done: 3 files","PASS lint"]' \
+                'fixture.candidate.expected.required_literals=["PASS lint","PASS lint"]'
+        fixture_refused f2-base refinement.fixture_unsorted
+        fixture_refused f2-candidate refinement.fixture_duplicate
+        # f3: another session's fixture; the candidate's fixture naming the
+        # base skill as selected (its digest is not the candidate's: the
+        # decoder refuses it before the check against the plan).
+        pair f3 pass pass 'fixture.base.session_id="f3-other"' 'fixture.candidate.selected_projection="@base"'
+        fixture_refused f3-base refinement.fixture_mismatch_session
+        fixture_refused f3-candidate refinement.fixture_selected_mismatch
+        # f4: the selected skill's digest but another projection id (the
+        # check against the plan); another seed than the plan committed.
+        pair f4 pass pass 'fixture.base.selected_projection.projection_id="skill-other"' 'fixture.candidate.seed=7'
+        fixture_refused f4-base refinement.fixture_mismatch_selected
+        fixture_refused f4-candidate refinement.fixture_mismatch_matched_context
+        # f5: the fixture file changed after the plan committed its digest.
+        pair f5 pass pass
+        local fx
+        fx=$(jq -r .refinement.fixture.content_digest "$T/cfg/f5-base.plan")
+        [ -f "$T/lib/$fx.json" ] || fail "no fixture file $fx"
+        printf ' ' >>"$T/lib/$fx.json"
+        fixture_refused f5-base bundle.digest_mismatch
+        verify
+        [[ "$OUTCOMES" == *"9 session.refinement receipts"* ]] || fail "verifier: $OUTCOMES"
 }
