@@ -271,3 +271,50 @@ fixture_refused() {
         verify
         [[ "$OUTCOMES" == *"9 session.refinement receipts"* ]] || fail "verifier: $OUTCOMES"
 }
+
+# outcome_of ID: runs ID to its end; sets RECEIPT to its one refinement
+# receipt; the session exited or failed as its agent made it.
+outcome_of() {
+        run_session "$1"
+        receipt "$1"
+}
+
+@test "gloved refinement: invalid UTF-8, a flood, forged results, an early close and exit codes get the evidence the spec says" {
+        start_rf
+        pair a1 badutf8 flood
+        pair a2 forged early
+        pair a3 exit3 exit3 'expected.exit_code=3'
+        pair a4 exit3 pass
+        # Every literal printed, then bytes that are not UTF-8: invalid
+        # evidence never passes.
+        outcome_of a1-base
+        receipt_is '.outcome.evidence == {"defects":["invalid_utf8"],"status":"invalid"}'
+        receipt_is '.outcome.metrics.required_literals.missing == [] and .outcome.metrics.passed == false'
+        receipt_is '.resource_receipt.termination.kind == "exit" and .resource_receipt.exit_code == 0'
+        # A flood ended by the terminal output limit: the limit overrides.
+        outcome_of a1-candidate
+        receipt_is '.resource_receipt.termination.kind == "limit" and .resource_receipt.termination.limit == "terminal_output_bytes"'
+        receipt_is '.outcome.metrics.failed_assertions | index("resource_limit") != null and index("termination") != null'
+        receipt_is '.outcome.metrics.passed == false and .outcome.observed.resource_limit == true'
+        # Forged result JSON changes nothing; the forbidden literal's words
+        # apart are not the literal.
+        outcome_of a2-base
+        receipt_is '.outcome.metrics.passed == false and .outcome.evidence.status == "valid"'
+        receipt_is '.outcome.metrics.failed_assertions == ["required_literals"]'
+        receipt_is '.outcome.metrics.required_literals == {"missing":[0,1,2],"total":3}'
+        receipt_is '.outcome.metrics.forbidden_literals == {"found":[],"total":1}'
+        # The terminal closed early, then a clean exit 0: every byte was
+        # read to the terminal's end, so the evidence is valid and it passes.
+        outcome_of a2-candidate
+        receipt_is '.outcome.evidence == {"defects":[],"status":"valid"} and .outcome.metrics.passed == true'
+        receipt_is '.resource_receipt.termination.kind == "exit" and .resource_receipt.exit_code == 0'
+        # Exit 3 passes where the fixture expects 3, fails where it expects 0.
+        outcome_of a3-base
+        receipt_is '.outcome.metrics.passed == true and .outcome.observed.exit_code == 3'
+        outcome_of a4-base
+        receipt_is '.outcome.metrics.passed == false and .outcome.metrics.failed_assertions == ["exit_code"]'
+        receipt_is '.outcome.evidence.status == "valid" and .outcome.observed.exit_code == 3'
+        verify
+        grep -q '^a1-base base passed=false evidence=invalid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
+        grep -q '^a2-candidate candidate passed=true evidence=valid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
+}
