@@ -318,3 +318,110 @@ outcome_of() {
         grep -q '^a1-base base passed=false evidence=invalid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
         grep -q '^a2-candidate candidate passed=true evidence=valid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
 }
+
+# start_rec: start_rf for a recovery test (root: recovery.py inspects and
+# clears the host): a snapshot of the host first, so that teardown takes
+# away whatever the test leaves, and each gloved's PID for recovery.py.
+start_rec() {
+        is_root || skip "the recovery tests need root (recovery.py inspects and clears the host); running as uid $(id -u)"
+        "$PY" "$REC" snapshot "$T/snap"
+        GD_N=0
+        start_rf
+        echo "$GD_PID" >>"$T/snap.pids"
+}
+
+# gd_kill: SIGKILL to gloved (the keepers stay).
+gd_kill() {
+        kill -KILL "$GD_PID"
+        wait_exit "$GD_PID" 10 || fail "gloved survived SIGKILL"
+}
+
+# gd_restart: gloved again with start_rf's arguments on the same
+# directories, its stderr in a new GD_ERR; waits for its "listening on" line
+# (the socket the killed one left does not count).
+gd_restart() {
+        GD_N=$((GD_N + 1))
+        GD_ERR=$T/g.gloved.err.$GD_N
+        "$GLOVED" --runtime-dir "$RT" --state-dir "$ST" "${RF_ARGS[@]}" 2>"$GD_ERR" </dev/null 3>&- &
+        GD_PID=$!
+        track_pid "$GD_PID"
+        echo "$GD_PID" >>"$T/snap.pids"
+        local idx
+        for ((idx = 0; idx < 400; idx++)); do
+                grep -qF '"msg":"listening on ' "$GD_ERR" && return 0
+                running "$GD_PID" || fail "gloved exited during start-up: $(cat "$GD_ERR")"
+                sleep 0.025
+        done
+        fail "gloved did not listen within 10 s: $(cat "$GD_ERR")"
+}
+
+# wait_started ID: until the agent of ID has printed "started" (it runs).
+wait_started() {
+        local idx
+        for ((idx = 0; idx < 600; idx++)); do
+                "$PY" "$SESSCTL" call "$RT" attach "{\"session_id\":\"$1\"}" |
+                        jq -r '.result.transcript_b64 // ""' | base64 -d | grep -q '^started' && return 0
+                sleep 0.1
+        done
+        fail "session $1 never printed started"
+}
+
+# wait_outcome ID: until the keeper of ID has written its outcome into its
+# status file (MAT/keepers/*.status) and no keeper of the test is left.
+wait_outcome() {
+        local idx
+        for ((idx = 0; idx < 600; idx++)); do
+                if cat "$T"/mat/keepers/*.status 2>/dev/null |
+                        jq -se --arg id "$1" 'any(.[]; .session_id == $id and .outcome != null)' >/dev/null &&
+                        [ -z "$("$PY" "$REC" keepers "$T/snap" "$T/mat")" ]; then
+                        return 0
+                fi
+                sleep 0.1
+        done
+        fail "the keeper of $1 wrote no outcome or did not exit: $(cat "$T"/mat/keepers/*.status 2>&1)"
+}
+
+# recovered ID CODE: gloved's stderr has one reconciler line for ID with
+# CODE; ID ended with one refinement receipt, valid evidence and a pass
+# (the keeper observed the whole stream); nothing of the test is left.
+recovered() {
+        local n
+        n=$(grep -Fc "\"msg\":\"reconcile: $1: reconcile.$2: " "$GD_ERR" || true)
+        [ "$n" -eq 1 ] || fail "expected one reconcile.$2 line for $1, got $n: $(grep 'reconcile: ' "$GD_ERR")"
+        wait_ended "$1"
+        [ "$(state "$1")" = exited ] || fail "$1 is $(state "$1"), not exited"
+        receipt "$1"
+        receipt_is '.outcome.evidence == {"defects":[],"status":"valid"} and .outcome.metrics.passed == true'
+        receipt_is '.evaluator.complete == true and .resource_receipt.termination.kind == "exit"'
+        receipt_is '.outcome.metrics.required_literals == {"missing":[],"total":3} and .stream.bytes > 0'
+        run --separate-stderr "$PY" "$REC" leftovers "$T/snap" "$T/mat"
+        expect_status 0
+        verify
+        grep -q "^$1 [a-z]* passed=true evidence=valid" <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
+        [[ "$OUTCOMES" == *"1 session.refinement receipts"* ]] || fail "verifier: $OUTCOMES"
+}
+
+@test "gloved refinement: gloved killed during an evaluation, restarted after the agent ended, writes one refinement receipt" {
+        start_rec
+        pair r1 slow pass
+        create r1-base
+        ctl start r1-base
+        expect_status 0
+        wait_started r1-base
+        gd_kill
+        wait_outcome r1-base
+        gd_restart
+        recovered r1-base ended_while_down
+}
+
+@test "gloved refinement: gloved killed during an evaluation and restarted at once adopts it; one refinement receipt" {
+        start_rec
+        pair r2 slow pass
+        create r2-base
+        ctl start r2-base
+        expect_status 0
+        wait_started r2-base
+        gd_kill
+        gd_restart
+        recovered r2-base adopted
+}
