@@ -215,16 +215,22 @@ plan_refused() {
         [ "$(grep -c 'bad-' <<<"$output")" -eq 0 ] || fail "a refused plan left a session: $output"
 }
 
-# fixture_refused ID CODE: the session is created, its start fails with CODE
-# before the agent runs (the reason of its last transition), and its one
-# receipt is a refinement receipt with invalid evidence, no stream, no pass,
-# and the start_failed resource receipt of a session that never started.
-fixture_refused() {
+# start_bad ID CODE: creates and starts the session, whose start is to fail
+# with CODE (start_session answers, or refuses with CODE).
+start_bad() {
         create "$1"
         ctl start "$1"
         if [ "$status" -ne 0 ]; then
                 [[ "$stderr" == "glove: $2: "* ]] || fail "start of $1: expected $2, got: $stderr"
         fi
+}
+
+# fixture_refused ID CODE: after start_bad ID CODE, the start failed with
+# CODE before the agent ran (the reason of its last transition), and the
+# session's one receipt is a refinement receipt with invalid evidence, no
+# stream, no pass, and the start_failed resource receipt of a session that
+# never started.
+fixture_refused() {
         wait_ended "$1"
         [ "$(state "$1")" = failed ] || fail "$1 is $(state "$1"), not failed"
         local why
@@ -240,33 +246,43 @@ fixture_refused() {
 
 @test "gloved refinement: bad fixtures are refused at start, before the agent runs, with one refinement receipt" {
         start_rf
-        local cand=$'\n'
+        local nl=$'\n'
         # f1: a trailing newline (as editors write); an unknown member.
-        pair f1 pass pass "append.base=$cand" 'fixture.candidate.extra=1'
-        fixture_refused f1-base refinement.fixture_not_canonical
-        fixture_refused f1-candidate refinement.fixture_unknown_field
+        pair f1 pass pass "append.base=$nl" 'fixture.candidate.extra=1'
+        start_bad f1-base refinement.fixture_not_canonical
+        start_bad f1-candidate refinement.fixture_unknown_field
         # f2: required literals unsorted; duplicated.
         pair f2 pass pass 'fixture.base.expected.required_literals=["done: 3 files","PASS lint"]' \
                 'fixture.candidate.expected.required_literals=["PASS lint","PASS lint"]'
-        fixture_refused f2-base refinement.fixture_unsorted
-        fixture_refused f2-candidate refinement.fixture_duplicate
+        start_bad f2-base refinement.fixture_unsorted
+        start_bad f2-candidate refinement.fixture_duplicate
         # f3: another session's fixture; the candidate's fixture naming the
         # base skill as selected (its digest is not the candidate's: the
         # decoder refuses it before the check against the plan).
         pair f3 pass pass 'fixture.base.session_id="f3-other"' 'fixture.candidate.selected_projection="@base"'
-        fixture_refused f3-base refinement.fixture_mismatch_session
-        fixture_refused f3-candidate refinement.fixture_selected_mismatch
+        start_bad f3-base refinement.fixture_mismatch_session
+        start_bad f3-candidate refinement.fixture_selected_mismatch
         # f4: the selected skill's digest but another projection id (the
         # check against the plan); another seed than the plan committed.
         pair f4 pass pass 'fixture.base.selected_projection.projection_id="skill-other"' 'fixture.candidate.seed=7'
-        fixture_refused f4-base refinement.fixture_mismatch_selected
-        fixture_refused f4-candidate refinement.fixture_mismatch_matched_context
+        start_bad f4-base refinement.fixture_mismatch_selected
+        start_bad f4-candidate refinement.fixture_mismatch_matched_context
         # f5: the fixture file changed after the plan committed its digest.
         pair f5 pass pass
         local fx
         fx=$(jq -r .refinement.fixture.content_digest "$T/cfg/f5-base.plan")
         [ -f "$T/lib/$fx.json" ] || fail "no fixture file $fx"
         printf ' ' >>"$T/lib/$fx.json"
+        start_bad f5-base bundle.digest_mismatch
+        # All started; now each outcome.
+        fixture_refused f1-base refinement.fixture_not_canonical
+        fixture_refused f1-candidate refinement.fixture_unknown_field
+        fixture_refused f2-base refinement.fixture_unsorted
+        fixture_refused f2-candidate refinement.fixture_duplicate
+        fixture_refused f3-base refinement.fixture_mismatch_session
+        fixture_refused f3-candidate refinement.fixture_selected_mismatch
+        fixture_refused f4-base refinement.fixture_mismatch_selected
+        fixture_refused f4-candidate refinement.fixture_mismatch_matched_context
         fixture_refused f5-base bundle.digest_mismatch
         verify
         [[ "$OUTCOMES" == *"9 session.refinement receipts"* ]] || fail "verifier: $OUTCOMES"
