@@ -5,10 +5,13 @@
 # fixture is read by gloved and never mounted; each session ends with one
 # refinement receipt (never a resource one) that the independent verifier
 # accepts, with equal matched-context digests across the pair and the
-# verdict the fixture predicts; bad fixtures are refused before the agent
-# runs; agents that write invalid UTF-8, flood their terminal, print forged
+# verdict the fixture predicts; plans that break the refinement rules are
+# refused at validate_plan and create_session; bad fixtures are refused
+# before the agent runs; agents that write invalid UTF-8, flood their terminal, print forged
 # results or close their terminal early get the evidence the spec says; a
-# gloved killed while the agent runs recovers one refinement receipt. The
+# gloved killed while the agent runs recovers one refinement receipt, with
+# the stream its keeper observed, whether the agent ended while gloved was
+# down or gloved came back at once and adopted it. The
 # policy, bundles, fixtures and plans come from lib/refinement.py.
 
 load helpers
