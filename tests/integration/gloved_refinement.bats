@@ -7,12 +7,13 @@
 # accepts, with equal matched-context digests across the pair and the
 # verdict the fixture predicts; plans that break the refinement rules are
 # refused at validate_plan and create_session; bad fixtures are refused
-# before the agent runs; agents that write invalid UTF-8, flood their terminal, print forged
-# results or close their terminal early get the evidence the spec says; a
-# gloved killed while the agent runs recovers one refinement receipt, with
-# the stream its keeper observed, whether the agent ended while gloved was
-# down or gloved came back at once and adopted it. The
-# policy, bundles, fixtures and plans come from lib/refinement.py.
+# before the agent runs; agents that write invalid UTF-8, flood their
+# terminal, print forged results, close their terminal early or exit with
+# another code get the evidence the spec says; a gloved killed while the
+# agent runs recovers one refinement receipt, with the stream its keeper
+# observed, whether the agent ended while gloved was down or gloved came
+# back at once and adopted it. The policy, bundles, fixtures and plans come
+# from lib/refinement.py.
 
 load helpers
 load "$GLOVE_IT_LIB/gloved"
