@@ -18,7 +18,11 @@ docs/refinement.md).
         (JSON) sets one fixture's member after the plan committed the
         matched context; raw.VARIANT=TEXT writes that fixture's bytes as
         TEXT (the plan then commits TEXT's digest and the matched context of
-        the fixture as it was). Prints the plan context digest and the two
+        the fixture as it was); append.VARIANT=TEXT writes that fixture's
+        canonical bytes followed by TEXT (committed likewise). A late edit's
+        JSON value "@base" or "@candidate" stands for that skill's
+        projection commitment (projection_id, content_digest,
+        destination_alias). Prints the plan context digest and the two
         matched context digests.
 
 AGENT reads the selected skill bundle under /opt/glove-library (the only
@@ -151,7 +155,8 @@ def pair(root, pol, outdir, pair_id, base_mode, cand_mode, edits):
     t = p["runtime_templates"][0]
     base = skill(root, base_mode, "base")
     cand = skill(root, cand_mode, "candidate")
-    common = {k: v for k, v in edits.items() if not k.startswith(("fixture.", "raw."))}
+    common = {k: v for k, v in edits.items() if not k.startswith(("fixture.", "raw.", "append."))}
+    named = {"@base": base, "@candidate": cand}
     plan0 = {"adapter_command_digest": t["adapter_command_digest"], "egress_policy_id": "no-network",
              "evaluation_protocol": rv.PROTOCOL, "expires_at_ms": int(time.time() * 1000) + 90000,
              "library_projections": [], "limits": LIMITS, "path_grants": [], "policy_revision": p["revision"],
@@ -186,12 +191,15 @@ def pair(root, pol, outdir, pair_id, base_mode, cand_mode, edits):
                 if k.startswith("fixture.%s." % variant)}
         if late:
             for k, v in late.items():
-                set_path(f, k, v)
+                set_path(f, k, dict(named[v]) if isinstance(v, str) and v in named else v)
             data = canon(f).encode()
         raw = edits.get("raw." + variant)
         if raw is not None:
             data = raw.encode() if isinstance(raw, str) else raw
-        if late or raw is not None:
+        tail = edits.get("append." + variant)
+        if tail is not None:
+            data += tail.encode()
+        if late or raw is not None or tail is not None:
             fc["content_digest"] = hashlib.sha256(data).hexdigest()
             plan["library_projections"] = sorted([fc, dict(base if variant == "base" else cand)],
                                                  key=lambda e: e["projection_id"])
@@ -209,7 +217,7 @@ def main(argv):
         edits = {}
         for e in argv[8:]:
             k, _, v = e.partition("=")
-            edits[k] = v if k.startswith("raw.") else json.loads(v)
+            edits[k] = v if k.startswith(("raw.", "append.")) else json.loads(v)
         pair(argv[2], argv[3], argv[4], argv[5], argv[6], argv[7], edits)
     else:
         sys.exit("usage: see the top of refinement.py")
