@@ -305,6 +305,9 @@ outcome_of() {
         pair a2 forged early
         pair a3 exit3 exit3 'expected.exit_code=3'
         pair a4 exit3 pass
+        # A literal holding ESC: its fixture is canonical (\u001b in lower
+        # case, as Python writes it) and its matched context Glove's.
+        pair a5 fail pass 'expected.forbidden_literals=["\u001b[31m", "Traceback (most recent call last)"]'
         # Every literal printed, then bytes that are not UTF-8: invalid
         # evidence never passes.
         outcome_of a1-base
@@ -334,6 +337,8 @@ outcome_of() {
         outcome_of a4-base
         receipt_is '.outcome.metrics.passed == false and .outcome.metrics.failed_assertions == ["exit_code"]'
         receipt_is '.outcome.evidence.status == "valid" and .outcome.observed.exit_code == 3'
+        outcome_of a5-candidate
+        receipt_is '.outcome.metrics.passed == true and .outcome.metrics.forbidden_literals == {"found":[],"total":2}'
         verify
         grep -q '^a1-base base passed=false evidence=invalid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"
         grep -q '^a2-candidate candidate passed=true evidence=valid' <<<"$OUTCOMES" || fail "verifier: $OUTCOMES"

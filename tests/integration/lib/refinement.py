@@ -51,6 +51,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # refinement_vectors.py: beside this file in a cell (cell.sh copies it), else tests/vectors/.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "vectors"))
+from bundles import canon, write600  # noqa: E402
 from managed import launch_digest  # noqa: E402
 import refinement_vectors as rv  # noqa: E402
 
@@ -99,17 +100,6 @@ elif mode == "slow":
 else:
     w(b"unknown mode\n"); sys.exit(9)
 ''' % {"lib": LIB, "fix": FIX}
-
-
-def canon(o):
-    return json.dumps(o, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def write600(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(path, 0o600)
 
 
 def policy(out):
