@@ -269,6 +269,9 @@ json_t *rt_status_read(const struct glove_supervisor_runtime_config *cfg, const 
 /* Writes s->binding to DIR/STEM.binding (canonical JSON, 0600): 0 or
  * -errno (keeper.dir, keeper.binding). */
 int rt_binding_write(struct rt_session *s, struct glove_error *err);
+/* rt_binding_keep for a binding without a live entry (the reconciler):
+ * id's binding kept in STATE/bindings/ID.json; a stand-in or NULL: 0. */
+int rt_binding_keep_json(struct glove_runtime *rt, const char *id, const json_t *binding, struct glove_error *err);
 int rt_binding_keep(struct rt_session *s, struct glove_error *err);
 void rt_binding_forget(struct glove_runtime *rt, const char *id);
 /* Forks and links s's keeper with the complete description d. */

@@ -120,13 +120,17 @@ int rt_binding_write(struct rt_session *s, struct glove_error *err) {
  * keep_bindings): STATE/bindings/ID.json, canonical, 0600, synced. Not
  * for a stand-in (omitted binding): there is nothing more to keep. */
 int rt_binding_keep(struct rt_session *s, struct glove_error *err) {
-        const struct glove_runtime_options *o = &s->rt->o;
-        if (!o->keep_bindings || !s->binding || json_object_get(s->binding, "omitted_bytes") ||
-            json_object_get(s->binding, "omitted"))
+        return rt_binding_keep_json(s->rt, s->id, s->binding, err);
+}
+
+int rt_binding_keep_json(struct glove_runtime *rt, const char *id, const json_t *binding, struct glove_error *err) {
+        const struct glove_runtime_options *o = &rt->o;
+        if (!o->keep_bindings || !binding || json_object_get(binding, "omitted_bytes") ||
+            json_object_get(binding, "omitted"))
                 return 0;
         _cleanup_free_ char *text = NULL;
         size_t n = 0;
-        int r = glove_json_encode_canonical(s->binding, &text, &n, err);
+        int r = glove_json_encode_canonical(binding, &text, &n, err);
         if (r < 0)
                 return r;
         if (mkdirat(o->state_fd, "bindings", 0700) < 0 && errno != EEXIST)
@@ -135,7 +139,7 @@ int rt_binding_keep(struct rt_session *s, struct glove_error *err) {
         if (dir < 0)
                 return glove_error_set(err, errno, "state.binding", "bindings: %s", strerror(errno));
         char name[GLOVE_STORE_ID_MAX + 8];
-        snprintf(name, sizeof(name), "%s.json", s->id);
+        snprintf(name, sizeof(name), "%s.json", id);
         struct glove_error e = { 0 };
         r = glove_file_replace(dir, name, text, n, 0600, 0, &e);
         return r < 0 ? glove_error_set(err, -r, "state.binding", "bindings/%s: %s", name, e.message) : 0;

@@ -123,16 +123,27 @@ static int reconcile_end(struct glove_runtime *rt, const struct glove_store_sess
                 f->controller_plan_digest = st->controller_plan_digest;
                 f->plan_content_digest = st->plan_content_digest;
                 f->ended_at_ms = rt->o.now_ms();
+                /* The launch binding as its keeper recorded it (and the
+                 * identity's digest names it), kept like a live session's;
+                 * a session that ran without one readable carries the
+                 * stand-in; one that never launched, none (receipt.h). */
+                char stem0[40], bd[65];
+                rt_keeper_stem(st->session_id, stem0);
+                _cleanup_json_ json_t *binding = identity ? recorded_binding(rt, stem0, identity, bd) : NULL;
+                if (!binding && identity && json_object_get(identity, "binding_digest")) {
+                        reconcile_log(rt, st->session_id, "reconcile.binding_unavailable",
+                                      "the launch binding file is missing or does not match its recorded digest");
+                        binding = json_pack("{s:s}", "omitted", "binding.unavailable");
+                        bd[0] = '\0';
+                }
+                struct glove_error ke = { 0 };
+                if (binding && rt_binding_keep_json(rt, st->session_id, binding, &ke) < 0)
+                        reconcile_log(rt, st->session_id, ke.code ? ke.code : "state.binding", "the launch binding could not be kept: %s", ke.message);
+                f->launch_binding = binding;
+                f->launch_binding_digest = binding && bd[0] ? bd : NULL;
                 _cleanup_json_ json_t *receipt = glove_runtime_receipt_build(f);
                 if (!receipt)
                         return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory building a receipt");
-                /* A refinement outcome needs the launch's expectations. */
-                char stem0[40], bd[65];
-                rt_keeper_stem(st->session_id, stem0);
-                _cleanup_json_ json_t *binding =
-                        strcmp(rt_receipt_kind(st), GLOVE_STORE_RECEIPTS_KIND_REFINEMENT) == 0
-                                ? recorded_binding(rt, stem0, identity, bd)
-                                : NULL;
                 int r = rt_receipt_append(rt, st, receipt, binding, f, keeper_outcome, f->ended_at_ms, NULL, NULL,
                                           err);
                 if (r < 0)
@@ -320,7 +331,10 @@ static int reconcile_one(struct glove_runtime *rt, const struct glove_store_sess
                 f.controller_plan_digest = st->controller_plan_digest;
                 f.plan_content_digest = st->plan_content_digest;
                 f.ended_at_ms = rt->o.now_ms();
-                _cleanup_json_ json_t *receipt = glove_runtime_receipt_build(&f);
+                /* The binding file did not outlive the host (not synced). */
+                _cleanup_json_ json_t *lost = json_pack("{s:s}", "omitted", "binding.unavailable");
+                f.launch_binding = lost;
+                _cleanup_json_ json_t *receipt = lost ? glove_runtime_receipt_build(&f) : NULL;
                 int r = receipt ? rt_receipt_append(rt, st, receipt, NULL, &f, NULL, f.ended_at_ms, NULL, NULL, err)
                                 : glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
                 if (r == 0)

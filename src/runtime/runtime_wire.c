@@ -182,11 +182,17 @@ json_t *glove_runtime_receipt_build(const struct glove_runtime_receipt_facts *f)
          * which gloved keeps locally; the receipt carries its view. */
         if (f->launch_binding_digest)
                 snprintf(digest, sizeof(digest), "%s", f->launch_binding_digest);
-        _cleanup_json_ json_t *binding = glove_runtime_receipt_binding(f->launch_binding);
+        /* No binding was made (the start failed before the launch was
+         * prepared): the stand-in says so. */
+        _cleanup_json_ json_t *none = f->launch_binding ? NULL : json_pack("{s:s}", "omitted", "binding.none");
+        const json_t *full = f->launch_binding ? f->launch_binding : none;
+        if (!full)
+                return NULL;
+        _cleanup_json_ json_t *binding = glove_runtime_receipt_binding(full);
         if (!binding)
                 return NULL;
         if (!f->launch_binding_digest &&
-            glove_runtime_json_digest(f->launch_binding ? f->launch_binding : binding, digest, &e) < 0)
+            glove_runtime_json_digest(full, digest, &e) < 0)
                 return NULL;
         json_t *term = json_pack("{s:s}", "kind", glove_runtime_termination_name(f->termination));
         if (!term)
