@@ -248,6 +248,22 @@ fixture_refused() {
         grep -F "session $1: " "$GD_ERR" | grep -qF "$2" || fail "gloved said nothing of $2 for $1"
 }
 
+@test "gloved refinement: without the bundle store the capability is 0 and a refinement session fails with a refinement receipt" {
+        start_gloved "$T/g" --session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal" \
+                --materialization-root "$T/mat"
+        ctl --json capabilities
+        expect_status 0
+        if [[ "$output" == *'"lifecycle_operational":false'* && "$output" == *cgroup.not_delegated* ]]; then
+                skip "cgroups are not delegated to uid $(id -u): managed sessions are not operational"
+        fi
+        jq -e '.lifecycle_operational == true and .refinement_evaluation_protocol_schema_version == 0' <<<"$output" \
+                >/dev/null || fail "capabilities: $output"
+        pair n1 pass pass
+        start_bad n1-base launch.bundles_unavailable
+        fixture_refused n1-base launch.bundles_unavailable
+        receipt_is '.resource_receipt.launch_binding == {"omitted":"binding.none"}'
+}
+
 @test "gloved refinement: bad fixtures are refused at start, before the agent runs, with one refinement receipt" {
         start_rf
         local nl=$'\n'
