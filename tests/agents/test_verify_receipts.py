@@ -82,7 +82,7 @@ def seal(r):
 def refinement(session, variant, out):
     p = {"base": projection("skill-base", "libraries", sha(b"base")),
          "candidate": projection("skill-candidate", "libraries", sha(b"candidate")),
-         "fixture": projection("refinement-fixture", "refinement-fixtures", sha(b"fixture"))}
+         "fixture": projection("refinement-fixture", "refinement-fixtures", out["fixture_document_digest"])}
     p["selected"] = dict(p[variant])
     ev = out["evidence"]
     return seal({"controller_plan_digest": CONTROLLER, "evaluation_protocol": "refinement-eval-v1",

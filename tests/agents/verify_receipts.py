@@ -74,6 +74,12 @@ REFINEMENT_KEYS = {"controller_plan_digest", "evaluation_protocol", "evaluator",
                    "schema", "session_id", "stream", "variant"}
 PROJECTION_NAMES = {"base", "candidate", "fixture", "selected"}
 PROJECTION_KEYS = {"content_digest", "destination_alias", "projection_id"}
+OUTCOME_KEYS = {"evidence", "fixture_document_digest", "metrics", "observed", "schema", "stream"}
+METRICS_KEYS = {"failed_assertions", "forbidden_literals", "latency_us", "passed", "required_literals"}
+OBSERVED_KEYS = {"exit_code", "resource_limit", "termination"}
+ASSERTIONS = {"exit_code", "forbidden_literals", "required_literals", "resource_limit", "termination", "wall_latency"}
+DEFECTS = {"invalid_utf8", "stream_incomplete", "stream_lost"}
+TERMINATIONS = {"exit", "signal", "limit", "stopped", "start_failed", "lost"}
 JOURNAL_MAGIC = b"GLVRCPT1"
 BINDINGS = None  # --bindings DIR: where gloved keeps the whole launch bindings
 HEADER_LEN = 64
@@ -209,8 +215,16 @@ def check_terminal(r, session_id, what="a session.terminal receipt"):
     b, got = r["launch_binding"], r["launch_binding_digest"]
     if not is_hex64(got):
         raise Bad("launch_binding_digest %r is not 64 lowercase hex" % (got,))
-    stand_in = isinstance(b, dict) and len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
-    if stand_in or b == {}:
+    if not isinstance(b, dict) or b == {}:
+        raise Bad("launch_binding %s is neither a binding's view nor a stand-in ({\"omitted_bytes\":N} or "
+                  "{\"omitted\":CODE})" % (_encode(b) if isinstance(b, (dict, list)) else repr(b)))
+    stand_in = len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
+    if stand_in:
+        if "omitted_bytes" in b and (not isinstance(b["omitted_bytes"], int) or isinstance(b["omitted_bytes"], bool)
+                                     or b["omitted_bytes"] < 0):
+            raise Bad("launch_binding's stand-in omitted_bytes %r is not a byte count" % (b["omitted_bytes"],))
+        if "omitted" in b and (not isinstance(b["omitted"], str) or not b["omitted"]):
+            raise Bad("launch_binding's stand-in omitted %r is not a code" % (b["omitted"],))
         want = hashlib.sha256(canonical(b)).hexdigest()
     elif BINDINGS:
         try:
@@ -225,6 +239,101 @@ def check_terminal(r, session_id, what="a session.terminal receipt"):
     if r.get("session_id") != session_id:
         raise Bad("the %s's session_id differs from the envelope's" %
                   ("receipt" if what.startswith("a ") else what))
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _sorted_words(v, words, what):
+    """v must be a sorted list of unique strings from words."""
+    if not isinstance(v, list) or any(not isinstance(x, str) for x in v):
+        raise Bad("%s %r is not a list of strings" % (what, v))
+    if v != sorted(set(v), key=lambda x: x.encode("utf-8")):
+        raise Bad("%s %s is not sorted and unique" % (what, _encode(v)))
+    unknown = [x for x in v if x not in words]
+    if unknown:
+        raise Bad("%s holds %s, not one of %s" % (what, _encode(unknown), sorted(words)))
+
+
+def _indices(v, total, what):
+    """v must be strictly increasing integer indices in [0, total)."""
+    if not isinstance(v, list) or any(not _is_int(x) or not 0 <= x < total for x in v):
+        raise Bad("%s %s is not a list of indices below its total %d" % (what, _encode(v) if isinstance(v, list)
+                                                                          else repr(v), total))
+    if any(a >= b for a, b in zip(v, v[1:])):
+        raise Bad("%s %s is not strictly increasing" % (what, _encode(v)))
+
+
+def check_outcome(out, r):
+    """The outcome's own rules and its agreement with the rest of receipt r
+    (docs/refinement.md, "The evaluator", "The stream and the outcome";
+    docs/control-protocol.md, "Refinement receipt"). The evidence and
+    metrics must be what the evaluator can synthesize; the trusted facts
+    (termination kind, exit code, wall latency) those of the embedded
+    resource receipt; the fixture digest that of the fixture projection."""
+    if set(out.keys()) != OUTCOME_KEYS:
+        raise Bad("outcome does not have exactly the members %s" % sorted(OUTCOME_KEYS))
+    ev = out["evidence"]
+    if set(ev.keys()) != {"defects", "status"}:
+        raise Bad("outcome.evidence does not have exactly the members defects, status")
+    _sorted_words(ev["defects"], DEFECTS, "outcome.evidence.defects")
+    if (ev["status"] == "invalid") != bool(ev["defects"]):
+        raise Bad("outcome.evidence.status %r with the defects %s (invalid exactly when there is a defect)" %
+                  (ev["status"], _encode(ev["defects"])))
+    if "stream_lost" in ev["defects"] and "stream_incomplete" not in ev["defects"]:
+        raise Bad("outcome.evidence.defects has stream_lost without stream_incomplete")
+    stream = out["stream"]
+    if (stream is None) != ("stream_lost" in ev["defects"]):
+        raise Bad("outcome.stream is %s while the defects %s stream_lost (null exactly when the stream was lost)" %
+                  ("null" if stream is None else "present", "hold" if "stream_lost" in ev["defects"] else "lack"))
+    if stream is not None and (not isinstance(stream, dict) or set(stream.keys()) != {"bytes", "sha256"} or
+                               not _is_int(stream["bytes"]) or stream["bytes"] < 0 or not is_hex64(stream["sha256"])):
+        raise Bad("outcome.stream is not {\"bytes\":N,\"sha256\":HEX64}")
+    if out["fixture_document_digest"] != r["projections"]["fixture"]["content_digest"]:
+        raise Bad("outcome.fixture_document_digest %r is not projections.fixture.content_digest %r" %
+                  (out["fixture_document_digest"], r["projections"]["fixture"]["content_digest"]))
+    m = out["metrics"]
+    if set(m.keys()) != METRICS_KEYS:
+        raise Bad("outcome.metrics does not have exactly the members %s" % sorted(METRICS_KEYS))
+    fa = m["failed_assertions"]
+    _sorted_words(fa, ASSERTIONS, "outcome.metrics.failed_assertions")
+    for name, member in (("required_literals", "missing"), ("forbidden_literals", "found")):
+        x = m[name]
+        if not isinstance(x, dict) or set(x.keys()) != {member, "total"} or not _is_int(x["total"]) or x["total"] < 0:
+            raise Bad("outcome.metrics.%s is not {\"%s\":[INDEX...],\"total\":N}" % (name, member))
+        _indices(x[member], x["total"], "outcome.metrics.%s.%s" % (name, member))
+        if (name in fa) != bool(x[member]):
+            raise Bad("outcome.metrics.failed_assertions %s %s while %s.%s is %s" %
+                      ("holds" if name in fa else "lacks", name, name, member, _encode(x[member])))
+    if m["passed"] != (ev["status"] == "valid" and fa == []):
+        raise Bad("outcome.metrics.passed is %s with the evidence %s and the failed assertions %s (passed exactly "
+                  "when the evidence is valid and no assertion failed)" %
+                  (_encode(m["passed"]), ev["status"], _encode(fa)))
+    o = out["observed"]
+    if (not isinstance(o, dict) or set(o.keys()) != OBSERVED_KEYS or o["termination"] not in TERMINATIONS or
+            not isinstance(o["resource_limit"], bool) or not (o["exit_code"] is None or _is_int(o["exit_code"]))):
+        raise Bad("outcome.observed is not {\"exit_code\":N|null,\"resource_limit\":BOOL,\"termination\":KIND} "
+                  "with KIND one of %s" % sorted(TERMINATIONS))
+    if ("termination" in fa) != (o["termination"] != "exit"):
+        raise Bad("outcome.metrics.failed_assertions %s termination while observed.termination is %r (failed "
+                  "exactly when it is not exit)" % ("holds" if "termination" in fa else "lacks", o["termination"]))
+    if ("resource_limit" in fa) != o["resource_limit"]:
+        raise Bad("outcome.metrics.failed_assertions %s resource_limit while observed.resource_limit is %s" %
+                  ("holds" if "resource_limit" in fa else "lacks", _encode(o["resource_limit"])))
+    rr = r["resource_receipt"]
+    term = rr.get("termination")
+    if not isinstance(term, dict) or term.get("kind") != o["termination"]:
+        raise Bad("outcome.observed.termination %r is not the resource_receipt's termination kind %r" %
+                  (o["termination"], term.get("kind") if isinstance(term, dict) else None))
+    if "exit_code" not in rr or rr["exit_code"] != o["exit_code"] or isinstance(rr["exit_code"], bool):
+        raise Bad("outcome.observed.exit_code %r is not the resource_receipt's exit_code %r" %
+                  (o["exit_code"], rr.get("exit_code")))
+    usage = rr.get("usage")
+    wall = usage.get("wall_time_ms") if isinstance(usage, dict) else None
+    if not _is_int(wall) or not _is_int(m["latency_us"]) or m["latency_us"] != wall * 1000:
+        raise Bad("outcome.metrics.latency_us %r is not the resource_receipt's usage.wall_time_ms %r x 1000" %
+                  (m["latency_us"], wall))
 
 
 def receipt_mac(key, r):
@@ -288,6 +397,7 @@ def check_refinement(r, session_id, key):
     for m in ("controller_plan_digest", "plan_content_digest"):
         if r["resource_receipt"].get(m) != r[m]:
             raise Bad("%s differs from the resource_receipt's" % m)
+    check_outcome(out, r)
     if not is_hex64(r["receipt_mac"]):
         raise Bad("receipt_mac %r is not 64 lowercase hex" % (r["receipt_mac"],))
     mac = receipt_mac(key, r)
