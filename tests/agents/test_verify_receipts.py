@@ -373,8 +373,8 @@ def main():
             r["launch_binding_digest"] = sha(canon({}))
         rs = base_receipts()
         empty_binding(rs[0][2])
-        refused(chain(rs), "record 1: launch_binding {} is neither", "empty binding in a terminal receipt")
-        refused(mutated(lambda r: empty_binding(r["resource_receipt"])), "record 2: launch_binding {} is neither",
+        refused(chain(rs), "record 1: the receipt's launch_binding {} is neither", "empty binding in a terminal receipt")
+        refused(mutated(lambda r: empty_binding(r["resource_receipt"])), "record 2: resource_receipt's launch_binding {} is neither",
                 "empty binding in a resource_receipt")
         rs = base_receipts()
         rs[0][2]["launch_binding"] = {"omitted_bytes": "many"}

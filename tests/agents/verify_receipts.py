@@ -269,8 +269,9 @@ def check_terminal(r, session_id, what="a session.terminal receipt"):
     if not is_hex64(got):
         raise Bad("launch_binding_digest %r is not 64 lowercase hex" % (got,))
     if not isinstance(b, dict) or b == {}:
-        raise Bad("launch_binding %s is neither a binding's view nor a stand-in ({\"omitted_bytes\":N} or "
-                  "{\"omitted\":CODE})" % (_encode(b) if isinstance(b, (dict, list)) else repr(b)))
+        raise Bad("%s launch_binding %s is neither a binding's view nor a stand-in ({\"omitted_bytes\":N} or "
+                  "{\"omitted\":CODE})" % ("the receipt's" if what.startswith("a ") else what + "'s",
+                                      _encode(b) if isinstance(b, (dict, list)) else repr(b)))
     stand_in = len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
     if stand_in:
         if "omitted_bytes" in b and (not isinstance(b["omitted_bytes"], int) or isinstance(b["omitted_bytes"], bool)
