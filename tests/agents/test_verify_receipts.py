@@ -7,7 +7,11 @@ Builds receipt journals and receipts_page results holding both receipt kinds
 written here independently of the verifier's own encoder, and checks that
 the verifier accepts them and refuses each defect with its reason: a MAC
 made in the other kind's envelope domain, a flipped byte, and every
-refinement receipt rule. The outcomes are the committed ones of
+refinement receipt rule, each cross-check of a refinement outcome against
+itself and its receipt, an empty launch binding, a partial page (exit 3
+without --partial) and a compacted journal (header flag continues, param
+the covered head, with its checkpoint or --after-mac) built as
+docs/recovery.md "Compaction" describes it. The outcomes are the committed ones of
 tests/fixtures/refinement/outcomes.json. Standard library only; run by
 `meson test --suite unit` (store/verify-receipts). Exit 0 when every case
 holds, 1 naming the first that does not.
@@ -82,7 +86,7 @@ def seal(r):
 def refinement(session, variant, out):
     p = {"base": projection("skill-base", "libraries", sha(b"base")),
          "candidate": projection("skill-candidate", "libraries", sha(b"candidate")),
-         "fixture": projection("refinement-fixture", "refinement-fixtures", sha(b"fixture"))}
+         "fixture": projection("refinement-fixture", "refinement-fixtures", out["fixture_document_digest"])}
     p["selected"] = dict(p[variant])
     ev = out["evidence"]
     return seal({"controller_plan_digest": CONTROLLER, "evaluation_protocol": "refinement-eval-v1",
@@ -107,22 +111,42 @@ def chain(receipts, domain_of=None):
     return out
 
 
-def journal(records):
-    hdr = b"GLVRCPT1" + struct.pack(">IIIIQ", 1, 65536, 100000, 0, 64 * 1024 * 1024) + ANCHOR
+def journal(records, flags=0, param=ANCHOR):
+    hdr = b"GLVRCPT1" + struct.pack(">IIIIQ", 1, 65536, 100000, flags, 64 * 1024 * 1024) + param
     return hdr + b"".join(struct.pack(">I", len(e)) + e + m for e, m in records)
 
 
-def page(records):
+def checkpoint(covered_seq, covered_head, old_records, old_end_seq, old_end_head, key=KEY, origin=ANCHOR,
+               prev_param=ANCHOR, generation=1, entries=0):
+    """A receipt checkpoint as docs/recovery.md ("Compaction") and
+    include/glove/store/checkpoint.h describe it, MACed with key."""
+    body = b""
+    hdr = (b"GLVCKPT1" + b"GLVRCPT1" + struct.pack(">IIQ", 1, 0, generation) + origin + prev_param +
+           struct.pack(">Q", covered_seq) + covered_head + struct.pack(">QQ", old_records, old_end_seq) +
+           old_end_head + struct.pack(">QQ", entries, len(body)))
+    assert len(hdr) == 200
+    data = hdr + body
+    return data + hmac.new(key, b"glove.receipt.checkpoint.v1\x00" + data, hashlib.sha256).digest()
+
+
+def page(records, more=False, head=None):
     envs = [{"envelope": json.loads(e), "mac": m.hex(), "sequence": i + 1} for i, (e, m) in enumerate(records)]
-    head = {"mac": (records[-1][1] if records else ANCHOR).hex(), "sequence": len(records)}
+    if head is None:
+        head = {"mac": (records[-1][1] if records else ANCHOR).hex(), "sequence": len(records)}
     return canon({"acknowledged_sequence": 0, "anchor": ANCHOR.hex(), "envelopes": envs, "head": head,
-                  "more": False, "recovery": {"torn_bytes": 0, "torn_offset": 0}})
+                  "more": more, "recovery": {"torn_bytes": 0, "torn_offset": 0}})
 
 
-def run(tmp, data, as_page=False, extra=()):
+def run(tmp, data, as_page=False, extra=(), ckpt=None):
     path = os.path.join(tmp, "input")
     with open(path, "wb") as f:
         f.write(data)
+    if ckpt is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + ".ckpt")
+    else:
+        with open(path + ".ckpt", "wb") as f:
+            f.write(ckpt)
     o, e = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
         rc = vr.main(["verify_receipts.py", "--key", os.path.join(tmp, "key"), "--anchor", ANCHOR.hex(),
@@ -267,6 +291,173 @@ def main():
         refused(mutated(setp(["receipt_mac"], "X"), False), "record 2: receipt_mac", "receipt_mac not hex")
         refused(mutated(setp(["outcome", "metrics", "latency_us"], 1), False), "record 2: outcome_commitment",
                 "outcome changed after sealing")
+        # Outcome cross-checks: each violated once, resealed (commitment,
+        # receipt_mac, chain) so that only that rule fails.
+        def outcome_edit(fn):
+            def edit(r):
+                fn(r["outcome"])
+                r["outcome_commitment"] = sha(canon(r["outcome"]))
+                r["stream"] = copy.deepcopy(r["outcome"]["stream"])
+                ev = r["outcome"]["evidence"]
+                r["evaluator"] = {"complete": ev["status"] == "valid", "defects": list(ev["defects"])}
+            return edit
+
+        def o_set(path, value):
+            def fn(o):
+                x = o
+                for k in path[:-1]:
+                    x = x[k]
+                x[path[-1]] = value
+            return fn
+
+        def o_lost(o):  # stream null without stream_lost
+            o["stream"] = None
+
+        def o_lost_kept(o):  # stream_lost with a stream
+            o["evidence"] = {"defects": ["stream_incomplete", "stream_lost"], "status": "invalid"}
+            o["metrics"]["passed"] = False
+
+        def o_missing_without_assertion(o):
+            o["metrics"]["required_literals"]["missing"] = [1]
+
+        def o_signal(o):  # termination not exit, but not failed
+            o["observed"]["termination"] = "signal"
+
+        cross = [
+            (o_set(["metrics", "passed"], False), "outcome.metrics.passed"),
+            (o_set(["metrics", "failed_assertions"], ["termination", "exit_code"]),
+             "outcome.metrics.failed_assertions [\"termination\",\"exit_code\"] is not sorted"),
+            (o_set(["metrics", "failed_assertions"], ["exit_code", "exit_code"]), "outcome.metrics.failed_assertions"),
+            (o_set(["metrics", "failed_assertions"], ["tokens"]), "outcome.metrics.failed_assertions holds"),
+            (o_set(["evidence"], {"defects": ["stream_incomplete", "invalid_utf8"], "status": "invalid"}),
+             "outcome.evidence.defects"),
+            (o_set(["evidence"], {"defects": ["model_refused"], "status": "invalid"}), "outcome.evidence.defects"),
+            (o_set(["evidence"], {"defects": ["invalid_utf8"], "status": "valid"}), "outcome.evidence.status"),
+            (o_set(["evidence", "status"], "invalid"), "outcome.evidence.status"),
+            (o_set(["fixture_document_digest"], sha(b"other fixture")), "outcome.fixture_document_digest"),
+            (o_set(["metrics", "required_literals", "missing"], [2, 1]), "outcome.metrics.required_literals.missing"),
+            (o_set(["metrics", "required_literals", "missing"], [3]), "outcome.metrics.required_literals.missing"),
+            (o_set(["metrics", "forbidden_literals", "found"], [0, 0]), "outcome.metrics.forbidden_literals.found"),
+            (o_missing_without_assertion, "outcome.metrics.failed_assertions lacks required_literals"),
+            (o_set(["metrics", "forbidden_literals", "found"], [0]),
+             "outcome.metrics.failed_assertions lacks forbidden_literals"),
+            (o_lost, "outcome.stream is null"),
+            (o_lost_kept, "outcome.stream is present"),
+            (o_set(["observed", "termination"], "crashed"), "outcome.observed is not"),
+            (o_signal, "outcome.metrics.failed_assertions lacks termination"),
+            (o_set(["observed", "resource_limit"], True), "outcome.metrics.failed_assertions lacks resource_limit"),
+            (o_set(["observed", "exit_code"], 1), "outcome.observed.exit_code"),
+            (o_set(["metrics", "latency_us"], 1500001), "outcome.metrics.latency_us"),
+            (o_set(["extra"], 1), "outcome does not have exactly"),
+        ]
+        for i, (fn, expect) in enumerate(cross):
+            refused(mutated(outcome_edit(fn)), "record 2: " + expect, "cross-check %d (%s)" % (i, expect))
+        # The harness of these: an edit that changes nothing passes.
+        rc, _, err = run(tmp, journal(mutated(outcome_edit(lambda o: None))))
+        check(rc == 0, "cross-check harness: unchanged outcome refused: %r" % err)
+        # A consistent lost stream passes (null stream, both defects, failed).
+        def lost_ok(o):
+            o["evidence"] = {"defects": ["stream_incomplete", "stream_lost"], "status": "invalid"}
+            o["stream"] = None
+            o["metrics"]["passed"] = False
+        rc, _, err = run(tmp, journal(mutated(outcome_edit(lost_ok))))
+        check(rc == 0, "a consistent lost stream refused: %r" % err)
+        # The terminal receipt's observed facts: exit code null from a signal
+        # in the resource receipt, but exit in the outcome.
+        refused(mutated(setp(["resource_receipt", "termination"], {"kind": "signal", "signal": 9})),
+                "record 2: outcome.observed.termination", "resource termination differs from observed")
+
+        # An empty launch_binding {} (either kind), and a stand-in that is not.
+        def empty_binding(r):
+            r["launch_binding"] = {}
+            r["launch_binding_digest"] = sha(canon({}))
+        rs = base_receipts()
+        empty_binding(rs[0][2])
+        refused(chain(rs), "record 1: the receipt's launch_binding {} is neither", "empty binding in a terminal receipt")
+        refused(mutated(lambda r: empty_binding(r["resource_receipt"])), "record 2: resource_receipt's launch_binding {} is neither",
+                "empty binding in a resource_receipt")
+        rs = base_receipts()
+        rs[0][2]["launch_binding"] = {"omitted_bytes": "many"}
+        rs[0][2]["launch_binding_digest"] = sha(canon(rs[0][2]["launch_binding"]))
+        refused(chain(rs), "record 1: launch_binding's stand-in omitted_bytes", "stand-in with a bad count")
+
+        # A partial page ("more": true): the head is not checked, so exit 3
+        # (nothing on stdout) unless --partial, which says so in the summary.
+        part = page(good[:2], more=True, head={"mac": "00" * 32, "sequence": 999})
+        rc, out, err = run(tmp, part, True, ["--show-outcomes"])
+        check(rc == 3 and out == "" and err.startswith("verify_receipts: page: incomplete: 2 records verified") and
+              "NOT checked" in err, "partial page without --partial: %d %r %r" % (rc, out, err))
+        rc, out, err = run(tmp, part, True, ["--partial", "--show-outcomes"])
+        lines = out.splitlines()
+        check(rc == 0 and lines and lines[0].startswith("ok: partial page (HEAD NOT CHECKED: more follow, the page "
+                                                       "says up to sequence 999): 2 records verified, last record 2")
+              and lines[1:] == want_lines[:1], "partial page with --partial: %d %r %r" % (rc, out, err))
+        # A corrupt record in a partial page is still refused (exit 1).
+        badpart = json.loads(part)
+        badpart["envelopes"][1]["envelope"]["appended_at_ms"] += 1
+        rc, out, err = run(tmp, canon(badpart), True, ["--partial"])
+        check(rc == 1 and err.startswith("verify_receipts: record 2: MAC"), "corrupt partial page: %d %r" % (rc, err))
+        # "more" missing or not a boolean.
+        nomore = json.loads(page(good))
+        del nomore["more"]
+        rc, _, err = run(tmp, canon(nomore), True)
+        check(rc == 1 and "more is None" in err, "page without more: %d %r" % (rc, err))
+        rc, _, err = run(tmp, page(good), False, ["--partial"])
+        check(rc == 2, "--partial with --journal is a usage error: %d %r" % (rc, err))
+
+        # A compacted journal, as docs/recovery.md "Compaction" makes it:
+        # receipts 1..2 acknowledged and dropped; the tail holds 3 (and a 4th
+        # appended after), header flags 1 and param = the MAC of record 2;
+        # the checkpoint covers (2, mac_2).
+        rs = base_receipts() + [("session.terminal", "s-after", terminal("s-after"))]
+        full = chain(rs)
+        mac2 = full[1][1]
+        tail = journal(full[2:], flags=1, param=mac2)
+        ck = checkpoint(2, mac2, 3, 3, full[2][1])
+        rc, out, err = run(tmp, tail, False, ["--show-outcomes"], ckpt=ck)
+        lines = out.splitlines()
+        check(rc == 0 and lines and lines[0].startswith("ok: journal (compacted: continues checkpoint generation 1, "
+                                                       "which covers up to sequence 2): 2 records verified, head 4 "
+                                                       + full[3][1].hex())
+              and lines[1:] == want_lines[1:], "compacted journal with its checkpoint: %d %r %r" % (rc, out, err))
+        with open(os.path.join(tmp, "ck2"), "wb") as f:
+            f.write(ck)
+        rc, out, err = run(tmp, tail, False, ["--checkpoint", os.path.join(tmp, "ck2")])
+        check(rc == 0 and out.startswith("ok: journal (compacted"), "--checkpoint FILE: %d %r" % (rc, err))
+        rc, out, err = run(tmp, tail, False, ["--after-mac", mac2.hex()])
+        check(rc == 0 and out.startswith("ok: journal (compacted: continues from --after-mac; checkpoint not read): "
+                                         "2 records verified, head 4 "), "compacted journal, --after-mac: %d %r %r" %
+              (rc, out, err))
+        rc, out, err = run(tmp, tail, False, ["--after-mac", mac2.hex()], ckpt=ck)
+        check(rc == 0, "compacted journal, --after-mac and checkpoint: %d %r" % (rc, err))
+        rc, out, err = run(tmp, journal([], flags=1, param=mac2), False, [], ckpt=checkpoint(2, mac2, 2, 2, mac2))
+        check(rc == 0 and "0 records verified, head 2 " + mac2.hex() in out, "empty compacted journal: %d %r %r" %
+              (rc, out, err))
+
+        def refused_journal(data, extra, ckpt, expect, what):
+            rc, out, err = run(tmp, data, False, extra, ckpt=ckpt)
+            check(rc == 1 and out == "" and err.startswith("verify_receipts: " + expect),
+                  "%s: %d %r does not start with %r" % (what, rc, err, expect))
+
+        refused_journal(tail, [], None, "journal: it was compacted", "compacted journal, no checkpoint or after-mac")
+        refused_journal(tail, ["--after-mac", full[0][1].hex()], None, "journal: it continues from",
+                        "compacted journal, --after-mac of another record")
+        refused_journal(tail, [], checkpoint(2, mac2, 3, 3, full[2][1], key=bytes(32)), "checkpoint ",
+                        "checkpoint MACed with another key")
+        refused_journal(tail, [], checkpoint(1, full[0][1], 3, 3, full[2][1]), "journal: it continues from",
+                        "checkpoint covering another head")
+        refused_journal(tail, [], checkpoint(1, mac2, 3, 3, full[2][1]), "record 2: sequence 3 where 2 follows",
+                        "checkpoint covering another sequence")
+        refused_journal(tail, [], checkpoint(2, mac2, 3, 3, full[2][1], origin=bytes(32)), "checkpoint ",
+                        "checkpoint of another anchor")
+        refused_journal(journal(full[3:], flags=1, param=mac2), ["--after-mac", mac2.hex()], None, "record 4: MAC",
+                        "compacted journal with its first record dropped")
+        refused_journal(journal(full[2:], flags=1, param=ANCHOR), [], None, "journal: it was compacted",
+                        "compacted journal whose param is the anchor, no checkpoint")
+        refused_journal(journal(full[2:], flags=2, param=mac2), [], ck, "journal: header version 1 / flags 2",
+                        "unknown header flags")
+        refused_journal(journal(good), ["--after-mac", mac2.hex()], None, "journal: --after-mac given, but",
+                        "--after-mac with a journal never compacted")
     if FAILED:
         print("test_verify_receipts: %d case(s) failed" % len(FAILED), file=sys.stderr)
         return 1

@@ -3,26 +3,51 @@
 
 Written from the documented format only (docs/control-protocol.md,
 "Journals", "Receipts", "Terminal receipt" and "Refinement receipt";
-docs/digests.md, "Canonical form";
-include/glove/store/receipts.h), with the Python standard library.
+docs/recovery.md, "Compaction"; docs/refinement.md, "The evaluator" and
+"The stream and the outcome"; docs/digests.md, "Canonical form";
+include/glove/store/journal.h, receipts.h and checkpoint.h), with the
+Python standard library.
 
-    verify_receipts.py --key KEYFILE --anchor HEX64 [--journal FILE]
-                       [--page FILE] [--after-mac HEX64] [--bindings DIR]
+    verify_receipts.py --key KEYFILE --anchor HEX64
+                       [--journal FILE [--checkpoint FILE] | --page FILE]
+                       [--after-mac HEX64] [--partial] [--bindings DIR]
                        [--show-outcomes]
 
 KEYFILE holds the 32-byte receipt key (receipt.key). HEX64 is the chain
 anchor. The input is either the raw journal (--journal receipts.journal) or
 a receipts_page result as `glove ctl --json receipts` prints it (--page FILE,
-or standard input when neither option is given). A page that starts after
-sequence N > 0 needs --after-mac, the MAC of record N.
+or standard input when neither option is given).
 
-Checked, in this order, for every record n = 1, 2, ...:
+A page that starts after sequence N > 0 needs --after-mac, the MAC of
+record N (the head you archived and acknowledged). A page whose "more" is
+true ends before the head: its records are verified but its head cannot be
+checked (records could be missing at its end), so it exits 3 and says so,
+unless --partial is given; then it exits 0 with the summary "ok: partial
+page (HEAD NOT CHECKED: ...)". Page on and verify each page (each from the
+previous page's last MAC) to check the head.
+
+A journal with header flags 0 starts from the anchor at sequence 1;
+--after-mac and --checkpoint are refused for it. A compacted journal
+(docs/recovery.md, "Compaction": header flags 1, "continues") holds only
+the receipts after the acknowledged head, and its header param is that
+head's MAC, which its first record chains from. It is verified from that
+param, which must be the covered head of its checkpoint (--checkpoint
+FILE, by default FILE.ckpt next to the journal when it exists: its
+HMAC-SHA-256 under "glove.receipt.checkpoint.v1\\0", its origin the anchor,
+no entries; its covered sequence + 1 is then the first record's sequence)
+and, when --after-mac is given, --after-mac (the head you archived: the
+journal must continue exactly from it). With neither a checkpoint nor
+--after-mac a compacted journal is refused (nothing would pin its start).
+With only --after-mac the sequences go on from the first record's.
+
+Checked, in this order, for every record n = 1, 2, ... (or from the start
+named above):
   * the envelope is canonical JSON with exactly the members appended_at_ms,
     kind, receipt, sequence, session_id (for a journal: the stored bytes are
     their own canonical encoding);
   * its sequence is n (continuity);
   * mac_n = HMAC-SHA-256(key, DOMAIN || mac_{n-1} || envelope_n), mac_0 =
-    the anchor, where DOMAIN is "glove.receipt.refinement-envelope.v1\\0"
+    the anchor (or the start named above), where DOMAIN is "glove.receipt.refinement-envelope.v1\\0"
     for kind "session.refinement" and "glove.receipt.envelope.v1\\0" for
     every other kind (one chain for all kinds);
   * a "session.terminal" receipt's session_id is the envelope's, and its
@@ -46,12 +71,34 @@ Checked, in this order, for every record n = 1, 2, ...:
     resource_receipt checked as a "session.terminal" receipt is (above);
     receipt_mac = HMAC-SHA-256(key, "glove.receipt.refinement.v1\\0" ||
     canonical(receipt without receipt_mac)), 64 lowercase hex;
+  * the outcome agrees with itself and with the receipt
+    (docs/refinement.md, "The evaluator", "The stream and the outcome"):
+    exactly its documented members; evidence.defects sorted, unique, from
+    invalid_utf8, stream_incomplete, stream_lost, and status "invalid"
+    exactly when there is one; stream null exactly when stream_lost is a
+    defect; fixture_document_digest = projections.fixture.content_digest;
+    metrics.failed_assertions sorted, unique, from the six assertions;
+    required_literals.missing and forbidden_literals.found strictly
+    increasing indices below their total, "required_literals" failed
+    exactly when one is missing, "forbidden_literals" exactly when one was
+    found; metrics.passed exactly when the evidence is valid and nothing
+    failed; observed.termination one of the six kinds and the
+    resource_receipt's termination kind, "termination" failed exactly when
+    it is not "exit"; "resource_limit" failed exactly when
+    observed.resource_limit; observed.exit_code the resource_receipt's;
+    metrics.latency_us = resource_receipt usage.wall_time_ms x 1000;
+  * a launch_binding (of either kind's terminal receipt) is a binding's
+    view or one of the two stand-ins; an empty object {} is refused;
 and then the head: the page's head (when the page is complete) or the last
-record of the journal, and the anchor in the page or the journal header.
+record of the journal, and the anchor in the page, or the journal header
+(or its checkpoint's origin, when compacted).
 
-Exit 0 with the summary line "ok: ..." on stdout (it counts the records and
-each kind); 1 naming the first bad record on stderr ("verify_receipts:
-record N: ..."); 2 for a usage error. With --show-outcomes, once everything
+Exit 0 with the summary line "ok: WHAT: N records verified, head SEQ MAC,
+..." on stdout (N counts the records given; WHAT says "page", "journal",
+"journal (compacted: ...)" naming where the chain started, or "partial
+page (HEAD NOT CHECKED: ...)"); 1 naming the first bad record on stderr
+("verify_receipts: record N: ...") or what else was wrong; 2 for a usage
+error; 3 for a page with more to follow, without --partial. With --show-outcomes, once everything
 verified, one more line per refinement receipt, in chain order:
     SESSION VARIANT passed=true|false evidence=valid|invalid matched=HEX64
 (outcome.metrics.passed, outcome.evidence.status, matched_context_digest).
@@ -59,6 +106,7 @@ verified, one more line per refinement receipt, in chain order:
 import hashlib
 import hmac
 import json
+import os
 import re
 import struct
 import sys
@@ -74,6 +122,12 @@ REFINEMENT_KEYS = {"controller_plan_digest", "evaluation_protocol", "evaluator",
                    "schema", "session_id", "stream", "variant"}
 PROJECTION_NAMES = {"base", "candidate", "fixture", "selected"}
 PROJECTION_KEYS = {"content_digest", "destination_alias", "projection_id"}
+OUTCOME_KEYS = {"evidence", "fixture_document_digest", "metrics", "observed", "schema", "stream"}
+METRICS_KEYS = {"failed_assertions", "forbidden_literals", "latency_us", "passed", "required_literals"}
+OBSERVED_KEYS = {"exit_code", "resource_limit", "termination"}
+ASSERTIONS = {"exit_code", "forbidden_literals", "required_literals", "resource_limit", "termination", "wall_latency"}
+DEFECTS = {"invalid_utf8", "stream_incomplete", "stream_lost"}
+TERMINATIONS = {"exit", "signal", "limit", "stopped", "start_failed", "lost"}
 JOURNAL_MAGIC = b"GLVRCPT1"
 BINDINGS = None  # --bindings DIR: where gloved keeps the whole launch bindings
 HEADER_LEN = 64
@@ -82,6 +136,11 @@ TAG_LEN = 32
 
 class Bad(Exception):
     pass
+
+
+class Incomplete(Exception):
+    """Everything given verified, but a page says more follow: its head
+    was not checked (exit 3 unless --partial)."""
 
 
 # ---------------------------------------------------------------- canonical JSON
@@ -209,8 +268,17 @@ def check_terminal(r, session_id, what="a session.terminal receipt"):
     b, got = r["launch_binding"], r["launch_binding_digest"]
     if not is_hex64(got):
         raise Bad("launch_binding_digest %r is not 64 lowercase hex" % (got,))
-    stand_in = isinstance(b, dict) and len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
-    if stand_in or b == {}:
+    if not isinstance(b, dict) or b == {}:
+        raise Bad("%s launch_binding %s is neither a binding's view nor a stand-in ({\"omitted_bytes\":N} or "
+                  "{\"omitted\":CODE})" % ("the receipt's" if what.startswith("a ") else what + "'s",
+                                      _encode(b) if isinstance(b, (dict, list)) else repr(b)))
+    stand_in = len(b) == 1 and ("omitted_bytes" in b or "omitted" in b)
+    if stand_in:
+        if "omitted_bytes" in b and (not isinstance(b["omitted_bytes"], int) or isinstance(b["omitted_bytes"], bool)
+                                     or b["omitted_bytes"] < 0):
+            raise Bad("launch_binding's stand-in omitted_bytes %r is not a byte count" % (b["omitted_bytes"],))
+        if "omitted" in b and (not isinstance(b["omitted"], str) or not b["omitted"]):
+            raise Bad("launch_binding's stand-in omitted %r is not a code" % (b["omitted"],))
         want = hashlib.sha256(canonical(b)).hexdigest()
     elif BINDINGS:
         try:
@@ -225,6 +293,101 @@ def check_terminal(r, session_id, what="a session.terminal receipt"):
     if r.get("session_id") != session_id:
         raise Bad("the %s's session_id differs from the envelope's" %
                   ("receipt" if what.startswith("a ") else what))
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _sorted_words(v, words, what):
+    """v must be a sorted list of unique strings from words."""
+    if not isinstance(v, list) or any(not isinstance(x, str) for x in v):
+        raise Bad("%s %r is not a list of strings" % (what, v))
+    if v != sorted(set(v), key=lambda x: x.encode("utf-8")):
+        raise Bad("%s %s is not sorted and unique" % (what, _encode(v)))
+    unknown = [x for x in v if x not in words]
+    if unknown:
+        raise Bad("%s holds %s, not one of %s" % (what, _encode(unknown), sorted(words)))
+
+
+def _indices(v, total, what):
+    """v must be strictly increasing integer indices in [0, total)."""
+    if not isinstance(v, list) or any(not _is_int(x) or not 0 <= x < total for x in v):
+        raise Bad("%s %s is not a list of indices below its total %d" % (what, _encode(v) if isinstance(v, list)
+                                                                          else repr(v), total))
+    if any(a >= b for a, b in zip(v, v[1:])):
+        raise Bad("%s %s is not strictly increasing" % (what, _encode(v)))
+
+
+def check_outcome(out, r):
+    """The outcome's own rules and its agreement with the rest of receipt r
+    (docs/refinement.md, "The evaluator", "The stream and the outcome";
+    docs/control-protocol.md, "Refinement receipt"). The evidence and
+    metrics must be what the evaluator can synthesize; the trusted facts
+    (termination kind, exit code, wall latency) those of the embedded
+    resource receipt; the fixture digest that of the fixture projection."""
+    if set(out.keys()) != OUTCOME_KEYS:
+        raise Bad("outcome does not have exactly the members %s" % sorted(OUTCOME_KEYS))
+    ev = out["evidence"]
+    if set(ev.keys()) != {"defects", "status"}:
+        raise Bad("outcome.evidence does not have exactly the members defects, status")
+    _sorted_words(ev["defects"], DEFECTS, "outcome.evidence.defects")
+    if (ev["status"] == "invalid") != bool(ev["defects"]):
+        raise Bad("outcome.evidence.status %r with the defects %s (invalid exactly when there is a defect)" %
+                  (ev["status"], _encode(ev["defects"])))
+    if "stream_lost" in ev["defects"] and "stream_incomplete" not in ev["defects"]:
+        raise Bad("outcome.evidence.defects has stream_lost without stream_incomplete")
+    stream = out["stream"]
+    if (stream is None) != ("stream_lost" in ev["defects"]):
+        raise Bad("outcome.stream is %s while the defects %s stream_lost (null exactly when the stream was lost)" %
+                  ("null" if stream is None else "present", "hold" if "stream_lost" in ev["defects"] else "lack"))
+    if stream is not None and (not isinstance(stream, dict) or set(stream.keys()) != {"bytes", "sha256"} or
+                               not _is_int(stream["bytes"]) or stream["bytes"] < 0 or not is_hex64(stream["sha256"])):
+        raise Bad("outcome.stream is not {\"bytes\":N,\"sha256\":HEX64}")
+    if out["fixture_document_digest"] != r["projections"]["fixture"]["content_digest"]:
+        raise Bad("outcome.fixture_document_digest %r is not projections.fixture.content_digest %r" %
+                  (out["fixture_document_digest"], r["projections"]["fixture"]["content_digest"]))
+    m = out["metrics"]
+    if set(m.keys()) != METRICS_KEYS:
+        raise Bad("outcome.metrics does not have exactly the members %s" % sorted(METRICS_KEYS))
+    fa = m["failed_assertions"]
+    _sorted_words(fa, ASSERTIONS, "outcome.metrics.failed_assertions")
+    for name, member in (("required_literals", "missing"), ("forbidden_literals", "found")):
+        x = m[name]
+        if not isinstance(x, dict) or set(x.keys()) != {member, "total"} or not _is_int(x["total"]) or x["total"] < 0:
+            raise Bad("outcome.metrics.%s is not {\"%s\":[INDEX...],\"total\":N}" % (name, member))
+        _indices(x[member], x["total"], "outcome.metrics.%s.%s" % (name, member))
+        if (name in fa) != bool(x[member]):
+            raise Bad("outcome.metrics.failed_assertions %s %s while %s.%s is %s" %
+                      ("holds" if name in fa else "lacks", name, name, member, _encode(x[member])))
+    if m["passed"] != (ev["status"] == "valid" and fa == []):
+        raise Bad("outcome.metrics.passed is %s with the evidence %s and the failed assertions %s (passed exactly "
+                  "when the evidence is valid and no assertion failed)" %
+                  (_encode(m["passed"]), ev["status"], _encode(fa)))
+    o = out["observed"]
+    if (not isinstance(o, dict) or set(o.keys()) != OBSERVED_KEYS or o["termination"] not in TERMINATIONS or
+            not isinstance(o["resource_limit"], bool) or not (o["exit_code"] is None or _is_int(o["exit_code"]))):
+        raise Bad("outcome.observed is not {\"exit_code\":N|null,\"resource_limit\":BOOL,\"termination\":KIND} "
+                  "with KIND one of %s" % sorted(TERMINATIONS))
+    if ("termination" in fa) != (o["termination"] != "exit"):
+        raise Bad("outcome.metrics.failed_assertions %s termination while observed.termination is %r (failed "
+                  "exactly when it is not exit)" % ("holds" if "termination" in fa else "lacks", o["termination"]))
+    if ("resource_limit" in fa) != o["resource_limit"]:
+        raise Bad("outcome.metrics.failed_assertions %s resource_limit while observed.resource_limit is %s" %
+                  ("holds" if "resource_limit" in fa else "lacks", _encode(o["resource_limit"])))
+    rr = r["resource_receipt"]
+    term = rr.get("termination")
+    if not isinstance(term, dict) or term.get("kind") != o["termination"]:
+        raise Bad("outcome.observed.termination %r is not the resource_receipt's termination kind %r" %
+                  (o["termination"], term.get("kind") if isinstance(term, dict) else None))
+    if "exit_code" not in rr or rr["exit_code"] != o["exit_code"] or isinstance(rr["exit_code"], bool):
+        raise Bad("outcome.observed.exit_code %r is not the resource_receipt's exit_code %r" %
+                  (o["exit_code"], rr.get("exit_code")))
+    usage = rr.get("usage")
+    wall = usage.get("wall_time_ms") if isinstance(usage, dict) else None
+    if not _is_int(wall) or not _is_int(m["latency_us"]) or m["latency_us"] != wall * 1000:
+        raise Bad("outcome.metrics.latency_us %r is not the resource_receipt's usage.wall_time_ms %r x 1000" %
+                  (m["latency_us"], wall))
 
 
 def receipt_mac(key, r):
@@ -288,6 +451,7 @@ def check_refinement(r, session_id, key):
     for m in ("controller_plan_digest", "plan_content_digest"):
         if r["resource_receipt"].get(m) != r[m]:
             raise Bad("%s differs from the resource_receipt's" % m)
+    check_outcome(out, r)
     if not is_hex64(r["receipt_mac"]):
         raise Bad("receipt_mac %r is not 64 lowercase hex" % (r["receipt_mac"],))
     mac = receipt_mac(key, r)
@@ -299,7 +463,7 @@ def check_refinement(r, session_id, key):
 
 class Chain:
     def __init__(self, key, prev_mac, first):
-        self.key, self.mac, self.n = key, prev_mac, first
+        self.key, self.mac, self.n, self.first = key, prev_mac, first, first
         self.terminal, self.refinement, self.other = 0, 0, 0
         self.outcomes = []  # one line per refinement receipt (--show-outcomes)
 
@@ -329,16 +493,110 @@ class Chain:
         self.mac, self.n = mac, n
 
 
-def verify_journal(path, key, anchor):
+CKPT_MAGIC = b"GLVCKPT1"
+CKPT_HEADER_LEN = 200
+CKPT_DOMAIN = b"glove.receipt.checkpoint.v1\x00"
+FLAG_CONTINUES = 1
+
+
+def read_checkpoint(path, key, anchor):
+    """The receipt checkpoint FILE.ckpt (docs/recovery.md, "Compaction";
+    include/glove/store/checkpoint.h): its MAC, HMAC-SHA-256(key,
+    "glove.receipt.checkpoint.v1\\0" || the bytes before it), its magic,
+    version, reserved field, journal magic, origin (the anchor) and no
+    entries (receipts keep none). Returns (generation, covered_seq,
+    covered_head)."""
+    data = open(path, "rb").read()
+    if len(data) < CKPT_HEADER_LEN + TAG_LEN or data[:8] != CKPT_MAGIC:
+        raise Bad("checkpoint %s: not a checkpoint (%d bytes, magic %r)" % (path, len(data), data[:8]))
+    (body_len,) = struct.unpack(">Q", data[192:200])
+    if len(data) != CKPT_HEADER_LEN + body_len + TAG_LEN:
+        raise Bad("checkpoint %s: %d bytes where its header says %d" %
+                  (path, len(data), CKPT_HEADER_LEN + body_len + TAG_LEN))
+    want = hmac.new(key, CKPT_DOMAIN + data[:-TAG_LEN], hashlib.sha256).digest()
+    if not hmac.compare_digest(want, data[-TAG_LEN:]):
+        raise Bad("checkpoint %s: its MAC does not verify with this key (corrupt, or made with another key)" % path)
+    version, reserved = struct.unpack(">II", data[16:24])
+    if data[8:16] != JOURNAL_MAGIC or version != 1 or reserved != 0:
+        raise Bad("checkpoint %s: not a receipt checkpoint of version 1 (journal magic %r, version %d, reserved %d)" %
+                  (path, data[8:16], version, reserved))
+    (generation,) = struct.unpack(">Q", data[24:32])
+    if data[32:64] != anchor:
+        raise Bad("checkpoint %s: its origin %s is not the given anchor" % (path, data[32:64].hex()))
+    (covered_seq,) = struct.unpack(">Q", data[96:104])
+    covered_head = data[104:136]
+    old_records, old_end_seq = struct.unpack(">QQ", data[136:152])
+    (entries,) = struct.unpack(">Q", data[184:192])
+    if entries != 0 or body_len != 0:
+        raise Bad("checkpoint %s: %d entries (%d bytes); a receipt checkpoint has none" % (path, entries, body_len))
+    if generation < 1 or covered_seq > old_end_seq:
+        raise Bad("checkpoint %s: generation %d covering sequence %d beyond the replaced journal's end %d" %
+                  (path, generation, covered_seq, old_end_seq))
+    return generation, covered_seq, covered_head
+
+
+def _first_sequence(data, off):
+    """The sequence of the journal's first record (at off), or None when it
+    has none; the record itself is checked in full by the chain."""
+    if off + 4 > len(data):
+        return None
+    (ln,) = struct.unpack(">I", data[off:off + 4])
+    try:
+        seq = decode(data[off + 4:off + 4 + ln]).get("sequence")
+    except (Bad, AttributeError):
+        return 1  # not an envelope: the chain names it
+    return seq if _is_int(seq) and seq >= 1 else 1
+
+
+def verify_journal(path, key, anchor, after_mac=None, ckpt_path=None):
+    """Returns (chain, what). A journal with header flags 0 starts from the
+    anchor (its header param) at sequence 1. One with the flag continues
+    (a compaction's tail) starts from its header param, the covered head:
+    that must be --after-mac when given, and the checkpoint's covered head
+    when a checkpoint is read (ckpt_path, else PATH.ckpt when it exists),
+    whose covered sequence + 1 is then the first record's sequence. Without
+    either, such a journal is refused: nothing would pin where it starts."""
     data = open(path, "rb").read()
     if len(data) < HEADER_LEN or data[:8] != JOURNAL_MAGIC:
         raise Bad("journal: not a receipt journal (header or magic %r)" % data[:8])
-    version, max_payload, _max_records, zero = struct.unpack(">IIII", data[8:24])
-    if version != 1 or zero != 0:
-        raise Bad("journal: header version %d / zero field %d" % (version, zero))
-    if data[32:64] != anchor:
-        raise Bad("journal: the header's anchor %s is not the given anchor" % data[32:64].hex())
-    chain = Chain(key, anchor, 0)
+    version, max_payload, _max_records, flags = struct.unpack(">IIII", data[8:24])
+    if version != 1 or flags not in (0, FLAG_CONTINUES):
+        raise Bad("journal: header version %d / flags %d (version 1 and flags 0 or 1 are known)" % (version, flags))
+    param = data[32:64]
+    if flags == 0:
+        if param != anchor:
+            raise Bad("journal: the header's anchor %s is not the given anchor" % param.hex())
+        if after_mac is not None:
+            raise Bad("journal: --after-mac given, but the journal was never compacted (header flags 0): it starts "
+                      "from the anchor at sequence 1; leave --after-mac out")
+        if ckpt_path is not None:
+            raise Bad("journal: --checkpoint given, but the journal was never compacted (header flags 0)")
+        chain, what = Chain(key, anchor, 0), "journal"
+    else:
+        if ckpt_path is None and os.path.exists(path + ".ckpt"):
+            ckpt_path = path + ".ckpt"
+        if after_mac is not None and after_mac != param:
+            raise Bad("journal: it continues from %s (header param, the head its checkpoint covers), not from "
+                      "--after-mac %s: it does not continue the head you hold" % (param.hex(), after_mac.hex()))
+        if ckpt_path is not None:
+            generation, covered_seq, covered_head = read_checkpoint(ckpt_path, key, anchor)
+            if covered_head != param:
+                raise Bad("journal: it continues from %s (header param), but its checkpoint %s covers up to %s: "
+                          "they are not one compaction's (a compaction gloved has not finished? start gloved "
+                          "on the state once)" % (param.hex(), ckpt_path, covered_head.hex()))
+            chain = Chain(key, param, covered_seq)
+            what = "journal (compacted: continues checkpoint generation %d, which covers up to sequence %d)" % (
+                generation, covered_seq)
+        elif after_mac is not None:
+            first = _first_sequence(data, HEADER_LEN)
+            chain = Chain(key, param, (first - 1) if first else 0)
+            what = "journal (compacted: continues from --after-mac; checkpoint not read)"
+            if first is None:
+                what = "journal (compacted, empty: continues from --after-mac; checkpoint not read)"
+        else:
+            raise Bad("journal: it was compacted (header flags 1, continues a checkpoint) and no checkpoint %s.ckpt "
+                      "was found: pass --checkpoint FILE (gloved's receipts.journal.ckpt) or --after-mac (the MAC "
+                      "of the acknowledged head you archived)" % path)
     off = HEADER_LEN
     while off < len(data):
         if off + 4 > len(data):
@@ -350,17 +608,19 @@ def verify_journal(path, key, anchor):
         tag = data[off + 4 + ln:off + 4 + ln + TAG_LEN]
         chain.add(payload, tag)
         off += 4 + ln + TAG_LEN
-    return chain, "journal"
+    return chain, what
 
 
-def verify_page(text, key, anchor, after_mac):
+def verify_page(text, key, anchor, after_mac, partial=False):
     page = decode(text)
     if not isinstance(page, dict) or not isinstance(page.get("envelopes"), list):
         raise Bad("page: not a receipts_page result")
     if unhex32(page.get("anchor"), "page anchor") != anchor:
         raise Bad("page: its anchor %s is not the given anchor" % page.get("anchor"))
     envs = page["envelopes"]
-    first = envs[0].get("sequence", 1) - 1 if envs else 0
+    first = envs[0].get("sequence", 1) - 1 if envs and isinstance(envs[0], dict) else 0
+    if not _is_int(first) or first < 0:
+        first = 0
     if first > 0 and after_mac is None:
         raise Bad("page: it starts after sequence %d; pass --after-mac" % first)
     chain = Chain(key, after_mac if first > 0 else anchor, first)
@@ -380,9 +640,17 @@ def verify_page(text, key, anchor, after_mac):
     if not isinstance(head, dict):
         raise Bad("page: no head")
     if page.get("more") is True:
-        if not isinstance(head.get("sequence"), int) or head["sequence"] <= chain.n:
+        if not _is_int(head.get("sequence")) or head["sequence"] <= chain.n:
             raise Bad("page: more is true but the head %r is not beyond record %d" % (head.get("sequence"), chain.n))
-        return chain, "page (more follow: head %d not reached)" % head["sequence"]
+        if not partial:
+            raise Incomplete("page: incomplete: %d records verified, but more follow (the page says the head is "
+                             "%d): the head was NOT checked, so records may be missing at the end; page on "
+                             "(glove ctl --json receipts --after %d) and verify each page, or pass --partial to "
+                             "accept a partial page" % (chain.n, head["sequence"], chain.n))
+        return chain, "partial page (HEAD NOT CHECKED: more follow, the page says up to sequence %d)" % (
+            head["sequence"])
+    if page.get("more") is not False:
+        raise Bad("page: more is %r, not true or false" % (page.get("more"),))
     if head.get("sequence") != chain.n or unhex32(head.get("mac"), "head mac") != chain.mac:
         raise Bad("head: (%r, %s) is not the last record (%d, %s)" %
                   (head.get("sequence"), head.get("mac"), chain.n, chain.mac.hex()))
@@ -392,15 +660,15 @@ def verify_page(text, key, anchor, after_mac):
 def main(argv):
     global BINDINGS
     opts = {"--key": None, "--anchor": None, "--journal": None, "--page": None, "--after-mac": None,
-            "--bindings": None}
-    show_outcomes = False
+            "--bindings": None, "--checkpoint": None}
+    flags = {"--show-outcomes": False, "--partial": False}
     i = 1
     while i < len(argv):
         if argv[i] in ("-h", "--help"):
             print(__doc__.strip())
             return 0
-        if argv[i] == "--show-outcomes":
-            show_outcomes = True
+        if argv[i] in flags:
+            flags[argv[i]] = True
             i += 1
             continue
         if argv[i] not in opts or i + 1 >= len(argv):
@@ -412,6 +680,12 @@ def main(argv):
         print("verify_receipts: usage: --key and --anchor are required; at most one of --journal, --page",
               file=sys.stderr)
         return 2
+    if opts["--checkpoint"] and not opts["--journal"]:
+        print("verify_receipts: usage: --checkpoint goes with --journal (a page needs --after-mac)", file=sys.stderr)
+        return 2
+    if flags["--partial"] and opts["--journal"]:
+        print("verify_receipts: usage: --partial goes with a page (a journal is always whole)", file=sys.stderr)
+        return 2
     BINDINGS = opts["--bindings"]
     try:
         key = open(opts["--key"], "rb").read()
@@ -420,17 +694,21 @@ def main(argv):
         anchor = unhex32(opts["--anchor"], "--anchor")
         after = unhex32(opts["--after-mac"], "--after-mac") if opts["--after-mac"] else None
         if opts["--journal"]:
-            chain, what = verify_journal(opts["--journal"], key, anchor)
+            chain, what = verify_journal(opts["--journal"], key, anchor, after, opts["--checkpoint"])
         else:
             text = sys.stdin.buffer.read() if opts["--page"] in (None, "-") else open(opts["--page"], "rb").read()
-            chain, what = verify_page(text.rstrip(b"\n"), key, anchor, after)
+            chain, what = verify_page(text.rstrip(b"\n"), key, anchor, after, flags["--partial"])
     except (Bad, OSError) as e:
         print("verify_receipts: %s" % e, file=sys.stderr)
         return 1
-    print("ok: %s: %d records verified, head %d %s, %d session.terminal receipts with a matching launch binding, "
+    except Incomplete as e:
+        print("verify_receipts: %s" % e, file=sys.stderr)
+        return 3
+    print("ok: %s: %d records verified, %s %d %s, %d session.terminal receipts with a matching launch binding, "
           "%d session.refinement receipts, %d of other kinds" %
-          (what, chain.n, chain.n, chain.mac.hex(), chain.terminal, chain.refinement, chain.other))
-    if show_outcomes:
+          (what, chain.n - chain.first, "last record" if what.startswith("partial") else "head", chain.n,
+           chain.mac.hex(), chain.terminal, chain.refinement, chain.other))
+    if flags["--show-outcomes"]:
         for line in chain.outcomes:
             print(line)
     return 0
