@@ -888,5 +888,13 @@ gd_start_at() {
         base=$(jq -r .error.message <<<"$output" | sed -n 's/.*page from after_sequence \([0-9]*\).*/\1/p')
         run --separate-stderr "$PY" "$LIB/sessctl.py" call "$RT" receipts_page "{\"after_sequence\":$base,\"limit\":256}"
         [ "$(jq -r '.result.head.sequence' <<<"$output")" -ge $((n + 4)) ] || fail "receipts: $output"
+        # The compacted journal itself verifies independently, its chain
+        # continued from the checkpoint beside it.
+        local anchor
+        anchor=$(jq -r .result.anchor <<<"$output")
+        run --separate-stderr "$PY" "$AGENTS/verify_receipts.py" --key "$ST/receipt.key" --anchor "$anchor" \
+                --journal "$ST/receipts.journal"
+        [ "$status" -eq 0 ] && [[ "$output" == "ok: journal (compacted: "* ]] ||
+                fail "the compacted journal does not verify: $output $stderr"
         nothing_left
 }
