@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// fuzz-sources: src/supervisor/adapter.c src/supervisor/decode.c src/supervisor/launch.c src/supervisor/plan.c src/supervisor/policy.c src/supervisor/policy_extra.c src/supervisor/policy_load.c src/supervisor/policy_paths.c src/supervisor/policy_query.c src/supervisor/exposure*.c src/store/journal.c src/store/journal_rewrite.c src/store/dirs.c src/container/region.c
+// fuzz-sources: src/supervisor/adapter.c src/supervisor/decode.c src/supervisor/launch.c src/supervisor/plan.c src/supervisor/policy.c src/supervisor/policy_extra.c src/supervisor/policy_load.c src/supervisor/policy_paths.c src/supervisor/policy_query.c src/supervisor/exposure*.c src/store/journal.c src/store/journal_rewrite.c src/store/dirs.c src/container/region.c src/refinement/*.c
 /*
  * libFuzzer target: identifier-only plan validation
  * (glove_supervisor_plan_validate) against a fixed policy, a copy of
