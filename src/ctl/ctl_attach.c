@@ -198,8 +198,9 @@ static int flush_input(struct attach *a, struct glove_error *err) {
         return r;
 }
 
-/* The session's terminal receipt (receipts_page at receipt_sequence), a new
- * reference, or NULL when it cannot be had. */
+/* The session's terminal receipt (receipts_page at receipt_sequence; of a
+ * refinement receipt, the resource receipt in it), a new reference, or
+ * NULL when it cannot be had. */
 static json_t *fetch_receipt(const struct attach *a, const json_t *info) {
         json_t *seq = json_object_get(info, "receipt_sequence");
         if (!a->cl || !json_is_integer(seq) || json_integer_value(seq) < 1)
@@ -217,6 +218,11 @@ static json_t *fetch_receipt(const struct attach *a, const json_t *info) {
         if (!sid || strcmp(sid, a->id) != 0)
                 return NULL;
         json_t *r = json_object_get(e, "receipt");
+        /* A refinement receipt (docs/refinement.md) holds the session's
+         * resource receipt, with the exit code. */
+        json_t *inner = json_object_get(r, "resource_receipt");
+        if (json_is_object(inner))
+                r = inner;
         return json_is_object(r) ? json_incref(r) : NULL;
 }
 

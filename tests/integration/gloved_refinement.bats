@@ -353,6 +353,10 @@ outcome_of() {
         outcome_of a4-base
         receipt_is '.outcome.metrics.passed == false and .outcome.metrics.failed_assertions == ["exit_code"]'
         receipt_is '.outcome.evidence.status == "valid" and .outcome.observed.exit_code == 3'
+        # Attaching to the ended session exits with the agent's status,
+        # read from the resource receipt inside the refinement receipt.
+        ctl attach a4-base --no-stdin
+        expect_status 3
         outcome_of a5-candidate
         receipt_is '.outcome.metrics.passed == true and .outcome.metrics.forbidden_literals == {"found":[],"total":2}'
         verify
