@@ -381,6 +381,18 @@ def main():
         rs[0][2]["launch_binding_digest"] = sha(canon(rs[0][2]["launch_binding"]))
         refused(chain(rs), "record 1: launch_binding's stand-in omitted_bytes", "stand-in with a bad count")
 
+        # An empty page after the head (a poll that found nothing new)
+        # verifies with --after-mac the head's MAC, and only with it.
+        head2 = {"mac": good[1][1].hex(), "sequence": 2}
+        empty = page([], head=head2)
+        rc, out, err = run(tmp, empty, True, ["--after-mac", good[1][1].hex()])
+        check(rc == 0 and out.startswith("ok: page") and "0 records verified" in out,
+              "empty page after the head: %d %r %r" % (rc, out, err))
+        rc, out, err = run(tmp, empty, True)
+        check(rc == 1 and "pass --after-mac" in err, "empty page without --after-mac: %d %r %r" % (rc, out, err))
+        rc, out, err = run(tmp, empty, True, ["--after-mac", "00" * 32])
+        check(rc == 1 and "head" in err, "empty page with another --after-mac: %d %r %r" % (rc, out, err))
+
         # A partial page ("more": true): the head is not checked, so exit 3
         # (nothing on stdout) unless --partial, which says so in the summary.
         part = page(good[:2], more=True, head={"mac": "00" * 32, "sequence": 999})

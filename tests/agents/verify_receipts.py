@@ -621,6 +621,12 @@ def verify_page(text, key, anchor, after_mac, partial=False):
     first = envs[0].get("sequence", 1) - 1 if envs and isinstance(envs[0], dict) else 0
     if not _is_int(first) or first < 0:
         first = 0
+    if not envs:
+        # An empty page (a poll that found nothing new) starts where the
+        # caller's last verified record ends: the head it reports.
+        hs = page.get("head", {}).get("sequence") if isinstance(page.get("head"), dict) else None
+        if _is_int(hs) and hs > 0:
+            first = hs
     if first > 0 and after_mac is None:
         raise Bad("page: it starts after sequence %d; pass --after-mac" % first)
     chain = Chain(key, after_mac if first > 0 else anchor, first)
