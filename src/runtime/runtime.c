@@ -163,6 +163,16 @@ static void trim_ended(struct glove_runtime *rt, const struct rt_session *keep) 
         }
 }
 
+bool rt_drop_ended(struct glove_runtime *rt, const char *id) {
+        struct rt_session *s = rt_find(rt, id);
+        if (!s || s->live || s->job || s->n_att)
+                return false;
+        unlink_entry(rt, s);
+        session_entry_free(s);
+        rt->ended--;
+        return true;
+}
+
 const struct glove_store_session *rt_stored(struct glove_runtime *rt, const char *id,
                                             struct glove_error *err) {
         const struct glove_store_session *st = glove_store_find(rt->o.store, id);

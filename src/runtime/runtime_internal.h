@@ -169,6 +169,10 @@ const struct glove_store_session *rt_stored(struct glove_runtime *rt, const char
 /* Records session id's transition to `to` with reason: 0 or -errno. */
 int rt_transition(struct glove_runtime *rt, const char *id, enum glove_store_session_state to,
                   const char *reason, struct glove_error *err);
+/* Frees the in-memory entry of id when it is one that ended, no longer
+ * live and unattached (an earlier session of an id the store let go of and
+ * took again): true when one was dropped. */
+bool rt_drop_ended(struct glove_runtime *rt, const char *id);
 /* {"session_id","state"} of session id (new reference), or NULL. */
 json_t *rt_state_result(struct glove_runtime *rt, const char *id);
 /* The entry of session id when it runs or stops with a keeper channel;

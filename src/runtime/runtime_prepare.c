@@ -390,6 +390,11 @@ int glove_runtime_start(struct glove_runtime *rt, const char *id, json_t **resul
         if (glove_store_session_state_terminal(st->state))
                 return glove_error_set(err, EINVAL, "session.terminal", "session %s is %s", id,
                                        glove_store_session_state_name(st->state));
+        /* A created session's id may still name the ended entry of an
+         * earlier session the store let go of (compacted after cleanup):
+         * that entry is not this session's. */
+        if (st->state == GLOVE_STORE_SESSION_CREATED)
+                (void)rt_drop_ended(rt, id);
         if (st->state != GLOVE_STORE_SESSION_CREATED || rt_find(rt, id)) {
                 *result = rt_state_result(rt, id); /* a retry answers the current state */
                 return *result ? 0 : -ENOMEM;

@@ -12,6 +12,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 
 #include "glove/base/cleanup.h"
 #include "glove/base/json.h"
@@ -197,4 +200,25 @@ int rt_receipt_append(struct glove_runtime *rt, const struct glove_store_session
         if (r >= 0 && appended)
                 *appended = json_incref(receipt);
         return r;
+}
+
+int glove_runtime_id_reusable(struct glove_runtime *rt, const char *id, struct glove_error *err) {
+        uint64_t seq = 0;
+        static const char *const kinds[] = { GLOVE_STORE_RECEIPTS_KIND_TERMINAL, GLOVE_STORE_RECEIPTS_KIND_REFINEMENT };
+        for (size_t i = 0; rt->o.receipts && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+                if (glove_store_receipts_find(rt->o.receipts, kinds[i], id, &seq, NULL) == 1)
+                        return glove_error_set(err, EEXIST, "session.id_in_use",
+                                               "session id %s names receipt %llu, still in the receipt journal: an "
+                                               "id is used again only once its receipt was acknowledged and "
+                                               "compacted away",
+                                               id, (unsigned long long)seq);
+        char name[GLOVE_STORE_ID_MAX + 16];
+        snprintf(name, sizeof(name), "bindings/%s.json", id);
+        struct stat st;
+        if (rt->o.keep_bindings && fstatat(rt->o.state_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return glove_error_set(err, EEXIST, "session.id_in_use",
+                                       "session id %s: gloved keeps the launch binding of an earlier session with this "
+                                       "id (its receipt commits to it; cleanup_session removes it)",
+                                       id);
+        return 0;
 }

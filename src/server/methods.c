@@ -143,6 +143,10 @@ static json_t *do_create_session(struct glove_server_components *c, const struct
                         return from_error(req, &e);
                 glove_digest_hex_encode(d, sizeof(d), digest, sizeof(digest));
         } else {
+                /* A new id: not one an earlier session's receipt or kept
+                 * binding still names. */
+                if (c->runtime && glove_runtime_id_reusable(c->runtime, q.session_id, &e) < 0)
+                        return from_error(req, &e);
                 struct glove_plan_verdict v;
                 if (validate(c, plan, q.plan_len, &v, &e) < 0)
                         return from_error(req, &e);

@@ -165,3 +165,62 @@ PY
                 fail "not one terminal receipt per session: $output"
         ! grep -q "$T/mroot" /proc/self/mountinfo || fail "a mount under the materialization root was left"
 }
+
+# run_to_end ID: create, start and wait until exited; then cleanup.
+run_to_end() {
+        sc create "$RT" "$1" "$T/plan.json"
+        [[ "$output" == *'"state":"created"'* ]] || fail "create $1: $output"
+        sc call "$RT" start_session "{\"session_id\":\"$1\"}"
+        [[ "$output" == *'"result"'* ]] || fail "start $1: $output"
+        local idx
+        for ((idx = 0; idx < 200; idx++)); do
+                sc call "$RT" session_status "{\"session_id\":\"$1\"}"
+                [[ "$output" == *'"state":"exited"'* ]] && break
+                sleep 0.05
+        done
+        [[ "$output" == *'"state":"exited"'* ]] || fail "$1 did not exit: $output"
+        sc call "$RT" cleanup_session "{\"session_id\":\"$1\"}"
+        [[ "$output" == *'"result"'* ]] || fail "cleanup $1: $output"
+}
+
+# ack_all: acknowledges the receipt journal's head.
+ack_all() {
+        sc call "$RT" receipts_page '{"after_sequence":0,"limit":1}'
+        if [[ "$output" == *receipts.compacted* ]]; then
+                local base
+                base=$(jq -r .error.message <<<"$output" | sed -n 's/.*page from after_sequence \([0-9]*\).*/\1/p')
+                sc call "$RT" receipts_page "{\"after_sequence\":$base,\"limit\":1}"
+        fi
+        local seq mac
+        seq=$(jq -r .result.head.sequence <<<"$output")
+        mac=$(jq -r .result.head.mac <<<"$output")
+        sc call "$RT" receipts_ack "{\"sequence\":$seq,\"head_mac\":\"$mac\"}"
+        [[ "$output" == *'"result"'* ]] || fail "ack: $output"
+}
+
+@test "gloved sessions: an id is taken again only once its receipt left the journal; the new session then starts" {
+        start_managed --compact-records 8
+        grep -q "not operational" "$GD_ERR" && skip "no delegated cgroup here"
+        "$PY" "$SESSCTL" plan "$T/plan.json" '{}'
+        run_to_end r1
+        ack_all
+        # Enough records for the session store to compact r1 away.
+        local i
+        for i in 1 2 3; do
+                sc create "$RT" "fill$i" "$T/plan.json"
+        done
+        sc call "$RT" session_status '{"session_id":"r1"}'
+        [[ "$output" == *session.not_found* ]] || fail "r1 is still in the store: $output"
+        # Its receipt is still in the receipt journal: the id is in use.
+        sc create "$RT" r1 "$T/plan.json"
+        [[ "$output" == *'"code":"session.id_in_use"'* ]] || fail "r1 was taken again: $output"
+        # Eight acknowledged receipts compact the receipt journal: r1's leaves.
+        for i in 2 3 4 5 6 7 8; do
+                run_to_end "r$i"
+        done
+        ack_all
+        for i in 4 5 6; do
+                sc create "$RT" "fill$i" "$T/plan.json"
+        done
+        run_to_end r1
+}

@@ -393,6 +393,15 @@ json_t *glove_runtime_receipt_binding(const json_t *full);
 json_t *glove_runtime_receipt_build(const struct glove_runtime_receipt_facts *f);
 
 /*
+ * Whether a new session may take id (create_session of an id the store does
+ * not hold): not while a receipt in the receipt journal names an earlier
+ * session with it, nor while gloved keeps that session's launch binding
+ * (STATE/bindings/ID.json, which its receipt commits to and a verifier
+ * looks up by id). Returns 0, or -EEXIST with session.id_in_use.
+ */
+int glove_runtime_id_reusable(struct glove_runtime *rt, const char *id, struct glove_error *err);
+
+/*
  * The session registry's gate on terminal receipts (spec session-policy.md,
  * "Capability activation": a refinement plan never falls back to the
  * resource receipt): kind must be "session.refinement" for a
