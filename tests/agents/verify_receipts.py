@@ -130,6 +130,9 @@ DEFECTS = {"invalid_utf8", "stream_incomplete", "stream_lost"}
 TERMINATIONS = {"exit", "signal", "limit", "stopped", "start_failed", "lost"}
 JOURNAL_MAGIC = b"GLVRCPT1"
 BINDINGS = None  # --bindings DIR: where gloved keeps the whole launch bindings
+# How each receipt's launch binding was checked: against a --bindings file,
+# as a stand-in (its own digest), or not at all (no file, or no --bindings).
+BINDING_CHECKS = {"file": 0, "stand-in": 0, "unchecked": 0}
 HEADER_LEN = 64
 TAG_LEN = 32
 
@@ -280,14 +283,18 @@ def check_terminal(r, session_id, what="a session.terminal receipt"):
         if "omitted" in b and (not isinstance(b["omitted"], str) or not b["omitted"]):
             raise Bad("launch_binding's stand-in omitted %r is not a code" % (b["omitted"],))
         want = hashlib.sha256(canonical(b)).hexdigest()
+        BINDING_CHECKS["stand-in"] += 1
     elif BINDINGS:
         try:
             with open("%s/%s.json" % (BINDINGS, session_id), "rb") as f:
                 want = hashlib.sha256(f.read()).hexdigest()
+            BINDING_CHECKS["file"] += 1
         except FileNotFoundError:
             want = got
+            BINDING_CHECKS["unchecked"] += 1
     else:
         want = got
+        BINDING_CHECKS["unchecked"] += 1
     if got != want:
         raise Bad("launch_binding_digest %r is not SHA-256 of the binding it commits to (%s)" % (got, want))
     if r.get("session_id") != session_id:
@@ -665,6 +672,8 @@ def verify_page(text, key, anchor, after_mac, partial=False):
 
 def main(argv):
     global BINDINGS
+    for k in BINDING_CHECKS:
+        BINDING_CHECKS[k] = 0
     opts = {"--key": None, "--anchor": None, "--journal": None, "--page": None, "--after-mac": None,
             "--bindings": None, "--checkpoint": None}
     flags = {"--show-outcomes": False, "--partial": False}
@@ -710,10 +719,12 @@ def main(argv):
     except Incomplete as e:
         print("verify_receipts: %s" % e, file=sys.stderr)
         return 3
-    print("ok: %s: %d records verified, %s %d %s, %d session.terminal receipts with a matching launch binding, "
-          "%d session.refinement receipts, %d of other kinds" %
+    print("ok: %s: %d records verified, %s %d %s, %d session.terminal receipts, %d session.refinement receipts, "
+          "%d of other kinds; launch bindings: %d matched their --bindings file, %d stand-ins, %d NOT checked "
+          "(no --bindings, or no file)" %
           (what, chain.n - chain.first, "last record" if what.startswith("partial") else "head", chain.n,
-           chain.mac.hex(), chain.terminal, chain.refinement, chain.other))
+           chain.mac.hex(), chain.terminal, chain.refinement, chain.other, BINDING_CHECKS["file"],
+           BINDING_CHECKS["stand-in"], BINDING_CHECKS["unchecked"]))
     if flags["--show-outcomes"]:
         for line in chain.outcomes:
             print(line)
