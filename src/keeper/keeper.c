@@ -42,8 +42,6 @@
 #include "glove/base/file.h"
 #include "glove/base/json.h"
 #include "glove/base/time.h"
-#include "glove/refinement/evaluator.h"
-#include "glove/refinement/fixture.h"
 #include "glove/store/store.h"
 #include "keeper_internal.h"
 
@@ -75,18 +73,6 @@ static const char *kind_name(enum glove_session_outcome_kind kind) {
         return "setup_failed";
 }
 
-/* The evaluator's observation (evaluator.h's wire form), ending its
- * stream; null when a feed failed or the observation cannot be made. */
-static json_t *refinement_observation(const struct glove_keeper *k) {
-        struct glove_refinement_observation obs;
-        json_t *v = NULL;
-        struct glove_error e = { 0 };
-        if (k->ev_failed || glove_refinement_evaluator_observe(k->ev, &obs, &e) < 0 ||
-            glove_refinement_observation_json(&obs, &v, &e) < 0)
-                return json_null();
-        return v;
-}
-
 static json_t *outcome_json(const struct glove_keeper *k, const struct glove_session_outcome *o) {
         const char *limit = glove_keeper_limit_plan_name(o->limit);
         /* A start that failed in the engine keeps the engine's code; the
@@ -111,7 +97,7 @@ static json_t *outcome_json(const struct glove_keeper *k, const struct glove_ses
                 json_object_set_new(v, "wall_time_ms", json_u64(o->wall_time_ms));
         }
         if (v && k->ev)
-                json_object_set_new(v, "refinement", refinement_observation(k));
+                json_object_set_new(v, "refinement", glove_keeper_refinement_observation(k));
         return v;
 }
 
@@ -393,14 +379,7 @@ static void on_output(void *userdata, int stream, const void *buf, size_t n) {
         uint8_t off[8];
         put_u64le(off, k->out_off);
         k->out_off += n;
-        /* Every byte, in order, before anything can evict it. */
-        if (k->ev && !k->ev_failed) {
-                struct glove_error e = { 0 };
-                if (glove_refinement_evaluator_feed(k->ev, buf, n, &e) < 0) {
-                        k->ev_failed = true;
-                        glove_keeper_log(k, "the refinement evaluator failed: %s: %s", e.code, e.message);
-                }
-        }
+        glove_keeper_refinement_feed(k, buf, n); /* every byte, before anything can evict it */
         if (!k->greeted)
                 return; /* kept in the transcript only */
         struct iovec v[2] = { { .iov_base = off, .iov_len = 8 }, { .iov_base = (void *)buf, .iov_len = n } };
@@ -780,16 +759,7 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 k->input_defer = NULL;
 
         struct glove_error e = { 0 };
-        r = 0;
-        if (a->refinement_fixture) {
-                /* Checked by gloved at launch; decoded again here, from the
-                 * launch's own bytes, for the evaluator. */
-                struct glove_refinement_fixture *f = NULL;
-                r = glove_refinement_fixture_decode(a->refinement_fixture, a->refinement_fixture_len, &f, NULL, &e);
-                if (r >= 0)
-                        r = glove_refinement_evaluator_new(f, &k->ev, &e);
-                glove_refinement_fixture_free(f);
-        }
+        r = glove_keeper_refinement_start(k, a, &e);
         if (r < 0)
                 ; /* e says why */
         else if (k->input_defer)

@@ -124,6 +124,18 @@ struct glove_keeper {
         uint8_t rx[GLOVE_KEEPER_MSG_MAX];   /* one message from gloved */
 };
 
+/* ---- keeper_refinement.c (refinement-eval-v1) ---- */
+
+/* Makes k->ev from a->refinement_fixture (none: 0, nothing made). Returns
+ * 0 or -errno with err (refinement.*): the session must not start. */
+int glove_keeper_refinement_start(struct glove_keeper *k, const struct glove_keeper_args *a, struct glove_error *err);
+/* Feeds buf[0..n) to k->ev (none, or failed before: nothing); a failure
+ * is logged and ends the feeding (no observation then). */
+void glove_keeper_refinement_feed(struct glove_keeper *k, const void *buf, size_t n);
+/* k->ev's observation, ending its stream (evaluator.h's wire form; new
+ * reference), or JSON null when a feed failed or it cannot be made. Once. */
+json_t *glove_keeper_refinement_observation(const struct glove_keeper *k);
+
 /* A diagnostic line on descriptor 2 (DIR/SESSION.log), at most
  * LOG_LINES_MAX of them. */
 __attribute__((format(printf, 2, 3))) void glove_keeper_log(struct glove_keeper *k, const char *fmt, ...);
