@@ -315,16 +315,21 @@ static int load_ack(struct glove_store_receipts *r, struct glove_error *err) {
         return 0;
 }
 
-static int receipts_ckpt_mac(void *ctx, const void *data, size_t len, uint8_t out[GLOVE_STORE_CHECKPOINT_MAC_LEN],
-                             struct glove_error *err) {
-        struct glove_store_receipts *r = ctx;
-        size_t n = sizeof(CHECKPOINT_DOMAIN) + len;
+/* HMAC-SHA-256(key, domain || NUL || data[0..len)) into out (32 bytes). */
+static int domain_mac(const struct glove_store_receipts *r, const char *domain, const void *data, size_t len,
+                      uint8_t out[32], struct glove_error *err) {
+        size_t dn = strlen(domain) + 1, n = dn + len;
         _cleanup_free_ uint8_t *buf = malloc(n);
         if (!buf)
                 return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
-        memcpy(buf, CHECKPOINT_DOMAIN, sizeof(CHECKPOINT_DOMAIN));
-        memcpy(buf + sizeof(CHECKPOINT_DOMAIN), data, len);
+        memcpy(buf, domain, dn);
+        memcpy(buf + dn, data, len);
         return glove_digest_hmac_sha256(r->key, sizeof(r->key), buf, n, out, err);
+}
+
+static int receipts_ckpt_mac(void *ctx, const void *data, size_t len, uint8_t out[GLOVE_STORE_CHECKPOINT_MAC_LEN],
+                             struct glove_error *err) {
+        return domain_mac(ctx, CHECKPOINT_DOMAIN, data, len, out, err);
 }
 
 /* Rewrites the journal to the receipts kept in memory, continuing the
@@ -472,14 +477,8 @@ int glove_store_receipts_receipt_mac(const struct glove_store_receipts *r, const
         int rr = glove_json_encode_canonical(copy, &bytes, &len, err);
         if (rr < 0)
                 return rr;
-        size_t n = sizeof(REFINEMENT_RECEIPT_DOMAIN) + len;
-        _cleanup_free_ uint8_t *buf = malloc(n);
-        if (!buf)
-                return glove_error_set(err, ENOMEM, "receipts.io", "out of memory");
-        memcpy(buf, REFINEMENT_RECEIPT_DOMAIN, sizeof(REFINEMENT_RECEIPT_DOMAIN));
-        memcpy(buf + sizeof(REFINEMENT_RECEIPT_DOMAIN), bytes, len);
         uint8_t mac[32];
-        rr = glove_digest_hmac_sha256(r->key, sizeof(r->key), buf, n, mac, err);
+        rr = domain_mac(r, REFINEMENT_RECEIPT_DOMAIN, bytes, len, mac, err);
         if (rr < 0)
                 return rr;
         glove_digest_hex_encode(mac, sizeof(mac), out, 65);
