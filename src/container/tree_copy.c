@@ -192,12 +192,19 @@ __attribute__((noinline)) static int open_dir_pair(struct walk *w, const struct 
 
 int glove_tree_copy(int src_root, int dst_root, const struct glove_mount_plan *plan, const struct glove_mount_entry *e,
                     struct glove_error *err) {
+        const char *label = glove_mount_entry_label(plan, e);
+        return glove_tree_copy_dir(src_root, dst_root, label ? label : "tree", e->size, e->uid, e->gid,
+                                   (e->flags & GLOVE_MOUNT_F_SKIP_LINKS) != 0, err);
+}
+
+int glove_tree_copy_dir(int src_root, int dst_root, const char *label, uint64_t size, uid_t uid, gid_t gid,
+                        bool skip_links, struct glove_error *err) {
         struct walk w = {
-                .label = glove_mount_entry_label(plan, e) ? glove_mount_entry_label(plan, e) : "tree",
-                .size = e->size,
-                .uid = e->uid,
-                .gid = e->gid,
-                .skip_links = (e->flags & GLOVE_MOUNT_F_SKIP_LINKS) != 0,
+                .label = label,
+                .size = size,
+                .uid = uid,
+                .gid = gid,
+                .skip_links = skip_links,
         };
         struct level lv[GLOVE_MOUNT_TREE_DEPTH_MAX + 1];
         struct stat st;

@@ -21,6 +21,7 @@
 #include "glove/base/json.h"
 #include "glove/keeper/keeper.h"
 #include "glove/supervisor/prepare.h"
+#include "glove/supervisor/stage.h"
 #include "runtime_internal.h"
 
 /* ---- construction ---- */
@@ -447,6 +448,18 @@ int glove_runtime_cleanup(struct glove_runtime *rt, const char *id, json_t **res
         rt_binding_forget(rt, id);
         *result = json_pack("{s:o,s:o}", "removed", removed ? removed : json_array(), "kept", kept ? kept : json_array());
         return *result ? 0 : -ENOMEM;
+}
+
+int glove_runtime_retained_changes(struct glove_runtime *rt, const char *id, json_t **result,
+                                   struct glove_error *err) {
+        const struct glove_store_session *st = rt_stored(rt, id, err);
+        if (!st)
+                return -ENOENT;
+        if (!glove_store_session_state_terminal(st->state))
+                return glove_error_set(err, EBUSY, "session.not_terminal",
+                                       "session %s is %s: its stage is inspected once it has ended", id,
+                                       glove_store_session_state_name(st->state));
+        return glove_supervisor_retained_changes(rt->o.config, id, st->plan, st->plan_len, result, err);
 }
 
 json_t *glove_runtime_list(const struct glove_store *store) {

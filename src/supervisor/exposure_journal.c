@@ -23,31 +23,13 @@
 static int exp_chain(void *ctx, const uint8_t prev[GLOVE_STORE_JOURNAL_TAG_LEN], uint64_t seq, const void *payload,
                      size_t len, uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err) {
         (void)ctx;
-        _cleanup_digest_sha256_ struct glove_digest_sha256 *d = NULL;
-        uint8_t num[12];
-        glove_put_be64(num, seq);
-        glove_put_be32(num + 8, (uint32_t)len);
-        int r = glove_digest_sha256_init(&d, err);
-        if (r == 0)
-                r = glove_digest_sha256_update(d, RECORD_DOMAIN, sizeof(RECORD_DOMAIN), err);
-        if (r == 0)
-                r = glove_digest_sha256_update(d, prev, GLOVE_STORE_JOURNAL_TAG_LEN, err);
-        if (r == 0)
-                r = glove_digest_sha256_update(d, num, sizeof(num), err);
-        if (r == 0)
-                r = glove_digest_sha256_update(d, payload, len, err);
-        if (r == 0)
-                r = glove_digest_sha256_final(d, out, err);
-        return r;
+        return glove_store_journal_chain_sha256(RECORD_DOMAIN, prev, seq, payload, len, out, err);
 }
 
 static int exp_genesis(void *ctx, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
                        uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err) {
         (void)ctx;
-        uint8_t buf[sizeof(GENESIS_DOMAIN) + GLOVE_STORE_JOURNAL_HEADER_LEN];
-        memcpy(buf, GENESIS_DOMAIN, sizeof(GENESIS_DOMAIN));
-        memcpy(buf + sizeof(GENESIS_DOMAIN), header, GLOVE_STORE_JOURNAL_HEADER_LEN);
-        return glove_digest_sha256(buf, sizeof(buf), out, err);
+        return glove_store_journal_genesis_sha256(GENESIS_DOMAIN, header, out, err);
 }
 
 const struct glove_store_journal_format exp_journal_format = {

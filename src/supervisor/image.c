@@ -203,7 +203,7 @@ static int run_mkfs(int image_fd, uid_t uid, gid_t gid, struct glove_error *err)
 
 /* Attaches image_fd to a free loop device with autoclear. *loop_fd holds
  * the device open (closing it with no mount detaches it). */
-static int loop_attach_flags(int image_fd, const char *name, uint32_t flags, int *loop_fd, struct sv_image *img,
+int sv_loop_attach_flags(int image_fd, const char *name, uint32_t flags, int *loop_fd, struct sv_image *img,
                              struct glove_error *err) {
         _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
         if (ctl < 0)
@@ -303,7 +303,7 @@ static int detach_fd(int fd, uint64_t want_dev, uint64_t want_mnt, uint64_t want
 }
 
 static int loop_attach(int image_fd, const char *name, int *loop_fd, struct sv_image *img, struct glove_error *err) {
-        return loop_attach_flags(image_fd, name, 0, loop_fd, img, err);
+        return sv_loop_attach_flags(image_fd, name, 0, loop_fd, img, err);
 }
 
 static int mkdir_open(int dirfd, const char *name, bool *created, int *out, struct glove_error *err) {
@@ -495,6 +495,11 @@ int sv_image_cleanup(int root_fd, const char *root, const char *session, const c
                 if (unlinkat(root_fd, rel, 0) < 0 && errno != ENOENT)
                         return glove_error_set(err, errno, "materialize.cleanup", "%s/%s: %s", root, rel,
                                                strerror(errno));
+                /* The stage's baseline goes with its image (prepare_stage.c). */
+                snprintf(rel, sizeof(rel), "images/%s/%s.baseline.json", session, alias);
+                if (unlinkat(root_fd, rel, 0) < 0 && errno != ENOENT)
+                        return glove_error_set(err, errno, "materialize.cleanup", "%s/%s: %s", root, rel,
+                                               strerror(errno));
         }
         return 0;
 }
@@ -524,7 +529,7 @@ int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_
                 return glove_error_set(err, EPERM, "materialize.freeze",
                                        "%s: the image is not the one recorded (inode or size differs): left alone", alias);
         struct sv_image img = { 0 };
-        r = loop_attach_flags(image, name, LO_FLAGS_READ_ONLY, &loop, &img, err);
+        r = sv_loop_attach_flags(image, name, LO_FLAGS_READ_ONLY, &loop, &img, err);
         if (r < 0)
                 return r;
         r = mkdir_open(root_fd, "mounts", NULL, &mounts, err);

@@ -67,5 +67,12 @@ int sv_image_cleanup(int root_fd, const char *root, const char *session, const c
 int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_t ino, uint64_t size,
                     struct glove_error *err);
 
+/* Attaches image_fd to a free loop device (LO_FLAGS_AUTOCLEAR | flags, e.g.
+ * LO_FLAGS_READ_ONLY; lo_file_name name), the node checked to be a loop
+ * block device; *loop_fd holds it open, img->loop_device and loop_rdev name
+ * it. materialize.loop. */
+int sv_loop_attach_flags(int image_fd, const char *name, uint32_t flags, int *loop_fd, struct sv_image *img,
+                         struct glove_error *err);
+
 /* Removes images/SESSION and mounts/SESSION when empty. */
 void sv_image_cleanup_session(int root_fd, const char *session);

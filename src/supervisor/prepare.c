@@ -361,19 +361,42 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct sv_grant
         m->read_only = kind == MK_READ_BIND;
         m->max_bytes = (uint64_t)g->max_bytes;
         int r = 0;
+        _cleanup_close_ int stage_fd = -1; /* the retained stage's source, pinned */
+        struct sv_stage_source stage_src = { .fd = -1 };
         if (!al && kind != MK_RETAINED) {
                 r = sv_exposure_mount(cfg, m, &src, err);
         } else if (!al) {
-                /* A retained image starts empty; the project is still
-                 * checked (open_source above) and vetted. */
+                /* A retained image is a copy of the project (checked by
+                 * open_source above, and vetted): its descriptor becomes
+                 * the stage's source. */
                 r = sv_exposure_mount(cfg, m, &src, err);
                 if (r >= 0) {
-                        close(m->fd);
-                        m->fd = -1;
+                        stage_src.fd = TAKE_FD(m->fd);
                         free(m->source);
                         m->source = NULL;
                 }
-        } else if (kind != MK_RETAINED) {
+        } else if (kind == MK_RETAINED) {
+                /* The stage's source: resolved, vetted and pinned as an
+                 * ephemeral copy's; absent is an empty stage with
+                 * empty_directory, materialize.missing otherwise. */
+                struct glove_error why = { 0 };
+                r = sv_launch_resolve(cfg, al->alias, al->host_path, m, &why);
+                bool absent = r == -ENOENT && why.code && strcmp(why.code, "materialize.missing") == 0;
+                if (absent && tu->create_policy == SV_CREATE_EMPTY_DIRECTORY)
+                        r = 0;
+                else if (r < 0 && err)
+                        *err = why;
+                if (r >= 0 && m->source && !m->is_dir)
+                        r = glove_error_set(err, EINVAL, "materialize.file_type",
+                                            "%s: %s is not a directory (a retained copy materializes a directory)",
+                                            al->alias, al->host_path);
+                if (r >= 0 && m->source) {
+                        stage_src.fd = TAKE_FD(m->fd);
+                        stage_src.host_path = al->host_path;
+                        free(m->source);
+                        m->source = NULL;
+                }
+        } else {
                 /* The host path is always resolved and vetted. create_policy
                  * decides only what happens when it does not exist: an
                  * ephemeral copy with empty_directory then starts empty;
@@ -390,12 +413,9 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct sv_grant
                         r = glove_error_set(err, EINVAL, "materialize.file_type",
                                             "%s: %s is not a directory (a copy materializes a directory)", al->alias,
                                             al->host_path);
-        } else {
-                /* The host path is still vetted, so that a policy path that
-                 * became restricted never reaches a session. */
-                r = sv_check_restricted(cfg, al->alias, al->host_path, err);
         }
         glove_exposure_source_close(&src);
+        stage_fd = stage_src.fd;
         if (r < 0) {
                 sv_launch_mount_drop_last(l);
                 return r;
@@ -419,6 +439,16 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct sv_grant
                 }
         }
         if (kind == MK_RETAINED) {
+                /* The source's manifest first: a source larger than the
+                 * image is refused before any image is made, and a change
+                 * after this walk makes the baseline stale (apply refuses
+                 * it), never silently part of it. */
+                _cleanup_(glove_manifest_freep) struct glove_manifest *src_manifest = NULL;
+                r = sv_stage_source_manifest(cfg, m, &stage_src, &src_manifest, err);
+                if (r < 0) {
+                        sv_launch_mount_drop_last(l);
+                        return r;
+                }
                 m->img = calloc(1, sizeof(*m->img));
                 if (!m->img) {
                         sv_launch_mount_drop_last(l);
@@ -445,6 +475,14 @@ static int launch_grant(struct glove_supervisor_launch *l, const struct sv_grant
                 m->dev = m->img->root_dev;
                 m->ino = m->img->root_ino;
                 m->mnt_id = m->img->mnt_id;
+                r = sv_stage_fill(cfg, l->session_id, m, &stage_src, src_manifest, err);
+                if (r < 0) {
+                        (void)sv_image_release(m->img, NULL);
+                        (void)sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, l->session_id,
+                                               m->alias, true, NULL);
+                        sv_launch_mount_drop_last(l);
+                        return r;
+                }
         }
         if (!l->cwd && kind != MK_READ_BIND)
                 l->cwd = m->target;
@@ -475,8 +513,8 @@ static int get_limits(const json_t *root, struct glove_supervisor_limits *out, s
         return 0;
 }
 
-static int check_args(const struct glove_supervisor_runtime_config *cfg, const char *session_id, const char *plan,
-                      struct glove_error *err) {
+int sv_check_args(const struct glove_supervisor_runtime_config *cfg, const char *session_id, const char *plan,
+                  struct glove_error *err) {
         if (!cfg || !cfg->policy || !session_id || !sv_identifier_valid(session_id) || !plan ||
             !cfg->materialization_root || cfg->materialization_root[0] != '/' || cfg->materialization_root_fd < 0)
                 return glove_error_set(err, EINVAL, "launch.invalid_argument",
@@ -496,7 +534,7 @@ int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtim
                                             struct glove_supervisor_launch **out, struct glove_error *err) {
         if (out)
                 *out = NULL;
-        int r = check_args(cfg, session_id, plan, err);
+        int r = sv_check_args(cfg, session_id, plan, err);
         if (r < 0 || !out)
                 return r < 0 ? r : glove_error_set(err, EINVAL, "launch.invalid_argument", "out is NULL");
         _cleanup_json_ json_t *root = NULL;
@@ -670,132 +708,4 @@ void glove_supervisor_launch_disown(struct glove_supervisor_launch *l) {
                 }
         }
         sv_launch_leases_unlock(l); /* the keeper holds the locks */
-}
-
-/* ---- cleanup ---- */
-
-/* The path_grants array of stored plan bytes (*root owns it). */
-static int plan_grants(const char *plan, size_t plan_len, json_t **root, const json_t **grants,
-                       struct glove_error *err) {
-        if (glove_json_decode_canonical(plan, plan_len, GLOVE_PLAN_MAX_BYTES, 0, root, NULL) < 0 ||
-            !json_is_array(json_object_get(*root, "path_grants")))
-                return sv_bad_plan(err, "not a canonical JSON object with path_grants");
-        *grants = json_object_get(*root, "path_grants");
-        return 0;
-}
-
-/* Grant i of a stored plan's path_grants, its name (alias or exposure_id)
- * an identifier (it names directories under the root). */
-static int stored_grant(const json_t *grants, size_t i, struct sv_grant *g, struct glove_error *err) {
-        int r = sv_decode_grant(json_array_get(grants, i), g, err);
-        if (r < 0)
-                return r;
-        return sv_identifier_valid(g->name) ? 0 : sv_bad_plan(err, "an alias or exposure_id");
-}
-
-int glove_supervisor_cleanup(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
-                             const char *plan, size_t plan_len, json_t **removed, json_t **kept,
-                             struct glove_error *err) {
-        if (removed)
-                *removed = NULL;
-        if (kept)
-                *kept = NULL;
-        int r = check_args(cfg, session_id, plan, err);
-        if (r < 0)
-                return r;
-        _cleanup_json_ json_t *root = NULL;
-        const json_t *grants = NULL;
-        if ((r = plan_grants(plan, plan_len, &root, &grants, err)) < 0)
-                return r;
-        _cleanup_json_ json_t *rm = json_array(), *kp = json_array();
-        if (!rm || !kp)
-                return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
-        for (size_t i = 0; i < json_array_size(grants); i++) {
-                struct sv_grant g;
-                if ((r = stored_grant(grants, i, &g, err)) < 0)
-                        return r;
-                bool remove = g.cleanup == SV_CLEANUP_REMOVE;
-                if (g.access == SV_ACCESS_RETAINED_WRITE) {
-                        r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id,
-                                             g.name, remove, err);
-                        if (r < 0)
-                                return r;
-                } else if (g.access != SV_ACCESS_EPHEMERAL_WRITE) {
-                        continue; /* read binds leave nothing on the host */
-                }
-                if (json_array_append_new(remove ? rm : kp, json_string(g.name)) < 0)
-                        return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");
-        }
-        sv_image_cleanup_session(cfg->materialization_root_fd, session_id);
-        if (removed)
-                *removed = TAKE_PTR(rm);
-        if (kept)
-                *kept = TAKE_PTR(kp);
-        return 0;
-}
-
-int glove_supervisor_release_leftovers(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
-                                       const char *plan, size_t plan_len, struct glove_error *err) {
-        int r = check_args(cfg, session_id, plan, err);
-        if (r < 0)
-                return r;
-        _cleanup_json_ json_t *root = NULL;
-        const json_t *grants = NULL;
-        if ((r = plan_grants(plan, plan_len, &root, &grants, err)) < 0)
-                return r;
-        for (size_t i = 0; i < json_array_size(grants); i++) {
-                struct sv_grant g;
-                if ((r = stored_grant(grants, i, &g, err)) < 0)
-                        return r;
-                if (g.access != SV_ACCESS_RETAINED_WRITE)
-                        continue;
-                /* sv_image_cleanup without removing the image: detach the
-                 * mount, remove its empty directory. */
-                r = sv_image_cleanup(cfg->materialization_root_fd, cfg->materialization_root, session_id, g.name,
-                                     false, err);
-                if (r < 0)
-                        return r;
-        }
-        char rel[PATH_MAX];
-        snprintf(rel, sizeof(rel), "mounts/%s", session_id);
-        (void)unlinkat(cfg->materialization_root_fd, rel, AT_REMOVEDIR);
-        return 0;
-}
-
-int glove_supervisor_freeze_retained(const struct glove_supervisor_runtime_config *cfg, const char *session_id,
-                                     const json_t *materializations, json_t **frozen, struct glove_error *err) {
-        *frozen = json_array();
-        if (!cfg || !session_id || !*frozen)
-                return glove_error_set(err, EINVAL, "launch.invalid_argument", "a configuration and a session are required");
-        int ret = 0;
-        size_t i;
-        const json_t *m;
-        json_array_foreach(materializations, i, m) {
-                const char *kind = json_string_value(json_object_get(m, "kind"));
-                const char *alias = json_string_value(json_object_get(m, "alias"));
-                if (!alias) /* an exposure's image is named by its exposure_id */
-                        alias = json_string_value(json_object_get(m, "exposure_id"));
-                if (!kind || strcmp(kind, "retained_image") != 0 || !alias || !alias[0] || strchr(alias, '/') || strcmp(alias, ".") == 0 ||
-                    strcmp(alias, "..") == 0 || strlen(alias) > 255)
-                        continue;
-                const json_t *img = json_object_get(m, "image");
-                json_int_t ino = json_integer_value(json_object_get(img, "ino"));
-                json_int_t size = json_integer_value(json_object_get(img, "size"));
-                /* The old boot's mount, if this is no real restart (a
-                 * namespace that only looks like one), goes first. */
-                char rel[PATH_MAX];
-                snprintf(rel, sizeof(rel), "%s/mounts/%s/%s", cfg->materialization_root, session_id, alias);
-                (void)umount2(rel, MNT_DETACH | UMOUNT_NOFOLLOW);
-                struct glove_error e = { 0 };
-                if (sv_image_freeze(cfg->materialization_root_fd, session_id, alias, (uint64_t)ino, (uint64_t)size, &e) < 0) {
-                        if (ret == 0) {
-                                ret = -(e.errnum ? e.errnum : EIO);
-                                if (err)
-                                        *err = e;
-                        }
-                        continue;
-                }
-                json_array_append_new(*frozen, json_string(alias));
-        }
-        return ret;
 }

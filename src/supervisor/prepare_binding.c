@@ -112,6 +112,14 @@ json_t *glove_supervisor_launch_binding(const struct glove_supervisor_launch *l)
                              add(loop, "device", json_string(m->img->loop_device)) |
                              add(loop, "rdev", json_integer((json_int_t)m->img->loop_rdev)) |
                              add(mnt, "mnt_id", json_integer((json_int_t)m->img->mnt_id));
+                        /* Issue 30: what the stage started as (prepare_stage.c). */
+                        json_t *bl = json_object();
+                        r |= add(x, "baseline", bl) |
+                             add(bl, "source_manifest_digest",
+                                 m->source_digest[0] ? json_string(m->source_digest) : json_null()) |
+                             add(bl, "stage_manifest_digest", json_string(m->stage_digest)) |
+                             add(bl, "stage_entries", json_integer((json_int_t)m->stage_entries)) |
+                             add(bl, "stage_file_bytes", json_integer((json_int_t)m->stage_bytes));
                 }
         }
         for (size_t i = 0; l->egress_policy && i < l->egress_policy->n_targets; i++) {

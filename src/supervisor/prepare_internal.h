@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "glove/supervisor/adapter.h"
+#include "glove/supervisor/manifest.h"
 #include "glove/supervisor/prepare.h"
 
 struct sv_template;
@@ -34,6 +35,11 @@ struct sv_mount {
         uint64_t dev, ino, mnt_id, max_bytes;
         int fd;            /* the pinned descriptor (O_PATH), or -1 */
         struct sv_image *img; /* retained: owned */
+        /* retained (prepare_stage.c): the baseline's manifest digests ("" for
+         * no source), the stage's entries and file bytes. */
+        char stage_digest[65], source_digest[65];
+        size_t stage_entries;
+        uint64_t stage_bytes;
 };
 
 /* C: one credential lease of a launch (lease.c). */
@@ -164,6 +170,47 @@ struct sv_grant {
 /* Sets err to launch.invalid_plan naming what did not decode; returns
  * -EINVAL. */
 int sv_bad_plan(struct glove_error *err, const char *what);
+
+/* The arguments every prepare.h entry point needs: a configuration with a
+ * policy and a materialization root, a valid session id and a plan.
+ * launch.invalid_argument. */
+int sv_check_args(const struct glove_supervisor_runtime_config *cfg, const char *session_id, const char *plan,
+                  struct glove_error *err);
+
+/* ---- the retained stage (prepare_stage.c) ---- */
+
+/* ROOT/images/SESSION/NAME plus this: the baseline file. */
+#define SV_STAGE_BASELINE_SUFFIX ".baseline.json"
+
+/* What a retained grant's stage is copied from: the pinned source (fd
+ * O_PATH|O_DIRECTORY, borrowed; -1: none, the stage starts empty) and, for
+ * an alias, its host path (borrowed). */
+struct sv_stage_source {
+        int fd;
+        const char *host_path;
+};
+
+/* The source's manifest (*out owned; NULL when s has no source), bounded by
+ * m->max_bytes of file contents: materialize.quota_exceeded beyond; every
+ * directory and file readable by the agent's ids through its permission
+ * bits (as in the sandbox's ephemeral copy), else materialize.copy. */
+int sv_stage_source_manifest(const struct glove_supervisor_runtime_config *cfg, const struct sv_mount *m,
+                             const struct sv_stage_source *s, struct glove_manifest **out, struct glove_error *err);
+
+/* The stage (manifest built right after the copy) is exactly the copy of
+ * the source manifest taken before it (types, sizes, digests, the copied
+ * permission bits; FIFOs, sockets and devices not copied), else
+ * materialize.changed naming the first entry that differs. */
+int sv_stage_check_copy(const struct sv_mount *m, const struct glove_manifest *src,
+                        const struct glove_manifest *stage, struct glove_error *err);
+
+/* Fills m's fresh, mounted image (m->fd) with a copy of s, builds the
+ * stage's manifest and writes the baseline file (src_manifest: from
+ * sv_stage_source_manifest, borrowed). Sets m's stage fields. Codes
+ * materialize.quota_exceeded, materialize.copy, materialize.too_deep,
+ * materialize.changed, materialize.stage, materialize.mount. */
+int sv_stage_fill(const struct glove_supervisor_runtime_config *cfg, const char *session_id, struct sv_mount *m,
+                  const struct sv_stage_source *s, struct glove_manifest *src_manifest, struct glove_error *err);
 
 /* Decodes path grant o of a decoded plan into g (strings borrowed from o).
  * Returns 0 or -EINVAL with err set (launch.invalid_plan). */

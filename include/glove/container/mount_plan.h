@@ -287,6 +287,23 @@ int glove_mount_plan_add_tree(struct glove_mount_plan *plan, const char *dest, u
                               const char *source, dev_t dev, ino_t ino, const char *label, struct glove_error *err);
 
 /*
+ * The copy a TREE entry gets, for a caller outside the sandbox child (a
+ * retained image's stage, issue 30; docs/session-policy.md, "Resolution and
+ * retained images"): fills the directory dst_root (O_RDONLY|O_DIRECTORY)
+ * with a copy of the directory src_root (O_RDONLY|O_DIRECTORY) by the rules
+ * of glove_mount_plan_add_tree (nothing followed, no mount crossed, regular
+ * files, directories and (unless skip_links) symbolic links recreated,
+ * everything owned by uid:gid, setuid/setgid/sticky bits dropped, other
+ * objects skipped, at most GLOVE_MOUNT_TREE_DEPTH_MAX levels). size is the
+ * destination's byte budget, named in the quota message only. Neither
+ * descriptor is closed; what was copied before a failure stays. Returns 0
+ * or -errno: "materialize.copy", "materialize.quota_exceeded" (ENOSPC or
+ * EDQUOT), "materialize.too_deep"; label (borrowed) prefixes messages.
+ */
+int glove_tree_copy_dir(int src_root, int dst_root, const char *label, uint64_t size, uid_t uid, gid_t gid,
+                        bool skip_links, struct glove_error *err);
+
+/*
  * Sets the agent's working directory (absolute, lexically normal; "/"
  * allowed), replacing the one the standard perimeter or the workspace grant
  * chose. The child changes into it after pivot_root ("mount.chdir" when it

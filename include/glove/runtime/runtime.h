@@ -289,6 +289,12 @@ int glove_runtime_signal(struct glove_runtime *rt, const char *session_id, const
                                  json_t **result, struct glove_error *err);
 int glove_runtime_stop(struct glove_runtime *rt, const char *session_id, uint64_t grace_ms,
                                json_t **result, struct glove_error *err);
+/* Retained-change inspection (issue 30; docs/retained-changes.md): what the
+ * agent changed in each retained stage of an ended session, read from the
+ * image mounted read-only and detached (glove_supervisor_retained_changes's
+ * result). session.not_found, session.not_terminal (-EBUSY). */
+int glove_runtime_retained_changes(struct glove_runtime *rt, const char *session_id, json_t **result,
+                                   struct glove_error *err);
 int glove_runtime_cleanup(struct glove_runtime *rt, const char *session_id, json_t **result,
                                   struct glove_error *err);
 /* list_sessions (needs only the store). */
