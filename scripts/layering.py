@@ -40,7 +40,9 @@ LAYERS = [
     # runtime (the PTY drain, receipts) can both call it.
     ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote", "remote_executor", "refinement"],
     ["session", "kernel", "supervisor", "adapters"],
-    ["keeper"],
+    # apply: retained-change inspection and apply (reservation journal, trust
+    # policy, candidate copy, exchange, recovery); on supervisor and store.
+    ["keeper", "apply"],
     ["runtime"],
     ["run", "server", "ctl", "host"],
     ["cli"],

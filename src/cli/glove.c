@@ -5,6 +5,7 @@
 
 #include "glove/base/proctitle.h"
 #include "glove/ctl/ctl.h"
+#include "glove/host/apply.h"
 #include "glove/host/daemon.h"
 #include "glove/host/doctor.h"
 #include "glove/host/exposures.h"
@@ -33,6 +34,9 @@ static const char usage[] =
         "  daemon COMMAND [OPTIONS]             install and control gloved as a systemd user service\n"
         "  policy COMMAND [OPTIONS]             detect, stage, generate, explain and validate\n"
         "                                       session policies\n"
+        "  apply SESSION [OPTIONS]              apply a managed session's retained changes to\n"
+        "                                       their source, atomically, under a signed\n"
+        "                                       authorization (owner-local)\n"
         "\n"
         "Options:\n"
         "  -h, --help      show this help (COMMAND --help for a command's options)\n"
@@ -67,6 +71,8 @@ int main(int argc, char **argv) {
                 return glove_host_doctor_main(argc - 1, argv + 1);
         if (strcmp(cmd, "daemon") == 0)
                 return glove_host_daemon_main(argc - 1, argv + 1);
+        if (strcmp(cmd, "apply") == 0)
+                return glove_host_apply_main(argc - 1, argv + 1);
         if (strcmp(cmd, "policy") == 0)
                 return glove_host_policy_main(argc - 1, argv + 1);
         fprintf(stderr, "glove: usage.unknown_command: unknown command \"%s\"; see glove --help\n", cmd);

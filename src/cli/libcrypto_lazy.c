@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The libcrypto functions src/base/digest.c uses, resolved with dlopen(3) on
- * first use instead of at program start.
+ * The libcrypto functions src/base/digest.c and src/apply/trust.c (Ed25519)
+ * use, resolved with dlopen(3) on first use instead of at program start.
+ * Every libcrypto function that code linked into glove calls needs its
+ * wrapper here, or the executable links libcrypto at start again.
  *
  * Linked into the glove executable only (gloved and the tests link libcrypto
  * normally). Why: loading OpenSSL's libcrypto costs about 1.4 ms at every
@@ -76,6 +78,24 @@ LAZY(int, 0, EVP_MAC_init, (EVP_MAC_CTX * ctx, const unsigned char *key, size_t 
      (ctx, key, keylen, params))
 LAZY(int, 0, EVP_MAC_update, (EVP_MAC_CTX * ctx, const unsigned char *data, size_t datalen), (ctx, data, datalen))
 LAZY(int, 0, EVP_MAC_final, (EVP_MAC_CTX * ctx, unsigned char *out, size_t *outl, size_t outsize), (ctx, out, outl, outsize))
+/* Ed25519 (src/apply/trust.c). */
+LAZY(EVP_PKEY *, NULL, EVP_PKEY_new_raw_private_key, (int type, ENGINE *e, const unsigned char *priv, size_t len),
+     (type, e, priv, len))
+LAZY(EVP_PKEY *, NULL, EVP_PKEY_new_raw_public_key, (int type, ENGINE *e, const unsigned char *pub, size_t len),
+     (type, e, pub, len))
+LAZY(int, 0, EVP_PKEY_get_raw_public_key, (const EVP_PKEY *pkey, unsigned char *pub, size_t *len), (pkey, pub, len))
+LAZY_VOID(EVP_PKEY_free, (EVP_PKEY * pkey), (pkey))
+LAZY(int, 0, EVP_DigestSignInit, (EVP_MD_CTX * ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type, ENGINE *e, EVP_PKEY *pkey),
+     (ctx, pctx, type, e, pkey))
+LAZY(int, 0, EVP_DigestSign,
+     (EVP_MD_CTX * ctx, unsigned char *sigret, size_t *siglen, const unsigned char *tbs, size_t tbslen),
+     (ctx, sigret, siglen, tbs, tbslen))
+LAZY(int, 0, EVP_DigestVerifyInit,
+     (EVP_MD_CTX * ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type, ENGINE *e, EVP_PKEY *pkey), (ctx, pctx, type, e, pkey))
+/* A failure to load libcrypto is "does not verify" (0): fail closed. */
+LAZY(int, 0, EVP_DigestVerify,
+     (EVP_MD_CTX * ctx, const unsigned char *sigret, size_t siglen, const unsigned char *tbs, size_t tbslen),
+     (ctx, sigret, siglen, tbs, tbslen))
 LAZY(int, 0, RAND_bytes, (unsigned char *buf, int num), (buf, num))
 LAZY(unsigned long, 0, ERR_get_error, (void), ())
 LAZY_VOID(ERR_clear_error, (void), ())

@@ -58,6 +58,8 @@ static const char usage_text[] =
         "                                     TSTP WINCH (with or without SIG)\n"
         "  stop ID [--grace TIME]             SIGTERM, then SIGKILL after TIME (0..10m, default 5s)\n"
         "  cleanup ID                         remove what an ended session's cleanup policies say\n"
+        "  changes ID                         what the agent changed in each retained stage of an\n"
+        "                                     ended session (read-only; apply with glove apply)\n"
         "  sessions                           every session with its state and age\n"
         "  exposures                          the redacted catalog of path exposures (glove init):\n"
         "                                     id, generation, state, expiry, modes, runtimes, label\n"

@@ -108,10 +108,12 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
                 *method = "list_sessions";
                 return 0;
         }
-        if (strcmp(c->cmd, "start") == 0 || strcmp(c->cmd, "cleanup") == 0) {
+        if (strcmp(c->cmd, "start") == 0 || strcmp(c->cmd, "cleanup") == 0 || strcmp(c->cmd, "changes") == 0) {
                 if ((r = parse_cmdline(c, 1, NULL, NULL, v, 0, &cl)))
                         return r;
-                *method = c->cmd[0] == 's' ? "start_session" : "cleanup_session";
+                *method = c->cmd[0] == 's'   ? "start_session"
+                          : c->cmd[1] == 'l' ? "cleanup_session"
+                                             : "retained_changes";
                 *params = json_pack("{s:s}", "session_id", cl.pos[0]);
                 return 0;
         }
@@ -240,12 +242,64 @@ static void print_list(const char *label, const json_t *a) {
         printf("\n");
 }
 
+/* retained_changes: per grant, the baseline and each changed path listed
+ * (gloved lists at most a bounded number in all: "truncated" says so). */
+static void print_changes(const json_t *r) {
+        size_t gi, k;
+        json_t *g;
+        static const char *const lists[] = { "added", "removed", "modified", "mode_changed" };
+        if (json_array_size(json_object_get(r, "grants")) == 0)
+                printf("no retained grants\n");
+        json_array_foreach(json_object_get(r, "grants"), gi, g) {
+                const json_t *e = json_object_get(g, "error");
+                if (e) {
+                        printf("%s: %s: %s\n", ctl_shown(str(g, "grant")), str(e, "code"), ctl_shown(str(e, "message")));
+                        continue;
+                }
+                const json_t *ch = json_object_get(g, "changes");
+                const json_t *counts = json_object_get(ch, "counts");
+                long long total = 0, listed = 0;
+                for (k = 0; k < 4; k++) {
+                        total += (long long)json_integer_value(json_object_get(counts, lists[k]));
+                        listed += (long long)json_array_size(json_object_get(ch, lists[k]));
+                }
+                printf("%s: %lld change%s, %lld unchanged (stage %.16s, baseline %.16s)\n", ctl_shown(str(g, "grant")),
+                       total, total == 1 ? "" : "s", (long long)json_integer_value(json_object_get(ch, "unchanged")),
+                       str(g, "stage_manifest_digest"), str(json_object_get(g, "baseline"), "stage_manifest_digest"));
+                for (k = 0; k < 4; k++) {
+                        size_t xi;
+                        json_t *x;
+                        json_array_foreach(json_object_get(ch, lists[k]), xi, x) {
+                                const json_t *after = json_object_get(x, "after");
+                                if (k == 3)
+                                        printf("  %-12s %s %04llo -> %04llo%s\n", lists[k], ctl_shown(str(x, "path")),
+                                               (unsigned long long)json_integer_value(json_object_get(x, "before")),
+                                               (unsigned long long)json_integer_value(after),
+                                               strcmp(str(x, "path"), ".") == 0
+                                                       ? " (glove apply keeps the source root's mode)"
+                                                       : "");
+                                else
+                                        printf("  %-12s %s\n", lists[k], ctl_shown(str(x, "path")));
+                        }
+                }
+                const json_t *refusal = json_object_get(g, "apply_refusal");
+                if (json_is_object(refusal))
+                        printf("  glove apply would refuse this stage: %s: %s\n", str(refusal, "code"),
+                               ctl_shown(str(refusal, "message")));
+                if (listed < total)
+                        printf("  ... and %lld more not listed (glove apply --changes %s lists every one)\n",
+                               total - listed, str(r, "session_id"));
+        }
+}
+
 static void print_human(const char *method, const json_t *params, const json_t *r) {
         const char *id = str(params, "session_id");
         if (strcmp(method, "list_sessions") == 0) {
                 print_sessions(r);
         } else if (strcmp(method, "start_session") == 0 || strcmp(method, "stop_session") == 0) {
                 printf("session %s: %s\n", json_object_get(r, "session_id") ? str(r, "session_id") : id, str(r, "state"));
+        } else if (strcmp(method, "retained_changes") == 0) {
+                print_changes(r);
         } else if (strcmp(method, "cleanup_session") == 0) {
                 print_list("removed", json_object_get(r, "removed"));
                 print_list("kept", json_object_get(r, "kept"));

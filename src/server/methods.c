@@ -355,6 +355,16 @@ static json_t *do_cleanup_session(struct glove_server_components *c, const struc
         return answer(req, r, res, &e);
 }
 
+static json_t *do_retained_changes(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        struct glove_error e = { 0 };
+        const char *id;
+        json_t *res = NULL;
+        if (get_id(req, id_keys, &id, &e) < 0)
+                return invalid_params(req, &e);
+        int r = glove_runtime_retained_changes(c->runtime, id, &res, &e);
+        return answer(req, r, res, &e);
+}
+
 static json_t *do_list_sessions(struct glove_server_components *c, const struct glove_protocol_request *req) {
         static const char *const none[] = { NULL };
         struct glove_error e = { 0 };
@@ -515,6 +525,7 @@ static const struct method methods[] = {
         { "signal", NEED_RUNTIME, do_signal, false },
         { "stop_session", NEED_RUNTIME, do_stop_session, false },
         { "cleanup_session", NEED_RUNTIME, do_cleanup_session, false },
+        { "retained_changes", NEED_RUNTIME, do_retained_changes, false },
         /* Sorted: "owner_methods" lists the owner ones in this order. */
         { "exposure_catalog", NEED_EXPOSURES, do_exposure_catalog, false },
         { "exposure_create", NEED_EXPOSURES, do_exposure_create, true },
@@ -643,6 +654,10 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
         if (caps && (json_object_set_new(caps, "library_bundle_root", json_boolean(lifecycle && c->library_bundle_root)) < 0 ||
                      json_object_set_new(caps, "cgroup_placement", placement ? json_string(placement) : json_null()) < 0 ||
                      json_object_set_new(caps, "lifecycle_reason", lifecycle ? json_null() : json_string(why)) < 0 ||
+                     /* Apply is owner-local only (glove apply; spec
+                      * session-policy.md: apply schema version 0, apply
+                      * operations refused over this socket). */
+                     json_object_set_new(caps, "apply_schema_version", json_integer(0)) < 0 ||
                      json_object_set_new(caps, "path_exposure_schema_version",
                                          json_integer(c->exposures ? GLOVE_EXPOSURE_SCHEMA_VERSION : 0)) < 0 ||
                      json_object_set_new(caps, "remote_backend",

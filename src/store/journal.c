@@ -683,3 +683,37 @@ void glove_store_journal_close(struct glove_store_journal *j) {
         free(j->path);
         free(j);
 }
+
+int glove_store_journal_chain_sha256(const char *domain, const uint8_t prev[GLOVE_STORE_JOURNAL_TAG_LEN], uint64_t seq,
+                                     const void *payload, size_t len, uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN],
+                                     struct glove_error *err) {
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *d = NULL;
+        uint8_t num[12];
+        glove_put_be64(num, seq);
+        glove_put_be32(num + 8, (uint32_t)len);
+        int r = glove_digest_sha256_init(&d, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, domain, strlen(domain) + 1, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, prev, GLOVE_STORE_JOURNAL_TAG_LEN, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, num, sizeof(num), err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, payload, len, err);
+        if (r == 0)
+                r = glove_digest_sha256_final(d, out, err);
+        return r;
+}
+
+int glove_store_journal_genesis_sha256(const char *domain, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
+                                       uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err) {
+        _cleanup_digest_sha256_ struct glove_digest_sha256 *d = NULL;
+        int r = glove_digest_sha256_init(&d, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, domain, strlen(domain) + 1, err);
+        if (r == 0)
+                r = glove_digest_sha256_update(d, header, GLOVE_STORE_JOURNAL_HEADER_LEN, err);
+        if (r == 0)
+                r = glove_digest_sha256_final(d, out, err);
+        return r;
+}

@@ -129,6 +129,21 @@ typedef int (*glove_store_journal_record_fn)(void *userdata, uint64_t seq, const
                                                const uint8_t tag[GLOVE_STORE_JOURNAL_TAG_LEN],
                                                struct glove_error *err);
 
+
+/*
+ * The usual chain and genesis of a journal format with SHA-256 in its own
+ * domains (the exposure and apply journals; the session store's is the same
+ * with a reused digest context):
+ *   chain   = SHA-256(domain "\0" || prev (32) || seq (u64 BE) || len (u32 BE) || payload)
+ *   genesis = SHA-256(domain "\0" || header (64))
+ * domain is a NUL-terminated string (its NUL is hashed). Errors: the digest's.
+ */
+int glove_store_journal_chain_sha256(const char *domain, const uint8_t prev[GLOVE_STORE_JOURNAL_TAG_LEN], uint64_t seq,
+                                     const void *payload, size_t len, uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN],
+                                     struct glove_error *err);
+int glove_store_journal_genesis_sha256(const char *domain, const uint8_t header[GLOVE_STORE_JOURNAL_HEADER_LEN],
+                                       uint8_t out[GLOVE_STORE_JOURNAL_TAG_LEN], struct glove_error *err);
+
 /* What a journal format is. All fields are read-only after setup; the
  * structure must outlive every journal opened with it. */
 struct glove_store_journal_format {
