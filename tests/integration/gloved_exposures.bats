@@ -152,7 +152,7 @@ no_leak() {
         ! grep -F '"root_id"' "$ANSWERS" || fail "an answer names a root id"
 }
 
-@test "exposures: an agent edits its copy of an exposed project (host byte-identical), reads its bind read-only, and keeps a change in a retained image; nothing leaks" {
+@test "exposures: an agent edits its copy of an exposed project (host byte-identical), reads its bind read-only, and keeps a change in a retained image that the owner applies through the exposure; nothing leaks" {
         x_gloved
         enroll --label proj
         host_listing "$T/src" >"$T/before"
@@ -190,8 +190,34 @@ no_leak() {
                 fi
                 host_listing "$T/src" >"$T/after"
                 diff "$T/before" "$T/after" >&2 || fail "the host tree changed"
+                # A second retained session, then the owner applies the
+                # first (issue 30): the exposure's project is reopened
+                # through the registry's recovery lookup, once gloved, which
+                # holds the exposure journal, has stopped.
+                xplan k2 x-edit retained_write copy retain
+                run_session k2 || fail "start k2: $output"
         fi
         no_leak
+        if [ -e /dev/loop-control ] && is_root && ! grep -q "retained.no_" "$GD_ERR"; then
+                stop_gloved
+                mkdir -m 700 "$T/ap"
+                mkdir -m 755 "$T/trust"
+                "$GLOVE" apply --keygen "$T/ap/k" --key-id owner >"$T/ap/entry.json" || fail "keygen"
+                jq -c '{schema: "glove.apply-trust.v1", keys: [.]}' "$T/ap/entry.json" >"$T/trust/t.json"
+                chmod 644 "$T/trust/t.json"
+                local apply=("$GLOVE" apply --trust-policy "$T/trust/t.json" --journal "$T/ap/apply.journal"
+                        --materialization-root "$T/mat" --path-exposure-policy "$XPOL"
+                        --path-exposure-journal "$T/xs/exposures.journal")
+                run --separate-stderr "${apply[@]}" k1 --key "$T/ap/k"
+                [ "$status" -eq 0 ] || fail "apply k1: $stderr"
+                [ "$(cat "$T/src/proj/note.txt")" = "kept by the agent" ] || fail "the exposure's project did not get the change"
+                [ "$(cat "$T/src/proj/a.txt")" = "original a" ] || fail "apply changed what the agent did not"
+                # The project k2 started from is no longer there (k1's apply
+                # replaced the entry): refused, nothing consumed.
+                run --separate-stderr "${apply[@]}" k2 --key "$T/ap/k"
+                [ "$status" -eq 1 ] && [[ "$stderr" == *"apply.stale_baseline"* ]] || fail "apply k2: $status $stderr"
+                if grep -q "agent was here" "$T/src/proj/a.txt"; then fail "a stale stage reached the project"; fi
+        fi
 }
 
 @test "exposures: a project or root replaced between init and start, by a directory or a link, is exposure.changed; a swap racing starts never reaches the agent" {

@@ -415,11 +415,15 @@ static void test_remote_construction_only(void **state) {
         assert_int_equal(json_array_size(json_object_get(caps, "managed_runtime_ids")), 0);
         assert_int_equal(json_array_size(json_object_get(caps, "resource_mechanisms")), 0);
         assert_int_equal(json_integer_value(json_object_get(caps, "refinement_evaluation_protocol_schema_version")), 0);
+        /* Apply is owner-local only: schema 0, whatever is constructed. */
+        assert_true(json_is_integer(json_object_get(caps, "apply_schema_version")));
+        assert_int_equal(json_integer_value(json_object_get(caps, "apply_schema_version")), 0);
         assert_string_equal(json_string_value(json_object_get(caps, "lifecycle_reason")), GLOVE_REMOTE_NOT_OPERATIONAL_WHY);
         _cleanup_json_ json_t *want = glove_remote_runtime_capabilities(rt);
         assert_true(json_equal(json_object_get(caps, "remote_backend"), want));
         static const char *const lifecycle[] = { "start_session", "attach",       "write_stdin",  "resize",
-                                                 "signal",        "detach",       "stop_session", "cleanup_session" };
+                                                 "signal",        "detach",       "stop_session", "cleanup_session",
+                                                 "retained_changes" };
         for (size_t i = 0; i < sizeof(lifecycle) / sizeof(lifecycle[0]); i++) {
                 assert_false(glove_server_method_advertised(&f->c, lifecycle[i]));
                 _cleanup_json_ json_t *r = call(f, lifecycle[i], json_pack("{s:s}", "session_id", "s1"));

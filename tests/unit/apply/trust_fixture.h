@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Shared by test_trust.c and test_authorization.c: a temporary directory
+ * under /tmp (a root-owned sticky ancestor), files written with an exact
+ * mode, trust policies and key files. Include after <cmocka.h>.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "glove/apply/trust.h"
+#include "glove/base/base64.h"
+
+#define FIXTURE_PATH_MAX 256
+
+/* Makes a new 0700 directory /tmp/glove-apply-NAME.XXXXXX into dir. */
+static inline void fixture_tmpdir(char dir[FIXTURE_PATH_MAX], const char *name) {
+        snprintf(dir, FIXTURE_PATH_MAX, "/tmp/glove-apply-%s.XXXXXX", name);
+        assert_non_null(mkdtemp(dir));
+}
+
+static inline int fixture_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+        (void)st;
+        (void)ftw;
+        if (flag == FTW_DP || flag == FTW_D)
+                (void)rmdir(p);
+        else
+                (void)unlink(p);
+        return 0;
+}
+
+/* Removes dir and everything in it (links not followed). */
+static inline void fixture_rm_rf(const char *dir) {
+        (void)nftw(dir, fixture_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* dir "/" name into out. */
+static inline void fixture_join(char out[FIXTURE_PATH_MAX], const char *dir, const char *name) {
+        int n = snprintf(out, FIXTURE_PATH_MAX, "%s/%s", dir, name);
+        assert_true(n > 0 && n < FIXTURE_PATH_MAX);
+}
+
+/* Writes text to path (created or truncated), then sets exactly mode. */
+static inline void fixture_write(const char *path, const char *text, size_t len, mode_t mode) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, text, len), (ssize_t)len);
+        assert_int_equal(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+/* A trust policy listing n keys: ids[i] with public key pubs[i] (base64). */
+static inline void fixture_write_policy(const char *path, size_t n, const char *const ids[],
+                                        const char *const pubs[], mode_t mode) {
+        char text[8192];
+        size_t len = (size_t)snprintf(text, sizeof(text), "{\"schema\":\"glove.apply-trust.v1\",\"keys\":[");
+        for (size_t i = 0; i < n; i++)
+                len += (size_t)snprintf(text + len, sizeof(text) - len, "%s{\"key_id\":\"%s\",\"public_key\":\"%s\"}",
+                                        i ? "," : "", ids[i], pubs[i]);
+        len += (size_t)snprintf(text + len, sizeof(text) - len, "]}\n");
+        assert_true(len < sizeof(text));
+        fixture_write(path, text, len, mode);
+}
+
+/* A key file for key_id holding the 32-byte seed, mode 0600. */
+static inline void fixture_write_key(const char *path, const char *key_id, const uint8_t seed[32]) {
+        char b64[45], text[256];
+        assert_int_equal(glove_base64_encode_cstr(seed, 32, b64, sizeof(b64)), 44);
+        int n = snprintf(text, sizeof(text),
+                         "{\"key_id\":\"%s\",\"private_key\":\"%s\",\"schema\":\"glove.apply-key.v1\"}", key_id, b64);
+        fixture_write(path, text, (size_t)n, 0600);
+}
+
+/* Generates a key file at dir/name for key_id, loads it, and stores its
+ * public key in pub. */
+static inline struct glove_apply_key *fixture_new_key(const char *dir, const char *name, const char *key_id,
+                                                      char pub[45]) {
+        char path[FIXTURE_PATH_MAX];
+        fixture_join(path, dir, name);
+        struct glove_error err = { 0 };
+        struct glove_apply_key *k = NULL;
+        if (glove_apply_key_generate(path, key_id, &err) < 0 || glove_apply_key_load(path, &k, &err) < 0 ||
+            glove_apply_key_public(k, pub, &err) < 0)
+                fail_msg("%s: %s: %s", path, err.code, err.message);
+        return k;
+}
+
+/* Asserts that r and err hold the failure want_r / want_code. */
+#define expect_error(r, err, want_r, want_code)                                                                 \
+        do {                                                                                                    \
+                int r_ = (r);                                                                                   \
+                if (r_ != (want_r) || !(err).code || strcmp((err).code, (want_code)) != 0)                      \
+                        fail_msg("%s:%d: want %d %s, got %d %s (%s)", __FILE__, __LINE__, (int)(want_r),        \
+                                 (want_code), r_, (err).code ? (err).code : "(none)", (err).message);          \
+        } while (0)
+
+/* Asserts that err's message contains needle. */
+#define expect_message(err, needle)                                                                             \
+        do {                                                                                                    \
+                if (!strstr((err).message, (needle)))                                                           \
+                        fail_msg("%s:%d: message \"%s\" lacks \"%s\"", __FILE__, __LINE__, (err).message,      \
+                                 (needle));                                                                     \
+        } while (0)
+
+#define SKIP_UNLESS_ROOT(why)                                                                                   \
+        do {                                                                                                    \
+                if (geteuid() != 0) {                                                                           \
+                        fprintf(stderr, "skipped: %s\n", (why));                                                \
+                        skip();                                                                                 \
+                }                                                                                               \
+        } while (0)
