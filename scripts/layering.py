@@ -6,10 +6,10 @@
 
 Dependencies point downward (DESIGN.md, "Modules"):
 
-    cli -> run / server / ctl / host -> runtime -> keeper
-        -> session / kernel / supervisor / adapters
+    cli -> run / server / ctl / host -> runtime -> keeper / apply / adapters
+        -> session / kernel / supervisor / channel
         -> mcp / policy / audit / container / net / protocol / store
-           / remote / remote_executor / refinement -> base
+           / remote / remote_executor / refinement / services -> base
 
 A file of module M (src/M/..., include/glove/M/...) may include headers of
 its own module and of modules on a lower layer, never of a module above it
@@ -38,11 +38,19 @@ LAYERS = [
     # refinement: refinement-eval-v1 (fixture, plan binding, context digests,
     # evaluator); base only, so that supervisor (plan validation) and
     # runtime (the PTY drain, receipts) can both call it.
-    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote", "remote_executor", "refinement"],
-    ["session", "kernel", "supervisor", "adapters"],
+    # services: the local-service proxy (configuration, endpoint pinning,
+    # framing, audit, the proxy workers); base only, so that supervisor (the
+    # grant check), keeper (the proxy) and runtime (the binding) all use it.
+    ["mcp", "policy", "audit", "container", "net", "protocol", "store", "remote", "remote_executor", "refinement",
+     "services"],
+    # channel: the guest-channel transport, the durable admission registry
+    # and the observation server; on store.
+    ["session", "kernel", "supervisor", "channel"],
     # apply: retained-change inspection and apply (reservation journal, trust
     # policy, candidate copy, exchange, recovery); on supervisor and store.
-    ["keeper", "apply"],
+    # adapters: guest-channel schema adapters (adapters/sage), registering
+    # their schemas in channel's admission table.
+    ["keeper", "apply", "adapters"],
     ["runtime"],
     ["run", "server", "ctl", "host"],
     ["cli"],
