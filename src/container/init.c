@@ -119,6 +119,30 @@ static bool disk_full(void) {
         return false;
 }
 
+_Static_assert(GLOVE_SANDBOX_INHERIT_FD == GLOVE_SECCOMP_INHERITED_FD_FIRST &&
+                       GLOVE_SANDBOX_INHERIT_FD == GLOVE_SECCOMP_INHERITED_FD_LAST,
+               "the inherited descriptor is the filter's committed range");
+
+/* Puts the inherited stream fd at GLOVE_SANDBOX_INHERIT_FD, not
+ * close-on-exec, moving *errpipe out of the way first when it is there.
+ * Returns 0 or an errno. */
+static int install_inherited(int fd, int *errpipe) {
+        const int want = GLOVE_SANDBOX_INHERIT_FD;
+        if (*errpipe == want) {
+                int moved = fcntl(*errpipe, F_DUPFD_CLOEXEC, want + 1);
+                if (moved < 0)
+                        return errno;
+                *errpipe = moved; /* the old number is replaced below */
+        }
+        if (fd == want)
+                return fcntl(want, F_SETFD, 0) < 0 ? errno : 0;
+        /* dup2's new descriptor is never close-on-exec. */
+        if (dup2(fd, want) < 0)
+                return errno;
+        close(fd);
+        return 0;
+}
+
 __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_config *cfg, int errpipe) {
         sigset_t none;
         sigemptyset(&none);
@@ -176,9 +200,14 @@ __attribute__((noreturn)) static void agent_main(const struct glove_sandbox_conf
                 if (setrlimit(per_user[i], &q) < 0)
                         e = errno;
         }
-        /* Every descriptor above stdio closes at execve; the error pipe is
-         * already close-on-exec. */
-        if (!e && syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        /* The inherited stream, after everything else: at 3 and kept
+         * across execve. */
+        if (!e && cfg->has_inherit_fd)
+                e = install_inherited(cfg->inherit_fd, &errpipe);
+        /* Every other descriptor above stdio closes at execve; the error
+         * pipe is already close-on-exec. */
+        unsigned first = cfg->has_inherit_fd ? GLOVE_SANDBOX_INHERIT_FD + 1 : 3;
+        if (!e && syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 e = errno;
         /* The seccomp filter PID 1 installed after setup is inherited. */
         if (!e)
@@ -316,6 +345,9 @@ __attribute__((noreturn)) void glove_init_main(const struct glove_sandbox_config
                 agent_main(cfg, errpipe[1]);
         }
         close(errpipe[1]);
+        /* The agent has its own copy: PID 1 keeps none. */
+        if (cfg->has_inherit_fd)
+                close(cfg->inherit_fd);
         int exec_errno = 0;
         if (glove_fd_read_exact(errpipe[0], &exec_errno, sizeof(exec_errno)) == 0) {
                 char msg[300];

@@ -48,7 +48,7 @@ static const char *const child_codes[] = {
         "mount.root",       "mount.setattr",  "mount.usr",           "path.escape",     "path.missing",
         "materialize.copy", "materialize.quota_exceeded",            "materialize.too_deep",
         "path.open",        "path.relative",  "path.symlink",        "sandbox.argv",    "sandbox.cgroupns",
-        "sandbox.clone",    "sandbox.close_range", "sandbox.fork",   "sandbox.hostname", "sandbox.idmap",
+        "sandbox.clone",    "sandbox.close_range", "sandbox.fork",   "sandbox.inherit_fd",   "sandbox.hostname", "sandbox.idmap",
         "sandbox.pipe",     "sandbox.privileges", "sandbox.release", "sandbox.rlimit", "sandbox.setsid",  "sandbox.setup",
         "sandbox.stdio",    "sandbox.tty",    "sandbox.userns",
 };
@@ -109,19 +109,20 @@ static int write_idmaps(struct glove_sandbox *sb, struct glove_error *err) {
         return 0;
 }
 
-/* Closes every descriptor above 2 except the (up to four) given ones. */
-static int close_all_but(int a, int b, int c, int d) {
-        int keep[4] = {a, b, c, d};
+/* Closes every descriptor above 2 except the (up to five) given ones. */
+static int close_all_but(int a, int b, int c, int d, int e) {
+        enum { N = 5 };
+        int keep[N] = {a, b, c, d, e};
         /* sort ascending; -1 entries sort first and are skipped */
-        for (int i = 0; i < 4; i++)
-                for (int j = i + 1; j < 4; j++)
+        for (int i = 0; i < N; i++)
+                for (int j = i + 1; j < N; j++)
                         if (keep[j] < keep[i]) {
                                 int t = keep[i];
                                 keep[i] = keep[j];
                                 keep[j] = t;
                         }
         unsigned next = 3;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < N; i++) {
                 if (keep[i] < 3 || (unsigned)keep[i] < next)
                         continue;
                 if ((unsigned)keep[i] > next && syscall(SYS_close_range, next, (unsigned)keep[i] - 1, 0) < 0)
@@ -243,8 +244,9 @@ __attribute__((noreturn)) static void child_main(const struct glove_sandbox_conf
                 _exit(1);
         }
         /* Nothing Glove inherited reaches the sandbox: keep only stdio, the
-         * two pipes, pid1_fd and pid1_fd2. */
-        if (close_all_but(report_fd, release_fd, cfg->pid1_fd, cfg->pid1_fd2 > 2 ? cfg->pid1_fd2 : -1) < 0) {
+         * two pipes, pid1_fd, pid1_fd2 and the inherited stream. */
+        if (close_all_but(report_fd, release_fd, cfg->pid1_fd, cfg->pid1_fd2 > 2 ? cfg->pid1_fd2 : -1,
+                          cfg->has_inherit_fd ? cfg->inherit_fd : -1) < 0) {
                 glove_report_send(report_fd, REPORT_SETUP_FAILED, errno, "sandbox.close_range", glove_errno_text(errno));
                 _exit(1);
         }
@@ -287,6 +289,11 @@ int glove_sandbox_spawn_start(const struct glove_sandbox_config *cfg, struct glo
                 return glove_error_set(err, EINVAL, "sandbox.clone", "no program to run");
         if (!cfg->mounts)
                 return glove_error_set(err, EINVAL, "sandbox.clone", "no mount plan");
+        /* Above stdio, which the child replaces, and open now: the clone
+         * copies it. */
+        if (cfg->has_inherit_fd && (cfg->inherit_fd <= 2 || fcntl(cfg->inherit_fd, F_GETFD) < 0))
+                return glove_error_set(err, EBADF, "sandbox.inherit_fd",
+                                       "the inherited descriptor %d is not an open descriptor above 2", cfg->inherit_fd);
         uid_t ouid = geteuid();
         gid_t ogid = getegid();
         /* The same mapping the plan's passwd entry and HOME were built for. */

@@ -55,6 +55,12 @@
         {name, EPERM, 2, {SCMP_CMP(fpos, SCMP_CMP_MASKED_EQ, __O_TMPFILE, __O_TMPFILE),                  \
                           SCMP_CMP(mpos, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID)}, SUID_WHY, 0}
 
+/* A rule of the inherited-stream mode only (GLOVE_SECCOMP_INHERITED, which
+ * comes with the offline managed bits). */
+#define INHERITED_MODES (GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED | GLOVE_SECCOMP_INHERITED)
+#define INHERITED_DENY(name, n, cmps, why) {name, EPERM, n, cmps, why, INHERITED_MODES}
+#define INHERITED_FD_WHY "only the committed inherited descriptors may be inspected"
+
 const struct glove_seccomp_rule glove_seccomp_rules[] = {
         /* Terminal injection into the invoker's shell. */
         DENY_ARG("ioctl", IOCTL_CMD(TIOCSTI), "TIOCSTI pushes input into a terminal"),
@@ -203,9 +209,35 @@ const struct glove_seccomp_rule glove_seccomp_rules[] = {
          * all; socketpair pairs are connected already. */
         {"socket", EPERM, 1, {SCMP_A0(SCMP_CMP_EQ, AF_UNIX)}, "no Unix socket of the agent's own reaches a grant",
          GLOVE_SECCOMP_NO_UNIX},
-        {"connect", EPERM, 0, {{0}}, "offline managed sessions connect nothing", GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED},
+        {"connect", EPERM, 0, {{0}}, "offline managed sessions connect nothing",
+         GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED | GLOVE_SECCOMP_NO_UNIX},
         {"setsockopt", EPERM, 0, {{0}}, "offline managed sessions configure no socket",
          GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED},
+        /* inherited-stream-v1 (spec architecture.md, "Historical synthetic
+         * status milestone"): the agent adopts the already connected stream
+         * at the committed descriptors; peer inspection is refused, and only
+         * getsockname and getsockopt(SOL_SOCKET, SO_TYPE) on exactly those
+         * descriptors are allowed (Node/libuv classify the stream with
+         * them). The rules are alternatives: each refuses one way out of the
+         * committed combination. The descriptor is compared on the full
+         * register (unsigned): a negative number or upper garbage is refused
+         * too. */
+        INHERITED_DENY("getpeername", 0, {{0}}, "peer inspection stays denied"),
+        INHERITED_DENY("getsockname", 1, {SCMP_A0(SCMP_CMP_LT, GLOVE_SECCOMP_INHERITED_FD_FIRST)}, INHERITED_FD_WHY),
+        INHERITED_DENY("getsockname", 1, {SCMP_A0(SCMP_CMP_GT, GLOVE_SECCOMP_INHERITED_FD_LAST)}, INHERITED_FD_WHY),
+        INHERITED_DENY("getsockopt", 1, {SCMP_A0(SCMP_CMP_LT, GLOVE_SECCOMP_INHERITED_FD_FIRST)}, INHERITED_FD_WHY),
+        INHERITED_DENY("getsockopt", 1, {SCMP_A0(SCMP_CMP_GT, GLOVE_SECCOMP_INHERITED_FD_LAST)}, INHERITED_FD_WHY),
+        INHERITED_DENY("getsockopt", 1, {SCMP_A1(SCMP_CMP_NE, SOL_SOCKET)}, "only SOL_SOCKET, SO_TYPE is read"),
+        INHERITED_DENY("getsockopt", 1, {SCMP_A2(SCMP_CMP_NE, SO_TYPE)}, "only SOL_SOCKET, SO_TYPE is read"),
+        /* No socket of the agent's own becomes a listener or takes a name
+         * (a pathname in a writable grant would be a host file). shutdown
+         * stays: it only half-closes a stream the agent already holds,
+         * which closing it does too, and runtimes end their children's
+         * socketpair stdin with it. */
+        INHERITED_DENY("bind", 0, {{0}}, "no socket is named in an inherited-stream session"),
+        INHERITED_DENY("listen", 0, {{0}}, "no socket listens in an inherited-stream session"),
+        INHERITED_DENY("accept", 0, {{0}}, "no socket listens in an inherited-stream session"),
+        INHERITED_DENY("accept4", 0, {{0}}, "no socket listens in an inherited-stream session"),
         /* Egress mode: AF_UNIX, AF_INET and AF_INET6 only; every other family
          * by value (libseccomp compares an argument once per rule), and
          * anything past the last family the kernel knows. */
@@ -274,6 +306,12 @@ int glove_seccomp_build(struct sock_fprog **out, struct glove_error *err) {
 
 int glove_seccomp_build_mode(unsigned mode, struct sock_fprog **out, struct glove_error *err) {
         *out = NULL;
+        /* The inherited-stream rules exist offline and managed only: any
+         * other combination would silently lack them. */
+        const unsigned inherited_needs = GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED;
+        if ((mode & GLOVE_SECCOMP_INHERITED) && ((mode & inherited_needs) != inherited_needs || (mode & GLOVE_SECCOMP_EGRESS)))
+                return glove_error_set(err, EINVAL, "seccomp.build",
+                                       "the inherited-stream filter exists only offline, managed and without Unix sockets");
         _cleanup_(release_ctx) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
         if (!ctx)
                 return glove_error_set(err, ENOMEM, "seccomp.build", "seccomp_init failed");

@@ -70,7 +70,10 @@ int main(int argc, char **argv) {
             emit(f, GLOVE_SECCOMP_EGRESS | GLOVE_SECCOMP_NO_UNIX, "glove_seccomp_prebuilt_no_unix_egress") < 0 ||
             emit(f, GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED, "glove_seccomp_prebuilt_managed") < 0 ||
             emit(f, GLOVE_SECCOMP_EGRESS | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED,
-                 "glove_seccomp_prebuilt_managed_egress") < 0) {
+                 "glove_seccomp_prebuilt_managed_egress") < 0 ||
+            emit(f, GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED | GLOVE_SECCOMP_INHERITED,
+                 "glove_seccomp_prebuilt_managed_inherited") < 0 ||
+            emit(f, GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED, "glove_seccomp_prebuilt_managed_unix") < 0) {
                 fclose(f);
                 return 1;
         }

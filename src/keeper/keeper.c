@@ -621,22 +621,39 @@ static int move_to(int tmp, int want) {
         return dup3(tmp, want, O_CLOEXEC) < 0 ? -1 : want;
 }
 
+/* Where setup_fds put the descriptors past the held ones. */
+struct fd_layout {
+        int inherit;       /* the inherited stream, or -1 */
+        int service_first; /* the first service descriptor (when there are any) */
+};
+
 /* The descriptor layout of keeper.h. Returns 0, or -1 when a given
  * descriptor could not be kept (nothing can be reported yet). */
-static int setup_fds(const struct glove_keeper_args *a, const char *id) {
-        enum { N = 4 + GLOVE_KEEPER_HOLD_FDS_MAX, ABOVE = FD_HOLD_FIRST + GLOVE_KEEPER_HOLD_FDS_MAX };
+static int setup_fds(const struct glove_keeper_args *a, const char *id, struct fd_layout *out) {
+        enum {
+                N = 5 + GLOVE_KEEPER_HOLD_FDS_MAX + GLOVE_KEEPER_SERVICE_FDS_MAX,
+                ABOVE = FD_HOLD_FIRST + GLOVE_KEEPER_HOLD_FDS_MAX + 1 + GLOVE_KEEPER_SERVICE_FDS_MAX,
+        };
         size_t n_hold = a->hold_fds ? a->n_hold_fds : 0;
-        if (n_hold > GLOVE_KEEPER_HOLD_FDS_MAX)
+        size_t n_svc = a->service_fds ? a->n_service_fds : 0;
+        bool inherit = a->desc->has_inherit_fd;
+        if (n_hold > GLOVE_KEEPER_HOLD_FDS_MAX || n_svc > GLOVE_KEEPER_SERVICE_FDS_MAX)
                 return -1;
+        /* 0..3 the four, then held, then the inherited stream, then services. */
         int src[N] = { a->channel_fd, a->listen_fd, a->dir_fd, a->desc->audit ? a->desc->audit->fd : -1 };
+        size_t n = 4;
         for (size_t i = 0; i < n_hold; i++)
-                src[4 + i] = a->hold_fds[i];
+                src[n++] = a->hold_fds[i];
+        if (inherit)
+                src[n++] = a->desc->inherit_fd;
+        for (size_t i = 0; i < n_svc; i++)
+                src[n++] = a->service_fds[i];
         int tmp[N];
         /* First above every target and every standard number: no move can
          * land on a descriptor still needed. */
-        for (size_t i = 0; i < 4 + n_hold; i++) {
+        for (size_t i = 0; i < n; i++) {
                 tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, ABOVE) : -1;
-                if (src[i] >= 0 && tmp[i] < 0)
+                if ((i != 3 || src[i] >= 0) && tmp[i] < 0)
                         return -1; /* the audit log too: its number must be ours */
         }
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -659,15 +676,20 @@ static int setup_fds(const struct glove_keeper_args *a, const char *id) {
                 if (move_to(tmp[3], FD_AUDIT) != FD_AUDIT)
                         return -1;
                 last = FD_AUDIT;
-        } else if (n_hold) {
+        } else if (n > 4) {
                 (void)close(FD_AUDIT); /* gloved's, whatever it was: never kept */
         }
-        for (size_t i = 0; i < n_hold; i++) {
-                int want = FD_HOLD_FIRST + (int)i;
-                if (tmp[4 + i] < 0 || move_to(tmp[4 + i], want) != want)
-                        return -1; /* a lease's lock must outlive gloved */
+        /* Held (lease locks: they must outlive gloved), the inherited
+         * stream, the services: contiguous from FD_HOLD_FIRST. */
+        *out = (struct fd_layout){ .inherit = -1, .service_first = FD_HOLD_FIRST + (int)n_hold + (inherit ? 1 : 0) };
+        for (size_t i = 4; i < n; i++) {
+                int want = FD_HOLD_FIRST + (int)(i - 4);
+                if (move_to(tmp[i], want) != want)
+                        return -1;
                 last = want;
         }
+        if (inherit)
+                out->inherit = FD_HOLD_FIRST + (int)n_hold;
         close_from(last + 1);
         return 0;
 }
@@ -697,7 +719,8 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
         (void)!chdir("/"); /* pins no directory of gloved's */
         reset_signals();
         bool have_audit = a->desc->audit && a->desc->audit->fd >= 0;
-        if (setup_fds(a, a->stem) < 0)
+        struct fd_layout fl;
+        if (setup_fds(a, a->stem, &fl) < 0)
                 _exit(1);
 
         /* The keeper's own copies (of its decoded launch, or of a test's
@@ -713,6 +736,10 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 .cgroup_v2 = a->cgroup_v2,
                 .now_ms = a->now_ms,
                 .n_hold = a->hold_fds ? a->n_hold_fds : 0,
+                .inherit_fd = fl.inherit,
+                .services_json = a->services_json,
+                .service_fd_first = fl.service_first,
+                .n_service_fds = a->service_fds ? a->n_service_fds : 0,
                 .pid = getpid(),
                 .conn_fd = -1,
                 .exit_status = 0,
@@ -726,6 +753,7 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 k->desc.audit = &k->audit;
         }
         k->desc.parent_death_kill = true;
+        k->desc.inherit_fd = k->inherit_fd; /* has_inherit_fd as given */
         k->input_closed = k->desc.terminal == GLOVE_TERMINAL_STDERR ||
                           (k->desc.terminal == GLOVE_TERMINAL_PIPES && k->desc.input_closed);
         k->closed_told = k->input_closed;
@@ -766,6 +794,13 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
                 r = glove_session_start(k->loop, &k->desc, &session_ops, k, &k->s, &e);
         else
                 r = glove_error_set(&e, -r, "keeper.event_loop", "event loop: %s", strerror(-r));
+        /* The sandbox holds its own copy of the inherited stream once the
+         * session started (or none, when it did not): the keeper keeps
+         * none, so the supervisor's end sees the stream end with the agent. */
+        if (k->inherit_fd >= 0) {
+                (void)close(k->inherit_fd);
+                k->inherit_fd = -1;
+        }
         if (r < 0) {
                 k->s = NULL;
                 glove_keeper_log(k, "the session could not start: %s: %s", e.code ? e.code : "start.failed", e.message);

@@ -60,9 +60,6 @@ enum { FD_CHANNEL = 3, FD_LISTEN = 4, FD_DIR = 5, FD_AUDIT = 6, FD_HOLD_FIRST = 
  * nonsense without end cannot fill the disk through the log). */
 #define LOG_LINE_MAX 1024
 #define LOG_LINES_MAX 1000
-/* Most descriptors that come with a launch (keeper_launch.c, keeper_exe.c):
- * channel, listen, dir, audit and the held ones. */
-#define GLOVE_KEEPER_LAUNCH_FDS_MAX (4 + GLOVE_KEEPER_HOLD_FDS_MAX)
 /* File names in DIR: SESSION + the longest suffix. */
 #define NAME_MAX_KEEPER (GLOVE_STORE_ID_MAX + 16)
 
@@ -85,6 +82,16 @@ struct glove_keeper {
         bool cgroup_v2;
         int64_t (*now_ms)(void);
         size_t n_hold;          /* descriptors held at FD_HOLD_FIRST.. (the lease locks) */
+        /* The inherited stream's descriptor here (FD_HOLD_FIRST + n_hold),
+         * -1 once passed to the session and closed, or none. */
+        int inherit_fd;
+        /* Local services (keeper.h, glove_keeper_args.services_json): the
+         * opaque text (the launch's, NULL for none) and the sockets at
+         * service_fd_first .. service_fd_first + n_service_fds - 1, kept
+         * open for the keeper's life. */
+        const char *services_json;
+        int service_fd_first;
+        size_t n_service_fds;
         char boot_id[37];
         pid_t pid;
         uint64_t start_time;

@@ -11,7 +11,8 @@
  * entries the add_mounts hook adds (recorded on an empty plan here,
  * replayed by the same glove_mount_plan_add_* functions there); and the
  * descriptors (channel, listening socket, keepers directory, egress audit
- * log, held lease locks). Nothing else of gloved's memory reaches the
+ * log, held lease locks, the inherited stream, the local-service sockets)
+ * and the local services' opaque text. Nothing else of gloved's memory reaches the
  * keeper: the exec replaces it.
  */
 #include "glove/keeper/keeper.h"
@@ -57,6 +58,8 @@ static const struct {
         { "no_unix_egress", &glove_seccomp_prebuilt_no_unix_egress },
         { "managed", &glove_seccomp_prebuilt_managed },
         { "managed_egress", &glove_seccomp_prebuilt_managed_egress },
+        { "managed_inherited", &glove_seccomp_prebuilt_managed_inherited },
+        { "managed_unix", &glove_seccomp_prebuilt_managed_unix },
 };
 
 static const char *seccomp_name(const struct sock_fprog *p) {
@@ -353,6 +356,27 @@ static json_t *egress_json(const struct glove_net_policy *e) {
         return a;
 }
 
+/* An inherited stream is offline, under the filter committed to its
+ * descriptor (seccomp.h, GLOVE_SECCOMP_INHERITED). */
+static bool inherit_composition_ok(const struct glove_session_desc *d) {
+        return !d->has_inherit_fd || (d->seccomp == &glove_seccomp_prebuilt_managed_inherited && !d->egress && !d->mcp_listen);
+}
+
+static bool fd_kind(int fd, mode_t want) {
+        struct stat st;
+        return fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == want;
+}
+
+/* Whether fd is a socket of that domain and type (SO_DOMAIN, SO_TYPE). */
+static bool socket_is(int fd, int domain, int type) {
+        int v = -1;
+        socklen_t len = sizeof(v);
+        if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || len != sizeof(v) || v != domain)
+                return false;
+        len = sizeof(v);
+        return getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) == 0 && len == sizeof(v) && v == type;
+}
+
 static json_t *desc_json(const struct glove_session_desc *d, struct glove_error *err) {
         if (d->grants && d->grants->count > 0) {
                 glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported", "a keeper takes no grant set");
@@ -368,6 +392,11 @@ static json_t *desc_json(const struct glove_session_desc *d, struct glove_error 
         if (!sc || (d->seccomp_egress && !sce)) {
                 glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported",
                                 "a keeper takes only the prebuilt seccomp programs");
+                return NULL;
+        }
+        if (!inherit_composition_ok(d)) {
+                glove_error_set(err, EOPNOTSUPP, "keeper.launch_unsupported",
+                                "an inherited stream goes only with the managed_inherited filter and no egress");
                 return NULL;
         }
         json_t *cwd = NULL;
@@ -424,8 +453,18 @@ int glove_keeper_launch_encode(const struct glove_keeper_args *a, int *memfd, in
         *memfd = -1;
         *n_fds = 0;
         if (!a || !a->desc || !a->session_id || !a->stem || a->channel_fd < 0 || a->listen_fd < 0 || a->dir_fd < 0 ||
-            (a->n_hold_fds && !a->hold_fds) || a->n_hold_fds > GLOVE_KEEPER_HOLD_FDS_MAX)
+            (a->n_hold_fds && !a->hold_fds) || a->n_hold_fds > GLOVE_KEEPER_HOLD_FDS_MAX ||
+            (a->n_service_fds && !a->service_fds) || a->n_service_fds > GLOVE_KEEPER_SERVICE_FDS_MAX)
                 return glove_error_set(err, EINVAL, "keeper.launch", "incomplete keeper arguments");
+        if (a->desc->has_inherit_fd && !socket_is(a->desc->inherit_fd, AF_UNIX, SOCK_STREAM))
+                return glove_error_set(err, EINVAL, "keeper.launch", "the inherited stream is not an AF_UNIX stream socket");
+        for (size_t i = 0; i < a->n_service_fds; i++)
+                if (!fd_kind(a->service_fds[i], S_IFSOCK))
+                        return glove_error_set(err, EINVAL, "keeper.launch", "service descriptor %zu is not a socket", i);
+        size_t svc_len = a->services_json ? strnlen(a->services_json, GLOVE_KEEPER_SERVICES_JSON_MAX + 1) : 0;
+        if (svc_len > GLOVE_KEEPER_SERVICES_JSON_MAX)
+                return glove_error_set(err, E2BIG, "keeper.launch", "the services text takes more than %u bytes",
+                                       GLOVE_KEEPER_SERVICES_JSON_MAX);
         const struct glove_audit_log *au = a->desc->audit && a->desc->audit->fd >= 0 ? a->desc->audit : NULL;
         _cleanup_json_ json_t *desc = desc_json(a->desc, err);
         if (!desc)
@@ -443,6 +482,16 @@ int glove_keeper_launch_encode(const struct glove_keeper_args *a, int *memfd, in
                                 json_stringn(a->refinement_fixture, a->refinement_fixture_len)) < 0)
                 return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
         if (!o)
+                return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
+        /* The inherited stream and the services follow the held
+         * descriptors; services_json is opaque text (jansson refuses
+         * invalid UTF-8). */
+        json_t *svc = a->services_json ? json_stringn(a->services_json, svc_len) : json_null();
+        if (!svc && a->services_json)
+                return glove_error_set(err, EINVAL, "keeper.launch", "the services text is not valid UTF-8");
+        if (json_object_set_new(o, "inherit", json_boolean(a->desc->has_inherit_fd)) < 0 ||
+            json_object_set_new(o, "n_services", json_integer((json_int_t)a->n_service_fds)) < 0 ||
+            json_object_set_new(o, "services_json", svc) < 0)
                 return glove_error_set(err, ENOMEM, "keeper.launch", "out of memory encoding the launch");
         _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
         size_t len = text ? strlen(text) : 0;
@@ -467,6 +516,10 @@ int glove_keeper_launch_encode(const struct glove_keeper_args *a, int *memfd, in
                 fds[n++] = au->fd;
         for (size_t i = 0; i < a->n_hold_fds; i++)
                 fds[n++] = a->hold_fds[i];
+        if (a->desc->has_inherit_fd)
+                fds[n++] = a->desc->inherit_fd;
+        for (size_t i = 0; i < a->n_service_fds; i++)
+                fds[n++] = a->service_fds[i];
         *n_fds = n;
         *memfd = TAKE_FD(fd);
         return 0;
@@ -487,6 +540,7 @@ struct glove_keeper_launch {
         const json_t *mounts;
         const char *plan_cwd;
         int hold[GLOVE_KEEPER_HOLD_FDS_MAX];
+        int services[GLOVE_KEEPER_SERVICE_FDS_MAX];
 };
 
 void glove_keeper_launch_free(struct glove_keeper_launch *l) {
@@ -534,11 +588,6 @@ static const char **strv(const json_t *a) {
                         return NULL;
                 }
         return v;
-}
-
-static bool fd_kind(int fd, mode_t want) {
-        struct stat st;
-        return fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == want;
 }
 
 static int decode_desc(struct glove_keeper_launch *l, const json_t *d, struct glove_error *err) {
@@ -639,6 +688,48 @@ static int decode_desc(struct glove_keeper_launch *l, const json_t *d, struct gl
         return 0;
 }
 
+/* The held descriptors (from fds[first]), then the inherited stream and the
+ * services, and the services' text, into l. */
+static int decode_tail(struct glove_keeper_launch *l, const json_t *o, const int *fds, size_t n_fds, size_t first,
+                       size_t n_hold, struct glove_error *err) {
+        struct glove_keeper_args *a = &l->args;
+        const json_t *inh = json_object_get(o, "inherit"), *svc = json_object_get(o, "services_json");
+        uint64_t n_svc = 0;
+        if (!json_is_boolean(inh))
+                return invalid(err, "inherit");
+        size_t n_inherit = json_is_true(inh) ? 1 : 0;
+        if (jget_u64(o, "n_services", &n_svc) < 0 || n_svc > GLOVE_KEEPER_SERVICE_FDS_MAX ||
+            first + n_hold + n_inherit + n_svc > n_fds)
+                return invalid(err, "descriptor count");
+        if (json_is_string(svc)) {
+                size_t len = json_string_length(svc);
+                a->services_json = json_string_value(svc);
+                if (len > GLOVE_KEEPER_SERVICES_JSON_MAX || strlen(a->services_json) != len)
+                        return invalid(err, "services_json");
+        } else if (!json_is_null(svc)) {
+                return invalid(err, "services_json");
+        }
+        for (size_t i = 0; i < n_hold; i++)
+                l->hold[i] = fds[first + i];
+        a->hold_fds = l->hold;
+        a->n_hold_fds = n_hold;
+        size_t next = first + n_hold;
+        if (n_inherit) {
+                if (!socket_is(fds[next], AF_UNIX, SOCK_STREAM))
+                        return invalid(err, "inherited stream");
+                l->desc.has_inherit_fd = true;
+                l->desc.inherit_fd = fds[next++];
+        }
+        for (size_t i = 0; i < n_svc; i++) {
+                if (!fd_kind(fds[next + i], S_IFSOCK))
+                        return invalid(err, "service descriptors");
+                l->services[i] = fds[next + i];
+        }
+        a->service_fds = n_svc ? l->services : NULL;
+        a->n_service_fds = (size_t)n_svc;
+        return 0;
+}
+
 int glove_keeper_launch_decode(const char *text, size_t len, const int *fds, size_t n_fds,
                                struct glove_keeper_launch **out, struct glove_error *err) {
         *out = NULL;
@@ -701,13 +792,12 @@ int glove_keeper_launch_decode(const char *text, size_t len, const int *fds, siz
         } else if (r >= 0 && !json_is_null(au)) {
                 r = invalid(err, "audit");
         }
-        if (r >= 0) {
-                for (size_t i = 0; i < n_hold; i++)
-                        l->hold[i] = fds[need + i];
-                a->hold_fds = l->hold;
-                a->n_hold_fds = (size_t)n_hold;
+        if (r >= 0)
+                r = decode_tail(l, o, fds, n_fds, need, (size_t)n_hold, err);
+        if (r >= 0)
                 r = decode_desc(l, json_object_get(o, "desc"), err);
-        }
+        if (r >= 0 && !inherit_composition_ok(&l->desc))
+                r = invalid(err, "inherited stream's filter");
         if (r < 0) {
                 glove_keeper_launch_free(l);
                 return r;

@@ -572,6 +572,11 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 session_free_now(s);
                 return glove_error_set(err, ENOMEM, "session.alloc", "out of memory");
         }
+        if (d->has_inherit_fd && (d->egress || d->mcp_listen)) {
+                session_free_now(s);
+                return glove_error_set(err, EINVAL, "session.inherit_offline",
+                                       "an inherited stream descriptor is offline only (no egress, no MCP listener)");
+        }
         s->cfg = (struct glove_sandbox_config){
                 .argv = d->argv,
                 .envp = s->env.envp,
@@ -585,6 +590,8 @@ int glove_session_spawn(const struct glove_session_desc *d, const struct glove_s
                 .file_size_max = d->file_size_max,
                 .nofile = s->nofile = session_nofile(d->nofile),
                 .parent_death_kill = d->parent_death_kill,
+                .has_inherit_fd = d->has_inherit_fd,
+                .inherit_fd = d->has_inherit_fd ? d->inherit_fd : -1,
         };
         /* Half of the invoker's per-user inotify limits for the sandbox's
          * user namespace (the counters are shared with the invoker's own

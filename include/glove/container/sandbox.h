@@ -18,7 +18,7 @@
  *                                 drops every capability, sets no_new_privs,
  *                                 installs the seccomp filter and starts the
  *                                 agent as PID 2 with only descriptors 0, 1
- *                                 and 2.
+ *                                 and 2 (and 3 with has_inherit_fd).
  *   glove_sandbox_signal()        forwards a signal to the agent (through
  *                                 PID 1).
  *   glove_sandbox_kill()          SIGKILL to PID 1 (never blocks).
@@ -130,7 +130,9 @@ struct glove_sandbox_config {
         /* Called in PID 1 after the perimeter is built and before privileges
          * are dropped (PID 1 still holds its capabilities in the sandbox's
          * namespaces), with pid1_fd. Returns 0 or -errno with err set; a
-         * failure stops the sandbox as a setup failure. NULL for none. */
+         * failure stops the sandbox as a setup failure. NULL for none. A
+         * helper process it forks must close every descriptor it does not
+         * use itself (inherit_fd included). */
         int (*pid1_setup)(const struct glove_sandbox_config *cfg, struct glove_error *err);
         void *pid1_ctx;
         /* PR_SET_PDEATHSIG SIGKILL in PID 1: the whole sandbox dies with its
@@ -139,7 +141,29 @@ struct glove_sandbox_config {
          * whose sessions must outlive a restart, leaves it false (and then
          * owns the teardown through the pidfd). */
         bool parent_death_kill;
+        /* inherited-stream-v1 (spec architecture.md, "Historical synthetic
+         * status milestone"; session-policy.md, "Guest observation
+         * channels"): when has_inherit_fd, inherit_fd (> 2, open; the guest
+         * end of a connected AF_UNIX stream socketpair) becomes the agent's
+         * descriptor GLOVE_SANDBOX_INHERIT_FD (3), not close-on-exec, after
+         * every internal setup descriptor closed: the agent's execve keeps
+         * exactly 0, 1, 2 and 3 (the number gaps are closed, every
+         * undeclared descriptor too). PID 1 closes its own copy as soon as
+         * it forked the agent; pid1_setup's helpers close theirs
+         * (pid1_setup above). The descriptor's file status flags are kept as
+         * created (a nonblocking socket stays nonblocking: the agent's
+         * runtime adopts either). Only needed until
+         * glove_sandbox_spawn_start returned: the clone has its own copy
+         * from then on, and the caller closes its copy. The filter should be
+         * glove_seccomp_prebuilt_managed_inherited (seccomp.h), whose
+         * committed range is this descriptor. false (a zeroed config): no
+         * inherited descriptor, inherit_fd unused. */
+        bool has_inherit_fd;
+        int inherit_fd;
 };
+
+/* The agent's descriptor for glove_sandbox_config.inherit_fd. */
+#define GLOVE_SANDBOX_INHERIT_FD 3
 
 /*
  * What PID 1 does to itself before the agent starts, exposed for processes
@@ -203,7 +227,8 @@ struct glove_sandbox_outcome {
  *
  * On error nothing is left behind (the child, if any, is killed and
  * reaped: this blocks for as long as the kernel takes to tear it down) and
- * sb holds no resource. Errors: "sandbox.pipe", "sandbox.clone",
+ * sb holds no resource. Errors: "sandbox.inherit_fd" (-EBADF: has_inherit_fd
+ * with inherit_fd not an open descriptor above 2), "sandbox.pipe", "sandbox.clone",
  * "sandbox.idmap", "sandbox.release" (the child died at once), the
  * after_clone hook's; -EPERM/-ENOSPC/-EUSERS from clone3 with code
  * "sandbox.userns" when user namespaces are unavailable to the invoker.

@@ -58,6 +58,42 @@ struct glove_seccomp_rule {
  * Unix sockets included): offline, connect and setsockopt are refused on
  * anything. */
 #define GLOVE_SECCOMP_MANAGED 8u
+/* Added to GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX |
+ * GLOVE_SECCOMP_MANAGED for an inherited-stream-v1 session (spec
+ * architecture.md, "Historical synthetic status milestone"; session-policy.md,
+ * "Guest observation channels and Sage guest proposals"): the agent holds one
+ * already connected AF_UNIX stream at the committed descriptor range
+ * GLOVE_SECCOMP_INHERITED_FD_FIRST..GLOVE_SECCOMP_INHERITED_FD_LAST (the
+ * sandbox installs it there: container/sandbox.h, has_inherit_fd). On top of
+ * the offline managed rules (no socket of its own, no connect, no
+ * setsockopt on anything):
+ *   getpeername                  refused on every descriptor
+ *   getsockname                  refused unless fd is in the committed range
+ *   getsockopt                   refused unless fd is in the committed range
+ *                                and level == SOL_SOCKET and optname ==
+ *                                SO_TYPE (so SO_PEERCRED, SO_RCVBUF, ... are
+ *                                refused even there)
+ *   bind, listen, accept, accept4  refused on every descriptor
+ * The descriptor, level and optname are compared on the full 64-bit register:
+ * upper garbage (which the kernel would ignore) is refused too.
+ * shutdown stays allowed everywhere: it only half-closes a stream the agent
+ * holds (which close does as well), and runtimes end the socketpair stdin of
+ * their children with it. read, write, send and recv on the stream are
+ * allowed; the supervisor's end must read without ancillary data (a plain
+ * read or recv), so that descriptors the agent might attach with SCM_RIGHTS
+ * are discarded by the kernel.
+ * Because getsockopt and getsockname are refused on every other descriptor,
+ * a runtime inside the sandbox that classifies a socket stdio it was given
+ * (Node/libuv's uv_guess_handle on a child started with socketpair pipes)
+ * sees an unknown handle there; the spec commits exactly this.
+ * Offline only: building it with GLOVE_SECCOMP_EGRESS, or without the three
+ * offline managed bits, fails ("seccomp.build"); an inherited session with
+ * egress is refused by the session engine (session.h, has_inherit_fd). */
+#define GLOVE_SECCOMP_INHERITED 16u
+/* The committed contiguous child-descriptor range of the inherited stream:
+ * exactly descriptor 3, as the sandbox installs it. */
+#define GLOVE_SECCOMP_INHERITED_FD_FIRST 3
+#define GLOVE_SECCOMP_INHERITED_FD_LAST 3
 
 /* The deny table, in the order the rules are added. */
 extern const struct glove_seccomp_rule glove_seccomp_rules[];
@@ -77,8 +113,13 @@ int glove_seccomp_build(struct sock_fprog **prog, struct glove_error *err);
 
 /* As glove_seccomp_build, for mode GLOVE_SECCOMP_OFFLINE or
  * GLOVE_SECCOMP_EGRESS, either with GLOVE_SECCOMP_NO_UNIX (and then
- * optionally GLOVE_SECCOMP_MANAGED) or not (glove_seccomp_build is the
- * offline one without either). */
+ * optionally GLOVE_SECCOMP_MANAGED, and offline then optionally
+ * GLOVE_SECCOMP_INHERITED) or not (glove_seccomp_build is the offline one
+ * without either; GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED without
+ * GLOVE_SECCOMP_NO_UNIX is the pathname-transport filter,
+ * glove_seccomp_prebuilt_managed_unix). Errors as glove_seccomp_build, and
+ * -EINVAL "seccomp.build" for GLOVE_SECCOMP_INHERITED in any other
+ * combination. */
 int glove_seccomp_build_mode(unsigned mode, struct sock_fprog **prog, struct glove_error *err);
 
 void glove_seccomp_program_free(struct sock_fprog *prog);
@@ -87,9 +128,10 @@ void glove_seccomp_program_free(struct sock_fprog *prog);
  * The program glove_seccomp_build() returns, compiled at build time by
  * glove-seccomp-gen (src/container/seccomp_gen.c) and linked in through
  * glove_seccomp_prebuilt_dep: offline, Unix sockets allowed (glove exec
- * --unix-sockets). Six programs are prebuilt: this one, the egress one, the
- * two GLOVE_SECCOMP_NO_UNIX ones (glove exec's default) and the two managed
- * ones (gloved).
+ * --unix-sockets). Eight programs are prebuilt: this one, the egress one, the
+ * two GLOVE_SECCOMP_NO_UNIX ones (glove exec's default), the two managed
+ * ones (gloved) and the two local-service transport ones (managed_inherited,
+ * managed_unix).
  */
 extern const struct sock_fprog glove_seccomp_prebuilt;
 /* The egress-mode program, prebuilt the same way. */
@@ -102,6 +144,23 @@ extern const struct sock_fprog glove_seccomp_prebuilt_no_unix_egress;
  * added to offline and to egress), prebuilt the same way. */
 extern const struct sock_fprog glove_seccomp_prebuilt_managed;
 extern const struct sock_fprog glove_seccomp_prebuilt_managed_egress;
+/* inherited-stream-v1 (GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX |
+ * GLOVE_SECCOMP_MANAGED | GLOVE_SECCOMP_INHERITED): the managed offline
+ * program plus the inherited-stream rules above. There is no egress variant:
+ * an inherited-stream session is offline only. */
+extern const struct sock_fprog glove_seccomp_prebuilt_managed_inherited;
+/* The compatibility pathname transport of local services (spec
+ * architecture.md, "Historical synthetic status milestone": the alias
+ * sockets of /run/glove-services/local): GLOVE_SECCOMP_OFFLINE |
+ * GLOVE_SECCOMP_MANAGED without GLOVE_SECCOMP_NO_UNIX. socket(AF_UNIX, ...)
+ * and connect are allowed; every other socket family and setsockopt stay
+ * refused. This WIDENS the managed boundary: the agent can connect to any
+ * Unix socket reachable by path in its mount perimeter (every pathname
+ * socket inside a grant or a materialization, not only the alias sockets),
+ * and bind one in a writable grant. That is why the pathname transport
+ * advertises guest-channel capability 0 and only inherited-stream-v1 (with
+ * glove_seccomp_prebuilt_managed_inherited) may advertise 1. */
+extern const struct sock_fprog glove_seccomp_prebuilt_managed_unix;
 /* The first native system call number the build's libseccomp does not know
  * (every lower one it knows), found by glove-seccomp-gen. */
 extern const unsigned glove_seccomp_first_unknown;

@@ -120,6 +120,13 @@
 #define GLOVE_KEEPER_STATUS_MS 1000
 /* Most descriptors a keeper holds for its session (glove_keeper_args.hold_fds). */
 #define GLOVE_KEEPER_HOLD_FDS_MAX 32
+/* Most local-service descriptors a launch carries (glove_keeper_args.service_fds). */
+#define GLOVE_KEEPER_SERVICE_FDS_MAX 16
+/* Largest glove_keeper_args.services_json, bytes (without its NUL). */
+#define GLOVE_KEEPER_SERVICES_JSON_MAX 65536
+/* Most descriptors that come with a launch (after its memfd): channel,
+ * listen, dir, audit, the held ones, the inherited stream, the services. */
+#define GLOVE_KEEPER_LAUNCH_FDS_MAX (5 + GLOVE_KEEPER_HOLD_FDS_MAX + GLOVE_KEEPER_SERVICE_FDS_MAX)
 
 enum glove_keeper_msg {
         GLOVE_KEEPER_HELLO = 'H',
@@ -175,6 +182,22 @@ struct glove_keeper_args {
          * "refinement" (null when the evaluator failed). */
         const char *refinement_fixture;
         size_t refinement_fixture_len;
+        /* Local services (spec architecture.md, "Historical synthetic
+         * status milestone"): an opaque JSON text for the local-service
+         * proxy the keeper will run (at most GLOVE_KEEPER_SERVICES_JSON_MAX
+         * bytes, NUL-terminated, valid UTF-8; the launch neither parses nor
+         * checks it), or NULL for none; and the sockets that go with it
+         * (at most GLOVE_KEEPER_SERVICE_FDS_MAX, each a socket; borrowed by
+         * the launch, owned by the keeper once moved). The keeper moves them
+         * after the inherited stream (below) in order and keeps them open
+         * for its whole life; it does not use them yet. The inherited
+         * stream itself travels as desc->has_inherit_fd/inherit_fd (an
+         * AF_UNIX SOCK_STREAM socket): the keeper moves it too, passes it to
+         * glove_session_start (the agent's descriptor 3) and closes its own
+         * copy right after. */
+        const char *services_json;
+        const int *service_fds;
+        size_t n_service_fds;
 };
 
 /*
@@ -187,10 +210,13 @@ struct glove_keeper_args {
  * First: a new session (setsid), the name "glove-keeper", an empty signal
  * mask with SIGPIPE ignored and every other disposition the default,
  * descriptors 0 and 1 on /dev/null and 2 on DIR/SESSION.log, and every other
- * descriptor closed but the four it is given (moved to 3..6) and the held
- * ones (moved to 7..). Then the
- * session starts on a new loop (glove_session_start with desc,
- * parent_death_kill true: PID 1 dies with the keeper).
+ * descriptor closed but the four it is given (moved to 3..6: channel,
+ * listen, dir, audit; 6 closed without an audit log), the held ones (moved
+ * to 7..7+H-1 for H held), then the inherited stream when desc has one (at
+ * 7+H; I = 1 then, else 0), then the service descriptors (at 7+H+I..). Then
+ * the session starts on a new loop (glove_session_start with desc,
+ * parent_death_kill true: PID 1 dies with the keeper), and the keeper closes
+ * its copy of the inherited stream.
  */
 _Noreturn void glove_keeper_run(const struct glove_keeper_args *a);
 
@@ -227,8 +253,10 @@ int glove_keeper_boot_id(char out[37]);
  *   keeper.launch_unsupported  a session description the launch cannot
  *                    carry (a grant set, a seccomp program that is not one
  *                    of the prebuilt ones, GLOVE_TERMINAL_STDERR, an MCP
- *                    listener, a mount kind the encoder does not know)
- *                    (-EOPNOTSUPP)
+ *                    listener, a mount kind the encoder does not know, an
+ *                    inherited stream with another filter than
+ *                    glove_seccomp_prebuilt_managed_inherited or with
+ *                    egress) (-EOPNOTSUPP)
  *   keeper.launch    making the launch failed (memfd, encoding) (-errno)
  *   keeper.fork      fork or exec failed (-errno)
  */
@@ -239,7 +267,8 @@ int glove_keeper_boot_id(char out[37]);
 #define GLOVE_KEEPER_LAUNCH_MAX (12U << 20)
 /* The launch memfd's descriptor in a new glove-keeper; the launch's other
  * descriptors follow it from GLOVE_KEEPER_LAUNCH_FD + 1 in the order the
- * launch names (channel, listen, dir, audit when present, then held). */
+ * launch names (channel, listen, dir, audit when present, then held, then
+ * the inherited stream when present, then the services). */
 #define GLOVE_KEEPER_LAUNCH_FD 3
 /* Version of the launch (gloved and glove-keeper come from one build; a
  * keeper refuses another). */
@@ -276,8 +305,12 @@ void glove_keeper_exe_close(struct glove_keeper_exe *x);
  * Encodes everything of a (and a->desc) that a keeper needs into a new
  * sealed memfd (*memfd, O_CLOEXEC; F_SEAL_WRITE|F_SEAL_GROW|F_SEAL_SHRINK|
  * F_SEAL_SEAL) holding one JSON object (at most GLOVE_KEEPER_LAUNCH_MAX
- * bytes), and lists in fds[0..*n_fds) (room for 4 + GLOVE_KEEPER_HOLD_FDS_MAX)
- * the descriptors that go with it, in the launch's order. The mount entries
+ * bytes), and lists in fds[0..*n_fds) (room for GLOVE_KEEPER_LAUNCH_FDS_MAX)
+ * the descriptors that go with it, in the launch's order. a->services_json
+ * travels as a string member; a->service_fds must be sockets and the
+ * inherited stream (desc->has_inherit_fd) an AF_UNIX SOCK_STREAM socket
+ * (else keeper.launch, -EINVAL; a services_json over
+ * GLOVE_KEEPER_SERVICES_JSON_MAX bytes: keeper.launch, -E2BIG). The mount entries
  * of desc->add_mounts are recorded by calling the hook once on an empty
  * plan here; they are replayed in the keeper through the same
  * glove_mount_plan_add_* functions, and checked here by replaying them
@@ -297,8 +330,10 @@ struct glove_keeper_launch;
  * Decodes text[0..len) (a launch of glove_keeper_launch_encode) whose
  * descriptors are fds[0..n_fds) (borrowed; each checked for its kind:
  * sockets, a directory, a regular file or character device for the audit
- * log). *out owned by the caller. Returns 0 or -errno
- * (keeper.launch_invalid).
+ * log, an AF_UNIX SOCK_STREAM socket for the inherited stream, sockets for
+ * the services). The decoded args carry services_json (NULL for none) and
+ * service_fds; the decoded desc has_inherit_fd/inherit_fd. *out owned by the
+ * caller. Returns 0 or -errno (keeper.launch_invalid).
  */
 int glove_keeper_launch_decode(const char *text, size_t len, const int *fds, size_t n_fds,
                                struct glove_keeper_launch **out, struct glove_error *err);

@@ -212,6 +212,19 @@ struct glove_session_desc {
         /* PID 1 dies with the thread that started it (a CLI); false for a
          * service whose sessions may outlive a thread or a restart. */
         bool parent_death_kill;
+        /* inherited-stream-v1 (spec architecture.md, "Historical synthetic
+         * status milestone"; session-policy.md, "Guest observation
+         * channels"): when has_inherit_fd, inherit_fd (the guest end of a
+         * connected AF_UNIX stream socketpair, > 2) is the agent's
+         * descriptor 3 (container/sandbox.h, has_inherit_fd). Borrowed
+         * during glove_session_start only, as channel_stdin_fd (the sandbox
+         * holds its own copy once it returns: the caller closes its end
+         * then). Offline only: with egress or mcp_listen the spawn fails
+         * with "session.inherit_offline" (-EINVAL). seccomp should be
+         * glove_seccomp_prebuilt_managed_inherited. false (a zeroed desc):
+         * none. */
+        bool has_inherit_fd;
+        int inherit_fd;
 };
 
 enum glove_session_outcome_kind {
@@ -269,7 +282,8 @@ struct glove_session_ops {
  * session's life. Returns 0 with *out owned by the caller (even when it will
  * fail later through ops.exited), or -errno with err set and nothing left
  * behind (codes: "cgroup.*", "terminal.*", "tty.open", "egress.*",
- * "sandbox.*", "mount.plan_*", the add_mounts hook's).
+ * "sandbox.*", "mount.plan_*", "session.inherit_offline", the add_mounts
+ * hook's).
  */
 int glove_session_start(sd_event *loop, const struct glove_session_desc *desc, const struct glove_session_ops *ops,
                         void *userdata, struct glove_session **out, struct glove_error *err);

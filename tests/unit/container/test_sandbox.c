@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -479,6 +480,234 @@ static void test_plan_extra_entries_inside(void **state) {
         alarm(0);
 }
 
+/* ---- the inherited stream (inherited-stream-v1) ---------------------------- */
+
+/* The first child of parent found in /proc (the agent, PID 1's only one),
+ * waited for up to 10 s until its command name is comm. -1: none. */
+static pid_t child_named(pid_t parent, const char *comm) {
+        for (int tries = 0; tries < 1000; tries++) {
+                DIR *d = opendir("/proc");
+                assert_non_null(d);
+                struct dirent *e;
+                pid_t found = -1;
+                while (found < 0 && (e = readdir(d))) {
+                        char path[300], buf[512];
+                        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                        int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                        close(fd);
+                        if (n <= 0)
+                                continue;
+                        buf[n] = '\0';
+                        const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+                        int ppid = 0;
+                        if (!open_paren || !close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1 || ppid != parent)
+                                continue;
+                        size_t len = (size_t)(close_paren - open_paren - 1);
+                        if (len == strlen(comm) && memcmp(open_paren + 1, comm, len) == 0)
+                                found = (pid_t)atoi(e->d_name);
+                }
+                closedir(d);
+                if (found > 0)
+                        return found;
+                usleep(10000);
+        }
+        return -1;
+}
+
+/* The descriptor numbers open in pid (sorted), into fds; returns how many,
+ * or -errno when its fd directory cannot be read. */
+static int open_fds(pid_t pid, int *fds, int cap) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return -errno;
+        int n = 0;
+        struct dirent *e;
+        while ((e = readdir(d)))
+                if (e->d_name[0] != '.' && n < cap)
+                        fds[n++] = atoi(e->d_name);
+        closedir(d);
+        for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++)
+                        if (fds[j] < fds[i]) {
+                                int t = fds[i];
+                                fds[i] = fds[j];
+                                fds[j] = t;
+                        }
+        return n;
+}
+
+/* Reads from the nonblocking fd until want bytes or end of file, waiting at
+ * most 10 s in all (a generous bound, not a timing claim). Returns the count. */
+static size_t read_some(int fd, char *buf, size_t want, bool *eof) {
+        size_t got = 0;
+        *eof = false;
+        for (int i = 0; i < 1000 && got < want && !*eof; i++) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                if (poll(&p, 1, 10) <= 0)
+                        continue;
+                ssize_t n = read(fd, buf + got, want - got);
+                if (n == 0)
+                        *eof = true;
+                else if (n > 0)
+                        got += (size_t)n;
+        }
+        return got;
+}
+
+/* One sandbox whose agent gets the guest end of a stream socketpair at 3.
+ * guest_at: the number the guest end has in the test when spawning (0: the
+ * lowest free one; 3: exactly 3, whatever the test had there is set aside
+ * and put back after the spawn). The supervisor's end is returned in *peer
+ * (nonblocking) and the socket's inode in *ino. */
+static void spawn_inherited(char **argv, int guest_at, struct glove_sandbox *sb, int *peer, ino_t *ino) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+        int saved3 = -1, guest;
+        if (guest_at == 3) {
+                if (fcntl(3, F_GETFD) >= 0)
+                        assert_true((saved3 = fcntl(3, F_DUPFD_CLOEXEC, 100)) >= 100);
+                assert_int_equal(dup3(sv[1], 3, O_CLOEXEC), 3);
+                guest = 3;
+        } else {
+                guest = fcntl(sv[1], F_DUPFD_CLOEXEC, guest_at ? guest_at : 3);
+        }
+        assert_true(guest >= 3);
+        close(sv[1]);
+        struct stat st;
+        assert_int_equal(fstat(guest, &st), 0);
+        *ino = st.st_ino;
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        assert_true(null >= 0);
+        struct glove_sandbox_config cfg = base_config(argv);
+        cfg.seccomp = &glove_seccomp_prebuilt_managed_inherited;
+        cfg.stdin_fd = cfg.stdout_fd = null;
+        cfg.has_inherit_fd = true;
+        cfg.inherit_fd = guest;
+        struct glove_error err = {0};
+        if (glove_sandbox_spawn(&cfg, sb, &err) < 0)
+                fail_msg("spawn: %s: %s", err.code, err.message);
+        /* The sandbox holds its own copy from the clone on. */
+        close(guest);
+        if (saved3 >= 0) {
+                assert_int_equal(dup3(saved3, 3, O_CLOEXEC), 3);
+                close(saved3);
+        }
+        close(null);
+        assert_int_equal(glove_sandbox_release(sb, &err), 0);
+        *peer = sv[0];
+}
+
+static void end_sandbox(struct glove_sandbox *sb) {
+        glove_sandbox_kill(sb);
+        struct glove_sandbox_outcome o;
+        glove_sandbox_collect(sb, NULL, &o);
+        glove_sandbox_destroy(sb);
+}
+
+/* The agent holds exactly 0, 1, 2 and 3, and 3 is the guest end: what it
+ * writes there reaches the supervisor's end; PID 1 holds no copy. */
+static void test_inherited_stream_at_3(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        /* The guest end already at its place, at the lowest free number
+         * and at a high one. */
+        const int guest_at[] = {3, 0, 57};
+        for (size_t k = 0; k < 3; k++) {
+                char *argv[] = {"/bin/sh", "-c", "echo hi >&3 && exec /bin/sleep 60", NULL};
+                struct glove_sandbox sb;
+                int peer = -1;
+                ino_t ino = 0;
+                spawn_inherited(argv, guest_at[k], &sb, &peer, &ino);
+                char buf[16] = {0};
+                bool eof = false;
+                size_t got = read_some(peer, buf, 3, &eof);
+                if (got != 3 || memcmp(buf, "hi\n", 3) != 0)
+                        fail_msg("the agent's write to descriptor 3 did not arrive (%zu bytes, eof %d)", got, eof);
+                pid_t agent = child_named(sb.pid, "sleep");
+                assert_true(agent > 0);
+                int fds[64];
+                int n = open_fds(agent, fds, 64);
+                if (n < 0)
+                        fail_msg("/proc/%d/fd: %s", (int)agent, strerror(-n));
+                if (n != 4 || fds[0] != 0 || fds[1] != 1 || fds[2] != 2 || fds[3] != 3) {
+                        char list[256] = "";
+                        for (int i = 0; i < n; i++)
+                                snprintf(list + strlen(list), sizeof(list) - strlen(list), " %d", fds[i]);
+                        fail_msg("the agent holds descriptors%s, not exactly 0 1 2 3", list);
+                }
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/fd/3", (int)agent);
+                struct stat st;
+                assert_int_equal(stat(path, &st), 0);
+                assert_true(S_ISSOCK(st.st_mode));
+                assert_true(st.st_ino == ino);
+                /* PID 1 closed its copy once the agent was forked. */
+                n = open_fds(sb.pid, fds, 64);
+                if (n == -EACCES || n == -EPERM) {
+                        print_message("PID 1's descriptors are not readable here (%s): its copy is checked by the "
+                                      "end-of-file test\n", strerror(-n));
+                } else {
+                        assert_true(n >= 0);
+                        for (int i = 0; i < n; i++) {
+                                snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)sb.pid, fds[i]);
+                                if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)
+                                        fail_msg("PID 1 still holds the guest end as %d", fds[i]);
+                        }
+                }
+                end_sandbox(&sb);
+                close(peer);
+        }
+        alarm(0);
+}
+
+/* When the agent closes descriptor 3, the supervisor's end reads end of
+ * file while the sandbox still runs: nobody else in it holds the stream. */
+static void test_inherited_stream_only_the_agent_holds_it(void **state) {
+        (void)state;
+        REQUIRE_USERNS();
+        alarm(HANG_GUARD_S);
+        char *argv[] = {"/bin/sh", "-c", "exec 3>&- && exec /bin/sleep 60", NULL};
+        struct glove_sandbox sb;
+        int peer = -1;
+        ino_t ino = 0;
+        spawn_inherited(argv, 0, &sb, &peer, &ino);
+        char buf[16];
+        bool eof = false;
+        size_t got = read_some(peer, buf, sizeof(buf), &eof);
+        if (got != 0 || !eof)
+                fail_msg("the supervisor's end did not see end of file (%zu bytes read): a copy of the guest end "
+                         "is still open in the sandbox", got);
+        assert_int_equal(glove_sandbox_reap(&sb, NULL), 0); /* still running */
+        assert_true(child_named(sb.pid, "sleep") > 0);
+        end_sandbox(&sb);
+        close(peer);
+        alarm(0);
+}
+
+/* A descriptor that is not open (or is stdio) is refused before any clone. */
+static void test_inherited_stream_refused(void **state) {
+        (void)state;
+        char *argv[] = {"/bin/true", NULL};
+        const int bad[] = {-1, 0, 2, 1000};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct glove_sandbox_config cfg = base_config(argv);
+                cfg.has_inherit_fd = true;
+                cfg.inherit_fd = bad[i];
+                struct glove_sandbox sb;
+                struct glove_error err = {0};
+                assert_int_equal(glove_sandbox_spawn_start(&cfg, &sb, &err), -EBADF);
+                assert_string_equal(err.code, "sandbox.inherit_fd");
+                assert_int_equal(sb.pid, -1);
+                glove_sandbox_destroy(&sb);
+        }
+}
+
 /* ---- codes ------------------------------------------------------------------ */
 
 static void test_code_table(void **state) {
@@ -568,6 +797,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spawn_many_while_threads_allocate),
                 cmocka_unit_test(test_blocking_spawn_from_a_thread),
                 cmocka_unit_test(test_plan_extra_entries_inside),
+                cmocka_unit_test(test_inherited_stream_at_3),
+                cmocka_unit_test(test_inherited_stream_only_the_agent_holds_it),
+                cmocka_unit_test(test_inherited_stream_refused),
         };
         return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -60,8 +60,8 @@ static bool cmp_holds(const struct scmp_arg_cmp *c, const uint64_t args[6]) {
 /* The errno the table gives name(args), or 0 when no rule matches. */
 /* The errno of the first rule for name that applies in mode (every rule
  * whose mode bits mode has; all unmanaged rules for mode 0) and holds. */
-static int table_denies_mode(const char *name, unsigned mode, uint64_t a0, uint64_t a1) {
-        const uint64_t args[6] = {a0, a1, 0, 0, 0, 0};
+static int table_denies_mode3(const char *name, unsigned mode, uint64_t a0, uint64_t a1, uint64_t a2) {
+        const uint64_t args[6] = {a0, a1, a2, 0, 0, 0};
         for (size_t i = 0; i < glove_seccomp_rules_count; i++) {
                 const struct glove_seccomp_rule *r = &glove_seccomp_rules[i];
                 if (strcmp(r->syscall, name) != 0)
@@ -75,6 +75,10 @@ static int table_denies_mode(const char *name, unsigned mode, uint64_t a0, uint6
                         return r->errno_value;
         }
         return 0;
+}
+
+static int table_denies_mode(const char *name, unsigned mode, uint64_t a0, uint64_t a1) {
+        return table_denies_mode3(name, mode, a0, a1, 0);
 }
 
 /* The same for glove exec and glove run (every unmanaged rule). */
@@ -200,6 +204,94 @@ static void test_table_managed_sockets(void **state) {
         assert_int_equal(table_denies_mode("connect", ex, 3, 0), 0);
         assert_int_equal(table_denies_mode("setsockopt", ex, 3, 1), 0);
         assert_int_equal(table_denies_mode("socket", GLOVE_SECCOMP_OFFLINE, AF_UNIX, SOCK_STREAM), 0);
+}
+
+#define MODE_MANAGED (GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED)
+#define MODE_INHERITED (MODE_MANAGED | GLOVE_SECCOMP_INHERITED)
+#define MODE_MANAGED_UNIX (GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED)
+
+/* inherited-stream-v1: only getsockname and getsockopt(SOL_SOCKET, SO_TYPE)
+ * on exactly descriptor 3; no peer inspection, nothing named or listening;
+ * the managed offline rules stay. */
+static void test_table_inherited(void **state) {
+        (void)state;
+        const unsigned m = MODE_INHERITED;
+        const uint64_t fd = GLOVE_SECCOMP_INHERITED_FD_FIRST;
+        assert_int_equal(GLOVE_SECCOMP_INHERITED_FD_FIRST, 3);
+        assert_int_equal(GLOVE_SECCOMP_INHERITED_FD_LAST, 3);
+        assert_int_equal(table_denies_mode("getsockname", m, fd, 0), 0);
+        assert_int_equal(table_denies_mode3("getsockopt", m, fd, SOL_SOCKET, SO_TYPE), 0);
+        const uint64_t other_fds[] = {0, 1, 2, 4, 5, 1023, UINT64_MAX /* -1 */, 0xffffffffULL,
+                                      0x100000000ULL | 3 /* upper garbage */};
+        for (size_t i = 0; i < sizeof(other_fds) / sizeof(other_fds[0]); i++) {
+                assert_int_equal(table_denies_mode("getsockname", m, other_fds[i], 0), EPERM);
+                assert_int_equal(table_denies_mode3("getsockopt", m, other_fds[i], SOL_SOCKET, SO_TYPE), EPERM);
+        }
+        const uint64_t other_opts[] = {SO_PEERCRED, SO_RCVBUF, SO_SNDBUF, SO_DOMAIN, SO_ERROR, SO_PEERSEC,
+                                       0x100000000ULL | SO_TYPE};
+        for (size_t i = 0; i < sizeof(other_opts) / sizeof(other_opts[0]); i++)
+                assert_int_equal(table_denies_mode3("getsockopt", m, fd, SOL_SOCKET, other_opts[i]), EPERM);
+        assert_int_equal(table_denies_mode3("getsockopt", m, fd, 6 /* SOL_TCP */, SO_TYPE), EPERM);
+        assert_int_equal(table_denies_mode3("getsockopt", m, fd, 0x100000000ULL | SOL_SOCKET, SO_TYPE), EPERM);
+        assert_int_equal(table_denies_mode("getpeername", m, fd, 0), EPERM);
+        const char *const refused[] = {"bind", "listen", "accept", "accept4", "connect", "setsockopt"};
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                assert_int_equal(table_denies_mode(refused[i], m, fd, 0), EPERM);
+                assert_int_equal(table_denies_mode(refused[i], m, 4, 0), EPERM);
+        }
+        assert_int_equal(table_denies_mode("socket", m, AF_UNIX, SOCK_STREAM), EPERM);
+        assert_int_equal(table_denies_mode("socketpair", m, AF_UNIX, SOCK_STREAM), 0);
+        assert_int_equal(table_denies_mode("shutdown", m, fd, SHUT_WR), 0);
+        assert_int_equal(table_denies_mode("shutdown", m, 4, SHUT_WR), 0);
+        /* None of it applies to the other managed sessions, nor to glove
+         * exec and glove run. */
+        const unsigned others[] = {MODE_MANAGED, GLOVE_SECCOMP_EGRESS | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED,
+                                   MODE_MANAGED_UNIX, GLOVE_SECCOMP_OFFLINE, GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_NO_UNIX};
+        for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+                assert_int_equal(table_denies_mode("getsockname", others[i], 4, 0), 0);
+                assert_int_equal(table_denies_mode3("getsockopt", others[i], 4, SOL_SOCKET, SO_PEERCRED), 0);
+                assert_int_equal(table_denies_mode("getpeername", others[i], 4, 0), 0);
+                assert_int_equal(table_denies_mode("bind", others[i], 4, 0), 0);
+                assert_int_equal(table_denies_mode("accept4", others[i], 4, 0), 0);
+        }
+}
+
+/* The pathname transport: Unix sockets of the agent's own and connect, no
+ * other family and no setsockopt. */
+static void test_table_managed_unix(void **state) {
+        (void)state;
+        const unsigned m = MODE_MANAGED_UNIX;
+        assert_int_equal(table_denies_mode("socket", m, AF_UNIX, SOCK_STREAM), 0);
+        assert_int_equal(table_denies_mode("socket", m, AF_UNIX, SOCK_DGRAM), 0);
+        assert_int_equal(table_denies_mode("connect", m, 3, 0), 0);
+        assert_int_equal(table_denies_mode("setsockopt", m, 3, SOL_SOCKET), EPERM);
+        const uint64_t families[] = {AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK, 0x100000000ULL | AF_UNIX};
+        for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+                assert_int_equal(table_denies_mode("socket", m, families[i], SOCK_STREAM), EPERM);
+                assert_int_equal(table_denies_mode("socketpair", m, families[i], SOCK_STREAM), EPERM);
+        }
+        /* Plain managed keeps refusing both. */
+        assert_int_equal(table_denies_mode("socket", MODE_MANAGED, AF_UNIX, SOCK_STREAM), EPERM);
+        assert_int_equal(table_denies_mode("connect", MODE_MANAGED, 3, 0), EPERM);
+}
+
+/* The inherited rules exist offline and managed only. */
+static void test_build_inherited_modes(void **state) {
+        (void)state;
+        const unsigned bad[] = {
+                GLOVE_SECCOMP_INHERITED,
+                GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_INHERITED,
+                GLOVE_SECCOMP_OFFLINE | GLOVE_SECCOMP_MANAGED | GLOVE_SECCOMP_INHERITED,
+                GLOVE_SECCOMP_EGRESS | GLOVE_SECCOMP_NO_UNIX | GLOVE_SECCOMP_MANAGED | GLOVE_SECCOMP_INHERITED,
+                MODE_INHERITED | GLOVE_SECCOMP_EGRESS,
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct sock_fprog *prog = NULL;
+                struct glove_error err = {0};
+                assert_int_equal(glove_seccomp_build_mode(bad[i], &prog, &err), -EINVAL);
+                assert_string_equal(err.code, "seccomp.build");
+                assert_null(prog);
+        }
 }
 
 static void test_table_entries_well_formed(void **state) {
@@ -486,6 +578,36 @@ static void test_prebuilt_matches_build(void **state) {
         glove_seccomp_program_free(prog);
 }
 
+/* Each prebuilt program is the fresh build of its mode. */
+static void expect_prebuilt_is(const struct sock_fprog *pre, unsigned mode, const char *name) {
+        struct sock_fprog *prog = NULL;
+        struct glove_error err = {0};
+        if (glove_seccomp_build_mode(mode, &prog, &err) < 0)
+                fail_msg("%s: build: %s: %s", name, err.code, err.message);
+        if (pre->len != prog->len)
+                fail_msg("%s: %u instructions prebuilt, %u built", name, pre->len, prog->len);
+        for (unsigned i = 0; i < prog->len; i++) {
+                const struct sock_filter *a = &pre->filter[i], *b = &prog->filter[i];
+                if (a->code != b->code || a->jt != b->jt || a->jf != b->jf || a->k != b->k)
+                        fail_msg("%s: instruction %u differs", name, i);
+        }
+        glove_seccomp_program_free(prog);
+}
+
+static void test_prebuilt_transports_match_build(void **state) {
+        (void)state;
+        expect_prebuilt_is(&glove_seccomp_prebuilt_managed, MODE_MANAGED, "managed");
+        expect_prebuilt_is(&glove_seccomp_prebuilt_managed_inherited, MODE_INHERITED, "managed_inherited");
+        expect_prebuilt_is(&glove_seccomp_prebuilt_managed_unix, MODE_MANAGED_UNIX, "managed_unix");
+        /* Three different programs. */
+        assert_true(glove_seccomp_prebuilt_managed_inherited.len != glove_seccomp_prebuilt_managed.len ||
+                    memcmp(glove_seccomp_prebuilt_managed_inherited.filter, glove_seccomp_prebuilt_managed.filter,
+                           glove_seccomp_prebuilt_managed.len * sizeof(struct sock_filter)) != 0);
+        assert_true(glove_seccomp_prebuilt_managed_unix.len != glove_seccomp_prebuilt_managed.len ||
+                    memcmp(glove_seccomp_prebuilt_managed_unix.filter, glove_seccomp_prebuilt_managed.filter,
+                           glove_seccomp_prebuilt_managed.len * sizeof(struct sock_filter)) != 0);
+}
+
 static void test_prebuilt_denies_in_child(void **state) {
         (void)state;
         check_filter_in_child(&glove_seccomp_prebuilt);
@@ -581,12 +703,16 @@ int main(void) {
                 cmocka_unit_test(test_table_personality),
                 cmocka_unit_test(test_table_sockets),
                 cmocka_unit_test(test_table_managed_sockets),
+                cmocka_unit_test(test_table_inherited),
+                cmocka_unit_test(test_table_managed_unix),
+                cmocka_unit_test(test_build_inherited_modes),
                 cmocka_unit_test(test_table_entries_well_formed),
                 cmocka_unit_test(test_build),
                 cmocka_unit_test(test_filter_denies_in_child),
                 cmocka_unit_test(test_prebuilt_matches_build),
                 cmocka_unit_test(test_prebuilt_denies_in_child),
                 cmocka_unit_test(test_probes_differ_without_filter),
+                cmocka_unit_test(test_prebuilt_transports_match_build),
                 cmocka_unit_test(test_foreign_abi_i386),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

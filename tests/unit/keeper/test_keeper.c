@@ -10,6 +10,7 @@
  * again field by field (the mount entries through the keeper's hook), what
  * cannot travel, and the executable's checks (missing, unsafe, replaced).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -191,6 +192,12 @@ static bool userns_available(void) {
 /* The desc's transcript size in the next keeper (a bound passed makes the
  * start fail). */
 static size_t rig_transcript_bytes;
+/* The next keeper's inherited stream (its session gets
+ * glove_seccomp_prebuilt_managed_inherited) and service sockets: -1 and 0
+ * for none. */
+static int rig_inherit_fd = -1;
+static const int *rig_service_fds;
+static size_t rig_n_service_fds;
 
 static int64_t fixed_now(void) {
         return 1700000000000;
@@ -247,7 +254,15 @@ static void rig_start_limit(struct rig *g, char **argv, bool input_closed, uint6
                         .cgroup_parent = cg ? probe.parent : NULL,
                         .cgroup_v2 = cg && probe.backend == GLOVE_CGROUP_BACKEND_V2,
                         .now_ms = fixed_now,
+                        .services_json = rig_n_service_fds ? "{\"services\":[]}" : NULL,
+                        .service_fds = rig_service_fds,
+                        .n_service_fds = rig_n_service_fds,
                 };
+                if (rig_inherit_fd >= 0) {
+                        d.has_inherit_fd = true;
+                        d.inherit_fd = rig_inherit_fd;
+                        d.seccomp = &glove_seccomp_prebuilt_managed_inherited;
+                }
                 glove_keeper_run(&a);
         }
         g->keeper = pid;
@@ -878,11 +893,17 @@ static void test_launch_round_trip(void **state) {
         struct glove_keeper_args a = { .session_id = "s-1", .stem = "k0123", .desc = &d, .channel_fd = sv[1],
                                        .listen_fd = lv[0], .dir_fd = dfd, .cgroup_parent = "/sys/fs/cgroup/x",
                                        .cgroup_v2 = true, .hold_fds = hold, .n_hold_fds = 2 };
-        int memfd = -1, fds[4 + GLOVE_KEEPER_HOLD_FDS_MAX];
+        int svc[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, svc), 0);
+        static const char services[] = "{\"aliases\":[\"a\",\"b\"],\"caf\u00e9\":\"\xc3\xa9\"}";
+        a.services_json = services;
+        a.service_fds = svc;
+        a.n_service_fds = 2;
+        int memfd = -1, fds[GLOVE_KEEPER_LAUNCH_FDS_MAX];
         size_t n = 0;
         assert_int_equal(glove_keeper_launch_encode(&a, &memfd, fds, &n, &e), 0);
-        assert_int_equal(n, 6);
-        int want[] = { sv[1], lv[0], dfd, au.fd, hold[0], hold[1] };
+        assert_int_equal(n, 8);
+        int want[] = { sv[1], lv[0], dfd, au.fd, hold[0], hold[1], svc[0], svc[1] };
         assert_memory_equal(fds, want, sizeof(want));
         /* Sealed: nobody writes to it any more. */
         int seals = fcntl(memfd, F_GET_SEALS);
@@ -908,6 +929,10 @@ static void test_launch_round_trip(void **state) {
         assert_int_equal(b->n_hold_fds, 2);
         assert_memory_equal(b->hold_fds, hold, sizeof(hold));
         assert_null(b->now_ms);
+        assert_string_equal(b->services_json, services);
+        assert_int_equal(b->n_service_fds, 2);
+        assert_memory_equal(b->service_fds, svc, sizeof(svc));
+        assert_false(b->desc->has_inherit_fd);
         const struct glove_session_desc *c = b->desc;
         for (size_t i = 0; i < 4; i++) {
                 assert_true((argv[i] == NULL) == (c->argv[i] == NULL));
@@ -994,8 +1019,101 @@ static void test_launch_round_trip(void **state) {
         close(lv[1]);
         close(hold[0]);
         close(hold[1]);
+        close(svc[0]);
+        close(svc[1]);
         close(dfd);
         rmdir(dir);
+}
+
+/* Whether process pid holds a descriptor on the socket of inode ino; -1
+ * when its descriptors cannot be read. */
+static int holds_inode(pid_t pid, ino_t ino, int *at) {
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+        DIR *d = opendir(p);
+        if (!d)
+                return -1;
+        struct dirent *de;
+        int found = 0;
+        while (!found && (de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char q[300];
+                snprintf(q, sizeof(q), "/proc/%d/fd/%s", (int)pid, de->d_name);
+                struct stat st;
+                if (stat(q, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino) {
+                        found = 1;
+                        if (at)
+                                *at = atoi(de->d_name);
+                }
+        }
+        closedir(d);
+        return found;
+}
+
+/* A real keeper with an inherited stream and one service socket: the agent
+ * writes to its descriptor 3 and the supervisor's end reads it; the keeper
+ * keeps no copy of the stream once the session started (end of file comes
+ * with the agent's end) and keeps the service socket at 7 + 0 held + 1. */
+static void test_keeper_inherited_stream(void **state) {
+        (void)state;
+        if (!userns_available()) {
+                print_message("skipped: user namespaces are not available to this user\n");
+                skip();
+        }
+        int guest[2], svc[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, guest), 0);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, svc), 0);
+        struct stat gs, ss;
+        assert_int_equal(fstat(guest[1], &gs), 0);
+        assert_int_equal(fstat(svc[1], &ss), 0);
+        static char *argv[] = { "/bin/sh", "-c", "echo via3 >&3 && echo out", NULL };
+        struct rig g;
+        rig_inherit_fd = guest[1];
+        rig_service_fds = &svc[1];
+        rig_n_service_fds = 1;
+        rig_start(&g, argv, true);
+        rig_inherit_fd = -1;
+        rig_service_fds = NULL;
+        rig_n_service_fds = 0;
+        close(guest[1]);
+        close(svc[1]);
+        struct msg m = { 0 };
+        (void)hello(g.chan, &m, g.keeper, "starting", "ready");
+        expect(g.chan, &m, 'r');
+        /* Ready and not released: the sandbox holds the stream, the keeper
+         * not any more; the service socket is where keeper.h says. */
+        assert_int_equal(holds_inode(g.keeper, gs.st_ino, NULL), 0);
+        int at = -1;
+        assert_int_equal(holds_inode(g.keeper, ss.st_ino, &at), 1);
+        assert_int_equal(at, 8);
+        send_msg(g.chan, 'R', NULL, 0);
+        do
+                assert_true(recv_msg(g.chan, &m));
+        while (m.type != 'e');
+        assert_string_equal(jstr(m.json, "kind"), "exited");
+        assert_int_equal(jint(m.json, "value"), 0);
+        char buf[32] = { 0 };
+        size_t got = 0;
+        bool eof = false;
+        for (int i = 0; i < 1000 && !eof; i++) {
+                struct pollfd p = { .fd = guest[0], .events = POLLIN };
+                if (poll(&p, 1, 10) <= 0)
+                        continue;
+                ssize_t r = read(guest[0], buf + got, sizeof(buf) - 1 - got);
+                if (r == 0)
+                        eof = true;
+                else if (r > 0)
+                        got += (size_t)r;
+        }
+        assert_string_equal(buf, "via3\n");
+        assert_true(eof);
+        send_msg(g.chan, 'E', NULL, 0);
+        assert_int_equal(rig_wait(&g), 0);
+        json_decref(m.json);
+        close(guest[0]);
+        close(svc[0]);
+        rig_free(&g);
 }
 
 static void write_file(const char *path, const char *text, mode_t mode) {
@@ -1075,6 +1193,7 @@ int main(void) {
                 cmocka_unit_test(test_keeper_start_failed),
                 cmocka_unit_test(test_keeper_status_while_running),
                 cmocka_unit_test(test_launch_round_trip), cmocka_unit_test(test_keeper_exe),
+                cmocka_unit_test(test_keeper_inherited_stream),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

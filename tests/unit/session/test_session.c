@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -306,6 +307,45 @@ static bool userns_available(void) {
 #endif
 
 #if ENGINE_CASE == 1
+/* An inherited stream is offline only: with egress or an MCP listener the
+ * spawn is refused before anything is made. */
+static void test_inherit_offline_only(void **state) {
+        (void)state;
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        static char *argv[] = {"/bin/true", NULL};
+        static char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+        struct glove_net_policy eg;
+        glove_net_policy_init(&eg);
+        for (int k = 0; k < 2; k++) {
+                struct glove_session_desc d = {
+                        .argv = argv,
+                        .envp = envp,
+                        .grants = &grants,
+                        .seccomp = &glove_seccomp_prebuilt_managed_inherited,
+                        .terminal = GLOVE_TERMINAL_PIPES,
+                        .channel_stdin_fd = -1,
+                        .channel_stdout_fd = -1,
+                        .mcp_listen_fd = -1,
+                        .has_inherit_fd = true,
+                        .inherit_fd = sv[1],
+                };
+                if (k == 0)
+                        d.egress = &eg;
+                else
+                        d.mcp_listen = true;
+                const struct glove_session_ops ops = {.ready = on_ready, .exited = on_exited};
+                struct glove_session *s = (struct glove_session *)0x1;
+                struct glove_error err = {0};
+                assert_int_equal(glove_session_spawn(&d, &ops, NULL, &s, &err), -EINVAL);
+                assert_string_equal(err.code, "session.inherit_offline");
+                assert_null(s);
+        }
+        glove_net_policy_free(&eg);
+        close(sv[0]);
+        close(sv[1]);
+}
+
 static void test_64_sessions_one_loop(void **state) {
         (void)state;
         if (!userns_available()) {
@@ -356,6 +396,7 @@ int main(void) {
         alarm(200); /* a hang is a failure, not a stuck CI */
         const struct CMUnitTest tests[] = {
 #if ENGINE_CASE == 1
+                cmocka_unit_test(test_inherit_offline_only),
                 cmocka_unit_test(test_64_sessions_one_loop),
 #else
                 cmocka_unit_test(test_64_sessions_with_a_busy_thread),
