@@ -265,10 +265,11 @@ static int open_args(int dir_fd, const char *name, const char *session_id, const
 int glove_channel_registry_open(int dir_fd, const char *name, const char *session_id, const char *runtime_id,
                                 const struct glove_channel_host *host, uint32_t capacity,
                                 struct glove_channel_registry **out, struct glove_error *err) {
+        if (out)
+                *out = NULL;
         int rc = open_args(dir_fd, name, session_id, runtime_id, host, capacity, out, err);
         if (rc < 0)
                 return rc;
-        *out = NULL;
         char dir[PATH_MAX], path[PATH_MAX];
         if ((rc = dir_path(dir_fd, dir, sizeof(dir), err)) < 0)
                 return rc;
