@@ -496,6 +496,13 @@ bool glove_supervisor_policy_template_can_launch(const struct glove_supervisor_p
         return t && t->has_launch;
 }
 
+const char *glove_supervisor_policy_template_runtime_id(const struct glove_supervisor_policy *policy,
+                                                        const char *runtime_template_id) {
+        const struct sv_template *t = policy && runtime_template_id ? sv_policy_template(policy, runtime_template_id)
+                                                                    : NULL;
+        return t ? t->runtime_id : NULL;
+}
+
 int glove_supervisor_policy_template_launch(const struct glove_supervisor_policy *policy,
                                             const char *runtime_template_id,
                                             const struct glove_supervisor_launch_template **out,

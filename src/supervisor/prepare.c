@@ -99,6 +99,8 @@ int sv_launch_resolve(const struct glove_supervisor_runtime_config *cfg, const c
         m->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
         m->ino = stx.stx_ino;
         m->mnt_id = stx.stx_mnt_id;
+        if (cfg->grant_check && (r = cfg->grant_check(cfg->grant_check_ctx, fd, what, err)) < 0)
+                return r;
         m->fd = TAKE_FD(fd);
         return 0;
 }
@@ -555,6 +557,7 @@ int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtim
         l->cfg = cfg;
         l->sources = sources;
         l->template_id = t->id;
+        l->runtime_id = t->runtime_id;
         r = get_limits(root, &l->limits, err);
         if (r >= 0)
                 r = sv_adapter_prepare(l, t, err); /* A: adapter runtime, discovery */
@@ -613,6 +616,10 @@ char *const *glove_supervisor_launch_argv(const struct glove_supervisor_launch *
 
 char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *l) {
         return l ? l->envp : NULL;
+}
+
+const char *glove_supervisor_launch_runtime_id(const struct glove_supervisor_launch *l) {
+        return l ? l->runtime_id : NULL;
 }
 
 void glove_supervisor_launch_limits(const struct glove_supervisor_launch *l, struct glove_supervisor_limits *out) {

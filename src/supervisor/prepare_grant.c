@@ -153,6 +153,11 @@ int sv_exposure_mount(const struct glove_supervisor_runtime_config *cfg, struct 
                                        "%s: the exposure's project overlaps a directory gloved keeps for itself "
                                        "(revoke it and enroll another project)",
                                        m->alias);
+        if (cfg->grant_check) {
+                int r = cfg->grant_check(cfg->grant_check_ctx, src->fd, m->alias, err);
+                if (r < 0)
+                        return r;
+        }
         m->source = strdup(src->path);
         if (!m->source)
                 return glove_error_set(err, ENOMEM, "launch.no_memory", "out of memory");

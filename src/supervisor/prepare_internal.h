@@ -54,6 +54,7 @@ struct glove_supervisor_launch {
         struct glove_supervisor_sources *sources; /* #26: borrowed while prepared; NULL: open here */
         char *session_id;
         const char *template_id;  /* borrowed from the policy */
+        const char *runtime_id;   /* the template's, borrowed from the policy */
         char *egress_id;          /* owned */
         const struct sv_egress_policy *egress_policy;
         char **argv, **envp;

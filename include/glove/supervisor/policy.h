@@ -160,6 +160,11 @@ int64_t glove_supervisor_policy_max_plan_ttl_ms(const struct glove_supervisor_po
  */
 const char *glove_supervisor_policy_digest(const struct glove_supervisor_policy *policy);
 
+/* The runtime_id of template runtime_template_id (borrowed from the
+ * policy), or NULL when the policy has no such template. */
+const char *glove_supervisor_policy_template_runtime_id(const struct glove_supervisor_policy *policy,
+                                                        const char *runtime_template_id);
+
 /*
  * True when the policy has a runtime template with this id and that
  * template has a launch block (spec: "Absent policies remain eligible for

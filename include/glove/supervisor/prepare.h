@@ -161,6 +161,17 @@ struct glove_supervisor_runtime_config {
         /* #26: dynamic path exposures */
         const struct glove_exposures *exposures;
         int64_t (*now_ms)(void);
+        /* #28: local services (docs/local-services.md, "Grants never expose
+         * the socket"). When set, called for every resolved host source of
+         * the launch (alias grants, exposure grants, read-only launch paths)
+         * with its descriptor (O_PATH, borrowed for the call) and what names
+         * it (the alias, or "launch path"), before anything is materialized;
+         * a negative return (-errno with err set, e.g.
+         * services.grant_exposes_socket) fails the prepare with that error.
+         * Called on the preparing thread: it must be safe to call from any
+         * thread. NULL: no check. */
+        int (*grant_check)(void *ctx, int fd, const char *what, struct glove_error *err);
+        void *grant_check_ctx;
 };
 
 /*
@@ -282,6 +293,10 @@ int glove_supervisor_launch_prepare_sources(const struct glove_supervisor_runtim
 /* NULL-terminated argv and envp, borrowed from l (valid until free). */
 char *const *glove_supervisor_launch_argv(const struct glove_supervisor_launch *l);
 char *const *glove_supervisor_launch_envp(const struct glove_supervisor_launch *l);
+
+/* The runtime_id of the plan's runtime template (borrowed from the policy
+ * the launch was prepared against; valid for the launch's life). */
+const char *glove_supervisor_launch_runtime_id(const struct glove_supervisor_launch *l);
 
 /*
  * The largest file the agent of l may write, in bytes, for RLIMIT_FSIZE
