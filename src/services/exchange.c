@@ -3,6 +3,7 @@
  * The proxy's workers: one exchange, the inherited-stream loop and the
  * pathname listener loop (glove/services/proxy.h describes the sequence).
  */
+#include <sys/stat.h>
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -47,6 +48,20 @@ static int boundary(int guest, const char *when, struct glove_error *err) {
         return 0;
 }
 
+/* The audit file is below its bound (proxy.h, audit_max_bytes). */
+static int audit_room(const struct glove_services_proxy *p, struct glove_error *err) {
+        struct stat st;
+        if (!p->audit_max_bytes)
+                return 0;
+        if (fstat(p->audit_fd, &st) < 0)
+                return glove_error_set(err, errno, "services.audit_failed", "fstat of the audit log: %s", strerror(errno));
+        if ((uint64_t)st.st_size >= p->audit_max_bytes)
+                return glove_error_set(err, ENOSPC, "services.audit_full",
+                                       "the audit log holds %lld bytes, the session's bound is %llu",
+                                       (long long)st.st_size, (unsigned long long)p->audit_max_bytes);
+        return 0;
+}
+
 /* Steps 2 and 3: the upstream round trip of req[0..req_len) into w->resp. */
 static int upstream_round_trip(struct svc_worker *w, uint64_t deadline, size_t req_len, size_t *resp_len,
                                struct glove_error *err) {
@@ -82,6 +97,8 @@ static int exchange(struct svc_worker *w, int guest, uint64_t t0, uint64_t deadl
         if (r < 0)
                 return r;
         if ((r = boundary(guest, "before the audit", err)) < 0)
+                return r;
+        if ((r = audit_room(p, err)) < 0)
                 return r;
         if ((r = glove_services_audit_append(p->audit_fd, p->session_id, w->alias, GLOVE_SERVICES_PHASE_PENDING,
                                              "pending", since(t0), deadline, err)) < 0)

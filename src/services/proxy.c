@@ -168,6 +168,7 @@ int glove_services_proxy_start(const struct glove_services_proxy_config *c, stru
         }
         /* Take everything c moves in first, so that one destroy releases it. */
         p->audit_fd = c->audit_fd;
+        p->audit_max_bytes = c->audit_max_bytes;
         p->stop_fd = -1;
         for (size_t i = 0; i < GLOVE_SERVICES_MAX_ROUTES; i++) {
                 p->w[i].proxy = p;

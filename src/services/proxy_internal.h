@@ -35,6 +35,7 @@ struct glove_services_proxy {
         enum glove_services_transport transport;
         uid_t service_uid;
         int audit_fd;
+        uint64_t audit_max_bytes; /* 0: none */
         int stop_fd; /* an eventfd, written once by stop; never read */
         uint32_t timeout_ms;
         size_t n;

@@ -103,6 +103,12 @@ struct glove_services_proxy_config {
         int audit_fd;                             /* moved in; opened O_WRONLY|O_APPEND on a file that
                                                      supports fdatasync */
         uint32_t exchange_timeout_ms;             /* 1..GLOVE_SERVICES_EXCHANGE_TIMEOUT_MAX_MS */
+        /* The audit file's size bound, bytes (the session's disk_bytes:
+         * the file lives on the host); an exchange that finds the file at
+         * or past it before its delivery_pending append fails with
+         * services.audit_full (the stream is poisoned, nothing released).
+         * 0: no bound. */
+        uint64_t audit_max_bytes;
 };
 
 struct glove_services_proxy;
