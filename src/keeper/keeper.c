@@ -231,6 +231,7 @@ static void send_closed(struct glove_keeper *k) {
 
 /* The session ended with o (NULL: it never started, e.g. its error). */
 static void ended(struct glove_keeper *k, json_t *outcome) {
+        glove_keeper_services_stop(k); /* nothing more is relayed or audited */
         k->phase = PH_ENDED;
         k->outcome = outcome;
         /* Nothing runs in the sandbox any more: the lease locks go now, so
@@ -788,6 +789,8 @@ _Noreturn void glove_keeper_run(const struct glove_keeper_args *a) {
 
         struct glove_error e = { 0 };
         r = glove_keeper_refinement_start(k, a, &e);
+        if (r >= 0)
+                r = glove_keeper_services_start(k, &e);
         if (r < 0)
                 ; /* e says why */
         else if (k->input_defer)

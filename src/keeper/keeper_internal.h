@@ -71,6 +71,8 @@ struct glove_keeper_msg_q {
         uint8_t data[];
 };
 
+struct glove_services_proxy;
+
 struct glove_keeper {
         const char *id;
         const char *stem;      /* the file names' (keeper.h) */
@@ -90,6 +92,7 @@ struct glove_keeper {
          * service_fd_first .. service_fd_first + n_service_fds - 1, kept
          * open for the keeper's life. */
         const char *services_json;
+        struct glove_services_proxy *proxy; /* keeper_services.c; NULL: none */
         int service_fd_first;
         size_t n_service_fds;
         char boot_id[37];
@@ -130,6 +133,16 @@ struct glove_keeper {
         unsigned log_lines;
         uint8_t rx[GLOVE_KEEPER_MSG_MAX];   /* one message from gloved */
 };
+
+/* ---- keeper_services.c (#28, local services) ---- */
+
+/* Starts k->proxy from k->services_json and the service descriptors (none:
+ * 0, nothing started): each upstream pinned again and required to be the
+ * object gloved pinned. Returns 0 or -errno with err (services.*,
+ * keeper.launch_invalid): the session must not start. */
+int glove_keeper_services_start(struct glove_keeper *k, struct glove_error *err);
+/* Stops k->proxy (its workers joined; NULL: nothing). */
+void glove_keeper_services_stop(struct glove_keeper *k);
 
 /* ---- keeper_refinement.c (refinement-eval-v1) ---- */
 
