@@ -60,6 +60,8 @@ static const char usage_text[] =
         "  cleanup ID                         remove what an ended session's cleanup policies say\n"
         "  changes ID                         what the agent changed in each retained stage of an\n"
         "                                     ended session (read-only; apply with glove apply)\n"
+        "  guest-queue ID [--after N] [--limit N]  a page of the session's guest-channel\n"
+        "                                     admission queue (docs/guest-channels.md)\n"
         "  sessions                           every session with its state and age\n"
         "  exposures                          the redacted catalog of path exposures (glove init):\n"
         "                                     id, generation, state, expiry, modes, runtimes, label\n"

@@ -117,6 +117,23 @@ static int build(const struct ctl *c, const char **method, json_t **params) {
                 *params = json_pack("{s:s}", "session_id", cl.pos[0]);
                 return 0;
         }
+        if (strcmp(c->cmd, "guest-queue") == 0) {
+                static const char *const names[] = { "--after", "--limit" };
+                static const bool flags[] = { false, false };
+                if ((r = parse_cmdline(c, 1, names, flags, v, 2, &cl)))
+                        return r;
+                char *end = NULL;
+                unsigned long long after = 0, limit = 50;
+                if (v[0] && ((errno = 0, after = strtoull(v[0], &end, 10)), errno || !end || *end || v[0][0] == '-'))
+                        return ctl_usage_error("--after %s: expected a sequence number (0 or more)", v[0]);
+                if (v[1] && ((errno = 0, limit = strtoull(v[1], &end, 10)), errno || !end || *end || limit < 1 ||
+                             limit > 100))
+                        return ctl_usage_error("--limit %s: expected a number from 1 to 100", v[1]);
+                *method = "guest_queue";
+                *params = json_pack("{s:s,s:I,s:I}", "session_id", cl.pos[0], "after_seq", (json_int_t)after, "limit",
+                                    (json_int_t)limit);
+                return 0;
+        }
         if (strcmp(c->cmd, "stop") == 0) {
                 static const char *const names[] = { "--grace" };
                 static const bool flags[] = { false };
@@ -292,6 +309,23 @@ static void print_changes(const json_t *r) {
         }
 }
 
+/* guest_queue: one line per entry, then where the next page starts. */
+static void print_queue(const json_t *r) {
+        const json_t *entries = json_object_get(r, "entries");
+        size_t i;
+        const json_t *e;
+        if (!json_array_size(entries))
+                printf("no entries\n");
+        json_array_foreach(entries, i, e) {
+                printf("%lld %s %s %s key %s digest %.16s\n", (long long)json_integer_value(json_object_get(e, "seq")),
+                       str(e, "state"), str(e, "schema_id"), str(e, "runtime_id"), str(e, "idempotency_key"),
+                       str(e, "digest"));
+        }
+        const json_t *next = json_object_get(r, "next_after");
+        if (json_is_integer(next))
+                printf("more: --after %lld\n", (long long)json_integer_value(next));
+}
+
 static void print_human(const char *method, const json_t *params, const json_t *r) {
         const char *id = str(params, "session_id");
         if (strcmp(method, "list_sessions") == 0) {
@@ -300,6 +334,8 @@ static void print_human(const char *method, const json_t *params, const json_t *
                 printf("session %s: %s\n", json_object_get(r, "session_id") ? str(r, "session_id") : id, str(r, "state"));
         } else if (strcmp(method, "retained_changes") == 0) {
                 print_changes(r);
+        } else if (strcmp(method, "guest_queue") == 0) {
+                print_queue(r);
         } else if (strcmp(method, "cleanup_session") == 0) {
                 print_list("removed", json_object_get(r, "removed"));
                 print_list("kept", json_object_get(r, "kept"));

@@ -20,8 +20,11 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/json.h"
 #include "glove/keeper/keeper.h"
+#include "glove/supervisor/plan.h"
+#include "glove/supervisor/policy.h"
 #include "glove/supervisor/prepare.h"
 #include "glove/supervisor/stage.h"
+#include "glove/runtime/services.h"
 #include "runtime_internal.h"
 
 /* ---- construction ---- */
@@ -30,8 +33,10 @@ int glove_runtime_new(const struct glove_runtime_options *o, struct glove_runtim
                               struct glove_error *err) {
         struct glove_runtime *rt = calloc(1, sizeof(*rt));
         *out = NULL;
-        if (!rt)
+        if (!rt) {
+                glove_runtime_services_free(o->services);
                 return glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
+        }
         rt->o = *o;
         /* The probe and its error are the caller's locals: copied, not kept. */
         rt->o.cgroup = NULL;
@@ -124,6 +129,7 @@ struct rt_session *rt_find(struct glove_runtime *rt, const char *id) {
 
 
 static void session_entry_free(struct rt_session *s) {
+        rt_svc_free(s);
         rt_link_close(s);
         free(s->mir);
         glove_audit_close(&s->audit);
@@ -308,6 +314,7 @@ void rt_finish(struct rt_session *s, struct glove_runtime_receipt_facts *f) {
                 RT_LOG(s, GLOVE_LOG_ERROR, te.code ? te.code : "store.transition",
                        "session %s: the terminal transition could not be recorded: %s: %s", s->id, te.code, te.message);
         struct glove_error le = { 0 };
+        rt_svc_release(s);
         if (s->launch ? glove_supervisor_launch_release(s->launch, &le) < 0
                       : glove_supervisor_release_leftovers(rt->o.config, s->id, st->plan, st->plan_len, &le) < 0)
                 RT_LOG(s, GLOVE_LOG_WARNING, le.code, "session %s: %s: %s", s->id, le.code, le.message);
@@ -446,6 +453,7 @@ int glove_runtime_cleanup(struct glove_runtime *rt, const char *id, json_t **res
                 return r;
         }
         rt_binding_forget(rt, id);
+        rt_svc_cleanup(rt, id);
         *result = json_pack("{s:o,s:o}", "removed", removed ? removed : json_array(), "kept", kept ? kept : json_array());
         return *result ? 0 : -ENOMEM;
 }
@@ -460,6 +468,37 @@ int glove_runtime_retained_changes(struct glove_runtime *rt, const char *id, jso
                                        "session %s is %s: its stage is inspected once it has ended", id,
                                        glove_store_session_state_name(st->state));
         return glove_supervisor_retained_changes(rt->o.config, id, st->plan, st->plan_len, result, err);
+}
+
+int glove_runtime_guest_queue(struct glove_runtime *rt, const char *id, uint64_t after, uint32_t limit, json_t **result,
+                              struct glove_error *err) {
+        *result = NULL;
+        const struct glove_store_session *st = rt_stored(rt, id, err);
+        if (!st)
+                return -ENOENT;
+        char stem[40];
+        rt_keeper_stem(id, stem);
+        struct rt_session *s = rt_find(rt, id);
+        /* The file's header binds the runtime: the plan's template names it. */
+        _cleanup_json_ json_t *plan = NULL;
+        const char *runtime_id = NULL;
+        if (glove_json_decode_canonical(st->plan, st->plan_len, GLOVE_PLAN_MAX_BYTES, 0, &plan, NULL) == 0)
+                runtime_id = glove_supervisor_policy_template_runtime_id(
+                        rt->o.policy, json_string_value(json_object_get(plan, "runtime_template_id")));
+        return rt_svc_queue_page(rt, s && s->svc ? s : NULL, id, stem, runtime_id, after, limit, result, err);
+}
+
+int glove_runtime_guest_channel_version(const struct glove_runtime *rt, const char **why) {
+        if (!rt) {
+                if (why)
+                        *why = "channel.capability_no_runtime";
+                return 0;
+        }
+        return glove_runtime_services_channel_version(rt->o.services, rt->operational, why);
+}
+
+json_t *glove_runtime_local_services(const struct glove_runtime *rt) {
+        return rt ? glove_runtime_services_summary(rt->o.services) : NULL;
 }
 
 json_t *glove_runtime_list(const struct glove_store *store) {
@@ -541,5 +580,6 @@ void glove_runtime_free(struct glove_runtime *rt) {
                 session_entry_free(s);
         }
         glove_keeper_exe_close(&rt->keeper_exe);
+        glove_runtime_services_free(rt->o.services);
         free(rt);
 }

@@ -137,6 +137,9 @@ struct rt_session {
         size_t transcript_len;
         uint64_t receipt_seq;
         json_t *termination;
+        /* #28: local services and the guest channel (runtime_services.c);
+         * NULL: none for this session. */
+        struct rt_svc *svc;
 };
 
 struct rt_aborts;
@@ -158,6 +161,36 @@ struct glove_runtime {
         struct glove_error keeper_why;
 };
 
+
+/* ---- runtime_services.c (#28; glove/runtime/services.h) ---- */
+
+struct rt_svc;
+/* At prepared(), before the binding is checked: refuses operator-set
+ * GLOVE_LOCAL_SERVICE_* variables (services.reserved_environment); for a
+ * runtime allowed local services: the transport (services.mixed_transport),
+ * the endpoints rechecked, the socketpair or the alias directory, the
+ * variables, the registry, the keeper's part and the binding's
+ * "local_services". 0 or -errno with err set. */
+int rt_svc_prepare(struct rt_session *s, struct glove_error *err);
+/* True when the session has local services (its audit file is opened). */
+bool rt_svc_active(const struct rt_session *s);
+/* The session description's envp, filter, inherited descriptor and mounts. */
+void rt_svc_desc(struct rt_session *s, struct glove_session_desc *d);
+/* The keeper's services_json and service descriptors. */
+void rt_svc_keeper_args(struct rt_session *s, struct glove_keeper_args *a);
+/* After the keeper was spawned (or not): gloved's copies closed. */
+void rt_svc_spawned(struct rt_session *s);
+/* The keeper's pid is known: the observation server may admit for it. */
+void rt_svc_keeper_known(struct rt_session *s);
+/* At the end: the alias directory removed. */
+void rt_svc_release(struct rt_session *s);
+/* With the entry: everything. */
+void rt_svc_free(struct rt_session *s);
+/* cleanup_session: session id's registry file removed. */
+void rt_svc_cleanup(struct glove_runtime *rt, const char *id);
+/* guest_queue: a page of session id's admission queue (s may be NULL). */
+int rt_svc_queue_page(struct glove_runtime *rt, struct rt_session *s, const char *id, const char *stem,
+                      const char *runtime_id, uint64_t after, uint32_t limit, json_t **out, struct glove_error *err);
 
 /* ---- runtime.c ---- */
 

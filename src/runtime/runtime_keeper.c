@@ -209,6 +209,7 @@ int rt_keeper_spawn(struct rt_session *s, const struct glove_session_desc *d, st
         a.n_hold_fds = glove_supervisor_launch_lease_fds(s->launch, hold, GLOVE_KEEPER_HOLD_FDS_MAX);
         a.hold_fds = hold;
         a.refinement_fixture = glove_supervisor_launch_refinement_fixture(s->launch, &a.refinement_fixture_len);
+        rt_svc_keeper_args(s, &a); /* #28 */
         /* Its standard error from the exec on (the loader's and the
          * launch decoding's words too). */
         char logname[64];

@@ -226,6 +226,7 @@ bool rt_link_message(struct rt_session *s, const uint8_t *msg, size_t n) {
                 json_t *k = json_object_get(o, "keeper");
                 s->keeper_pid = (pid_t)rt_jint(k, "pid");
                 s->keeper_start = rt_jint(k, "start_time");
+                rt_svc_keeper_known(s);
                 s->credit = rt_jint(o, "input_credit");
                 s->input_closed = json_is_true(json_object_get(o, "input_closed"));
                 const json_t *out = json_object_get(o, "outcome");

@@ -304,12 +304,16 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
          * receipt carries {"omitted_bytes":N} instead (keeper_ready measures
          * it again with the cgroup identity). */
         if (r >= 0)
+                r = rt_svc_prepare(s, &e);
+        if (r >= 0)
                 r = rt_binding_check(s, &e);
         if (r >= 0)
                 r = rt_transition(rt, s->id, GLOVE_STORE_SESSION_STARTING, "", &e);
         if (r >= 0) {
                 egress = glove_supervisor_launch_take_egress(s->launch);
-                if (egress)
+                /* The local-service proxy's records go to the same file
+                 * (docs/local-services.md, "Audit records"). */
+                if (egress || rt_svc_active(s))
                         r = open_audit(s, &e);
         }
         if (r >= 0) {
@@ -328,7 +332,7 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                         .channel_stdin_fd = -1,
                         .channel_stdout_fd = -1,
                         .egress = egress,
-                        .audit = egress ? &s->audit : NULL,
+                        .audit = egress || rt_svc_active(s) ? &s->audit : NULL,
                         /* PID 1 dies with its keeper, never with gloved. */
                         .parent_death_kill = true,
                         .add_mounts = glove_supervisor_launch_add_mounts,
@@ -356,8 +360,12 @@ static void prepared(struct rt_session *s, struct prepare_job *j) {
                 /* A credential lease is a host file bound writable: no file
                  * the agent writes may outgrow what its own filesystems hold. */
                 d.file_size_max = glove_supervisor_launch_file_size_max(s->launch);
+                /* #28: the local services' variables, filter, descriptor
+                 * and alias directory. */
+                rt_svc_desc(s, &d);
                 if (r >= 0)
                         r = rt_keeper_spawn(s, &d, &e);
+                rt_svc_spawned(s);
                 /* The keeper holds the egress audit descriptor now. */
                 glove_audit_close(&s->audit);
         }

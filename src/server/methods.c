@@ -365,6 +365,24 @@ static json_t *do_retained_changes(struct glove_server_components *c, const stru
         return answer(req, r, res, &e);
 }
 
+/* #28: a page of a session's guest-channel admission queue
+ * (docs/control-protocol.md, "guest_queue"). */
+static json_t *do_guest_queue(struct glove_server_components *c, const struct glove_protocol_request *req) {
+        static const char *const keys[] = { "after_seq", "limit", "session_id", NULL };
+        struct glove_error e = { 0 };
+        const char *id;
+        int64_t after = 0, limit = 50;
+        json_t *res = NULL;
+        if (get_id(req, keys, &id, &e) < 0 ||
+            (json_object_get(req->params, "after_seq") &&
+             glove_json_get_int(req->params, "after_seq", "$.params", 0, INT64_MAX, &after, &e) < 0) ||
+            (json_object_get(req->params, "limit") &&
+             glove_json_get_int(req->params, "limit", "$.params", 1, 100, &limit, &e) < 0))
+                return invalid_params(req, &e);
+        int r = glove_runtime_guest_queue(c->runtime, id, (uint64_t)after, (uint32_t)limit, &res, &e);
+        return answer(req, r, res, &e);
+}
+
 static json_t *do_list_sessions(struct glove_server_components *c, const struct glove_protocol_request *req) {
         static const char *const none[] = { NULL };
         struct glove_error e = { 0 };
@@ -526,6 +544,7 @@ static const struct method methods[] = {
         { "stop_session", NEED_RUNTIME, do_stop_session, false },
         { "cleanup_session", NEED_RUNTIME, do_cleanup_session, false },
         { "retained_changes", NEED_RUNTIME, do_retained_changes, false },
+        { "guest_queue", NEED_RUNTIME, do_guest_queue, false },
         /* Sorted: "owner_methods" lists the owner ones in this order. */
         { "exposure_catalog", NEED_EXPOSURES, do_exposure_catalog, false },
         { "exposure_create", NEED_EXPOSURES, do_exposure_create, true },
@@ -627,6 +646,7 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                 placement = glove_runtime_cgroup_placement(c->runtime);
         }
         char why[GLOVE_SERVER_WHY_MAX];
+        const char *gc_why = "";
         if (!lifecycle)
                 (void)unavailable_why(c, NEED_RUNTIME, why, sizeof(why));
         json_t *caps = json_pack("{s:i,s:b,s:o,s:o,s:o,s:o,s:i,s:i,s:i,s:o,s:o,s:s,s:i,s:s}",
@@ -658,6 +678,18 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                       * session-policy.md: apply schema version 0, apply
                       * operations refused over this socket). */
                      json_object_set_new(caps, "apply_schema_version", json_integer(0)) < 0 ||
+                     /* #28: sealed, never inferred from what a registry
+                      * holds (docs/guest-channels.md, "Capability"). */
+                     json_object_set_new(caps, "guest_channel_schema_version",
+                                         json_integer(lifecycle ? glove_runtime_guest_channel_version(c->runtime, &gc_why)
+                                                                : 0)) < 0 ||
+                     json_object_set_new(caps, "guest_channel_reason",
+                                         lifecycle && !gc_why[0] ? json_null()
+                                                                 : json_string(lifecycle ? gc_why
+                                                                                         : "channel.capability_no_runtime")) < 0 ||
+                     json_object_set_new(caps, "local_services",
+                                         c->runtime ? glove_runtime_local_services(c->runtime) ?: json_null()
+                                                    : json_null()) < 0 ||
                      json_object_set_new(caps, "path_exposure_schema_version",
                                          json_integer(c->exposures ? GLOVE_EXPOSURE_SCHEMA_VERSION : 0)) < 0 ||
                      json_object_set_new(caps, "remote_backend",

@@ -39,6 +39,7 @@
 #include "glove/supervisor/policy.h"
 #include "glove/supervisor/lease.h"
 #include "glove/supervisor/prepare.h"
+#include "glove/runtime/services.h"
 
 #include "service_internal.h"
 
@@ -262,7 +263,18 @@ static int make_runtime(struct service *s, const struct glove_server_service_opt
                           glove_cgroup_host_self_path(s->cghost), glove_cgroup_host_parent_path(s->cghost));
         if (cr < 0)
                 probe.backend = GLOVE_CGROUP_BACKEND_NONE;
+        /* #28: local services (docs/local-services.md), pinned before any
+         * session is prepared or adopted; the runtime owns them. */
+        struct glove_runtime_services *svc = NULL;
+        if (o->local_services) {
+                r = glove_runtime_services_new(o->local_services, uid, s->mroot_fd, o->materialization_root, &svc, err);
+                if (r < 0)
+                        return r;
+                s->cfg.grant_check = glove_runtime_services_grant_check;
+                s->cfg.grant_check_ctx = svc;
+        }
         struct glove_runtime_options ro = {
+                .services = svc,
                 .config = &s->cfg,
                 .policy = s->policy,
                 .store = s->store,

@@ -52,6 +52,9 @@ const char glove_server_service_usage[] =
         "  --path-exposure-journal FILE  the exposure journal, enables exposure_catalog and\n"
         "                           the owner methods (glove init) and writes\n"
         "                           RUNTIME/owner-secret; give both or neither\n"
+        "  --local-services FILE    host services a managed agent may reach through one\n"
+        "                           bounded, audited channel (protected, 0600; needs\n"
+        "                           --materialization-root; docs/local-services.md)\n"
         "  --receipt-anchor HEX     64-hex anchor the receipt chain starts from\n"
         "  --client-timeout-ms TIME authentication, frame and send deadline (default 5s)\n"
         "  --idle-timeout-ms TIME   idle authenticated connection deadline (default 10m)\n"
@@ -142,7 +145,7 @@ static int default_dir(char **dst, const char *env, const char *fallback_rel, st
 }
 
 enum { OPT_RUNTIME = 256, OPT_STATE, OPT_POLICY, OPT_STORE, OPT_ANCHOR, OPT_CLIENT_TO, OPT_IDLE_TO, OPT_MAXCONN,
-       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT, OPT_XPOLICY, OPT_XJOURNAL, OPT_REMOTE };
+       OPT_MROOT, OPT_BROOT, OPT_LOG_LEVEL, OPT_COMPACT, OPT_XPOLICY, OPT_XJOURNAL, OPT_LOCAL_SERVICES, OPT_REMOTE };
 
 static int parse_one(int opt, const char *v, struct glove_server_service_options *o, struct glove_error *err) {
         uint64_t n;
@@ -164,6 +167,8 @@ static int parse_one(int opt, const char *v, struct glove_server_service_options
                 return set_path(&o->path_exposure_policy, v, "--path-exposure-policy", err);
         case OPT_XJOURNAL:
                 return set_path(&o->path_exposure_journal, v, "--path-exposure-journal", err);
+        case OPT_LOCAL_SERVICES:
+                return set_path(&o->local_services, v, "--local-services", err);
         case OPT_REMOTE:
                 return set_path(&o->remote_backend, v, "--remote-backend", err);
         case OPT_ANCHOR:
@@ -209,6 +214,7 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
                 { "path-exposure-policy", required_argument, NULL, OPT_XPOLICY },
                 { "path-exposure-journal", required_argument, NULL, OPT_XJOURNAL },
                 { "remote-backend", required_argument, NULL, OPT_REMOTE },
+                { "local-services", required_argument, NULL, OPT_LOCAL_SERVICES },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { 0 },
@@ -263,6 +269,10 @@ int glove_server_service_parse_args(int argc, char **argv, struct glove_server_s
         if (o->materialization_root && (!o->session_policy || !o->session_store))
                 return glove_error_set(err, EINVAL, "usage.root_needs_store",
                                        "--materialization-root needs --session-policy and --session-store");
+        if (o->local_services && !o->materialization_root)
+                return glove_error_set(err, EINVAL, "usage.local_services_without_runtime",
+                                       "--local-services needs --materialization-root (local services belong to "
+                                       "managed sessions)");
         if (o->library_bundle_root && !o->materialization_root)
                 return glove_error_set(err, EINVAL, "usage.bundle_root_needs_runtime",
                                        "--library-bundle-root needs --materialization-root (bundles are projected "
@@ -291,5 +301,6 @@ void glove_server_service_options_free(struct glove_server_service_options *o) {
         free(o->path_exposure_policy);
         free(o->path_exposure_journal);
         free(o->remote_backend);
+        free(o->local_services);
         *o = (struct glove_server_service_options){ 0 };
 }

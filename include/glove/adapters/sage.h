@@ -56,6 +56,9 @@
 #define GLOVE_SAGE_BINDING_ID "sage.glove-observation.v1"
 /* The transport the Sage adapter selects (GLOVE_CHANNEL_TRANSPORT_INHERITED). */
 #define GLOVE_SAGE_TRANSPORT_ID "inherited-stream-v1"
+/* The adapter-owned selector the agent gets with its descriptor map: the
+ * alias of its observation stream (docs/guest-channels.md). */
+#define GLOVE_SAGE_SELECTOR_ENV "GLOVE_LOCAL_SERVICE_SAGE_ALIAS"
 /* The one schema the adapter registers. */
 #define GLOVE_SAGE_OBSERVATION_SCHEMA "sage.glove-observation.v1"
 /* Bounds of the observation schema. */

@@ -191,6 +191,10 @@ struct glove_runtime_options {
          * receipt is appended, removed by cleanup_session. */
         bool keep_bindings;
         int state_fd;
+        /* #28: local services and guest channels (glove/runtime/services.h),
+         * or NULL: none. Moved in by glove_runtime_new (also on failure);
+         * freed by glove_runtime_free. */
+        struct glove_runtime_services *services;
 };
 
 /*
@@ -297,6 +301,26 @@ int glove_runtime_retained_changes(struct glove_runtime *rt, const char *session
                                    struct glove_error *err);
 int glove_runtime_cleanup(struct glove_runtime *rt, const char *session_id, json_t **result,
                                   struct glove_error *err);
+/*
+ * guest_queue (#28; docs/guest-channels.md, "Paging the queue"): entries
+ * after seq `after` (0: from the start), at most limit (1..100), of session
+ * id's guest-channel admission queue, as glove_channel_registry_page gives
+ * them: {"entries":[...],"next_after":N|null}. Errors: session.not_found;
+ * channel.unavailable (no adapter-bound local service); channel.no_queue
+ * (the session has no guest channel, or it was cleaned up); the registry's
+ * channel.* codes.
+ */
+int glove_runtime_guest_queue(struct glove_runtime *rt, const char *id, uint64_t after, uint32_t limit, json_t **result,
+                              struct glove_error *err);
+
+/* The capabilities' guest_channel_schema_version (glove/runtime/services.h:
+ * glove_runtime_services_channel_version with this runtime's operational
+ * state); *why (may be NULL) the reason of a 0. */
+int glove_runtime_guest_channel_version(const struct glove_runtime *rt, const char **why);
+
+/* The capabilities' "local_services" (new reference), NULL when none. */
+json_t *glove_runtime_local_services(const struct glove_runtime *rt);
+
 /* list_sessions (needs only the store). */
 json_t *glove_runtime_list(const struct glove_store *store);
 

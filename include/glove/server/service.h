@@ -81,6 +81,7 @@ struct glove_server_service_options {
         char *path_exposure_policy;   /* malloc'd or NULL (both or neither): path exposures */
         char *path_exposure_journal;  /* malloc'd or NULL */
         char *remote_backend;         /* malloc'd or NULL: the construction-only remote backend */
+        char *local_services;         /* malloc'd or NULL: the local-services file (#28) */
         bool have_anchor;
         uint8_t anchor[32];
         uint64_t client_timeout_ms;
