@@ -21,6 +21,16 @@ unless it is misused (unknown operation: exit 2). Operations (arity in brackets)
   terminal tty
   procs    procscan HEXMARKER, signal0 PID, kill PID, fork, threads, setuid0,
            sethostname NAME, openpty, leak-scan (secret read from stdin)
+  inherited descriptors (the local-service stream, docs/local-services.md)
+           fds (this process's open descriptors: "ok:0,1,2,3"),
+           fd-sockname FD, fd-sockopt FD NAME (type|rcvbuf|peercred|domain),
+           fd-peername FD, fd-setsockopt FD, fd-bind FD, fd-listen FD,
+           fd-shutdown FD, fd-connect FD PATH, fd-socket-unix,
+           frame FD TEXT (one 4-byte big-endian framed request on FD; prints
+           "ok:RESPONSE" or the errno, "EOF" when the stream closed),
+           frame-raw FD HEXLEN TEXT (a frame whose length field is HEXLEN, a
+           hex number, followed by TEXT: for oversized and empty frames),
+           frame-pipelined FD TEXT (two requests written at once)
 """
 import ctypes
 import errno
@@ -610,6 +620,127 @@ def op_leak_scan():
         say("mem %d" % pid, "LEAK" if found else ("clean" if readable else "unreadable"))
 
 
+# ---------------------------------------------------- inherited descriptors
+
+SOL_SOCKET = 1
+SOCKOPTS = {"type": 3, "rcvbuf": 8, "peercred": 17, "domain": 39}
+
+
+def op_fds():
+    """This process's descriptors, from /proc/self/fd (the listing's own
+    descriptor left out)."""
+    def go():
+        fds = []
+        for n in os.listdir("/proc/self/fd"):
+            try:  # the listing's own descriptor is closed by now
+                os.readlink("/proc/self/fd/" + n)
+            except OSError:
+                continue
+            fds.append(int(n))
+        return ",".join(str(n) for n in sorted(fds))
+    attempt("fds", go)
+
+
+def op_fd_sockname(fd):
+    buf = ctypes.create_string_buffer(128)
+    ln = ctypes.c_uint(128)
+    attempt("fd-sockname %s" % fd, lambda: discard(raw(51, int(fd), buf, ctypes.byref(ln))))
+
+
+def op_fd_peername(fd):
+    buf = ctypes.create_string_buffer(128)
+    ln = ctypes.c_uint(128)
+    attempt("fd-peername %s" % fd, lambda: discard(raw(52, int(fd), buf, ctypes.byref(ln))))
+
+
+def op_fd_sockopt(fd, name):
+    buf = ctypes.create_string_buffer(64)
+    ln = ctypes.c_uint(64)
+
+    def go():
+        raw(55, int(fd), SOL_SOCKET, SOCKOPTS[name], buf, ctypes.byref(ln))
+        return str(int.from_bytes(buf.raw[:4], "little"))
+    attempt("fd-sockopt %s %s" % (fd, name), go)
+
+
+def op_fd_setsockopt(fd):
+    one = ctypes.c_int(65536)
+    attempt("fd-setsockopt %s" % fd, lambda: discard(raw(54, int(fd), SOL_SOCKET, 8, ctypes.byref(one), 4)))
+
+
+def unix_addr(path):
+    b = path.encode()
+    return ctypes.create_string_buffer(b"\x01\x00" + b + b"\x00" * (108 - len(b))), 2 + len(b) + 1
+
+
+def op_fd_bind(fd):
+    addr, ln = unix_addr("/tmp/glove-probe.sock")
+    attempt("fd-bind %s" % fd, lambda: discard(raw(49, int(fd), addr, ln)))
+
+
+def op_fd_listen(fd):
+    attempt("fd-listen %s" % fd, lambda: discard(raw(50, int(fd), 1)))
+
+
+def op_fd_shutdown(fd):
+    attempt("fd-shutdown %s" % fd, lambda: discard(raw(48, int(fd), 1)))
+
+
+def op_fd_connect(fd, path):
+    addr, ln = unix_addr(path)
+    attempt("fd-connect %s %s" % (fd, path), lambda: discard(raw(42, int(fd), addr, ln)))
+
+
+def op_fd_socket_unix():
+    attempt("fd-socket-unix", lambda: raw_fd(41, 1, 1, 0))
+
+
+def read_exact(fd, n):
+    out = b""
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            return None
+        out += chunk
+    return out
+
+
+def exchange(fd, data):
+    """Writes data (whole frames) and reads one response frame: the text of
+    the response, or "EOF"."""
+    import select
+    fd = int(fd)
+    os.set_blocking(fd, True)
+    os.write(fd, data)
+    select.select([fd], [], [], 30)
+    head = read_exact(fd, 4)
+    if head is None:
+        return "EOF"
+    body = read_exact(fd, int.from_bytes(head, "big"))
+    return "EOF" if body is None else body.decode("utf-8", "replace")
+
+
+def frame_of(text):
+    b = text.encode()
+    return len(b).to_bytes(4, "big") + b
+
+
+def op_frame(fd, text):
+    attempt("frame %s" % fd, lambda: exchange(fd, frame_of(text)))
+
+
+def op_frame_raw(fd, hexlen, text):
+    attempt("frame-raw %s %s" % (fd, hexlen), lambda: exchange(fd, int(hexlen, 16).to_bytes(4, "big") + text.encode()))
+
+
+def op_frame_pipelined(fd, text):
+    def go():
+        first = exchange(fd, frame_of(text) + frame_of(text))
+        second = exchange(fd, b"")
+        return first + "|" + second
+    attempt("frame-pipelined %s" % fd, go)
+
+
 OPS = {
     "read": (op_read, 1), "create": (op_create, 1), "append": (op_append, 1),
     "mkdir": (op_mkdir, 1), "unlink": (op_unlink, 1), "exists": (op_exists, 1),
@@ -618,6 +749,11 @@ OPS = {
     "fdscan": (op_fdscan, 1), "connect-abstract": (op_connect_abstract, 1),
     "socket": (op_socket, 2), "socket-all": (op_socket_all, 0), "unix": (op_unix, 0),
     "connect": (op_connect, 2),
+    "fds": (op_fds, 0), "fd-sockname": (op_fd_sockname, 1), "fd-peername": (op_fd_peername, 1),
+    "fd-sockopt": (op_fd_sockopt, 2), "fd-setsockopt": (op_fd_setsockopt, 1), "fd-bind": (op_fd_bind, 1),
+    "fd-listen": (op_fd_listen, 1), "fd-shutdown": (op_fd_shutdown, 1), "fd-connect": (op_fd_connect, 2),
+    "fd-socket-unix": (op_fd_socket_unix, 0), "frame": (op_frame, 2), "frame-raw": (op_frame_raw, 3),
+    "frame-pipelined": (op_frame_pipelined, 2),
     "sys": (op_sys, 1), "int80": (op_int80, 0), "x32": (op_x32, 0),
     "tty": (op_tty, 0),
     "procscan": (op_procscan, 1), "signal0": (op_signal0, 1), "kill": (op_kill, 1),
