@@ -491,7 +491,7 @@ int glove_runtime_guest_queue(struct glove_runtime *rt, const char *id, uint64_t
 int glove_runtime_guest_channel_version(const struct glove_runtime *rt, const char **why) {
         if (!rt) {
                 if (why)
-                        *why = "channel.capability_no_runtime";
+                        *why = "channel.capability_runtime";
                 return 0;
         }
         return glove_runtime_services_channel_version(rt->o.services, rt->operational, why);

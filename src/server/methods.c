@@ -686,7 +686,7 @@ json_t *glove_server_capabilities(const struct glove_server_components *c) {
                      json_object_set_new(caps, "guest_channel_reason",
                                          lifecycle && !gc_why[0] ? json_null()
                                                                  : json_string(lifecycle ? gc_why
-                                                                                         : "channel.capability_no_runtime")) < 0 ||
+                                                                                         : "channel.capability_runtime")) < 0 ||
                      json_object_set_new(caps, "local_services",
                                          c->runtime ? glove_runtime_local_services(c->runtime) ?: json_null()
                                                     : json_null()) < 0 ||
