@@ -134,6 +134,20 @@ struct glove_keeper {
         uint8_t rx[GLOVE_KEEPER_MSG_MAX];   /* one message from gloved */
 };
 
+/* ---- keeper_setup.c (the process's first steps) ---- */
+
+/* Where glove_keeper_setup_fds put the descriptors past the held ones. */
+struct glove_keeper_fd_layout {
+        int inherit;       /* the inherited stream, or -1 */
+        int service_first; /* the first service descriptor (when there are any) */
+};
+/* The descriptor layout of keeper.h for a (id: the file names' stem).
+ * Returns 0, or -1 when a given descriptor could not be kept (nothing can
+ * be reported yet). */
+int glove_keeper_setup_fds(const struct glove_keeper_args *a, const char *id, struct glove_keeper_fd_layout *out);
+/* An empty signal mask, every disposition the default, SIGPIPE ignored. */
+void glove_keeper_reset_signals(void);
+
 /* ---- keeper_services.c (#28, local services) ---- */
 
 /* Starts k->proxy from k->services_json and the service descriptors (none:
