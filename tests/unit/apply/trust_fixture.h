@@ -19,34 +19,8 @@
 #include "glove/apply/trust.h"
 #include "glove/base/base64.h"
 
-#define FIXTURE_PATH_MAX 256
-
-/* Makes a new 0700 directory /tmp/glove-apply-NAME.XXXXXX into dir. */
-static inline void fixture_tmpdir(char dir[FIXTURE_PATH_MAX], const char *name) {
-        snprintf(dir, FIXTURE_PATH_MAX, "/tmp/glove-apply-%s.XXXXXX", name);
-        assert_non_null(mkdtemp(dir));
-}
-
-static inline int fixture_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-        (void)st;
-        (void)ftw;
-        if (flag == FTW_DP || flag == FTW_D)
-                (void)rmdir(p);
-        else
-                (void)unlink(p);
-        return 0;
-}
-
-/* Removes dir and everything in it (links not followed). */
-static inline void fixture_rm_rf(const char *dir) {
-        (void)nftw(dir, fixture_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* dir "/" name into out. */
-static inline void fixture_join(char out[FIXTURE_PATH_MAX], const char *dir, const char *name) {
-        int n = snprintf(out, FIXTURE_PATH_MAX, "%s/%s", dir, name);
-        assert_true(n > 0 && n < FIXTURE_PATH_MAX);
-}
+#define FIXTURE_TMP_PREFIX "glove-apply"
+#include "../tmpdir_fixture.h"
 
 /* Writes text to path (created or truncated), then sets exactly mode. */
 static inline void fixture_write(const char *path, const char *text, size_t len, mode_t mode) {

@@ -24,35 +24,8 @@
 #include "glove/base/time.h"
 #include "glove/services/frame.h"
 
-#define FIXTURE_PATH_MAX 256
-
-/* Makes a new 0700 directory glove-svc-NAME.XXXXXX in the system temporary
- * directory and stores its path in dir. */
-static inline void fixture_tmpdir(char dir[FIXTURE_PATH_MAX], const char *name) {
-        snprintf(dir, FIXTURE_PATH_MAX, "/tmp/glove-svc-%s.XXXXXX", name);
-        assert_non_null(mkdtemp(dir));
-}
-
-static inline int fixture_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-        (void)st;
-        (void)ftw;
-        if (flag == FTW_DP || flag == FTW_D)
-                (void)rmdir(p);
-        else
-                (void)unlink(p);
-        return 0;
-}
-
-/* Removes dir and everything in it (links not followed). */
-static inline void fixture_rm_rf(const char *dir) {
-        (void)nftw(dir, fixture_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* dir "/" name into out. */
-static inline void fixture_join(char out[FIXTURE_PATH_MAX], const char *dir, const char *name) {
-        int n = snprintf(out, FIXTURE_PATH_MAX, "%s/%s", dir, name);
-        assert_true(n > 0 && n < FIXTURE_PATH_MAX);
-}
+#define FIXTURE_TMP_PREFIX "glove-svc"
+#include "../tmpdir_fixture.h"
 
 /* A listening Unix socket bound at path (removed first), chmod'ed to mode. */
 static inline int fixture_listen(const char *path, mode_t mode) {
