@@ -109,30 +109,55 @@ static void unresolve_peer(void *ctx, struct glove_channel_registry *r) {
         pthread_mutex_unlock(&sv->lock);
 }
 
-/* The observation server's listening socket at the endpoint's path: a
- * stale socket of ours there is replaced. */
+/* The observation server's listening socket at the endpoint's path. The
+ * directory is checked first (opened without following links, gloved's
+ * user's, owner-only: nothing is made in one that pinning would refuse);
+ * what is already there must be a socket of ours that nobody serves (a
+ * stale one, replaced): a socket that accepts a connection is another
+ * gloved's, services.endpoint_in_use. */
 static int listen_at(const char *path, uid_t uid, int *out, struct glove_error *err) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return glove_error_set(err, ENAMETOOLONG, "services.config_path", "%s: too long for a socket", path);
-        memcpy(sa.sun_path, path, strlen(path) + 1);
+        const char *slash = strrchr(path, '/');
+        char dir[GLOVE_SERVICES_SOCKET_PATH_MAX + 1];
+        if (!slash || (size_t)(slash - path) >= sizeof(dir) || !slash[1])
+                return glove_error_set(err, EINVAL, "services.config_path", "%s: no directory and name", path);
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        const char *name = slash + 1;
+        _cleanup_close_ int pfd = -1;
         struct stat st;
-        if (lstat(path, &st) == 0) {
+        if (glove_fd_open_nofollow(dir[0] ? dir : "/", O_PATH | O_DIRECTORY, &pfd, NULL) < 0 || fstat(pfd, &st) < 0)
+                return glove_error_set(err, errno ? errno : ENOENT, "services.endpoint_parent",
+                                       "%s: cannot open it as a directory without following links", dir);
+        if (st.st_uid != uid)
+                return glove_error_set(err, EPERM, "services.endpoint_parent_owner", "%s is not uid %u's", dir,
+                                       (unsigned)uid);
+        if (st.st_mode & 077)
+                return glove_error_set(err, EPERM, "services.endpoint_parent_mode",
+                                       "%s is mode %04o: it must be owner-only (0700)", dir, (unsigned)(st.st_mode & 07777));
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", pfd, name) >= sizeof(sa.sun_path))
+                return glove_error_set(err, ENAMETOOLONG, "services.config_path", "%s: too long for a socket", path);
+        if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (!S_ISSOCK(st.st_mode) || st.st_uid != uid)
                         return glove_error_set(err, EEXIST, "services.endpoint_not_socket",
                                                "%s exists and is not a socket of uid %u", path, (unsigned)uid);
-                if (unlink(path) < 0)
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+                        return glove_error_set(err, EADDRINUSE, "services.endpoint_in_use",
+                                               "%s is served by another process (another gloved?): not replaced",
+                                               path);
+                if (unlinkat(pfd, name, 0) < 0)
                         return glove_error_set(err, errno, "services.endpoint_parent", "%s: unlink: %s", path,
                                                strerror(errno));
         }
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        mode_t old = umask(0177);
-        int r = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-        int e = errno;
-        umask(old);
-        if (r < 0 || listen(fd, 16) < 0)
-                return glove_error_set(err, r < 0 ? e : errno, "services.endpoint_parent", "%s: cannot listen: %s",
-                                       path, strerror(r < 0 ? e : errno));
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return glove_error_set(err, errno, "services.listen", "%s: cannot bind: %s", path, strerror(errno));
+        if (fchmodat(pfd, name, 0600, 0) < 0 || listen(fd, 16) < 0) {
+                int e = errno;
+                (void)unlinkat(pfd, name, 0);
+                return glove_error_set(err, e, "services.listen", "%s: cannot listen: %s", path, strerror(e));
+        }
         *out = TAKE_FD(fd);
         return 0;
 }
@@ -207,6 +232,17 @@ int glove_runtime_services_new(const char *path, uid_t uid, int mroot_fd, const 
                         close(lfd);
                 if (r < 0)
                         glove_error_prefix(err, "local service %s", e->alias);
+        }
+        /* Every sandbox sees the host's /usr (the standard perimeter's
+         * read-only bind): an endpoint there, or a mount of one there, is
+         * exposed to every session, grants or not. */
+        if (r == 0 && sv->n) {
+                _cleanup_close_ int usr = open("/usr", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (usr >= 0)
+                        r = glove_services_grant_check(usr, (const struct glove_services_endpoint *const *)sv->eps,
+                                                       sv->n, NULL, err);
+                if (r < 0)
+                        glove_error_prefix(err, "/usr, which every sandbox sees");
         }
         if (r < 0) {
                 glove_runtime_services_free(sv);
@@ -688,6 +724,9 @@ void rt_svc_cleanup(struct glove_runtime *rt, const char *id) {
         rt_keeper_stem(id, stem);
         snprintf(name, sizeof(name), "%s.channel", stem);
         _cleanup_close_ int d = openat(sv->mroot_fd, "channels", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (d >= 0)
+        if (d >= 0) {
                 (void)unlinkat(d, name, 0);
+                snprintf(name, sizeof(name), "%s.channel.seal", stem);
+                (void)unlinkat(d, name, 0);
+        }
 }

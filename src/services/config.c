@@ -228,6 +228,10 @@ static int decode_root(const json_t *root, struct glove_services_config *c, stru
         if ((r = member(root, "endpoints", "$", JSON_ARRAY, true, &m, err)) < 0)
                 return r;
         size_t n = json_array_size(m);
+        if (n == 0)
+                return glove_error_set(err, EINVAL, "services.config_empty",
+                                       "$.endpoints: at least one endpoint is required (without local services, "
+                                       "start gloved without --local-services)");
         if (n > GLOVE_SERVICES_MAX_ENDPOINTS)
                 return glove_error_set(err, E2BIG, "services.config_too_many", "$.endpoints: %zu endpoints (at most %d)",
                                        n, GLOVE_SERVICES_MAX_ENDPOINTS);
@@ -242,6 +246,16 @@ static int decode_root(const json_t *root, struct glove_services_config *c, stru
                         if ((r = order(c->ep[i - 1].alias, c->ep[i].alias, pa, "alias", err)) < 0)
                                 return r;
                 }
+                /* One upstream, one alias: two aliases of one socket would
+                 * be two listeners for an adapter-bound one, and two names
+                 * for one service otherwise. */
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(c->ep[j].socket_path, c->ep[i].socket_path) == 0) {
+                                char ps[GLOVE_JSON_PATH_MAX];
+                                glove_json_path_member(ps, sizeof(ps), p, "socket_path");
+                                return glove_error_set(err, EINVAL, "services.config_duplicate",
+                                                       "%s: the socket of endpoint %s again", ps, c->ep[j].alias);
+                        }
         }
         c->n = n;
         return 0;

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,6 +47,30 @@ static int boundary(int guest, const char *when, struct glove_error *err) {
                 return r;
         if (queued)
                 return glove_error_set(err, EPROTO, "services.pipelined", "input queued %s", when);
+        return 0;
+}
+
+/*
+ * Right after the response's release: input queued while the agent has not
+ * read all of the response (our end's unread-by-the-peer bytes, SIOCOUTQ,
+ * above zero) was written before the agent could know the response was
+ * whole: pipelining, poisoned. Input queued once the agent had read it all
+ * is its next request (served at the next request boundary): an agent that
+ * reads a response and at once writes the next request is not penalized.
+ * The queue is looked at first and the count after, so that a refusal is
+ * proof (the count only falls once the response is sent).
+ */
+static int after_release(int guest, struct glove_error *err) {
+        bool queued = false;
+        int r = glove_services_queued(guest, &queued, NULL, err);
+        if (r < 0 || !queued)
+                return r;
+        int unread = 0;
+        if (ioctl(guest, SIOCOUTQ, &unread) < 0)
+                return glove_error_set(err, errno, "services.io", "SIOCOUTQ: %s", strerror(errno));
+        if (unread > 0)
+                return glove_error_set(err, EPROTO, "services.pipelined",
+                                       "input queued before the agent had read the whole response");
         return 0;
 }
 
@@ -107,7 +133,7 @@ static int exchange(struct svc_worker *w, int guest, uint64_t t0, uint64_t deadl
                 return r;
         if ((r = glove_services_frame_write(guest, p->stop_fd, deadline, w->resp, resp_len, err)) < 0)
                 return r;
-        if ((r = boundary(guest, "right after the response's release", err)) < 0)
+        if ((r = after_release(guest, err)) < 0)
                 return r;
         r = glove_services_audit_append(p->audit_fd, p->session_id, w->alias, GLOVE_SERVICES_PHASE_DELIVERED, "ok",
                                         since(t0), deadline, err);

@@ -4,15 +4,21 @@
  * (glove/services/endpoint.h, glove_services_grant_check; spec
  * session-policy.md, "Guest observation channels and Sage guest
  * proposals"): identity comparison with the socket, its pinned parent and
- * every ancestor of the parent.
+ * every ancestor of the parent, of the grant and of every mount point
+ * inside it.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/fd.h"
 #include "glove/services/endpoint.h"
 #include "internal.h"
 
@@ -62,6 +68,99 @@ static int exposes(const struct stat *g, const struct glove_services_endpoint *e
                                GLOVE_SERVICES_ANCESTORS_MAX);
 }
 
+/* The grant g against every endpoint: 0, or -EPERM with the code. */
+static int check_one(const struct stat *g, const char *where, const struct glove_services_endpoint *const *eps,
+                     size_t n, size_t *which, struct glove_error *err) {
+        for (size_t i = 0; i < n; i++) {
+                const char *what = NULL;
+                int r = exposes(g, eps[i], &what, err);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        if (which)
+                                *which = i;
+                        return glove_error_set(err, EPERM, "services.grant_exposes_socket",
+                                               "%s%s is %s of the local service %s (compared by device and "
+                                               "inode): it would expose the socket",
+                                               where ? "a mount inside the grant, " : "the grant", where ? where : "",
+                                               what, glove_services_endpoint_socket_path(eps[i]));
+                }
+        }
+        return 0;
+}
+
+/* Unescapes mountinfo's octal escapes (\040 and the like) of s in place. */
+static void unescape(char *s) {
+        char *w = s;
+        for (char *r = s; *r; r++) {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+                    r[3] <= '7') {
+                        *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+                        r += 3;
+                } else {
+                        *w++ = *r;
+                }
+        }
+        *w = '\0';
+}
+
+/*
+ * A mount inside a granted tree shows whatever it mounts: every mount point
+ * at or below the grant's path (this process's mount table,
+ * /proc/self/mountinfo) is checked as the grant itself is, so that a bind
+ * mount of the socket's directory (or of an ancestor, or of the socket)
+ * somewhere inside a granted directory is refused too.
+ */
+static int mounts_below(int grant_fd, const struct glove_services_endpoint *const *eps, size_t n, size_t *which,
+                        struct glove_error *err) {
+        char link[64], gpath[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", grant_fd);
+        ssize_t gl = readlink(link, gpath, sizeof(gpath) - 1);
+        if (gl <= 0 || gpath[0] != '/')
+                return glove_error_set(err, gl < 0 ? errno : EINVAL, "services.grant_check",
+                                       "the grant's path cannot be read: %s", gl < 0 ? strerror(errno) : "not absolute");
+        gpath[gl] = '\0';
+        if (gl > 1 && gpath[gl - 1] == '/')
+                gpath[--gl] = '\0';
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = glove_file_read_bounded(AT_FDCWD, "/proc/self/mountinfo", 0, GLOVE_SERVICES_MOUNTINFO_MAX, &buf, &len,
+                                        NULL);
+        if (r < 0)
+                return glove_error_set(err, -r, "services.grant_check", "/proc/self/mountinfo: %s", strerror(-r));
+        for (char *line = buf, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                /* ID PARENT MAJ:MIN ROOT MOUNT_POINT ... */
+                char *f = line;
+                for (int k = 0; k < 4 && f; k++) {
+                        f = strchr(f, ' ');
+                        if (f)
+                                f++;
+                }
+                if (!f)
+                        continue;
+                char *end = strchr(f, ' ');
+                if (end)
+                        *end = '\0';
+                unescape(f);
+                size_t fl = strlen(f);
+                bool below = strcmp(gpath, "/") == 0 ||
+                             (fl >= (size_t)gl && strncmp(f, gpath, (size_t)gl) == 0 && (f[gl] == '\0' || f[gl] == '/'));
+                if (!below)
+                        continue;
+                _cleanup_close_ int mfd = open(f, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                if (mfd < 0 || fstat(mfd, &st) < 0)
+                        continue; /* gone, or hidden under another mount: not what the grant shows */
+                r = check_one(&st, f, eps, n, which, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int glove_services_grant_check(int grant_fd, const struct glove_services_endpoint *const *eps, size_t n,
                                size_t *which, struct glove_error *err) {
         if (grant_fd < 0 || (n > 0 && !eps))
@@ -69,21 +168,11 @@ int glove_services_grant_check(int grant_fd, const struct glove_services_endpoin
         struct stat g;
         if (fstat(grant_fd, &g) < 0)
                 return glove_error_set(err, errno, "services.grant_check", "fstat of the grant: %s", strerror(errno));
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
                 if (!eps[i])
                         return glove_error_set(err, EINVAL, "services.invalid_argument", "endpoint %zu is NULL", i);
-                const char *what = NULL;
-                int r = exposes(&g, eps[i], &what, err);
-                if (r < 0)
-                        return r;
-                if (r > 0) {
-                        if (which)
-                                *which = i;
-                        return glove_error_set(err, EPERM, "services.grant_exposes_socket",
-                                               "the grant is %s of the local service %s (compared by device and "
-                                               "inode): it would expose the socket",
-                                               what, glove_services_endpoint_socket_path(eps[i]));
-                }
-        }
-        return 0;
+        int r = check_one(&g, NULL, eps, n, which, err);
+        if (r == 0 && n > 0 && S_ISDIR(g.st_mode))
+                r = mounts_below(grant_fd, eps, n, which, err);
+        return r;
 }

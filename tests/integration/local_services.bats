@@ -19,6 +19,7 @@ load "$GLOVE_IT_LIB/managed_fs"
 FS="$LIB/managed_fs.py"
 SESSCTL="$LIB/sessctl.py"
 ECHO_SVC="$LIB/echo_service.py"
+CRASHPOINT="$(dirname "$GLOVE")/glove-crashpoint.so"
 SAGE=sage.glove-observation.v1
 
 setup() {
@@ -37,6 +38,10 @@ teardown() {
         if [ -n "${B:-}" ]; then
                 umount "$B" 2>/dev/null
                 rmdir "$B"
+        fi
+        if [ -n "${O:-}" ]; then
+                umount "$O/deep/in" 2>/dev/null
+                rm -rf "$O"
         fi
         rm -rf "$S"
         return 0
@@ -200,24 +205,30 @@ echo_endpoint() { echo "[{\"alias\":\"echo\",\"runtime_ids\":[\"${1:-pi}\"],\"so
 }
 
 @test "local services: an upstream replaced after gloved pinned it, a grant of its directory or an ancestor, reserved variables and mixed transports never start" {
+        echo_up zz.sock
         echo_up
         local eps
-        eps="[{\"alias\":\"echo\",\"runtime_ids\":[\"pi\",\"pyrt\"],\"socket_path\":\"$S/svc/echo.sock\"},{\"alias\":\"observe\",\"guest_channel\":\"$SAGE\",\"runtime_ids\":[\"mixed\"],\"socket_path\":\"$S/svc/obs.sock\"},{\"alias\":\"zz\",\"runtime_ids\":[\"mixed\"],\"socket_path\":\"$S/svc/echo.sock\"}]"
+        eps="[{\"alias\":\"echo\",\"runtime_ids\":[\"pi\",\"pyrt\"],\"socket_path\":\"$S/svc/echo.sock\"},{\"alias\":\"observe\",\"guest_channel\":\"$SAGE\",\"runtime_ids\":[\"mixed\"],\"socket_path\":\"$S/svc/obs.sock\"},{\"alias\":\"zz\",\"runtime_ids\":[\"mixed\"],\"socket_path\":\"$S/svc/zz.sock\"}]"
         # The ancestor $S under another name: a bind mount of it elsewhere
         # (aliases may not overlap each other by path, so by identity only).
         B=$(mktemp -d /tmp/glb.XXXXXX)
         mount --bind "$S" "$B"
+        # An unrelated directory with a bind mount of the socket's directory
+        # somewhere inside it.
+        O=$(mktemp -d /tmp/glo.XXXXXX)
+        mkdir -p "$O/deep/in"
+        mount --bind "$S/svc" "$O/deep/in"
         local spec
-        spec=$("$PY" -c 'import json,sys; s,b=sys.argv[1],sys.argv[2]; print(json.dumps({
+        spec=$("$PY" -c 'import json,sys; s,b,o=sys.argv[1],sys.argv[2],sys.argv[3]; print(json.dumps({
                 "aliases":[{"alias":a,"host_path":p,"target_path":"/g/"+a,"access":[{"access":"read","materialization":"bind","max_bytes":1048576}]}
-                           for a,p in (("ancestor",b),("parent",s+"/svc"))],
-                "templates":[{"id":"g","runtime_id":"pyrt","argv":["/usr/bin/true"],"aliases":["ancestor","parent"]},
+                           for a,p in (("ancestor",b),("outer",o),("parent",s+"/svc"))],
+                "templates":[{"id":"g","runtime_id":"pyrt","argv":["/usr/bin/true"],"aliases":["ancestor","outer","parent"]},
                              {"id":"env","runtime_id":"pyrt","argv":["/usr/bin/true"],"environment":["GLOVE_LOCAL_SERVICE_DIR=/x","PATH=/usr/bin:/bin"]},
                              {"id":"mixed","runtime_id":"mixed","argv":["/usr/bin/true"]},
-                             {"id":"ok","runtime_id":"pyrt","argv":["/usr/bin/true"]}]}))' "$S" "$B")
+                             {"id":"ok","runtime_id":"pyrt","argv":["/usr/bin/true"]}]}))' "$S" "$B" "$O")
         ls_gloved "$eps" "$spec"
         local a id=0
-        for a in parent ancestor; do
+        for a in parent ancestor outer; do
                 id=$((id + 1))
                 new_fs "g$id" g "[{\"alias\":\"$a\",\"access\":\"read\",\"materialization\":\"bind\"}]"
                 ctl start "g$id"
@@ -303,6 +314,12 @@ echo_endpoint() { echo "[{\"alias\":\"echo\",\"runtime_ids\":[\"${1:-pi}\"],\"so
         # The exact composition: 1; the socket replaced: 0 (drift).
         ls_gloved "$(sage_endpoint pi)" '{"templates":['"$(dummy_template)"']}'
         [[ "$CAPS" == *'"guest_channel_schema_version":1'* ]] || fail "sealed: $CAPS"
+        # A second gloved never takes over a served observation socket.
+        run timeout 10 "$GLOVED" --runtime-dir "$T/g3/run" --state-dir "$T/g3/state" --session-policy "$T/cfg/policy.json" \
+                --session-store "$T/cfg/other.journal" --materialization-root "$T/mat3" --local-services "$T/cfg/services.json"
+        [ "$status" -ne 0 ] && [[ "$output" == *services.endpoint_in_use* ]] || fail "second gloved: $status $output"
+        ctl --json capabilities
+        [[ "$output" == *'"guest_channel_schema_version":1'* ]] || fail "the first gloved lost its socket: $output"
         "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$S/svc/obs2.sock"
         chmod 600 "$S/svc/obs2.sock"
         mv -f "$S/svc/obs2.sock" "$S/svc/obs.sock"
@@ -315,4 +332,37 @@ echo_endpoint() { echo "[{\"alias\":\"echo\",\"runtime_ids\":[\"${1:-pi}\"],\"so
         run timeout 10 "$GLOVED" --runtime-dir "$T/g2/run" --state-dir "$T/g2/state" "${GD_ARGS[@]}"
         [ "$status" -ne 0 ] || fail "gloved started with an unsupported binding"
         [[ "$output" == *adapters.binding_unsupported* ]] || fail "$output"
+}
+
+@test "local services: gloved killed once it made an observation durable, before it answered: the stream is poisoned, nothing claims delivery, the admission survives" {
+        [ -f "$CRASHPOINT" ] || fail "the crash-point shim $CRASHPOINT is missing (meson builds glove-crashpoint.so)"
+        local i1
+        i1=$(intent obs-g "gloved dies")
+        services_file "$(sage_endpoint)"
+        "$PY" "$FS" policy "$T/cfg/policy.json" "{\"templates\":[$(probe_pi gd frame 3 "$i1")]}"
+        GD_ARGS=(--session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal"
+                --materialization-root "$T/mat" --local-services "$T/cfg/services.json")
+        # The shim (tests/integration/lib/crashpoint.c) kills gloved when
+        # the registry's write holding the key has been synced; the keeper
+        # is exec'd with an empty environment and never loads it.
+        LD_PRELOAD="$CRASHPOINT" GLOVE_CRASH_MATCH=obs-g GLOVE_CRASH_WHEN=synced GLOVE_CRASH_PATH=.channel \
+                GLOVE_CRASH_REPORT="$T/crash.report" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+                start_gloved "$T/g" "${GD_ARGS[@]}"
+        new_fs g1 gd '[]'
+        ctl start g1
+        expect_status 0
+        wait_exit "$GD_PID" 30 || fail "gloved was not killed at its registry write"
+        grep -q "synced" "$T/crash.report" || fail "$(cat "$T/crash.report" 2>/dev/null)"
+        # The killed gloved's socket and secret are still there: gone first,
+        # so that start_gloved waits for the new gloved's.
+        rm -f "$T/g/run/gloved.sock" "$T/g/run/bootstrap-secret"
+        start_gloved "$T/g" "${GD_ARGS[@]}"
+        wait_state g1 exited 30
+        # The upstream closed without an answer: the exchange failed before
+        # any delivery_pending, and nothing was released.
+        run audit_phases g1
+        [ "$output" = "delivery_failed services.closed" ] || fail "audit: $output"
+        ctl --json guest-queue g1
+        [ "$(jq -r '[.entries[] | .state + ":" + .idempotency_key] | join(",")' <<<"$output")" = "admitted:obs-g" ] ||
+                fail "queue: $output"
 }

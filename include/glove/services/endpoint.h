@@ -162,7 +162,13 @@ int glove_services_endpoint_connect_stop(struct glove_services_endpoint *ep, int
  * (the root; at most GLOVE_SERVICES_ANCESTORS_MAX steps). The comparison is
  * by identity, so a bind mount, a hard link or a spelling with ".." of the
  * same directory is refused all the same; a directory below the parent, or
- * beside it, is allowed.
+ * beside it, is allowed. A directory grant's mount points are checked the
+ * same way: every mount point at or below the grant's path (its
+ * /proc/self/fd link) in this process's /proc/self/mountinfo (at most
+ * GLOVE_SERVICES_MOUNTINFO_MAX bytes) is opened without following a final
+ * link and compared, so that a bind mount of the socket's directory, of an
+ * ancestor or of the socket somewhere inside a granted tree is refused too
+ * (the message names that mount point).
  *
  * Returns 0 when no endpoint is exposed. Otherwise -EPERM with
  * services.grant_exposes_socket, and *which (may be NULL) holds the index of
@@ -170,5 +176,9 @@ int glove_services_endpoint_connect_stop(struct glove_services_endpoint *ep, int
  * grant or an ancestor cannot be stat'd or opened (fail closed),
  * services.invalid_argument.
  */
+/* At most this many bytes of /proc/self/mountinfo are read by the grant
+ * check (more: services.grant_check, fail closed). */
+#define GLOVE_SERVICES_MOUNTINFO_MAX (4u * 1024 * 1024)
+
 int glove_services_grant_check(int grant_fd, const struct glove_services_endpoint *const *eps, size_t n,
                                size_t *which, struct glove_error *err);

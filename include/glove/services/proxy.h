@@ -26,8 +26,12 @@
  *      and after; audit_late or audit_failed end the exchange unreleased);
  *   5. queued input on the guest side is services.pipelined;
  *   6. send the response to the guest;
- *   7. queued input on the guest side is services.pipelined (the response
- *      was sent, so delivered is never written: delivery_failed is);
+ *   7. input queued on the guest side while the agent has not yet read the
+ *      whole response (SIOCOUTQ of the guest end above zero) is
+ *      services.pipelined (the response was sent, so delivered is never
+ *      written: delivery_failed is); input queued once it had read it all
+ *      is its next request, served at the next boundary (an agent that
+ *      answers a response at once is not taken for a pipelining one);
  *   8. append delivered with status "ok" (deadline checked). If that append
  *      fails or is late, the response is already out: no delivery_failed is
  *      written (the durable delivery_pending stands as the conservative

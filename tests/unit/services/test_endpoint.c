@@ -329,8 +329,9 @@ static void test_grant(void **state) {
 
 /* In a child with a private mount namespace (in a new user namespace when
  * not root): bind-mounts the parent at another place and checks that a
- * grant of it is refused. Exit status 0 when refused, 2 when allowed, 3 on
- * setup failure. */
+ * grant of it is refused, then that a grant of an unrelated directory with
+ * a bind mount of the parent inside is refused too. Exit status 0 when both
+ * are refused, 2 or 4 when one is allowed, 3 on setup failure. */
 static int bind_child(struct env *e, const struct glove_services_endpoint *ep) {
         int flags = CLONE_NEWNS | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
         if (unshare(flags) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -345,7 +346,25 @@ static int bind_child(struct env *e, const struct glove_services_endpoint *ep) {
         const struct glove_services_endpoint *eps[] = { ep };
         struct glove_error err = { 0 };
         int r = glove_services_grant_check(fd, eps, 1, NULL, &err);
-        return r == -EPERM && strcmp(err.code, "services.grant_exposes_socket") == 0 ? 0 : 2;
+        close(fd);
+        if (r != -EPERM || strcmp(err.code, "services.grant_exposes_socket") != 0)
+                return 2;
+        /* A directory unrelated to the socket, but with a bind mount of the
+         * socket's directory inside it: refused by its mount point. */
+        char outer[FIXTURE_PATH_MAX], inner[FIXTURE_PATH_MAX];
+        fixture_tmpdir(outer, "outer");
+        fixture_join(inner, outer, "inner");
+        if (mkdir(inner, 0700) < 0 || mount(e->svc, inner, NULL, MS_BIND, NULL) < 0)
+                return 3;
+        fd = open(outer, O_PATH | O_CLOEXEC);
+        struct glove_error err2 = { 0 };
+        r = fd < 0 ? -EBADF : glove_services_grant_check(fd, eps, 1, NULL, &err2);
+        (void)umount2(inner, MNT_DETACH);
+        fixture_rm_rf(outer);
+        if (r != -EPERM || strcmp(err2.code, "services.grant_exposes_socket") != 0 ||
+            !strstr(err2.message, "a mount inside the grant"))
+                return 4;
+        return 0;
 }
 
 static void test_grant_bind_mount(void **state) {

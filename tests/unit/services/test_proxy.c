@@ -244,6 +244,20 @@ static void test_inherited_exchanges(void **state) {
         assert_int_equal(status(e).failed, 0);
 }
 
+/* An agent that writes its next request as soon as it has read a
+ * response is not pipelining: 200 exchanges back to back are all
+ * delivered (the post-release check once took such a request for a
+ * pipelined one now and then). */
+static void test_inherited_back_to_back(void **state) {
+        struct env *e = *state;
+        start_upstream(e, UPSTREAM_ECHO);
+        start_inherited(e, open_audit(e), 5000);
+        for (int i = 0; i < 200; i++)
+                call_ok(e->guest, "next");
+        wait_counts(e, 200, 0);
+        assert_int_equal(status(e).state, GLOVE_SERVICES_ROUTE_SERVING);
+}
+
 static void test_inherited_pipelined(void **state) {
         struct env *e = *state;
         start_upstream(e, UPSTREAM_ECHO);
@@ -528,6 +542,7 @@ static void test_start_refusals(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_inherited_exchanges, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_inherited_back_to_back, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_pipelined, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_replaced, setup, teardown),
