@@ -42,7 +42,7 @@
  * worker looks them up (by the connecting keeper's pid). */
 struct peer {
         pid_t pid;
-        struct glove_channel_registry *reg; /* owned by the session's rt_svc */
+        struct glove_channel_registry *reg; /* borrowed: the session's rt_svc owns it */
         unsigned refs;                      /* the worker holds it */
         bool gone;                          /* unbound: freed when refs drop to 0 */
 };
@@ -257,9 +257,6 @@ void glove_runtime_services_free(struct glove_runtime_services *sv) {
                 return;
         for (size_t i = 0; i < MAX_ENDPOINTS; i++)
                 glove_channel_server_stop(sv->servers[i]);
-        for (size_t i = 0; i < GLOVE_ELEMENTSOF(sv->peers); i++)
-                if (sv->peers[i].reg && sv->peers[i].gone)
-                        glove_channel_registry_free(sv->peers[i].reg);
         for (size_t i = 0; i < MAX_ENDPOINTS; i++)
                 glove_services_endpoint_free(sv->eps[i]);
         glove_channel_host_free(sv->host);
@@ -408,7 +405,13 @@ void rt_svc_free(struct rt_session *s) {
 void rt_svc_release(struct rt_session *s) {
         struct rt_svc *v = s->svc;
         struct glove_runtime_services *sv = s->rt->o.services;
-        if (!v || !v->dir[0] || !sv)
+        if (!v || !sv)
+                return;
+        /* The keeper is gone: its pid may be another process's soon, never
+         * this session's peer again (the registry stays open for paging). */
+        if (v->reg)
+                svc_unbind(sv, v->reg);
+        if (!v->dir[0])
                 return;
         _cleanup_close_ int d = openat(sv->mroot_fd, "services", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int sub = d >= 0 ? openat(d, v->dir_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
@@ -678,6 +681,11 @@ void rt_svc_keeper_known(struct rt_session *s) {
         bool have = false;
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(sv->peers) && !have; i++)
                 have = sv->peers[i].reg == v->reg;
+        /* A pid is one live keeper's: an entry of an ended session with the
+         * same pid (reused) never answers for this one. */
+        for (size_t i = 0; i < GLOVE_ELEMENTSOF(sv->peers) && !have; i++)
+                if (sv->peers[i].reg && sv->peers[i].pid == s->keeper_pid)
+                        sv->peers[i].gone = true;
         for (size_t i = 0; i < GLOVE_ELEMENTSOF(sv->peers) && !have; i++)
                 if (!sv->peers[i].reg) {
                         sv->peers[i] = (struct peer){ .pid = s->keeper_pid, .reg = v->reg };
