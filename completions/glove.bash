@@ -5,17 +5,17 @@
 _glove_opts_exec='--workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --nofile --unsafe-write-system-dir --wall-time --disk --output-limit --status-json --tty --egress-allow --egress-allow-private --unix-sockets --help'
 _glove_opts_run='--upstream --upstream-env --upstream-optional --allow --deny --allow-arg --allow-prompt --deny-prompt --allow-prompt-arg --allow-resource --deny-resource --upstream-own-names --policy --call-timeout --max-frame --audit-arguments --workspace --read --write --env --audit-log --home-from --cpu-time --memory --pids --nofile --unsafe-write-system-dir --wall-time --disk --output-limit --status-json --egress-allow --egress-allow-private --unix-sockets --help --upstream-allow --upstream-ro --upstream-rw --upstream-egress --upstream-uncontained --upstream-limit --mcp-endpoint --mcp-port --tty'
 _glove_opts_ctl='--runtime-dir --json --timeout-ms --help'
-_glove_ctl_commands='capabilities plan validate-plan create-session session-status receipts receipts-ack start attach write-stdin resize signal stop cleanup sessions exposures'
+_glove_ctl_commands='capabilities plan validate-plan create-session session-status receipts receipts-ack start attach write-stdin resize signal stop cleanup changes guest-queue sessions exposures'
 _glove_daemon_commands='install uninstall start stop status'
 _glove_policy_commands='detect stage generate explain validate'
-_glove_opts_gloved='--runtime-dir --state-dir --session-policy --session-store --materialization-root --library-bundle-root --path-exposure-policy --path-exposure-journal --remote-backend --receipt-anchor --client-timeout-ms --idle-timeout-ms --max-connections --compact-records --log-level --help --version'
+_glove_opts_gloved='--runtime-dir --state-dir --session-policy --session-store --materialization-root --library-bundle-root --path-exposure-policy --path-exposure-journal --remote-backend --local-services --receipt-anchor --client-timeout-ms --idle-timeout-ms --max-connections --compact-records --log-level --help --version'
 
 # _glove_value_kind OPTION: "dir", "file" or "word" for an option that takes
 # a value, nothing for a flag.
 _glove_value_kind() {
         case $1 in
         --workspace | --home-from | --runtime-dir | --state-dir | --materialization-root | --library-bundle-root | --search-path | --directory | --path-root) echo dir ;;
-        --read | --write | --audit-log | --status-json | --policy | --session-policy | --session-store | --path-exposure-policy | --path-exposure-journal | --remote-backend | --plan | --source | --executable | --read-only | --file) echo file ;;
+        --read | --write | --audit-log | --status-json | --policy | --session-policy | --session-store | --path-exposure-policy | --path-exposure-journal | --remote-backend | --local-services | --plan | --source | --executable | --read-only | --file) echo file ;;
         --env | --upstream-optional | --cpu-time | --memory | --pids | --nofile | --wall-time | --disk | --output-limit | --egress-allow | --egress-allow-private | --upstream | --upstream-env | --allow | --deny | --allow-arg | --allow-prompt | --deny-prompt | --allow-prompt-arg | --allow-resource | --deny-resource | --upstream-own-names | --call-timeout | --max-frame | --timeout-ms | --receipt-anchor | --client-timeout-ms | --idle-timeout-ms | --max-connections | --compact-records | --log-level | --session-id | --idempotency-key | --controller-digest | --after | --limit | --sequence | --head-mac | --data | --grace | --runtime | --template-id | --arg | --alias | --destination | --template | --profile | --egress | --tool-policy | --expires-in | --upstream-allow | --upstream-ro | --upstream-rw | --upstream-egress | --upstream-uncontained | --upstream-limit | --mcp-endpoint | --mcp-port | --label | --ttl | --mode | --revoke) echo word ;;
         esac
 }
