@@ -28,6 +28,17 @@ static const char *const etc_entries[] = {
         "nsswitch.conf", "os-release", "profile", "protocols", "services", "ssl/certs", "ssl/openssl.cnf", "timezone",
 };
 
+int glove_mount_plan_host_view(size_t i, char *out, size_t size) {
+        int n;
+        if (i == 0)
+                n = snprintf(out, size, "/usr");
+        else if (i - 1 < GLOVE_ELEMENTSOF(etc_entries))
+                n = snprintf(out, size, "/etc/%s", etc_entries[i - 1]);
+        else
+                return -ENOENT;
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
 /* Regular /etc files up to this size are copied into the sandbox's /etc
  * rather than bound: a copy costs a few system calls, a bind a mount. */
 #define ETC_COPY_MAX (256 * 1024)

@@ -29,6 +29,7 @@
 #include "glove/channel/host.h"
 #include "glove/channel/registry.h"
 #include "glove/channel/server.h"
+#include "glove/container/mount_plan.h"
 #include "glove/container/seccomp.h"
 #include "glove/services/config.h"
 #include "glove/services/binding.h"
@@ -162,6 +163,29 @@ static int listen_at(const char *path, uid_t uid, int *out, struct glove_error *
         return 0;
 }
 
+/* Every sandbox sees /usr and some of /etc (the standard perimeter,
+ * glove_mount_plan_host_view), grants or not: an endpoint there, or a
+ * mount of one there, would be exposed to every session. Checked at start
+ * and again before each session that may connect (a mount made later). */
+static int host_view_check(const struct glove_runtime_services *sv, struct glove_error *err) {
+        char p[PATH_MAX];
+        for (size_t i = 0; sv->n && glove_mount_plan_host_view(i, p, sizeof(p)) == 0; i++) {
+                /* A symbolic link is recreated inside as a link into the
+                 * sandbox's own view: only what is bound or copied counts. */
+                _cleanup_close_ int fd = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || S_ISLNK(st.st_mode))
+                        continue;
+                int r = glove_services_grant_check(fd, (const struct glove_services_endpoint *const *)sv->eps, sv->n,
+                                                   NULL, err);
+                if (r < 0) {
+                        glove_error_prefix(err, "%s, which every sandbox sees", p);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 static int file_digest(const char *path, char out[65], struct glove_error *err) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
@@ -233,17 +257,8 @@ int glove_runtime_services_new(const char *path, uid_t uid, int mroot_fd, const 
                 if (r < 0)
                         glove_error_prefix(err, "local service %s", e->alias);
         }
-        /* Every sandbox sees the host's /usr (the standard perimeter's
-         * read-only bind): an endpoint there, or a mount of one there, is
-         * exposed to every session, grants or not. */
-        if (r == 0 && sv->n) {
-                _cleanup_close_ int usr = open("/usr", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (usr >= 0)
-                        r = glove_services_grant_check(usr, (const struct glove_services_endpoint *const *)sv->eps,
-                                                       sv->n, NULL, err);
-                if (r < 0)
-                        glove_error_prefix(err, "/usr, which every sandbox sees");
-        }
+        if (r == 0)
+                r = host_view_check(sv, err);
         if (r < 0) {
                 glove_runtime_services_free(sv);
                 return r;
@@ -617,7 +632,12 @@ int rt_svc_prepare(struct rt_session *s, struct glove_error *err) {
                         r = glove_channel_registry_open(d, name, s->id, runtime_id, sv->host,
                                                         GLOVE_RUNTIME_SERVICES_REGISTRY_CAPACITY, &v->reg, err);
         } else {
-                r = make_dir(s, v, err);
+                /* The pathname transport lets the agent connect: nothing
+                 * mounted into the host view since start may show an
+                 * endpoint. */
+                r = host_view_check(sv, err);
+                if (r == 0)
+                        r = make_dir(s, v, err);
                 if (r == 0 && env_add(&v->envp, &n, GLOVE_RUNTIME_SERVICES_ENV_DIR, GLOVE_RUNTIME_SERVICES_GUEST_DIR) < 0)
                         r = glove_error_set(err, ENOMEM, "runtime.no_memory", "out of memory");
         }

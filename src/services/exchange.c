@@ -58,7 +58,9 @@ static int boundary(int guest, const char *when, struct glove_error *err) {
  * is its next request (served at the next request boundary): an agent that
  * reads a response and at once writes the next request is not penalized.
  * The queue is looked at first and the count after, so that a refusal is
- * proof (the count only falls once the response is sent).
+ * proof (the count only falls once the response is sent). Also run when
+ * the next request's first byte is seen: a partly read response is still
+ * unread then.
  */
 static int after_release(int guest, struct glove_error *err) {
         bool queued = false;
@@ -150,7 +152,13 @@ static int serve_one(struct svc_worker *w, int guest, uint64_t t0) {
         uint64_t deadline = t0 + p->timeout_ms;
         struct glove_error err = { 0 };
         size_t len = 0;
-        int r = glove_services_frame_read(guest, p->stop_fd, deadline, w->req, &len, &err);
+        /* A request that arrives while the agent has still not read all of
+         * the previous response was written before it could know that
+         * response whole: pipelining, however long it waited after a
+         * partial read (after_release's rule, at the next boundary). */
+        int r = after_release(guest, &err);
+        if (r == 0)
+                r = glove_services_frame_read(guest, p->stop_fd, deadline, w->req, &len, &err);
         if (r == -EPIPE && err.code && strcmp(err.code, "services.closed") == 0)
                 return 1;
         bool record = true;

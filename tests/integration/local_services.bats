@@ -39,6 +39,10 @@ teardown() {
                 umount "$B" 2>/dev/null
                 rmdir "$B"
         fi
+        if [ -n "${A:-}" ]; then
+                umount "$A" 2>/dev/null
+                rmdir "$A"
+        fi
         if [ -n "${O:-}" ]; then
                 umount "$O/deep/in" 2>/dev/null
                 rm -rf "$O"
@@ -365,4 +369,28 @@ echo_endpoint() { echo "[{\"alias\":\"echo\",\"runtime_ids\":[\"${1:-pi}\"],\"so
         ctl --json guest-queue g1
         [ "$(jq -r '[.entries[] | .state + ":" + .idempotency_key] | join(",")' <<<"$output")" = "admitted:obs-g" ] ||
                 fail "queue: $output"
+}
+
+@test "local services: an endpoint every sandbox would see (under /usr or a bound /etc entry, also mounted there after start) is refused" {
+        echo_up
+        # A bind mount of the upstream's directory inside /etc/alternatives,
+        # which the standard perimeter binds into every sandbox.
+        A=/etc/alternatives/glove-it.$$.$BATS_TEST_NUMBER
+        mkdir "$A"
+        mount --bind "$S/svc" "$A"
+        services_file "$(echo_endpoint pyrt)"
+        "$PY" "$FS" policy "$T/cfg/policy.json" '{"templates":[{"id":"ok","runtime_id":"pyrt","argv":["/usr/bin/true"]}]}'
+        GD_ARGS=(--session-policy "$T/cfg/policy.json" --session-store "$T/cfg/sessions.journal"
+                --materialization-root "$T/mat" --local-services "$T/cfg/services.json")
+        run timeout 10 "$GLOVED" --runtime-dir "$T/g2/run" --state-dir "$T/g2/state" "${GD_ARGS[@]}"
+        [ "$status" -ne 0 ] && [[ "$output" == *services.grant_exposes_socket* && "$output" == *"$A"* ]] ||
+                fail "gloved started with the upstream in every sandbox's view: $status $output"
+        # Mounted there after gloved started: the next pathname session.
+        umount "$A"
+        ls_gloved "$(echo_endpoint pyrt)" '{"templates":[{"id":"ok","runtime_id":"pyrt","argv":["/usr/bin/true"]}]}'
+        mount --bind "$S/svc" "$A"
+        new_fs v1 ok '[]'
+        ctl start v1
+        wait_state v1 failed
+        [ "$(status_field v1 's["history"][-1]["reason"]')" = services.grant_exposes_socket ] || fail "$(status_field v1 's')"
 }

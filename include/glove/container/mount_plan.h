@@ -192,6 +192,16 @@ uid_t glove_mount_plan_inside_id(uid_t outside);
  */
 int glove_mount_plan_new(const struct glove_mount_plan_params *p, struct glove_mount_plan **out, struct glove_error *err);
 
+/*
+ * The host paths every sandbox's standard perimeter shows (bound read-only
+ * or copied): i = 0 is "/usr", then each /etc entry the perimeter takes
+ * from the host. Writes path i into out (size bytes) and returns 0, or
+ * -ENOENT past the last one (-ENAMETOOLONG when out is too small). For
+ * checks of what a sandbox can reach whatever its grants (e.g. the local
+ * services' socket check, docs/local-services.md).
+ */
+int glove_mount_plan_host_view(size_t i, char *out, size_t size);
+
 /* Frees plan (NULL: nothing). */
 void glove_mount_plan_free(struct glove_mount_plan *plan);
 

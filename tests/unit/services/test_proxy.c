@@ -258,6 +258,31 @@ static void test_inherited_back_to_back(void **state) {
         assert_int_equal(status(e).state, GLOVE_SERVICES_ROUTE_SERVING);
 }
 
+/* An agent that reads a response's header and part of its body, then
+ * writes its next request (however long after): pipelining, poisoned when
+ * that request arrives; the first exchange stays delivered. */
+static void test_inherited_partial_read(void **state) {
+        struct env *e = *state;
+        start_upstream(e, UPSTREAM_ECHO);
+        start_inherited(e, open_audit(e), 5000);
+        assert_int_equal(send(e->guest, "\0\0\0\5hello", 9, MSG_NOSIGNAL), 9);
+        char head[6];
+        struct pollfd pf = { .fd = e->guest, .events = POLLIN };
+        assert_int_equal(poll(&pf, 1, 10000), 1);
+        wait_counts(e, 1, 0);
+        /* The response is "re:hello" (8 bytes): read its header and 2. */
+        ssize_t got = 0;
+        while (got < 6) {
+                ssize_t k = recv(e->guest, head + got, (size_t)(6 - got), 0);
+                assert_true(k > 0);
+                got += k;
+        }
+        assert_int_equal(send(e->guest, "\0\0\0\1x", 5, MSG_NOSIGNAL), 5);
+        wait_state(e, GLOVE_SERVICES_ROUTE_POISONED);
+        expect_audit(e, PENDING_OK " delivery_failed:services.pipelined");
+        assert_int_equal(atomic_load(&e->up.connections), 1);
+}
+
 static void test_inherited_pipelined(void **state) {
         struct env *e = *state;
         start_upstream(e, UPSTREAM_ECHO);
@@ -543,6 +568,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_inherited_exchanges, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_back_to_back, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_inherited_partial_read, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_pipelined, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_inherited_replaced, setup, teardown),
