@@ -20,6 +20,7 @@
 #include "glove/base/base64.h"
 
 #define FIXTURE_TMP_PREFIX "glove-apply"
+#include "../expect.h"
 #include "../tmpdir_fixture.h"
 
 /* Writes text to path (created or truncated), then sets exactly mode. */
@@ -66,15 +67,6 @@ static inline struct glove_apply_key *fixture_new_key(const char *dir, const cha
                 fail_msg("%s: %s: %s", path, err.code, err.message);
         return k;
 }
-
-/* Asserts that r and err hold the failure want_r / want_code. */
-#define expect_error(r, err, want_r, want_code)                                                                 \
-        do {                                                                                                    \
-                int r_ = (r);                                                                                   \
-                if (r_ != (want_r) || !(err).code || strcmp((err).code, (want_code)) != 0)                      \
-                        fail_msg("%s:%d: want %d %s, got %d %s (%s)", __FILE__, __LINE__, (int)(want_r),        \
-                                 (want_code), r_, (err).code ? (err).code : "(none)", (err).message);          \
-        } while (0)
 
 /* Asserts that err's message contains needle. */
 #define expect_message(err, needle)                                                                             \

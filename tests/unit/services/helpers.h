@@ -25,6 +25,7 @@
 #include "glove/services/frame.h"
 
 #define FIXTURE_TMP_PREFIX "glove-svc"
+#include "../expect.h"
 #include "../tmpdir_fixture.h"
 
 /* A listening Unix socket bound at path (removed first), chmod'ed to mode. */
@@ -53,24 +54,6 @@ static inline int fixture_connect(const char *path) {
         }
         return fd;
 }
-
-/* Asserts that r and err hold the failure want_r / want_code. */
-#define expect_error(r, err, want_r, want_code)                                                                 \
-        do {                                                                                                    \
-                int r_ = (r);                                                                                   \
-                if (r_ != (want_r) || !(err).code || strcmp((err).code, (want_code)) != 0)                      \
-                        fail_msg("%s:%d: want %d %s, got %d %s (%s)", __FILE__, __LINE__, (int)(want_r),        \
-                                 (want_code), r_, (err).code ? (err).code : "(none)", (err).message);          \
-        } while (0)
-
-/* Asserts success, printing the error otherwise. */
-#define expect_ok(r, err)                                                                                       \
-        do {                                                                                                    \
-                int r_ = (r);                                                                                   \
-                if (r_ != 0)                                                                                    \
-                        fail_msg("%s:%d: want 0, got %d %s (%s)", __FILE__, __LINE__, r_,                       \
-                                 (err).code ? (err).code : "(none)", (err).message);                           \
-        } while (0)
 
 #define SKIP_UNLESS_ROOT(why)                                                                                   \
         do {                                                                                                    \
