@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "glove/container/seccomp.h"
+#include "seccomp_probe.h"
 
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
@@ -404,14 +405,8 @@ static const char *const probe_names[P_COUNT] = {
         [P_OK_FORK] = "fork",
 };
 
-struct probe_result {
-        long ret;
-        int err; /* errno when ret == -1 */
-};
-
 static void record(struct probe_result *res, enum probe p, long ret) {
-        res[p].ret = ret;
-        res[p].err = ret == -1 ? errno : 0;
+        probe_record(&res[p], ret);
 }
 
 /* Runs every probe. Each is made so that without the filter it fails in a
@@ -479,60 +474,23 @@ static void run_probes(struct probe_result *res) {
         close(pfd[1]);
 }
 
-/* Forks a child that (optionally) sets no_new_privs and installs prog, runs
- * the probes and sends the results through a pipe. Returns the child's
- * install result (0 or -errno). */
+static void run_probes_in_child(void *out, void *arg) {
+        (void)arg;
+        run_probes(out);
+}
+
+/* Runs the probes in a child under prog (NULL: no filter). Returns the
+ * child's install result (0 or -errno). */
 static int probe_in_child(const struct sock_fprog *prog, struct probe_result *res) {
-        int p[2];
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                close(p[0]);
-                struct {
-                        int install;
-                        struct probe_result res[P_COUNT];
-                } msg;
-                memset(&msg, 0, sizeof(msg));
-                if (prog) {
-                        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                                _exit(91);
-                        msg.install = glove_seccomp_install(prog);
-                }
-                if (msg.install == 0)
-                        run_probes(msg.res);
-                if (write(p[1], &msg, sizeof(msg)) != (ssize_t)sizeof(msg))
-                        _exit(92);
-                _exit(0);
-        }
-        close(p[1]);
-        struct {
-                int install;
-                struct probe_result res[P_COUNT];
-        } msg;
-        ssize_t n = read(p[0], &msg, sizeof(msg));
-        close(p[0]);
-        int st = 0;
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        if (!WIFEXITED(st))
-                fail_msg("probe child died of signal %d (a denial must be an errno, never a kill)",
-                         WIFSIGNALED(st) ? WTERMSIG(st) : -1);
-        assert_int_equal(WEXITSTATUS(st), 0);
-        assert_int_equal(n, (ssize_t)sizeof(msg));
-        memcpy(res, msg.res, sizeof(msg.res));
-        return msg.install;
+        return probe_fork(prog, NULL, run_probes_in_child, NULL, res, sizeof(struct probe_result) * P_COUNT);
 }
 
 static void expect_errno(const struct probe_result *res, enum probe p, int want) {
-        if (res[p].ret != -1 || res[p].err != want)
-                fail_msg("%s: expected -1 errno %d (%s), got %ld errno %d (%s)", probe_names[p], want, strerror(want),
-                         res[p].ret, res[p].err, strerror(res[p].err));
+        probe_expect(&res[p], probe_names[p], want);
 }
 
 static void expect_ok(const struct probe_result *res, enum probe p) {
-        if (res[p].ret < 0)
-                fail_msg("%s: expected success, got %ld errno %d (%s)", probe_names[p], res[p].ret, res[p].err,
-                         strerror(res[p].err));
+        probe_expect(&res[p], probe_names[p], 0);
 }
 
 static void check_filter_in_child(const struct sock_fprog *prog) {
@@ -615,19 +573,6 @@ static void test_prebuilt_denies_in_child(void **state) {
 
 /* The same probes without the filter give other answers: the denials above
  * come from Glove's filter, not from the host. */
-static int outer_seccomp_mode(void) {
-        FILE *f = fopen("/proc/self/status", "re");
-        if (!f)
-                return -1;
-        char line[256];
-        int mode = -1;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "Seccomp: %d", &mode) == 1)
-                        break;
-        fclose(f);
-        return mode;
-}
-
 static void test_probes_differ_without_filter(void **state) {
         (void)state;
         int outer = outer_seccomp_mode();

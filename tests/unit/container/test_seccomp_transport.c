@@ -27,84 +27,27 @@
 #include <cmocka.h>
 
 #include "glove/container/seccomp.h"
+#include "seccomp_probe.h"
 
-/* The Seccomp: line of /proc/self/status (0: no filter on this process). */
-static int outer_seccomp_mode(void) {
-        FILE *f = fopen("/proc/self/status", "re");
-        if (!f)
-                return -1;
-        char line[256];
-        int mode = -1;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "Seccomp: %d", &mode) == 1)
-                        break;
-        fclose(f);
-        return mode;
-}
-
-/* A named probe list: the child runs fn under a filter (or none) and
- * sends back one result per probe. */
+/* A named probe list: the child runs its probes under a filter (or none)
+ * and sends back one result per probe. */
 #define NPROBES_MAX 32
 
-struct nres {
-        long ret;
-        int err;
-};
-
 struct nctx {
-        struct nres r[NPROBES_MAX];
+        struct probe_result r[NPROBES_MAX];
         int value; /* one value a probe read (getsockopt's SO_TYPE) */
         char data[16]; /* bytes a probe read */
 };
 
-static void nrecord(struct nres *r, long ret) {
-        r->ret = ret;
-        r->err = ret == -1 ? errno : 0;
-}
-
-/* Forks; the child runs setup (descriptors), installs prog (NULL: none),
- * runs fn and writes its context back. Returns the child's context. */
-static void nprobe(void (*setup)(void *), void (*fn)(struct nctx *, void *), void *arg, const struct sock_fprog *prog,
+/* Runs fn (which fills a struct nctx) in a child under prog (NULL: none)
+ * after setup; the filter must install. */
+static void nprobe(void (*setup)(void *), void (*fn)(void *, void *), void *arg, const struct sock_fprog *prog,
                    struct nctx *out) {
-        int p[2];
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        /* The pipe's write end far from the probed numbers. */
-        int w = fcntl(p[1], F_DUPFD_CLOEXEC, 100);
-        assert_true(w >= 100);
-        close(p[1]);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                close(p[0]);
-                struct nctx c;
-                memset(&c, 0, sizeof(c));
-                if (setup)
-                        setup(arg);
-                if (prog && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || glove_seccomp_install(prog) < 0))
-                        _exit(91);
-                fn(&c, arg);
-                if (write(w, &c, sizeof(c)) != (ssize_t)sizeof(c))
-                        _exit(92);
-                _exit(0);
-        }
-        close(w);
-        ssize_t n = read(p[0], out, sizeof(*out));
-        close(p[0]);
-        int st = 0;
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        if (!WIFEXITED(st))
-                fail_msg("probe child died of signal %d (a denial must be an errno, never a kill)",
-                         WIFSIGNALED(st) ? WTERMSIG(st) : -1);
-        assert_int_equal(WEXITSTATUS(st), 0);
-        assert_int_equal(n, (ssize_t)sizeof(*out));
+        assert_int_equal(probe_fork(prog, setup, fn, arg, out, sizeof(*out)), 0);
 }
 
 static void nexpect(const struct nctx *c, int i, const char *name, int want_errno) {
-        if (want_errno == 0 && c->r[i].ret < 0)
-                fail_msg("%s: expected success, got %ld errno %d (%s)", name, c->r[i].ret, c->r[i].err, strerror(c->r[i].err));
-        if (want_errno != 0 && (c->r[i].ret != -1 || c->r[i].err != want_errno))
-                fail_msg("%s: expected -1 errno %d (%s), got %ld errno %d (%s)", name, want_errno, strerror(want_errno),
-                         c->r[i].ret, c->r[i].err, strerror(c->r[i].err));
+        probe_expect(&c->r[i], name, want_errno);
 }
 
 /* The inherited-stream child: the guest end of a stream socketpair at 3,
@@ -168,53 +111,54 @@ static const char *const inh_names[I_COUNT] = {
         [I_ACCEPT4_4] = "accept4(4)",
 };
 
-static void inh_probes(struct nctx *c, void *arg) {
+static void inh_probes(void *out, void *arg) {
         (void)arg;
+        struct nctx *c = out;
         struct sockaddr_un sa;
         socklen_t len = sizeof(sa);
-        nrecord(&c->r[I_GETSOCKNAME_3], syscall(SYS_getsockname, 3, &sa, &len));
+        probe_record(&c->r[I_GETSOCKNAME_3], syscall(SYS_getsockname, 3, &sa, &len));
         int v = -1;
         socklen_t vl = sizeof(v);
-        nrecord(&c->r[I_GETSOCKOPT_TYPE_3], syscall(SYS_getsockopt, 3, SOL_SOCKET, SO_TYPE, &v, &vl));
+        probe_record(&c->r[I_GETSOCKOPT_TYPE_3], syscall(SYS_getsockopt, 3, SOL_SOCKET, SO_TYPE, &v, &vl));
         c->value = v;
-        nrecord(&c->r[I_WRITE_3], write(3, "ping", 4));
-        nrecord(&c->r[I_READ_3], read(3, c->data, sizeof(c->data) - 1));
-        nrecord(&c->r[I_SHUTDOWN_3], shutdown(3, SHUT_WR));
+        probe_record(&c->r[I_WRITE_3], write(3, "ping", 4));
+        probe_record(&c->r[I_READ_3], read(3, c->data, sizeof(c->data) - 1));
+        probe_record(&c->r[I_SHUTDOWN_3], shutdown(3, SHUT_WR));
         int sv[2];
         long r = syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
-        nrecord(&c->r[I_SOCKETPAIR], r);
+        probe_record(&c->r[I_SOCKETPAIR], r);
         if (r == 0) {
                 close(sv[0]);
                 close(sv[1]);
         }
         int big = 0;
         vl = sizeof(big);
-        nrecord(&c->r[I_GETSOCKOPT_RCVBUF_3], syscall(SYS_getsockopt, 3, SOL_SOCKET, SO_RCVBUF, &big, &vl));
+        probe_record(&c->r[I_GETSOCKOPT_RCVBUF_3], syscall(SYS_getsockopt, 3, SOL_SOCKET, SO_RCVBUF, &big, &vl));
         struct ucred cred;
         socklen_t cl = sizeof(cred);
-        nrecord(&c->r[I_GETSOCKOPT_PEERCRED_3], syscall(SYS_getsockopt, 3, SOL_SOCKET, SO_PEERCRED, &cred, &cl));
+        probe_record(&c->r[I_GETSOCKOPT_PEERCRED_3], syscall(SYS_getsockopt, 3, SOL_SOCKET, SO_PEERCRED, &cred, &cl));
         len = sizeof(sa);
-        nrecord(&c->r[I_GETPEERNAME_3], syscall(SYS_getpeername, 3, &sa, &len));
+        probe_record(&c->r[I_GETPEERNAME_3], syscall(SYS_getpeername, 3, &sa, &len));
         len = sizeof(sa);
-        nrecord(&c->r[I_GETSOCKNAME_4], syscall(SYS_getsockname, 4, &sa, &len));
+        probe_record(&c->r[I_GETSOCKNAME_4], syscall(SYS_getsockname, 4, &sa, &len));
         vl = sizeof(v);
-        nrecord(&c->r[I_GETSOCKOPT_TYPE_4], syscall(SYS_getsockopt, 4, SOL_SOCKET, SO_TYPE, &v, &vl));
+        probe_record(&c->r[I_GETSOCKOPT_TYPE_4], syscall(SYS_getsockopt, 4, SOL_SOCKET, SO_TYPE, &v, &vl));
         len = sizeof(sa);
-        nrecord(&c->r[I_GETSOCKNAME_3_HIGHBITS], syscall(SYS_getsockname, 0x100000003UL, &sa, &len));
+        probe_record(&c->r[I_GETSOCKNAME_3_HIGHBITS], syscall(SYS_getsockname, 0x100000003UL, &sa, &len));
         long fd = syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        nrecord(&c->r[I_SOCKET_UNIX], fd);
+        probe_record(&c->r[I_SOCKET_UNIX], fd);
         if (fd >= 0)
                 close((int)fd);
         /* An abstract name: nothing on any file system either way. */
         struct sockaddr_un to = {.sun_family = AF_UNIX};
         memcpy(to.sun_path, "\0glove-test-nothing", 20);
         socklen_t tl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 20);
-        nrecord(&c->r[I_CONNECT_3], syscall(SYS_connect, 3, &to, tl));
+        probe_record(&c->r[I_CONNECT_3], syscall(SYS_connect, 3, &to, tl));
         int one = 4096;
-        nrecord(&c->r[I_SETSOCKOPT_3], syscall(SYS_setsockopt, 3, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one)));
-        nrecord(&c->r[I_BIND_4], syscall(SYS_bind, 4, &to, tl));
-        nrecord(&c->r[I_LISTEN_4], syscall(SYS_listen, 4, 1));
-        nrecord(&c->r[I_ACCEPT4_4], syscall(SYS_accept4, 4, NULL, NULL, SOCK_NONBLOCK));
+        probe_record(&c->r[I_SETSOCKOPT_3], syscall(SYS_setsockopt, 3, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one)));
+        probe_record(&c->r[I_BIND_4], syscall(SYS_bind, 4, &to, tl));
+        probe_record(&c->r[I_LISTEN_4], syscall(SYS_listen, 4, 1));
+        probe_record(&c->r[I_ACCEPT4_4], syscall(SYS_accept4, 4, NULL, NULL, SOCK_NONBLOCK));
 }
 
 /* Runs the inherited probes under prog; the supervisor's end gets "ping",
@@ -284,21 +228,22 @@ static const char *const unix_names[U_COUNT] = {
         [U_SOCKET_NETLINK] = "socket(AF_NETLINK)", [U_SETSOCKOPT] = "setsockopt(SO_RCVBUF)",
 };
 
-static void unix_probes(struct nctx *c, void *arg) {
+static void unix_probes(void *out, void *arg) {
+        struct nctx *c = out;
         const struct sockaddr_un *to = arg;
         long fd = syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        nrecord(&c->r[U_SOCKET_UNIX], fd);
+        probe_record(&c->r[U_SOCKET_UNIX], fd);
         if (fd >= 0) {
-                nrecord(&c->r[U_CONNECT], syscall(SYS_connect, fd, to, sizeof(*to)));
+                probe_record(&c->r[U_CONNECT], syscall(SYS_connect, fd, to, sizeof(*to)));
                 int v = 4096;
-                nrecord(&c->r[U_SETSOCKOPT], syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
+                probe_record(&c->r[U_SETSOCKOPT], syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
                 close((int)fd);
         } else {
-                c->r[U_CONNECT] = c->r[U_SETSOCKOPT] = (struct nres){-1, EBADF};
+                c->r[U_CONNECT] = c->r[U_SETSOCKOPT] = (struct probe_result){-1, EBADF};
         }
-        nrecord(&c->r[U_SOCKET_INET], syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        nrecord(&c->r[U_SOCKET_INET6], syscall(SYS_socket, AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        nrecord(&c->r[U_SOCKET_NETLINK], syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0));
+        probe_record(&c->r[U_SOCKET_INET], syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        probe_record(&c->r[U_SOCKET_INET6], syscall(SYS_socket, AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        probe_record(&c->r[U_SOCKET_NETLINK], syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0));
 }
 
 static void test_managed_unix_in_child(void **state) {
