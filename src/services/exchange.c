@@ -178,19 +178,26 @@ static void set_state(struct svc_worker *w, enum glove_services_route_state s) {
         atomic_store(&w->state, (int)s);
 }
 
+/* Waits, with no deadline, until the route's descriptor is readable
+ * (what: the wait's name in an error). Returns true then; false when the
+ * proxy stops, or when the wait failed and poisoned the route with its
+ * code. */
+static bool wait_readable(struct svc_worker *w, const char *what) {
+        struct glove_error err = { 0 };
+        int r = svc_wait(w->guest_fd, POLLIN, w->proxy->stop_fd, 0, what, &err);
+        if (r == -ECANCELED)
+                return false;
+        if (r < 0) {
+                atomic_store(&w->last_code, err.code);
+                set_state(w, GLOVE_SERVICES_ROUTE_POISONED);
+                return false;
+        }
+        return true;
+}
+
 static void inherited_loop(struct svc_worker *w) {
-        struct glove_services_proxy *p = w->proxy;
-        for (;;) {
-                struct glove_error err = { 0 };
-                int r = svc_wait(w->guest_fd, POLLIN, p->stop_fd, 0, "waiting for a request", &err);
-                if (r == -ECANCELED)
-                        return;
-                if (r < 0) {
-                        atomic_store(&w->last_code, err.code);
-                        set_state(w, GLOVE_SERVICES_ROUTE_POISONED);
-                        return;
-                }
-                r = serve_one(w, w->guest_fd, glove_time_monotonic_ms());
+        while (wait_readable(w, "waiting for a request")) {
+                int r = serve_one(w, w->guest_fd, glove_time_monotonic_ms());
                 if (r > 0) {
                         set_state(w, GLOVE_SERVICES_ROUTE_CLOSED);
                         return;
@@ -229,16 +236,7 @@ static bool accept_exhausted(int e) {
 
 static void pathname_loop(struct svc_worker *w) {
         struct glove_services_proxy *p = w->proxy;
-        for (;;) {
-                struct glove_error err = { 0 };
-                int r = svc_wait(w->guest_fd, POLLIN, p->stop_fd, 0, "waiting for a connection", &err);
-                if (r == -ECANCELED)
-                        return;
-                if (r < 0) {
-                        atomic_store(&w->last_code, err.code);
-                        set_state(w, GLOVE_SERVICES_ROUTE_POISONED);
-                        return;
-                }
+        while (wait_readable(w, "waiting for a connection")) {
                 _cleanup_close_ int conn = accept4(w->guest_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (conn < 0) {
                         int e = errno;
