@@ -189,18 +189,6 @@ static int check_auth(const struct glove_apply_context *c, const struct glove_ap
         return glove_apply_authorization_digest(auth->canonical, auth->len, digest, err);
 }
 
-static int source_carried(const struct glove_manifest *src, struct glove_error *err) {
-        for (size_t i = 0; i < src->n; i++) {
-                enum glove_manifest_type t = src->v[i].type;
-                if (t != GLOVE_MANIFEST_DIR && t != GLOVE_MANIFEST_FILE && t != GLOVE_MANIFEST_SYMLINK)
-                        return glove_error_set(err, EPERM, "apply.source_unsupported",
-                                               "%s: the source holds a special file the stage could not carry; an "
-                                               "exchange would drop it",
-                                               src->v[i].path);
-        }
-        return 0;
-}
-
 static json_t *bindings(const char *session, const char *grant, const struct glove_apply_authorization *a,
                         const struct glove_apply_signed *auth, const struct glove_supervisor_stage *s,
                         const struct glove_manifest *now) {
@@ -244,7 +232,8 @@ int glove_apply_run(const struct glove_apply_context *c, const char *session, co
         if (!s->source)
                 return glove_error_set(err, EINVAL, "apply.no_source",
                                        "%s: the stage started empty: there is no source to apply to", grant);
-        if ((r = source_carried(s->source, err)) < 0)
+        /* The source as recorded; ap_check_baseline checks it as it is now. */
+        if ((r = glove_manifest_check_carried(s->source, geteuid(), getegid(), err)) < 0)
                 return r;
         _cleanup_(glove_manifest_freep) struct glove_manifest *now = NULL;
         _cleanup_json_ json_t *changes = NULL;

@@ -32,8 +32,10 @@ void ap_parent_close(struct ap_parent *p);
 bool ap_entry(int parent_fd, const char *name, uint64_t *dev, uint64_t *ino);
 
 /* The stale-baseline check: p's entry is still the recorded source object
- * (source "dev", "ino") and its manifest digest is recorded's.
- * apply.stale_baseline, apply.source_missing. */
+ * (source "dev", "ino") and its manifest digest is recorded's, and the
+ * source as it is now holds nothing an exchange would lose
+ * (glove_manifest_check_carried for this process's uid and gid).
+ * apply.stale_baseline, apply.source_missing, apply.source_unsupported. */
 int ap_check_baseline(const struct ap_parent *p, const json_t *source, const struct glove_manifest *recorded,
                       struct glove_error *err);
 

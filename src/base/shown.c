@@ -38,6 +38,10 @@ char *glove_shown(const char *s, char *out, size_t size) {
                 if (bidi) {
                         n = (size_t)snprintf(piece, sizeof(piece), "\\u{%04X}", (unsigned)bidi);
                         in = blen;
+                } else if (*p == '\\') {
+                        /* The escape character itself, so that every
+                         * shown string reads back as one original. */
+                        n = (size_t)snprintf(piece, sizeof(piece), "\\\\");
                 } else if (*p < 0x20 || *p == 0x7f || c1) {
                         n = (size_t)snprintf(piece, sizeof(piece), "\\x%02x", c1 ? p[1] : *p);
                         in = c1 ? 2 : 1;

@@ -98,7 +98,7 @@ const char *ctl_shown(const char *s) {
 }
 
 int ctl_failure(const struct glove_error *e) {
-        fprintf(stderr, "glove: %s: %s\n", e->code, e->message);
+        fprintf(stderr, "glove: %s: %s\n", e->code, shown(e->message));
         return GLOVE_CTL_EXIT_FAILURE;
 }
 

@@ -11,6 +11,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/number.h"
 #include "glove/base/time.h"
+#include "glove/protocol/changes.h"
 #include "glove/protocol/client.h"
 #include "glove/ctl/ctl.h"
 #include "ctl_internal.h"
@@ -259,53 +260,52 @@ static void print_list(const char *label, const json_t *a) {
         printf("\n");
 }
 
-/* retained_changes: per grant, the baseline and each changed path listed
- * (gloved lists at most a bounded number in all: "truncated" says so). */
+/* retained_changes: per grant, the baseline, how many of each kind, and
+ * each changed path listed, changes to the source's own entries first
+ * (gloved lists at most a bounded number in all: "truncated" says so, and
+ * what was left out is counted by kind). */
 static void print_changes(const json_t *r) {
         size_t gi, k;
         json_t *g;
-        static const char *const lists[] = { "added", "removed", "modified", "mode_changed" };
+        const char *const *lists = glove_changes_kinds;
         if (json_array_size(json_object_get(r, "grants")) == 0)
                 printf("no retained grants\n");
         json_array_foreach(json_object_get(r, "grants"), gi, g) {
                 const json_t *e = json_object_get(g, "error");
                 if (e) {
-                        printf("%s: %s: %s\n", ctl_shown(str(g, "grant")), str(e, "code"), ctl_shown(str(e, "message")));
+                        printf("%s: %s: %s\n", str(g, "grant"), str(e, "code"), str(e, "message"));
                         continue;
                 }
                 const json_t *ch = json_object_get(g, "changes");
                 const json_t *counts = json_object_get(ch, "counts");
-                long long total = 0, listed = 0;
+                long long total = 0, listed = 0, count[4], shown_n[4];
                 for (k = 0; k < 4; k++) {
-                        total += (long long)json_integer_value(json_object_get(counts, lists[k]));
-                        listed += (long long)json_array_size(json_object_get(ch, lists[k]));
+                        count[k] = (long long)json_integer_value(json_object_get(counts, lists[k]));
+                        shown_n[k] = (long long)json_array_size(json_object_get(ch, lists[k]));
+                        total += count[k];
+                        listed += shown_n[k];
                 }
-                printf("%s: %lld change%s, %lld unchanged (stage %.16s, baseline %.16s)\n", ctl_shown(str(g, "grant")),
-                       total, total == 1 ? "" : "s", (long long)json_integer_value(json_object_get(ch, "unchanged")),
-                       str(g, "stage_manifest_digest"), str(json_object_get(g, "baseline"), "stage_manifest_digest"));
-                for (k = 0; k < 4; k++) {
-                        size_t xi;
-                        json_t *x;
-                        json_array_foreach(json_object_get(ch, lists[k]), xi, x) {
-                                const json_t *after = json_object_get(x, "after");
-                                if (k == 3)
-                                        printf("  %-12s %s %04llo -> %04llo%s\n", lists[k], ctl_shown(str(x, "path")),
-                                               (unsigned long long)json_integer_value(json_object_get(x, "before")),
-                                               (unsigned long long)json_integer_value(after),
-                                               strcmp(str(x, "path"), ".") == 0
-                                                       ? " (glove apply keeps the source root's mode)"
-                                                       : "");
-                                else
-                                        printf("  %-12s %s\n", lists[k], ctl_shown(str(x, "path")));
-                        }
-                }
+                printf("%s: %lld change%s, %lld unchanged: %lld removed, %lld modified, %lld mode_changed, %lld added "
+                       "(stage %.16s, baseline %.16s)\n",
+                       str(g, "grant"), total, total == 1 ? "" : "s",
+                       (long long)json_integer_value(json_object_get(ch, "unchanged")), count[0], count[1], count[2],
+                       count[3], str(g, "stage_manifest_digest"),
+                       str(json_object_get(g, "baseline"), "stage_manifest_digest"));
+                glove_changes_print_entries(stdout, ch);
                 const json_t *refusal = json_object_get(g, "apply_refusal");
                 if (json_is_object(refusal))
-                        printf("  glove apply would refuse this stage: %s: %s\n", str(refusal, "code"),
-                               ctl_shown(str(refusal, "message")));
-                if (listed < total)
-                        printf("  ... and %lld more not listed (glove apply --changes %s lists every one)\n",
-                               total - listed, str(r, "session_id"));
+                        printf("  glove apply would refuse this: %s: %s\n", str(refusal, "code"),
+                               str(refusal, "message"));
+                if (listed < total) {
+                        printf("  ... and %lld more not listed:", total - listed);
+                        const char *sep = "";
+                        for (k = 0; k < 4; k++)
+                                if (count[k] > shown_n[k]) {
+                                        printf("%s %lld %s", sep, count[k] - shown_n[k], lists[k]);
+                                        sep = ",";
+                                }
+                        printf(" (glove apply --changes %s lists every one)\n", str(r, "session_id"));
+                }
         }
 }
 

@@ -26,8 +26,10 @@
 #include "glove/base/json.h"
 #include "glove/host/daemon.h"
 #include "glove/host/dirs.h"
+#include "glove/protocol/changes.h"
 #include "glove/supervisor/exposure.h"
 #include "glove/supervisor/stage.h"
+#include "shown.h"
 
 #define EXIT_USAGE 125
 
@@ -90,7 +92,7 @@ struct opts {
 };
 
 static int fail(const struct glove_error *e) {
-        fprintf(stderr, "glove: %s: %s\n", e->code ? e->code : "apply.failed", e->message);
+        fprintf(stderr, "glove: %s: %s\n", e->code ? e->code : "apply.failed", host_shown(e->message));
         return 1;
 }
 
@@ -240,9 +242,10 @@ static void print_result(const struct opts *o, const json_t *r) {
                         printf("nothing to recover\n");
                 json_array_foreach(r, i, x) {
                         const char *code = json_string_value(json_object_get(x, "code"));
-                        printf("%s %s: %s%s%s\n", json_string_value(json_object_get(x, "txid")),
-                               json_string_value(json_object_get(x, "grant_id")),
-                               json_string_value(json_object_get(x, "state")), code ? " " : "", code ? code : "");
+                        printf("%s %s: %s%s%s\n", host_shown(json_string_value(json_object_get(x, "txid"))),
+                               host_shown(json_string_value(json_object_get(x, "grant_id"))),
+                               host_shown(json_string_value(json_object_get(x, "state"))), code ? " " : "",
+                               code ? host_shown(code) : "");
                 }
                 return;
         }
@@ -257,19 +260,8 @@ static void print_result(const struct opts *o, const json_t *r) {
                        json_string_value(json_object_get(r, "stage_manifest_digest")),
                        (long long)json_integer_value(json_object_get(json_object_get(r, "changes"), "unchanged")));
         const json_t *ch = json_object_get(r, "changes");
-        if (ch) {
-                static const char *const lists[] = { "added", "removed", "modified", "mode_changed" };
-                for (size_t k = 0; k < 4; k++) {
-                        size_t i;
-                        json_t *x;
-                        json_array_foreach(json_object_get(ch, lists[k]), i, x) {
-                                const char *path = json_string_value(json_object_get(x, "path"));
-                                printf("  %-12s %s%s\n", lists[k], path,
-                                       k == 3 && strcmp(path, ".") == 0 ? " (not applied: the source root keeps its mode)"
-                                                                        : "");
-                        }
-                }
-        }
+        if (ch)
+                glove_changes_print_entries(stdout, ch);
         const char *old = json_string_value(json_object_get(r, "old_source"));
         if (old && state && strcmp(state, "applied") == 0)
                 printf("the old source is kept beside it as %s until: glove apply --cleanup\n", old);

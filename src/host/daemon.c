@@ -23,6 +23,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
+#include "shown.h"
 #include "units.h"
 
 extern char **environ;
@@ -653,7 +654,7 @@ static bool unit_exists(int dirfd, const char *name) {
 /* ---- commands ---- */
 
 static int fail(const struct glove_error *e, int code) {
-        fprintf(stderr, "glove: %s: %s\n", e->code, e->message);
+        fprintf(stderr, "glove: %s: %s\n", e->code, host_shown(e->message));
         return code;
 }
 

@@ -26,6 +26,7 @@
 #include "glove/host/guided.h"
 #include "glove/supervisor/exposure.h"
 #include "glove/supervisor/policy.h"
+#include "shown.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 125
@@ -492,6 +493,6 @@ int glove_host_setup_main(int argc, char **argv) {
                 for (size_t i = 0; i < s.n_items; i++)
                         printf("%-9s  %-17s  %s\n", result_words[s.items[i].result], s.items[i].label,
                                s.items[i].path);
-        fprintf(stderr, "glove: %s: %s; what to do: %s\n", err.code ? err.code : "setup.failed", err.message, s.fix);
+        fprintf(stderr, "glove: %s: %s; what to do: %s\n", err.code ? err.code : "setup.failed", host_shown(err.message), s.fix);
         return EXIT_REFUSED;
 }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "glove/base/shown.h"
 #include "keeper_internal.h"
 
 #define N_FDS_MAX GLOVE_KEEPER_LAUNCH_FDS_MAX
@@ -29,7 +30,9 @@ static bool fd_kind(int fd, mode_t want) {
 /* A launch that cannot be run: said on the log and, when the channel is
  * there, as an ENDED setup_failed so that gloved's receipt names it. */
 _Noreturn static void main_fail(const struct glove_error *e) {
-        fprintf(stderr, "glove-keeper: %s: %s\n", e->code ? e->code : "keeper.launch_invalid", e->message);
+        char shown[GLOVE_SHOWN_SIZE(GLOVE_ERROR_MESSAGE_MAX)];
+        fprintf(stderr, "glove-keeper: %s: %s\n", e->code ? e->code : "keeper.launch_invalid",
+                glove_shown(e->message, shown, sizeof(shown)));
         int ch = GLOVE_KEEPER_LAUNCH_FD + 1;
         if (fd_kind(ch, S_IFSOCK)) {
                 char buf[256];

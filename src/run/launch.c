@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
+#include "glove/base/shown.h"
 #include "glove/base/time.h"
 #include "glove/session/session.h"
 
@@ -58,7 +59,9 @@ void glove_launch_say(const char *fmt, ...) {
 }
 
 int glove_launch_fail(const struct glove_error *err) {
-        glove_launch_say("glove: %s: %s\n", err->code ? err->code : "glove.error", err->message);
+        char shown[GLOVE_SHOWN_SIZE(GLOVE_ERROR_MESSAGE_MAX)];
+        glove_launch_say("glove: %s: %s\n", err->code ? err->code : "glove.error",
+                         glove_shown(err->message, shown, sizeof(shown)));
         return GLOVE_EXIT_FAILURE;
 }
 

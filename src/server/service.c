@@ -24,6 +24,7 @@
 #include "glove/base/digest.h"
 #include "glove/base/fd.h"
 #include "glove/base/log.h"
+#include "glove/base/shown.h"
 #include "glove/base/time.h"
 #include "glove/store/dirs.h"
 #include "glove/store/receipts.h"
@@ -621,7 +622,8 @@ int glove_server_service_main(int argc, char **argv) {
                 return 1;
         int r = glove_server_service_parse_args(argc, argv, &o, &err);
         if (r < 0) {
-                fprintf(stderr, "gloved: %s: %s\n", err.code, err.message);
+                char shown[GLOVE_SHOWN_SIZE(GLOVE_ERROR_MESSAGE_MAX)];
+                fprintf(stderr, "gloved: %s: %s\n", err.code, glove_shown(err.message, shown, sizeof(shown)));
                 glove_server_service_options_free(&o);
                 return 2;
         }

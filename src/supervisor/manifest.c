@@ -671,6 +671,43 @@ int glove_manifest_check_apply(const struct glove_manifest *m, uid_t owner, stru
         return 0;
 }
 
+int glove_manifest_check_carried(const struct glove_manifest *m, uid_t uid, gid_t gid, struct glove_error *err) {
+        for (size_t i = 0; m && i < m->n; i++) {
+                const struct glove_manifest_entry *e = &m->v[i];
+                const char *p = e->path;
+                if (e->type == GLOVE_MANIFEST_SYMLINK)
+                        continue;
+                if (e->type != GLOVE_MANIFEST_FILE && e->type != GLOVE_MANIFEST_DIR)
+                        return glove_error_set(err, EPERM, "apply.source_unsupported",
+                                               "%s: the source holds a %s, which the stage could not carry; an "
+                                               "exchange would drop it",
+                                               p, type_name(e->type));
+                if (e->uid != (uint32_t)uid || e->gid != (uint32_t)gid)
+                        return glove_error_set(err, EPERM, "apply.source_unsupported",
+                                               "%s: the source's entry belongs to uid %u, group %u; the applied "
+                                               "tree would belong to uid %u, group %u (who applies), so an "
+                                               "exchange would change its ownership: chown it, or copy the "
+                                               "change by hand",
+                                               p, e->uid, e->gid, (unsigned)uid, (unsigned)gid);
+                if (e->mode & 07000)
+                        return glove_error_set(err, EPERM, "apply.source_unsupported",
+                                               "%s: the source's entry has mode %04o; the stage carries no setuid, "
+                                               "setgid or sticky bit, so an exchange would drop it",
+                                               p, e->mode);
+                if (e->xattr)
+                        return glove_error_set(err, EPERM, "apply.source_unsupported",
+                                               "%s: the source's entry has extended attributes or an ACL, which "
+                                               "the stage does not carry; an exchange would drop them",
+                                               p);
+                if (e->type == GLOVE_MANIFEST_FILE && e->nlink > 1)
+                        return glove_error_set(err, EPERM, "apply.source_unsupported",
+                                               "%s: the source's file has %u hard links; the applied file would "
+                                               "be a new one, apart from its other names",
+                                               p, e->nlink);
+        }
+        return 0;
+}
+
 /* ---- the difference ---- */
 
 static json_t *diff_form(const struct glove_manifest_entry *e) {

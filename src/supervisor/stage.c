@@ -204,9 +204,13 @@ int glove_supervisor_stage_changes(const struct glove_supervisor_stage *s, struc
 
 /* Adds "counts" (every list's full length) to changes and keeps, list by
  * list, only the entries that fit in what is left of *budget (their
- * compact JSON's bytes); "truncated" says whether any was left out. */
+ * compact JSON's bytes); "truncated" says whether any was left out.
+ * What happened to the source's own entries comes first: removed,
+ * modified and mode_changed are bounded by the source, while the agent
+ * can add entries without bound, so additions can never push a change to
+ * an existing file out of the listing. */
 static int trim_changes(json_t *changes, size_t *budget) {
-        static const char *const lists[] = { "added", "removed", "modified", "mode_changed" };
+        static const char *const lists[] = { "removed", "modified", "mode_changed", "added" };
         json_t *counts = json_object();
         bool truncated = false;
         if (!counts || json_object_set_new(changes, "counts", counts) < 0)
@@ -276,7 +280,9 @@ int glove_supervisor_retained_changes(const struct glove_supervisor_runtime_conf
                         /* What glove apply would refuse in this stage, said
                          * now rather than discovered at apply. */
                         struct glove_error ce = { 0 };
-                        json_t *check = glove_manifest_check_apply(now, now->v[0].uid, &ce) < 0
+                        json_t *check = glove_manifest_check_apply(now, now->v[0].uid, &ce) < 0 ||
+                                                        glove_manifest_check_carried(s->source, geteuid(), getegid(),
+                                                                                     &ce) < 0
                                                 ? json_pack("{s:s,s:s}", "code", ce.code, "message", ce.message)
                                                 : json_null();
                         item = json_pack("{s:s,s:{s:s?,s:s},s:s,s:o,s:o}", "grant", g.name, "baseline",

@@ -143,9 +143,11 @@ expect_code() { # CODE: the last run failed with exit 1 and this code
         # Inspection: read-only, through gloved.
         ctl changes s1
         expect_status 0
-        [[ "$output" == *"p: 5 changes, 4 unchanged"* && "$output" == *"many: 2004 changes"* ]] || fail "changes: $output"
-        expect_line "  added        #autosave#"
-        expect_line "  added        new.txt"
+        [[ "$output" == *"p: 5 changes, 4 unchanged: 1 removed, 1 modified, 1 mode_changed, 2 added"* &&
+                "$output" == *"many: 2004 changes"* ]] || fail "changes: $output"
+        # An added entry shows its mode.
+        expect_line "  added        #autosave# 0600"
+        expect_line "  added        new.txt 0600"
         expect_line "  removed      del.txt"
         expect_line "  modified     a.txt"
         expect_line "  mode_changed sub/b.txt 0644 -> 0600"
@@ -159,7 +161,13 @@ expect_code() { # CODE: the last run failed with exit 1 and this code
         text=$("$GLOVE" ctl --runtime-dir "$RT" changes s1)
         [ "$(grep -c '^p: ' <<<"$text")" = 1 ] && [ "$(grep -c '^many: ' <<<"$text")" = 1 ] ||
                 fail "a grant is not printed exactly once: $(head -20 <<<"$text")"
-        [[ "$text" == *"more not listed (glove apply --changes s1 lists every one)"* ]] || fail "no truncation note: $(tail -3 <<<"$text")"
+        [[ "$text" == *"more not listed: "*" added (glove apply --changes s1 lists every one)"* ]] ||
+                fail "no truncation note: $(tail -3 <<<"$text")"
+        # Additions cannot push a change to the source's own files out of the
+        # listing: many's 2001 additions are cut, its modification is shown.
+        [ "$(field grants.0.changes.modified.0.path)" = a.txt ] && [ "$(field grants.0.changes.removed.0.path)" = del.txt ] ||
+                fail "many's own changes were not listed first: $(field grants.0.changes.counts)"
+        [ "$(grep -c '^  modified     a.txt$' <<<"$text")" = 2 ] || fail "a modification is hidden: $(grep -c . <<<"$text") lines"
         [ "$(field grants.0.changes.counts.added)" = 2001 ] && [ "$(field grants.0.changes.truncated)" = true ] ||
                 fail "many: $(field grants.0.changes.counts)"
         [ "$(field grants.1.changes.truncated)" = false ] || fail "p was cut short by many"
@@ -217,9 +225,19 @@ expect_code() { # CODE: the last run failed with exit 1 and this code
 
 @test "apply: every refusal before the reservation consumes nothing (stale source, keys, trust policy, what the stage holds, room)" {
         source_tree p
+        # q's source holds what the stage cannot carry (a setgid directory).
+        source_tree q
+        chmod 2755 "$T/src/q/sub"
         edit_script
-        policy p
+        policy p q
         session s1 p
+        session s2 q
+        # Inspection says it; apply refuses it.
+        ctl --json changes s2
+        [[ "$output" == *'"apply_refusal":{"code":"apply.source_unsupported","message":"sub: the source'\''s entry has mode 2755'* ]] ||
+                fail "changes does not say the source cannot be carried: $output"
+        run --separate-stderr "${APPLY[@]}" s2 --key "$T/ap/owner.key"
+        expect_code apply.source_unsupported
         # A key the trust policy does not list.
         run --separate-stderr "${APPLY[@]}" s1 --key "$T/ap/other.key"
         expect_code apply.untrusted_key
@@ -275,6 +293,48 @@ for n in ("user.glove", "system.posix_acl_access"):
     try: os.removexattr(sys.argv[1], n)
     except OSError: pass' "$T/rw/a.txt"
                 unplant
+        done
+        # A name that would act on a terminal reaches the owner escaped, in
+        # apply's refusal and in its full listing; an added entry anyone may
+        # write is flagged.
+        local evil=$'x\e]0;pwned\a\e[2J\n  removed      sub'
+        plant s1 p
+        ln -s a.txt "$T/rw/$evil"
+        unplant
+        run --separate-stderr "${APPLY[@]}" s1 --key "$T/ap/owner.key"
+        expect_code apply.symlink
+        [[ "$stderr" == *'x\x1b]0;pwned\x07\x1b[2J\x0a  removed      sub is a symbolic link'* ]] || fail "refusal: $stderr"
+        plant s1 p
+        rm "$T/rw/$evil"
+        echo evil >"$T/rw/$evil"
+        chmod 666 "$T/rw/$evil"
+        unplant
+        run --separate-stderr "${APPLY[@]}" --changes s1
+        [ "$status" -eq 0 ] || fail "apply --changes: $stderr"
+        [[ "$output" == *'  added        x\x1b]0;pwned\x07\x1b[2J\x0a  removed      sub 0666 (writable by anyone)'* ]] ||
+                fail "listing: $output"
+        [[ "$output" != *$'\e'* && "$(grep -c '^  removed      sub' <<<"$output")" = 0 ]] || fail "a raw name reached the owner: $output"
+        plant s1 p
+        rm "$T/rw/$evil"
+        unplant
+        # What an exchange would lose of the source, done by someone else
+        # after the session started (the manifest digest does not cover it):
+        # refused, named, nothing consumed.
+        for what in owner group xattr hardlink; do
+                case $what in
+                owner) chown 12345 "$T/src/p/a.txt" ;;
+                group) chgrp 12345 "$T/src/p/a.txt" ;;
+                xattr) "$PY" -c 'import os,sys; os.setxattr(sys.argv[1], "user.glove", b"x")' "$T/src/p/a.txt" ;;
+                hardlink) ln "$T/src/p/a.txt" "$T/outside-name" ;;
+                esac
+                run --separate-stderr "${APPLY[@]}" s1 --authorization "$T/ap/auth.json"
+                expect_code apply.source_unsupported
+                [[ "$stderr" == *": a.txt: the source's "* ]] || fail "$what: $stderr"
+                chown 0:0 "$T/src/p/a.txt"
+                "$PY" -c 'import os,sys
+try: os.removexattr(sys.argv[1], "user.glove")
+except OSError: pass' "$T/src/p/a.txt"
+                rm -f "$T/outside-name"
         done
         # The authorization names the stage as it was: still the same after
         # the offences were removed, so it applies... but not while the

@@ -103,8 +103,10 @@ int glove_apply_signed_from_json(const json_t *j, struct glove_apply_signed *out
  * "failed" (or "ambiguous" when what happened cannot be proven); *result
  * then still names the txid and outcome. Codes: the checks' (above, with
  * apply.authorization_mismatch when auth names another session, grant or
- * digest; apply.source_unsupported when the source held a FIFO, socket or
- * device the stage could not carry; apply.no_source; apply.source_missing
+ * digest; apply.source_unsupported when the source, as recorded or as it
+ * is now, holds what an exchange would lose (glove_manifest_check_carried:
+ * a special file, another owner or group, a special mode bit, an extended
+ * attribute or ACL, a second hard link); apply.no_source; apply.source_missing
  * when the source or its parent is gone), the journal's replay codes, the
  * candidate's, apply.exchange (-errno of renameat2).
  */

@@ -11,6 +11,8 @@
  *    \xNN;
  *  - C1 controls (U+0080..U+009F, UTF-8 C2 80..C2 9F): \xNN of the code
  *    point (0x9b is CSI);
+ *  - the backslash itself: \\ (so a name holding the four characters
+ *    "\x0a" never shows like one holding a newline);
  *  - bidirectional controls (Unicode UAX #9: U+061C, U+200E, U+200F,
  *    U+202A..U+202E, U+2066..U+2069): \u{NNNN};
  * everything else, other UTF-8 included, is copied as it is.

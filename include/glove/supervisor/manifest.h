@@ -126,6 +126,22 @@ int glove_manifest_from_json(const json_t *j, struct glove_manifest **out, struc
 int glove_manifest_check_apply(const struct glove_manifest *m, uid_t owner, struct glove_error *err);
 
 /*
+ * What an exchange would lose of the source m (docs/retained-changes.md,
+ * "Applying"): the applied tree is a new copy owned by uid:gid (whoever
+ * applies), so every directory and file of the source must be owned by
+ * uid:gid, without setuid, setgid or sticky bits, extended attributes or
+ * ACLs (the stage carries none of these), and every file single-link (the
+ * applied file is a new inode, apart from the source file's other names);
+ * FIFOs, sockets and devices are not carried at all. Symbolic links are
+ * left to the stage check (the stage holds the copy's link, which apply
+ * refuses). Sparseness is not checked: the applied file has the same
+ * contents, allocated. Returns 0 or -EPERM apply.source_unsupported with
+ * the first offence, its relative path and what would be lost in the
+ * message.
+ */
+int glove_manifest_check_carried(const struct glove_manifest *m, uid_t uid, gid_t gid, struct glove_error *err);
+
+/*
  * What changed from base to cur, as a new JSON object (*out, owned):
  *   {"added":[E...],"removed":[E...],"modified":[{"path","before":E,"after":E}...],
  *    "mode_changed":[{"path","before":MODE,"after":MODE}...],"unchanged":N}

@@ -18,6 +18,10 @@ static void test_escapes_what_a_terminal_acts_on(void **state) {
         assert_string_equal(glove_shown("x\xe2\x80\xaeyz\xe2\x81\xa6w\xd8\x9c", out, sizeof(out)), "x\\u{202E}yz\\u{2066}w\\u{061C}");
         assert_string_equal(glove_shown("\xe2\x80\x94", out, sizeof(out)), "\xe2\x80\x94"); /* an em dash stays */
         assert_string_equal(glove_shown(NULL, out, sizeof(out)), "?");
+        /* A backslash is escaped too: the four characters \x0a and a
+         * newline never show alike. */
+        assert_string_equal(glove_shown("a\\x0a", out, sizeof(out)), "a\\\\x0a");
+        assert_string_equal(glove_shown("a\n", out, sizeof(out)), "a\\x0a");
 }
 
 static void test_cuts_at_a_character(void **state) {
