@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -30,14 +31,23 @@ const int glove_launch_stop_signals[7] = {SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, 
 static int say_budget_ms = GLOVE_LAUNCH_SAY_WAIT_MS;
 
 void glove_launch_say(const char *fmt, ...) {
-        char line[1024]; /* under PIPE_BUF: one write after POLLOUT never blocks */
+        char raw[1024], line[1024]; /* under PIPE_BUF: one write after POLLOUT never blocks */
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(line, sizeof(line), fmt, ap);
+        int n = vsnprintf(raw, sizeof(raw), fmt, ap);
         va_end(ap);
         if (n < 0)
                 return;
-        size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+        /* Messages quote paths, names and peers' words: shown escaped
+         * (docs/threat-model.md, "Terminal"), the line's own end kept. */
+        size_t rlen = strlen(raw);
+        bool nl = rlen > 0 && raw[rlen - 1] == '\n';
+        if (nl)
+                raw[rlen - 1] = '\0';
+        glove_shown(raw, line, sizeof(line) - 1);
+        size_t len = strlen(line);
+        if (nl)
+                line[len++] = '\n';
         size_t off = 0;
         while (off < len) {
                 struct pollfd pfd = {.fd = 2, .events = POLLOUT};
@@ -59,9 +69,7 @@ void glove_launch_say(const char *fmt, ...) {
 }
 
 int glove_launch_fail(const struct glove_error *err) {
-        char shown[GLOVE_SHOWN_SIZE(GLOVE_ERROR_MESSAGE_MAX)];
-        glove_launch_say("glove: %s: %s\n", err->code ? err->code : "glove.error",
-                         glove_shown(err->message, shown, sizeof(shown)));
+        glove_launch_say("glove: %s: %s\n", err->code ? err->code : "glove.error", err->message);
         return GLOVE_EXIT_FAILURE;
 }
 

@@ -92,7 +92,10 @@ bool glove_launch_is_stop_signal(int sig);
  * Writes one of Glove's own lines (printf format) to stderr. A stderr that
  * nobody reads (a full pipe) cannot hold Glove: the lines of the whole
  * process wait GLOVE_LAUNCH_SAY_WAIT_MS at most, then are dropped. Lines
- * are cut at 1023 bytes.
+ * are cut at 1023 bytes. The line is shown through glove_shown (control
+ * characters, bidirectional controls and the backslash escaped:
+ * docs/threat-model.md, "Terminal") except its final newline, since it
+ * quotes paths, names and what upstreams and agents said.
  */
 void glove_launch_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -30,6 +30,10 @@ setup() { T=$BATS_TEST_TMPDIR; }
 @test "exit codes: a missing program gives 127 with one error line" {
         gx -127 -- /nonexistent/program
         expect_glove_error 127
+        # A name that would act on the terminal is shown escaped, on one line.
+        gx -127 -- $'/nonexistent/x\e]0;owned\a\n\\y'
+        expect_glove_error 127
+        [[ "$stderr" == *'/nonexistent/x\x1b]0;owned\x07\x0a\\y'* && "$stderr" != *$'\e'* ]] || fail "not escaped: $stderr"
 }
 
 @test "exit codes: a bare name is looked up in the sandbox's PATH, not the host's" {
