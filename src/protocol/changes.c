@@ -12,7 +12,7 @@ const char *const glove_changes_kinds[4] = { "removed", "modified", "mode_change
 static void print_one(FILE *out, const char *kind, const json_t *x) {
         char path[GLOVE_SHOWN_SIZE(PATH_MAX)]; /* a manifest path is shorter */
         const char *raw = json_string_value(json_object_get(x, "path"));
-        glove_shown(raw, path, sizeof(path));
+        glove_shown_name(raw, path, sizeof(path));
         if (strcmp(kind, "mode_changed") == 0) {
                 fprintf(out, "  %-12s %s %04llo -> %04llo%s\n", kind, path,
                         (unsigned long long)json_integer_value(json_object_get(x, "before")),

@@ -13,8 +13,14 @@
  *    point (0x9b is CSI);
  *  - the backslash itself: \\ (so a name holding the four characters
  *    "\x0a" never shows like one holding a newline);
- *  - bidirectional controls (Unicode UAX #9: U+061C, U+200E, U+200F,
- *    U+202A..U+202E, U+2066..U+2069): \u{NNNN};
+ *  - what a terminal shows as nothing or as a plain space, or what
+ *    reorders text: bidirectional controls (Unicode UAX #9: U+061C,
+ *    U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), the other format
+ *    characters (Cf: U+00AD soft hyphen, U+200B..U+200D, U+2060..U+2064,
+ *    U+FEFF, the tags U+E0000.., ...), the line and paragraph separators
+ *    (U+2028, U+2029), every space but U+0020 (U+00A0, U+2000..U+200A,
+ *    U+3000, ...), variation selectors and the Hangul fillers:
+ *    \u{NNNN};
  * everything else, other UTF-8 included, is copied as it is.
  */
 #include <stddef.h>
@@ -27,6 +33,16 @@
  * thread.
  */
 char *glove_shown(const char *s, char *out, size_t size);
+
+/*
+ * As glove_shown, for a name listed one per line (a path in a listing of
+ * changes): a space that begins or ends it or stands next to another
+ * space is shown as \x20 too, so that no run of spaces can pad a name
+ * until the terminal wraps it into what looks like another line, and no
+ * name differs from another by invisible spaces. A single inner space
+ * stays as it is.
+ */
+char *glove_shown_name(const char *s, char *out, size_t size);
 
 /* A buffer size that shows any string of up to n bytes whole. */
 #define GLOVE_SHOWN_SIZE(n) ((n) * 4 + 4)

@@ -20,7 +20,7 @@ extern const char *const glove_changes_kinds[4];
  * Writes one line per entry of changes' lists ({"removed","modified",
  * "mode_changed","added"}: arrays of the manifest difference, see
  * glove_manifest_diff) to out, in glove_changes_kinds order, each path
- * through glove_shown (docs/threat-model.md, "Terminal"):
+ * through glove_shown_name (docs/threat-model.md, "Terminal"):
  *   "  added        PATH[/] MODE[ (writable by anyone)]"  (/ for a directory)
  *   "  removed      PATH"
  *   "  modified     PATH"
