@@ -3,6 +3,7 @@
  * Retained ext4 images for managed sessions (issue 9, "retained_write";
  * docs/session-policy.md, "Resolution and retained images").
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -249,6 +250,37 @@ int sv_loop_attach_flags(int image_fd, const char *name, uint32_t flags, int *lo
                 return 0;
         }
         return glove_error_set(err, EBUSY, "materialize.loop", "no free loop device after 64 attempts");
+}
+
+int sv_loop_bound_writable(uint64_t dev, uint64_t ino, bool *live, struct glove_error *err) {
+        *live = false;
+        DIR *d = opendir("/sys/block");
+        if (!d)
+                return glove_error_set(err, errno, "materialize.loop", "/sys/block: %s", strerror(errno));
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                const char *p = e->d_name;
+                if (strncmp(p, "loop", 4) != 0 || !p[4] || strspn(p + 4, "0123456789") != strlen(p + 4))
+                        continue;
+                char node[300];
+                snprintf(node, sizeof(node), "/dev/%s", p);
+                _cleanup_close_ int fd = open(node, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+                struct stat st;
+                struct loop_info64 info;
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISBLK(st.st_mode) || major(st.st_rdev) != SV_LOOP_MAJOR ||
+                    ioctl(fd, LOOP_GET_STATUS64, &info) < 0)
+                        continue;
+                /* lo_device is the kernel's huge_encode_dev form. */
+                unsigned maj = (unsigned)((info.lo_device & 0xfff00) >> 8);
+                unsigned min = (unsigned)((info.lo_device & 0xff) | ((info.lo_device >> 12) & 0xfff00));
+                if (maj == major((dev_t)dev) && min == minor((dev_t)dev) && info.lo_inode == ino &&
+                    !(info.lo_flags & LO_FLAGS_READ_ONLY)) {
+                        *live = true;
+                        break;
+                }
+        }
+        closedir(d);
+        return 0;
 }
 
 /* Mounts the loop device named dev, which must still be the block device

@@ -74,5 +74,16 @@ int sv_image_freeze(int root_fd, const char *session, const char *alias, uint64_
 int sv_loop_attach_flags(int image_fd, const char *name, uint32_t flags, int *loop_fd, struct sv_image *img,
                          struct glove_error *err);
 
+/*
+ * Sets *live when a loop device not marked read-only is bound to the file
+ * on device dev with inode ino (st_dev, st_ino): a file system of that
+ * image is still live somewhere (the session's own, while its last
+ * reference goes and it is written back), so what a new mount of the file
+ * would read may be stale. Scans /sys/block/loop* and asks each device
+ * (LOOP_GET_STATUS64; an unbound or vanished device is skipped).
+ * materialize.loop when /sys/block cannot be read.
+ */
+int sv_loop_bound_writable(uint64_t dev, uint64_t ino, bool *live, struct glove_error *err);
+
 /* Removes images/SESSION and mounts/SESSION when empty. */
 void sv_image_cleanup_session(int root_fd, const char *session);

@@ -20,10 +20,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -232,11 +234,21 @@ static int add_entry(struct walk *w, const struct stat *st, struct glove_manifes
         return 0;
 }
 
-static int list_xattr(struct walk *w, int fd, bool *out) {
+/* Records whether the directory or file open as fd has extended
+ * attributes, and its inode flags (FS_IOC_GETFLAGS; 0 where the file
+ * system keeps none). */
+static int list_xattr(struct walk *w, int fd, struct glove_manifest_entry *e) {
         ssize_t n = flistxattr(fd, NULL, 0);
         if (n < 0 && errno != ENOTSUP)
                 return io_error(w, errno, "listing extended attributes");
-        *out = n > 0;
+        e->xattr = n > 0;
+        int flags = 0;
+        if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+                if (errno != ENOTTY && errno != ENOTSUP && errno != EINVAL)
+                        return io_error(w, errno, "reading inode flags");
+                flags = 0;
+        }
+        e->flags = (uint32_t)flags;
         return 0;
 }
 
@@ -283,7 +295,7 @@ static int hash_file(struct walk *w, int fd, const struct stat *st, struct glove
         e->sparse = size && hole < st->st_size;
         e->size = size;
         w->m->file_bytes += size;
-        return list_xattr(w, fd, &e->xattr);
+        return list_xattr(w, fd, e);
 }
 
 /* Records the symbolic link opened as fd (O_PATH): its target's length and digest. */
@@ -337,7 +349,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, unsigned dept
                 return hash_link(w, fd, &ost, e);
         if (!dir)
                 return 0;
-        if ((r = list_xattr(w, fd, &e->xattr)) < 0)
+        if ((r = list_xattr(w, fd, e)) < 0)
                 return r;
         return walk_dir(w, TAKE_FD(fd), depth + 1);
 }
@@ -434,7 +446,7 @@ int glove_manifest_build_bounded(int dir_fd, uint64_t max_file_bytes, size_t max
                 return changed(&w, "was replaced");
         }
         struct glove_manifest_entry *root = NULL;
-        if ((r = add_entry(&w, &ost, &root)) < 0 || (r = list_xattr(&w, fd, &root->xattr)) < 0) {
+        if ((r = add_entry(&w, &ost, &root)) < 0 || (r = list_xattr(&w, fd, root)) < 0) {
                 close(fd);
                 return r;
         }
@@ -699,6 +711,14 @@ int glove_manifest_check_carried(const struct glove_manifest *m, uid_t uid, gid_
                                                "%s: the source's entry has extended attributes or an ACL, which "
                                                "the stage does not carry; an exchange would drop them",
                                                p);
+                if (e->flags & (FS_IMMUTABLE_FL | FS_APPEND_FL))
+                        return glove_error_set(err, EPERM, "apply.source_unsupported",
+                                               "%s: the source's entry is %s (chattr +%c), which the stage does "
+                                               "not carry: an exchange would drop it, and could not remove the "
+                                               "old source; clear it (chattr -%c) or copy the change by hand",
+                                               p, e->flags & FS_IMMUTABLE_FL ? "immutable" : "append-only",
+                                               e->flags & FS_IMMUTABLE_FL ? 'i' : 'a',
+                                               e->flags & FS_IMMUTABLE_FL ? 'i' : 'a');
                 if (e->type == GLOVE_MANIFEST_FILE && e->nlink > 1)
                         return glove_error_set(err, EPERM, "apply.source_unsupported",
                                                "%s: the source's file has %u hard links; the applied file would "

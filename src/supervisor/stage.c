@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "glove/base/cleanup.h"
@@ -117,6 +118,36 @@ static int check_not_in_use(int root_fd, const char *session, const char *grant,
         return 0;
 }
 
+/* How long an inspection or apply waits for the session's own file
+ * system of the image to go (ms), and how often it looks. */
+#define LIVE_WAIT_MS 3000
+#define LIVE_POLL_MS 50
+
+/* Refuses an image that a writable loop device still backs: the
+ * session's file system, unmounted lazily, lives on until its last
+ * reference goes and its data are written back, and until then a
+ * read-only mount of the file would read the image as it was (with
+ * noload, even without the journal's last transactions). Waits up to
+ * LIVE_WAIT_MS for it to go. */
+static int wait_not_live(const struct stat *image, const char *grant, struct glove_error *err) {
+        for (int waited = 0;; waited += LIVE_POLL_MS) {
+                bool live = false;
+                int r = sv_loop_bound_writable((uint64_t)image->st_dev, (uint64_t)image->st_ino, &live, err);
+                if (r < 0)
+                        return r;
+                if (!live)
+                        return 0;
+                if (waited >= LIVE_WAIT_MS)
+                        return glove_error_set(err, EBUSY, "retained.in_use",
+                                               "%s: the session's file system of the image is still live (a "
+                                               "writable loop device backs it; it is being written back or "
+                                               "something still holds it): try again in a moment",
+                                               grant);
+                struct timespec ts = { .tv_nsec = LIVE_POLL_MS * 1000000L };
+                nanosleep(&ts, NULL);
+        }
+}
+
 /* The detached read-only mount of the image open as image. */
 static int mount_detached(int image, const char *grant, int *out, struct glove_error *err) {
         struct sv_image img = { 0 };
@@ -171,6 +202,8 @@ int glove_supervisor_stage_open(int root_fd, const char *session, const char *gr
                          (uint64_t)st.st_size > s->image_size)
                         r = glove_error_set(err, EPERM, "retained.image_changed",
                                             "%s: the image is not the one recorded (inode or size differs)", grant);
+                else if ((r = wait_not_live(&st, grant, err)) < 0)
+                        ;
                 else
                         r = mount_detached(image, grant, &s->fd, err);
         }

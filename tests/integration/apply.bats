@@ -294,6 +294,17 @@ for n in ("user.glove", "system.posix_acl_access"):
     except OSError: pass' "$T/rw/a.txt"
                 unplant
         done
+        # While a writable loop device still backs the image (the session's
+        # own file system, written back after its lazy unmount; here the
+        # planting mount), a read-only mount of the file could read it as it
+        # was: inspection and apply wait a moment, then refuse.
+        plant s1 p
+        ctl changes s1
+        [[ "$output" == "p: retained.in_use: p: "*"still live"* ]] ||
+                fail "an inspection read an image a writable loop device backs: $output $stderr"
+        run --separate-stderr "${APPLY[@]}" s1 --key "$T/ap/owner.key"
+        expect_code retained.in_use
+        unplant
         # A name that would act on a terminal reaches the owner escaped, in
         # apply's refusal and in its full listing; an added entry anyone may
         # write is flagged.
@@ -308,28 +319,42 @@ for n in ("user.glove", "system.posix_acl_access"):
         rm "$T/rw/$evil"
         echo evil >"$T/rw/$evil"
         chmod 666 "$T/rw/$evil"
+        # Look-alikes: a zero width space after a's name, and a name padded
+        # with spaces until a terminal would wrap it into a forged line.
+        local zw=$'a.txt\xe2\x80\x8b' pad="w$(printf '%66s' '')  removed      main.py"
+        echo zw >"$T/rw/$zw"
+        echo pad >"$T/rw/$pad"
+        chmod 644 "$T/rw/$zw" "$T/rw/$pad"
         unplant
         run --separate-stderr "${APPLY[@]}" --changes s1
         [ "$status" -eq 0 ] || fail "apply --changes: $stderr"
-        [[ "$output" == *'  added        x\x1b]0;pwned\x07\x1b[2J\x0a  removed      sub 0666 (writable by anyone)'* ]] ||
+        [[ "$output" == *'  added        x\x1b]0;pwned\x07\x1b[2J\x0a\x20\x20removed\x20\x20\x20\x20\x20\x20sub 0666 (writable by anyone)'* ]] ||
                 fail "listing: $output"
         [[ "$output" != *$'\e'* && "$(grep -c '^  removed      sub' <<<"$output")" = 0 ]] || fail "a raw name reached the owner: $output"
+        [[ "$output" == *'  added        a.txt\u{200B} 0644'* ]] || fail "an invisible character was not shown: $output"
+        [[ "$output" == *'  added        w\x20\x20'*'\x20\x20removed\x20\x20\x20\x20\x20\x20main.py 0644'* ]] ||
+                fail "a padded name was not shown: $output"
         plant s1 p
-        rm "$T/rw/$evil"
+        rm "$T/rw/$evil" "$T/rw/$zw" "$T/rw/$pad"
         unplant
         # What an exchange would lose of the source, done by someone else
         # after the session started (the manifest digest does not cover it):
         # refused, named, nothing consumed.
-        for what in owner group xattr hardlink; do
+        for what in owner group xattr hardlink append immutable-root; do
+                local at=a.txt
                 case $what in
                 owner) chown 12345 "$T/src/p/a.txt" ;;
                 group) chgrp 12345 "$T/src/p/a.txt" ;;
                 xattr) "$PY" -c 'import os,sys; os.setxattr(sys.argv[1], "user.glove", b"x")' "$T/src/p/a.txt" ;;
                 hardlink) ln "$T/src/p/a.txt" "$T/outside-name" ;;
+                append) chattr +a "$T/src/p/a.txt" || skip "chattr +a: not on this file system" ;;
+                immutable-root) chattr +i "$T/src/p" || skip "chattr +i: not on this file system"; at=. ;;
                 esac
                 run --separate-stderr "${APPLY[@]}" s1 --authorization "$T/ap/auth.json"
+                chattr -a "$T/src/p/a.txt" 2>/dev/null
+                chattr -i "$T/src/p" 2>/dev/null
                 expect_code apply.source_unsupported
-                [[ "$stderr" == *": a.txt: the source's "* ]] || fail "$what: $stderr"
+                [[ "$stderr" == *": $at: the source's "* ]] || fail "$what: $stderr"
                 chown 0:0 "$T/src/p/a.txt"
                 "$PY" -c 'import os,sys
 try: os.removexattr(sys.argv[1], "user.glove")

@@ -65,6 +65,9 @@ struct glove_manifest_entry {
                                          opened O_PATH only, and apply refuses them anyway) */
         char sha256[GLOVE_MANIFEST_DIGEST_HEX_SIZE]; /* files: of the contents; symbolic links: of the
                                                         target text; else "" */
+        uint32_t flags;               /* dirs and files: inode flags (FS_IOC_GETFLAGS, FS_*_FL) when built
+                                         from a tree, 0 where the file system keeps none; not in the
+                                         stored form (a manifest read back has 0) */
 };
 
 struct glove_manifest {
@@ -130,7 +133,11 @@ int glove_manifest_check_apply(const struct glove_manifest *m, uid_t owner, stru
  * "Applying"): the applied tree is a new copy owned by uid:gid (whoever
  * applies), so every directory and file of the source must be owned by
  * uid:gid, without setuid, setgid or sticky bits, extended attributes or
- * ACLs (the stage carries none of these), and every file single-link (the
+ * ACLs, immutable or append-only inode flags (FS_IMMUTABLE_FL,
+ * FS_APPEND_FL: also an exchange and cleanup could not proceed; a manifest
+ * read back from JSON has no flags, so this part holds only for one built
+ * from the tree) (the stage carries none of these), and every file
+ * single-link (the
  * applied file is a new inode, apart from the source file's other names);
  * FIFOs, sockets and devices are not carried at all. Symbolic links are
  * left to the stage check (the stage holds the copy's link, which apply

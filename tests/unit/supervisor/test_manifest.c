@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/fs.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -653,6 +655,21 @@ static void test_check_carried(void **state) {
         else
                 fprintf(stderr, "skipped the xattr case: setxattr user.x: %s\n", strerror(errno));
         reset_tree(e);
+
+        /* An append-only file (the owner's integrity protection) where the
+         * file system keeps inode flags and this process may set them. */
+        pathof(q, sizeof(q), e, "d/b");
+        int ffd = open(q, O_RDONLY | O_CLOEXEC);
+        int fl = 0;
+        assert_true(ffd >= 0);
+        if (ioctl(ffd, FS_IOC_GETFLAGS, &fl) == 0 && (fl |= FS_APPEND_FL, ioctl(ffd, FS_IOC_SETFLAGS, &fl) == 0)) {
+                expect_carried_error(e, geteuid(), getegid(), "d/b", "append-only (chattr +a)");
+                fl &= ~FS_APPEND_FL;
+                assert_int_equal(ioctl(ffd, FS_IOC_SETFLAGS, &fl), 0);
+        } else {
+                fprintf(stderr, "skipped the append-only case: FS_IOC_SETFLAGS: %s\n", strerror(errno));
+        }
+        close(ffd);
 
         if (geteuid() == 0) {
                 pathof(q, sizeof(q), e, "d/b");
