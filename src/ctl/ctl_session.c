@@ -260,6 +260,16 @@ static void print_list(const char *label, const json_t *a) {
         printf("\n");
 }
 
+/* True when any grant of a retained_changes result is an error entry
+ * (the result itself was a success): glove ctl changes then exits
+ * GLOVE_CTL_EXIT_REFUSED, with or without --json, after printing it all. */
+static bool changes_have_error(const json_t *r) {
+        size_t gi;
+        json_t *g;
+        json_array_foreach(json_object_get(r, "grants"), gi, g) if (json_object_get(g, "error")) return true;
+        return false;
+}
+
 /* retained_changes: per grant, the baseline, how many of each kind, and
  * each changed path listed, changes to the source's own entries first
  * (gloved lists at most a bounded number in all: "truncated" says so, and
@@ -398,5 +408,7 @@ int ctl_session_run(const struct ctl *c) {
                 r = ctl_print_json(result);
         else
                 print_human(method, params, result);
+        if (r == 0 && strcmp(method, "retained_changes") == 0 && changes_have_error(result))
+                r = GLOVE_CTL_EXIT_REFUSED;
         return fflush(stdout) == 0 ? r : GLOVE_CTL_EXIT_FAILURE;
 }

@@ -302,6 +302,10 @@ for n in ("user.glove", "system.posix_acl_access"):
         ctl changes s1
         [[ "$output" == "p: retained.in_use: p: "*"still live"* ]] ||
                 fail "an inspection read an image a writable loop device backs: $output $stderr"
+        expect_status 1
+        ctl --json changes s1
+        expect_status 1
+        [ "$(jq -r '.grants[0].error.code' <<<"$output")" = retained.in_use ] || fail "--json: $output"
         run --separate-stderr "${APPLY[@]}" s1 --key "$T/ap/owner.key"
         expect_code retained.in_use
         unplant
