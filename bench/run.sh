@@ -15,7 +15,11 @@
 # many real short managed sessions: RSS, descriptors, keepers, journal and
 # checkpoint bytes every 1 000 sessions and the replay time of a restart
 # (bench/gloved_soak.py, JSON lines in bench/results/gloved-soak.jsonl;
-# GLOVED_SOAK_SESSIONS, default 2 000; 10 000 is the full soak).
+# GLOVED_SOAK_SESSIONS, default 2 000; 10 000 is the full soak). Before
+# limits and egress: one local-service exchange direct to an echo upstream
+# against the same through the proxy, its audit file on tmpfs and on disk
+# (bench/services_exchange.c, JSON lines in bench/results/services.jsonl;
+# SERVICES_EXCHANGES rounds, default 1 000).
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 200)
 #
@@ -161,6 +165,15 @@ for live in 0 10000; do
                 tee -a bench/results/store-soak.jsonl || rc=$?
 done
 rm -rf "$soak_tmp"
+
+echo
+echo "== local services: one framed exchange direct to an echo upstream vs through the proxy (inherited-stream-v1), its audit file on tmpfs and on disk"
+# On disk (/var/tmp unless TMPDIR), as a session's audit file under the
+# materialization root: delivery_pending's fdatasync is part of the cost.
+svc_tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/glove-bench-services.XXXXXX")
+"$build/glove-bench-services" "$svc_tmp" --exchanges "${SERVICES_EXCHANGES:-1000}" |
+        tee >(grep '^{' >>bench/results/services.jsonl) || rc=$?
+rm -rf "$svc_tmp"
 
 echo
 echo "== limits and egress: start-up with vs without a run cgroup; 256 MiB through the egress proxy vs direct"
