@@ -80,10 +80,16 @@ static void *upstream(void *arg) {
         }
 }
 
+/* The address of path (shorter than sun_path: main checks it). */
+static struct sockaddr_un unix_address(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        return sa;
+}
+
 static int connect_path(const char *path) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        struct sockaddr_un sa = unix_address(path);
         if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 die("connecting the upstream", NULL);
         return fd;
@@ -198,8 +204,7 @@ int main(int argc, char **argv) {
                 die(up, NULL);
         (void)unlink(sock);
         int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+        struct sockaddr_un sa = unix_address(sock);
         if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sock, 0600) < 0 ||
             listen(lfd, 64) < 0)
                 die(sock, NULL);
@@ -256,6 +261,8 @@ int main(int argc, char **argv) {
                rounds, dir);
         for (size_t si = 0; si < n_sizes; si++)
                 printf("%s\n", json[si]);
+        for (int k = 0; k < 3; k++)
+                free(t[k]);
         close(tmpfs.guest);
         close(disk.guest);
         glove_services_proxy_stop(tmpfs.proxy);
