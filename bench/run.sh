@@ -169,10 +169,15 @@ rm -rf "$soak_tmp"
 echo
 echo "== local services: one framed exchange direct to an echo upstream vs through the proxy (inherited-stream-v1), its audit file on tmpfs and on disk"
 # On disk (/var/tmp unless TMPDIR), as a session's audit file under the
-# materialization root: delivery_pending's fdatasync is part of the cost.
+# materialization root: each audit record's fdatasync is part of the cost.
 svc_tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/glove-bench-services.XXXXXX")
-"$build/glove-bench-services" "$svc_tmp" --exchanges "${SERVICES_EXCHANGES:-1000}" |
-        tee >(grep '^{' >>bench/results/services.jsonl) || rc=$?
+if svc_out=$("$build/glove-bench-services" "$svc_tmp" --exchanges "${SERVICES_EXCHANGES:-1000}"); then
+        printf '%s\n' "$svc_out"
+        grep '^{' <<<"$svc_out" >>bench/results/services.jsonl
+else
+        rc=$?
+        printf '%s\n' "$svc_out"
+fi
 rm -rf "$svc_tmp"
 
 echo

@@ -266,7 +266,10 @@ static void print_list(const char *label, const json_t *a) {
 static bool changes_have_error(const json_t *r) {
         size_t gi;
         json_t *g;
-        json_array_foreach(json_object_get(r, "grants"), gi, g) if (json_object_get(g, "error")) return true;
+        json_array_foreach(json_object_get(r, "grants"), gi, g) {
+                if (json_object_get(g, "error"))
+                        return true;
+        }
         return false;
 }
 
