@@ -16,6 +16,7 @@
 #include "glove/base/cleanup.h"
 #include "glove/base/fd.h"
 #include "glove/base/path.h"
+#include "glove/store/dirs.h"
 
 #define CODE "grant.gloved_runtime"
 
@@ -87,11 +88,12 @@ static int scan_unix_table(struct glove_grant_guards *guards, unsigned long *ino
         return 0;
 }
 
-/* Whether descriptor name of /proc/PID/fdinfo (fdinfo) was opened O_PATH:
- * gloved's own directories are held O_RDONLY (src/store/dirs.c); an O_PATH
- * descriptor is a passing lookup (a walk from /, a managed grant's source),
- * not a directory it keeps. Unreadable: not O_PATH. */
-static bool is_path_descriptor(int fdinfo, const char *name) {
+/* Whether descriptor name of /proc/PID/fdinfo (fdinfo) is one of gloved's
+ * kept directories: opened with GLOVE_STORE_KEPT_DIR_FLAG, which only its
+ * private directories carry (glove/store/dirs.h). Any other directory it
+ * holds is held in passing (a grant check's listing of /, a copy walk, an
+ * O_PATH lookup) and guards nothing. Unreadable: not kept. */
+static bool is_kept_descriptor(int fdinfo, const char *name) {
         if (fdinfo < 0)
                 return false;
         _cleanup_close_ int fd = openat(fdinfo, name, O_RDONLY | O_CLOEXEC);
@@ -102,7 +104,7 @@ static bool is_path_descriptor(int fdinfo, const char *name) {
         buf[n] = '\0';
         const char *f = strstr(buf, "flags:");
         unsigned long flags;
-        return f && sscanf(f + 6, "%lo", &flags) == 1 && (flags & O_PATH);
+        return f && sscanf(f + 6, "%lo", &flags) == 1 && !(flags & O_PATH) && (flags & GLOVE_STORE_KEPT_DIR_FLAG);
 }
 
 /* Looks at the descriptors of the process pid (fddir: its /proc/PID/fd,
@@ -147,7 +149,7 @@ static int add_gloved_fds(struct glove_grant_guards *guards, pid_t pid, int fddi
                 }
                 struct stat st;
                 if (link[0] != '/' || fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode) ||
-                    is_path_descriptor(fdinfo, e->d_name))
+                    !is_kept_descriptor(fdinfo, e->d_name))
                         continue;
                 char **nd = realloc(dirs, (n_dirs + 1) * sizeof(*dirs));
                 if (!nd || !(nd[n_dirs] = strdup(link))) {
@@ -164,7 +166,7 @@ static int add_gloved_fds(struct glove_grant_guards *guards, pid_t pid, int fddi
                 r = glove_error_set(err, ENAMETOOLONG, CODE, "gloved (pid %d) holds a descriptor whose path is longer than %d bytes",
                                     (int)pid, GLOVE_PATH_MAX - 2);
         char what[128];
-        snprintf(what, sizeof(what), "a directory that a running gloved (pid %d) holds (its runtime or state directory)",
+        snprintf(what, sizeof(what), "a private directory that a running gloved (pid %d) keeps open (runtime, state and the like)",
                  (int)pid);
         for (size_t i = 0; i < n_dirs; i++) {
                 if (r >= 0 && live)

@@ -27,10 +27,13 @@
  * markers (a socket named gloved.sock, a regular file named
  * bootstrap-secret: a directory holding one, and everything beneath, is
  * refused), and the directories of every gloved this process can see:
- *  - each directory a live gloved other than this process holds open (a
- *    process named gloved* holding a socket bound at .../gloved.sock; its
- *    /proc/PID/fd, so a directory renamed since is found where it is now;
- *    O_PATH descriptors are passing lookups and are not counted);
+ *  - each of its own private directories a live gloved other than this
+ *    process holds open (a process named gloved* holding a socket bound at
+ *    .../gloved.sock; its /proc/PID/fd, so a directory renamed since is
+ *    found where it is now). Only descriptors tagged with
+ *    GLOVE_STORE_KEPT_DIR_FLAG count (glove/store/dirs.h): a directory it
+ *    opens in passing (a listing of /, a copy walk, an O_PATH lookup) would
+ *    otherwise refuse whatever grant lay beneath it while it was open;
  *  - each directory RUNTIME whose RUNTIME/gloved.sock is a listening socket
  *    in /proc/net/unix and still a socket at that path (a gloved of another
  *    uid, whose descriptors cannot be read).

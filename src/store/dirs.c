@@ -109,6 +109,11 @@ int glove_store_dir_open_private(const char *path, uid_t owner, bool create, int
         r = glove_store_dir_check(&st, owner, norm, err);
         if (r < 0)
                 return r;
+        /* The tag glove exec and glove run look for (dirs.h). */
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | GLOVE_STORE_KEPT_DIR_FLAG) < 0)
+                return glove_error_set(err, errno, "dirs.insecure", "%s: cannot mark the descriptor as kept: %s", norm,
+                                       strerror(errno));
         *out_fd = TAKE_FD(fd);
         return 0;
 }

@@ -299,6 +299,45 @@ for line in open("/proc/keys"):
         [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a parent of a bind of it"
 }
 
+@test "hostwide: only the private directories a live gloved keeps are guarded, not one it has open in passing (a listing of /, a copy walk)" {
+        # A stand-in gloved (a process named gloved* holding a bound
+        # gloved.sock) that holds / and a project tree as gloved's grant
+        # checks and copy walks do for a moment, and one directory tagged as
+        # kept, as gloved tags its runtime and state directories.
+        mkdir -p "$T/rt" "$T/project/src" "$T/kept/inner" "$T/other"
+        chmod 0700 "$T/rt" "$T/kept"
+        cat >"$T/fake_gloved.py" <<'PY'
+import ctypes, fcntl, os, socket, sys, time
+ctypes.CDLL(None).prctl(15, b"gloved-standin", 0, 0, 0)  # PR_SET_NAME
+rt, project, kept = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX)
+s.bind(rt + "/gloved.sock")
+s.listen()
+held = [os.open("/", os.O_RDONLY | os.O_DIRECTORY), os.open(project, os.O_RDONLY | os.O_DIRECTORY)]
+k = os.open(kept, os.O_RDONLY | os.O_DIRECTORY)
+fcntl.fcntl(k, fcntl.F_SETFL, fcntl.fcntl(k, fcntl.F_GETFL) | os.O_NOATIME)
+open(rt + "/up", "w").write("up\n")
+time.sleep(120)
+PY
+        "$PY" "$T/fake_gloved.py" "$T/rt" "$T/project" "$T/kept" 2>"$T/fake.err" </dev/null 3>&- &
+        track_pid $!
+        wait_for "$T/rt/up" up 30 || fail "the stand-in gloved did not start: $(cat "$T/fake.err")"
+        [ "$(cat /proc/$!/comm)" = gloved-standin ] || fail "the stand-in is not named gloved* (the test proves nothing)"
+        gx --read "$T/other" -- /bin/true
+        expect_status 0
+        gx --read "$T/project" -- /bin/ls "$T/project"
+        expect_status 0
+        [[ "$output" == *src* ]] || fail "the project was not readable: $output"
+        gx --write "$T/project/src" -- /bin/true
+        expect_status 0
+        gx --read "$T/kept/inner" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "inside a kept directory: expected grant.gloved_runtime"
+        gx --read "$T" -- /bin/true
+        expect_glove_error 125
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "a parent of the stand-in's directories: expected grant.gloved_runtime"
+}
+
 @test "hostwide: gloved refuses to start with its directories inside a running sandbox's grant (service.exposed_directory)" {
         require_gloved
         local d=$T/rt16

@@ -16,6 +16,7 @@
  *   path.symlink, path.missing, path.open  from glove_fd_open_nofollow
  */
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -23,12 +24,26 @@
 #include "glove/base/error.h"
 
 /*
+ * The open-file flag that tags a descriptor of one of gloved's own private
+ * directories (runtime, state, leases, materialization root and the like),
+ * as against a directory it opens in passing (a listing of / in a grant
+ * check, a copy walk). glove exec and glove run guard only the directories
+ * a live gloved holds with this flag (src/run/gloved_guards.c, read from
+ * /proc/PID/fdinfo), so no passing open refuses their grants. Nothing else
+ * opens a directory with it; set only by glove_store_dir_open_private.
+ */
+#define GLOVE_STORE_KEPT_DIR_FLAG O_NOATIME
+
+/*
  * Opens the directory at path (absolute, normalized, no symbolic link in any
- * component) with O_RDONLY|O_DIRECTORY|O_CLOEXEC and checks that it is owned
- * by owner with mode exactly 0700. When create is true, missing components
+ * component) with O_RDONLY|O_DIRECTORY|O_CLOEXEC, checks that it is owned
+ * by owner with mode exactly 0700, and tags the descriptor with
+ * GLOVE_STORE_KEPT_DIR_FLAG. When create is true, missing components
  * are created first with mode 0700 (existing ones are left alone; only the
  * final directory is checked). The descriptor is stored in *out_fd (caller
- * closes). Errors: dirs.relative, dirs.create, dirs.insecure, path.*.
+ * closes). Errors: dirs.relative, dirs.create, dirs.insecure (also: the tag
+ * refused, EPERM, when the caller neither owns the directory nor has
+ * CAP_FOWNER), path.*.
  */
 int glove_store_dir_open_private(const char *path, uid_t owner, bool create, int *out_fd,
                                    struct glove_error *err);

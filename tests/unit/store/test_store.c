@@ -20,6 +20,7 @@
 
 #include "glove/base/digest.h"
 #include "glove/base/json.h"
+#include "glove/store/dirs.h"
 #include "glove/store/receipts.h"
 #include "glove/store/store.h"
 #include "helpers.h"
@@ -1240,6 +1241,33 @@ static void test_retention_waits_for_the_acknowledgement(void **state) {
         glove_store_receipts_close(rc);
 }
 
+/* A private directory's descriptor carries the kept-directory tag that
+ * glove exec and glove run look for (glove/store/dirs.h); a directory that
+ * fails the checks yields no descriptor. */
+static void test_private_dir_is_tagged_kept(void **state) {
+        struct fixture *f = *state;
+        assert_int_equal(chmod(f->dir, 0700), 0);
+        struct glove_error e = { 0 };
+        int fd = -1;
+        assert_int_equal(glove_store_dir_open_private(f->dir, geteuid(), false, &fd, &e), 0);
+        int fl = fcntl(fd, F_GETFL);
+        assert_true(fl >= 0);
+        assert_true((fl & GLOVE_STORE_KEPT_DIR_FLAG) == GLOVE_STORE_KEPT_DIR_FLAG);
+        assert_true((fl & O_PATH) == 0);
+        close(fd);
+        /* A plain open of the same directory is not tagged. */
+        fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_true((fcntl(fd, F_GETFL) & GLOVE_STORE_KEPT_DIR_FLAG) == 0);
+        close(fd);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        fd = -1;
+        assert_true(glove_store_dir_open_private(f->dir, geteuid(), false, &fd, &e) < 0);
+        assert_string_equal(e.code, "dirs.insecure");
+        assert_int_equal(fd, -1);
+        assert_int_equal(chmod(f->dir, 0700), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_restart_keeps_sessions, setup, teardown),
@@ -1263,6 +1291,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_checkpoint_corruption_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tail_corruption_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_retention_waits_for_the_acknowledgement, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_private_dir_is_tagged_kept, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
