@@ -45,6 +45,13 @@ start_gloved_dirs() {
         wait_gloved "$RT" "$GD_PID"
 }
 
+# refused_gloved_runtime WHAT: the last gx was refused before the sandbox
+# started (125) because its grant reaches a live gloved's directory.
+refused_gloved_runtime() {
+        expect_glove_error 125 || return 1
+        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "$1: expected grant.gloved_runtime, got: $stderr"
+}
+
 # tcp_mem: the host's TCP memory in pages (/proc/net/sockstat "TCP: ... mem N").
 tcp_mem() { awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat; }
 
@@ -248,14 +255,11 @@ for line in open("/proc/keys"):
         require_gloved
         start_gloved "$T/g"
         gx --read "$T" -- /bin/cat "$RT/bootstrap-secret"
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a parent: expected grant.gloved_runtime"
+        refused_gloved_runtime "--read of a parent"
         gx --read "$RT/bootstrap-secret" -- /bin/true
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of the secret: expected grant.gloved_runtime"
+        refused_gloved_runtime "--read of the secret"
         gx --write "$T/g" -- /bin/true
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--write of a parent"
+        refused_gloved_runtime "--write of a parent"
         stop_gloved
         gx --read "$T" -- /bin/true
         expect_status 0
@@ -267,16 +271,13 @@ for line in open("/proc/keys"):
         start_gloved_dirs "$T/rt" "$T/home/.local/state/glove"
         [ -f "$ST/receipt.key" ] || fail "gloved made no receipt.key (the test proves nothing)"
         gx --read "$ST" -- /bin/cat "$ST/receipt.key"
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of the state dir: expected grant.gloved_runtime"
+        refused_gloved_runtime "--read of the state dir"
         gx --read "$ST/leases" -- /bin/true
-        [ -d "$ST/leases" ] && { expect_glove_error 125; [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of leases/"; }
+        [ -d "$ST/leases" ] && refused_gloved_runtime "--read of leases/"
         gx --home-from "$T/home/.local/state" -- /bin/cat /home/agent/glove/receipt.key
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--home-from a parent of the state dir"
+        refused_gloved_runtime "--home-from a parent of the state dir"
         gx --read "$T/home/.local" -- /bin/true
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a grandparent"
+        refused_gloved_runtime "--read of a grandparent"
         stop_gloved
         gx --read "$ST" -- /bin/true
         expect_status 0
@@ -288,15 +289,13 @@ for line in open("/proc/keys"):
         start_gloved_dirs "$T/W/rt2" "$T/st"
         mv "$T/W/rt2" "$T/B/rt"
         gx --read "$T/B" -- /bin/cat "$T/B/rt/bootstrap-secret"
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of the new parent: expected grant.gloved_runtime"
+        refused_gloved_runtime "--read of the new parent"
         [[ "$stderr" == *"$T/B/rt"* ]] || fail "the message names where the directory is now"
         gx --read "$T/W" -- /bin/true
         expect_status 0
         bind_or_skip "$T/B" "$T/G/sub"
         gx --read "$T/G" -- /bin/cat "$T/G/sub/rt/bootstrap-secret"
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "--read of a parent of a bind of it"
+        refused_gloved_runtime "--read of a parent of a bind of it"
 }
 
 @test "hostwide: only the private directories a live gloved keeps are guarded, not one it has open in passing (a listing of /, a copy walk)" {
@@ -331,11 +330,9 @@ PY
         gx --write "$T/project/src" -- /bin/true
         expect_status 0
         gx --read "$T/kept/inner" -- /bin/true
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "inside a kept directory: expected grant.gloved_runtime"
+        refused_gloved_runtime "inside a kept directory"
         gx --read "$T" -- /bin/true
-        expect_glove_error 125
-        [ "$(glove_error_code)" = grant.gloved_runtime ] || fail "a parent of the stand-in's directories: expected grant.gloved_runtime"
+        refused_gloved_runtime "a parent of the stand-in's directories"
 }
 
 @test "hostwide: gloved refuses to start with its directories inside a running sandbox's grant (service.exposed_directory)" {
